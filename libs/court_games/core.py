@@ -1,0 +1,207 @@
+"""Shared pieces of every engine: cards, errors, events, seeded shuffles.
+
+Every game module under ``court_games.games`` exposes the same small interface
+(see ``court_games.registry.GameModule``):
+
+* ``Options``: a frozen dataclass of the game's rule variants, with defaults;
+  ``options_from_dict(d) -> Options`` validates a JSON mapping (raising
+  ``InvalidOptions``) and ``options_to_dict(o) -> dict`` is its inverse.
+* ``new_game(options, seed, decks=None) -> State``: ``decks`` replaces
+  shuffling exactly as RULES.md's test-vector section says (a list of decks,
+  top card first, as card strings); a deck the game needs that is not given is
+  shuffled with ``seeded_shuffle(seed, ...)``.
+* ``to_act(state) -> tuple[int, ...]``: the seats that may act now (empty when
+  the game is over; more than one during simultaneous phases such as Hearts
+  passing or Mutual Swap votes). ``current_player(state)`` is ``to_act[0]`` or
+  ``None``.
+* ``legal_actions(state, player=None) -> tuple[Action, ...]``: the sorted legal
+  actions of ``player`` (default: the first seat to act). Actions are small
+  hashable, orderable values chosen by each module for speed.
+* ``apply(state, player, action, emit=True) -> (State, tuple[Event, ...])``: a
+  new state and the past-tense events; raises ``IllegalAction`` (state
+  untouched, since states are immutable). ``emit=False`` skips building events
+  (bots' playouts).
+* ``action_to_json(action, player) -> dict`` / ``action_from_json(d) -> Action``:
+  the canonical JSON forms of RULES.md (``action_from_json`` raises
+  ``InvalidAction`` on malformed input).
+* ``view(state, seat) -> dict``: what ``seat`` may see (``None``: a spectator,
+  who sees no hand). Never another player's hand, the deck order or the seed.
+* ``is_terminal(state) -> bool``, ``result(state) -> dict`` (RULES.md's result
+  shape).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+RANKS = "23456789TJQKA"
+SUITS = "CDHS"
+RED_SUITS = frozenset("HD")
+BLACK_SUITS = frozenset("SC")
+JOKERS = ("RJ", "BJ")
+GLOVE = "GL"
+
+STANDARD_DECK: tuple[str, ...] = tuple(r + s for s in SUITS for r in RANKS)
+
+
+class GameError(Exception):
+    """Root of every error an engine raises on bad input."""
+
+
+class InvalidOptions(GameError):
+    """Options that do not describe a playable game."""
+
+
+class InvalidAction(GameError):
+    """An action that is malformed (unknown type, missing field, unknown card)."""
+
+
+class InvalidVector(GameError):
+    """A test vector that cannot be replayed (bad deck, unknown game)."""
+
+
+class IllegalAction(GameError):
+    """A well-formed action that the rules do not allow now.
+
+    ``action`` is the offending action (canonical JSON where known) and
+    ``reason`` says what was wrong and what is allowed.
+    """
+
+    def __init__(self, action: Any, reason: str):
+        self.action = action
+        self.reason = reason
+        super().__init__(reason)
+
+
+class NotYourTurn(IllegalAction):
+    """A seat acted when it was not among the seats to act."""
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A past-tense fact emitted by ``apply``.
+
+    ``data`` is public: anyone watching the table may see it. ``private`` holds
+    the parts only ``owner`` may see (the card a player drew, the cards passed
+    to them); it is merged into ``data`` for the owner and for the
+    full-information (analytics/admin) stream only.
+    """
+
+    type: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+    private: Mapping[str, Any] | None = None
+    owner: int | None = None
+
+    def for_seat(self, seat: int | None) -> dict[str, Any]:
+        """The event as ``seat`` may see it (``None``: a spectator)."""
+        out = {"type": self.type, **self.data}
+        if self.private and seat is not None and seat == self.owner:
+            out.update(self.private)
+        return out
+
+    def full(self) -> dict[str, Any]:
+        """The full-information form (analytics/admin only)."""
+        out = {"type": self.type, **self.data}
+        if self.private:
+            out.update(self.private)
+            out["owner"] = self.owner
+        return out
+
+
+def card_ok(card: str, extra: Iterable[str] = ()) -> bool:
+    return (len(card) == 2 and card[0] in RANKS and card[1] in SUITS) or card in extra
+
+
+def parse_card(card: Any, extra: Iterable[str] = ()) -> str:
+    """Validate a card string (``"TH"``, ``"QS"``; ``extra`` admits ``"RJ"`` etc.)."""
+    if not isinstance(card, str) or not card_ok(card.upper(), extra):
+        raise InvalidAction(
+            f"unknown card {card!r}: a card is rank then suit, ranks A 2-9 T J Q K, suits C D H S"
+            + (f", or one of {', '.join(extra)}" if extra else "")
+        )
+    return card.upper()
+
+
+def rank_of(card: str) -> str:
+    return card[0]
+
+
+def suit_of(card: str) -> str:
+    return card[1]
+
+
+def card_sort_key(card: str) -> tuple[int, int]:
+    """RULES.md's order: by suit C D H S, then rank 2..A; jokers and gloves last."""
+    if card_ok(card):
+        return (SUITS.index(card[1]), RANKS.index(card[0]))
+    return (len(SUITS), {"BJ": 0, "RJ": 1, "GL": 2}.get(card, 3))
+
+
+def sort_cards(cards: Iterable[str]) -> list[str]:
+    return sorted(cards, key=card_sort_key)
+
+
+def seeded_rng(seed: int, *salt: Any) -> random.Random:
+    """A ``random.Random`` determined by ``seed`` and ``salt`` alone.
+
+    The salt (e.g. ``("deal", round_no)``) is hashed with SHA-256, so the
+    stream is stable across processes and Python versions (no ``hash()``).
+    """
+    material = repr((int(seed), *salt)).encode()
+    return random.Random(int.from_bytes(hashlib.sha256(material).digest()[:16], "big"))
+
+
+def seeded_shuffle(cards: Sequence[str], seed: int, *salt: Any) -> tuple[str, ...]:
+    deck = list(cards)
+    seeded_rng(seed, *salt).shuffle(deck)
+    return tuple(deck)
+
+
+def check_deck(deck: Any, allowed: Iterable[str], *, what: str = "deck", exact: bool = False) -> tuple[str, ...]:
+    """Validate a vector deck: a list of known, distinct cards from ``allowed``.
+
+    ``exact`` demands the whole of ``allowed`` (Hearts deals full packs).
+    Raises ``InvalidVector`` with a message naming the problem.
+    """
+    allowed_set = set(allowed)
+    if not isinstance(deck, list | tuple):
+        raise InvalidVector(f"{what} must be a list of cards, got {type(deck).__name__}")
+    seen: set[str] = set()
+    out = []
+    for c in deck:
+        if not isinstance(c, str) or c.upper() not in allowed_set:
+            raise InvalidVector(f"{what} names an unknown card {c!r}")
+        c = c.upper()
+        if c in seen:
+            raise InvalidVector(f"{what} repeats the card {c}")
+        seen.add(c)
+        out.append(c)
+    if exact and seen != allowed_set:
+        missing = sort_cards(allowed_set - seen)
+        raise InvalidVector(f"{what} must hold all {len(allowed_set)} cards; missing {' '.join(missing)}")
+    return tuple(out)
+
+
+def require_int(d: Mapping[str, Any], key: str, *, lo: int, hi: int, default: int | None = None) -> int:
+    """Read an integer option, raising ``InvalidOptions`` with the allowed range."""
+    v = d.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise InvalidOptions(f"option {key!r} must be an integer from {lo} to {hi}, got {v!r}")
+    return v
+
+
+def require_bool(d: Mapping[str, Any], key: str, default: bool) -> bool:
+    v = d.get(key, default)
+    if not isinstance(v, bool):
+        raise InvalidOptions(f"option {key!r} must be true or false, got {v!r}")
+    return v
+
+
+def reject_unknown(d: Mapping[str, Any], known: Iterable[str], game: str) -> None:
+    extra = sorted(set(d) - set(known))
+    if extra:
+        raise InvalidOptions(f"unknown option(s) for {game}: {', '.join(extra)}; known: {', '.join(sorted(known))}")

@@ -1,0 +1,45 @@
+"""The registry: a game's short name to its engine module.
+
+Every module satisfies ``GameModule``; services, bots and tests treat games
+alike through it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import Any, Protocol
+
+from .core import Event, InvalidOptions
+
+GAME_NAMES: tuple[str, ...] = ("queens_court", "hearts", "the_court", "court_wars")
+
+
+class GameModule(Protocol):
+    NAME: str
+
+    def options_from_dict(self, d: Mapping[str, Any]) -> Any: ...
+    def options_to_dict(self, options: Any) -> dict[str, Any]: ...
+    def new_game(self, options: Any, seed: int, decks: Sequence[Sequence[str]] | None = None) -> Any: ...
+    def to_act(self, state: Any) -> tuple[int, ...]: ...
+    def current_player(self, state: Any) -> int | None: ...
+    def legal_actions(self, state: Any, player: int | None = None) -> tuple[Any, ...]: ...
+    def apply(self, state: Any, player: int, action: Any, emit: bool = True) -> tuple[Any, tuple[Event, ...]]: ...
+    def action_to_json(self, action: Any, player: int) -> dict[str, Any]: ...
+    def action_from_json(self, d: Mapping[str, Any]) -> Any: ...
+    def view(self, state: Any, seat: int | None) -> dict[str, Any]: ...
+    def is_terminal(self, state: Any) -> bool: ...
+    def result(self, state: Any) -> dict[str, Any]: ...
+    def num_players(self, state: Any) -> int: ...
+
+
+def get_game(name: str) -> ModuleType:
+    """The engine module for ``name``; ``InvalidOptions`` names the known games."""
+    if name not in GAME_NAMES:
+        raise InvalidOptions(f"unknown game {name!r}; known games: {', '.join(GAME_NAMES)}")
+    return importlib.import_module(f"court_games.games.{name}")
+
+
+def all_games() -> dict[str, ModuleType]:
+    return {n: get_game(n) for n in GAME_NAMES}
