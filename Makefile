@@ -21,9 +21,11 @@ uv.lock: pyproject.toml
 	@command -v uv >/dev/null 2>&1 || $(PY) -m uv --version >/dev/null 2>&1 || $(PY) -m pip install -q --disable-pip-version-check uv
 	$(UV) lock
 
-# Every test, slow suites included (pytest-xdist spreads them over the cores).
+# Every test, slow suites included (pytest-xdist spreads them over the cores). The SQL storage
+# tests run against SQLite and a real PostgreSQL server: scripts/test-postgres.sh starts a private
+# one (set COURT_TEST_POSTGRES_URL to use your own).
 test: setup
-	$(BIN)/pytest -n auto $(PYTEST_ARGS)
+	COURT_TEST_POSTGRES_URL="$${COURT_TEST_POSTGRES_URL:-$$(scripts/test-postgres.sh)}" $(BIN)/pytest -n auto $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python -m tests.bench
