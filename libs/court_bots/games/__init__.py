@@ -1,0 +1,1 @@
+"""Per-game bot adapters: determinization, heuristics, search hooks."""
