@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.court-setup
 PYTEST_ARGS ?=
 
-.PHONY: setup test bench lint vectors clean
+.PHONY: setup test bench lint vectors clean proto token
 
 # Creates or updates .venv (a no-op when pyproject.toml and uv.lock are unchanged).
 setup: $(STAMP)
@@ -32,6 +32,18 @@ bench: setup
 
 vectors: setup
 	$(BIN)/court-vectors tests/vectors/*/*.json > /dev/null && echo "all vectors pass"
+
+# Regenerates libs/court_proto/ (Python + gRPC + .pyi stubs) from protos/; checked in, never hand-edited.
+proto: setup
+	$(BIN)/python protos/generate.py libs/court_proto
+
+# A development bearer token: make token SUB=alice ROLE=player (TTL=seconds); uses COURT_TOKEN_SECRET
+# or, with COURT_ENV=dev (the default here), the development secret.
+SUB ?= dev
+ROLE ?= player
+TTL ?= 86400
+token: setup
+	@COURT_ENV="$${COURT_ENV:-dev}" $(BIN)/court-token --sub "$(SUB)" --role "$(ROLE)" --ttl "$(TTL)"
 
 lint: setup
 	$(BIN)/ruff check libs services tests
