@@ -1,0 +1,25 @@
+"""SQL storage plumbing shared by the lobby and ranking services.
+
+* ``database_url`` picks the database: ``COURT_DATABASE_URL`` (``postgresql+psycopg://...``; a bare
+  ``postgresql://`` URL is read as psycopg 3) or, by default, a SQLite file under
+  ``COURT_STATE_DIR`` (default ``./.state``), one file per service.
+* ``make_engine`` builds a SQLAlchemy engine with the settings each backend needs for concurrent
+  writers (SQLite: WAL, a busy timeout and ``BEGIN IMMEDIATE`` so two writers queue instead of
+  failing; PostgreSQL: a pre-pinged pool).
+* ``upgrade`` runs a service's Alembic migrations (at service start and from the CLI); there is no
+  ``create_all`` anywhere outside the migrations.
+* ``insert_ignore`` is the idempotent insert both services build on (``ON CONFLICT DO NOTHING``).
+"""
+
+from .db import database_url, insert_ignore, make_engine, normalize_url
+from .migrate import current_revision, run_env, upgrade
+
+__all__ = [
+    "current_revision",
+    "database_url",
+    "insert_ignore",
+    "make_engine",
+    "normalize_url",
+    "run_env",
+    "upgrade",
+]

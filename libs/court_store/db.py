@@ -1,0 +1,93 @@
+"""Engines and URLs for the embedded (SQLite) and scaled (PostgreSQL) databases."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Table, event
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.orm import Session
+from sqlmodel import create_engine
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def normalize_url(url: str) -> str:
+    """Read ``postgresql://`` and ``postgres://`` as psycopg 3 (the driver we ship)."""
+    u = make_url(url)
+    if u.drivername in ("postgresql", "postgres"):
+        u = u.set(drivername="postgresql+psycopg")
+    elif u.drivername.startswith("postgresql+") and u.drivername != "postgresql+psycopg":
+        raise ValueError(f"unsupported PostgreSQL driver {u.drivername!r}: use postgresql+psycopg://")
+    elif u.get_backend_name() not in ("sqlite", "postgresql"):
+        raise ValueError(f"unsupported database {u.drivername!r}: use sqlite:/// or postgresql+psycopg://")
+    return u.render_as_string(hide_password=False)
+
+
+def database_url(service: str, url: str | None = None, state_dir: str | os.PathLike[str] | None = None) -> str:
+    """The database URL for ``service``: ``url``, else ``COURT_DATABASE_URL``, else a SQLite file.
+
+    The SQLite default is ``<state_dir>/<service>.db`` where ``state_dir`` defaults to
+    ``COURT_STATE_DIR`` or ``./.state`` (created when missing).
+    """
+    url = url or os.environ.get("COURT_DATABASE_URL") or None
+    if url:
+        return normalize_url(url)
+    folder = Path(state_dir or os.environ.get("COURT_STATE_DIR") or ".state")
+    folder.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{(folder / f'{service}.db').resolve()}"
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """An engine for ``url`` tuned for several concurrent writers on either backend."""
+    url = normalize_url(url)
+    if make_url(url).get_backend_name() == "sqlite":
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+            **kwargs,
+        )
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
+            # pysqlite's own transaction handling is switched off so that every transaction
+            # starts with BEGIN IMMEDIATE below: writers then queue on the busy timeout instead
+            # of failing with "database is locked" when a read transaction upgrades to a write.
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.close()
+
+        @event.listens_for(engine, "begin")
+        def _sqlite_begin(conn: Any) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    kwargs.setdefault("pool_pre_ping", True)
+    kwargs.setdefault("pool_size", 10)
+    kwargs.setdefault("max_overflow", 20)
+    return create_engine(url, **kwargs)
+
+
+def insert_ignore(session: Session, table: Table, rows: Iterable[Mapping[str, Any]]) -> int:
+    """Insert ``rows``, silently skipping any that clash with a unique key; returns rows inserted."""
+    rows = [dict(r) for r in rows]
+    if not rows:
+        return 0
+    backend = session.get_bind().dialect.name
+    if backend == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    elif backend == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert
+    else:  # pragma: no cover - make_engine admits only these two
+        raise ValueError(f"unsupported backend {backend}")
+    # RETURNING counts the rows really inserted (rowcount is unreliable for multi-row inserts)
+    key = list(table.primary_key.columns)[0]
+    result = session.execute(insert(table).values(rows).on_conflict_do_nothing().returning(key))
+    return len(result.all())

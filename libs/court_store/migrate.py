@@ -1,0 +1,68 @@
+"""Alembic, driven from code: one migration folder per service, one version table per service.
+
+A service's ``migrations/env.py`` is two lines (``run_env(context, metadata)``); ``upgrade`` runs
+it against an engine. Both services may share one PostgreSQL database: their version tables
+(``alembic_version_<service>``) and table names are distinct. On PostgreSQL the upgrade holds an
+advisory lock, so replicas starting together migrate once.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import MetaData, text
+from sqlalchemy.engine import Connection, Engine
+
+
+def _config(migrations_dir: Path, service: str, connection: Connection) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir))
+    cfg.set_main_option("version_table", f"alembic_version_{service}")
+    cfg.attributes["connection"] = connection
+    return cfg
+
+
+def upgrade(engine: Engine, migrations_dir: str | Path, service: str, revision: str = "head") -> str | None:
+    """Bring ``engine``'s schema for ``service`` up to ``revision``; returns the revision reached."""
+    with engine.connect() as conn:
+        if conn.dialect.name == "postgresql":
+            key = zlib.crc32(f"court-migrate-{service}".encode())
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})
+            conn.commit()
+            try:
+                command.upgrade(_config(Path(migrations_dir), service, conn), revision)
+                conn.commit()
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+                conn.commit()
+        else:
+            command.upgrade(_config(Path(migrations_dir), service, conn), revision)
+            conn.commit()
+    return current_revision(engine, service)
+
+
+def current_revision(engine: Engine, service: str) -> str | None:
+    with engine.connect() as conn:
+        ctx = MigrationContext.configure(conn, opts={"version_table": f"alembic_version_{service}"})
+        return ctx.get_current_revision()
+
+
+def run_env(context: Any, target_metadata: MetaData) -> None:
+    """The body of every service's ``migrations/env.py`` (online mode only)."""
+    cfg = context.config
+    connection = cfg.attributes.get("connection")
+    if connection is None:
+        raise RuntimeError("court migrations run through court_store.upgrade (or the service's `migrate` command)")
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        version_table=cfg.get_main_option("version_table"),
+        render_as_batch=connection.dialect.name == "sqlite",
+    )
+    with context.begin_transaction():
+        context.run_migrations()

@@ -1,0 +1,1 @@
+"""The lobby service: accounts, lobbies, seats, ante checks, starting, saving and resuming games."""

@@ -1,0 +1,96 @@
+"""The lobby service's tables (SQLModel). The schema itself is made by the Alembic migrations.
+
+Races are settled by the database, never by the process: a seat is a row unique on
+(lobby, seat number) and on (lobby, account), and every change to a lobby first takes the lobby's
+row with a conditional ``UPDATE ... WHERE status = 'open'``, so starting twice starts one game.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import BigInteger, Column, ForeignKey, Index, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy.orm import registry
+from sqlmodel import Field, SQLModel
+
+
+class LobbyModel(SQLModel, registry=registry()):
+    """The lobby service's own metadata (apart from the ranking's, though both may share a database)."""
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Account(LobbyModel, table=True):
+    __tablename__ = "lb_account"
+
+    id: str = Field(primary_key=True, max_length=36)
+    name: str = Field(max_length=24)
+    name_key: str = Field(max_length=24, unique=True)  # casefolded: "Ann" and "ann" are one name
+    password_hash: str | None = Field(default=None, max_length=255)
+    guest: bool = False
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class RefreshToken(LobbyModel, table=True):
+    """A refresh token (stored as its SHA-256): used once, then replaced by a new one."""
+
+    __tablename__ = "lb_refresh"
+
+    token_hash: str = Field(primary_key=True, max_length=64)
+    account_id: str = Field(sa_column=Column(String(36), ForeignKey("lb_account.id", ondelete="CASCADE"),
+                                             nullable=False, index=True))
+    expires_at: datetime
+    used: bool = False
+
+
+class Lobby(LobbyModel, table=True):
+    __tablename__ = "lb_lobby"
+    __table_args__ = (Index("ix_lb_lobby_open", "status", "game", "public", "ante"),)
+
+    id: str = Field(primary_key=True, max_length=36)
+    game: str = Field(max_length=32)
+    options: str = Field(sa_column=Column(Text, nullable=False))  # the engine's options as JSON
+    online: bool
+    ante: int = 0
+    seats: int
+    public: bool = True
+    invite_code: str | None = Field(default=None, max_length=16)
+    host_id: str = Field(max_length=36)
+    status: str = Field(default="open", max_length=16)  # open | starting | started | finished | abandoned
+    version: int = 0  # bumped by every change: the conditional update that serialises a lobby
+    game_id: str | None = Field(default=None, max_length=64, unique=True)
+    seed: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    resumed_from: str | None = Field(default=None, max_length=64)  # the game a resumed game continues
+    created_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime | None = None
+
+
+class Seat(LobbyModel, table=True):
+    __tablename__ = "lb_seat"
+    __table_args__ = (UniqueConstraint("lobby_id", "account_id", name="uq_lb_seat_account"),)
+
+    lobby_id: str = Field(sa_column=Column(String(36), ForeignKey("lb_lobby.id", ondelete="CASCADE"),
+                                           primary_key=True))
+    seat_no: int = Field(primary_key=True)
+    account_id: str | None = Field(default=None, max_length=36, index=True)  # None: a bot
+    bot_level: str | None = Field(default=None, max_length=16)
+    name: str = Field(default="", max_length=24)
+    ready: bool = False
+    joined_at: datetime = Field(default_factory=utcnow)
+
+
+class RequestLog(LobbyModel, table=True):
+    """The first answer to each (account, request id): a retry gets it back, nothing is applied twice."""
+
+    __tablename__ = "lb_request"
+
+    account_id: str = Field(primary_key=True, max_length=36)
+    request_id: str = Field(primary_key=True, max_length=64)
+    method: str = Field(max_length=64)
+    response: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+metadata = LobbyModel.metadata

@@ -1,0 +1,387 @@
+"""The lobby service's storage: accounts, refresh tokens, lobbies, seats and the request log.
+
+Every change to a lobby starts with ``_take`` (a conditional ``UPDATE lb_lobby SET version =
+version + 1 WHERE id = ? AND status = 'open'``): on PostgreSQL that row lock queues concurrent
+changes to one lobby, on SQLite ``BEGIN IMMEDIATE`` does the same, and the unique seat
+constraints back both up. Starting moves the lobby from ``open`` to ``starting`` in one such
+update, so of two concurrent starts exactly one proceeds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from court_store import insert_ignore, upgrade
+from court_store.errors import (
+    Aborted,
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    Unauthenticated,
+)
+from sqlalchemy import delete, func, update
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
+
+from .models import Account, Lobby, RefreshToken, RequestLog, Seat, utcnow
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+SERVICE = "lobby"
+BOT_LEVELS = ("random", "heuristic", "expert")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.\-]{0,22}[A-Za-z0-9_.\-]$")
+MAX_REQUEST_ID = 64
+OPEN, STARTING, STARTED, FINISHED, ABANDONED = "open", "starting", "started", "finished", "abandoned"
+
+
+def migrate(engine: Engine) -> str | None:
+    """Bring the lobby schema to the newest revision (service start and ``court-lobby migrate``)."""
+    return upgrade(engine, MIGRATIONS, SERVICE)
+
+
+def check_name(name: Any, what: str = "name") -> str:
+    """2 to 24 characters: letters, digits, space, ``_ . -``; starting with a letter or digit."""
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        shown = name if isinstance(name, str) and len(name) <= 40 else f"{str(name)[:40]}..."
+        raise InvalidArgument(
+            f"{what} {shown!r} is not allowed: use 2 to 24 characters, letters, digits, space, '_', '.' or '-', "
+            "starting with a letter or digit")
+    return name
+
+
+def _hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class SeatInfo:
+    seat_no: int
+    account_id: str | None
+    bot_level: str | None
+    name: str
+    ready: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LobbyInfo:
+    id: str
+    game: str
+    options: dict[str, Any]
+    online: bool
+    ante: int
+    seats: int
+    public: bool
+    invite_code: str | None
+    host_id: str
+    status: str
+    game_id: str | None
+    seed: int | None
+    resumed_from: str | None
+    created_at: datetime
+    seated: tuple[SeatInfo, ...]
+
+    @property
+    def free_seats(self) -> int:
+        return self.seats - len(self.seated)
+
+    def seat_of(self, account_id: str) -> SeatInfo | None:
+        return next((s for s in self.seated if s.account_id == account_id), None)
+
+
+class LobbyStore:
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    def session(self) -> Session:
+        return Session(self.engine, expire_on_commit=False)
+
+    # ------------------------------------------------------------------ accounts
+
+    def create_account(self, name: str, password_hash: str | None, guest: bool = False) -> Account:
+        """A new account; ``AlreadyExists`` when the name (compared casefolded) is taken."""
+        check_name(name)
+        acc = Account(id=str(uuid.uuid4()), name=name, name_key=name.casefold(), password_hash=password_hash,
+                      guest=guest)
+        try:
+            with self.session() as s, s.begin():
+                s.add(acc)
+        except IntegrityError:
+            raise AlreadyExists(f"the name {name!r} is taken; choose another") from None
+        return acc
+
+    def account_by_name(self, name: str) -> Account | None:
+        if not isinstance(name, str) or len(name) > 24:
+            return None
+        with self.session() as s:
+            return s.exec(select(Account).where(Account.name_key == name.casefold())).first()
+
+    def account(self, account_id: str) -> Account:
+        with self.session() as s:
+            acc = s.get(Account, account_id)
+        if acc is None:
+            raise NotFound(f"no account {account_id!r}")
+        return acc
+
+    def set_password_hash(self, account_id: str, password_hash: str) -> None:
+        with self.session() as s, s.begin():
+            s.execute(update(Account).where(Account.id == account_id).values(password_hash=password_hash))
+
+    def issue_refresh(self, account_id: str, ttl: timedelta) -> str:
+        token = secrets.token_urlsafe(32)
+        with self.session() as s, s.begin():
+            s.add(RefreshToken(token_hash=_hash_token(token), account_id=account_id, expires_at=utcnow() + ttl))
+        return token
+
+    def use_refresh(self, token: str) -> Account:
+        """Spend a refresh token (once: a replayed one is refused) and return its account."""
+        if not isinstance(token, str) or not 10 <= len(token) <= 200:
+            raise Unauthenticated("the refresh token is malformed; log in again")
+        h = _hash_token(token)
+        with self.session() as s, s.begin():
+            done = s.execute(update(RefreshToken).where(RefreshToken.token_hash == h, RefreshToken.used.is_(False),
+                                                         RefreshToken.expires_at > utcnow()).values(used=True))
+            if done.rowcount != 1:
+                raise Unauthenticated("the refresh token is unknown, expired or already used; log in again")
+            row = s.get(RefreshToken, h)
+            acc = s.get(Account, row.account_id)
+        return acc
+
+    # ------------------------------------------------------------------ the request log
+
+    def recall(self, account_id: str, request_id: str, method: str) -> bytes | None:
+        """The stored answer to an earlier call with this request id, if any."""
+        if not request_id:
+            return None
+        if len(request_id) > MAX_REQUEST_ID:
+            raise InvalidArgument(f"request_id must be at most {MAX_REQUEST_ID} characters")
+        with self.session() as s:
+            row = s.get(RequestLog, (account_id, request_id))
+        if row is None:
+            return None
+        if row.method != method:
+            raise InvalidArgument(f"request_id {request_id!r} was already used for {row.method}; choose a new one")
+        return row.response
+
+    def remember(self, account_id: str, request_id: str, method: str, response: bytes) -> bytes:
+        """Store the answer; when a concurrent retry stored one first, that one wins and is returned."""
+        if not request_id:
+            return response
+        with self.session() as s, s.begin():
+            if insert_ignore(s, RequestLog.__table__, [{"account_id": account_id, "request_id": request_id,
+                                                        "method": method, "response": response,
+                                                        "created_at": utcnow()}]):
+                return response
+            return s.get(RequestLog, (account_id, request_id)).response
+
+    # ------------------------------------------------------------------ lobbies
+
+    @staticmethod
+    def _info(s: Session, lobby: Lobby) -> LobbyInfo:
+        seats = s.exec(select(Seat).where(Seat.lobby_id == lobby.id).order_by(Seat.seat_no)).all()
+        return LobbyInfo(
+            id=lobby.id, game=lobby.game, options=json.loads(lobby.options), online=lobby.online, ante=lobby.ante,
+            seats=lobby.seats, public=lobby.public, invite_code=lobby.invite_code, host_id=lobby.host_id,
+            status=lobby.status, game_id=lobby.game_id, seed=lobby.seed, resumed_from=lobby.resumed_from,
+            created_at=lobby.created_at,
+            seated=tuple(SeatInfo(x.seat_no, x.account_id, x.bot_level, x.name, x.ready) for x in seats))
+
+    def lobby(self, lobby_id: str) -> LobbyInfo:
+        with self.session() as s:
+            row = s.get(Lobby, lobby_id) if isinstance(lobby_id, str) and len(lobby_id) <= 36 else None
+            if row is None:
+                raise NotFound(f"no lobby {lobby_id!r}")
+            return self._info(s, row)
+
+    def lobby_of_game(self, game_id: str) -> LobbyInfo | None:
+        with self.session() as s:
+            row = s.exec(select(Lobby).where(Lobby.game_id == game_id)).first()
+            return None if row is None else self._info(s, row)
+
+    def _take(self, s: Session, lobby_id: str, status: str = OPEN) -> Lobby:
+        """Lock the lobby for a change; it must be in ``status`` (``open`` by default)."""
+        done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == status)
+                         .values(version=Lobby.version + 1))
+        row = s.get(Lobby, lobby_id, populate_existing=True)
+        if row is None:
+            raise NotFound(f"no lobby {lobby_id!r}")
+        if done.rowcount != 1:
+            if status == OPEN:
+                raise FailedPrecondition(f"lobby {lobby_id} is {row.status}, no longer open")
+            raise FailedPrecondition(f"lobby {lobby_id} is {row.status}, not {status}")
+        return row
+
+    def create_lobby(self, host: Account, game: str, options: Mapping[str, Any], online: bool, ante: int,
+                     seats: int, public: bool, resumed_from: str | None = None) -> LobbyInfo:
+        """A new open lobby with the host in seat 0 (private lobbies get an invite code)."""
+        lobby = Lobby(id=str(uuid.uuid4()), game=game, options=json.dumps(dict(options), sort_keys=True),
+                      online=online, ante=ante, seats=seats, public=public,
+                      invite_code=None if public else secrets.token_hex(4).upper(), host_id=host.id,
+                      resumed_from=resumed_from)
+        with self.session() as s, s.begin():
+            s.add(lobby)
+            s.flush()
+            s.add(Seat(lobby_id=lobby.id, seat_no=0, account_id=host.id, name=host.name))
+        return self.lobby(lobby.id)
+
+    def list_open(self, game: str | None = None, ante: int | None = None, online: bool | None = None,
+                  with_free_seat: bool = True, limit: int = 50, offset: int = 0) -> list[LobbyInfo]:
+        """Open public lobbies, oldest first, filtered by game, ante and mode."""
+        taken = select(Seat.lobby_id, func.count().label("n")).group_by(Seat.lobby_id).subquery()
+        q = (select(Lobby).join(taken, taken.c.lobby_id == Lobby.id, isouter=True)
+             .where(Lobby.status == OPEN, Lobby.public.is_(True)))
+        if game:
+            q = q.where(Lobby.game == game)
+        if ante is not None:
+            q = q.where(Lobby.ante == ante)
+        if online is not None:
+            q = q.where(Lobby.online.is_(online))
+        if with_free_seat:
+            q = q.where(func.coalesce(taken.c.n, 0) < Lobby.seats)
+        q = q.order_by(Lobby.created_at, Lobby.id).offset(max(0, offset)).limit(max(1, min(limit, 200)))
+        with self.session() as s:
+            return [self._info(s, row) for row in s.exec(q)]
+
+    def join(self, lobby_id: str, account: Account, invite_code: str = "") -> LobbyInfo:
+        """Take the lowest free seat. Joining a lobby one already sits in changes nothing."""
+        try:
+            with self.session() as s, s.begin():
+                lobby = self._take(s, lobby_id)
+                info = self._info(s, lobby)
+                if info.seat_of(account.id):
+                    return info
+                if not lobby.public and not secrets.compare_digest(
+                        (invite_code or "").upper().encode(), (lobby.invite_code or "").encode()):
+                    raise PermissionDenied(f"lobby {lobby_id} is private: a correct invite code is required")
+                taken = {x.seat_no for x in info.seated}
+                free = [n for n in range(lobby.seats) if n not in taken]
+                if not free:
+                    raise FailedPrecondition(f"lobby {lobby_id} is full ({lobby.seats} seats)")
+                s.add(Seat(lobby_id=lobby_id, seat_no=free[0], account_id=account.id, name=account.name))
+        except IntegrityError:
+            # only reachable if the lobby row lock was bypassed; the unique seat constraints hold the line
+            raise Aborted(f"lost the race for a seat in lobby {lobby_id}; look again") from None
+        return self.lobby(lobby_id)
+
+    def leave(self, lobby_id: str, account: Account) -> LobbyInfo | None:
+        """Give up one's seat; the host leaving hands the lobby to the next person, or closes it."""
+        with self.session() as s, s.begin():
+            lobby = self._take(s, lobby_id)
+            gone = s.execute(delete(Seat).where(Seat.lobby_id == lobby_id, Seat.account_id == account.id))
+            if gone.rowcount == 0:
+                raise FailedPrecondition(f"you have no seat in lobby {lobby_id}")
+            if lobby.host_id == account.id:
+                heir = s.exec(select(Seat).where(Seat.lobby_id == lobby_id, Seat.account_id.is_not(None))
+                              .order_by(Seat.seat_no)).first()
+                if heir is None:
+                    lobby.status = ABANDONED
+                else:
+                    lobby.host_id = heir.account_id
+                s.add(lobby)
+        return self.lobby(lobby_id)
+
+    def set_ready(self, lobby_id: str, account: Account, ready: bool) -> LobbyInfo:
+        with self.session() as s, s.begin():
+            self._take(s, lobby_id)
+            done = s.execute(update(Seat).where(Seat.lobby_id == lobby_id, Seat.account_id == account.id)
+                             .values(ready=ready))
+            if done.rowcount == 0:
+                raise FailedPrecondition(f"you have no seat in lobby {lobby_id}")
+        return self.lobby(lobby_id)
+
+    def _host_take(self, s: Session, lobby_id: str, account: Account, what: str) -> Lobby:
+        lobby = self._take(s, lobby_id)
+        if lobby.host_id != account.id:
+            raise PermissionDenied(f"only the lobby's host may {what}")
+        return lobby
+
+    def add_bot(self, lobby_id: str, account: Account, level: str, seat_no: int | None = None) -> LobbyInfo:
+        """Seat a bot (host only) at ``level`` in ``seat_no`` or the lowest free seat."""
+        if level not in BOT_LEVELS:
+            raise InvalidArgument(f"unknown bot level {level!r}; use one of {', '.join(BOT_LEVELS)}")
+        with self.session() as s, s.begin():
+            lobby = self._host_take(s, lobby_id, account, "add a bot")
+            taken = {x.seat_no for x in self._info(s, lobby).seated}
+            if seat_no is None:
+                free = [n for n in range(lobby.seats) if n not in taken]
+                if not free:
+                    raise FailedPrecondition(f"lobby {lobby_id} is full ({lobby.seats} seats)")
+                seat_no = free[0]
+            elif not 0 <= seat_no < lobby.seats:
+                raise InvalidArgument(f"seat must be from 0 to {lobby.seats - 1}, got {seat_no}")
+            elif seat_no in taken:
+                raise FailedPrecondition(f"seat {seat_no} of lobby {lobby_id} is taken")
+            s.add(Seat(lobby_id=lobby_id, seat_no=seat_no, bot_level=level, name=f"Bot ({level})", ready=True))
+        return self.lobby(lobby_id)
+
+    def kick(self, lobby_id: str, account: Account, seat_no: int) -> LobbyInfo:
+        """Empty a seat (host only): a person is removed, a bot taken away."""
+        with self.session() as s, s.begin():
+            lobby = self._host_take(s, lobby_id, account, "kick a player or remove a bot")
+            if seat_no == next((x.seat_no for x in self._info(s, lobby).seated if x.account_id == account.id), -1):
+                raise FailedPrecondition("the host cannot kick themselves; leave the lobby instead")
+            gone = s.execute(delete(Seat).where(Seat.lobby_id == lobby_id, Seat.seat_no == seat_no))
+            if gone.rowcount == 0:
+                raise NotFound(f"seat {seat_no} of lobby {lobby_id} is empty")
+        return self.lobby(lobby_id)
+
+    def begin_start(self, lobby_id: str, account: Account | None, seed: int) -> LobbyInfo:
+        """open -> starting (host only, every seat filled), fixing the new game's id and seed.
+
+        Exactly one of two concurrent calls gets here; the other sees ``FailedPrecondition``.
+        ``account`` None is the service itself (resuming).
+        """
+        with self.session() as s, s.begin():
+            lobby = s.get(Lobby, lobby_id)
+            if lobby is None:
+                raise NotFound(f"no lobby {lobby_id!r}")
+            if account is not None and lobby.host_id != account.id:
+                raise PermissionDenied("only the lobby's host may start the game")
+            n = s.exec(select(func.count()).select_from(Seat).where(Seat.lobby_id == lobby_id)).one()
+            if lobby.status == OPEN and n < lobby.seats:
+                raise FailedPrecondition(f"lobby {lobby_id} has {lobby.seats - n} empty seat(s); "
+                                         "wait for players or add bots")
+            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == OPEN)
+                             .values(status=STARTING, version=Lobby.version + 1, game_id=str(uuid.uuid4()),
+                                     seed=seed))
+            if done.rowcount != 1:
+                raise FailedPrecondition(f"lobby {lobby_id} is {lobby.status}: its game was already started")
+            row = s.get(Lobby, lobby_id, populate_existing=True)
+            return self._info(s, row)
+
+    def finish_start(self, lobby_id: str) -> LobbyInfo:
+        with self.session() as s, s.begin():
+            lobby = self._take(s, lobby_id, STARTING)
+            lobby.status, lobby.started_at = STARTED, utcnow()
+            s.add(lobby)
+        return self.lobby(lobby_id)
+
+    def undo_start(self, lobby_id: str) -> None:
+        """starting -> open again when the game could not be created."""
+        with self.session() as s, s.begin():
+            s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTING)
+                      .values(status=OPEN, game_id=None, seed=None, version=Lobby.version + 1))
+
+    def set_status(self, lobby_id: str, from_status: str, to_status: str) -> bool:
+        with self.session() as s, s.begin():
+            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == from_status)
+                             .values(status=to_status, version=Lobby.version + 1))
+            return done.rowcount == 1
+
+    def my_games(self, account_id: str, statuses: Sequence[str] = (STARTED,)) -> list[LobbyInfo]:
+        """Lobbies whose game ``account_id`` sits in, newest first."""
+        q = (select(Lobby).join(Seat, Seat.lobby_id == Lobby.id)
+             .where(Seat.account_id == account_id, Lobby.status.in_(list(statuses)))
+             .order_by(Lobby.started_at.desc(), Lobby.id))
+        with self.session() as s:
+            return [self._info(s, row) for row in s.exec(q)]

@@ -1,0 +1,356 @@
+"""The ranking service's storage: the ledger, ranked games and their events, ratings, leaderboards.
+
+Every write is a single transaction. Antes are checked and deducted under a row lock on each
+player (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite serialises writers with BEGIN IMMEDIATE),
+so two games starting at once cannot spend the same points twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from court_games.games import queens_court_accounting as qca
+from court_store import insert_ignore, upgrade
+from court_store.errors import FailedPrecondition, InvalidArgument, NotFound
+from openskill.models import PlackettLuce
+from sqlalchemy import func, update
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, select
+
+from . import settle
+from .models import (
+    GAME_LEVEL,
+    OPENING_GAME,
+    GameChallenge,
+    GameEvent,
+    LedgerEntry,
+    Player,
+    RankedGame,
+    Rating,
+    utcnow,
+)
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+SERVICE = "ranking"
+STARTING_POINTS = qca.STARTING_RANK_POINTS
+OPENING_REASON = "opening"
+SETTLING_EVENTS = frozenset({"RoundEnded", "GameEnded"})
+FIRST_SEQ = 1  # the rules service numbers a game's events 1, 2, 3, ...
+MAX_ID = 64
+
+_model = PlackettLuce()
+
+
+def migrate(engine: Engine) -> str | None:
+    """Bring the ranking schema to the newest revision (service start and ``court-ranking migrate``)."""
+    return upgrade(engine, MIGRATIONS, SERVICE)
+
+
+def _check_id(value: str, what: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > MAX_ID:
+        raise InvalidArgument(f"{what} must be 1 to {MAX_ID} characters, got {len(value or '')}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    rank: int
+    player_id: str
+    name: str
+    value: float
+    games: int
+
+
+class RankingStore:
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    def session(self) -> Session:
+        return Session(self.engine, expire_on_commit=False)
+
+    # ------------------------------------------------------------------ players and the ledger
+
+    def _ensure(self, s: Session, players: Iterable[tuple[str, str]]) -> None:
+        players = list(players)
+        for pid, _ in players:
+            _check_id(pid, "player id")
+        insert_ignore(s, Player.__table__, [{"player_id": p, "name": n[:64], "created_at": utcnow()} for p, n in players])
+        insert_ignore(s, LedgerEntry.__table__, [
+            {"player_id": p, "game_id": OPENING_GAME, "game": "", "round": 0, "reason": OPENING_REASON,
+             "amount": STARTING_POINTS, "created_at": utcnow()} for p, _ in players])
+        for pid, name in players:
+            if name:
+                s.execute(update(Player).where(Player.player_id == pid, Player.name != name[:64]).values(name=name[:64]))
+
+    def ensure_player(self, player_id: str, name: str = "") -> None:
+        """Create ``player_id`` with the opening 1,000 points (once); keep the display name fresh."""
+        with self.session() as s, s.begin():
+            self._ensure(s, [(player_id, name)])
+
+    @staticmethod
+    def _balance(s: Session, player_id: str) -> int:
+        return int(s.exec(select(func.coalesce(func.sum(LedgerEntry.amount), 0))
+                          .where(LedgerEntry.player_id == player_id)).one())
+
+    def balance(self, player_id: str) -> int:
+        """The sum of the player's ledger entries (a new player is opened with 1,000 first)."""
+        self.ensure_player(player_id)
+        with self.session() as s:
+            return self._balance(s, player_id)
+
+    def history(self, player_id: str, limit: int = 50, before_id: int | None = None) -> list[LedgerEntry]:
+        """The player's entries, newest first; ``before_id`` pages further back."""
+        self.ensure_player(player_id)
+        q = select(LedgerEntry).where(LedgerEntry.player_id == player_id)
+        if before_id:
+            q = q.where(LedgerEntry.id < before_id)
+        with self.session() as s:
+            return list(s.exec(q.order_by(LedgerEntry.id.desc()).limit(max(1, min(limit, 500)))))
+
+    def entries_of_game(self, game_id: str) -> list[LedgerEntry]:
+        with self.session() as s:
+            return list(s.exec(select(LedgerEntry).where(LedgerEntry.game_id == game_id).order_by(LedgerEntry.id)))
+
+    # ------------------------------------------------------------------ ranked games
+
+    def open_game(self, game_id: str, game: str, online: bool, ante: int, seed: int,
+                  players: Sequence[tuple[str, str]]) -> tuple[settle.GameInfo, bool]:
+        """Register a game as it starts: deduct every ante (once) and assign the challenges.
+
+        Idempotent on ``game_id``: a second call with the same game changes nothing and returns
+        ``(info, False)``. Raises ``FailedPrecondition`` naming any player who holds less than the
+        ante (nothing is deducted then) and ``InvalidArgument`` for an ante outside Queen's Court.
+        """
+        _check_id(game_id, "game id")
+        if ante < 0:
+            raise InvalidArgument(f"the ante must be 0 or more, got {ante}")
+        if ante and (not online or game not in settle.RANKED_GAMES_WITH_POINTS):
+            raise InvalidArgument("an ante is staked only in online Queen's Court games")
+        if len({p for p, _ in players}) != len(players) or not 1 <= len(players) <= 4:
+            raise InvalidArgument("a ranked game has 1 to 4 distinct players")
+        existing = self.game_info(game_id, missing_ok=True)
+        if existing is not None:
+            return existing, False
+        assignment = settle.assign(game, seed, len(players)) if online else {}
+        info = settle.GameInfo(game_id=game_id, game=game, online=online, ante=ante, seed=seed,
+                               players=tuple(p for p, _ in players), assignment=assignment)
+        try:
+            with self.session() as s, s.begin():
+                self._ensure(s, players)
+                s.add(RankedGame(game_id=game_id, game=game, online=online, ante=ante, seed=seed,
+                                 players=json.dumps(list(info.players))))
+                s.flush()  # the primary key settles a race between two registrations of one game
+                for seat, ids in assignment.items():
+                    for cid in ids:
+                        s.add(GameChallenge(game_id=game_id, seat=seat, challenge_id=cid,
+                                            tier=qca.CHALLENGES[cid].tier))
+                if online and ante:
+                    # lock the players' rows in a fixed order, then check and deduct
+                    s.exec(select(Player).where(Player.player_id.in_(sorted(info.players)))
+                           .order_by(Player.player_id).with_for_update()).all()
+                    short = [p for p in info.players if self._balance(s, p) < ante]
+                    if short:
+                        raise FailedPrecondition(
+                            f"player(s) {', '.join(short)} hold fewer than the ante of {ante} rank points")
+                    insert_ignore(s, LedgerEntry.__table__, settle.ante_entries(info))
+        except IntegrityError:
+            existing = self.game_info(game_id, missing_ok=True)
+            if existing is None:
+                raise
+            return existing, False
+        return info, True
+
+    def game_info(self, game_id: str, missing_ok: bool = False) -> settle.GameInfo | None:
+        with self.session() as s:
+            row = s.get(RankedGame, game_id)
+            if row is None:
+                if missing_ok:
+                    return None
+                raise NotFound(f"no ranked game {game_id!r}")
+            return self._info(s, row)
+
+    @staticmethod
+    def _info(s: Session, row: RankedGame) -> settle.GameInfo:
+        assignment: dict[int, list[str]] = {}
+        for c in s.exec(select(GameChallenge).where(GameChallenge.game_id == row.game_id)
+                        .order_by(GameChallenge.seat, GameChallenge.tier)):
+            assignment.setdefault(c.seat, []).append(c.challenge_id)
+        return settle.GameInfo(game_id=row.game_id, game=row.game, online=row.online, ante=row.ante,
+                               seed=row.seed, players=tuple(json.loads(row.players)),
+                               assignment={k: tuple(v) for k, v in assignment.items()})
+
+    def game_status(self, game_id: str) -> str | None:
+        with self.session() as s:
+            row = s.get(RankedGame, game_id)
+            return None if row is None else row.status
+
+    def record_event(self, game_id: str, seq: int, type_: str, payload: Mapping[str, Any]) -> bool:
+        """Keep one event of a registered game; ``False`` when the game is not ranked or it is a repeat."""
+        with self.session() as s, s.begin():
+            if s.get(RankedGame, game_id) is None:
+                return False
+            return insert_ignore(s, GameEvent.__table__, [{"game_id": game_id, "seq": seq, "type": type_,
+                                                           "payload": json.dumps(dict(payload))}]) == 1
+
+    def take_event(self, game_id: str, seq: int, type_: str, payload: Mapping[str, Any]) -> int:
+        """Record one event and settle the game when it may owe something new; returns entries added.
+
+        Settling is needed when the event ends a round or the game, or when it fills a gap (the
+        contiguous prefix then grows past events that arrived earlier); otherwise recording suffices.
+        """
+        if not self.record_event(game_id, seq, type_, payload):
+            return 0
+        if type_ in SETTLING_EVENTS or self._max_seq(game_id) > seq:
+            return self.settle(game_id)
+        return 0
+
+    def _max_seq(self, game_id: str) -> int:
+        with self.session() as s:
+            return int(s.exec(select(func.max(GameEvent.seq)).where(GameEvent.game_id == game_id)).one() or 0)
+
+    def events(self, game_id: str) -> list[dict[str, Any]]:
+        """The contiguous prefix of the game's stored events (from FIRST_SEQ, no gaps), oldest first."""
+        with self.session() as s:
+            rows = s.exec(select(GameEvent.seq, GameEvent.payload).where(GameEvent.game_id == game_id)
+                          .order_by(GameEvent.seq)).all()
+        out = []
+        expected = FIRST_SEQ
+        for seq, payload in rows:
+            if seq != expected:
+                break
+            out.append(json.loads(payload))
+            expected += 1
+        return out
+
+    def settle(self, game_id: str) -> int:
+        """Apply every entry the game's events imply so far; returns how many were new."""
+        with self.session() as s, s.begin():
+            row = s.get(RankedGame, game_id)
+            if row is None:
+                return 0
+            info = self._info(s, row)
+            if row.status == "abandoned":
+                return 0
+        events = self.events(game_id)
+        entries = settle.game_entries(info, events)
+        ranks = settle.standings(events, len(info.players)) if info.online else None
+        ended = settle.game_ended(events)
+        with self.session() as s, s.begin():
+            if ended is not None:
+                done = s.execute(update(RankedGame).where(RankedGame.game_id == game_id, RankedGame.status == "active")
+                                 .values(status="finished", winner=ended.get("winner"), ended_at=utcnow()))
+                if done.rowcount == 0 and s.get(RankedGame, game_id).status == "abandoned":
+                    return 0
+            added = insert_ignore(s, LedgerEntry.__table__, [{**e, "created_at": utcnow()} for e in entries])
+            if ranks is not None and len(info.players) >= 2:
+                won = s.execute(update(RankedGame).where(RankedGame.game_id == game_id, RankedGame.rated.is_(False))
+                                .values(rated=True))
+                if won.rowcount == 1:
+                    self._rate(s, info, ranks)
+        return added
+
+    def abandon_game(self, game_id: str) -> int:
+        """An unfinished game given up: every ante comes back, no payout, no challenges."""
+        with self.session() as s, s.begin():
+            row = s.get(RankedGame, game_id)
+            if row is None:
+                raise NotFound(f"no ranked game {game_id!r}")
+            if row.status == "finished":
+                raise FailedPrecondition(f"game {game_id} has already ended; it cannot be abandoned")
+            s.execute(update(RankedGame).where(RankedGame.game_id == game_id, RankedGame.status == "active")
+                      .values(status="abandoned", ended_at=utcnow()))
+            return insert_ignore(s, LedgerEntry.__table__,
+                                 [{**e, "created_at": utcnow()} for e in settle.refund_entries(self._info(s, row))])
+
+    def challenges(self, game_id: str) -> tuple[settle.GameInfo, dict[int, list[dict[str, Any]]]]:
+        info = self.game_info(game_id)
+        assert info is not None
+        if not info.assignment:
+            return info, {}
+        return info, qca.challenge_progress(self.events(game_id), len(info.players), info.assignment)
+
+    # ------------------------------------------------------------------ ratings and leaderboards
+
+    def _rate(self, s: Session, info: settle.GameInfo, ranks: list[int]) -> None:
+        ids = list(info.players)
+        rows = {r.player_id: r for r in s.exec(select(Rating).where(Rating.game == info.game, Rating.player_id.in_(sorted(ids)))
+                                               .order_by(Rating.player_id).with_for_update())}
+        teams = []
+        for pid in ids:
+            r = rows.get(pid)
+            teams.append([_model.rating(name=pid) if r is None else _model.create_rating([r.mu, r.sigma], name=pid)])
+        rated = _model.rate(teams, ranks=ranks)
+        for pid, (new,) in zip(ids, rated, strict=True):
+            r = rows.get(pid)
+            if r is None:
+                s.add(Rating(player_id=pid, game=info.game, mu=new.mu, sigma=new.sigma, ordinal=new.ordinal(), games=1))
+            else:
+                r.mu, r.sigma, r.ordinal, r.games, r.updated_at = new.mu, new.sigma, new.ordinal(), r.games + 1, utcnow()
+                s.add(r)
+
+    def rating(self, player_id: str, game: str) -> Rating:
+        """The player's rating for ``game`` (openskill's default for a player who has not played)."""
+        with self.session() as s:
+            r = s.get(Rating, (player_id, game))
+        if r is not None:
+            return r
+        d = _model.rating()
+        return Rating(player_id=player_id, game=game, mu=d.mu, sigma=d.sigma, ordinal=d.ordinal(), games=0)
+
+    def _board_query(self, game: str, metric: str):
+        if metric == "rating":
+            return (select(Rating.player_id, Player.name, Rating.ordinal.label("value"), Rating.games.label("games"))
+                    .join(Player, Player.player_id == Rating.player_id, isouter=True)
+                    .where(Rating.game == game))
+        if metric == "points":
+            return (select(LedgerEntry.player_id, Player.name, func.sum(LedgerEntry.amount).label("value"),
+                           func.count(func.distinct(LedgerEntry.game_id)).label("games"))
+                    .join(Player, Player.player_id == LedgerEntry.player_id, isouter=True)
+                    .where(LedgerEntry.game == game).group_by(LedgerEntry.player_id, Player.name))
+        raise InvalidArgument(f"unknown leaderboard metric {metric!r}; use rating or points")
+
+    def leaderboard(self, game: str, metric: str = "rating", limit: int = 10, offset: int = 0) -> list[Standing]:
+        """Players of ``game`` best first: by conservative rating, or by net rank points won in it."""
+        limit = max(1, min(limit, 100))
+        sub = self._board_query(game, metric).subquery()
+        q = select(sub).order_by(sub.c.value.desc(), sub.c.player_id).offset(max(0, offset)).limit(limit)
+        with self.session() as s:
+            rows = s.execute(q).all()
+        return [Standing(rank=offset + i + 1, player_id=r.player_id, name=r.name or "", value=float(r.value),
+                         games=int(r.games)) for i, r in enumerate(rows)]
+
+    def rank_of(self, player_id: str, game: str, metric: str = "rating") -> int | None:
+        """The player's 1-based place on the board (``None`` when not on it)."""
+        sub = self._board_query(game, metric).subquery()
+        with self.session() as s:
+            mine = s.execute(select(sub.c.value).where(sub.c.player_id == player_id)).first()
+            if mine is None:
+                return None
+            ahead = s.execute(select(func.count()).select_from(sub).where(
+                (sub.c.value > mine.value) | ((sub.c.value == mine.value) & (sub.c.player_id < player_id)))).scalar_one()
+        return int(ahead) + 1
+
+    def around(self, player_id: str, game: str, metric: str = "rating", limit: int = 10) -> list[Standing]:
+        """The page of the board with the player in its middle (the top page when not on it)."""
+        rank = self.rank_of(player_id, game, metric)
+        offset = 0 if rank is None else max(0, rank - 1 - limit // 2)
+        return self.leaderboard(game, metric, limit, offset)
+
+    def profile(self, player_id: str) -> dict[str, Any]:
+        with self.session() as s:
+            p = s.get(Player, player_id)
+            if p is None:
+                raise NotFound(f"no player {player_id!r}")
+            ratings = list(s.exec(select(Rating).where(Rating.player_id == player_id).order_by(Rating.game)))
+            games = s.exec(select(func.count(func.distinct(LedgerEntry.game_id)))
+                           .where(LedgerEntry.player_id == player_id, LedgerEntry.game_id != OPENING_GAME)).one()
+            return {"player_id": p.player_id, "name": p.name, "balance": self._balance(s, player_id),
+                    "ratings": ratings, "games": int(games), "since": p.created_at}
+
+
+__all__ = ["GAME_LEVEL", "MIGRATIONS", "RankingStore", "Standing", "migrate"]
