@@ -39,6 +39,11 @@ class LobbyServiceStub:
                 request_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.CreateAccountRequest.SerializeToString,
                 response_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.AuthResponse.FromString,
                 _registered_method=True)
+        self.CreateGuest = channel.unary_unary(
+                '/court.lobby.v1.LobbyService/CreateGuest',
+                request_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.CreateGuestRequest.SerializeToString,
+                response_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.AuthResponse.FromString,
+                _registered_method=True)
         self.Login = channel.unary_unary(
                 '/court.lobby.v1.LobbyService/Login',
                 request_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.LoginRequest.SerializeToString,
@@ -79,19 +84,24 @@ class LobbyServiceStub:
                 request_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.LeaveLobbyRequest.SerializeToString,
                 response_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.FromString,
                 _registered_method=True)
+        self.SetReady = channel.unary_unary(
+                '/court.lobby.v1.LobbyService/SetReady',
+                request_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.SetReadyRequest.SerializeToString,
+                response_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.FromString,
+                _registered_method=True)
         self.SetBotSeat = channel.unary_unary(
                 '/court.lobby.v1.LobbyService/SetBotSeat',
                 request_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.SetBotSeatRequest.SerializeToString,
                 response_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.FromString,
                 _registered_method=True)
+        self.KickPlayer = channel.unary_unary(
+                '/court.lobby.v1.LobbyService/KickPlayer',
+                request_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.KickPlayerRequest.SerializeToString,
+                response_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.FromString,
+                _registered_method=True)
         self.StartGame = channel.unary_unary(
                 '/court.lobby.v1.LobbyService/StartGame',
                 request_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.StartGameRequest.SerializeToString,
-                response_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.FromString,
-                _registered_method=True)
-        self.WatchLobby = channel.unary_stream(
-                '/court.lobby.v1.LobbyService/WatchLobby',
-                request_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.GetLobbyRequest.SerializeToString,
                 response_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.FromString,
                 _registered_method=True)
         self.QuickMatch = channel.unary_unary(
@@ -109,6 +119,11 @@ class LobbyServiceStub:
                 request_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.ResumeGameRequest.SerializeToString,
                 response_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.FromString,
                 _registered_method=True)
+        self.AbandonGame = channel.unary_unary(
+                '/court.lobby.v1.LobbyService/AbandonGame',
+                request_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.AbandonGameRequest.SerializeToString,
+                response_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.FromString,
+                _registered_method=True)
 
 
 class LobbyServiceServicer:
@@ -120,6 +135,13 @@ class LobbyServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateGuest(self, request, context):
+        """A guest account for local play (no password; a generated name if none given).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Login(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -127,7 +149,7 @@ class LobbyServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RefreshToken(self, request, context):
-        """A fresh token for the caller (before the old one expires).
+        """A fresh token pair for a refresh token (each refresh token works once).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -146,7 +168,8 @@ class LobbyServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListLobbies(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Open public lobbies, oldest first, filtered by game, ante and mode.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -169,45 +192,60 @@ class LobbyServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetReady(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def SetBotSeat(self, request, context):
-        """The host fills empty seats with bots, or removes them.
+        """The host seats a bot at a level (random | heuristic | expert), or, with
+        an empty level, removes the bot from that seat.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def KickPlayer(self, request, context):
+        """The host empties a seat (a person is removed).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def StartGame(self, request, context):
-        """The host starts the game: antes are charged, the rules service creates it.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def WatchLobby(self, request, context):
-        """Updates of one lobby until its game starts (then the last update has game_id).
+        """The host starts the game once every seat is filled.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def QuickMatch(self, request, context):
-        """Join the oldest open lobby that fits, or open one; answers at once with the
-        lobby (watch it until game_id is set).
+        """Join the best open public online lobby for a game and ante (closest
+        average skill rating first), or open one; answers at once with the lobby.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListMyGames(self, request, context):
-        """Games the caller sits in and that are not finished, to resume them.
+        """Games the caller sits in that have not finished.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ResumeGame(self, request, context):
-        """Resume a saved game (Hearts saves at the start of every hand): the same
-        players, or bots in the seats of those who do not come back.
+        """Resume a saved game in a new lobby: the same players, bots in the seats
+        of those who do not come back (the caller may fill them with SetBotSeat
+        or StartGame fills every empty seat with a heuristic bot).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AbandonGame(self, request, context):
+        """Give up an unfinished game (a seated player): every ante is refunded.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -219,6 +257,11 @@ def add_LobbyServiceServicer_to_server(servicer, server):
             'CreateAccount': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateAccount,
                     request_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.CreateAccountRequest.FromString,
+                    response_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.AuthResponse.SerializeToString,
+            ),
+            'CreateGuest': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateGuest,
+                    request_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.CreateGuestRequest.FromString,
                     response_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.AuthResponse.SerializeToString,
             ),
             'Login': grpc.unary_unary_rpc_method_handler(
@@ -261,19 +304,24 @@ def add_LobbyServiceServicer_to_server(servicer, server):
                     request_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.LeaveLobbyRequest.FromString,
                     response_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.SerializeToString,
             ),
+            'SetReady': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetReady,
+                    request_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.SetReadyRequest.FromString,
+                    response_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.SerializeToString,
+            ),
             'SetBotSeat': grpc.unary_unary_rpc_method_handler(
                     servicer.SetBotSeat,
                     request_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.SetBotSeatRequest.FromString,
                     response_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.SerializeToString,
             ),
+            'KickPlayer': grpc.unary_unary_rpc_method_handler(
+                    servicer.KickPlayer,
+                    request_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.KickPlayerRequest.FromString,
+                    response_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.SerializeToString,
+            ),
             'StartGame': grpc.unary_unary_rpc_method_handler(
                     servicer.StartGame,
                     request_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.StartGameRequest.FromString,
-                    response_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.SerializeToString,
-            ),
-            'WatchLobby': grpc.unary_stream_rpc_method_handler(
-                    servicer.WatchLobby,
-                    request_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.GetLobbyRequest.FromString,
                     response_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.SerializeToString,
             ),
             'QuickMatch': grpc.unary_unary_rpc_method_handler(
@@ -289,6 +337,11 @@ def add_LobbyServiceServicer_to_server(servicer, server):
             'ResumeGame': grpc.unary_unary_rpc_method_handler(
                     servicer.ResumeGame,
                     request_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.ResumeGameRequest.FromString,
+                    response_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.SerializeToString,
+            ),
+            'AbandonGame': grpc.unary_unary_rpc_method_handler(
+                    servicer.AbandonGame,
+                    request_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.AbandonGameRequest.FromString,
                     response_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.SerializeToString,
             ),
     }
@@ -318,6 +371,33 @@ class LobbyService:
             target,
             '/court.lobby.v1.LobbyService/CreateAccount',
             court_dot_lobby_dot_v1_dot_lobby__pb2.CreateAccountRequest.SerializeToString,
+            court_dot_lobby_dot_v1_dot_lobby__pb2.AuthResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateGuest(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/court.lobby.v1.LobbyService/CreateGuest',
+            court_dot_lobby_dot_v1_dot_lobby__pb2.CreateGuestRequest.SerializeToString,
             court_dot_lobby_dot_v1_dot_lobby__pb2.AuthResponse.FromString,
             options,
             channel_credentials,
@@ -546,6 +626,33 @@ class LobbyService:
             _registered_method=True)
 
     @staticmethod
+    def SetReady(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/court.lobby.v1.LobbyService/SetReady',
+            court_dot_lobby_dot_v1_dot_lobby__pb2.SetReadyRequest.SerializeToString,
+            court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def SetBotSeat(request,
             target,
             options=(),
@@ -573,6 +680,33 @@ class LobbyService:
             _registered_method=True)
 
     @staticmethod
+    def KickPlayer(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/court.lobby.v1.LobbyService/KickPlayer',
+            court_dot_lobby_dot_v1_dot_lobby__pb2.KickPlayerRequest.SerializeToString,
+            court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def StartGame(request,
             target,
             options=(),
@@ -588,33 +722,6 @@ class LobbyService:
             target,
             '/court.lobby.v1.LobbyService/StartGame',
             court_dot_lobby_dot_v1_dot_lobby__pb2.StartGameRequest.SerializeToString,
-            court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def WatchLobby(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_stream(
-            request,
-            target,
-            '/court.lobby.v1.LobbyService/WatchLobby',
-            court_dot_lobby_dot_v1_dot_lobby__pb2.GetLobbyRequest.SerializeToString,
             court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.FromString,
             options,
             channel_credentials,
@@ -696,6 +803,33 @@ class LobbyService:
             target,
             '/court.lobby.v1.LobbyService/ResumeGame',
             court_dot_lobby_dot_v1_dot_lobby__pb2.ResumeGameRequest.SerializeToString,
+            court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AbandonGame(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/court.lobby.v1.LobbyService/AbandonGame',
+            court_dot_lobby_dot_v1_dot_lobby__pb2.AbandonGameRequest.SerializeToString,
             court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.FromString,
             options,
             channel_credentials,

@@ -25,51 +25,61 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x63ourt/ranking/v1/ranking.proto\x12\x10\x63ourt.ranking.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"&\n\x11GetBalanceRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\",\n\x07\x42\x61lance\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0e\n\x06points\x18\x02 \x01(\x03\"\xcc\x01\n\x0bLedgerEntry\x12\x10\n\x08\x65ntry_id\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\r\n\x05\x64\x65lta\x18\x03 \x01(\x03\x12\x15\n\rbalance_after\x18\x04 \x01(\x03\x12)\n\x04kind\x18\x05 \x01(\x0e\x32\x1b.court.ranking.v1.EntryKind\x12\x0f\n\x07game_id\x18\x06 \x01(\t\x12\x0c\n\x04note\x18\x07 \x01(\t\x12(\n\x04time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"S\n\x17GetLedgerHistoryRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"X\n\rLedgerHistory\x12.\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1d.court.ranking.v1.LedgerEntry\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"&\n\x11GetProfileRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\"F\n\tGameStats\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\x0e\n\x06played\x18\x02 \x01(\x05\x12\x0b\n\x03won\x18\x03 \x01(\x05\x12\x0e\n\x06rating\x18\x04 \x01(\x01\"f\n\x07Profile\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06points\x18\x03 \x01(\x03\x12*\n\x05stats\x18\x04 \x03(\x0b\x32\x1b.court.ranking.v1.GameStats\"4\n\x15GetLeaderboardRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\"_\n\x0eLeaderboardRow\x12\x0c\n\x04rank\x18\x01 \x01(\x05\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0e\n\x06points\x18\x04 \x01(\x03\x12\x0e\n\x06rating\x18\x05 \x01(\x01\"=\n\x0bLeaderboard\x12.\n\x04rows\x18\x01 \x03(\x0b\x32 .court.ranking.v1.LeaderboardRow\"C\n\x14GetChallengesRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x42\x07\n\x05_seat\"O\n\tChallenge\x12\x14\n\x0c\x63hallenge_id\x18\x01 \x01(\t\x12\x0c\n\x04tier\x18\x02 \x01(\x05\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x10\n\x08\x63omplete\x18\x04 \x01(\x08\"\\\n\nChallenges\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04seat\x18\x02 \x01(\x05\x12/\n\nchallenges\x18\x03 \x03(\x0b\x32\x1b.court.ranking.v1.Challenge\"[\n\x12\x43hargeAntesRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x12\n\nplayer_ids\x18\x03 \x03(\t\x12\x0c\n\x04\x61nte\x18\x04 \x01(\x03\"B\n\x13\x43hargeAntesResponse\x12+\n\x08\x62\x61lances\x18\x01 \x03(\x0b\x32\x19.court.ranking.v1.Balance\"9\n\x12RefundAntesRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\"B\n\x13RefundAntesResponse\x12+\n\x08\x62\x61lances\x18\x01 \x03(\x0b\x32\x19.court.ranking.v1.Balance*\xba\x01\n\tEntryKind\x12\x1a\n\x16\x45NTRY_KIND_UNSPECIFIED\x10\x00\x12\x14\n\x10\x45NTRY_KIND_GRANT\x10\x01\x12\x13\n\x0f\x45NTRY_KIND_ANTE\x10\x02\x12\x1a\n\x16\x45NTRY_KIND_ANTE_REFUND\x10\x03\x12\x1a\n\x16\x45NTRY_KIND_ANTE_PAYOUT\x10\x04\x12\x14\n\x10\x45NTRY_KIND_ROUND\x10\x05\x12\x18\n\x14\x45NTRY_KIND_CHALLENGE\x10\x06\x32\xef\x04\n\x0eRankingService\x12L\n\nGetBalance\x12#.court.ranking.v1.GetBalanceRequest\x1a\x19.court.ranking.v1.Balance\x12X\n\nGetHistory\x12).court.ranking.v1.GetLedgerHistoryRequest\x1a\x1f.court.ranking.v1.LedgerHistory\x12L\n\nGetProfile\x12#.court.ranking.v1.GetProfileRequest\x1a\x19.court.ranking.v1.Profile\x12X\n\x0eGetLeaderboard\x12\'.court.ranking.v1.GetLeaderboardRequest\x1a\x1d.court.ranking.v1.Leaderboard\x12U\n\rGetChallenges\x12&.court.ranking.v1.GetChallengesRequest\x1a\x1c.court.ranking.v1.Challenges\x12Z\n\x0b\x43hargeAntes\x12$.court.ranking.v1.ChargeAntesRequest\x1a%.court.ranking.v1.ChargeAntesResponse\x12Z\n\x0bRefundAntes\x12$.court.ranking.v1.RefundAntesRequest\x1a%.court.ranking.v1.RefundAntesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x63ourt/ranking/v1/ranking.proto\x12\x10\x63ourt.ranking.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"&\n\x11GetBalanceRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\",\n\x07\x42\x61lance\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0e\n\x06points\x18\x02 \x01(\x03\"\xe9\x01\n\x0bLedgerEntry\x12\x10\n\x08\x65ntry_id\x18\x01 \x01(\t\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\r\n\x05\x64\x65lta\x18\x03 \x01(\x03\x12\x15\n\rbalance_after\x18\x04 \x01(\x03\x12)\n\x04kind\x18\x05 \x01(\x0e\x32\x1b.court.ranking.v1.EntryKind\x12\x0f\n\x07game_id\x18\x06 \x01(\t\x12\x0c\n\x04note\x18\x07 \x01(\t\x12(\n\x04time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05round\x18\t \x01(\x05\x12\x0c\n\x04game\x18\n \x01(\t\"S\n\x17GetLedgerHistoryRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"i\n\rLedgerHistory\x12.\n\x07\x65ntries\x18\x01 \x03(\x0b\x32\x1d.court.ranking.v1.LedgerEntry\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\x12\x0f\n\x07\x62\x61lance\x18\x03 \x01(\x03\"&\n\x11GetProfileRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\"T\n\tGameStats\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\x0e\n\x06played\x18\x02 \x01(\x05\x12\x0e\n\x06rating\x18\x04 \x01(\x01\x12\n\n\x02mu\x18\x05 \x01(\x01\x12\r\n\x05sigma\x18\x06 \x01(\x01\"\xa0\x01\n\x07Profile\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0e\n\x06points\x18\x03 \x01(\x03\x12*\n\x05stats\x18\x04 \x03(\x0b\x32\x1b.court.ranking.v1.GameStats\x12\r\n\x05games\x18\x05 \x01(\x05\x12)\n\x05since\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"~\n\x15GetLeaderboardRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\x12(\n\x06metric\x18\x03 \x01(\x0e\x32\x18.court.ranking.v1.Metric\x12\x0e\n\x06offset\x18\x04 \x01(\x05\x12\x0e\n\x06\x61round\x18\x05 \x01(\t\"n\n\x0eLeaderboardRow\x12\x0c\n\x04rank\x18\x01 \x01(\x05\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x0e\n\x06points\x18\x04 \x01(\x03\x12\x0e\n\x06rating\x18\x05 \x01(\x01\x12\r\n\x05games\x18\x06 \x01(\x05\"\x86\x01\n\x0bLeaderboard\x12.\n\x04rows\x18\x01 \x03(\x0b\x32 .court.ranking.v1.LeaderboardRow\x12\x0c\n\x04game\x18\x02 \x01(\t\x12(\n\x06metric\x18\x03 \x01(\x0e\x32\x18.court.ranking.v1.Metric\x12\x0f\n\x07my_rank\x18\x04 \x01(\x05\"C\n\x14GetChallengesRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x42\x07\n\x05_seat\"a\n\tChallenge\x12\x14\n\x0c\x63hallenge_id\x18\x01 \x01(\t\x12\x0c\n\x04tier\x18\x02 \x01(\x05\x12\x0c\n\x04text\x18\x03 \x01(\t\x12\x10\n\x08\x63omplete\x18\x04 \x01(\x08\x12\x10\n\x08progress\x18\x05 \x01(\t\"b\n\x0eSeatChallenges\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12/\n\nchallenges\x18\x03 \x03(\x0b\x32\x1b.court.ranking.v1.Challenge\"`\n\nChallenges\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12/\n\x05seats\x18\x02 \x03(\x0b\x32 .court.ranking.v1.SeatChallenges\x12\x10\n\x08\x66inished\x18\x03 \x01(\x08\"5\n\x11GetRatingsRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\x12\n\nplayer_ids\x18\x02 \x03(\t\"K\n\x07Ratings\x12,\n\x07ratings\x18\x01 \x03(\x0b\x32\x1b.court.ranking.v1.GameStats\x12\x12\n\nplayer_ids\x18\x02 \x03(\t\"-\n\nRankedSeat\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\"\xa1\x01\n\x13RegisterGameRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x0c\n\x04game\x18\x03 \x01(\t\x12\x0e\n\x06online\x18\x04 \x01(\x08\x12\x0c\n\x04\x61nte\x18\x05 \x01(\x03\x12\x0c\n\x04seed\x18\x06 \x01(\x04\x12+\n\x05seats\x18\x07 \x03(\x0b\x32\x1c.court.ranking.v1.RankedSeat\"T\n\x14RegisterGameResponse\x12\x0f\n\x07\x63reated\x18\x01 \x01(\x08\x12+\n\x08\x62\x61lances\x18\x02 \x03(\x0b\x32\x19.court.ranking.v1.Balance\"9\n\x12\x41\x62\x61ndonGameRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\"S\n\x13\x41\x62\x61ndonGameResponse\x12+\n\x08\x62\x61lances\x18\x01 \x03(\x0b\x32\x19.court.ranking.v1.Balance\x12\x0f\n\x07refunds\x18\x02 \x01(\x05*\xba\x01\n\tEntryKind\x12\x1a\n\x16\x45NTRY_KIND_UNSPECIFIED\x10\x00\x12\x14\n\x10\x45NTRY_KIND_GRANT\x10\x01\x12\x13\n\x0f\x45NTRY_KIND_ANTE\x10\x02\x12\x1a\n\x16\x45NTRY_KIND_ANTE_REFUND\x10\x03\x12\x1a\n\x16\x45NTRY_KIND_ANTE_PAYOUT\x10\x04\x12\x14\n\x10\x45NTRY_KIND_ROUND\x10\x05\x12\x18\n\x14\x45NTRY_KIND_CHALLENGE\x10\x06*F\n\x06Metric\x12\x16\n\x12METRIC_UNSPECIFIED\x10\x00\x12\x11\n\rMETRIC_RATING\x10\x01\x12\x11\n\rMETRIC_POINTS\x10\x02\x32\xc0\x05\n\x0eRankingService\x12L\n\nGetBalance\x12#.court.ranking.v1.GetBalanceRequest\x1a\x19.court.ranking.v1.Balance\x12X\n\nGetHistory\x12).court.ranking.v1.GetLedgerHistoryRequest\x1a\x1f.court.ranking.v1.LedgerHistory\x12L\n\nGetProfile\x12#.court.ranking.v1.GetProfileRequest\x1a\x19.court.ranking.v1.Profile\x12X\n\x0eGetLeaderboard\x12\'.court.ranking.v1.GetLeaderboardRequest\x1a\x1d.court.ranking.v1.Leaderboard\x12U\n\rGetChallenges\x12&.court.ranking.v1.GetChallengesRequest\x1a\x1c.court.ranking.v1.Challenges\x12L\n\nGetRatings\x12#.court.ranking.v1.GetRatingsRequest\x1a\x19.court.ranking.v1.Ratings\x12]\n\x0cRegisterGame\x12%.court.ranking.v1.RegisterGameRequest\x1a&.court.ranking.v1.RegisterGameResponse\x12Z\n\x0b\x41\x62\x61ndonGame\x12$.court.ranking.v1.AbandonGameRequest\x1a%.court.ranking.v1.AbandonGameResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'court_proto.court.ranking.v1.ranking_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ENTRYKIND']._serialized_start=1516
-  _globals['_ENTRYKIND']._serialized_end=1702
+  _globals['_ENTRYKIND']._serialized_start=2205
+  _globals['_ENTRYKIND']._serialized_end=2391
+  _globals['_METRIC']._serialized_start=2393
+  _globals['_METRIC']._serialized_end=2463
   _globals['_GETBALANCEREQUEST']._serialized_start=85
   _globals['_GETBALANCEREQUEST']._serialized_end=123
   _globals['_BALANCE']._serialized_start=125
   _globals['_BALANCE']._serialized_end=169
   _globals['_LEDGERENTRY']._serialized_start=172
-  _globals['_LEDGERENTRY']._serialized_end=376
-  _globals['_GETLEDGERHISTORYREQUEST']._serialized_start=378
-  _globals['_GETLEDGERHISTORYREQUEST']._serialized_end=461
-  _globals['_LEDGERHISTORY']._serialized_start=463
-  _globals['_LEDGERHISTORY']._serialized_end=551
-  _globals['_GETPROFILEREQUEST']._serialized_start=553
-  _globals['_GETPROFILEREQUEST']._serialized_end=591
-  _globals['_GAMESTATS']._serialized_start=593
-  _globals['_GAMESTATS']._serialized_end=663
-  _globals['_PROFILE']._serialized_start=665
-  _globals['_PROFILE']._serialized_end=767
-  _globals['_GETLEADERBOARDREQUEST']._serialized_start=769
-  _globals['_GETLEADERBOARDREQUEST']._serialized_end=821
-  _globals['_LEADERBOARDROW']._serialized_start=823
-  _globals['_LEADERBOARDROW']._serialized_end=918
-  _globals['_LEADERBOARD']._serialized_start=920
-  _globals['_LEADERBOARD']._serialized_end=981
-  _globals['_GETCHALLENGESREQUEST']._serialized_start=983
-  _globals['_GETCHALLENGESREQUEST']._serialized_end=1050
-  _globals['_CHALLENGE']._serialized_start=1052
-  _globals['_CHALLENGE']._serialized_end=1131
-  _globals['_CHALLENGES']._serialized_start=1133
-  _globals['_CHALLENGES']._serialized_end=1225
-  _globals['_CHARGEANTESREQUEST']._serialized_start=1227
-  _globals['_CHARGEANTESREQUEST']._serialized_end=1318
-  _globals['_CHARGEANTESRESPONSE']._serialized_start=1320
-  _globals['_CHARGEANTESRESPONSE']._serialized_end=1386
-  _globals['_REFUNDANTESREQUEST']._serialized_start=1388
-  _globals['_REFUNDANTESREQUEST']._serialized_end=1445
-  _globals['_REFUNDANTESRESPONSE']._serialized_start=1447
-  _globals['_REFUNDANTESRESPONSE']._serialized_end=1513
-  _globals['_RANKINGSERVICE']._serialized_start=1705
-  _globals['_RANKINGSERVICE']._serialized_end=2328
+  _globals['_LEDGERENTRY']._serialized_end=405
+  _globals['_GETLEDGERHISTORYREQUEST']._serialized_start=407
+  _globals['_GETLEDGERHISTORYREQUEST']._serialized_end=490
+  _globals['_LEDGERHISTORY']._serialized_start=492
+  _globals['_LEDGERHISTORY']._serialized_end=597
+  _globals['_GETPROFILEREQUEST']._serialized_start=599
+  _globals['_GETPROFILEREQUEST']._serialized_end=637
+  _globals['_GAMESTATS']._serialized_start=639
+  _globals['_GAMESTATS']._serialized_end=723
+  _globals['_PROFILE']._serialized_start=726
+  _globals['_PROFILE']._serialized_end=886
+  _globals['_GETLEADERBOARDREQUEST']._serialized_start=888
+  _globals['_GETLEADERBOARDREQUEST']._serialized_end=1014
+  _globals['_LEADERBOARDROW']._serialized_start=1016
+  _globals['_LEADERBOARDROW']._serialized_end=1126
+  _globals['_LEADERBOARD']._serialized_start=1129
+  _globals['_LEADERBOARD']._serialized_end=1263
+  _globals['_GETCHALLENGESREQUEST']._serialized_start=1265
+  _globals['_GETCHALLENGESREQUEST']._serialized_end=1332
+  _globals['_CHALLENGE']._serialized_start=1334
+  _globals['_CHALLENGE']._serialized_end=1431
+  _globals['_SEATCHALLENGES']._serialized_start=1433
+  _globals['_SEATCHALLENGES']._serialized_end=1531
+  _globals['_CHALLENGES']._serialized_start=1533
+  _globals['_CHALLENGES']._serialized_end=1629
+  _globals['_GETRATINGSREQUEST']._serialized_start=1631
+  _globals['_GETRATINGSREQUEST']._serialized_end=1684
+  _globals['_RATINGS']._serialized_start=1686
+  _globals['_RATINGS']._serialized_end=1761
+  _globals['_RANKEDSEAT']._serialized_start=1763
+  _globals['_RANKEDSEAT']._serialized_end=1808
+  _globals['_REGISTERGAMEREQUEST']._serialized_start=1811
+  _globals['_REGISTERGAMEREQUEST']._serialized_end=1972
+  _globals['_REGISTERGAMERESPONSE']._serialized_start=1974
+  _globals['_REGISTERGAMERESPONSE']._serialized_end=2058
+  _globals['_ABANDONGAMEREQUEST']._serialized_start=2060
+  _globals['_ABANDONGAMEREQUEST']._serialized_end=2117
+  _globals['_ABANDONGAMERESPONSE']._serialized_start=2119
+  _globals['_ABANDONGAMERESPONSE']._serialized_end=2202
+  _globals['_RANKINGSERVICE']._serialized_start=2466
+  _globals['_RANKINGSERVICE']._serialized_end=3170
 # @@protoc_insertion_point(module_scope)

@@ -59,15 +59,20 @@ class RankingServiceStub:
                 request_serializer=court_dot_ranking_dot_v1_dot_ranking__pb2.GetChallengesRequest.SerializeToString,
                 response_deserializer=court_dot_ranking_dot_v1_dot_ranking__pb2.Challenges.FromString,
                 _registered_method=True)
-        self.ChargeAntes = channel.unary_unary(
-                '/court.ranking.v1.RankingService/ChargeAntes',
-                request_serializer=court_dot_ranking_dot_v1_dot_ranking__pb2.ChargeAntesRequest.SerializeToString,
-                response_deserializer=court_dot_ranking_dot_v1_dot_ranking__pb2.ChargeAntesResponse.FromString,
+        self.GetRatings = channel.unary_unary(
+                '/court.ranking.v1.RankingService/GetRatings',
+                request_serializer=court_dot_ranking_dot_v1_dot_ranking__pb2.GetRatingsRequest.SerializeToString,
+                response_deserializer=court_dot_ranking_dot_v1_dot_ranking__pb2.Ratings.FromString,
                 _registered_method=True)
-        self.RefundAntes = channel.unary_unary(
-                '/court.ranking.v1.RankingService/RefundAntes',
-                request_serializer=court_dot_ranking_dot_v1_dot_ranking__pb2.RefundAntesRequest.SerializeToString,
-                response_deserializer=court_dot_ranking_dot_v1_dot_ranking__pb2.RefundAntesResponse.FromString,
+        self.RegisterGame = channel.unary_unary(
+                '/court.ranking.v1.RankingService/RegisterGame',
+                request_serializer=court_dot_ranking_dot_v1_dot_ranking__pb2.RegisterGameRequest.SerializeToString,
+                response_deserializer=court_dot_ranking_dot_v1_dot_ranking__pb2.RegisterGameResponse.FromString,
+                _registered_method=True)
+        self.AbandonGame = channel.unary_unary(
+                '/court.ranking.v1.RankingService/AbandonGame',
+                request_serializer=court_dot_ranking_dot_v1_dot_ranking__pb2.AbandonGameRequest.SerializeToString,
+                response_deserializer=court_dot_ranking_dot_v1_dot_ranking__pb2.AbandonGameResponse.FromString,
                 _registered_method=True)
 
 
@@ -75,47 +80,60 @@ class RankingServiceServicer:
     """Missing associated documentation comment in .proto file."""
 
     def GetBalance(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A player's balance (empty player_id: the caller). A player never seen
+        before is opened with 1,000 points.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetHistory(self, request, context):
-        """The caller's ledger entries, newest first.
+        """A player's ledger entries, newest first (empty player_id: the caller).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetProfile(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A player's public profile: name, balance, games, ratings.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetLeaderboard(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """The best players of a game, or the page around a player.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def GetChallenges(self, request, context):
-        """The caller's challenges in one game, and whether each is complete.
+        """The challenges of a game with their progress (the caller's seat; every
+        seat for service and admin callers).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def ChargeAntes(self, request, context):
-        """Lobby (role service) only: checks every player holds the ante and
-        deducts it, all or nothing.
+    def GetRatings(self, request, context):
+        """Skill ratings of several players in one game (the lobby's quick match).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
-    def RefundAntes(self, request, context):
-        """Lobby (role service) only: an abandoned game's antes go back.
+    def RegisterGame(self, request, context):
+        """Lobby only: a game starts. Assigns the challenges and deducts every
+        ante, all or nothing (FAILED_PRECONDITION names whoever holds too little).
+        Idempotent on game_id: registering a game again changes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AbandonGame(self, request, context):
+        """Lobby only: an unfinished game is given up; every ante is refunded once.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -149,15 +167,20 @@ def add_RankingServiceServicer_to_server(servicer, server):
                     request_deserializer=court_dot_ranking_dot_v1_dot_ranking__pb2.GetChallengesRequest.FromString,
                     response_serializer=court_dot_ranking_dot_v1_dot_ranking__pb2.Challenges.SerializeToString,
             ),
-            'ChargeAntes': grpc.unary_unary_rpc_method_handler(
-                    servicer.ChargeAntes,
-                    request_deserializer=court_dot_ranking_dot_v1_dot_ranking__pb2.ChargeAntesRequest.FromString,
-                    response_serializer=court_dot_ranking_dot_v1_dot_ranking__pb2.ChargeAntesResponse.SerializeToString,
+            'GetRatings': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetRatings,
+                    request_deserializer=court_dot_ranking_dot_v1_dot_ranking__pb2.GetRatingsRequest.FromString,
+                    response_serializer=court_dot_ranking_dot_v1_dot_ranking__pb2.Ratings.SerializeToString,
             ),
-            'RefundAntes': grpc.unary_unary_rpc_method_handler(
-                    servicer.RefundAntes,
-                    request_deserializer=court_dot_ranking_dot_v1_dot_ranking__pb2.RefundAntesRequest.FromString,
-                    response_serializer=court_dot_ranking_dot_v1_dot_ranking__pb2.RefundAntesResponse.SerializeToString,
+            'RegisterGame': grpc.unary_unary_rpc_method_handler(
+                    servicer.RegisterGame,
+                    request_deserializer=court_dot_ranking_dot_v1_dot_ranking__pb2.RegisterGameRequest.FromString,
+                    response_serializer=court_dot_ranking_dot_v1_dot_ranking__pb2.RegisterGameResponse.SerializeToString,
+            ),
+            'AbandonGame': grpc.unary_unary_rpc_method_handler(
+                    servicer.AbandonGame,
+                    request_deserializer=court_dot_ranking_dot_v1_dot_ranking__pb2.AbandonGameRequest.FromString,
+                    response_serializer=court_dot_ranking_dot_v1_dot_ranking__pb2.AbandonGameResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -306,7 +329,7 @@ class RankingService:
             _registered_method=True)
 
     @staticmethod
-    def ChargeAntes(request,
+    def GetRatings(request,
             target,
             options=(),
             channel_credentials=None,
@@ -319,9 +342,9 @@ class RankingService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/court.ranking.v1.RankingService/ChargeAntes',
-            court_dot_ranking_dot_v1_dot_ranking__pb2.ChargeAntesRequest.SerializeToString,
-            court_dot_ranking_dot_v1_dot_ranking__pb2.ChargeAntesResponse.FromString,
+            '/court.ranking.v1.RankingService/GetRatings',
+            court_dot_ranking_dot_v1_dot_ranking__pb2.GetRatingsRequest.SerializeToString,
+            court_dot_ranking_dot_v1_dot_ranking__pb2.Ratings.FromString,
             options,
             channel_credentials,
             insecure,
@@ -333,7 +356,7 @@ class RankingService:
             _registered_method=True)
 
     @staticmethod
-    def RefundAntes(request,
+    def RegisterGame(request,
             target,
             options=(),
             channel_credentials=None,
@@ -346,9 +369,36 @@ class RankingService:
         return grpc.experimental.unary_unary(
             request,
             target,
-            '/court.ranking.v1.RankingService/RefundAntes',
-            court_dot_ranking_dot_v1_dot_ranking__pb2.RefundAntesRequest.SerializeToString,
-            court_dot_ranking_dot_v1_dot_ranking__pb2.RefundAntesResponse.FromString,
+            '/court.ranking.v1.RankingService/RegisterGame',
+            court_dot_ranking_dot_v1_dot_ranking__pb2.RegisterGameRequest.SerializeToString,
+            court_dot_ranking_dot_v1_dot_ranking__pb2.RegisterGameResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AbandonGame(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/court.ranking.v1.RankingService/AbandonGame',
+            court_dot_ranking_dot_v1_dot_ranking__pb2.AbandonGameRequest.SerializeToString,
+            court_dot_ranking_dot_v1_dot_ranking__pb2.AbandonGameResponse.FromString,
             options,
             channel_credentials,
             insecure,
