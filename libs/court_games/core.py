@@ -10,6 +10,10 @@ Every game module under ``court_games.games`` exposes the same small interface
   shuffling exactly as RULES.md's test-vector section says (a list of decks,
   top card first, as card strings); a deck the game needs that is not given is
   shuffled with ``seeded_shuffle(seed, ...)``.
+* ``start(options, seed, decks=None) -> (State, tuple[Event, ...])``: the same
+  new game together with its opening events (game started, the deal, any
+  automatic first draw), which ``apply`` never reports; services publish these
+  first. ``new_game`` is ``start(...)[0]``.
 * ``to_act(state) -> tuple[int, ...]``: the seats that may act now (empty when
   the game is over; more than one during simultaneous phases such as Hearts
   passing or Mutual Swap votes). ``current_player(state)`` is ``to_act[0]`` or

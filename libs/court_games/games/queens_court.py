@@ -264,6 +264,13 @@ def _second_half_event(state: State) -> Event:
     })
 
 
+def start(options: Options, seed: int, decks: Sequence[Sequence[str]] | None = None
+          ) -> tuple[State, tuple[Event, ...]]:
+    """A new game and its opening events (see ``initial_events``)."""
+    state = new_game(options, seed, decks)
+    return state, initial_events(state)
+
+
 def initial_events(state: State) -> tuple[Event, ...]:
     """The events that describe a game ``new_game`` just returned (round 0 dealt, nobody moved).
 
