@@ -26,9 +26,21 @@ def store(db_url):  # noqa: F811
     engine.dispose()
 
 
+def _keys(events: list[dict]) -> list[tuple[int, int]]:
+    """(move seq, index) per event, as the rules service numbers them: seq 0 is the game's creation."""
+    keys, seq, idx = [], 0, -1
+    for e in events:
+        if e["type"] in ("CardPlayed",):
+            seq, idx = seq + 1, -1
+        idx += 1
+        keys.append((seq, idx))
+    return keys
+
+
 def _feed(store: RankingStore, game_id: str, events: list[dict], order: list[int] | None = None) -> None:
+    keys = _keys(events)
     for i in order if order is not None else range(len(events)):
-        store.take_event(game_id, i + 1, events[i]["type"], events[i])
+        store.take_event(game_id, *keys[i], events[i]["type"], events[i])
 
 
 def _expected(events: list[dict], result: dict, ante: int, seed: int) -> dict[int, int]:
@@ -84,6 +96,8 @@ class TestRankingStore:
             store.open_game("g1", "queens_court", False, 100, 1, PLAYERS)
         with pytest.raises(InvalidArgument):
             store.open_game("g1", "queens_court", True, 100, 1, [PLAYERS[0], PLAYERS[0]])
+        with pytest.raises(InvalidArgument):
+            store.open_game("g1", "queens_court", True, 100, 1, PLAYERS * 2)
         with pytest.raises(InvalidArgument):
             store.open_game("x" * 65, "queens_court", True, 100, 1, PLAYERS)
         assert store.balance("p-ann") == 1000
@@ -145,7 +159,7 @@ class TestRankingStore:
 
     def test_events_of_an_unregistered_game_are_ignored(self, store):
         events, _ = play_queens_court(5, 3)
-        assert not store.record_event("nobody", 1, events[0]["type"], events[0])
+        assert not store.record_event("nobody", 0, 0, events[0]["type"], events[0])
         assert store.settle("nobody") == 0
 
     def test_abandoning_refunds_every_ante_once_and_pays_nothing_after(self, store):
@@ -157,8 +171,9 @@ class TestRankingStore:
         assert store.abandon_game("g1") == 3
         assert store.abandon_game("g1") == 0
         assert [store.balance(p) for p, _ in PLAYERS] == [b + 400 for b in mid]
+        keys = _keys(events)
         for i in range(half, len(events)):
-            store.record_event("g1", i + 1, events[i]["type"], events[i])
+            store.record_event("g1", *keys[i], events[i]["type"], events[i])
         assert store.settle("g1") == 0
         assert [store.balance(p) for p, _ in PLAYERS] == [b + 400 for b in mid]
         with pytest.raises(NotFound):
@@ -208,6 +223,17 @@ class TestRankingStore:
             paid = sum(e.amount for e in store.entries_of_game("g1")
                        if e.player_id == info.players[seat] and e.reason.startswith("challenge:"))
             assert paid == sum(r["points"] for r in rows if r["completed"])
+
+    def test_bot_seats_hold_no_points_and_no_rating(self, store):
+        events, result = play_queens_court(77, 3, move_seed=4)
+        seats = [PLAYERS[0], ("bot:random", "Bot"), ("bot:random", "Bot")]
+        store.open_game("g1", "queens_court", True, 200, 77, seats)
+        _feed(store, "g1", events)
+        want = _expected(events, result, 200, 77)
+        assert store.balance("p-ann") == 1000 + want[0]
+        assert {e.player_id for e in store.entries_of_game("g1")} <= {"p-ann"}
+        assert store.rating("p-ann", "queens_court").games == 0  # rated only among people
+        assert store.leaderboard("queens_court", "rating") == []
 
     def test_profile(self, store):
         store.open_game("g1", "queens_court", True, 100, 1, PLAYERS)

@@ -81,12 +81,13 @@ class GameChallenge(RankingModel, table=True):
 
 
 class GameEvent(RankingModel, table=True):
-    """Every event of a ranked game, by its sequence number (redeliveries insert nothing)."""
+    """Every event of a ranked game, by (move seq, index in the move): redeliveries insert nothing."""
 
     __tablename__ = "rk_event"
 
     game_id: str = Field(primary_key=True, max_length=64)
     seq: int = Field(primary_key=True)
+    idx: int = Field(primary_key=True)
     type: str = Field(max_length=64)
     payload: str = Field(sa_column=Column(Text, nullable=False))  # the full-form event as JSON
 

@@ -19,6 +19,7 @@ from .models import GAME_LEVEL
 
 ROUND_REASON = "round"
 CHALLENGE_REASON = "challenge:"  # + the challenge id
+BOT_PREFIX = "bot:"
 RANKED_GAMES_WITH_POINTS = frozenset({"queens_court"})  # RULES.md: rank points and antes are Queen's Court's
 
 
@@ -33,9 +34,16 @@ class GameInfo:
     assignment: Mapping[int, tuple[str, ...]]  # seat -> challenge ids
 
 
-def _entry(info: GameInfo, seat: int, rnd: int, reason: str, amount: int) -> dict[str, Any]:
-    return {"game_id": info.game_id, "game": info.game, "player_id": info.players[seat], "round": rnd,
-            "reason": reason, "amount": amount}
+def is_bot(player_id: str) -> bool:
+    """Bot seats ("bot:<level>") hold no rank points and no rating."""
+    return player_id.startswith(BOT_PREFIX)
+
+
+def _entries(info: GameInfo, rnd: int, reason: str, by_seat: Mapping[int, int]) -> list[dict[str, Any]]:
+    """Ledger rows for the non-zero amounts of ``by_seat``; bot seats get none."""
+    return [{"game_id": info.game_id, "game": info.game, "player_id": info.players[s], "round": rnd,
+             "reason": reason, "amount": d}
+            for s, d in sorted(by_seat.items()) if d and not is_bot(info.players[s])]
 
 
 def assign(game: str, seed: int, players: int) -> dict[int, tuple[str, ...]]:
@@ -49,8 +57,7 @@ def ante_entries(info: GameInfo) -> list[dict[str, Any]]:
     """The antes every seat pays when the game starts (``ante_paid``)."""
     if not info.online or not info.ante:
         return []
-    paid = qca.ante_deductions(info.ante, len(info.players))
-    return [_entry(info, s, GAME_LEVEL, "ante_paid", d) for s, d in paid.items()]
+    return _entries(info, GAME_LEVEL, "ante_paid", qca.ante_deductions(info.ante, len(info.players)))
 
 
 def refund_entries(info: GameInfo) -> list[dict[str, Any]]:
@@ -58,7 +65,7 @@ def refund_entries(info: GameInfo) -> list[dict[str, Any]]:
     if not info.online or not info.ante:
         return []
     refund = qca.ante_refund(info.ante, len(info.players))
-    return [_entry(info, s, GAME_LEVEL, reason, d) for reason, by_seat in refund.items() for s, d in by_seat.items()]
+    return [row for reason, by_seat in refund.items() for row in _entries(info, GAME_LEVEL, reason, by_seat)]
 
 
 def game_ended(events: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
@@ -73,23 +80,19 @@ def game_entries(info: GameInfo, events: Sequence[Mapping[str, Any]]) -> list[di
     out: list[dict[str, Any]] = []
     for e in events:
         if e.get("type") == "RoundEnded":
-            for s, d in qca.round_rank_points(e, n).items():
-                if d:
-                    out.append(_entry(info, s, int(e["round"]), ROUND_REASON, d))
+            out += _entries(info, int(e["round"]), ROUND_REASON, qca.round_rank_points(e, n))
     ended = game_ended(events)
     if ended is None:
         return out
     for reason, by_seat in qca.ante_changes(info.ante, n, ended.get("winner")).items():
         if reason == "ante_paid":
             continue  # paid when the game was registered, against the players' balances then
-        for s, d in by_seat.items():
-            if d:
-                out.append(_entry(info, s, GAME_LEVEL, reason, d))
+        out += _entries(info, GAME_LEVEL, reason, by_seat)
     progress = qca.challenge_progress(events, n, info.assignment)
     for s, rows in progress.items():
         for row in rows:
             if row["completed"]:
-                out.append(_entry(info, s, GAME_LEVEL, CHALLENGE_REASON + row["id"], row["points"]))
+                out += _entries(info, GAME_LEVEL, CHALLENGE_REASON + row["id"], {s: row["points"]})
     return out
 
 

@@ -40,7 +40,7 @@ SERVICE = "ranking"
 STARTING_POINTS = qca.STARTING_RANK_POINTS
 OPENING_REASON = "opening"
 SETTLING_EVENTS = frozenset({"RoundEnded", "GameEnded"})
-FIRST_SEQ = 1  # the rules service numbers a game's events 1, 2, 3, ...
+FIRST_SEQ = 0  # the rules service's GameCreated is seq 0, the n-th move's events seq n
 MAX_ID = 64
 
 _model = PlackettLuce()
@@ -76,7 +76,7 @@ class RankingStore:
     # ------------------------------------------------------------------ players and the ledger
 
     def _ensure(self, s: Session, players: Iterable[tuple[str, str]]) -> None:
-        players = list(players)
+        players = [(p, n) for p, n in players if not settle.is_bot(p)]
         for pid, _ in players:
             _check_id(pid, "player id")
         insert_ignore(s, Player.__table__, [{"player_id": p, "name": n[:64], "created_at": utcnow()} for p, n in players])
@@ -131,8 +131,9 @@ class RankingStore:
             raise InvalidArgument(f"the ante must be 0 or more, got {ante}")
         if ante and (not online or game not in settle.RANKED_GAMES_WITH_POINTS):
             raise InvalidArgument("an ante is staked only in online Queen's Court games")
-        if len({p for p, _ in players}) != len(players) or not 1 <= len(players) <= 4:
-            raise InvalidArgument("a ranked game has 1 to 4 distinct players")
+        people = [p for p, _ in players if not settle.is_bot(p)]
+        if len(set(people)) != len(people) or not 1 <= len(players) <= 4:
+            raise InvalidArgument("a ranked game has 1 to 4 seats and no person in two of them")
         existing = self.game_info(game_id, missing_ok=True)
         if existing is not None:
             return existing, False
@@ -151,9 +152,9 @@ class RankingStore:
                                             tier=qca.CHALLENGES[cid].tier))
                 if online and ante:
                     # lock the players' rows in a fixed order, then check and deduct
-                    s.exec(select(Player).where(Player.player_id.in_(sorted(info.players)))
+                    s.exec(select(Player).where(Player.player_id.in_(sorted(people)))
                            .order_by(Player.player_id).with_for_update()).all()
-                    short = [p for p in info.players if self._balance(s, p) < ante]
+                    short = [p for p in people if not qca.can_join(self._balance(s, p), ante)]
                     if short:
                         raise FailedPrecondition(
                             f"player(s) {', '.join(short)} hold fewer than the ante of {ante} rank points")
@@ -189,42 +190,53 @@ class RankingStore:
             row = s.get(RankedGame, game_id)
             return None if row is None else row.status
 
-    def record_event(self, game_id: str, seq: int, type_: str, payload: Mapping[str, Any]) -> bool:
+    def record_event(self, game_id: str, seq: int, idx: int, type_: str, payload: Mapping[str, Any]) -> bool:
         """Keep one event of a registered game; ``False`` when the game is not ranked or it is a repeat."""
         with self.session() as s, s.begin():
             if s.get(RankedGame, game_id) is None:
                 return False
-            return insert_ignore(s, GameEvent.__table__, [{"game_id": game_id, "seq": seq, "type": type_,
+            return insert_ignore(s, GameEvent.__table__, [{"game_id": game_id, "seq": seq, "idx": idx, "type": type_,
                                                            "payload": json.dumps(dict(payload))}]) == 1
 
-    def take_event(self, game_id: str, seq: int, type_: str, payload: Mapping[str, Any]) -> int:
+    def take_event(self, game_id: str, seq: int, idx: int, type_: str, payload: Mapping[str, Any]) -> int:
         """Record one event and settle the game when it may owe something new; returns entries added.
 
         Settling is needed when the event ends a round or the game, or when it fills a gap (the
         contiguous prefix then grows past events that arrived earlier); otherwise recording suffices.
         """
-        if not self.record_event(game_id, seq, type_, payload):
+        if not self.record_event(game_id, seq, idx, type_, payload):
             return 0
-        if type_ in SETTLING_EVENTS or self._max_seq(game_id) > seq:
+        if type_ in SETTLING_EVENTS or self._last_key(game_id) > (seq, idx):
             return self.settle(game_id)
         return 0
 
-    def _max_seq(self, game_id: str) -> int:
+    def _last_key(self, game_id: str) -> tuple[int, int]:
         with self.session() as s:
-            return int(s.exec(select(func.max(GameEvent.seq)).where(GameEvent.game_id == game_id)).one() or 0)
+            row = s.exec(select(GameEvent.seq, GameEvent.idx).where(GameEvent.game_id == game_id)
+                         .order_by(GameEvent.seq.desc(), GameEvent.idx.desc()).limit(1)).first()
+        return (-1, -1) if row is None else (int(row[0]), int(row[1]))
+
+    def event_keys(self, game_id: str) -> set[tuple[int, int]]:
+        with self.session() as s:
+            return {(int(a), int(b)) for a, b in
+                    s.exec(select(GameEvent.seq, GameEvent.idx).where(GameEvent.game_id == game_id))}
 
     def events(self, game_id: str) -> list[dict[str, Any]]:
-        """The contiguous prefix of the game's stored events (from FIRST_SEQ, no gaps), oldest first."""
+        """The contiguous prefix of the game's stored events, oldest first.
+
+        Events are keyed (move seq, index within the move): seqs run 0, 1, 2, ... and the indices
+        of each move 0, 1, 2, ...; the prefix stops at the first key that breaks either run.
+        """
         with self.session() as s:
-            rows = s.exec(select(GameEvent.seq, GameEvent.payload).where(GameEvent.game_id == game_id)
-                          .order_by(GameEvent.seq)).all()
+            rows = s.exec(select(GameEvent.seq, GameEvent.idx, GameEvent.payload)
+                          .where(GameEvent.game_id == game_id).order_by(GameEvent.seq, GameEvent.idx)).all()
         out = []
-        expected = FIRST_SEQ
-        for seq, payload in rows:
-            if seq != expected:
+        prev = (FIRST_SEQ - 1, 0)
+        for seq, idx, payload in rows:
+            if not ((seq == prev[0] and idx == prev[1] + 1) or (seq == prev[0] + 1 and idx == 0)):
                 break
             out.append(json.loads(payload))
-            expected += 1
+            prev = (seq, idx)
         return out
 
     def settle(self, game_id: str) -> int:
@@ -247,7 +259,7 @@ class RankingStore:
                 if done.rowcount == 0 and s.get(RankedGame, game_id).status == "abandoned":
                     return 0
             added = insert_ignore(s, LedgerEntry.__table__, [{**e, "created_at": utcnow()} for e in entries])
-            if ranks is not None and len(info.players) >= 2:
+            if ranks is not None:
                 won = s.execute(update(RankedGame).where(RankedGame.game_id == game_id, RankedGame.rated.is_(False))
                                 .values(rated=True))
                 if won.rowcount == 1:
@@ -277,7 +289,12 @@ class RankingStore:
     # ------------------------------------------------------------------ ratings and leaderboards
 
     def _rate(self, s: Session, info: settle.GameInfo, ranks: list[int]) -> None:
-        ids = list(info.players)
+        """Update the people's ratings from their finishing ranks (bots are not rated)."""
+        seats = [i for i, p in enumerate(info.players) if not settle.is_bot(p)]
+        if len(seats) < 2:
+            return
+        ids = [info.players[i] for i in seats]
+        ranks = [ranks[i] for i in seats]
         rows = {r.player_id: r for r in s.exec(select(Rating).where(Rating.game == info.game, Rating.player_id.in_(sorted(ids)))
                                                .order_by(Rating.player_id).with_for_update())}
         teams = []

@@ -25,9 +25,10 @@ def upgrade() -> None:
     op.create_table('rk_event',
     sa.Column('game_id', sa.String(length=64), nullable=False),
     sa.Column('seq', sa.Integer(), nullable=False),
+    sa.Column('idx', sa.Integer(), nullable=False),
     sa.Column('type', sa.String(length=64), nullable=False),
     sa.Column('payload', sa.Text(), nullable=False),
-    sa.PrimaryKeyConstraint('game_id', 'seq')
+    sa.PrimaryKeyConstraint('game_id', 'seq', 'idx')
     )
     op.create_table('rk_game',
     sa.Column('game_id', sa.String(length=64), nullable=False),
