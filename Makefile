@@ -50,3 +50,9 @@ lint: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache
+
+# Render deploy/base and every overlay with kubectl kustomize, validate them offline against the
+# Kubernetes schemas, and check docker-compose.yml and deploy/Dockerfile (tests/deploy/).
+.PHONY: deploy-check
+deploy-check: setup
+	$(BIN)/pytest -q tests/deploy
