@@ -9,8 +9,8 @@ from court_games.games import queens_court as qc
 
 def play_queens_court(seed: int, players: int = 3, move_seed: int = 0) -> tuple[list[dict], dict]:
     """(full-form events of a whole game, the engine's result), moves chosen at random."""
-    state = qc.new_game(qc.options_from_dict({"players": players}), seed)
-    events = [e.full() for e in qc.initial_events(state)]
+    state, opening = qc.start(qc.options_from_dict({"players": players}), seed)
+    events = [e.full() for e in opening]
     rng = random.Random(move_seed)
     while not qc.is_terminal(state):
         player = qc.current_player(state)
