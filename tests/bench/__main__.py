@@ -1,0 +1,18 @@
+"""``python -m tests.bench`` (``make bench``): every benchmark module's ``main()`` in turn."""
+
+from __future__ import annotations
+
+import importlib
+
+# Benchmark modules under tests/bench, run in this order; add new ones to the list.
+MODULES: list[str] = ["engines"]
+
+
+def main() -> None:
+    for name in MODULES:
+        print(f"=== tests.bench.{name}")
+        importlib.import_module(f"tests.bench.{name}").main()
+
+
+if __name__ == "__main__":
+    main()

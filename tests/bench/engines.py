@@ -1,0 +1,138 @@
+"""Engine throughput: random playouts on every registered engine, and Hearts against OpenSpiel.
+
+Bots run playouts on the engines, so this measures exactly that loop: ``to_act`` /
+``legal_actions`` / a uniformly random choice / ``apply(..., emit=False)``, from fixed seeds,
+for about ``SECONDS`` per game (whole games only). For Hearts it also plays OpenSpiel's
+``hearts`` (C++ via pybind) on the same work: single hands passing left (our ``limit=1`` games
+end after one hand), the deal included, every player decision (3 pass choices per seat and 52
+plays) chosen at random in Python from the engine's legal list, the two engines alternating in
+short slices so that load on the machine affects both alike. The figure to watch is the ratio of
+actions per second, ours / OpenSpiel's (the target is at least 0.25).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from court_games.registry import GAME_NAMES, get_game
+
+SECONDS = 3.0
+MAX_STEPS_PER_GAME = 200_000
+
+
+def playouts(game: Any, options: dict[str, Any], *, seconds: float = SECONDS, seed0: int = 1_000,
+             rng_seed: str = "bench") -> dict[str, float]:
+    """Random full games from seeds ``seed0, seed0 + 1, ...`` for about ``seconds``."""
+    opts = game.options_from_dict(options)
+    rng = random.Random(rng_seed)
+    choice = rng.choice
+    to_act, legal_actions, apply, is_terminal = game.to_act, game.legal_actions, game.apply, game.is_terminal
+    games = actions = 0
+    start = time.perf_counter()
+    while True:
+        state = game.new_game(opts, seed0 + games)
+        steps = 0
+        while not is_terminal(state):
+            acting = to_act(state)
+            player = acting[0] if len(acting) == 1 else choice(acting)
+            state = apply(state, player, choice(legal_actions(state, player)), False)[0]
+            steps += 1
+            if steps > MAX_STEPS_PER_GAME:
+                raise RuntimeError(f"{game.NAME}: a random game ran past {MAX_STEPS_PER_GAME} actions")
+        games += 1
+        actions += steps
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            break
+    return {"games": games, "actions": actions, "seconds": elapsed,
+            "actions_per_s": actions / elapsed, "games_per_s": games / elapsed}
+
+
+def openspiel_hearts_hands(*, seconds: float = SECONDS, rng_seed: str = "bench") -> dict[str, float] | None:
+    """OpenSpiel's hearts on our single-hand work: pass left, a shuffled deal, random choices."""
+    try:
+        import pyspiel
+    except ImportError:
+        return None
+    os_game = pyspiel.load_game("hearts", {"qs_breaks_hearts": False})
+    rng = random.Random(rng_seed)
+    choice, shuffle = rng.choice, rng.shuffle
+    left = 1  # OpenSpiel's pass-direction chance outcome for "left"
+    hands = actions = 0
+    start = time.perf_counter()
+    while True:
+        state = os_game.new_initial_state()
+        state.apply_action(left)
+        deck = list(range(52))
+        shuffle(deck)
+        for card in deck:
+            state.apply_action(card)
+        while not state.is_terminal():
+            state.apply_action(choice(state.legal_actions()))
+            actions += 1
+        state.returns()
+        hands += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            break
+    return {"games": hands, "actions": actions, "seconds": elapsed,
+            "actions_per_s": actions / elapsed, "games_per_s": hands / elapsed}
+
+
+def _merge(parts: list[dict[str, float]]) -> dict[str, float]:
+    games = sum(p["games"] for p in parts)
+    actions = sum(p["actions"] for p in parts)
+    seconds = sum(p["seconds"] for p in parts)
+    return {"games": games, "actions": actions, "seconds": seconds,
+            "actions_per_s": actions / seconds, "games_per_s": games / seconds}
+
+
+def hearts_vs_openspiel(*, seconds: float = SECONDS, rounds: int = 6) -> dict[str, Any]:
+    """Both engines in alternating slices (so a busy machine slows both alike), ``seconds`` each."""
+    hearts = get_game("hearts")
+    ours: list[dict[str, float]] = []
+    theirs: list[dict[str, float]] = []
+    for r in range(rounds):
+        # limit 1: every game is exactly one hand
+        ours.append(playouts(hearts, {"limit": 1}, seconds=seconds / rounds, seed0=50_000 + 100_000 * r,
+                             rng_seed=f"bench-{r}"))
+        os_part = openspiel_hearts_hands(seconds=seconds / rounds, rng_seed=f"bench-{r}")
+        if os_part is None:
+            return {"ours": _merge(ours), "openspiel": None, "ratio": None}
+        theirs.append(os_part)
+    mine, os_total = _merge(ours), _merge(theirs)
+    return {"ours": mine, "openspiel": os_total, "ratio": mine["actions_per_s"] / os_total["actions_per_s"]}
+
+
+def _line(label: str, r: dict[str, float], unit: str = "games") -> str:
+    return (f"{label:<28} {r['actions_per_s']:>12,.0f} actions/s {r['games_per_s']:>10,.1f} {unit}/s"
+            f"   ({r['games']} {unit}, {r['actions']} actions, {r['seconds']:.1f} s)")
+
+
+def main() -> None:
+    print(f"random playouts: legal_actions + apply(emit=False), ~{SECONDS:.0f} s per game, default options")
+    for name in GAME_NAMES:
+        try:
+            game = get_game(name)
+        except Exception as exc:  # an engine still being written: note it and go on
+            print(f"{name:<28} skipped: module does not import ({type(exc).__name__}: {exc})")
+            continue
+        print(_line(name, playouts(game, {})))
+    try:
+        get_game("hearts")
+    except Exception:
+        return
+    print("\nHearts single hands (pass left, deal included), same work on both engines:")
+    cmp = hearts_vs_openspiel()
+    print(_line("hearts (ours)", cmp["ours"], "hands"))
+    if cmp["openspiel"] is None:
+        print("openspiel                    skipped: pyspiel is not installed")
+        return
+    print(_line("hearts (OpenSpiel, C++)", cmp["openspiel"], "hands"))
+    print(f"ratio ours/OpenSpiel (actions/s): {cmp['ratio']:.2f}  (target >= 0.25)")
+
+
+if __name__ == "__main__":
+    main()
