@@ -23,8 +23,8 @@ each gap, the choice and the reason):
   then ``attack``/``skip_attack`` is asked (``skip_attack`` alone when no attack exists: it is
   still an explicit action), then the player draws again and resolves that card the same way.
   The draw-again ends the turn when both piles are empty, or when the piles hold only Aces and
-  the player has no attack. A player who keeps skipping while only Aces remain and an attack
-  exists draws those Aces again: RULES.md closes the loop only for a player who cannot attack.
+  the player has no attack, or (ours) when the player answers ``skip_attack`` while the piles hold
+  only Aces: drawing again could only bring back an Ace, so without this the turn never ends.
 * Attack: spend the top k >= 1 guards of a standing court (sum S); remove the top m >= 1 guards of
   an opponent's standing court with sum <= S, or ``"court"`` when S >= its defence (which also
   discards every guard on it). Discards go down as: the attacker's packet, the target's packet
@@ -322,11 +322,14 @@ class _Work:
         else:  # a Joker
             self.phase, self.pending = Phase.JOKER, card
 
-    def draw_again(self) -> None:
+    def draw_again(self, skipped: bool = False) -> None:
         """An Ace's draw-again, after the attack (if any) or skip_attack."""
         piles = self.draw + self.discard
         if not piles:
             self.emit("DrawAgainEnded", player=self.player, reason="both piles are empty")
+            self.end_turn()
+        elif all(c[0] == "A" for c in piles) and skipped:
+            self.emit("DrawAgainEnded", player=self.player, reason="only Aces remain and the attack was skipped")
             self.end_turn()
         elif all(c[0] == "A" for c in piles) and not _has_attack(self.courts, self.out, self.player):
             self.emit("DrawAgainEnded", player=self.player, reason="only Aces remain and no attack exists")
@@ -704,7 +707,7 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
                 w.end_turn()
     elif code == SKIP_ATTACK:
         w.emit("AttackSkipped", player=player)
-        w.draw_again()
+        w.draw_again(skipped=True)
     elif code == PASS:
         w.emit("TurnPassed", player=player)
         w.end_turn()
