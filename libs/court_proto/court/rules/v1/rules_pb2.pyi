@@ -512,6 +512,7 @@ class GetHistoryResponse(_message.Message):
     MOVES_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
     TO_ACT_FIELD_NUMBER: _builtins.int
+    CREATED_EVENTS_FIELD_NUMBER: _builtins.int
     game: _builtins.str
     game_id: _builtins.str
     seed: _builtins.int
@@ -528,6 +529,12 @@ class GetHistoryResponse(_message.Message):
     def result(self) -> Global___GameResult: ...
     @_builtins.property
     def to_act(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def created_events(self) -> _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]:
+        """Full-information events of the creation (seq 0): GameCreated (with the
+        seed), the engine's opening events (the deal), the first TurnStarted.
+        """
+
     def __init__(
         self,
         *,
@@ -541,10 +548,11 @@ class GetHistoryResponse(_message.Message):
         moves: _abc.Iterable[Global___HistoryMove] | None = ...,
         result: Global___GameResult | None = ...,
         to_act: _abc.Iterable[_builtins.int] | None = ...,
+        created_events: _abc.Iterable[_struct_pb2.Struct] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "options", b"options", "result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "created_by", b"created_by", "game", b"game", "game_id", b"game_id", "moves", b"moves", "options", b"options", "result", b"result", "seats", b"seats", "seed", b"seed", "to_act", b"to_act"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "created_by", b"created_by", "created_events", b"created_events", "game", b"game", "game_id", b"game_id", "moves", b"moves", "options", b"options", "result", b"result", "seats", b"seats", "seed", b"seed", "to_act", b"to_act"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -1,0 +1,11 @@
+"""Court's Python client SDK: typed gRPC calls with bearer tokens, request ids and
+safe retries (the terminal client, the bot service, tests and benchmarks use it).
+
+* ``RulesClient``: the rules service (``court_client.rules``)
+* ``action(game, json)`` / ``action_json(action)``: typed actions and RULES.md's JSON
+* ``view_dict(view)``: a view's engine part as a dict
+"""
+
+from .rules import RulesClient, action, action_json, new_request_id, view_dict
+
+__all__ = ["RulesClient", "action", "action_json", "new_request_id", "view_dict"]

@@ -1,0 +1,12 @@
+"""Service plumbing every Court service shares.
+
+* ``settings``: typed settings from the ``COURT_`` environment
+* ``logging``: one structlog setup (JSON lines; request and game ids bound)
+* ``tokens``: HS256 bearer tokens (``court-token`` issues development ones)
+* ``errors``: domain errors and the single mapping to gRPC status codes
+* ``server``: ``create_server``, health and reflection, the edge interceptor
+  (auth, request ids, metrics, error mapping), graceful shutdown
+* ``metrics``: Prometheus series and the /metrics endpoint
+* ``jetstream``: connect (reconnecting forever), ensure streams/KV, direct get
+* ``actions`` / ``structs``: typed actions and Structs to and from JSON
+"""

@@ -1,0 +1,69 @@
+"""Domain errors to gRPC status codes: the one place the mapping lives.
+
+Services raise ``court_games`` errors (from the engines) or the ``ServiceError``
+subclasses below; the edge interceptor (``court_kit.server.EdgeInterceptor``)
+turns them into a status with the error's message. Anything else is a bug:
+INTERNAL, logged with its traceback, and the client sees no internals.
+"""
+
+from __future__ import annotations
+
+import grpc
+from court_games.core import GameError, IllegalAction, InvalidAction, InvalidOptions, InvalidVector
+
+from .tokens import TokenError
+
+
+class ServiceError(Exception):
+    code: grpc.StatusCode = grpc.StatusCode.INTERNAL
+
+
+class InvalidArgument(ServiceError):
+    code = grpc.StatusCode.INVALID_ARGUMENT
+
+
+class FailedPrecondition(ServiceError):
+    code = grpc.StatusCode.FAILED_PRECONDITION
+
+
+class NotFound(ServiceError):
+    code = grpc.StatusCode.NOT_FOUND
+
+
+class PermissionDenied(ServiceError):
+    code = grpc.StatusCode.PERMISSION_DENIED
+
+
+class Unauthenticated(ServiceError):
+    code = grpc.StatusCode.UNAUTHENTICATED
+
+
+class Aborted(ServiceError):
+    """Lost an optimistic-concurrency race; the caller retries with the same request id."""
+
+    code = grpc.StatusCode.ABORTED
+
+
+class Unavailable(ServiceError):
+    """A dependency (NATS, a database) is unreachable for now; retry with the same request id."""
+
+    code = grpc.StatusCode.UNAVAILABLE
+
+
+class AlreadyExists(ServiceError):
+    code = grpc.StatusCode.ALREADY_EXISTS
+
+
+def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
+    """The status code and message for a known error; ``None`` for a bug."""
+    if isinstance(exc, ServiceError):
+        return exc.code, str(exc)
+    if isinstance(exc, TokenError):
+        return grpc.StatusCode.UNAUTHENTICATED, str(exc)
+    if isinstance(exc, IllegalAction):  # NotYourTurn included
+        return grpc.StatusCode.FAILED_PRECONDITION, exc.reason or str(exc)
+    if isinstance(exc, InvalidAction | InvalidOptions | InvalidVector):
+        return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
+    if isinstance(exc, GameError):
+        return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
+    return None

@@ -1,0 +1,165 @@
+"""NATS JetStream helpers: connect (reconnecting forever), ensure streams and KV
+buckets, and JetStream's direct-get API (one request, many messages).
+
+Every JetStream publish a service makes awaits its ack and sets Nats-Msg-Id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import nats
+from nats.aio.client import Client as NATS
+from nats.errors import NoServersError
+from nats.js import JetStreamContext
+from nats.js.api import KeyValueConfig, StorageType, StreamConfig
+from nats.js.errors import BadRequestError, NotFoundError
+
+from . import logging as klog
+
+log = klog.get_logger("court_kit.jetstream")
+
+# JetStream API error codes (nats-server's errors.json)
+ERR_WRONG_LAST_SEQUENCE = 10071
+ERR_STREAM_NAME_IN_USE = 10058
+
+
+async def connect(servers: Sequence[str] | str, name: str, *, give_up_after: float | None = None) -> NATS:
+    """Connect, retrying until the server answers (``give_up_after`` seconds, or forever);
+    once connected, the client reconnects forever on its own."""
+    urls = [servers] if isinstance(servers, str) else list(servers)
+    delay, waited = 0.1, 0.0
+
+    async def on_error(exc: Exception) -> None:
+        log.warning("nats error", error=str(exc) or type(exc).__name__)
+
+    async def on_disconnect() -> None:
+        log.warning("nats disconnected")
+
+    async def on_reconnect() -> None:
+        log.info("nats reconnected")
+
+    while True:
+        nc = NATS()
+        try:
+            await nc.connect(
+                servers=urls,
+                name=name,
+                allow_reconnect=True,
+                max_reconnect_attempts=-1,
+                reconnect_time_wait=0.25,
+                connect_timeout=2,
+                ping_interval=10,
+                max_outstanding_pings=3,
+                error_cb=on_error,
+                disconnected_cb=on_disconnect,
+                reconnected_cb=on_reconnect,
+            )
+            return nc
+        except (NoServersError, OSError, TimeoutError) as exc:
+            if give_up_after is not None and waited >= give_up_after:
+                raise
+            log.warning("waiting for nats", servers=urls, error=str(exc) or type(exc).__name__)
+            await asyncio.sleep(delay)
+            waited += delay
+            delay = min(delay * 2, 2.0)
+
+
+async def ensure_stream(js: JetStreamContext, config: StreamConfig) -> None:
+    """Create the stream, or update it to ``config`` when it exists with another configuration."""
+    try:
+        await js.add_stream(config)
+    except BadRequestError as exc:
+        if exc.err_code != ERR_STREAM_NAME_IN_USE:
+            raise
+        await js.update_stream(config)
+
+
+async def ensure_kv(js: JetStreamContext, bucket: str, *, history: int = 1, replicas: int = 1,
+                    memory: bool = False) -> Any:
+    try:
+        return await js.key_value(bucket)
+    except (NotFoundError, nats.js.errors.BucketNotFoundError):
+        return await js.create_key_value(
+            KeyValueConfig(bucket=bucket, history=history, replicas=replicas,
+                           storage=StorageType.MEMORY if memory else StorageType.FILE)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StoredMsg:
+    subject: str
+    seq: int
+    data: bytes
+    headers: dict[str, str]
+
+
+def _stored(msg: Any) -> StoredMsg:
+    h = dict(msg.headers or {})
+    return StoredMsg(subject=h.get("Nats-Subject", ""), seq=int(h.get("Nats-Sequence", "0")), data=msg.data,
+                     headers=h)
+
+
+class JetStreamUnavailable(Exception):
+    """JetStream did not answer in time (server down, leader election); retry later."""
+
+
+async def direct_get_last(nc: NATS, stream: str, subject: str, *, timeout: float = 2.0) -> StoredMsg | None:
+    """The last message on ``subject`` (wildcards allowed) via the direct-get API; ``None`` when none."""
+    try:
+        msg = await nc.request(f"$JS.API.DIRECT.GET.{stream}.{subject}", b"", timeout=timeout)
+    except (TimeoutError, nats.errors.NoRespondersError) as exc:
+        raise JetStreamUnavailable(f"direct get on {stream} timed out") from exc
+    status = (msg.headers or {}).get("Status")
+    if status == "404":
+        return None
+    if status:
+        raise JetStreamUnavailable(f"direct get on {stream} answered {status} "
+                                   f"{(msg.headers or {}).get('Description', '')}")
+    return _stored(msg)
+
+
+async def direct_get_batch(nc: NATS, stream: str, subject: str, *, start_seq: int = 1, batch: int = 1000,
+                           timeout: float = 5.0) -> list[StoredMsg]:
+    """Every message on ``subject`` from stream sequence ``start_seq`` on, in order.
+
+    One direct-get batch request (nats-server 2.11+) per ``batch`` messages.
+    """
+    out: list[StoredMsg] = []
+    seq = start_seq
+    while True:
+        inbox = nc.new_inbox()
+        sub = await nc.subscribe(inbox)
+        try:
+            req = json.dumps({"seq": seq, "next_by_subj": subject, "batch": batch}).encode()
+            await nc.publish(f"$JS.API.DIRECT.GET.{stream}", req, reply=inbox)
+            got = 0
+            while True:
+                try:
+                    msg = await sub.next_msg(timeout=timeout)
+                except TimeoutError as exc:
+                    raise JetStreamUnavailable(f"direct get batch on {stream} timed out") from exc
+                h = msg.headers or {}
+                status = h.get("Status")
+                if status == "204" or status == "404":  # end of batch / nothing (more)
+                    break
+                if status:
+                    raise JetStreamUnavailable(f"direct get batch on {stream} answered {status} "
+                                               f"{h.get('Description', '')}")
+                m = _stored(msg)
+                out.append(m)
+                got += 1
+                pending = h.get("Nats-Num-Pending")
+                if got >= batch or pending == "0":
+                    if pending == "0":
+                        return out
+                    break
+        finally:
+            await sub.unsubscribe()
+        if got < batch:
+            return out
+        seq = out[-1].seq + 1

@@ -1,0 +1,224 @@
+"""gRPC server bootstrap shared by every service.
+
+* ``create_server(address, interceptors=...) -> (server, port)``: a grpc.aio
+  server bound to ``address`` (port 0 picks a free one, so tests bind 0).
+* ``await add_health_and_reflection(server, names) -> HealthServicer``: the gRPC
+  health protocol (every name and "" SERVING) and server reflection.
+* ``EdgeInterceptor``: per call, verifies the bearer token, binds the request
+  id to the log context, exposes the caller via ``current_identity()``,
+  records metrics, and maps domain errors to status codes
+  (``court_kit.errors.status_for``): the one edge where that happens.
+* ``serve_until_signalled``: on SIGTERM/SIGINT health goes NOT_SERVING, the
+  server stops with a grace period, then the cleanups run (``nc.drain()``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import signal
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+
+from . import logging as klog
+from .errors import Unauthenticated, status_for
+from .metrics import GRPC_REQUESTS, GRPC_SECONDS
+from .settings import ConfigError, listen_host_port
+from .tokens import Identity, TokenError, Verifier
+
+log = klog.get_logger("court_kit.server")
+
+_IDENTITY: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("court_identity", default=None)
+_REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("court_request_id", default="")
+
+OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+MAX_MESSAGE = 8 * 1024 * 1024
+
+
+def current_identity() -> Identity:
+    """The verified caller of the current call (set by ``EdgeInterceptor``)."""
+    ident = _IDENTITY.get()
+    if ident is None:
+        raise Unauthenticated("missing bearer token: send metadata 'authorization: Bearer <token>'")
+    return ident
+
+
+def current_request_id() -> str:
+    return _REQUEST_ID.get()
+
+
+def create_server(address: str, *, interceptors: Sequence[Any] = (), options: Iterable[tuple[str, Any]] = ()
+                  ) -> tuple[grpc.aio.Server, int]:
+    server = grpc.aio.server(
+        interceptors=list(interceptors),
+        options=[
+            ("grpc.so_reuseport", 0),  # a taken port is an error, not a silent second listener
+            ("grpc.max_receive_message_length", MAX_MESSAGE),
+            ("grpc.max_send_message_length", MAX_MESSAGE),
+            ("grpc.keepalive_time_ms", 30_000),
+            ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+            *options,
+        ],
+    )
+    try:
+        port = server.add_insecure_port(listen_host_port(address))
+    except RuntimeError as exc:
+        raise ConfigError(f"cannot listen on {address!r}: {exc}") from exc
+    if not port:
+        raise ConfigError(f"cannot listen on {address!r}: the address is taken or invalid")
+    return server, port
+
+
+async def add_health_and_reflection(server: grpc.aio.Server, service_names: Sequence[str]) -> HealthServicer:
+    health = HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    for name in ("", *service_names):
+        await health.set(name, health_pb2.HealthCheckResponse.SERVING)
+    names = (*service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME)
+    reflection.enable_server_reflection(names, server)
+    return health
+
+
+def _metadata(details: grpc.HandlerCallDetails) -> tuple[str, str]:
+    token = rid = ""
+    for item in details.invocation_metadata or ():
+        key, value = item
+        if key == "authorization":
+            token = value[7:].strip() if value[:7].lower() == "bearer " else value.strip()
+        elif key == "x-request-id":
+            rid = value
+    return token, rid
+
+
+class EdgeInterceptor(grpc.aio.ServerInterceptor):
+    """Auth, request ids, logging context, metrics and error mapping for every call.
+
+    ``public_methods`` (full names such as ``/court.lobby.v1.LobbyService/Login``)
+    run without a token; health and reflection always do.
+    """
+
+    def __init__(self, verifier: Verifier, *, public_methods: Iterable[str] = ()):
+        self._verifier = verifier
+        self._public = frozenset(public_methods)
+
+    async def intercept_service(
+        self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(details)
+        method = details.method
+        if handler is None or method.startswith(OPEN_PREFIXES):
+            return handler
+        token, rid = _metadata(details)
+        public = method in self._public
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                self._unary(handler.unary_unary, method, token, rid, public),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            return grpc.unary_stream_rpc_method_handler(
+                self._stream(handler.unary_stream, method, token, rid, public),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler  # client- and bidi-streaming calls: none of ours yet
+
+    def _enter(self, method: str, token: str, rid: str, public: bool) -> None:
+        rid = rid or uuid.uuid4().hex
+        _REQUEST_ID.set(rid)
+        klog.clear()
+        klog.bind(request_id=rid, method=method)
+        if public and not token:
+            _IDENTITY.set(None)
+            return
+        ident = self._verifier.verify(token)  # TokenError -> UNAUTHENTICATED
+        _IDENTITY.set(ident)
+        klog.bind(sub=ident.sub, role=ident.role)
+
+    async def _fail(self, context: grpc.aio.ServicerContext, method: str, exc: Exception) -> None:
+        st = status_for(exc)
+        if st is None:
+            log.exception("unhandled error", error_type=type(exc).__name__)
+            st = (grpc.StatusCode.INTERNAL, "internal error (logged with the request id)")
+        elif st[0] in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED):
+            log.info("call failed", code=st[0].name, reason=st[1])
+        GRPC_REQUESTS.labels(method, st[0].name).inc()
+        await context.abort(st[0], st[1])
+
+    def _unary(self, inner: Any, method: str, token: str, rid: str, public: bool) -> Any:
+        async def behavior(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            t0 = time.perf_counter()
+            try:
+                self._enter(method, token, rid, public)
+                response = await inner(request, context)
+            except grpc.aio.AbortError:
+                GRPC_REQUESTS.labels(method, "ABORTED_BY_HANDLER").inc()
+                raise
+            except TokenError as exc:
+                await self._fail(context, method, exc)
+            except Exception as exc:  # noqa: BLE001 - mapped to a status here, once
+                await self._fail(context, method, exc)
+            finally:
+                GRPC_SECONDS.labels(method).observe(time.perf_counter() - t0)
+            GRPC_REQUESTS.labels(method, "OK").inc()
+            return response
+
+        return behavior
+
+    def _stream(self, inner: Any, method: str, token: str, rid: str, public: bool) -> Any:
+        async def behavior(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            try:
+                self._enter(method, token, rid, public)
+                async for item in inner(request, context):
+                    yield item
+            except grpc.aio.AbortError:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                await self._fail(context, method, exc)
+            GRPC_REQUESTS.labels(method, "OK").inc()
+
+        return behavior
+
+
+async def serve_until_signalled(
+    server: grpc.aio.Server,
+    health: HealthServicer | None,
+    *,
+    grace: float = 10.0,
+    cleanups: Sequence[Callable[[], Awaitable[Any]]] = (),
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Run until SIGTERM/SIGINT (or ``stop`` is set), then shut down gracefully."""
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    installed = []
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(sig, stop.set)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError):  # not the main thread
+            pass
+    try:
+        await stop.wait()
+        log.info("shutting down", grace=grace)
+        if health is not None:
+            await health.enter_graceful_shutdown()
+        await server.stop(grace)
+        for cleanup in cleanups:
+            try:
+                await cleanup()
+            except Exception:  # noqa: BLE001 - keep shutting down
+                log.exception("cleanup failed during shutdown")
+        log.info("stopped")
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)

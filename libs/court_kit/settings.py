@@ -1,0 +1,177 @@
+"""Typed settings, parsed once from the ``COURT_`` environment.
+
+ARCHITECTURE.md's contract with operators and tests ("Starting and configuring
+a service")::
+
+    COURT_ENV              dev | prod (anything but "dev" demands a real secret)
+    COURT_NATS_URL         default nats://127.0.0.1:4222 (comma-separated for a cluster)
+    COURT_LISTEN           gRPC listen address; rules 127.0.0.1:50051, lobby :50052,
+                           ranking :50053, bot :50054 (":PORT" listens on every interface)
+    COURT_DATABASE_URL     lobby and ranking; default sqlite:///<state dir>/<service>.db
+    COURT_TOKEN_SECRET     HS256 signing key; a development default only when COURT_ENV=dev
+    COURT_RULES_ADDR, COURT_LOBBY_ADDR, COURT_RANKING_ADDR, COURT_BOT_ADDR
+                           where the other services answer (defaults: their loopback ports)
+    COURT_STATE_DIR        default ./.state
+    COURT_METRICS_LISTEN   Prometheus endpoint; rules 127.0.0.1:9101, lobby :9102,
+                           ranking :9103, bot :9104; empty disables it
+    COURT_LOG_FORMAT       json | console (default json)
+    COURT_LOG_LEVEL        debug | info | warning | error (default info)
+    COURT_STREAM_REPLICAS  JetStream replicas of the streams a service creates (default 1)
+    COURT_SHUTDOWN_GRACE   seconds in-flight calls get on SIGTERM (default 10)
+
+A missing or malformed value fails at start-up with ``ConfigError`` naming the
+variable; tests pass overrides directly (``Settings.load("rules", listen=...)``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SERVICES = ("rules", "lobby", "ranking", "bot")
+GRPC_PORTS = {"rules": 50051, "lobby": 50052, "ranking": 50053, "bot": 50054}
+METRICS_PORTS = {"rules": 9101, "lobby": 9102, "ranking": 9103, "bot": 9104}
+DEV_TOKEN_SECRET = "court-dev-secret-not-for-production"
+LOG_FORMATS = ("json", "console")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class ConfigError(Exception):
+    """A setting is missing or malformed; the message names the variable and what is allowed."""
+
+
+def _check_address(name: str, value: str, *, allow_empty: bool = False) -> str:
+    if value == "" and allow_empty:
+        return value
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"{name} must be HOST:PORT (or :PORT), got {value!r}")
+    return value
+
+
+def _int(name: str, raw: str, lo: int, hi: int) -> int:
+    try:
+        v = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer from {lo} to {hi}, got {raw!r}") from None
+    if not lo <= v <= hi:
+        raise ConfigError(f"{name} must be an integer from {lo} to {hi}, got {raw!r}")
+    return v
+
+
+def _float(name: str, raw: str, lo: float) -> float:
+    try:
+        v = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if v < lo:
+        raise ConfigError(f"{name} must be at least {lo}, got {raw!r}")
+    return v
+
+
+def listen_host_port(address: str) -> str:
+    """A listen address for grpc/http: ``:PORT`` means every interface."""
+    host, _, port = address.rpartition(":")
+    return f"[::]:{port}" if host in ("", "*") else address
+
+
+@dataclass(frozen=True)
+class Settings:
+    service: str
+    env: str = "prod"
+    nats_url: str = "nats://127.0.0.1:4222"
+    listen: str = ""
+    database_url: str = ""
+    token_secret: str = field(default="", repr=False)
+    rules_addr: str = f"127.0.0.1:{GRPC_PORTS['rules']}"
+    lobby_addr: str = f"127.0.0.1:{GRPC_PORTS['lobby']}"
+    ranking_addr: str = f"127.0.0.1:{GRPC_PORTS['ranking']}"
+    bot_addr: str = f"127.0.0.1:{GRPC_PORTS['bot']}"
+    state_dir: Path = Path(".state")
+    metrics_listen: str = ""
+    log_format: str = "json"
+    log_level: str = "info"
+    stream_replicas: int = 1
+    shutdown_grace: float = 10.0
+    # COURT_* variables this object does not name, for a service's own settings
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_dev(self) -> bool:
+        return self.env == "dev"
+
+    @classmethod
+    def load(cls, service: str, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Parse ``environ`` (default ``os.environ``); ``overrides`` win over the environment."""
+        if service not in SERVICES:
+            raise ConfigError(f"unknown service {service!r}; known: {', '.join(SERVICES)}")
+        env = dict(os.environ if environ is None else environ)
+
+        def get(name: str, default: str) -> str:
+            return env.get(f"COURT_{name}", default)
+
+        mode = get("ENV", "prod").strip().lower() or "prod"
+        state_dir = Path(get("STATE_DIR", ".state"))
+        secret = get("TOKEN_SECRET", "")
+        values: dict[str, Any] = {
+            "service": service,
+            "env": mode,
+            "nats_url": get("NATS_URL", "nats://127.0.0.1:4222"),
+            "listen": get("LISTEN", f"127.0.0.1:{GRPC_PORTS[service]}"),
+            "database_url": get("DATABASE_URL", ""),
+            "token_secret": secret,
+            "rules_addr": get("RULES_ADDR", cls.rules_addr),
+            "lobby_addr": get("LOBBY_ADDR", cls.lobby_addr),
+            "ranking_addr": get("RANKING_ADDR", cls.ranking_addr),
+            "bot_addr": get("BOT_ADDR", cls.bot_addr),
+            "state_dir": state_dir,
+            "metrics_listen": get("METRICS_LISTEN", f"127.0.0.1:{METRICS_PORTS[service]}"),
+            "log_format": get("LOG_FORMAT", "json").strip().lower(),
+            "log_level": get("LOG_LEVEL", "info").strip().lower(),
+            "stream_replicas": _int("COURT_STREAM_REPLICAS", get("STREAM_REPLICAS", "1"), 1, 5),
+            "shutdown_grace": _float("COURT_SHUTDOWN_GRACE", get("SHUTDOWN_GRACE", "10"), 0.0),
+        }
+        known = {f"COURT_{f.name.upper()}" for f in dataclasses.fields(cls)} | {"COURT_ENV"}
+        values["extra"] = {k: v for k, v in env.items() if k.startswith("COURT_") and k not in known}
+        values.update(overrides)
+        values["state_dir"] = Path(values["state_dir"])
+        if not values["token_secret"] and values["env"] == "dev":
+            values["token_secret"] = DEV_TOKEN_SECRET
+        if not values["database_url"]:
+            values["database_url"] = f"sqlite:///{values['state_dir'] / (service + '.db')}"
+        return cls(**values)
+
+    def __post_init__(self) -> None:
+        if not self.token_secret:
+            raise ConfigError(
+                "COURT_TOKEN_SECRET is not set: every service needs the token signing key "
+                "(set COURT_ENV=dev to use the development key locally)"
+            )
+        if not self.listen:
+            object.__setattr__(self, "listen", f"127.0.0.1:{GRPC_PORTS.get(self.service, 0)}")
+        if self.log_format not in LOG_FORMATS:
+            raise ConfigError(f"COURT_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {self.log_format!r}")
+        if self.log_level not in LOG_LEVELS:
+            raise ConfigError(f"COURT_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
+        _check_address("COURT_LISTEN", self.listen)
+        _check_address("COURT_METRICS_LISTEN", self.metrics_listen, allow_empty=True)
+        for name in ("rules_addr", "lobby_addr", "ranking_addr", "bot_addr"):
+            _check_address(f"COURT_{name.upper()}", getattr(self, name))
+        if not self.nats_url.startswith(("nats://", "tls://", "ws://", "wss://")):
+            raise ConfigError(f"COURT_NATS_URL must be a nats:// URL, got {self.nats_url!r}")
+
+    def extra_float(self, name: str, default: float, lo: float = 0.0) -> float:
+        """A service's own numeric setting ``COURT_<NAME>`` (seconds and the like)."""
+        raw = self.extra.get(f"COURT_{name}")
+        return default if raw is None else _float(f"COURT_{name}", raw, lo)
+
+    def extra_int(self, name: str, default: int, lo: int = 0, hi: int = 2**31) -> int:
+        raw = self.extra.get(f"COURT_{name}")
+        return default if raw is None else _int(f"COURT_{name}", raw, lo, hi)
+
+    def nats_servers(self) -> list[str]:
+        return [u.strip() for u in self.nats_url.split(",") if u.strip()]

@@ -1,0 +1,295 @@
+"""Games as event-sourced entries: the state log replayed through the engine.
+
+A game's log (``store.Record`` bodies, JSON) is::
+
+    {"k": "c", "v": 1, "game": .., "options": {..}, "seed": n, "seats": [..],
+     "by": sub, "rid": request_id, "t": ms}                     # seq 0: created
+    {"k": "m", "seq": n, "seat": p, "a": {canonical action}, "by": sub,
+     "rid": request_id, "t": ms}                                 # seq n: a move
+
+State is the engine's replay of that log (deterministic given the seed), so
+any replica rebuilds any game, and a request id is found again in the log: a
+retry on a cold replica still gets the first answer. ``GameCache`` keeps the
+entries a replica has seen, each with the stream sequence of its last record,
+so a move costs one JetStream write (the append), not a read and a write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from court_games.core import Event
+from court_games.registry import get_game
+from court_kit.errors import NotFound
+
+from .store import GameStore, Record
+
+RECORD_VERSION = 1
+RECENT = 16  # states and events kept for the last moves (watchers, retries)
+BOT_PREFIX = "bot:"
+
+
+def start_game(module: ModuleType, options: Any, seed: int) -> tuple[Any, tuple[Event, ...]]:
+    """A new state and the engine's opening events, whichever way the engine offers them."""
+    if hasattr(module, "start"):
+        state, events = module.start(options, seed)
+        return state, tuple(events)
+    state = module.new_game(options, seed)
+    if hasattr(module, "initial_events"):
+        return state, tuple(module.initial_events(state))
+    return state, ()
+
+
+def game_id_for(secret: str, sub: str, request_id: str) -> str:
+    """Deterministic per (caller, request id), so a retried create finds its game; keyed by the
+    token secret, so nobody can predict another caller's game id."""
+    digest = hmac.new(secret.encode(), f"{sub}\0{request_id}".encode(), hashlib.sha256).digest()
+    return "g" + digest[:12].hex()
+
+
+def winners_of(result: dict[str, Any]) -> list[int]:
+    w = result.get("winners")
+    if isinstance(w, list):
+        return [int(x) for x in w]
+    one = result.get("winner")
+    return [int(one)] if isinstance(one, int) and not isinstance(one, bool) else []
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    seq: int
+    seat: int
+    action: dict[str, Any]  # canonical JSON, without "player"
+    by: str
+    rid: str
+    t: int  # ms since the epoch
+
+    def body(self) -> dict[str, Any]:
+        return {"k": "m", "seq": self.seq, "seat": self.seat, "a": self.action, "by": self.by, "rid": self.rid,
+                "t": self.t}
+
+
+class GameEntry:
+    """One game as this replica knows it (up to stream sequence ``last_sseq``)."""
+
+    def __init__(self, game_id: str, create: dict[str, Any], sseq: int):
+        if create.get("k") != "c":
+            raise ValueError(f"game {game_id}: the log does not start with a creation record")
+        self.game_id = game_id
+        self.game: str = create["game"]
+        self.module = get_game(self.game)
+        self.options_dict: dict[str, Any] = create["options"]
+        self.options = self.module.options_from_dict(self.options_dict)
+        self.seed: int = create["seed"]
+        self.seats: tuple[str, ...] = tuple(create["seats"])
+        self.created_by: str = create["by"]
+        self.created_rid: str = create["rid"]
+        self.created_t: int = create["t"]
+        self.state, opening = start_game(self.module, self.options, self.seed)
+        self.seq = 0
+        self.last_sseq = sseq
+        self.moves: list[Move] = []
+        self.requests: dict[tuple[str, str], int] = {(self.created_by, self.created_rid): 0}
+        self.published = -1  # events known stored (both streams) through this seq
+        self.lock = asyncio.Lock()
+        self.recent: OrderedDict[int, tuple[Any, tuple[Event, ...]]] = OrderedDict()
+        self._remember(0, self.state, self.service_events(0, None, opening))
+        self.changed = asyncio.Event()
+
+    # ---------------------------------------------------------------- reading
+
+    @property
+    def finished(self) -> bool:
+        return self.module.is_terminal(self.state)
+
+    def to_act(self, state: Any = None) -> tuple[int, ...]:
+        return tuple(self.module.to_act(self.state if state is None else state))
+
+    def seats_of(self, sub: str) -> list[int]:
+        return [i for i, s in enumerate(self.seats) if s == sub]
+
+    def bot_seats(self) -> list[int]:
+        return [i for i, s in enumerate(self.seats) if s.startswith(BOT_PREFIX)]
+
+    # ---------------------------------------------------------------- events
+
+    def service_events(self, seq: int, move: Move | None, engine: Sequence[Event], state: Any = None
+                       ) -> tuple[Event, ...]:
+        """A record's events: the service's own around the engine's (see protos/court/events/v1/README.md)."""
+        state = self.state if state is None else state
+        out: list[Event] = []
+        if move is None:
+            out.append(Event("GameCreated", {"game": self.game, "options": self.options_dict,
+                                             "seats": list(self.seats)}, private={"seed": self.seed}, owner=None))
+        else:
+            out.append(Event("ActionApplied", {"seat": move.seat, "action_type": move.action.get("type")},
+                             private={"action": move.action, "by": move.by}, owner=move.seat))
+        out.extend(engine)
+        if self.module.is_terminal(state):
+            if not any(e.type == "GameEnded" for e in engine):
+                result = self.module.result(state)
+                out.append(Event("GameEnded", {"result": result, "winners": winners_of(result)}))
+        else:
+            acting = list(self.module.to_act(state))
+            out.append(Event("TurnStarted", {"to_act": acting, "players": [self.seats[i] for i in acting]}))
+        return tuple(out)
+
+    # ---------------------------------------------------------------- writing
+
+    def propose(self, seat: int, action: Any, action_json: dict[str, Any], by: str, rid: str, t: int
+                ) -> tuple[Move, Any, tuple[Event, ...]]:
+        """The move, new state and events of ``action`` (IllegalAction propagates); commits nothing."""
+        state, engine = self.module.apply(self.state, seat, action)
+        move = Move(self.seq + 1, seat, action_json, by, rid, t)
+        return move, state, self.service_events(move.seq, move, engine, state)
+
+    def commit(self, move: Move, state: Any, events: tuple[Event, ...], sseq: int) -> None:
+        assert move.seq == self.seq + 1, "moves commit in order"
+        self.state = state
+        self.seq = move.seq
+        self.last_sseq = sseq
+        self.moves.append(move)
+        self.requests[(move.by, move.rid)] = move.seq
+        self._remember(move.seq, state, events)
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    def apply_record(self, rec: Record, *, emit: bool = True) -> None:
+        """Apply a record another replica wrote (``ValueError`` when it does not follow on)."""
+        b = rec.body
+        if b.get("k") != "m" or b.get("seq") != self.seq + 1:
+            raise ValueError(f"game {self.game_id}: record {b.get('seq')!r} does not follow move {self.seq}")
+        move = Move(b["seq"], b["seat"], b["a"], b["by"], b["rid"], b["t"])
+        action = self.module.action_from_json(move.action)
+        state, engine = self.module.apply(self.state, move.seat, action, emit=emit)
+        events = self.service_events(move.seq, move, engine, state) if emit else ()
+        self.state = state
+        self.seq = move.seq
+        self.last_sseq = rec.sseq
+        self.moves.append(move)
+        self.requests[(move.by, move.rid)] = move.seq
+        if emit:
+            self._remember(move.seq, state, events)
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    def _remember(self, seq: int, state: Any, events: tuple[Event, ...]) -> None:
+        self.recent[seq] = (state, events)
+        while len(self.recent) > RECENT:
+            self.recent.popitem(last=False)
+
+    # ---------------------------------------------------------------- replay
+
+    def replay(self, after: int = -1, upto: int | None = None) -> Iterator[tuple[int, Any, tuple[Event, ...]]]:
+        """(seq, state after it, its events) for every seq in (after, upto], recent ones from memory."""
+        upto = self.seq if upto is None else upto
+        if all(s in self.recent for s in range(after + 1, upto + 1)):
+            for s in range(after + 1, upto + 1):
+                st, ev = self.recent[s]
+                yield s, st, ev
+            return
+        state, opening = start_game(self.module, self.options, self.seed)
+        if after < 0:
+            yield 0, state, self.service_events(0, None, opening, state)
+        for move in self.moves[:upto]:
+            emit = move.seq > after
+            state, engine = self.module.apply(state, move.seat, self.module.action_from_json(move.action), emit=emit)
+            if emit:
+                yield move.seq, state, self.service_events(move.seq, move, engine, state)
+
+    def at(self, seq: int) -> tuple[Any, tuple[Event, ...]]:
+        """The state after ``seq`` and that record's events."""
+        if seq in self.recent:
+            return self.recent[seq]
+        for _s, st, ev in self.replay(seq - 1, seq):
+            return st, ev
+        raise AssertionError(f"seq {seq} is not in game {self.game_id}")
+
+
+class GameCache:
+    """The games this replica has loaded, least recently used first out."""
+
+    def __init__(self, store: GameStore, capacity: int = 20_000):
+        self.store = store
+        self.capacity = capacity
+        self._entries: OrderedDict[str, GameEntry] = OrderedDict()
+        self._loading: dict[str, asyncio.Future[GameEntry]] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def peek(self, game_id: str) -> GameEntry | None:
+        return self._entries.get(game_id)
+
+    def put(self, entry: GameEntry) -> None:
+        self._entries[entry.game_id] = entry
+        self._entries.move_to_end(entry.game_id)
+        while len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+
+    def drop(self, game_id: str) -> None:
+        self._entries.pop(game_id, None)
+
+    async def get(self, game_id: str) -> GameEntry:
+        """The cached entry, or the game loaded from its log (``NotFound`` when it has none)."""
+        entry = self._entries.get(game_id)
+        if entry is not None:
+            self._entries.move_to_end(game_id)
+            return entry
+        pending = self._loading.get(game_id)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        fut: asyncio.Future[GameEntry] = asyncio.get_running_loop().create_future()
+        self._loading[game_id] = fut
+        try:
+            entry = await self._load(game_id)
+            self.put(entry)
+            fut.set_result(entry)
+            return entry
+        except BaseException as exc:
+            fut.set_exception(exc)
+            fut.exception()  # retrieved: waiters re-raise it
+            raise
+        finally:
+            del self._loading[game_id]
+
+    async def _load(self, game_id: str) -> GameEntry:
+        if not valid_game_id(game_id):
+            raise NotFound(f"no game {game_id!r}")
+        records = await self.store.records(game_id)
+        if not records:
+            raise NotFound(f"no game {game_id!r}")
+        entry = GameEntry(game_id, records[0].body, records[0].sseq)
+        rest = records[1:]
+        for i, rec in enumerate(rest):
+            entry.apply_record(rec, emit=i >= len(rest) - RECENT)
+        return entry
+
+    async def refresh(self, entry: GameEntry) -> bool:
+        """Apply records written since ``entry.last_sseq`` (the caller holds ``entry.lock``).
+        Returns whether anything changed."""
+        records = await self.store.records(entry.game_id, entry.last_sseq)
+        for rec in records:
+            entry.apply_record(rec)
+        return bool(records)
+
+    async def fresh(self, game_id: str) -> GameEntry:
+        """The entry, brought up to date with the log (one read when already current)."""
+        entry = await self.get(game_id)
+        last = await self.store.last_sseq(game_id)
+        if last is not None and last[0] > entry.last_sseq:
+            async with entry.lock:
+                if last[0] > entry.last_sseq:
+                    await self.refresh(entry)
+        return entry
+
+
+def valid_game_id(game_id: str) -> bool:
+    return 0 < len(game_id) <= 64 and all(c.isalnum() or c in "-_" for c in game_id)

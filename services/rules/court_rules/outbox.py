@@ -1,0 +1,159 @@
+"""Events, published from the state log (the log is the outbox).
+
+After a move's record is appended, its events (derived from the engine, see
+``GameEntry.service_events``) are published to ``COURT_EVENTS`` (public form)
+and ``COURT_EVENTS_FULL`` (full form) with ``Nats-Msg-Id`` = the event id
+``<game_id>-<seq>-<index>``, so a republish within JetStream's duplicate
+window stores nothing twice. Within each stream a game's events are stored
+in seq order: before publishing move n a writer makes sure moves < n are
+complete there (``catch_up``: the last event of the game in each stream, read
+with a direct get, carries ``Court-Seq`` and, on the last event of a move,
+``Court-End``), republishing what is missing.
+
+A crash between the append and the publish therefore loses nothing:
+
+* the next writer of that game (any replica) republishes the missing moves
+  before its own, and
+* the sweeper, a durable headers-only consumer on the state log shared by every
+  replica (``rules-outbox``), looks at each record once it is ``delay``
+  seconds old and republishes the events of any move still incomplete, so a
+  game's final move is covered even when nobody touches the game again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from court_games.core import Event
+from court_kit import logging as klog
+from court_kit.errors import Unavailable
+from court_kit.structs import to_struct
+from court_proto.court.events.v1 import events_pb2
+from google.protobuf.timestamp_pb2 import Timestamp
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from .games import GameCache, GameEntry
+from .store import END_HEADER, EVENTS_PREFIX, FULL_PREFIX, GAMES_PREFIX, GAMES_STREAM, SEQ_HEADER, GameStore
+
+log = klog.get_logger("court_rules.outbox")
+
+SCHEMA_VERSION = 1
+SWEEPER_DURABLE = "rules-outbox"
+PUBLIC = events_pb2.VISIBILITY_PUBLIC
+FULL = events_pb2.VISIBILITY_FULL
+
+
+def event_time(entry: GameEntry, seq: int) -> int:
+    return entry.created_t if seq == 0 else entry.moves[seq - 1].t
+
+
+def encode(entry: GameEntry, seq: int, events: Sequence[Event], t_ms: int, *, public: bool = True,
+           full: bool = True) -> list[tuple[str, bytes, dict[str, str]]]:
+    """The (subject, data, headers) of one record's events: every public one, then every full one."""
+    ts = Timestamp(seconds=t_ms // 1000, nanos=(t_ms % 1000) * 1_000_000)
+    out: list[tuple[str, bytes, dict[str, str]]] = []
+    last = len(events) - 1
+    for visibility, prefix, wanted in ((PUBLIC, EVENTS_PREFIX, public), (FULL, FULL_PREFIX, full)):
+        if not wanted:
+            continue
+        for i, e in enumerate(events):
+            event_id = f"{entry.game_id}-{seq}-{i}"
+            msg = events_pb2.GameEvent(
+                event_id=event_id, schema_version=SCHEMA_VERSION, game=entry.game, game_id=entry.game_id,
+                seq=seq, index=i, time=ts, type=e.type, visibility=visibility,
+            )
+            to_struct(e.for_seat(None) if visibility == PUBLIC else e.full(), msg.payload)
+            headers = {"Nats-Msg-Id": event_id, SEQ_HEADER: str(seq)}
+            if i == last:
+                headers[END_HEADER] = "1"
+            out.append((f"{prefix}{entry.game}.{entry.game_id}.{e.type}", msg.SerializeToString(), headers))
+    return out
+
+
+class Outbox:
+    def __init__(self, store: GameStore, cache: GameCache):
+        self.store = store
+        self.cache = cache
+        self.republished = 0  # moves whose events a catch-up had to publish (observability, tests)
+
+    async def publish(self, entry: GameEntry, seq: int, events: Sequence[Event]) -> None:
+        """Publish one record's events, after any earlier ones still missing (caller holds entry.lock)."""
+        if entry.published < seq - 1:
+            await self.catch_up(entry, seq - 1)
+        await self.store.publish_events(encode(entry, seq, events, event_time(entry, seq)))
+        entry.published = max(entry.published, seq)
+
+    async def catch_up(self, entry: GameEntry, upto: int) -> None:
+        """Make sure every record's events through ``upto`` are stored (caller holds entry.lock)."""
+        if entry.published >= upto:
+            return
+        pub, full = await self.store.last_complete_event_seq(entry.game, entry.game_id)
+        done = min(pub, full)
+        if done < upto:
+            for seq, _state, events in entry.replay(done, upto):
+                msgs = encode(entry, seq, events, event_time(entry, seq), public=seq > pub, full=seq > full)
+                await self.store.publish_events(msgs)
+                self.republished += 1
+            log.info("republished missing events", game_id=entry.game_id, after=done, upto=upto)
+        entry.published = max(entry.published, upto)
+
+    async def run_sweeper(self, stop: asyncio.Event, *, delay: float = 5.0, batch: int = 512) -> None:
+        """Until ``stop``: check every state record ``delay`` seconds after it was written."""
+        psub = None
+        while not stop.is_set():
+            try:
+                if psub is None:
+                    psub = await self.store.js.pull_subscribe(
+                        GAMES_PREFIX + "*", durable=SWEEPER_DURABLE, stream=GAMES_STREAM,
+                        config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=60.0, headers_only=True,
+                                              deliver_policy=DeliverPolicy.ALL, max_ack_pending=50_000,
+                                              max_waiting=512),
+                    )
+                try:
+                    msgs = await psub.fetch(batch, timeout=1.0)
+                except (TimeoutError, NatsTimeout):
+                    continue
+                await self._sweep(msgs, delay, stop)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - keep sweeping: NATS may be restarting
+                log.warning("sweeper pass failed", error=str(exc) or type(exc).__name__)
+                psub = None
+                try:
+                    await asyncio.wait_for(stop.wait(), 1.0)
+                except TimeoutError:
+                    pass
+
+    async def _sweep(self, msgs: list[Any], delay: float, stop: asyncio.Event) -> None:
+        newest = max(m.metadata.timestamp.timestamp() for m in msgs)
+        wait = newest + delay - time.time()
+        if wait > 0:
+            try:
+                await asyncio.wait_for(stop.wait(), wait)
+                return  # stopping: leave them unacked, another replica takes them
+            except TimeoutError:
+                pass
+        latest: dict[str, int] = {}
+        for m in msgs:
+            gid = m.subject[len(GAMES_PREFIX):]
+            latest[gid] = max(latest.get(gid, 0), int((m.headers or {}).get(SEQ_HEADER, "0")))
+        for gid, seq in latest.items():
+            entry = self.cache.peek(gid)
+            if entry is not None and entry.published >= seq:
+                continue
+            try:
+                entry = await self.cache.get(gid)
+                async with entry.lock:
+                    if entry.seq < seq:
+                        await self.cache.refresh(entry)
+                    await self.catch_up(entry, seq)
+            except Unavailable:
+                raise
+            except Exception:  # noqa: BLE001 - one broken game must not stop the sweep
+                log.exception("sweeping a game failed", game_id=gid)
+        for m in msgs:
+            await m.ack()

@@ -1,0 +1,363 @@
+"""The RulesService servicer: proto in, engine, state log, events, proto out.
+
+Who may do what (see protos/court/rules/v1/rules.proto):
+
+* a player sees and acts for the seats whose id is their sub; a caller
+  without a seat sees the spectator view;
+* the bot identity sees and acts for ``bot:<level>`` seats only;
+* ``service`` (the lobby) and ``admin`` create games and may choose the seed;
+  a player may create a game only when every seat is themselves or a bot
+  (local play, e.g. one person against three bots, or hot-seat);
+* ``admin`` may read any seat's view; ``admin`` and ``analytics`` read the
+  full-information history. Neither acts for a seat.
+
+Submits are optimistic: the move is computed from this replica's cached
+state and appended with the expected last subject sequence. A stale cache
+shows up either as an illegal move (the entry is refreshed from the log and
+the move judged again, once) or as a lost append (``Conflict``: the entry is
+refreshed; if the log now holds this request id the first answer is returned,
+otherwise ABORTED and the client retries with the same request id). We do not
+retry a lost race internally: the caller may want to decide again on the new
+position, and a retry with the same id is cheap and safe.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from court_games.core import IllegalAction
+from court_games.registry import get_game
+from court_kit import actions as kactions
+from court_kit import logging as klog
+from court_kit.errors import (
+    Aborted,
+    AlreadyExists,
+    InvalidArgument,
+    PermissionDenied,
+    Unavailable,
+)
+from court_kit.server import current_identity
+from court_kit.structs import to_dict, to_struct
+from court_kit.tokens import Identity
+from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
+from nats.errors import TimeoutError as NatsTimeout
+from prometheus_client import Counter
+
+from .games import BOT_PREFIX, RECORD_VERSION, GameCache, GameEntry, game_id_for
+from .outbox import Outbox
+from .store import SEQ_HEADER, Conflict, GameStore, game_subject
+from .views import ActionCodec, game_view, result_proto
+
+log = klog.get_logger("court_rules")
+
+MOVES = Counter("court_rules_moves_total", "Moves accepted, by game", ["game"])
+CONFLICTS = Counter("court_rules_conflicts_total", "Appends that lost a race (answered ABORTED or replayed)")
+REPLAYED = Counter("court_rules_idempotent_replays_total", "Retries answered with the first answer")
+
+MAX_SEED = 2**53  # seeds stay exact in JSON and in the full events' Struct payloads
+MAX_ID = 128
+WATCH_POLL = 5.0  # a watcher re-reads the log this often when no notification came
+
+
+class Faults:
+    """Fault injection points for tests (the production instance does nothing)."""
+
+    def after_append(self, entry: GameEntry, seq: int) -> None:
+        """Called after a record is durably appended and before its events are published."""
+
+
+def _require_id(value: str, what: str) -> str:
+    if not value:
+        raise InvalidArgument(f"{what} is required (a client-chosen id; a retry reuses it)")
+    if len(value) > MAX_ID:
+        raise InvalidArgument(f"{what} is at most {MAX_ID} characters")
+    return value
+
+
+def _may_act(entry: GameEntry, ident: Identity, seat: int) -> bool:
+    if ident.role == "player":
+        return entry.seats[seat] == ident.sub
+    if ident.role == "bot":
+        return entry.seats[seat].startswith(BOT_PREFIX)
+    return False
+
+
+def _may_view(entry: GameEntry, ident: Identity, seat: int) -> bool:
+    return ident.role == "admin" or _may_act(entry, ident, seat)
+
+
+def _check_seat(entry: GameEntry, seat: int) -> int:
+    if not 0 <= seat < len(entry.seats):
+        raise InvalidArgument(f"seat {seat} does not exist: this game has seats 0 to {len(entry.seats) - 1}")
+    return seat
+
+
+class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
+    def __init__(self, store: GameStore, cache: GameCache, outbox: Outbox, *, token_secret: str,
+                 faults: Faults | None = None, clock: Callable[[], float] = time.time):
+        self.store = store
+        self.cache = cache
+        self.outbox = outbox
+        self.codec = ActionCodec()
+        self._secret = token_secret
+        self.faults = faults or Faults()
+        self._clock = clock
+
+    # ------------------------------------------------------------------ seats
+
+    def _own_seats(self, entry: GameEntry, ident: Identity) -> list[int]:
+        return [i for i in range(len(entry.seats)) if _may_act(entry, ident, i)]
+
+    def _viewer_seat(self, entry: GameEntry, ident: Identity, requested: int | None) -> int | None:
+        """The seat whose view the caller gets; ``None``: the spectator's."""
+        if requested is not None:
+            _check_seat(entry, requested)
+            if not _may_view(entry, ident, requested):
+                raise PermissionDenied(f"seat {requested} is not yours; you may watch this game as a spectator "
+                                       "(leave the seat out)")
+            return requested
+        mine = self._own_seats(entry, ident)
+        if not mine:
+            return None
+        acting = [s for s in mine if s in entry.to_act()]
+        return (acting or mine)[0]
+
+    def _acting_seat(self, entry: GameEntry, ident: Identity, requested: int | None) -> int:
+        if ident.role not in ("player", "bot"):
+            raise PermissionDenied(f"the {ident.role} role does not act for seats; players and bots do")
+        if requested is not None:
+            _check_seat(entry, requested)
+            if not _may_act(entry, ident, requested):
+                raise PermissionDenied(f"seat {requested} is not yours")
+            return requested
+        mine = self._own_seats(entry, ident)
+        if not mine:
+            raise PermissionDenied("you have no seat in this game")
+        acting = [s for s in mine if s in entry.to_act()]
+        if len(acting) > 1:
+            raise InvalidArgument(f"you hold several seats that may act now ({acting}): name one in `seat`")
+        return (acting or mine)[0]
+
+    # ------------------------------------------------------------------ RPCs
+
+    async def CreateGame(self, request: rules_pb2.CreateGameRequest, context: Any) -> rules_pb2.CreateGameResponse:
+        ident = current_identity()
+        if ident.role in ("bot", "analytics"):
+            raise PermissionDenied(f"the {ident.role} role may not create games")
+        rid = _require_id(request.request_id, "request_id")
+        module = get_game(request.game)  # InvalidOptions -> INVALID_ARGUMENT
+        options = module.options_to_dict(module.options_from_dict(to_dict(request.options)))
+        seats = list(request.seats)
+        for s in seats:
+            if not s or len(s) > MAX_ID or (s.startswith(BOT_PREFIX) and len(s) == len(BOT_PREFIX)):
+                raise InvalidArgument(f"seat id {s!r} must be a player id or \"bot:<level>\" (1-{MAX_ID} chars)")
+        if request.HasField("seed"):
+            if ident.role not in ("service", "admin"):
+                raise PermissionDenied("only a trusted caller (service, admin) may choose the seed")
+            if request.seed >= MAX_SEED:
+                raise InvalidArgument(f"seed must be below 2**53, got {request.seed}")
+            seed = int(request.seed)
+        else:
+            seed = secrets.randbits(52)
+        if ident.role == "player":
+            if ident.sub not in seats or any(s != ident.sub and not s.startswith(BOT_PREFIX) for s in seats):
+                raise PermissionDenied("a player may create only local games: every seat must be you or a bot "
+                                       "(\"bot:<level>\"); games with other players start from the lobby")
+        game_id = game_id_for(self._secret, ident.sub, rid)
+        klog.bind(game_id=game_id)
+        known = self.cache.peek(game_id)
+        if known is not None:
+            return self._created_answer(known, ident, rid)
+        record = {"k": "c", "v": RECORD_VERSION, "game": request.game, "options": options, "seed": seed,
+                  "seats": seats, "by": ident.sub, "rid": rid, "t": int(self._clock() * 1000)}
+        entry = GameEntry(game_id, record, 0)
+        n = entry.module.num_players(entry.state)
+        if n != len(seats):
+            raise InvalidArgument(f"{request.game} with these options seats {n} players; got {len(seats)} seats")
+        try:
+            entry.last_sseq = await self.store.append(game_id, record, 0, 0)
+        except Conflict:
+            CONFLICTS.inc()
+            return self._created_answer(await self.cache.get(game_id), ident, rid)
+        self.cache.put(entry)
+        log.info("game created", game=request.game, seats=len(seats))
+        async with entry.lock:
+            self.faults.after_append(entry, 0)
+            await self._publish(entry, 0, entry.at(0)[1])
+        return self._created_answer(entry, ident, rid)
+
+    def _created_answer(self, entry: GameEntry, ident: Identity, rid: str) -> rules_pb2.CreateGameResponse:
+        if (entry.created_by, entry.created_rid) != (ident.sub, rid):
+            raise AlreadyExists(f"game {entry.game_id} exists and was not created by this request")
+        state, _ = entry.at(0)
+        seat = self._viewer_seat(entry, ident, None)
+        if seat is not None and entry.seq > 0:
+            seat = self._own_seats(entry, ident)[0]
+        return rules_pb2.CreateGameResponse(game_id=entry.game_id,
+                                            view=game_view(entry, self.codec, state, 0, seat))
+
+    async def GetView(self, request: rules_pb2.GetViewRequest, context: Any) -> rules_pb2.GameView:
+        ident = current_identity()
+        entry = await self.cache.fresh(request.game_id)
+        klog.bind(game_id=entry.game_id)
+        seat = self._viewer_seat(entry, ident, request.seat if request.HasField("seat") else None)
+        return game_view(entry, self.codec, entry.state, entry.seq, seat)
+
+    async def ListLegalActions(self, request: rules_pb2.ListLegalActionsRequest, context: Any
+                               ) -> rules_pb2.ListLegalActionsResponse:
+        ident = current_identity()
+        entry = await self.cache.fresh(request.game_id)
+        klog.bind(game_id=entry.game_id)
+        seat = self._viewer_seat(entry, ident, request.seat if request.HasField("seat") else None)
+        if seat is None:
+            raise PermissionDenied("you have no seat in this game: legal actions are a seat's own")
+        out = rules_pb2.ListLegalActionsResponse(game_id=entry.game_id, seq=entry.seq, seat=seat)
+        if seat in entry.to_act():
+            out.actions.extend(self.codec.proto(entry, a, seat) for a in entry.module.legal_actions(entry.state, seat))
+        return out
+
+    async def SubmitAction(self, request: rules_pb2.SubmitActionRequest, context: Any
+                           ) -> rules_pb2.SubmitActionResponse:
+        ident = current_identity()
+        rid = _require_id(request.request_id, "request_id")
+        if not request.HasField("action"):
+            raise InvalidArgument("action is required")
+        action_json = kactions.to_json(request.action)
+        entry = await self.cache.get(request.game_id)
+        klog.bind(game_id=entry.game_id)
+        game = kactions.game_of(request.action)
+        if game != entry.game:
+            raise InvalidArgument(f"a {game} action was sent to a {entry.game} game")
+        requested = request.seat if request.HasField("seat") else None
+        async with entry.lock:
+            for attempt in (0, 1):
+                first = entry.requests.get((ident.sub, rid))
+                if first is not None:
+                    return self._first_answer(entry, first, ident, action_json)
+                seat = self._acting_seat(entry, ident, requested)
+                action = entry.module.action_from_json(action_json)
+                try:
+                    move, state, events = entry.propose(seat, action, action_json, ident.sub, rid,
+                                                        int(self._clock() * 1000))
+                    break
+                except IllegalAction:
+                    # our cache may be behind the log: judge again on the latest position, once
+                    if attempt == 0 and await self.cache.refresh(entry):
+                        continue
+                    raise
+            try:
+                sseq = await self.store.append(entry.game_id, move.body(), move.seq, entry.last_sseq)
+            except Conflict:
+                CONFLICTS.inc()
+                await self.cache.refresh(entry)
+                first = entry.requests.get((ident.sub, rid))
+                if first is not None:
+                    return self._first_answer(entry, first, ident, action_json)
+                raise Aborted("another move reached this game first; retry with the same request_id") from None
+            entry.commit(move, state, events, sseq)
+            MOVES.labels(entry.game).inc()
+            self.faults.after_append(entry, move.seq)
+            await self._publish(entry, move.seq, events)
+            return self._submit_answer(entry, move.seq, seat, ident, state, events)
+
+    async def _publish(self, entry: GameEntry, seq: int, events: Any) -> None:
+        try:
+            await self.outbox.publish(entry, seq, events)
+        except Unavailable as exc:
+            # the move stands (it is in the log); the next writer or the sweeper publishes its events
+            log.warning("events not published yet", seq=seq, error=str(exc))
+
+    def _first_answer(self, entry: GameEntry, seq: int, ident: Identity, action_json: dict[str, Any]
+                      ) -> rules_pb2.SubmitActionResponse:
+        REPLAYED.inc()
+        if seq == 0:
+            raise InvalidArgument("this request_id created the game; use a new one for each move")
+        move = entry.moves[seq - 1]
+        if move.action != action_json:
+            raise InvalidArgument(f"request_id {move.rid!r} was already used for another action "
+                                  f"(move {seq}); use a new request_id for a new action")
+        state, events = entry.at(seq)
+        return self._submit_answer(entry, seq, move.seat, ident, state, events)
+
+    def _submit_answer(self, entry: GameEntry, seq: int, seat: int, ident: Identity, state: Any, events: Any
+                       ) -> rules_pb2.SubmitActionResponse:
+        out = rules_pb2.SubmitActionResponse(seq=seq, view=game_view(entry, self.codec, state, seq, seat))
+        for e in events:
+            to_struct(e.for_seat(seat), out.events.add())
+        for s in entry.module.to_act(state):
+            if s != seat and _may_act(entry, ident, s):
+                out.next.append(game_view(entry, self.codec, state, seq, s))
+        return out
+
+    async def WatchGame(self, request: rules_pb2.WatchGameRequest, context: Any
+                        ) -> AsyncIterator[rules_pb2.GameUpdate]:
+        ident = current_identity()
+        entry = await self.cache.fresh(request.game_id)
+        klog.bind(game_id=entry.game_id)
+        seat = self._viewer_seat(entry, ident, request.seat if request.HasField("seat") else None)
+        wake = await self.store.nc.subscribe(game_subject(entry.game_id))
+        try:
+            if request.HasField("after_seq"):
+                sent = int(request.after_seq)
+            else:
+                yield rules_pb2.GameUpdate(seq=entry.seq,
+                                           view=game_view(entry, self.codec, entry.state, entry.seq, seat))
+                sent = entry.seq
+            while True:
+                if sent < entry.seq:
+                    for s, state, events in entry.replay(sent, entry.seq):
+                        update = rules_pb2.GameUpdate(seq=s, view=game_view(entry, self.codec, state, s, seat))
+                        for e in events:
+                            to_struct(e.for_seat(seat), update.events.add())
+                        yield update
+                        sent = s
+                    continue
+                if entry.finished:
+                    return
+                try:
+                    msg = await wake.next_msg(timeout=WATCH_POLL)
+                    hint = int((msg.headers or {}).get(SEQ_HEADER, "0"))
+                except (TimeoutError, NatsTimeout):
+                    hint = None
+                if hint is None:
+                    last = await self.store.last_sseq(entry.game_id)
+                    behind = last is not None and last[0] > entry.last_sseq
+                else:
+                    behind = hint > entry.seq
+                if behind:
+                    async with entry.lock:
+                        await self.cache.refresh(entry)
+        finally:
+            try:
+                await wake.unsubscribe()
+            except Exception:  # noqa: BLE001 - the connection may be gone already
+                pass
+
+    async def GetHistory(self, request: rules_pb2.GetHistoryRequest, context: Any) -> rules_pb2.GetHistoryResponse:
+        ident = current_identity()
+        if not ident.may_read_full:
+            raise PermissionDenied("the full-information history is for the admin and analytics roles")
+        entry = await self.cache.fresh(request.game_id)
+        klog.bind(game_id=entry.game_id)
+        out = rules_pb2.GetHistoryResponse(
+            game=entry.game, game_id=entry.game_id, seed=entry.seed, seats=entry.seats,
+            created_by=entry.created_by, to_act=entry.to_act(),
+        )
+        to_struct(entry.options_dict, out.options)
+        out.created.FromMilliseconds(entry.created_t)
+        for seq, _state, events in entry.replay(-1, entry.seq):
+            if seq == 0:
+                for e in events:
+                    to_struct(e.full(), out.created_events.add())
+                continue
+            m = entry.moves[seq - 1]
+            hm = out.moves.add(seq=seq, seat=m.seat, player=m.by, request_id=m.rid,
+                               action=kactions.from_json(entry.game, m.action))
+            hm.time.FromMilliseconds(m.t)
+            for e in events:
+                to_struct(e.full(), hm.events.add())
+        result_proto(entry, entry.state, out.result)
+        return out

@@ -1,0 +1,156 @@
+"""The rules service's JetStream storage: the per-game state log and the event streams.
+
+Streams (created or updated at start-up; replicas from COURT_STREAM_REPLICAS):
+
+* ``COURT_GAMES``, subjects ``court.games.<game_id>``: the state log, one
+  message per game record (the creation, then one per accepted move), JSON.
+  Every append carries ``Nats-Expected-Last-Subject-Sequence`` (the stream
+  sequence of the game's last record as the writer knows it), so of two
+  writers racing on one game exactly one succeeds; the other gets JetStream's
+  "wrong last sequence" (``Conflict``). Header ``Court-Seq`` is the game's
+  move number. The log is also the events' outbox (see ``outbox``).
+* ``COURT_EVENTS``, subjects ``court.events.<game>.<game_id>.<type>``: public
+  events (``court.events.v1.GameEvent``), readable by players, bots, ranking.
+* ``COURT_EVENTS_FULL``, subjects ``court.full.<game>.<game_id>.<type>``: the
+  full-information events, for the analytics and admin roles only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import nats.errors
+from court_kit import jetstream as kjs
+from court_kit.errors import Unavailable
+from nats.aio.client import Client as NATS
+from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
+from nats.js.errors import APIError
+
+GAMES_STREAM = "COURT_GAMES"
+EVENTS_STREAM = "COURT_EVENTS"
+FULL_STREAM = "COURT_EVENTS_FULL"
+GAMES_PREFIX = "court.games."
+EVENTS_PREFIX = "court.events."
+FULL_PREFIX = "court.full."
+DUPLICATE_WINDOW = 120.0  # seconds JetStream de-duplicates Nats-Msg-Id (the default)
+
+SEQ_HEADER = "Court-Seq"
+END_HEADER = "Court-End"  # on the last event of a move, per stream
+
+
+class Conflict(Exception):
+    """Another writer appended to the game first (wrong last subject sequence)."""
+
+
+def game_subject(game_id: str) -> str:
+    return GAMES_PREFIX + game_id
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One state-log message: ``body`` is the decoded JSON, ``sseq`` its stream sequence."""
+
+    sseq: int
+    body: dict[str, Any]
+
+
+def _unavailable(what: str, exc: BaseException) -> Unavailable:
+    return Unavailable(f"the game store is unavailable ({what}: {type(exc).__name__}); retry with the same request id")
+
+
+class GameStore:
+    def __init__(self, nc: NATS, *, replicas: int = 1, timeout: float = 5.0):
+        self.nc = nc
+        self.js = nc.jetstream(timeout=timeout)
+        self.replicas = replicas
+        self.timeout = timeout
+
+    async def ensure_streams(self) -> None:
+        common: dict[str, Any] = {
+            "retention": RetentionPolicy.LIMITS,
+            "storage": StorageType.FILE,
+            "discard": DiscardPolicy.OLD,
+            "num_replicas": self.replicas,
+            "allow_direct": True,
+            "duplicate_window": DUPLICATE_WINDOW,
+        }
+        await kjs.ensure_stream(self.js, StreamConfig(
+            name=GAMES_STREAM, subjects=[GAMES_PREFIX + "*"], description="Court game state logs", **common))
+        await kjs.ensure_stream(self.js, StreamConfig(
+            name=EVENTS_STREAM, subjects=[EVENTS_PREFIX + ">"], description="Court public game events", **common))
+        await kjs.ensure_stream(self.js, StreamConfig(
+            name=FULL_STREAM, subjects=[FULL_PREFIX + ">"],
+            description="Court full-information game events (analytics/admin)", **common))
+
+    # ------------------------------------------------------------------ state log
+
+    async def append(self, game_id: str, body: dict[str, Any], seq: int, expected_sseq: int) -> int:
+        """Append one record; returns its stream sequence. ``Conflict`` when someone else was first."""
+        data = json.dumps(body, separators=(",", ":")).encode()
+        headers = {"Nats-Expected-Last-Subject-Sequence": str(expected_sseq), SEQ_HEADER: str(seq)}
+        try:
+            ack = await self.js.publish(game_subject(game_id), data, headers=headers, timeout=self.timeout)
+        except APIError as exc:
+            if exc.err_code == kjs.ERR_WRONG_LAST_SEQUENCE:
+                raise Conflict(str(exc)) from None
+            raise _unavailable("append", exc) from exc
+        except (TimeoutError, nats.errors.TimeoutError, nats.errors.NoRespondersError, nats.errors.ConnectionClosedError, nats.errors.OutboundBufferLimitError) as exc:
+            raise _unavailable("append", exc) from exc
+        return ack.seq
+
+    async def records(self, game_id: str, after_sseq: int = 0) -> list[Record]:
+        """The game's records after stream sequence ``after_sseq``, oldest first."""
+        try:
+            msgs = await kjs.direct_get_batch(self.nc, GAMES_STREAM, game_subject(game_id),
+                                              start_seq=after_sseq + 1, timeout=self.timeout)
+        except kjs.JetStreamUnavailable as exc:
+            raise _unavailable("load", exc) from exc
+        except (nats.errors.ConnectionClosedError, nats.errors.OutboundBufferLimitError) as exc:
+            raise _unavailable("load", exc) from exc
+        return [Record(m.seq, json.loads(m.data)) for m in msgs]
+
+    async def last_sseq(self, game_id: str) -> tuple[int, int] | None:
+        """(stream sequence, game seq) of the game's last record, or ``None`` for an unknown game."""
+        try:
+            m = await kjs.direct_get_last(self.nc, GAMES_STREAM, game_subject(game_id), timeout=self.timeout)
+        except (kjs.JetStreamUnavailable, nats.errors.ConnectionClosedError) as exc:
+            raise _unavailable("read", exc) from exc
+        if m is None:
+            return None
+        return m.seq, int(m.headers.get(SEQ_HEADER, "0"))
+
+    # ------------------------------------------------------------------ events
+
+    async def last_complete_event_seq(self, game: str, game_id: str) -> tuple[int, int]:
+        """The last move seq whose events are all stored, in (public, full); -1 when none."""
+        out = []
+        for stream, prefix in ((EVENTS_STREAM, EVENTS_PREFIX), (FULL_STREAM, FULL_PREFIX)):
+            try:
+                m = await kjs.direct_get_last(self.nc, stream, f"{prefix}{game}.{game_id}.*", timeout=self.timeout)
+            except (kjs.JetStreamUnavailable, nats.errors.ConnectionClosedError) as exc:
+                raise _unavailable("event read", exc) from exc
+            if m is None:
+                out.append(-1)
+            else:
+                s = int(m.headers.get(SEQ_HEADER, "0"))
+                out.append(s if m.headers.get(END_HEADER) else s - 1)
+        return out[0], out[1]
+
+    async def publish_events(self, messages: Sequence[tuple[str, bytes, dict[str, str]]]) -> None:
+        """Publish (subject, data, headers) in order, pipelined, awaiting every ack."""
+        futures = []
+        try:
+            for subject, data, headers in messages:
+                futures.append(await self.js.publish_async(subject, data, headers=headers, wait_stall=self.timeout))
+            await asyncio.wait_for(asyncio.gather(*futures), self.timeout)
+        except (TimeoutError, APIError, nats.errors.Error, nats.js.errors.TooManyStalledMsgsError) as exc:
+            for f in futures:
+                if not f.done():
+                    f.cancel()
+                elif not f.cancelled():
+                    f.exception()  # retrieved, so asyncio does not warn
+            raise _unavailable("event publish", exc) from exc

@@ -1,0 +1,53 @@
+"""Proto messages built from engine values: views, results, legal actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from court_kit import actions as kactions
+from court_kit.structs import to_struct
+from court_proto.court.rules.v1 import actions_pb2, rules_pb2
+
+from .games import GameEntry, winners_of
+
+
+class ActionCodec:
+    """Engine actions to typed ``Action`` messages, memoised (a game's action space is small)."""
+
+    def __init__(self, limit: int = 200_000):
+        self._memo: dict[tuple[str, Any], actions_pb2.Action] = {}
+        self._limit = limit
+
+    def proto(self, entry: GameEntry, action: Any, seat: int) -> actions_pb2.Action:
+        key = (entry.game, action)
+        msg = self._memo.get(key)
+        if msg is None:
+            msg = kactions.from_json(entry.game, entry.module.action_to_json(action, seat))
+            if len(self._memo) >= self._limit:
+                self._memo.clear()
+            self._memo[key] = msg
+        return msg
+
+
+def result_proto(entry: GameEntry, state: Any, into: rules_pb2.GameResult) -> None:
+    result = entry.module.result(state)
+    to_struct(result, into.result)
+    into.winners.extend(winners_of(result))
+    into.finished = bool(result.get("finished", entry.module.is_terminal(state)))
+
+
+def game_view(entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: int | None) -> rules_pb2.GameView:
+    module = entry.module
+    acting = module.to_act(state)
+    finished = module.is_terminal(state)
+    v = rules_pb2.GameView(game=entry.game, game_id=entry.game_id, seq=seq, to_act=acting, finished=finished,
+                           seats=entry.seats)
+    if seat is not None:
+        v.your_seat = seat
+    to_struct(module.view(state, seat), v.view)
+    to_struct(entry.options_dict, v.options)
+    if seat is not None and seat in acting:
+        v.legal_actions.extend([codec.proto(entry, a, seat) for a in module.legal_actions(state, seat)])
+    if finished:
+        result_proto(entry, state, v.result)
+    return v

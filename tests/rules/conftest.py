@@ -1,0 +1,74 @@
+"""Fixtures for the rules service: a real nats-server per test, real replicas on port 0."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from court_client import RulesClient
+from court_kit.settings import Settings
+from court_kit.tokens import issue_token
+from court_rules.app import RulesApp
+
+from tests.fixtures.nats import BinaryNats, ContainerNats, make_nats
+
+SECRET = "rules-test-secret-0123456789abcdef0123"
+
+
+def token(sub: str, role: str = "player", ttl: float = 3600) -> str:
+    return issue_token(SECRET, sub, role, ttl)
+
+
+def settings_for(nats_url: str, **overrides: Any) -> Settings:
+    return Settings.load("rules", {}, nats_url=nats_url, listen="127.0.0.1:0", metrics_listen="",
+                         token_secret=SECRET, env="test", **overrides)
+
+
+@pytest.fixture
+def nats_server(tmp_path: Path) -> Any:
+    server = make_nats(tmp_path / "nats")
+    server.start()
+    yield server
+    server.stop()
+
+
+class Replicas:
+    """Rules replicas started for one test; every one is stopped at the end."""
+
+    def __init__(self, nats: BinaryNats | ContainerNats):
+        self.nats = nats
+        self.apps: list[RulesApp] = []
+        self.clients: list[RulesClient] = []
+
+    async def start(self, **kw: Any) -> RulesApp:
+        app = await RulesApp.start(settings_for(self.nats.url), **kw)
+        self.apps.append(app)
+        return app
+
+    def client(self, app: RulesApp, sub: str, role: str = "player", **kw: Any) -> RulesClient:
+        c = RulesClient(app.address, token(sub, role), **kw)
+        self.clients.append(c)
+        return c
+
+    async def close(self) -> None:
+        for c in self.clients:
+            await c.close()
+        for app in self.apps:
+            try:
+                await app.stop(0)
+            except Exception:  # noqa: BLE001 - already killed
+                pass
+
+
+@pytest.fixture
+async def replicas(nats_server: Any) -> AsyncIterator[Replicas]:
+    r = Replicas(nats_server)
+    yield r
+    await r.close()
+
+
+@pytest.fixture
+async def rules(replicas: Replicas) -> RulesApp:
+    return await replicas.start(sweep_delay=0.2)
