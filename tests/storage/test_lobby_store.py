@@ -7,18 +7,18 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from court_lobby.store import LobbyStore, check_name, migrate
-from court_store import current_revision, make_engine
-from court_store.errors import (
+from court_kit.errors import (
     Aborted,
     AlreadyExists,
-    CourtError,
     FailedPrecondition,
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    ServiceError,
     Unauthenticated,
 )
+from court_lobby.store import LobbyStore, check_name, migrate
+from court_store import current_revision, make_engine
 from sqlalchemy import inspect
 
 from .db import db_url  # noqa: F401  (the parametrised fixture)
@@ -43,7 +43,7 @@ def _race(n: int, fn: Callable[[int], object]) -> list[object]:
         barrier.wait()
         try:
             out[i] = fn(i)
-        except CourtError as exc:
+        except ServiceError as exc:
             out[i] = exc
 
     threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
@@ -98,7 +98,9 @@ class TestLobbyStore:
         host, b, c, d = (store.create_account(n, "h") for n in ("Ann", "Bob", "Cy", "Dee"))
         lobby = store.create_lobby(host, "queens_court", QC3, True, 100, 3, True)
         assert [s.account_id for s in lobby.seated] == [host.id]
-        store.join(lobby.id, b)
+        with pytest.raises(FailedPrecondition, match="taken"):
+            store.join(lobby.id, b, seat_no=0)
+        store.join(lobby.id, b, seat_no=2)
         assert store.join(lobby.id, b).free_seats == 1  # joining twice takes one seat
         full = store.join(lobby.id, c)
         assert [s.seat_no for s in full.seated] == [0, 1, 2] and full.free_seats == 0
@@ -113,9 +115,9 @@ class TestLobbyStore:
         lobby = store.create_lobby(host, "queens_court", QC3, True, 0, 3, True)
         store.join(lobby.id, racers[0])
         out = _race(5, lambda i: store.join(lobby.id, racers[i + 1]))
-        winners = [o for o in out if not isinstance(o, CourtError)]
+        winners = [o for o in out if not isinstance(o, ServiceError)]
         assert len(winners) == 1, out
-        assert all(isinstance(o, FailedPrecondition | Aborted) for o in out if isinstance(o, CourtError))
+        assert all(isinstance(o, FailedPrecondition | Aborted) for o in out if isinstance(o, ServiceError))
         final = store.lobby(lobby.id)
         assert len(final.seated) == 3 and len({s.account_id for s in final.seated}) == 3
 
@@ -124,10 +126,10 @@ class TestLobbyStore:
         lobby = store.create_lobby(host, "queens_court", {"players": 2}, True, 0, 2, True)
         store.add_bot(lobby.id, host, "heuristic")
         out = _race(4, lambda i: store.begin_start(lobby.id, host, seed=i))
-        started = [o for o in out if not isinstance(o, CourtError)]
+        started = [o for o in out if not isinstance(o, ServiceError)]
         assert len(started) == 1 and all(isinstance(o, FailedPrecondition) for o in out if o not in started)
         assert store.lobby(lobby.id).status == "starting"
-        assert store.finish_start(lobby.id).status == "started"
+        assert store.finish_start(lobby.id, "game-1").status == "started"
         with pytest.raises(FailedPrecondition):
             store.join(lobby.id, store.create_account("Late", "h"))
 
@@ -143,6 +145,8 @@ class TestLobbyStore:
         with pytest.raises(PermissionDenied):
             store.begin_start(lobby.id, guest, seed=1)
         assert len(store.lobby(lobby.id).seated) == 3
+        with pytest.raises(FailedPrecondition, match="holds a person"):
+            store.kick(lobby.id, host, 1, bots_only=True)
         assert [s.seat_no for s in store.kick(lobby.id, host, 1).seated] == [0, 2]
         with pytest.raises(FailedPrecondition, match="empty seat"):
             store.begin_start(lobby.id, host, seed=1)
@@ -189,11 +193,10 @@ class TestLobbyStore:
         host = store.create_account("Host", "h")
         lobby = store.create_lobby(host, "queens_court", {"players": 2}, True, 0, 2, True)
         store.add_bot(lobby.id, host, "random")
-        first = store.begin_start(lobby.id, host, seed=5)
+        assert store.begin_start(lobby.id, host, seed=5).seed == 5
         store.undo_start(lobby.id)
-        assert store.lobby(lobby.id).status == "open" and store.lobby(lobby.id).game_id is None
-        second = store.begin_start(lobby.id, host, seed=6)
-        assert second.game_id != first.game_id and second.seed == 6
-        store.finish_start(lobby.id)
+        assert store.lobby(lobby.id).status == "open" and store.lobby(lobby.id).seed is None
+        assert store.begin_start(lobby.id, host, seed=6).seed == 6
+        assert store.finish_start(lobby.id, "game-2").game_id == "game-2"
         assert [g.id for g in store.my_games(host.id)] == [lobby.id]
-        assert store.lobby_of_game(second.game_id).id == lobby.id
+        assert store.lobby_of_game("game-2").id == lobby.id

@@ -7,9 +7,9 @@ import threading
 
 import pytest
 from court_games.games import queens_court_accounting as qca
+from court_kit.errors import FailedPrecondition, InvalidArgument, NotFound
 from court_ranking.store import RankingStore, migrate
 from court_store import current_revision, make_engine
-from court_store.errors import FailedPrecondition, InvalidArgument, NotFound
 from sqlalchemy import inspect
 
 from .db import db_url  # noqa: F401  (the parametrised fixture)
@@ -26,21 +26,24 @@ def store(db_url):  # noqa: F811
     engine.dispose()
 
 
-def _keys(events: list[dict]) -> list[tuple[int, int]]:
-    """(move seq, index) per event, as the rules service numbers them: seq 0 is the game's creation."""
+def _keys(events: list[dict]) -> list[tuple[int, int, bool]]:
+    """(move seq, index, last of its move) per event, as the rules service numbers them: the opening
+    events are seq 0, each move's events (starting with its CardPlayed) the next seq."""
+    starts = [i for i, e in enumerate(events) if e["type"] == "CardPlayed"]
     keys, seq, idx = [], 0, -1
-    for e in events:
-        if e["type"] in ("CardPlayed",):
+    for i in range(len(events)):
+        if i in starts:
             seq, idx = seq + 1, -1
         idx += 1
-        keys.append((seq, idx))
+        keys.append((seq, idx, i + 1 == len(events) or i + 1 in starts))
     return keys
 
 
 def _feed(store: RankingStore, game_id: str, events: list[dict], order: list[int] | None = None) -> None:
     keys = _keys(events)
     for i in order if order is not None else range(len(events)):
-        store.take_event(game_id, *keys[i], events[i]["type"], events[i])
+        seq, idx, last = keys[i]
+        store.take_event(game_id, seq, idx, events[i], last)
 
 
 def _expected(events: list[dict], result: dict, ante: int, seed: int) -> dict[int, int]:
@@ -150,6 +153,19 @@ class TestRankingStore:
         want = _expected(events, result, 100, seed)
         assert [store.balance(p) for p, _ in PLAYERS] == [1000 + want[s] for s in range(3)]
 
+    def test_the_prefix_waits_for_the_end_of_each_move(self, store):
+        events, _ = play_queens_court(8, 2)
+        store.open_game("g1", "queens_court", True, 0, 8, PLAYERS[:2])
+        keys = _keys(events)
+        first_move = [i for i, k in enumerate(keys) if k[0] == 1]
+        opening = [i for i, k in enumerate(keys) if k[0] == 0]
+        _feed(store, "g1", events, opening[:-1] + first_move)  # the opening's last event is missing
+        assert len(store.events("g1")) == len(opening) - 1
+        assert not store.covers("g1", *keys[first_move[0]][:2])
+        _feed(store, "g1", events, opening[-1:])
+        assert store.covers("g1", *keys[first_move[-1]][:2])
+        assert len(store.events("g1")) == len(opening) + len(first_move)
+
     def test_a_local_game_moves_no_points(self, store):
         events, _ = play_queens_court(5, 3)
         store.open_game("local", "queens_court", False, 0, 5, PLAYERS)
@@ -159,7 +175,7 @@ class TestRankingStore:
 
     def test_events_of_an_unregistered_game_are_ignored(self, store):
         events, _ = play_queens_court(5, 3)
-        assert not store.record_event("nobody", 0, 0, events[0]["type"], events[0])
+        assert not store.record_event("nobody", 0, 0, events[0], False)
         assert store.settle("nobody") == 0
 
     def test_abandoning_refunds_every_ante_once_and_pays_nothing_after(self, store):
@@ -173,7 +189,8 @@ class TestRankingStore:
         assert [store.balance(p) for p, _ in PLAYERS] == [b + 400 for b in mid]
         keys = _keys(events)
         for i in range(half, len(events)):
-            store.record_event("g1", *keys[i], events[i]["type"], events[i])
+            seq, idx, last = keys[i]
+            store.record_event("g1", seq, idx, events[i], last)
         assert store.settle("g1") == 0
         assert [store.balance(p) for p, _ in PLAYERS] == [b + 400 for b in mid]
         with pytest.raises(NotFound):

@@ -20,8 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from court_store import insert_ignore, upgrade
-from court_store.errors import (
+from court_kit.errors import (
     Aborted,
     AlreadyExists,
     FailedPrecondition,
@@ -30,6 +29,7 @@ from court_store.errors import (
     PermissionDenied,
     Unauthenticated,
 )
+from court_store import insert_ignore, upgrade
 from sqlalchemy import delete, func, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
@@ -252,8 +252,8 @@ class LobbyStore:
         with self.session() as s:
             return [self._info(s, row) for row in s.exec(q)]
 
-    def join(self, lobby_id: str, account: Account, invite_code: str = "") -> LobbyInfo:
-        """Take the lowest free seat. Joining a lobby one already sits in changes nothing."""
+    def join(self, lobby_id: str, account: Account, invite_code: str = "", seat_no: int | None = None) -> LobbyInfo:
+        """Take ``seat_no`` or the lowest free seat. Joining a lobby one already sits in changes nothing."""
         try:
             with self.session() as s, s.begin():
                 lobby = self._take(s, lobby_id)
@@ -267,6 +267,12 @@ class LobbyStore:
                 free = [n for n in range(lobby.seats) if n not in taken]
                 if not free:
                     raise FailedPrecondition(f"lobby {lobby_id} is full ({lobby.seats} seats)")
+                if seat_no is not None:
+                    if not 0 <= seat_no < lobby.seats:
+                        raise InvalidArgument(f"seat must be from 0 to {lobby.seats - 1}, got {seat_no}")
+                    if seat_no in taken:
+                        raise FailedPrecondition(f"seat {seat_no} of lobby {lobby_id} is taken; free: {free}")
+                    free = [seat_no]
                 s.add(Seat(lobby_id=lobby_id, seat_no=free[0], account_id=account.id, name=account.name))
         except IntegrityError:
             # only reachable if the lobby row lock was bypassed; the unique seat constraints hold the line
@@ -324,19 +330,22 @@ class LobbyStore:
             s.add(Seat(lobby_id=lobby_id, seat_no=seat_no, bot_level=level, name=f"Bot ({level})", ready=True))
         return self.lobby(lobby_id)
 
-    def kick(self, lobby_id: str, account: Account, seat_no: int) -> LobbyInfo:
-        """Empty a seat (host only): a person is removed, a bot taken away."""
+    def kick(self, lobby_id: str, account: Account, seat_no: int, bots_only: bool = False) -> LobbyInfo:
+        """Empty a seat (host only): a person is removed, a bot taken away (``bots_only``: bots alone)."""
         with self.session() as s, s.begin():
             lobby = self._host_take(s, lobby_id, account, "kick a player or remove a bot")
-            if seat_no == next((x.seat_no for x in self._info(s, lobby).seated if x.account_id == account.id), -1):
-                raise FailedPrecondition("the host cannot kick themselves; leave the lobby instead")
-            gone = s.execute(delete(Seat).where(Seat.lobby_id == lobby_id, Seat.seat_no == seat_no))
-            if gone.rowcount == 0:
+            seat = next((x for x in self._info(s, lobby).seated if x.seat_no == seat_no), None)
+            if seat is None:
                 raise NotFound(f"seat {seat_no} of lobby {lobby_id} is empty")
+            if seat.account_id == account.id:
+                raise FailedPrecondition("the host cannot kick themselves; leave the lobby instead")
+            if bots_only and seat.bot_level is None:
+                raise FailedPrecondition(f"seat {seat_no} holds a person, not a bot; use KickPlayer")
+            s.execute(delete(Seat).where(Seat.lobby_id == lobby_id, Seat.seat_no == seat_no))
         return self.lobby(lobby_id)
 
     def begin_start(self, lobby_id: str, account: Account | None, seed: int) -> LobbyInfo:
-        """open -> starting (host only, every seat filled), fixing the new game's id and seed.
+        """open -> starting (host only, every seat filled), fixing the new game's seed.
 
         Exactly one of two concurrent calls gets here; the other sees ``FailedPrecondition``.
         ``account`` None is the service itself (resuming).
@@ -352,17 +361,17 @@ class LobbyStore:
                 raise FailedPrecondition(f"lobby {lobby_id} has {lobby.seats - n} empty seat(s); "
                                          "wait for players or add bots")
             done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == OPEN)
-                             .values(status=STARTING, version=Lobby.version + 1, game_id=str(uuid.uuid4()),
-                                     seed=seed))
+                             .values(status=STARTING, version=Lobby.version + 1, seed=seed))
             if done.rowcount != 1:
                 raise FailedPrecondition(f"lobby {lobby_id} is {lobby.status}: its game was already started")
             row = s.get(Lobby, lobby_id, populate_existing=True)
             return self._info(s, row)
 
-    def finish_start(self, lobby_id: str) -> LobbyInfo:
+    def finish_start(self, lobby_id: str, game_id: str) -> LobbyInfo:
+        """starting -> started, with the id the rules service gave the game."""
         with self.session() as s, s.begin():
             lobby = self._take(s, lobby_id, STARTING)
-            lobby.status, lobby.started_at = STARTED, utcnow()
+            lobby.status, lobby.started_at, lobby.game_id = STARTED, utcnow(), game_id
             s.add(lobby)
         return self.lobby(lobby_id)
 
@@ -370,7 +379,7 @@ class LobbyStore:
         """starting -> open again when the game could not be created."""
         with self.session() as s, s.begin():
             s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTING)
-                      .values(status=OPEN, game_id=None, seed=None, version=Lobby.version + 1))
+                      .values(status=OPEN, seed=None, version=Lobby.version + 1))
 
     def set_status(self, lobby_id: str, from_status: str, to_status: str) -> bool:
         with self.session() as s, s.begin():

@@ -88,6 +88,7 @@ class GameEvent(RankingModel, table=True):
     game_id: str = Field(primary_key=True, max_length=64)
     seq: int = Field(primary_key=True)
     idx: int = Field(primary_key=True)
+    last: bool = False  # the last event of its move (the rules service's Court-End header)
     type: str = Field(max_length=64)
     payload: str = Field(sa_column=Column(Text, nullable=False))  # the full-form event as JSON
 

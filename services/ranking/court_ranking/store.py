@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from court_games.games import queens_court_accounting as qca
+from court_kit.errors import FailedPrecondition, InvalidArgument, NotFound
 from court_store import insert_ignore, upgrade
-from court_store.errors import FailedPrecondition, InvalidArgument, NotFound
 from openskill.models import PlackettLuce
 from sqlalchemy import func, update
 from sqlalchemy.engine import Engine
@@ -92,6 +92,10 @@ class RankingStore:
         with self.session() as s, s.begin():
             self._ensure(s, [(player_id, name)])
 
+    def has_player(self, player_id: str) -> bool:
+        with self.session() as s:
+            return s.get(Player, player_id) is not None
+
     @staticmethod
     def _balance(s: Session, player_id: str) -> int:
         return int(s.exec(select(func.coalesce(func.sum(LedgerEntry.amount), 0))
@@ -111,6 +115,12 @@ class RankingStore:
             q = q.where(LedgerEntry.id < before_id)
         with self.session() as s:
             return list(s.exec(q.order_by(LedgerEntry.id.desc()).limit(max(1, min(limit, 500)))))
+
+    def balance_through(self, player_id: str, entry_id: int) -> int:
+        """The player's balance right after entry ``entry_id`` (the sum of entries up to it)."""
+        with self.session() as s:
+            return int(s.exec(select(func.coalesce(func.sum(LedgerEntry.amount), 0))
+                              .where(LedgerEntry.player_id == player_id, LedgerEntry.id <= entry_id)).one())
 
     def entries_of_game(self, game_id: str) -> list[LedgerEntry]:
         with self.session() as s:
@@ -190,25 +200,41 @@ class RankingStore:
             row = s.get(RankedGame, game_id)
             return None if row is None else row.status
 
-    def record_event(self, game_id: str, seq: int, idx: int, type_: str, payload: Mapping[str, Any]) -> bool:
-        """Keep one event of a registered game; ``False`` when the game is not ranked or it is a repeat."""
+    def is_ranked(self, game_id: str) -> bool:
+        with self.session() as s:
+            return s.get(RankedGame, game_id) is not None
+
+    def record_events(self, game_id: str, events: Iterable[tuple[int, int, bool, Mapping[str, Any]]]) -> int:
+        """Keep events ``(seq, index, last of its move, full-form payload)`` of a registered game.
+
+        Returns how many were new (0 for an unregistered game: local games are never ranked).
+        """
+        rows = [{"game_id": game_id, "seq": seq, "idx": idx, "last": last, "type": str(payload.get("type", "")),
+                 "payload": json.dumps(dict(payload))} for seq, idx, last, payload in events]
         with self.session() as s, s.begin():
             if s.get(RankedGame, game_id) is None:
-                return False
-            return insert_ignore(s, GameEvent.__table__, [{"game_id": game_id, "seq": seq, "idx": idx, "type": type_,
-                                                           "payload": json.dumps(dict(payload))}]) == 1
+                return 0
+            return insert_ignore(s, GameEvent.__table__, rows)
 
-    def take_event(self, game_id: str, seq: int, idx: int, type_: str, payload: Mapping[str, Any]) -> int:
+    def record_event(self, game_id: str, seq: int, idx: int, payload: Mapping[str, Any], last: bool = False) -> bool:
+        """Keep one event; ``False`` when the game is not ranked or the event is a repeat."""
+        return self.record_events(game_id, [(seq, idx, last, payload)]) == 1
+
+    def take_event(self, game_id: str, seq: int, idx: int, payload: Mapping[str, Any], last: bool = False) -> int:
         """Record one event and settle the game when it may owe something new; returns entries added.
 
-        Settling is needed when the event ends a round or the game, or when it fills a gap (the
+        Settling is needed when the event ends a round or the game (also when it is a repeat: the
+        first delivery may have died before settling), or when a new event fills a gap (the
         contiguous prefix then grows past events that arrived earlier); otherwise recording suffices.
         """
-        if not self.record_event(game_id, seq, idx, type_, payload):
-            return 0
-        if type_ in SETTLING_EVENTS or self._last_key(game_id) > (seq, idx):
+        new = self.record_event(game_id, seq, idx, payload, last)
+        if payload.get("type") in SETTLING_EVENTS or (new and self._last_key(game_id) > (seq, idx)):
             return self.settle(game_id)
         return 0
+
+    def covers(self, game_id: str, seq: int, idx: int) -> bool:
+        """Whether the contiguous prefix of stored events reaches event ``(seq, idx)``."""
+        return self._prefix(game_id, upto=(seq, idx))[1] == (seq, idx)
 
     def _last_key(self, game_id: str) -> tuple[int, int]:
         with self.session() as s:
@@ -222,22 +248,31 @@ class RankingStore:
                     s.exec(select(GameEvent.seq, GameEvent.idx).where(GameEvent.game_id == game_id))}
 
     def events(self, game_id: str) -> list[dict[str, Any]]:
-        """The contiguous prefix of the game's stored events, oldest first.
+        """The contiguous prefix of the game's stored events, oldest first (see ``_prefix``)."""
+        return self._prefix(game_id)[0]
 
-        Events are keyed (move seq, index within the move): seqs run 0, 1, 2, ... and the indices
-        of each move 0, 1, 2, ...; the prefix stops at the first key that breaks either run.
+    def _prefix(self, game_id: str, upto: tuple[int, int] | None = None
+                ) -> tuple[list[dict[str, Any]], tuple[int, int]]:
+        """(the prefix, the key of its final event).
+
+        Events are keyed (move seq, index within the move): seqs run 0, 1, 2, ..., each move's
+        indices 0, 1, 2, ... up to the one flagged ``last``; the prefix stops at the first break.
         """
+        q = select(GameEvent.seq, GameEvent.idx, GameEvent.last, GameEvent.payload).where(GameEvent.game_id == game_id)
+        if upto is not None:
+            q = q.where((GameEvent.seq < upto[0]) | ((GameEvent.seq == upto[0]) & (GameEvent.idx <= upto[1])))
         with self.session() as s:
-            rows = s.exec(select(GameEvent.seq, GameEvent.idx, GameEvent.payload)
-                          .where(GameEvent.game_id == game_id).order_by(GameEvent.seq, GameEvent.idx)).all()
+            rows = s.exec(q.order_by(GameEvent.seq, GameEvent.idx)).all()
         out = []
-        prev = (FIRST_SEQ - 1, 0)
-        for seq, idx, payload in rows:
-            if not ((seq == prev[0] and idx == prev[1] + 1) or (seq == prev[0] + 1 and idx == 0)):
+        prev, prev_last = (FIRST_SEQ - 1, 0), True
+        for seq, idx, last, payload in rows:
+            same_move = seq == prev[0] and idx == prev[1] + 1 and not prev_last
+            next_move = seq == prev[0] + 1 and idx == 0 and prev_last
+            if not (same_move or next_move):
                 break
             out.append(json.loads(payload))
-            prev = (seq, idx)
-        return out
+            prev, prev_last = (seq, idx), last
+        return out, prev
 
     def settle(self, game_id: str) -> int:
         """Apply every entry the game's events imply so far; returns how many were new."""

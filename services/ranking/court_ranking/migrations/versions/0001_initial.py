@@ -26,6 +26,7 @@ def upgrade() -> None:
     sa.Column('game_id', sa.String(length=64), nullable=False),
     sa.Column('seq', sa.Integer(), nullable=False),
     sa.Column('idx', sa.Integer(), nullable=False),
+    sa.Column('last', sa.Boolean(), nullable=False),
     sa.Column('type', sa.String(length=64), nullable=False),
     sa.Column('payload', sa.Text(), nullable=False),
     sa.PrimaryKeyConstraint('game_id', 'seq', 'idx')

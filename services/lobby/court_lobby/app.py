@@ -1,0 +1,129 @@
+"""The lobby service process: ``court-lobby`` (serve) and ``court-lobby migrate``.
+
+Settings come from the environment (court_kit.settings): COURT_DATABASE_URL (default a SQLite
+file under COURT_STATE_DIR), COURT_LISTEN (default 127.0.0.1:50052), COURT_RULES_ADDR,
+COURT_RANKING_ADDR, COURT_TOKEN_SECRET, and the lobby's own COURT_TOKEN_TTL (seconds a bearer
+token lives, default 3600) and COURT_REFRESH_TTL (default 30 days). The schema is migrated at
+start (Alembic; ``migrate`` runs only that). ``LobbyApp.start(settings)`` is what tests use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+from dataclasses import dataclass
+
+from court_kit import logging as klog
+from court_kit.metrics import MetricsServer, start_metrics_server
+from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, serve_until_signalled
+from court_kit.settings import ConfigError, Settings
+from court_kit.tokens import Verifier
+from court_proto.court.lobby.v1 import lobby_pb2, lobby_pb2_grpc
+from court_store import make_engine
+from grpc_health.v1._async import HealthServicer
+from sqlalchemy.engine import Engine, make_url
+
+from .accounts import TokenPolicy
+from .clients import Backends
+from .servicer import PUBLIC_METHODS, LobbyServicer
+from .store import LobbyStore, migrate
+
+log = klog.get_logger("court_lobby")
+
+SERVICE_NAME = lobby_pb2.DESCRIPTOR.services_by_name["LobbyService"].full_name
+
+
+def open_database(settings: Settings) -> Engine:
+    """The engine for COURT_DATABASE_URL (the SQLite default's folder is created), migrated to head."""
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite" and url.database:
+        settings.state_dir.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(settings.database_url)
+    revision = migrate(engine)
+    log.info("database ready", backend=url.get_backend_name(), revision=revision)
+    return engine
+
+
+@dataclass
+class LobbyApp:
+    settings: Settings
+    engine: Engine
+    store: LobbyStore
+    backends: Backends
+    server: object
+    port: int
+    health: HealthServicer
+    metrics: MetricsServer | None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @classmethod
+    async def start(cls, settings: Settings) -> LobbyApp:
+        engine = await asyncio.to_thread(open_database, settings)
+        store = LobbyStore(engine)
+        backends = Backends(settings)
+        try:
+            tokens = TokenPolicy(settings.token_secret, ttl=settings.extra_float("TOKEN_TTL", 3600.0, lo=1.0),
+                                 refresh_ttl=settings.extra_float("REFRESH_TTL", 30 * 24 * 3600.0, lo=1.0))
+            servicer = LobbyServicer(store, backends, tokens)
+            server, port = create_server(settings.listen, interceptors=[
+                EdgeInterceptor(Verifier(settings.token_secret), public_methods=PUBLIC_METHODS)])
+            lobby_pb2_grpc.add_LobbyServiceServicer_to_server(servicer, server)
+            health = add_health_and_reflection(server, [SERVICE_NAME])
+            await server.start()
+        except BaseException:
+            await backends.close()
+            engine.dispose()
+            raise
+        metrics = start_metrics_server(settings.metrics_listen)
+        log.info("lobby service listening", port=port, metrics_port=metrics.port if metrics else None)
+        return cls(settings, engine, store, backends, server, port, health, metrics)
+
+    async def close(self) -> None:
+        if self.metrics is not None:
+            self.metrics.close()
+        with contextlib.suppress(Exception):
+            await self.backends.close()
+        self.engine.dispose()
+
+    async def stop(self, grace: float = 1.0) -> None:
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(grace)
+        await self.close()
+
+
+async def _serve(settings: Settings) -> None:
+    app = await LobbyApp.start(settings)
+    await serve_until_signalled(app.server, app.health, grace=settings.shutdown_grace, cleanups=[app.close])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="court-lobby", description="Court's lobby service.")
+    parser.add_argument("command", nargs="?", default="serve", choices=("serve", "migrate"),
+                        help="serve (default), or migrate the database schema and exit")
+    args = parser.parse_args(argv)
+    try:
+        settings = Settings.load("lobby")
+    except ConfigError as exc:
+        print(f"court-lobby: configuration error: {exc}", file=sys.stderr)
+        return 2
+    klog.configure_logging("lobby", settings.log_format, settings.log_level)
+    try:
+        if args.command == "migrate":
+            open_database(settings).dispose()
+            return 0
+        asyncio.run(_serve(settings))
+    except ConfigError as exc:
+        log.error("cannot start", error=str(exc))
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""The lobby's calls to the rules and ranking services, made with its own ``service`` identity."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import grpc
+from court_client import RulesClient
+from court_kit import errors as kerr
+from court_kit.settings import Settings
+from court_kit.tokens import issue_token
+from court_proto.court.ranking.v1 import ranking_pb2 as rpb
+from court_proto.court.ranking.v1 import ranking_pb2_grpc
+from court_proto.court.rules.v1 import rules_pb2
+
+TOKEN_TTL = 6 * 3600.0
+CALL_TIMEOUT = 15.0
+
+
+class ServiceToken:
+    """The lobby's ``service`` token, re-issued well before it expires."""
+
+    def __init__(self, secret: str, sub: str = "service:lobby"):
+        self.secret, self.sub = secret, sub
+        self._token, self._renew_at = "", 0.0
+
+    def get(self) -> str:
+        now = time.time()
+        if now >= self._renew_at:
+            self._token = issue_token(self.secret, self.sub, "service", TOKEN_TTL, now=now)
+            self._renew_at = now + TOKEN_TTL / 2
+        return self._token
+
+
+class Backends:
+    """Rules (through court_client's RulesClient) and ranking (the generated stub)."""
+
+    def __init__(self, settings: Settings):
+        self.token = ServiceToken(settings.token_secret)
+        self.rules = RulesClient(settings.rules_addr, self.token.get(), retries=4)
+        self._ranking_channel = grpc.aio.insecure_channel(settings.ranking_addr)
+        self.ranking = ranking_pb2_grpc.RankingServiceStub(self._ranking_channel)
+
+    async def close(self) -> None:
+        await self.rules.close()
+        await self._ranking_channel.close()
+
+    def _meta(self) -> tuple[tuple[str, str], ...]:
+        return (("authorization", f"Bearer {self.token.get()}"),)
+
+    async def _ranking(self, method: Any, request: Any) -> Any:
+        try:
+            return await method(request, metadata=self._meta(), timeout=CALL_TIMEOUT)
+        except grpc.aio.AioRpcError as err:
+            raise translate(err, "ranking") from None
+
+    # ---------------------------------------------------------------- rules
+
+    async def create_game(self, game: str, seats: Sequence[str], options: Mapping[str, Any], seed: int,
+                          request_id: str) -> str:
+        self.rules.token = self.token.get()
+        try:
+            reply = await self.rules.create_game(game, seats, options, seed=seed, request_id=request_id)
+        except grpc.aio.AioRpcError as err:
+            raise translate(err, "rules") from None
+        return reply.game_id
+
+    async def game_view(self, game_id: str) -> rules_pb2.GameView:
+        self.rules.token = self.token.get()
+        try:
+            return await self.rules.get_view(game_id)
+        except grpc.aio.AioRpcError as err:
+            raise translate(err, "rules") from None
+
+    # ---------------------------------------------------------------- ranking
+
+    async def balance(self, player_id: str) -> int:
+        reply = await self._ranking(self.ranking.GetBalance, rpb.GetBalanceRequest(player_id=player_id))
+        return int(reply.points)
+
+    async def ratings(self, game: str, player_ids: Sequence[str]) -> dict[str, float]:
+        if not player_ids:
+            return {}
+        reply = await self._ranking(self.ranking.GetRatings, rpb.GetRatingsRequest(game=game, player_ids=player_ids))
+        return {pid: r.mu for pid, r in zip(reply.player_ids, reply.ratings, strict=True)}
+
+    async def register_game(self, game_id: str, game: str, online: bool, ante: int, seed: int,
+                            seats: Sequence[tuple[str, str]]) -> rpb.RegisterGameResponse:
+        req = rpb.RegisterGameRequest(request_id=f"register:{game_id}", game_id=game_id, game=game, online=online,
+                                      ante=ante, seed=seed,
+                                      seats=[rpb.RankedSeat(player_id=p, name=n) for p, n in seats])
+        return await self._ranking(self.ranking.RegisterGame, req)
+
+    async def abandon_game(self, game_id: str) -> rpb.AbandonGameResponse:
+        return await self._ranking(self.ranking.AbandonGame,
+                                   rpb.AbandonGameRequest(request_id=f"abandon:{game_id}", game_id=game_id))
+
+
+def translate(err: grpc.aio.AioRpcError, service: str) -> Exception:
+    """Another service's error as one of ours: its code is kept, unreachable becomes UNAVAILABLE."""
+    code = err.code()
+    detail = err.details() or code.name
+    by_code = {
+        grpc.StatusCode.INVALID_ARGUMENT: kerr.InvalidArgument,
+        grpc.StatusCode.FAILED_PRECONDITION: kerr.FailedPrecondition,
+        grpc.StatusCode.NOT_FOUND: kerr.NotFound,
+        grpc.StatusCode.PERMISSION_DENIED: kerr.PermissionDenied,
+        grpc.StatusCode.ALREADY_EXISTS: kerr.AlreadyExists,
+        grpc.StatusCode.ABORTED: kerr.Aborted,
+    }
+    cls = by_code.get(code)
+    if cls is None:
+        return kerr.Unavailable(f"the {service} service did not answer ({code.name}: {detail}); retry with the same "
+                           "request_id")
+    return cls(f"{service} service: {detail}")

@@ -1,0 +1,391 @@
+"""The lobby gRPC servicer: proto in, store call (in a worker thread) and backend calls, proto out.
+
+Mutating calls are idempotent on (caller, request_id): the first answer is stored and returned to
+every retry. Domain errors become status codes once, at the edge (court_kit's EdgeInterceptor).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from court_games import GAME_NAMES, get_game
+from court_kit import logging as klog
+from court_kit.errors import (
+    Aborted,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    Unauthenticated,
+)
+from court_kit.server import current_identity
+from court_kit.structs import to_dict, to_struct
+from court_proto.court.lobby.v1 import lobby_pb2 as pb
+from court_proto.court.lobby.v1 import lobby_pb2_grpc
+from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from . import accounts
+from .clients import Backends
+from .models import Account
+from .store import ABANDONED, BOT_LEVELS, FINISHED, OPEN, STARTED, STARTING, LobbyInfo, LobbyStore, check_name
+
+log = klog.get_logger("court_lobby.servicer")
+
+MAX_ANTE = 1_000_000
+BOT_PREFIX = "bot:"
+QUICK_MATCH_CANDIDATES = 20
+STATES = {OPEN: pb.LOBBY_STATE_OPEN, STARTING: pb.LOBBY_STATE_STARTING, STARTED: pb.LOBBY_STATE_STARTED,
+          FINISHED: pb.LOBBY_STATE_FINISHED}
+PUBLIC_METHODS = tuple(f"/court.lobby.v1.LobbyService/{m}" for m in
+                       ("CreateAccount", "CreateGuest", "Login", "RefreshToken"))
+
+
+def _ts(dt: Any) -> Timestamp:
+    t = Timestamp()
+    if dt is not None:
+        t.FromDatetime(dt)
+    return t
+
+
+def seat_count(game: str, options: dict[str, Any]) -> int:
+    """How many seats ``game`` with ``options`` needs (the engine decides; bad options raise)."""
+    if game not in GAME_NAMES:
+        raise InvalidArgument(f"unknown game {game!r}; games: {', '.join(GAME_NAMES)}")
+    module = get_game(game)
+    return int(module.num_players(module.new_game(module.options_from_dict(options), 0)))
+
+
+class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
+    def __init__(self, store: LobbyStore, backends: Backends, tokens: accounts.TokenPolicy):
+        self.store = store
+        self.backends = backends
+        self.tokens = tokens
+
+    async def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    async def _me(self) -> Account:
+        ident = current_identity()
+        if ident.role != "player":
+            raise PermissionDenied("lobby calls are made by players (sign in with Login or CreateGuest)")
+        try:
+            return await self._run(self.store.account, ident.sub)
+        except NotFound:
+            raise Unauthenticated("the token's account does not exist; log in again") from None
+
+    async def _once(self, me: Account, request_id: str, method: str, response_type: type[Message],
+                    work: Callable[[], Awaitable[Message]]) -> Message:
+        """Run ``work`` once per (caller, request id); a retry gets the stored first answer."""
+        if not request_id:
+            raise InvalidArgument("request_id is required: choose one per change and reuse it on retries")
+        stored = await self._run(self.store.recall, me.id, request_id, method)
+        if stored is not None:
+            return response_type.FromString(stored)
+        reply = await work()
+        first = await self._run(self.store.remember, me.id, request_id, method, reply.SerializeToString())
+        return response_type.FromString(first)
+
+    def _lobby_proto(self, info: LobbyInfo, viewer: str | None = None) -> pb.Lobby:
+        state = STATES.get(info.status, pb.LOBBY_STATE_ABANDONED if info.game_id else pb.LOBBY_STATE_CLOSED)
+        out = pb.Lobby(lobby_id=info.id, game=info.game, host=info.host_id, ante=info.ante, state=state,
+                       game_id=info.game_id or "", created=_ts(info.created_at), online=info.online,
+                       private=not info.public, resumed_from=info.resumed_from or "")
+        to_struct(info.options, out.options)
+        if info.invite_code and viewer is not None and info.seat_of(viewer):
+            out.invite_code = info.invite_code
+        seated = {s.seat_no: s for s in info.seated}
+        for n in range(info.seats):
+            s = seated.get(n)
+            if s is None:
+                out.seats.append(pb.LobbySeat(seat=n))
+            else:
+                pid = s.account_id or f"{BOT_PREFIX}{s.bot_level}"
+                out.seats.append(pb.LobbySeat(seat=n, player_id=pid, name=s.name, ready=s.ready))
+        return out
+
+    async def _auth_reply(self, acc: Account) -> pb.AuthResponse:
+        token, expires = self.tokens.access(acc.id)
+        refresh = await self._run(self.store.issue_refresh, acc.id, self.tokens.refresh_delta)
+        return pb.AuthResponse(account=pb.Account(player_id=acc.id, name=acc.name, created=_ts(acc.created_at),
+                                                  guest=acc.guest),
+                               token=token, expires=_ts(expires), refresh_token=refresh,
+                               refresh_expires=Timestamp(seconds=int(expires.timestamp() - self.tokens.ttl
+                                                                     + self.tokens.refresh_ttl)))
+
+    # ------------------------------------------------------------------ accounts
+
+    async def CreateAccount(self, request: pb.CreateAccountRequest, context: Any) -> pb.AuthResponse:
+        accounts.check_password(request.password)
+        check_name(request.name)
+        acc = await self._run(self.store.create_account, request.name,
+                              await self._run(accounts.hash_password, request.password))
+        log.info("account created", player_id=acc.id)
+        return await self._auth_reply(acc)
+
+    async def CreateGuest(self, request: pb.CreateGuestRequest, context: Any) -> pb.AuthResponse:
+        name = request.name or f"Guest-{secrets.token_hex(3).upper()}"
+        acc = await self._run(self.store.create_account, name, None, True)
+        return await self._auth_reply(acc)
+
+    async def Login(self, request: pb.LoginRequest, context: Any) -> pb.AuthResponse:
+        if len(request.password) > accounts.MAX_PASSWORD:
+            raise InvalidArgument(f"a password has at most {accounts.MAX_PASSWORD} characters")
+        acc = await self._run(self.store.account_by_name, request.name)
+        ok = await self._run(accounts.verify_password, acc.password_hash if acc else None, request.password)
+        if acc is None or not ok:
+            raise Unauthenticated("wrong name or password")
+        if accounts.needs_rehash(acc.password_hash):
+            await self._run(self.store.set_password_hash, acc.id, accounts.hash_password(request.password))
+        return await self._auth_reply(acc)
+
+    async def RefreshToken(self, request: pb.RefreshTokenRequest, context: Any) -> pb.AuthResponse:
+        acc = await self._run(self.store.use_refresh, request.refresh_token)
+        return await self._auth_reply(acc)
+
+    async def GetAccount(self, request: pb.GetAccountRequest, context: Any) -> pb.Account:
+        me = await self._me()
+        acc = me if not request.player_id else await self._run(self.store.account, request.player_id)
+        return pb.Account(player_id=acc.id, name=acc.name, created=_ts(acc.created_at), guest=acc.guest)
+
+    # ------------------------------------------------------------------ lobbies
+
+    async def _check_ante(self, me: Account, ante: int) -> None:
+        """Joining an online lobby with an ante needs at least that many rank points."""
+        if ante <= 0:
+            return
+        balance = await self.backends.balance(me.id)
+        if balance < ante:
+            raise FailedPrecondition(f"this lobby's ante is {ante} rank points and you hold {balance}")
+
+    def _check_online(self, me: Account, online: bool) -> None:
+        if online and me.guest:
+            raise PermissionDenied("guest accounts play local games; create an account to play online")
+
+    def _validate_new_lobby(self, game: str, options: dict[str, Any], seats: int, ante: int, online: bool) -> int:
+        needed = seat_count(game, options)
+        if seats and seats != needed:
+            raise InvalidArgument(f"{game} with these options seats {needed} players, not {seats}")
+        if ante < 0 or ante > MAX_ANTE:
+            raise InvalidArgument(f"the ante must be from 0 to {MAX_ANTE} rank points")
+        if ante and not (online and game == "queens_court"):
+            raise InvalidArgument("an ante is staked only in online Queen's Court lobbies")
+        return needed
+
+    async def CreateLobby(self, request: pb.CreateLobbyRequest, context: Any) -> pb.Lobby:
+        me = await self._me()
+
+        async def work() -> pb.Lobby:
+            options = to_dict(request.options)
+            seats = self._validate_new_lobby(request.game, options, request.seats, request.ante, request.online)
+            self._check_online(me, request.online)
+            await self._check_ante(me, request.ante)
+            info = await self._run(self.store.create_lobby, me, request.game, options, request.online, request.ante,
+                                   seats, not request.private)
+            return self._lobby_proto(info, me.id)
+
+        return await self._once(me, request.request_id, "CreateLobby", pb.Lobby, work)
+
+    async def ListLobbies(self, request: pb.ListLobbiesRequest, context: Any) -> pb.ListLobbiesResponse:
+        await self._me()
+        size = request.page_size or 50
+        if not 1 <= size <= 200:
+            raise InvalidArgument("page_size must be from 1 to 200")
+        offset = 0
+        if request.page_token:
+            if not request.page_token.isdigit() or len(request.page_token) > 9:
+                raise InvalidArgument("page_token is not one this service gave out")
+            offset = int(request.page_token)
+        if request.game and request.game not in GAME_NAMES:
+            raise InvalidArgument(f"unknown game {request.game!r}; games: {', '.join(GAME_NAMES)}")
+        found = await self._run(self.store.list_open, request.game or None,
+                                request.ante if request.HasField("ante") else None,
+                                request.online if request.HasField("online") else None, True, size + 1, offset)
+        out = pb.ListLobbiesResponse(lobbies=[self._lobby_proto(x) for x in found[:size]])
+        if len(found) > size:
+            out.next_page_token = str(offset + size)
+        return out
+
+    async def GetLobby(self, request: pb.GetLobbyRequest, context: Any) -> pb.Lobby:
+        me = await self._me()
+        info = await self._run(self.store.lobby, request.lobby_id)
+        if not info.public and not info.seat_of(me.id):
+            raise NotFound(f"no lobby {request.lobby_id!r}")  # a private lobby is not disclosed
+        return self._lobby_proto(info, me.id)
+
+    async def _join(self, me: Account, lobby_id: str, code: str = "", seat: int | None = None) -> LobbyInfo:
+        info = await self._run(self.store.lobby, lobby_id)
+        self._check_online(me, info.online)
+        if not info.seat_of(me.id):
+            await self._check_ante(me, info.ante)
+        return await self._run(self.store.join, lobby_id, me, code, seat)
+
+    async def JoinLobby(self, request: pb.JoinLobbyRequest, context: Any) -> pb.Lobby:
+        me = await self._me()
+
+        async def work() -> pb.Lobby:
+            seat = request.seat if request.HasField("seat") else None
+            return self._lobby_proto(await self._join(me, request.lobby_id, request.invite_code, seat), me.id)
+
+        return await self._once(me, request.request_id, "JoinLobby", pb.Lobby, work)
+
+    async def LeaveLobby(self, request: pb.LeaveLobbyRequest, context: Any) -> pb.Lobby:
+        me = await self._me()
+
+        async def work() -> pb.Lobby:
+            return self._lobby_proto(await self._run(self.store.leave, request.lobby_id, me), me.id)
+
+        return await self._once(me, request.request_id, "LeaveLobby", pb.Lobby, work)
+
+    async def SetReady(self, request: pb.SetReadyRequest, context: Any) -> pb.Lobby:
+        me = await self._me()
+
+        async def work() -> pb.Lobby:
+            return self._lobby_proto(await self._run(self.store.set_ready, request.lobby_id, me, request.ready), me.id)
+
+        return await self._once(me, request.request_id, "SetReady", pb.Lobby, work)
+
+    async def SetBotSeat(self, request: pb.SetBotSeatRequest, context: Any) -> pb.Lobby:
+        me = await self._me()
+
+        async def work() -> pb.Lobby:
+            seat = request.seat if request.HasField("seat") else None
+            if request.level:
+                if request.level not in BOT_LEVELS:
+                    raise InvalidArgument(f"unknown bot level {request.level[:40]!r}; use one of {', '.join(BOT_LEVELS)}")
+                info = await self._run(self.store.add_bot, request.lobby_id, me, request.level, seat)
+            else:
+                if seat is None:
+                    raise InvalidArgument("name the seat whose bot to remove")
+                info = await self._run(self.store.kick, request.lobby_id, me, seat, True)
+            return self._lobby_proto(info, me.id)
+
+        return await self._once(me, request.request_id, "SetBotSeat", pb.Lobby, work)
+
+    async def KickPlayer(self, request: pb.KickPlayerRequest, context: Any) -> pb.Lobby:
+        me = await self._me()
+
+        async def work() -> pb.Lobby:
+            return self._lobby_proto(await self._run(self.store.kick, request.lobby_id, me, request.seat), me.id)
+
+        return await self._once(me, request.request_id, "KickPlayer", pb.Lobby, work)
+
+    # ------------------------------------------------------------------ starting
+
+    async def _start(self, lobby_id: str, host: Account | None) -> LobbyInfo:
+        """open -> starting (one caller only) -> the game created in rules, registered in ranking -> started.
+
+        Online games: every ante is checked before the game is created, and deducted exactly once
+        by the ranking service when it registers the game. Whatever fails puts the lobby back to
+        open and refunds what was charged.
+        """
+        info = await self._run(self.store.lobby, lobby_id)
+        if host is not None and info.host_id != host.id:
+            raise PermissionDenied("only the lobby's host may start the game")
+        if info.status == OPEN:
+            for s in info.seated:
+                if s.account_id and info.ante:
+                    balance = await self.backends.balance(s.account_id)
+                    if balance < info.ante:
+                        raise FailedPrecondition(
+                            f"{s.name} holds {balance} rank points, less than the ante of {info.ante}")
+        seed = secrets.randbits(52)  # the rules service takes seeds below 2**53 (JSON-safe)
+        info = await self._run(self.store.begin_start, lobby_id, host, seed)
+        seats = [s.account_id or f"{BOT_PREFIX}{s.bot_level}" for s in info.seated]
+        names = [(p, s.name) for p, s in zip(seats, info.seated, strict=True)]
+        game_id = None
+        try:
+            game_id = await self.backends.create_game(info.game, seats, info.options, seed,
+                                                      request_id=f"lobby-start-{lobby_id}-{seed}")
+            if info.online:
+                await self.backends.register_game(game_id, info.game, True, info.ante, seed, names)
+            started = await self._run(self.store.finish_start, lobby_id, game_id)
+        except BaseException:
+            await self._run(self.store.undo_start, lobby_id)
+            raise
+        log.info("game started", lobby_id=lobby_id, game_id=game_id, online=info.online, ante=info.ante)
+        return started
+
+    async def StartGame(self, request: pb.StartGameRequest, context: Any) -> pb.Lobby:
+        me = await self._me()
+
+        async def work() -> pb.Lobby:
+            return self._lobby_proto(await self._start(request.lobby_id, me), me.id)
+
+        return await self._once(me, request.request_id, "StartGame", pb.Lobby, work)
+
+    async def QuickMatch(self, request: pb.QuickMatchRequest, context: Any) -> pb.Lobby:
+        me = await self._me()
+
+        async def work() -> pb.Lobby:
+            self._check_online(me, True)
+            options = to_dict(request.options)
+            seats = self._validate_new_lobby(request.game, options, 0, request.ante, True)
+            await self._check_ante(me, request.ante)
+            candidates = await self._run(self.store.list_open, request.game, request.ante, True, True,
+                                         QUICK_MATCH_CANDIDATES)
+            for c in candidates:
+                if c.seat_of(me.id):
+                    return self._lobby_proto(c, me.id)
+            people = sorted({s.account_id for c in candidates for s in c.seated if s.account_id} | {me.id})
+            ratings = await self.backends.ratings(request.game, people)
+            mine = ratings.get(me.id, 25.0)
+
+            def distance(c: LobbyInfo) -> float:
+                seated = [ratings.get(s.account_id, 25.0) for s in c.seated if s.account_id]
+                return abs(sum(seated) / len(seated) - mine) if seated else 0.0
+
+            for c in sorted(candidates, key=lambda c: (distance(c), c.created_at)):
+                try:
+                    return self._lobby_proto(await self._run(self.store.join, c.id, me), me.id)
+                except (FailedPrecondition, Aborted, PermissionDenied):
+                    continue  # filled or started meanwhile: the next one
+            info = await self._run(self.store.create_lobby, me, request.game, options, True, request.ante, seats, True)
+            return self._lobby_proto(info, me.id)
+
+        return await self._once(me, request.request_id, "QuickMatch", pb.Lobby, work)
+
+    # ------------------------------------------------------------------ my games
+
+    async def _still_running(self, info: LobbyInfo) -> bool:
+        """Ask the rules service; a finished game's lobby is marked finished on the way."""
+        view = await self.backends.game_view(info.game_id)
+        if view.finished:
+            await self._run(self.store.set_status, info.id, STARTED, FINISHED)
+            return False
+        return True
+
+    async def ListMyGames(self, request: pb.ListMyGamesRequest, context: Any) -> pb.ListMyGamesResponse:
+        me = await self._me()
+        out = pb.ListMyGamesResponse()
+        for info in await self._run(self.store.my_games, me.id):
+            if await self._still_running(info):
+                out.games.append(pb.MyGame(game_id=info.game_id, game=info.game, seat=info.seat_of(me.id).seat_no,
+                                           lobby_id=info.id, online=info.online, ante=info.ante,
+                                           started=_ts(info.created_at)))
+        return out
+
+    async def _my_started_game(self, me: Account, game_id: str) -> LobbyInfo:
+        info = await self._run(self.store.lobby_of_game, game_id) if game_id and len(game_id) <= 64 else None
+        if info is None or not info.seat_of(me.id):
+            raise NotFound(f"you have no game {game_id[:64]!r}")
+        if info.status != STARTED or not await self._still_running(info):
+            raise FailedPrecondition(f"game {game_id} is not running (its lobby is {info.status})")
+        return info
+
+    async def AbandonGame(self, request: pb.AbandonGameRequest, context: Any) -> pb.Lobby:
+        me = await self._me()
+
+        async def work() -> pb.Lobby:
+            info = await self._my_started_game(me, request.game_id)
+            if info.online:
+                await self.backends.abandon_game(info.game_id)  # every ante back, once
+            if not await self._run(self.store.set_status, info.id, STARTED, ABANDONED):
+                raise Aborted(f"game {request.game_id} changed state meanwhile; look again")
+            log.info("game abandoned", game_id=info.game_id, by=me.id)
+            return self._lobby_proto(await self._run(self.store.lobby, info.id), me.id)
+
+        return await self._once(me, request.request_id, "AbandonGame", pb.Lobby, work)

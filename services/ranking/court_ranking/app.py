@@ -1,0 +1,150 @@
+"""The ranking service process: ``court-ranking`` (serve) and ``court-ranking migrate``.
+
+Settings come from the environment (court_kit.settings): COURT_DATABASE_URL (default a SQLite
+file under COURT_STATE_DIR), COURT_NATS_URL, COURT_LISTEN (default 127.0.0.1:50053),
+COURT_TOKEN_SECRET. The schema is migrated at start (Alembic; ``migrate`` runs only that).
+``RankingApp.start(settings)`` is what tests use (port 0, in process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import sys
+from dataclasses import dataclass, field
+
+from court_kit import jetstream as kjs
+from court_kit import logging as klog
+from court_kit.metrics import MetricsServer, start_metrics_server
+from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, serve_until_signalled
+from court_kit.settings import ConfigError, Settings
+from court_kit.tokens import Verifier
+from court_proto.court.ranking.v1 import ranking_pb2, ranking_pb2_grpc
+from court_store import make_engine
+from grpc_health.v1._async import HealthServicer
+from nats.aio.client import Client as NATS
+from sqlalchemy.engine import Engine, make_url
+
+from .consumer import EventConsumer
+from .servicer import RankingServicer
+from .store import RankingStore, migrate
+
+log = klog.get_logger("court_ranking")
+
+SERVICE_NAME = ranking_pb2.DESCRIPTOR.services_by_name["RankingService"].full_name
+
+
+def open_database(settings: Settings) -> Engine:
+    """The engine for COURT_DATABASE_URL (the SQLite default's folder is created), migrated to head."""
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite" and url.database:
+        settings.state_dir.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(settings.database_url)
+    revision = migrate(engine)
+    log.info("database ready", backend=url.get_backend_name(), revision=revision)
+    return engine
+
+
+@dataclass
+class RankingApp:
+    settings: Settings
+    engine: Engine
+    nc: NATS
+    store: RankingStore
+    consumer: EventConsumer
+    server: object
+    port: int
+    health: HealthServicer
+    metrics: MetricsServer | None
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+    _task: asyncio.Task | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @classmethod
+    async def start(cls, settings: Settings, *, durable: str = "ranking", ack_wait: float = 30.0) -> RankingApp:
+        engine = await asyncio.to_thread(open_database, settings)
+        store = RankingStore(engine)
+        nc = await kjs.connect(settings.nats_servers(), name=f"court-ranking@{settings.listen}")
+        try:
+            consumer = EventConsumer(nc, store, durable=durable, ack_wait=ack_wait)
+            servicer = RankingServicer(store, backfill=consumer.backfill)
+            server, port = create_server(settings.listen,
+                                         interceptors=[EdgeInterceptor(Verifier(settings.token_secret))])
+            ranking_pb2_grpc.add_RankingServiceServicer_to_server(servicer, server)
+            health = add_health_and_reflection(server, [SERVICE_NAME])
+            await server.start()
+        except BaseException:
+            await nc.close()
+            engine.dispose()
+            raise
+        metrics = start_metrics_server(settings.metrics_listen)
+        app = cls(settings, engine, nc, store, consumer, server, port, health, metrics)
+        app._task = asyncio.create_task(consumer.run(app._stop))
+        log.info("ranking service listening", port=port, metrics_port=metrics.port if metrics else None)
+        return app
+
+    async def _stop_background(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        if self.metrics is not None:
+            self.metrics.close()
+
+    async def close(self) -> None:
+        """After the gRPC server has stopped: the consumer, then drain NATS, then the database."""
+        await self._stop_background()
+        with contextlib.suppress(Exception):
+            await self.nc.drain()
+        self.engine.dispose()
+
+    async def stop(self, grace: float = 1.0) -> None:
+        await self.health.enter_graceful_shutdown()
+        await self.server.stop(grace)
+        await self.close()
+
+    async def kill(self) -> None:
+        """Abrupt (tests: a replica dying): nothing acknowledged after this, no drain."""
+        await self._stop_background()
+        await self.server.stop(None)
+        with contextlib.suppress(Exception):
+            await self.nc.close()
+        self.engine.dispose()
+
+
+async def _serve(settings: Settings) -> None:
+    app = await RankingApp.start(settings)
+    await serve_until_signalled(app.server, app.health, grace=settings.shutdown_grace, cleanups=[app.close])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="court-ranking", description="Court's ranking service.")
+    parser.add_argument("command", nargs="?", default="serve", choices=("serve", "migrate"),
+                        help="serve (default), or migrate the database schema and exit")
+    args = parser.parse_args(argv)
+    try:
+        settings = Settings.load("ranking")
+    except ConfigError as exc:
+        print(f"court-ranking: configuration error: {exc}", file=sys.stderr)
+        return 2
+    klog.configure_logging("ranking", settings.log_format, settings.log_level)
+    try:
+        if args.command == "migrate":
+            open_database(settings).dispose()
+            return 0
+        asyncio.run(_serve(settings))
+    except ConfigError as exc:
+        log.error("cannot start", error=str(exc))
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""The whole online stack for end-to-end tests, in process: a real nats-server, the real rules
+service, the ranking and lobby services on a real database (SQLite file or a fresh PostgreSQL
+database), and clients that talk gRPC to them exactly as a game client would."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from court_client import RulesClient
+from court_kit.settings import Settings
+from court_kit.structs import to_struct
+from court_kit.tokens import issue_token
+from court_lobby.app import LobbyApp
+from court_proto.court.lobby.v1 import lobby_pb2 as lpb
+from court_proto.court.lobby.v1 import lobby_pb2_grpc
+from court_proto.court.ranking.v1 import ranking_pb2 as rpb
+from court_proto.court.ranking.v1 import ranking_pb2_grpc
+from court_ranking.app import RankingApp
+from court_rules.app import RulesApp
+
+from tests.fixtures.nats import make_nats
+from tests.storage.db import BACKENDS, backend_url
+
+SECRET = "stack-test-secret-0123456789abcdef0123456789"
+ACK_WAIT = 2.0  # seconds before an unacknowledged event goes to another consumer (30 in production)
+
+
+def rid() -> str:
+    return uuid.uuid4().hex
+
+
+class Player:
+    """One person: a lobby account, its token, and stubs for lobby, ranking and rules."""
+
+    def __init__(self, stack: Stack, auth: lpb.AuthResponse):
+        self.stack = stack
+        self.auth = auth
+        self.id = auth.account.player_id
+        self.name = auth.account.name
+        self.token = auth.token
+        self.lobby = lobby_pb2_grpc.LobbyServiceStub(stack.lobby_channel)
+        self.ranking = ranking_pb2_grpc.RankingServiceStub(stack.ranking_channel)
+        self._rules: RulesClient | None = None
+
+    @property
+    def meta(self) -> tuple[tuple[str, str], ...]:
+        return (("authorization", f"Bearer {self.token}"),)
+
+    @property
+    def rules(self) -> RulesClient:
+        if self._rules is None:
+            self._rules = RulesClient(self.stack.rules.address, self.token)
+            self.stack.closers.append(self._rules.close)
+        return self._rules
+
+    async def call(self, method: str, request: Any) -> Any:
+        return await getattr(self.lobby, method)(request, metadata=self.meta, timeout=30)
+
+    async def rank(self, method: str, request: Any) -> Any:
+        return await getattr(self.ranking, method)(request, metadata=self.meta, timeout=30)
+
+    async def balance(self) -> int:
+        return (await self.rank("GetBalance", rpb.GetBalanceRequest())).points
+
+    async def create_lobby(self, game: str, options: dict[str, Any], *, online: bool = True, ante: int = 0,
+                           private: bool = False) -> lpb.Lobby:
+        req = lpb.CreateLobbyRequest(request_id=rid(), game=game, online=online, ante=ante, private=private)
+        to_struct(options, req.options)
+        return await self.call("CreateLobby", req)
+
+    async def join(self, lobby_id: str, code: str = "") -> lpb.Lobby:
+        return await self.call("JoinLobby", lpb.JoinLobbyRequest(request_id=rid(), lobby_id=lobby_id, invite_code=code))
+
+    async def start(self, lobby_id: str) -> lpb.Lobby:
+        return await self.call("StartGame", lpb.StartGameRequest(request_id=rid(), lobby_id=lobby_id))
+
+
+class Stack:
+    def __init__(self, tmp_path: Path, db_url: str):
+        self.tmp_path = tmp_path
+        self.db_url = db_url
+        self.nats = make_nats(tmp_path / "nats")
+        self.closers: list[Any] = []
+        self.rules: RulesApp
+        self.ranking: RankingApp
+        self.lobby: LobbyApp
+
+    def settings(self, service: str, **overrides: Any) -> Settings:
+        extra: dict[str, Any] = {}
+        if service in ("lobby", "ranking"):
+            extra["database_url"] = self.db_url if "postgresql" in self.db_url else \
+                f"sqlite:///{self.tmp_path / (service + '.db')}"
+        if service == "lobby":
+            extra.update(rules_addr=self.rules.address, ranking_addr=self.ranking.address)
+        return Settings.load(service, {}, nats_url=self.nats.url, listen="127.0.0.1:0", metrics_listen="",
+                             token_secret=SECRET, env="test", state_dir=self.tmp_path / "state",
+                             **{**extra, **overrides})
+
+    async def start(self) -> None:
+        self.nats.start()
+        self.rules = await RulesApp.start(self.settings("rules"), sweep_delay=0.5)
+        self.ranking = await self.start_ranking()
+        self.lobby = await LobbyApp.start(self.settings("lobby"))
+        self.lobby_channel = grpc.aio.insecure_channel(self.lobby.address)
+        self.ranking_channel = grpc.aio.insecure_channel(self.ranking.address)
+
+    async def start_ranking(self) -> RankingApp:
+        return await RankingApp.start(self.settings("ranking"), ack_wait=ACK_WAIT)
+
+    async def kill_ranking(self) -> None:
+        """The ranking replica dies: no acknowledgement after this, no drain."""
+        await self.ranking.kill()
+
+    async def start_ranking_again(self) -> None:
+        """A new replica on the same address and database, consuming as the same durable."""
+        self.ranking = await RankingApp.start(self.settings("ranking", listen=self.ranking.address), ack_wait=ACK_WAIT)
+
+    async def close(self) -> None:
+        for close in self.closers:
+            await close()
+        for ch in ("lobby_channel", "ranking_channel"):
+            if hasattr(self, ch):
+                await getattr(self, ch).close()
+        for app in ("lobby", "ranking", "rules"):
+            if hasattr(self, app):
+                try:
+                    await getattr(self, app).stop(0)
+                except Exception:  # noqa: BLE001 - already killed
+                    pass
+        self.nats.stop()
+
+    def token(self, sub: str, role: str, ttl: float = 3600) -> str:
+        return issue_token(SECRET, sub, role, ttl)
+
+    async def player(self, name: str, password: str = "correct horse battery") -> Player:
+        stub = lobby_pb2_grpc.LobbyServiceStub(self.lobby_channel)
+        auth = await stub.CreateAccount(lpb.CreateAccountRequest(name=name, password=password), timeout=30)
+        return Player(self, auth)
+
+    async def guest(self) -> Player:
+        stub = lobby_pb2_grpc.LobbyServiceStub(self.lobby_channel)
+        return Player(self, await stub.CreateGuest(lpb.CreateGuestRequest(), timeout=30))
+
+    async def wait_ranked(self, predicate: Any, what: str, timeout: float = 60.0) -> None:
+        """Wait until ``predicate(store)`` holds, re-checked as the consumer applies events."""
+        store = self.ranking.store
+
+        async def check() -> bool:
+            return bool(await asyncio.to_thread(predicate, store))
+
+        await self.ranking.consumer.wait_for(check, timeout, what)
+
+
+@pytest.fixture(params=BACKENDS)
+def stack_db(request: Any, tmp_path: Path) -> Iterator[str]:
+    yield from backend_url(request.param, tmp_path)
+
+
+@pytest.fixture
+async def stack(tmp_path: Path, stack_db: str) -> AsyncIterator[Stack]:
+    s = Stack(tmp_path, stack_db)
+    try:
+        await s.start()
+        yield s
+    finally:
+        await s.close()

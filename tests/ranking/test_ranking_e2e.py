@@ -1,0 +1,87 @@
+"""End to end: lobbies started through the lobby, games played through the rules service by
+scripted clients, rank points paid by the ranking service's event consumer, on both databases."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+from court_client import RulesClient
+from court_kit.structs import to_dict
+from court_proto.court.ranking.v1 import ranking_pb2 as rpb
+
+from tests.rules.helpers import play_out
+
+from .qc_expect import expected_changes
+from .stack import Player, Stack
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+ANTE = 150
+
+
+async def full_events(stack: Stack, game_id: str) -> tuple[list[dict[str, Any]], int]:
+    """The game's full-information events in order, and its seed (the analytics role's history)."""
+    async with RulesClient(stack.rules.address, stack.token("analyst", "analytics")) as analyst:
+        h = await analyst.history(game_id)
+    events = [to_dict(e) for e in h.created_events]
+    for m in h.moves:
+        events.extend(to_dict(e) for e in m.events)
+    return events, h.seed
+
+
+async def online_lobby(stack: Stack, players: list[Player], ante: int) -> str:
+    host = players[0]
+    lobby = await host.create_lobby("queens_court", {"players": len(players)}, online=True, ante=ante)
+    for p in players[1:]:
+        await p.join(lobby.lobby_id)
+    started = await host.start(lobby.lobby_id)
+    assert started.game_id
+    return started.game_id
+
+
+async def play(players: list[Player], game_id: str, seed: int, **kw: Any) -> Any:
+    return await play_out({i: p.rules for i, p in enumerate(players)}, game_id, random.Random(seed), **kw)
+
+
+async def test_an_online_game_pays_exactly_what_the_rules_say(stack: Stack):
+    players = [await stack.player(n) for n in ("Ann", "Bob", "Cy")]
+    assert [await p.balance() for p in players] == [1000, 1000, 1000]
+    game_id = await online_lobby(stack, players, ANTE)
+    assert [await p.balance() for p in players] == [1000 - ANTE] * 3  # the ante, once, at the start
+    final = await play(players, game_id, 1)
+    assert final.finished
+    await stack.wait_ranked(lambda st: st.game_status(game_id) == "finished", "the game to be settled")
+    events, seed = await full_events(stack, game_id)
+    want = expected_changes(events, 3, ANTE, seed)
+    assert [await p.balance() for p in players] == [1000 + d for d in want]
+    # the ledger explains every point: one entry per (round, reason) and player
+    history = await players[0].rank("GetHistory", rpb.GetLedgerHistoryRequest(page_size=500))
+    assert sum(e.delta for e in history.entries) == history.balance == 1000 + want[0]
+    assert history.entries[0].balance_after == history.balance
+    challenges = await players[1].rank("GetChallenges", rpb.GetChallengesRequest(game_id=game_id))
+    assert challenges.finished and [len(s.challenges) for s in challenges.seats] == [3]
+    assert [c.tier for c in challenges.seats[0].challenges] == [50, 100, 200]
+    # the ratings moved once, and the winner leads the board
+    board = await players[0].rank("GetLeaderboard", rpb.GetLeaderboardRequest(game="queens_court"))
+    winner = players[final.result.winners[0]].id
+    assert board.rows[0].player_id == winner and len(board.rows) == 3
+
+
+async def test_a_local_game_leaves_every_balance_unchanged(stack: Stack):
+    players = [await stack.player(n) for n in ("Dee", "Eve", "Fay")]
+    before = [await p.balance() for p in players]
+    host = players[0]
+    lobby = await host.create_lobby("queens_court", {"players": 3}, online=False)
+    for p in players[1:]:
+        await p.join(lobby.lobby_id)
+    game_id = (await host.start(lobby.lobby_id)).game_id
+    assert (await play(players, game_id, 2)).finished
+    # a later online game is settled only after every earlier event was seen: then nothing moved
+    others = [await stack.player(n) for n in ("Gus", "Hal")]
+    marker = await online_lobby(stack, others, 0)
+    assert (await play(others, marker, 3)).finished
+    await stack.wait_ranked(lambda st: st.game_status(marker) == "finished", "the marker game to be settled")
+    assert [await p.balance() for p in players] == before
+    assert stack.ranking.store.game_status(game_id) is None  # never registered: local
