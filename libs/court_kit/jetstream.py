@@ -55,6 +55,7 @@ async def connect(servers: Sequence[str] | str, name: str, *, give_up_after: flo
                 connect_timeout=2,
                 ping_interval=10,
                 max_outstanding_pings=3,
+                drain_timeout=5,
                 error_cb=on_error,
                 disconnected_cb=on_disconnect,
                 reconnected_cb=on_reconnect,

@@ -58,13 +58,14 @@ class RulesApp:
 
     @classmethod
     async def start(cls, settings: Settings, *, faults: Faults | None = None,
-                    sweep_delay: float | None = None) -> RulesApp:
+                    sweep_delay: float | None = None, sweep_ack_wait: float | None = None) -> RulesApp:
         nc = await kjs.connect(settings.nats_servers(), name=f"court-rules@{settings.listen}")
         try:
             store = GameStore(nc, replicas=settings.stream_replicas)
             await store.ensure_streams()
             cache = GameCache(store, capacity=settings.extra_int("GAME_CACHE", 20_000, lo=1))
             outbox = Outbox(store, cache)
+            cache.on_load = outbox.on_load
             servicer = RulesServicer(store, cache, outbox, token_secret=settings.token_secret, faults=faults)
             server, port = create_server(settings.listen,
                                          interceptors=[EdgeInterceptor(Verifier(settings.token_secret))])
@@ -77,7 +78,8 @@ class RulesApp:
         metrics = start_metrics_server(settings.metrics_listen)
         app = cls(settings, nc, store, cache, outbox, servicer, server, port, health, metrics)
         delay = settings.extra_float("OUTBOX_SWEEP_DELAY", 5.0) if sweep_delay is None else sweep_delay
-        app._sweeper = asyncio.create_task(outbox.run_sweeper(app._stop_sweeper, delay=delay))
+        app._sweeper = asyncio.create_task(outbox.run_sweeper(app._stop_sweeper, delay=delay,
+                                                              ack_wait=sweep_ack_wait))
         log.info("rules service listening", port=port, metrics_port=metrics.port if metrics else None)
         return app
 

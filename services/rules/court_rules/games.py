@@ -20,7 +20,7 @@ import asyncio
 import hashlib
 import hmac
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -221,6 +221,8 @@ class GameCache:
         self.capacity = capacity
         self._entries: OrderedDict[str, GameEntry] = OrderedDict()
         self._loading: dict[str, asyncio.Future[GameEntry]] = {}
+        # called with each entry loaded from the log (the outbox checks its events)
+        self.on_load: Callable[[GameEntry], Awaitable[None]] | None = None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -250,6 +252,8 @@ class GameCache:
         self._loading[game_id] = fut
         try:
             entry = await self._load(game_id)
+            if self.on_load is not None:
+                await self.on_load(entry)
             self.put(entry)
             fut.set_result(entry)
             return entry

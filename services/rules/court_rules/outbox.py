@@ -33,7 +33,6 @@ from court_kit.errors import Unavailable
 from court_kit.structs import to_struct
 from court_proto.court.events.v1 import events_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
-from nats.errors import TimeoutError as NatsTimeout
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from .games import GameCache, GameEntry
@@ -101,32 +100,48 @@ class Outbox:
             log.info("republished missing events", game_id=entry.game_id, after=done, upto=upto)
         entry.published = max(entry.published, upto)
 
-    async def run_sweeper(self, stop: asyncio.Event, *, delay: float = 5.0, batch: int = 512) -> None:
-        """Until ``stop``: check every state record ``delay`` seconds after it was written."""
-        psub = None
-        while not stop.is_set():
+    async def on_load(self, entry: GameEntry) -> None:
+        """A replica that loads a game republishes whatever events of it are missing."""
+        async with entry.lock:
             try:
-                if psub is None:
-                    psub = await self.store.js.pull_subscribe(
-                        GAMES_PREFIX + "*", durable=SWEEPER_DURABLE, stream=GAMES_STREAM,
-                        config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=60.0, headers_only=True,
-                                              deliver_policy=DeliverPolicy.ALL, max_ack_pending=50_000,
-                                              max_waiting=512),
-                    )
+                await self.catch_up(entry, entry.seq)
+            except Unavailable as exc:
+                log.warning("could not check the events of a loaded game", game_id=entry.game_id, error=str(exc))
+
+    async def run_sweeper(self, stop: asyncio.Event, *, delay: float = 5.0, ack_wait: float | None = None,
+                          batch: int = 512) -> None:
+        """Until ``stop``: check every state record ``delay`` seconds after it was written.
+
+        A record a dying replica had fetched comes back to another one after ``ack_wait``.
+        """
+        ack_wait = max(10.0, 4 * delay) if ack_wait is None else ack_wait
+        psub = None
+        try:
+            while not stop.is_set():
                 try:
-                    msgs = await psub.fetch(batch, timeout=1.0)
-                except (TimeoutError, NatsTimeout):
-                    continue
-                await self._sweep(msgs, delay, stop)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - keep sweeping: NATS may be restarting
-                log.warning("sweeper pass failed", error=str(exc) or type(exc).__name__)
-                psub = None
-                try:
-                    await asyncio.wait_for(stop.wait(), 1.0)
-                except TimeoutError:
-                    pass
+                    if psub is None:
+                        psub = await self.store.js.pull_subscribe(
+                            GAMES_PREFIX + "*", durable=SWEEPER_DURABLE, stream=GAMES_STREAM,
+                            config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=ack_wait, headers_only=True,
+                                                  deliver_policy=DeliverPolicy.ALL, max_ack_pending=50_000,
+                                                  max_waiting=512),
+                        )
+                    try:
+                        msgs = await psub.fetch(batch, timeout=1.0)
+                    except TimeoutError:
+                        continue
+                    await self._sweep(msgs, delay, stop)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - keep sweeping: NATS may be restarting
+                    log.warning("sweeper pass failed", error=str(exc) or type(exc).__name__)
+                    psub = await _quietly_unsubscribe(psub)
+                    try:
+                        await asyncio.wait_for(stop.wait(), 1.0)
+                    except TimeoutError:
+                        pass
+        finally:
+            await _quietly_unsubscribe(psub)
 
     async def _sweep(self, msgs: list[Any], delay: float, stop: asyncio.Event) -> None:
         newest = max(m.metadata.timestamp.timestamp() for m in msgs)
@@ -157,3 +172,13 @@ class Outbox:
                 log.exception("sweeping a game failed", game_id=gid)
         for m in msgs:
             await m.ack()
+
+
+async def _quietly_unsubscribe(sub: Any) -> None:
+    """Drop a subscription (so a later drain does not wait on its undelivered messages)."""
+    if sub is not None:
+        try:
+            await sub.unsubscribe()
+        except Exception:  # noqa: BLE001 - the connection may be gone already
+            pass
+    return None
