@@ -1,0 +1,1077 @@
+"""Bots for The Court (``the_court``): determinization, a fast simulator, rules of thumb, search.
+
+Hidden information (RULES.md section 3, docs/rules/the_court.md): every deck's order, the other
+player's face-down Moat cards, a card the partner drew and has not shown, and a Mutual Swap vote
+cast but not yet revealed. A player knows what each colour deck holds, so the unseen cards of a
+colour are its 26 cards minus every card the view shows (towers, closed towers, discards, pile,
+pending cards shown to the seat, the seat's own Moat). ``determinize`` deals those unseen cards
+back into the hidden places uniformly at random, subject to what the view reveals:
+
+* counts (deck sizes, Moat counts), and Moat cards are number cards (2-10);
+* in co-op, the partner's Moat may hold cards of the seat's own colour (a card the seat gave
+  them): the counts say how many (unseen red cards minus the red deck's size), so exactly that
+  many of the seat's colour go into the partner's Moat;
+* a deck's Queens and Aces: ``queens_aces_left`` minus those pending must be in the deck (this only
+  bites on short vector decks; a full deck satisfies it by construction);
+* Free Gift: a card the partner kept and holds unseen must be one the engine would not have
+  offered automatically (if the partner could not place it and the seat could, it would have
+  been shown to the seat), so such samples are redrawn;
+* a partner's secret Mutual Swap vote is sampled from the heuristic's vote for them.
+
+The view carries no memory of cards the seat saw before they went face down into the partner's
+Moat (a declined gift, a Mutual Swap pair); the determinization treats them as unseen, so a bot
+knows at most what a human in its seat knows.
+
+Levels (``court_bots.levels``):
+
+* ``heuristic``: a one-step greedy over an evaluation of each player's table built on the seed's
+  Strategy notes: Queens close the tallest clean towers (a full sum), Aces rescue frozen (Jack)
+  towers and otherwise close the next tallest at half, Kings sweep the smallest tower, Jacks
+  freeze the smallest tower, number cards go where they leave the most room (highest top not
+  above the card, or a fresh tower for a low card), low cards are banked in the Moat while both
+  Kings are still to come, Queens and Aces are counted as the clock (with none left the towers
+  are worth nothing). Co-op exchanges compare the two players' gains: offer/accept a card when it
+  is worth more on the partner's towers, swap when the pair gains, burn when placing would lose.
+  In the shared variant it draws the pile's top card when that beats an unknown deck card.
+* ``expert``: determinized rollouts (flat Monte Carlo with common random numbers): each
+  iteration samples one hidden world consistent with the view, plays every candidate root action
+  in it and rolls the game out to the end with the heuristic on a fast mutable copy of the
+  engine's rules (``Sim``, checked against the engine move for move in the tests), then scores
+  the end with the mode's utility. Candidates are pruned by successive halving; the search stops
+  within the time budget.
+
+Utilities (``utility``), all in [0, 1]: solitaire, own score against 56; co-op, the combined
+score against the mode's target (Free Gift 86, Mutual Swap 81, Burn 56); both a smooth step at
+the target plus a small linear score term. Shared: the win (1, a tie 0.5) plus the score margin.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from court_games.games import the_court as game
+
+NUMBERS = game.NUMBERS
+PLACE_RANK = game.PLACE_RANK
+VALUE = game.VALUE
+PLACE, NEW_TOWER, BANK, DISCARD = game.PLACE, game.NEW_TOWER, game.BANK, game.DISCARD
+OFFER, KEEP, ACCEPT, DECLINE, SWAP, BURN, DRAW = (game.OFFER, game.KEEP, game.ACCEPT, game.DECLINE,
+                                                  game.SWAP, game.BURN, game.DRAW)
+MAX_TOWERS = game.MAX_TOWERS
+MOAT_SIZE = game.MOAT_SIZE
+
+# phases in the simulator
+P_DRAW, P_DECIDE, P_ANSWER, P_VOTE, P_PLACE, P_OVER = range(6)
+_PHASE_OF = {game.Phase.DRAW: P_DRAW, game.Phase.DECIDE: P_DECIDE, game.Phase.ANSWER: P_ANSWER,
+             game.Phase.VOTE: P_VOTE, game.Phase.PLACE: P_PLACE, game.Phase.OVER: P_OVER}
+_PHASE_NAME = {v: k.value for k, v in _PHASE_OF.items()}
+
+_PR = {c: PLACE_RANK[c] for c in PLACE_RANK}  # rank char -> placing rank
+_NUM_RANKS = "23456789T"
+
+
+# --------------------------------------------------------------------------- the simulator
+
+
+class SPlayer:
+    """One player's table in the simulator (mutable; ``deck`` is top-last for cheap pops)."""
+
+    __slots__ = ("deck", "towers", "tv", "moat", "score", "kings", "qa_left", "qa_total", "skips",
+                 "finished", "rem", "ctx")
+
+    def __init__(self) -> None:
+        self.deck: list[str] = []
+        self.towers: list[list[str]] = []
+        self.tv: list[int] = []  # tower values, parallel to towers
+        self.moat: list[str] = []
+        self.score = 0
+        self.kings = 0
+        self.qa_left = 0
+        self.qa_total = 0
+        self.skips = 0
+        self.finished = False
+        self.rem: dict[str, int] = {}  # rank char -> count still in the deck this player draws from
+        self.ctx: Ctx | None = None  # ``Ctx(rem)``, cached until the next draw
+
+    def copy(self, rem: dict[str, int] | None = None) -> SPlayer:
+        o = SPlayer.__new__(SPlayer)
+        o.deck = self.deck[:]
+        o.towers = [t[:] for t in self.towers]
+        o.tv = self.tv[:]
+        o.moat = self.moat[:]
+        o.score = self.score
+        o.kings = self.kings
+        o.qa_left = self.qa_left
+        o.qa_total = self.qa_total
+        o.skips = self.skips
+        o.finished = self.finished
+        o.rem = dict(self.rem) if rem is None else rem
+        o.ctx = self.ctx
+        return o
+
+
+def _placements(pl: SPlayer, card: str, shared: bool) -> list[tuple[int, int]]:
+    """The engine's ``_placements`` on a simulator player."""
+    r = card[0]
+    out: list[tuple[int, int]] = []
+    towers = pl.towers
+    if r in NUMBERS:
+        rank = _PR[r]
+        for i, t in enumerate(towers):
+            top = t[-1][0]
+            if top != "J" and _PR[top] <= rank:
+                out.append((PLACE, i))
+        if len(towers) < MAX_TOWERS:
+            out.append((NEW_TOWER, 0))
+        if not shared and len(pl.moat) < MOAT_SIZE and pl.kings < 2:
+            out.append((BANK, 0))
+    elif r == "J":
+        out.extend((PLACE, i) for i, t in enumerate(towers) if t[-1][0] != "J")
+    else:
+        out.extend((PLACE, i) for i in range(len(towers)))
+    return out
+
+
+def _can_place(pl: SPlayer, card: str, shared: bool) -> bool:
+    r = card[0]
+    towers = pl.towers
+    if r in NUMBERS:
+        if len(towers) < MAX_TOWERS or (not shared and len(pl.moat) < MOAT_SIZE and pl.kings < 2):
+            return True
+        rank = _PR[r]
+        return any(t[-1][0] != "J" and _PR[t[-1][0]] <= rank for t in towers)
+    if r == "J":
+        return any(t[-1][0] != "J" for t in towers)
+    return bool(towers)
+
+
+class Sim:
+    """A mutable copy of a The Court game that plays exactly by the engine's rules, for rollouts.
+
+    ``pending`` holds ``[card, owner, holder]`` lists; ``deck`` (shared variant) is top-last.
+    """
+
+    __slots__ = ("mode", "shared", "players", "phase", "turn", "pending", "votes", "deck", "pile",
+                 "qa_left", "qa_total", "discards")
+
+    def copy(self) -> Sim:
+        o = Sim.__new__(Sim)
+        o.mode = self.mode
+        o.shared = self.shared
+        if self.shared:
+            rem = dict(self.players[0].rem)
+            o.players = [p.copy(rem) for p in self.players]
+        else:
+            o.players = [p.copy() for p in self.players]
+        o.phase = self.phase
+        o.turn = self.turn
+        o.pending = [e[:] for e in self.pending]
+        o.votes = self.votes[:]
+        o.deck = self.deck[:]
+        o.pile = self.pile[:]
+        o.qa_left = self.qa_left
+        o.qa_total = self.qa_total
+        o.discards = self.discards
+        return o
+
+    # ---- queries (the engine's, on the simulator)
+
+    def to_act(self) -> tuple[int, ...]:
+        ph = self.phase
+        if ph == P_OVER:
+            return ()
+        if ph == P_DRAW:
+            return (self.turn,)
+        if ph == P_VOTE:
+            return tuple(p for p, v in enumerate(self.votes) if v < 0)
+        head = self.pending[0]
+        if ph == P_ANSWER:
+            return (1 - head[2],)
+        return (head[2],)
+
+    def legal(self, player: int) -> list[tuple[int, int]]:
+        ph = self.phase
+        if ph == P_PLACE:
+            acts = _placements(self.players[player], self.pending[0][0], self.shared)
+            return acts if acts else [(DISCARD, 0)]
+        if ph == P_DRAW:
+            if self.pile and _can_place(self.players[player], self.pile[-1], True):
+                return [(DRAW, 0), (DRAW, 1)]
+            return [(DRAW, 0)]
+        if ph == P_VOTE:
+            return [(SWAP, 0), (SWAP, 1)]
+        if ph == P_ANSWER:
+            if _can_place(self.players[player], self.pending[0][0], self.shared):
+                return [(ACCEPT, 0), (DECLINE, 0)]
+            return [(DECLINE, 0)]
+        if self.mode == "burn":
+            return [(KEEP, 0), (BURN, 0)]
+        return [(OFFER, 0), (KEEP, 0)]
+
+    def scores(self) -> list[int]:
+        return [p.score for p in self.players]
+
+    # ---- actions
+
+    def apply(self, player: int, action: tuple[int, int]) -> None:
+        """Apply a legal action (no checks: the caller takes it from ``legal``)."""
+        ph = self.phase
+        kind = action[0]
+        if ph == P_PLACE:
+            self._resolve(action)
+        elif ph == P_DRAW:
+            self._shared_draw(action[1])
+        elif ph == P_VOTE:
+            self.votes[player] = action[1]
+            if min(self.votes) >= 0:
+                if self.votes[0] and self.votes[1]:
+                    a, b = self.pending
+                    self.pending = [[b[0], b[1], 0], [a[0], a[1], 1]]
+                self.votes = []
+                self._enter_place()
+        elif kind == OFFER:
+            self.phase = P_ANSWER
+        elif kind == ACCEPT:
+            self.pending[0][2] = player
+            self.phase = P_PLACE
+        elif kind == DECLINE or kind == KEEP:
+            self._enter_place()
+        elif kind == BURN:
+            head = self.pending.pop(0)
+            self.discards += 1
+            self._mark_resolved(head[0], head[1])
+            self._after_resolution(head)
+        else:  # pragma: no cover - every legal action is handled above
+            raise AssertionError(action)
+
+    def _mark_resolved(self, card: str, owner: int) -> None:
+        r = card[0]
+        if r == "Q" or r == "A":
+            if self.shared:
+                self.qa_left -= 1
+            else:
+                self.players[owner].qa_left -= 1
+        elif r == "K" and not self.shared:
+            self.players[owner].kings += 1
+
+    def _resolve(self, action: tuple[int, int]) -> None:
+        head = self.pending.pop(0)
+        card, owner, p = head
+        kind = action[0]
+        pl = self.players[p]
+        if kind == NEW_TOWER:
+            pl.towers.append([card])
+            pl.tv.append(VALUE[card[0]])
+        elif kind == BANK:
+            pl.moat.append(card)
+        elif kind == DISCARD:
+            if self.shared and card[0] in NUMBERS:
+                self.pile.append(card)
+            else:
+                self.discards += 1
+        else:
+            _place(pl, action[1], card)
+        self._mark_resolved(card, owner)
+        self._after_resolution(head)
+
+    def _after_resolution(self, head: list) -> None:
+        if self.shared:
+            if not self.deck or (self.qa_total and not self.qa_left):
+                for p in self.players:
+                    _finish(p)
+                self._end()
+            elif head[2] != self.turn:
+                self.phase = P_DRAW
+            else:
+                self._next_shared_turn()
+            return
+        self._check_ends()
+        if all(p.finished for p in self.players):
+            self._end()
+        elif self.pending:
+            self._enter_place()
+        else:
+            self._next_turn()
+
+    def _end(self) -> None:
+        self.phase = P_OVER
+        self.pending = []
+
+    def _check_ends(self) -> None:
+        pending = self.pending
+        for i, pl in enumerate(self.players):
+            if pl.finished or any(e[1] == i or e[2] == i for e in pending):
+                continue
+            if not pl.deck or (pl.qa_total and not pl.qa_left):
+                _finish(pl)
+
+    def _draw_own(self, p: int) -> list:
+        pl = self.players[p]
+        card = pl.deck.pop()
+        pl.rem[card[0]] -= 1
+        pl.ctx = None
+        return [card, p, p]
+
+    def _next_turn(self) -> None:
+        players = self.players
+        live = [i for i, p in enumerate(players) if not p.finished]
+        self.votes = []
+        if self.mode == "mutual_swap" and len(live) == 2:
+            self.pending = [self._draw_own(0), self._draw_own(1)]
+            self.turn = -1
+            self.votes = [-1, -1]
+            self.phase = P_VOTE
+            return
+        n = len(players)
+        d = live[0] if len(live) == 1 else (self.turn + 1) % n
+        self.turn = d
+        self.pending = [self._draw_own(d)]
+        if self.mode == "burn" or (self.mode == "free_gift" and n == 2 and not players[1 - d].finished):
+            self.phase = P_DECIDE
+        else:
+            self._enter_place()
+
+    def _enter_place(self) -> None:
+        self.phase = P_PLACE
+        if self.mode != "free_gift" and self.mode != "mutual_swap":
+            return
+        head = self.pending[0]
+        card = head[0]
+        if _can_place(self.players[head[2]], card, False):
+            return
+        partner = 1 - head[2]
+        if not self.players[partner].finished and _can_place(self.players[partner], card, False):
+            head[2] = partner
+
+    def _next_shared_turn(self) -> None:
+        d = 1 - self.turn
+        players = self.players
+        while players[d].skips:
+            players[d].skips -= 1
+            d = 1 - d
+        self.turn = d
+        self.phase = P_DRAW
+
+    def _shared_draw(self, source: int) -> None:
+        d = self.turn
+        if source == 1:
+            card = self.pile.pop()
+        else:
+            card = self.deck.pop()
+            self.players[0].rem[card[0]] -= 1  # one dict shared by both players
+            for p in self.players:
+                p.ctx = None
+        owner = d if card[0] in NUMBERS else (0 if card[1] in "HD" else 1)
+        self.pending = [[card, owner, owner]]
+        if owner != d:
+            self.players[owner].skips += 1
+        self.phase = P_PLACE
+
+
+def _place(pl: SPlayer, i: int, card: str) -> None:
+    r = card[0]
+    t = pl.towers[i]
+    if r in NUMBERS or r == "J":
+        t.append(card)
+        pl.tv[i] += VALUE[r]
+        return
+    del pl.towers[i]
+    value = pl.tv.pop(i)
+    if r == "K":
+        pl.score -= value
+        if pl.moat:
+            moat = pl.moat
+            k = min(range(len(moat)), key=lambda j: (_PR[moat[j][0]], j))
+            dep = moat.pop(k)
+            pl.towers.append([dep])
+            pl.tv.append(VALUE[dep[0]])
+        return
+    value += VALUE[r]
+    pl.score += value // 2 if (r == "A" or t[-1][0] == "J") else value
+
+
+def _finish(pl: SPlayer) -> None:
+    pen = 0
+    for t, v in zip(pl.towers, pl.tv, strict=True):
+        if t[-1][0] == "J":
+            pen += v // 2
+    pl.score -= pen + sum(VALUE[c[0]] for c in pl.moat)
+    pl.finished = True
+
+
+def _rank_counts(cards: Sequence[str]) -> dict[str, int]:
+    rem = dict.fromkeys(game.PLACE_RANK, 0)
+    for c in cards:
+        rem[c[0]] += 1
+    return rem
+
+
+def sim_from_state(state: game.State) -> Sim:
+    """A simulator copy of a full engine state (a determinization or a real game)."""
+    s = Sim.__new__(Sim)
+    s.mode = state.mode
+    s.shared = state.mode == "shared"
+    shared_rem = _rank_counts(state.deck) if s.shared else None
+    players = []
+    for p in state.players:
+        sp = SPlayer()
+        sp.deck = list(reversed(p.deck))
+        sp.towers = [list(t) for t in p.towers]
+        sp.tv = [sum(VALUE[c[0]] for c in t) for t in p.towers]
+        sp.moat = list(p.moat)
+        sp.score = p.score
+        sp.kings = p.kings
+        sp.qa_left = p.qa_left
+        sp.qa_total = p.qa_total
+        sp.skips = p.skips
+        sp.finished = p.finished
+        sp.rem = shared_rem if shared_rem is not None else _rank_counts(p.deck)
+        sp.ctx = None
+        players.append(sp)
+    s.players = players
+    s.phase = _PHASE_OF[state.phase]
+    s.turn = state.turn
+    s.pending = [[e.card, e.owner, e.holder] for e in state.pending]
+    s.votes = list(state.votes)
+    s.deck = list(reversed(state.deck))
+    s.pile = list(state.pile)
+    s.qa_left = state.qa_left
+    s.qa_total = state.qa_total
+    s.discards = len(state.discards)
+    return s
+
+
+def snapshot(s: Sim) -> tuple:
+    """Everything the simulator tracks, comparable with ``state_snapshot`` of the engine."""
+    return (
+        _PHASE_NAME[s.phase],
+        s.turn if s.phase != P_OVER else None,
+        tuple((tuple(reversed(p.deck)), tuple(tuple(t) for t in p.towers), tuple(p.moat), p.score, p.kings,
+               p.qa_left, p.skips, p.finished) for p in s.players),
+        tuple(tuple(e) for e in s.pending),
+        tuple(s.votes) if s.phase == P_VOTE else (),
+        tuple(reversed(s.deck)), tuple(s.pile), s.qa_left, s.discards,
+    )
+
+
+def state_snapshot(state: game.State) -> tuple:
+    return snapshot(sim_from_state(state))
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+class Weights:
+    """The heuristic's evaluation weights (tuned on solitaire deals; see the bench)."""
+
+    __slots__ = ("closer", "growth", "slot", "king", "jack", "moat_live", "moat_start", "pile_bar")
+
+    def __init__(self, closer: float = 0.75, growth: float = 0.34, slot: float = 0.6, king: float = 0.19,
+                 jack: float = 0.18, moat_live: float = 0.75, moat_start: float = 1.2, pile_bar: float = 2.0):
+        self.closer = closer  # how much of a future closure's points a tower is worth now
+        self.growth = growth  # per number card still to come that a clean tower can take
+        self.slot = slot  # an empty tower slot
+        self.king = king  # per King to come, times the smallest tower's value
+        self.jack = jack  # per Jack to come, times the smallest clean tower's value
+        self.moat_live = moat_live  # share of a Moat card's value lost while Kings may still deploy it
+        self.moat_start = moat_start  # a Moat card that a King to come will deploy as a tower
+        self.pile_bar = pile_bar  # shared variant: gain a pile card must beat to be drawn
+
+
+W = Weights()
+
+
+def _closures(clean: list[int], frozen: list[int], nq: int, na: int) -> int:
+    """The points the Queens and Aces to come should make of the open towers, over the
+    unresolved baseline (a frozen tower left open costs half its value).
+
+    Gains: a Queen on a clean tower of value S makes S+10, on a frozen one (S+10)//2 and saves the
+    S//2 penalty; an Ace makes (S+1)//2 on a clean tower and (S+1)//2 + S//2 on a frozen one. So
+    Aces rescue the tallest frozen towers first, Queens then close the best remaining towers,
+    and Aces left over close what is left at half.
+    """
+    total = 0
+    if frozen:
+        frozen = sorted(frozen, reverse=True)
+        k = min(na, len(frozen))
+        for s in frozen[:k]:
+            total += (s + 1) // 2 + s // 2
+        na -= k
+        frozen = frozen[k:]
+    if clean:
+        clean = sorted(clean, reverse=True)
+    ci = fi = 0
+    nc, nf = len(clean), len(frozen)
+    while nq and (ci < nc or fi < nf):
+        gc = clean[ci] + 10 if ci < nc else -1
+        gf = (frozen[fi] + 10) // 2 + frozen[fi] // 2 if fi < nf else -1
+        if gc >= gf:
+            total += gc
+            ci += 1
+        else:
+            total += gf
+            fi += 1
+        nq -= 1
+    while na and (ci < nc or fi < nf):
+        gc = (clean[ci] + 1) // 2 if ci < nc else -1
+        gf = (frozen[fi] + 1) // 2 + frozen[fi] // 2 if fi < nf else -1
+        if gc >= gf:
+            total += gc
+            ci += 1
+        else:
+            total += gf
+            fi += 1
+        na -= 1
+    return total
+
+
+class Ctx:
+    """What the cards still to come look like, computed once per decision."""
+
+    __slots__ = ("nq", "na", "nk", "nj", "ge")
+
+    def __init__(self, rem: Mapping[str, int]):
+        self.nq, self.na, self.nk, self.nj = rem["Q"], rem["A"], rem["K"], rem["J"]
+        ge = [0] * 11  # ge[r - 2]: number cards to come of placing rank >= r (2..10)
+        acc = 0
+        for i in range(8, -1, -1):
+            acc += rem[_NUM_RANKS[i]]
+            ge[i] = acc
+        self.ge = ge
+
+
+def evaluate(towers: Sequence[Sequence[str]], tv: Sequence[int], moat: Sequence[str], score: int,
+             ctx: Ctx, w: Weights = W) -> float:
+    """What one player's table is worth: the score so far plus what the open towers and the
+    Moat should still bring, from the cards still to come (``ctx``)."""
+    frozen_pen = 0
+    clean: list[int] = []
+    frozen: list[int] = []
+    ge = 0
+    cge = ctx.ge
+    for t, v in zip(towers, tv, strict=True):
+        top = t[-1][0]
+        if top == "J":
+            frozen.append(v)
+            frozen_pen += v // 2
+        else:
+            clean.append(v)
+            ge += cge[_PR[top] - 2]
+    if ctx.nq + ctx.na == 0:  # the clock has run out: this is the end (or nothing more will close)
+        return score - frozen_pen - sum(VALUE[c[0]] for c in moat)
+    val = score - frozen_pen + w.closer * _closures(clean, frozen, ctx.nq, ctx.na)
+    if clean:
+        val += w.growth * ge / (1 + 0.5 * (len(clean) - 1))
+    val += w.slot * (MAX_TOWERS - len(towers))
+    nk = ctx.nk
+    if nk and tv:
+        val -= w.king * nk * min(tv)
+    if ctx.nj and clean:
+        val -= w.jack * ctx.nj * min(clean)
+    if moat:
+        moat_vals = sorted(VALUE[c[0]] for c in moat)
+        live = min(nk, len(moat_vals))
+        for i, v in enumerate(moat_vals):
+            if i < live:
+                val += w.moat_start - w.moat_live * v
+            else:
+                val -= v
+    return val
+
+
+def _after(pl: SPlayer, card: str, action: tuple[int, int]) -> tuple[list, list[int], list[str], int]:
+    """(towers, values, moat, score) of ``pl`` after resolving ``card`` with ``action``."""
+    kind = action[0]
+    r = card[0]
+    towers, tv, moat, score = pl.towers, pl.tv, pl.moat, pl.score
+    if kind == NEW_TOWER:
+        return towers + [[card]], tv + [VALUE[r]], moat, score
+    if kind == BANK:
+        return towers, tv, moat + [card], score
+    if kind == DISCARD:
+        return towers, tv, moat, score
+    i = action[1]
+    if r in NUMBERS or r == "J":
+        towers = towers[:]
+        towers[i] = towers[i] + [card]
+        tv = tv[:]
+        tv[i] += VALUE[r]
+        return towers, tv, moat, score
+    t = towers[i]
+    value = tv[i]
+    towers = towers[:i] + towers[i + 1:]
+    tv = tv[:i] + tv[i + 1:]
+    if r == "K":
+        score -= value
+        if moat:
+            k = min(range(len(moat)), key=lambda j: (_PR[moat[j][0]], j))
+            dep = moat[k]
+            moat = moat[:k] + moat[k + 1:]
+            towers = towers + [[dep]]
+            tv = tv + [VALUE[dep[0]]]
+        return towers, tv, moat, score
+    value += VALUE[r]
+    score += value // 2 if (r == "A" or t[-1][0] == "J") else value
+    return towers, tv, moat, score
+
+
+def _ctx(pl: SPlayer) -> Ctx:
+    ctx = pl.ctx
+    if ctx is None:
+        ctx = pl.ctx = Ctx(pl.rem)
+    return ctx
+
+
+def best_placement(s: Sim, p: int, card: str, w: Weights = W, gain: bool = True) -> tuple[tuple[int, int], float]:
+    """``p``'s best way to resolve ``card`` and (with ``gain``) its gain over the table as it stands."""
+    pl = s.players[p]
+    acts = _placements(pl, card, s.shared)
+    if not acts:
+        return (DISCARD, 0), 0.0
+    ctx = _ctx(pl)
+    if len(acts) == 1 and not gain:
+        return acts[0], 0.0
+    base = evaluate(pl.towers, pl.tv, pl.moat, pl.score, ctx, w) if gain else 0.0
+    best, best_v = acts[0], -math.inf
+    for a in acts:
+        towers, tv, moat, score = _after(pl, card, a)
+        v = evaluate(towers, tv, moat, score, ctx, w)
+        if v > best_v:
+            best, best_v = a, v
+    return best, best_v - base
+
+
+def choose(s: Sim, player: int, w: Weights = W) -> tuple[int, int]:
+    """The heuristic's action for ``player`` (who is to act) in ``s``."""
+    ph = s.phase
+    if ph == P_PLACE:
+        card = s.pending[0][0]
+        return best_placement(s, player, card, w, gain=False)[0]
+    if ph == P_DECIDE:
+        card = s.pending[0][0]
+        _, mine = best_placement(s, player, card, w)
+        if s.mode == "burn":
+            return (BURN, 0) if mine < -0.5 else (KEEP, 0)
+        partner = 1 - player
+        if s.players[partner].finished or not _can_place(s.players[partner], card, False):
+            return (KEEP, 0)
+        _, theirs = best_placement(s, partner, card, w)
+        if not _can_place(s.players[player], card, False):
+            return (KEEP, 0)  # the automatic offer gives it to them anyway
+        return (OFFER, 0) if theirs > mine + 0.5 else (KEEP, 0)
+    if ph == P_ANSWER:
+        card = s.pending[0][0]
+        drawer = 1 - player
+        if not _can_place(s.players[player], card, False):
+            return (DECLINE, 0)
+        if not _can_place(s.players[drawer], card, False):
+            return (ACCEPT, 0)
+        _, mine = best_placement(s, player, card, w)
+        _, theirs = best_placement(s, drawer, card, w)
+        return (ACCEPT, 0) if mine >= theirs else (DECLINE, 0)
+    if ph == P_VOTE:
+        return (SWAP, 1) if swap_gain(s, w) > 0.5 else (SWAP, 0)
+    if ph == P_DRAW:
+        if s.pile and _can_place(s.players[player], s.pile[-1], True):
+            _, gain = best_placement(s, player, s.pile[-1], w)
+            if gain > expected_draw_gain(s, player, w) + w.pile_bar:
+                return (DRAW, 1)
+        return (DRAW, 0)
+    raise AssertionError(ph)  # pragma: no cover
+
+
+def _gain(s: Sim, p: int, card: str, w: Weights) -> float:
+    """What placing ``card`` is worth to ``p`` (if ``p`` cannot, what it is worth to the partner,
+    who gets it by the automatic offer, or 0 when it is discarded)."""
+    pl = s.players[p]
+    if _can_place(pl, card, False):
+        return best_placement(s, p, card, w)[1]
+    q = 1 - p
+    if not s.players[q].finished and _can_place(s.players[q], card, False):
+        return best_placement(s, q, card, w)[1]
+    return 0.0
+
+
+def swap_gain(s: Sim, w: Weights = W) -> float:
+    """Mutual Swap: how much more the pair is worth swapped than kept."""
+    (a, _, ha), (b, _, hb) = s.pending[0], s.pending[1]
+    keep = _gain(s, ha, a, w) + _gain(s, hb, b, w)
+    swapped = _gain(s, ha, b, w) + _gain(s, hb, a, w)
+    return swapped - keep
+
+
+def expected_draw_gain(s: Sim, p: int, w: Weights = W) -> float:
+    """Shared variant: the mean gain of a deck card for ``p`` (over the deck's composition)."""
+    rem = s.players[p].rem
+    total = 0
+    acc = 0.0
+    for r, n in rem.items():
+        if not n:
+            continue
+        total += n
+        if r in NUMBERS:
+            card = r + ("H" if p == 0 else "S")
+            acc += n * best_placement(s, p, card, w)[1]
+        # face cards: half are the opponent's (a handoff, then another draw): counted as 0
+    return acc / total if total else 0.0
+
+
+def rollout(s: Sim, w: Weights = W, max_steps: int = 2000) -> Sim:
+    """Play ``s`` to the end with the heuristic for every seat (in place)."""
+    steps = 0
+    while s.phase != P_OVER:
+        ph = s.phase
+        if ph == P_VOTE and len(s.votes) == 2 and s.votes[0] < 0 and s.votes[1] < 0:
+            agree = 1 if swap_gain(s, w) > 0.5 else 0  # both seats reach the same verdict
+            s.apply(0, (SWAP, agree))
+            s.apply(1, (SWAP, agree))
+        else:
+            p = s.to_act()[0]
+            s.apply(p, choose(s, p, w))
+        steps += 1
+        if steps > max_steps:  # pragma: no cover - every game ends well before
+            raise RuntimeError("a rollout ran away")
+    return s
+
+
+# --------------------------------------------------------------------------- utility
+
+
+def _step(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+def utility_of_scores(mode: str, scores: Sequence[int], seat: int) -> float:
+    """How good final ``scores`` are for ``seat``, in [0, 1]."""
+    if mode == "shared":
+        margin = scores[seat] - scores[1 - seat]
+        win = 1.0 if margin > 0 else (0.5 if margin == 0 else 0.0)
+        return 0.75 * win + 0.25 * _step(margin / 12.0)
+    total = sum(scores)
+    target = game.TARGETS[mode] or 0
+    return 0.8 * _step((total - target + 0.5) / 4.0) + 0.2 * min(1.0, max(0.0, (total + 40) / (target + 80)))
+
+
+# --------------------------------------------------------------------------- determinization
+
+
+def _colour(card: str) -> int:
+    return 0 if card[1] in "HD" else 1
+
+
+def _visible_cards(view: Mapping[str, Any]) -> list[str]:
+    out: list[str] = []
+    for pl in view["players"]:
+        for t in pl["towers"]:
+            out.extend(t["cards"])
+        for c in pl["closed"]:
+            out.extend(c["cards"])
+        moat = pl.get("moat")
+        if moat and moat.get("cards"):
+            out.extend(moat["cards"])
+    out.extend(view["discards"])
+    out.extend(view.get("pile") or ())
+    out.extend(p["card"] for p in view["pending"] if p["card"])
+    return out
+
+
+def _pick(pool: list[str], k: int, rng: random.Random, ok: Any = None) -> list[str]:
+    """Remove and return ``k`` random cards of ``pool`` (those satisfying ``ok`` when given)."""
+    idx = [i for i, c in enumerate(pool) if ok is None or ok(c)]
+    if len(idx) < k:
+        raise ValueError("the view is inconsistent: not enough unseen cards")
+    chosen = sorted(rng.sample(idx, k), reverse=True)
+    return [pool.pop(i) for i in chosen]
+
+
+def _is_qa(c: str) -> bool:
+    return c[0] in "QA"
+
+
+def _not_qa(c: str) -> bool:
+    return c[0] not in "QA"
+
+
+def _is_number(c: str) -> bool:
+    return c[0] in NUMBERS
+
+
+def _deal_deck(pool: list[str], size: int, need_qa: int, rng: random.Random) -> list[str]:
+    """A deck of ``size`` cards from ``pool`` holding exactly ``need_qa`` Queens and Aces."""
+    if size == len(pool):
+        deck = pool[:]
+        pool.clear()
+    else:
+        need_qa = max(0, min(need_qa, size))
+        deck = _pick(pool, need_qa, rng, _is_qa) + _pick(pool, size - need_qa, rng, _not_qa)
+    rng.shuffle(deck)
+    return deck
+
+
+def _qa_resolved(view: Mapping[str, Any], colour: int | None) -> int:
+    """Queens and Aces of ``colour`` (any if None) already resolved: closing towers or discarded."""
+    n = 0
+    for pl in view["players"]:
+        for c in pl["closed"]:
+            last = c["cards"][-1]
+            if last[0] in "QA" and (colour is None or _colour(last) == colour):
+                n += 1
+    for c in view["discards"]:
+        if c[0] in "QA" and (colour is None or _colour(c) == colour):
+            n += 1
+    return n
+
+
+def determinize(view: Mapping[str, Any], seat: int, rng: random.Random) -> game.State:
+    """A full engine state whose ``view(state, seat)`` equals ``view``, hidden cards sampled."""
+    mode = view["mode"]
+    vplayers = view["players"]
+    n = len(vplayers)
+    shared = mode == "shared"
+    seen = _visible_cards(view)
+    phase = game.Phase(view["phase"])
+    if shared:
+        pool = [c for c in game.core.STANDARD_DECK if c not in set(seen)]
+        need = view["queens_aces_left"] - sum(1 for p in view["pending"] if p["card"][0] in "QA")
+        deck = tuple(_deal_deck(pool, view["deck_size"], need, rng))
+        players = tuple(
+            game.Player((), tuple(tuple(t["cards"]) for t in p["towers"]), (), p["score"], 0, 0, 0,
+                        tuple((tuple(c["cards"]), c["points"]) for c in p["closed"]), p["skips"], p["finished"],
+                        _end_of(p))
+            for p in vplayers)
+        pending = tuple(game.Pending(p["card"], p["owner"], p["holder"], game.EVERYONE) for p in view["pending"])
+        qa_left = view["queens_aces_left"]
+        qa_total = qa_left + _qa_resolved(view, None)
+        turn = view["turn"] if view["turn"] is not None else 0
+        return game.State(mode, 0, players, phase, turn, pending, (), tuple(view["discards"]), deck,
+                          tuple(view["pile"]), qa_left, qa_total)
+    seen_set = set(seen)
+    pools = [[c for c in game.COLOUR_DECKS[i] if c not in seen_set] for i in range(n)]
+    # hidden slots: each deck, the other players' face-down Moats, pending cards not shown to seat
+    hidden_pending = [i for i, p in enumerate(view["pending"]) if p["card"] is None]
+    hidden_moat = [0] * n
+    for i, p in enumerate(vplayers):
+        if p["moat"]["cards"] is None:
+            hidden_moat[i] = p["moat"]["count"]
+    for _attempt in range(64):
+        work = [pl[:] for pl in pools]
+        moats: list[list[str]] = [list(p["moat"]["cards"] or ()) for p in vplayers]
+        pend_cards = {i: view["pending"][i]["card"] for i in range(len(view["pending"]))}
+        # the partner's Moat: as many of each colour as the counts leave over
+        for i in range(n):
+            k = hidden_moat[i]
+            if not k:
+                continue
+            extra = []
+            for c in range(n):
+                owed = vplayers[c]["deck_size"] + sum(1 for j in hidden_pending if view["pending"][j]["owner"] == c)
+                extra.append(max(0, len(work[c]) - owed))
+            cards: list[str] = []
+            for c in range(n):
+                if c != i and extra[c] and len(cards) < k:
+                    take = min(extra[c], k - len(cards))
+                    cards.extend(_pick(work[c], take, rng, _is_number))
+            if len(cards) < k:
+                cards.extend(_pick(work[i], k - len(cards), rng, _is_number))
+            rng.shuffle(cards)
+            moats[i] = cards
+        for j in hidden_pending:
+            owner = view["pending"][j]["owner"]
+            pend_cards[j] = _pick(work[owner], 1, rng)[0]
+        decks = []
+        for i, p in enumerate(vplayers):
+            need = p["queens_aces_left"] - sum(
+                1 for j, e in enumerate(view["pending"]) if e["owner"] == i and pend_cards[j][0] in "QA")
+            decks.append(tuple(_deal_deck(work[i], p["deck_size"], need, rng)))
+        state = _coop_state(view, seat, moats, decks, pend_cards)
+        if _consistent(state, seat):
+            break
+    players_votes = state
+    if phase is game.Phase.VOTE:
+        players_votes = _sample_votes(state, view, seat, rng)
+    return players_votes
+
+
+def _end_of(p: Mapping[str, Any]) -> tuple[str, int, int] | None:
+    e = p.get("end")
+    return (e["reason"], e["tower_penalty"], e["moat_penalty"]) if e else None
+
+
+def _coop_state(view: Mapping[str, Any], seat: int, moats: list[list[str]], decks: list[tuple[str, ...]],
+                pend_cards: dict[int, str]) -> game.State:
+    mode = view["mode"]
+    players = []
+    for i, p in enumerate(view["players"]):
+        qa_left = p["queens_aces_left"]
+        qa_total = qa_left + _qa_resolved(view, i)
+        players.append(game.Player(
+            decks[i], tuple(tuple(t["cards"]) for t in p["towers"]), tuple(moats[i]), p["score"],
+            p["kings_resolved"], qa_left, qa_total,
+            tuple((tuple(c["cards"]), c["points"]) for c in p["closed"]), 0, p["finished"], _end_of(p)))
+    pending = []
+    vote_pair = view["phase"] == "vote" or (mode == "mutual_swap" and view["turn"] is None
+                                            and len(view["pending"]) > 0)
+    for j, e in enumerate(view["pending"]):
+        owner, holder = e["owner"], e["holder"]
+        if vote_pair:
+            seen = 0b11
+        else:
+            seen = (1 << owner) | (1 << holder)
+            if e["card"] is not None:
+                seen |= 1 << seat
+            else:
+                seen &= ~(1 << seat)
+        pending.append(game.Pending(pend_cards[j], owner, holder, seen))
+    votes: tuple[int, ...] = ()
+    if view["phase"] == "vote":
+        votes = tuple((-1 if not v["voted"] else (int(v["agree"]) if v["agree"] is not None else 0))
+                      for v in view["votes"])
+    phase = game.Phase(view["phase"])
+    turn = view["turn"] if view["turn"] is not None else -1
+    return game.State(mode, 0, tuple(players), phase, turn, tuple(pending), votes, tuple(view["discards"]),
+                      (), (), 0, 0)
+
+
+def _consistent(state: game.State, seat: int) -> bool:
+    """Free Gift: a card the partner holds unseen in the place phase was not offered automatically,
+    so it is not one the partner cannot place while the seat (still playing) could."""
+    if state.mode != "free_gift" or state.phase is not game.Phase.PLACE:
+        return True
+    head = state.pending[0]
+    if head.holder == seat or head.seen & (1 << seat):
+        return True
+    holder = state.players[head.holder]
+    me = state.players[seat]
+    if game._placements(holder, head.card, False):
+        return True
+    return me.finished or not game._placements(me, head.card, False)
+
+
+def _sample_votes(state: game.State, view: Mapping[str, Any], seat: int, rng: random.Random) -> game.State:
+    """A secret vote already cast by the other player: what the heuristic would have voted."""
+    votes = list(state.votes)
+    other = 1 - seat
+    if view["votes"][other]["voted"]:
+        s = sim_from_state(state)
+        agree = swap_gain(s) > 0.5
+        if rng.random() < 0.15:
+            agree = not agree
+        votes[other] = int(agree)
+    return game.State(state.mode, state.seed, state.players, state.phase, state.turn, state.pending,
+                      tuple(votes), state.discards, state.deck, state.pile, state.qa_left, state.qa_total)
+
+
+# --------------------------------------------------------------------------- the adapter
+
+
+class CourtAdapter:
+    """``court_bots.search.Adapter`` for The Court (used by the generic ISMCTS)."""
+
+    game = game
+
+    def determinize(self, view: Mapping[str, Any], seat: int, rng: random.Random) -> game.State:
+        return determinize(view, seat, rng)
+
+    def horizon(self, root: game.State, state: game.State) -> bool:
+        return False  # a whole game is short (26 draws a deck): play to the end
+
+    def utility(self, root: game.State, state: game.State, seat: int) -> float:
+        if not game.is_terminal(state):
+            s = rollout(sim_from_state(state))
+            return utility_of_scores(state.mode, s.scores(), seat)
+        return utility_of_scores(state.mode, [p.score for p in state.players], seat)
+
+    def playout_action(self, state: game.State, player: int, legal: tuple[Any, ...], rng: random.Random) -> Any:
+        a = choose(sim_from_state(state), player)
+        return a if a in legal else legal[rng.randrange(len(legal))]
+
+
+ADAPTER = CourtAdapter()
+
+
+# --------------------------------------------------------------------------- levels
+
+
+def heuristic(view: Mapping[str, Any], seat: int, sample: game.State, legal: Sequence[Any],
+              rng: random.Random) -> Any:
+    """The rules of thumb. ``sample`` comes from ``determinize(view, ...)``: the heuristic reads
+    its public parts, the seat's own cards and the composition of the unseen cards (the same in
+    every sample, up to which unseen cards sit in the partner's Moat)."""
+    s = sim_from_state(sample)
+    a = choose(s, seat)
+    return a if a in legal else legal[0]
+
+
+def expert(view: Mapping[str, Any], seat: int, sample: game.State, legal: Sequence[Any], rng: random.Random,
+           budget_ms: float, iterations: int | None = None) -> tuple[Any, int]:
+    """Determinized rollouts of every root action (common random numbers), pruned by successive
+    halving; the heuristic's own choice stands unless another action beats it in the rollouts by
+    more than the noise (paired differences over the same sampled worlds).
+
+    Stops when the next sampled world would not fit in ``SEARCH_SHARE`` of ``budget_ms``, or
+    after ``iterations`` sampled worlds when given (then the clock is not read: the decision is a
+    function of the view and ``rng`` alone, which the tests use)."""
+    start = time.perf_counter()
+    deadline = start + budget_ms * SEARCH_SHARE / 1000.0
+    cands = list(legal)
+    if len(cands) == 1:
+        return cands[0], 0
+    mode = view["mode"]
+    prior = heuristic(view, seat, sample, legal, rng)
+    sums = dict.fromkeys(cands, 0.0)
+    dsum = dict.fromkeys(cands, 0.0)  # paired differences against the prior
+    dsq = dict.fromkeys(cands, 0.0)
+    count = dict.fromkeys(cands, 0)
+    iters = 0
+    det = sample
+    per_rollout = 0.0
+    while True:
+        t0 = time.perf_counter()
+        s0 = sim_from_state(det)
+        us = {}
+        for a in cands:
+            s = s0.copy()
+            s.apply(seat, a)
+            rollout(s)
+            us[a] = utility_of_scores(mode, s.scores(), seat)
+        up = us[prior]
+        for a in cands:
+            u = us[a]
+            sums[a] += u
+            d = u - up
+            dsum[a] += d
+            dsq[a] += d * d
+            count[a] += 1
+        iters += 1
+        if iters % HALVING_EVERY == 0 and len(cands) > 2:
+            ranked = sorted(cands, key=lambda a: sums[a] / count[a], reverse=True)
+            keep = ranked[:max(2, (len(ranked) + 1) // 2)]
+            if prior not in keep:
+                keep[-1] = prior
+            cands = keep
+        if iterations is not None:
+            if iters >= iterations:
+                break
+        else:
+            now = time.perf_counter()
+            per_rollout = max(per_rollout * 0.5, (now - t0) / len(us))
+            if now + per_rollout * (len(cands) + 1) >= deadline:
+                break
+        det = determinize(view, seat, rng)
+    best = max(cands, key=lambda a: (sums[a] / count[a], a == prior))
+    if best != prior:
+        k = count[best]
+        mean = dsum[best] / k
+        var = max(0.0, dsq[best] / k - mean * mean)
+        if k < 2 or mean <= SWITCH_Z * math.sqrt(var / (k - 1)):
+            best = prior
+    return best, iters
+
+
+SEARCH_SHARE = 0.6  # of the budget spent on rollouts (the rest is headroom for the p99)
+HALVING_EVERY = 6  # sampled worlds between two halvings of the candidates
+SWITCH_Z = 1.0  # how many standard errors a rollout gain must clear to overrule the heuristic
