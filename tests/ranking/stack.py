@@ -98,9 +98,9 @@ class Stack:
                 f"sqlite:///{self.tmp_path / (service + '.db')}"
         if service == "lobby":
             extra.update(rules_addr=self.rules.address, ranking_addr=self.ranking.address)
-        return Settings.load(service, {}, nats_url=self.nats.url, listen="127.0.0.1:0", metrics_listen="",
-                             token_secret=SECRET, env="test", state_dir=self.tmp_path / "state",
-                             **{**extra, **overrides})
+        values = dict(nats_url=self.nats.url, listen="127.0.0.1:0", metrics_listen="", token_secret=SECRET,
+                      env="test", state_dir=self.tmp_path / "state", **extra)
+        return Settings.load(service, {}, **{**values, **overrides})
 
     async def start(self) -> None:
         self.nats.start()

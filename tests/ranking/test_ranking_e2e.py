@@ -3,9 +3,11 @@ scripted clients, rank points paid by the ranking service's event consumer, on b
 
 from __future__ import annotations
 
+import asyncio
 import random
 from typing import Any
 
+import nats
 import pytest
 from court_client import RulesClient
 from court_kit.structs import to_dict
@@ -85,3 +87,71 @@ async def test_a_local_game_leaves_every_balance_unchanged(stack: Stack):
     await stack.wait_ranked(lambda st: st.game_status(marker) == "finished", "the marker game to be settled")
     assert [await p.balance() for p in players] == before
     assert stack.ranking.store.game_status(game_id) is None  # never registered: local
+
+
+async def play_some(players: list[Player], game_id: str, rng: random.Random, *, rounds: int) -> None:
+    """Random legal moves until ``rounds`` more rounds have ended (or the game has)."""
+    clients = {i: p.rules for i, p in enumerate(players)}
+    view = await clients[0].get_view(game_id, 0)
+    ended = 0
+    while ended < rounds and not view.finished:
+        seat = view.to_act[0]
+        mine = await clients[seat].get_view(game_id, seat)
+        reply = await clients[seat].submit(game_id, rng.choice(list(mine.legal_actions)), seat)
+        ended += sum(1 for e in reply.events if to_dict(e).get("type") == "RoundEnded")
+        view = reply.view
+
+
+class Duplicator:
+    """Publishes every full event of every Queen's Court game a second time under a new message id,
+    so the ranking consumer receives each event twice (as a redelivery or a replay would)."""
+
+    def __init__(self, stack: Stack):
+        self.stack = stack
+        self.copied = 0
+
+    async def __aenter__(self) -> Duplicator:
+        self.nc = await nats.connect(self.stack.nats.url)
+        self.js = self.nc.jetstream()
+        self.sub = await self.nc.subscribe("court.full.queens_court.>", cb=self._copy)
+        return self
+
+    async def _copy(self, msg: Any) -> None:
+        headers = dict(msg.headers or {})
+        if headers.get("Nats-Msg-Id", "").endswith("-again"):
+            return  # our own copy coming back
+        headers["Nats-Msg-Id"] = headers.get("Nats-Msg-Id", "") + "-again"
+        await self.js.publish(msg.subject, msg.data, headers=headers)
+        self.copied += 1
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.sub.unsubscribe()
+        await self.nc.drain()
+
+
+async def test_killed_consumer_and_every_event_twice_still_pay_exactly_once(stack: Stack):
+    players = [await stack.player(n) for n in ("Ivy", "Jon", "Kim")]
+    rng = random.Random(11)
+    async with Duplicator(stack) as dup:
+        game_id = await online_lobby(stack, players, ANTE)
+        await play_some(players, game_id, rng, rounds=1)
+        await stack.kill_ranking()  # dies holding whatever it fetched and did not acknowledge
+        await play_some(players, game_id, rng, rounds=1)  # a round ends while nobody consumes
+        await stack.start_ranking_again()
+        final = await play(players, game_id, 12)
+        assert final.finished
+        await stack.wait_ranked(lambda st: st.game_status(game_id) == "finished", "the game to be settled")
+        js = stack.ranking.nc.jetstream()
+
+        async def drained() -> bool:  # every copy of every event delivered and acknowledged
+            info = await js.consumer_info("COURT_EVENTS_FULL", "ranking")
+            return info.num_pending == 0 and info.num_ack_pending == 0
+
+        await stack.ranking.consumer.wait_for(drained, 60, "the consumer to take every event")
+    events, seed = await full_events(stack, game_id)
+    assert dup.copied == len(events)  # each event went into the stream twice
+    want = expected_changes(events, 3, ANTE, seed)
+    assert [await p.balance() for p in players] == [1000 + d for d in want]
+    entries = await asyncio.to_thread(stack.ranking.store.entries_of_game, game_id)
+    keys = [(e.round, e.reason, e.player_id) for e in entries]
+    assert len(keys) == len(set(keys))
