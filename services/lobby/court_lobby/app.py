@@ -73,7 +73,7 @@ class LobbyApp:
             server, port = create_server(settings.listen, interceptors=[
                 EdgeInterceptor(Verifier(settings.token_secret), public_methods=PUBLIC_METHODS)])
             lobby_pb2_grpc.add_LobbyServiceServicer_to_server(servicer, server)
-            health = add_health_and_reflection(server, [SERVICE_NAME])
+            health = await add_health_and_reflection(server, [SERVICE_NAME])
             await server.start()
         except BaseException:
             await backends.close()

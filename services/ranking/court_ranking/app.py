@@ -75,7 +75,7 @@ class RankingApp:
             server, port = create_server(settings.listen,
                                          interceptors=[EdgeInterceptor(Verifier(settings.token_secret))])
             ranking_pb2_grpc.add_RankingServiceServicer_to_server(servicer, server)
-            health = add_health_and_reflection(server, [SERVICE_NAME])
+            health = await add_health_and_reflection(server, [SERVICE_NAME])
             await server.start()
         except BaseException:
             await nc.close()
