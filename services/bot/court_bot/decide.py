@@ -1,0 +1,183 @@
+"""Deciding one move from one seat's view: levels, adapters, budgets, metrics.
+
+``Decider.decide`` is the one place a move is chosen, for turns and for ``Suggest`` alike:
+
+* ``heuristic`` and ``expert`` need the game's adapter (``court_bots.games.<game>``) and run
+  ``court_bots.choose`` on the view alone. Without an adapter they raise ``NoAdapter`` (never a
+  silent stand-in).
+* ``random`` runs ``court_bots.choose`` too when the adapter exists; without one it picks
+  uniformly from the seat's legal actions as the rules service lists them in the view, so the
+  random level plays every game.
+* The move is checked against those legal actions before anyone submits it. An adapter that
+  proposes an illegal move is a bug: it is logged as an error and counted
+  (``court_bot_errors_total{kind="illegal_decision"}``), and a uniformly random legal move is
+  played instead so the table is not left waiting.
+
+Decisions are CPU-bound: they run on a small thread pool so the event loop (NATS heartbeats,
+health checks, other games' I/O) stays responsive. The rng of a decision is seeded from an HMAC
+(keyed with the deployment's secret) of the position, so every replica decides the same way at
+the same position (a duplicate handler submits the same move under the same request id) and no
+player can predict a bot's random choices.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import hashlib
+import hmac
+import importlib
+import random
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import court_bots
+from court_bots.levels import LEVELS
+from court_games.registry import GAME_NAMES, get_game
+from court_kit import actions as kactions
+from court_kit import logging as klog
+from court_kit.errors import InvalidArgument
+from court_proto.court.rules.v1 import actions_pb2
+
+from .metrics import DECISION_SECONDS, DECISIONS, ERRORS
+
+log = klog.get_logger("court_bot.decide")
+
+STRENGTH = ("expert", "heuristic", "random")  # strongest first
+RECENT = 4096  # decision times kept per (game, level) for benchmarks and tests
+
+
+class UnknownLevel(InvalidArgument):
+    pass
+
+
+class NoAdapter(InvalidArgument):
+    """The level needs ``court_bots.games.<game>``, which this build does not have (yet)."""
+
+
+def find_adapter(game: str) -> ModuleType | None:
+    """The game's bot adapter module, or ``None`` when there is none (or it does not import)."""
+    if game not in GAME_NAMES:
+        return None
+    try:
+        mod = importlib.import_module(f"court_bots.games.{game}")
+    except ModuleNotFoundError as exc:
+        if exc.name == f"court_bots.games.{game}":
+            return None
+        log.error("bot adapter does not import", game=game, error=str(exc))
+        ERRORS.labels("adapter_import").inc()
+        return None
+    except Exception as exc:  # noqa: BLE001 - a broken adapter must not take the service down
+        log.error("bot adapter does not import", game=game, error=f"{type(exc).__name__}: {exc}")
+        ERRORS.labels("adapter_import").inc()
+        return None
+    if not hasattr(mod, "ADAPTER") or not hasattr(mod, "heuristic"):
+        log.error("bot adapter lacks ADAPTER or heuristic", game=game)
+        ERRORS.labels("adapter_import").inc()
+        return None
+    return mod
+
+
+def position_rng(secret: str, *parts: Any) -> random.Random:
+    """A ``random.Random`` determined by the position (and unpredictable without the secret)."""
+    key = ":".join(str(p) for p in parts).encode()
+    return random.Random(int.from_bytes(hmac.new(secret.encode(), key, hashlib.sha256).digest()[:16], "big"))
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    action: actions_pb2.Action
+    level: str
+    game: str
+    seconds: float  # the thinking time (wall clock)
+    iterations: int = 0  # searches run (expert)
+    via: str = "adapter"  # "adapter" | "legal_list" | "fallback"
+    cpu_seconds: float = 0.0  # CPU time of the deciding thread (wall minus waiting for a core or the GIL)
+
+    def explain(self, seat: int, seq: int) -> str:
+        what = {
+            "random": "a uniformly random legal move",
+            "heuristic": "the rules of thumb of a good player",
+            "expert": f"information-set search ({self.iterations} iterations)",
+        }[self.level]
+        if self.via == "fallback":
+            what = "a random legal move (the adapter proposed an illegal one; reported)"
+        return (f"{self.level} level, {what}, from seat {seat}'s view at move {seq}, "
+                f"decided in {self.seconds * 1000:.1f} ms")
+
+
+class Decider:
+    def __init__(self, budgets_ms: Mapping[str, float], *, threads: int = 1,
+                 adapters: Callable[[str], ModuleType | None] = find_adapter):
+        self.budgets_ms = dict(budgets_ms)
+        self._adapters = adapters
+        self._adapter_cache: dict[str, ModuleType | None] = {}
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="court-bot-decide")
+        # (wall, cpu) seconds of recent decisions per (game, level), for benchmarks and tests
+        self.recent: dict[tuple[str, str], deque[tuple[float, float]]] = defaultdict(lambda: deque(maxlen=RECENT))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def adapter(self, game: str) -> ModuleType | None:
+        """The game's adapter, looked up once per process (as imports are)."""
+        if game not in self._adapter_cache:
+            self._adapter_cache[game] = self._adapters(game)
+        return self._adapter_cache[game]
+
+    def levels_for(self, game: str) -> tuple[str, ...]:
+        """The levels this build plays ``game`` at, strongest first."""
+        return STRENGTH if self.adapter(game) is not None else ("random",)
+
+    def check_level(self, game: str, level: str) -> None:
+        if level not in LEVELS:
+            raise UnknownLevel(f"unknown bot level {level[:40]!r}; levels: {', '.join(LEVELS)}")
+        if level != "random" and self.adapter(game) is None:
+            raise NoAdapter(f"the {level} level does not play {game} in this build yet (no "
+                            f"court_bots.games.{game} adapter); levels available for {game}: "
+                            f"{', '.join(self.levels_for(game))}")
+
+    async def decide(self, game: str, view: Mapping[str, Any], seat: int, level: str,
+                     legal: Sequence[actions_pb2.Action], rng: random.Random, *, budget_ms: float | None = None,
+                     purpose: str = "turn") -> Choice:
+        """The move ``level`` makes for ``seat`` from ``view`` (``legal``: the seat's legal actions)."""
+        self.check_level(game, level)
+        if not legal:
+            raise ValueError(f"seat {seat} has no legal action")
+        budget = self.budgets_ms[level] if budget_ms is None else budget_ms
+        mod = self.adapter(game)
+        if mod is None:  # random level, no adapter: the rules service's legal list
+            t0, c0 = time.perf_counter(), time.thread_time()
+            action = legal[rng.randrange(len(legal))]
+            choice = Choice(action, level, game, time.perf_counter() - t0, via="legal_list",
+                            cpu_seconds=time.thread_time() - c0)
+        else:
+            ctx = contextvars.copy_context()
+            loop = asyncio.get_running_loop()
+            choice = await loop.run_in_executor(
+                self._pool, ctx.run, self._choose, game, dict(view), seat, level, rng, budget)
+            if choice.action not in legal:
+                log.error("the bot proposed an illegal move; playing a random legal one instead",
+                          game=game, level=level, seat=seat, action=kactions.to_json(choice.action))
+                ERRORS.labels("illegal_decision").inc()
+                choice = Choice(legal[rng.randrange(len(legal))], level, game, choice.seconds,
+                                choice.iterations, via="fallback", cpu_seconds=choice.cpu_seconds)
+        DECISIONS.labels(game, level, purpose).inc()
+        DECISION_SECONDS.labels(game, level).observe(choice.seconds)
+        self.recent[(game, level)].append((choice.seconds, choice.cpu_seconds))
+        return choice
+
+    @staticmethod
+    def _choose(game: str, view: dict[str, Any], seat: int, level: str, rng: random.Random,
+                budget_ms: float) -> Choice:
+        t0, c0 = time.perf_counter(), time.thread_time()
+        decision = court_bots.choose(game, view, seat, level, rng, budget_ms)
+        module = get_game(game)
+        action = kactions.from_json(game, module.action_to_json(decision.action, seat))
+        return Choice(action, level, game, time.perf_counter() - t0, decision.iterations,
+                      cpu_seconds=time.thread_time() - c0)

@@ -1,0 +1,94 @@
+"""``court.bot.v1.BotService``: ``Suggest``, a hint from the caller's own view.
+
+The view is read from the rules service with the caller's own token (forwarded as is), so a hint
+can only ever come from what the caller may see: asking for another player's seat is refused by
+the rules service (PERMISSION_DENIED), a bad token likewise (UNAUTHENTICATED), and those codes
+are passed on unchanged. The decision runs within the level's time budget, or within the call's
+deadline when that is shorter.
+
+Errors: INVALID_ARGUMENT for an unknown level or a level this build does not play for the game
+(the message lists the levels that do); PERMISSION_DENIED for a caller without a seat in the game;
+FAILED_PRECONDITION when the seat is not to act or the game is over; NOT_FOUND for an unknown
+game; UNAVAILABLE when the rules service does not answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+from court_client import RulesClient
+from court_kit import logging as klog
+from court_kit.errors import FailedPrecondition, InvalidArgument, PermissionDenied, ServiceError
+from court_kit.server import current_identity
+from court_kit.structs import to_dict
+from court_proto.court.bot.v1 import bot_pb2, bot_pb2_grpc
+
+from .decide import Decider, position_rng
+from .upstream import passed_on
+
+log = klog.get_logger("court_bot.suggest")
+
+# Time kept back from the caller's deadline for reading the view and answering.
+DEADLINE_MARGIN_S = 0.005
+MIN_BUDGET_MS = 1.0
+
+
+class DeadlineExceeded(ServiceError):
+    code = grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+def bearer(context: grpc.aio.ServicerContext) -> str:
+    for key, value in context.invocation_metadata() or ():
+        if key == "authorization":
+            return value[7:].strip() if value[:7].lower() == "bearer " else value.strip()
+    return ""
+
+
+class BotServicer(bot_pb2_grpc.BotServiceServicer):
+    def __init__(self, rules_channel: grpc.aio.Channel, decider: Decider, secret: str, *,
+                 rules_timeout: float = 5.0):
+        self.channel = rules_channel
+        self.decider = decider
+        self._secret = secret
+        self.rules_timeout = rules_timeout
+
+    async def Suggest(self, request: bot_pb2.SuggestRequest, context: Any) -> bot_pb2.SuggestResponse:
+        ident = current_identity()
+        level = request.level
+        if level and level not in self.decider.budgets_ms:
+            raise InvalidArgument(f"unknown bot level {level[:40]!r}; levels: "
+                                  f"{', '.join(self.decider.budgets_ms)} (empty: the strongest)")
+        if not request.game_id:
+            raise InvalidArgument("game_id is required")
+        klog.bind(game_id=request.game_id)
+        remaining = context.time_remaining()
+        timeout = self.rules_timeout if remaining is None else max(min(self.rules_timeout, remaining), 0.001)
+        rules = RulesClient(self.channel, bearer(context), retries=2, timeout=timeout)
+        try:
+            view = await rules.get_view(request.game_id, request.seat if request.HasField("seat") else None)
+        except grpc.aio.AioRpcError as err:
+            raise passed_on(err) from None
+        if not view.HasField("your_seat"):
+            raise PermissionDenied("you have no seat in this game: a hint is for one of your own seats")
+        seat = view.your_seat
+        if view.finished:
+            raise FailedPrecondition("the game is over")
+        if seat not in view.to_act:
+            raise FailedPrecondition(f"seat {seat} is not to act now (to act: {list(view.to_act)}); "
+                                     "ask again on your turn")
+        level = level or self.decider.levels_for(view.game)[0]
+        self.decider.check_level(view.game, level)
+        budget = self.decider.budgets_ms[level]
+        remaining = context.time_remaining()
+        if remaining is not None:
+            left_ms = (remaining - DEADLINE_MARGIN_S) * 1000
+            if left_ms < MIN_BUDGET_MS:
+                raise DeadlineExceeded("the deadline leaves no time to think: allow at least "
+                                       f"{budget + 20:.0f} ms for the {level} level")
+            budget = min(budget, left_ms)
+        rng = position_rng(self._secret, "suggest", ident.sub, view.game_id, view.seq, seat, level)
+        choice = await self.decider.decide(view.game, to_dict(view.view), seat, level, list(view.legal_actions),
+                                           rng, budget_ms=budget, purpose="suggest")
+        log.info("suggested", seat=seat, level=level, ms=round(choice.seconds * 1000, 2))
+        return bot_pb2.SuggestResponse(action=choice.action, seq=view.seq, explanation=choice.explain(seat, view.seq))

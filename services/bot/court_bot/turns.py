@@ -1,0 +1,383 @@
+"""Playing the bot seats: TurnStarted events in, moves out.
+
+The rules service publishes ``court.events.<game>.<game_id>.TurnStarted`` to the ``COURT_EVENTS``
+stream after every move that leaves the game running (and at creation), with ``to_act`` (seats)
+and ``players`` (their ids; a bot seat is ``bot:<level>``, optionally ``bot:<level>:<name>``).
+
+**One handler per turn, across replicas.** Every replica pulls from one durable JetStream
+consumer, ``court-bot`` (explicit acks, ``ack_wait`` from COURT_BOT_ACK_WAIT). JetStream gives
+each event to one replica at a time; a replica only pulls as many as it has free workers, and
+keeps a turn it is working on reserved with in-progress acks. A replica that dies holding a turn
+stops extending it, so after ``ack_wait`` JetStream redelivers it to another replica. This is the
+JetStream form of a NATS queue group, with the durability a plain queue group lacks.
+
+**A turn plays at most once**, even when delivered twice (a replica died after submitting but
+before acking, or an ack was lost):
+
+* the handler reads the bot seat's view; if the game has moved past the event's ``seq`` (or is
+  over) the turn is stale: acked and dropped (the newer position has its own TurnStarted);
+* the move is submitted with request id ``bot-<game_id>-<seq>-<seat>`` under the one bot
+  identity every replica shares, so two handlers of one position send the same id and the rules
+  service applies it once (a repeat gets the first answer; the same id with another action, as
+  a time-bounded search may produce, is refused with INVALID_ARGUMENT, counted as ``duplicate``);
+* a submit that finds the game moved on (FAILED_PRECONDITION, ABORTED) is stale, not retried.
+
+One event plays one move: the first bot seat in ``to_act`` the service can play. In a
+simultaneous phase (Hearts passing, Mutual Swap votes) the next bot seat moves on the next event.
+
+Turns the service cannot play now (a level with no adapter in this build, an unknown level, the
+rules service unreachable, a token it refuses) are logged as errors, counted, and put back
+(``nak`` with a delay) so a later or newer replica plays them: never dropped silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+import grpc
+from court_kit import logging as klog
+from court_kit.structs import to_dict
+from court_proto.court.events.v1 import events_pb2
+from court_proto.court.rules.v1 import rules_pb2
+from nats.aio.client import Client as NATS
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import NotFoundError
+
+from .decide import Decider, NoAdapter, UnknownLevel, position_rng
+from .metrics import ERRORS, TURN_SECONDS, TURNS
+from .upstream import BotRules
+
+log = klog.get_logger("court_bot.turns")
+
+STREAM = "COURT_EVENTS"  # the rules service's public event stream (protos/court/events/v1)
+TURN_SUBJECT = "court.events.*.*.TurnStarted"
+DURABLE = "court-bot"
+BOT_PREFIX = "bot:"
+FETCH_WAIT = 1.0  # seconds one pull request lingers (also how soon an idle worker notices a stop)
+RECENT = 20_000  # handled turns remembered for tests and debugging
+UNAVAILABLE_DELAY = 1.0  # seconds before a turn is retried when the rules service did not answer
+
+
+class Outcome(StrEnum):
+    PLAYED = "played"
+    STALE = "stale"
+    DUPLICATE = "duplicate"
+    NOT_BOT = "not_bot"
+    RETRY = "retry"
+    FAILED = "failed"
+
+
+def request_id(game_id: str, seq: int, seat: int) -> str:
+    """The one request id of the bot move for ``seat`` at position ``seq`` of a game."""
+    return f"bot-{game_id}-{seq}-{seat}"
+
+
+def bot_level(player: str) -> str | None:
+    """``bot:<level>`` (or ``bot:<level>:<name>``) -> level; ``None`` for a person."""
+    if not player.startswith(BOT_PREFIX):
+        return None
+    return player[len(BOT_PREFIX):].split(":", 1)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    game: str
+    game_id: str
+    seq: int
+    to_act: tuple[int, ...]
+    players: tuple[str, ...]
+
+    @classmethod
+    def from_event(cls, ev: events_pb2.GameEvent) -> Turn:
+        if ev.type != "TurnStarted":
+            raise ValueError(f"not a TurnStarted event: {ev.type!r}")
+        payload = to_dict(ev.payload)
+        to_act = tuple(int(s) for s in payload.get("to_act", ()))
+        players = tuple(str(p) for p in payload.get("players", ()))
+        if len(to_act) != len(players):
+            raise ValueError("TurnStarted lists to_act and players of different lengths")
+        return cls(ev.game, ev.game_id, int(ev.seq), to_act, players)
+
+    def bot_seats(self) -> list[tuple[int, str]]:
+        """(seat, level) of every bot seat to act, in ``to_act`` order."""
+        out = []
+        for seat, player in zip(self.to_act, self.players, strict=True):
+            level = bot_level(player)
+            if level is not None:
+                out.append((seat, level))
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Handled:
+    """What one delivery of one turn event came to."""
+
+    game_id: str
+    seq: int
+    outcome: Outcome
+    seat: int | None = None
+    level: str | None = None
+    delivered: int = 1  # JetStream's delivery count (2+: a redelivery)
+    retry_after: float | None = None
+    replica: str = ""
+
+
+class Faults:
+    """Hooks for tests (a crash between submit and ack, two handlers of one position)."""
+
+    async def before_submit(self, turn: Turn, seat: int) -> None:
+        """Called after deciding, before the move is submitted."""
+
+    async def after_submit(self, turn: Turn, seat: int, reply: rules_pb2.SubmitActionResponse) -> None:
+        """Called after the rules service accepted the move, before the event is acked."""
+
+
+class Journal:
+    """The turns this replica handled, newest last, with a way to wait for one."""
+
+    def __init__(self, limit: int = RECENT):
+        self.entries: deque[Handled] = deque(maxlen=limit)
+        self._changed = asyncio.Event()
+
+    def add(self, h: Handled) -> None:
+        self.entries.append(h)
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def played(self) -> list[Handled]:
+        return [h for h in self.entries if h.outcome is Outcome.PLAYED]
+
+    async def wait_for(self, predicate: Callable[[list[Handled]], bool], timeout: float = 15.0) -> None:
+        async def loop() -> None:
+            while not predicate(list(self.entries)):
+                await self._changed.wait()
+
+        await asyncio.wait_for(loop(), timeout)
+
+
+class TurnHandler:
+    """Plays one turn event: read the bot seat's view, decide, submit."""
+
+    def __init__(self, rules: BotRules, decider: Decider, secret: str, *, retry_delay: float = 30.0,
+                 faults: Faults | None = None, replica: str = ""):
+        self.rules = rules
+        self.decider = decider
+        self._secret = secret
+        self.retry_delay = retry_delay
+        self.faults = faults or Faults()
+        self.replica = replica
+
+    async def handle(self, turn: Turn, delivered: int = 1) -> Handled:
+        klog.bind(game_id=turn.game_id, seq=turn.seq, game=turn.game)
+        t0 = time.perf_counter()
+
+        def done(outcome: Outcome, seat: int | None = None, level: str | None = None,
+                 retry_after: float | None = None) -> Handled:
+            return Handled(turn.game_id, turn.seq, outcome, seat, level, delivered, retry_after, self.replica)
+
+        seats = turn.bot_seats()
+        if not seats:
+            return done(Outcome.NOT_BOT)
+        refused: list[str] = []
+        for seat, level in seats:
+            try:
+                self.decider.check_level(turn.game, level)
+            except (UnknownLevel, NoAdapter) as exc:
+                kind = "unknown_level" if isinstance(exc, UnknownLevel) else "no_adapter"
+                log.error("cannot play this bot seat", seat=seat, level=level, error=str(exc))
+                ERRORS.labels(kind).inc()
+                refused.append(str(exc))
+                continue
+            try:
+                view = await self.rules.view(turn.game_id, seat)
+            except grpc.aio.AioRpcError as err:
+                return self._rules_failed("reading the view", err, done, seat, level)
+            if view.seq != turn.seq or view.finished:
+                log.debug("stale turn", now=view.seq)
+                return done(Outcome.STALE, seat, level)
+            if seat not in view.to_act:  # cannot happen at the event's own seq; keep the guard
+                continue
+            rng = position_rng(self._secret, turn.game_id, turn.seq, seat)
+            choice = await self.decider.decide(turn.game, to_dict(view.view), seat, level,
+                                               list(view.legal_actions), rng, purpose="turn")
+            rid = request_id(turn.game_id, turn.seq, seat)
+            await self.faults.before_submit(turn, seat)
+            try:
+                reply = await self.rules.submit(turn.game_id, seat, choice.action, rid)
+            except grpc.aio.AioRpcError as err:
+                code = err.code()
+                if code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.ABORTED):
+                    log.info("the game moved on before the bot's move", seat=seat, reason=err.details())
+                    return done(Outcome.STALE, seat, level)
+                if code == grpc.StatusCode.INVALID_ARGUMENT:
+                    # our action comes from the legal list of this very position: the request id
+                    # was used already (another handler of this turn played it)
+                    log.info("another handler played this turn", seat=seat, reason=err.details())
+                    return done(Outcome.DUPLICATE, seat, level)
+                return self._rules_failed("submitting", err, done, seat, level)
+            TURN_SECONDS.observe(time.perf_counter() - t0)
+            log.debug("played", seat=seat, level=level, move=reply.seq, ms=round(choice.seconds * 1000, 2))
+            await self.faults.after_submit(turn, seat, reply)
+            return done(Outcome.PLAYED, seat, level)
+        if refused:
+            return done(Outcome.RETRY, seats[0][0], seats[0][1], retry_after=self.retry_delay)
+        return done(Outcome.STALE)
+
+    def _rules_failed(self, what: str, err: grpc.aio.AioRpcError, done: Callable[..., Handled], seat: int,
+                      level: str) -> Handled:
+        code = err.code()
+        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED):
+            log.warning("rules service unavailable", what=what, code=code.name, reason=err.details())
+            ERRORS.labels("rules_unavailable").inc()
+            return done(Outcome.RETRY, seat, level, retry_after=UNAVAILABLE_DELAY)
+        if code == grpc.StatusCode.NOT_FOUND:
+            log.error("turn event for an unknown game", what=what, reason=err.details())
+            ERRORS.labels("unknown_game").inc()
+            return done(Outcome.FAILED, seat, level)
+        if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+            log.error("the rules service refused the bot identity (is COURT_TOKEN_SECRET the same?)",
+                      what=what, code=code.name, reason=err.details())
+            ERRORS.labels("refused").inc()
+            return done(Outcome.RETRY, seat, level, retry_after=self.retry_delay)
+        log.error("the rules service answered an error", what=what, code=code.name, reason=err.details())
+        ERRORS.labels("rules_error").inc()
+        return done(Outcome.RETRY, seat, level, retry_after=self.retry_delay)
+
+
+class TurnConsumer:
+    """``concurrency`` workers per replica, each pulling one turn at a time from the shared consumer."""
+
+    def __init__(self, nc: NATS, handler: TurnHandler, *, concurrency: int = 8, ack_wait: float = 10.0,
+                 catchup: float = 600.0, journal: Journal | None = None):
+        self.nc = nc
+        self.js = nc.jetstream(timeout=5.0)
+        self.handler = handler
+        self.concurrency = concurrency
+        self.ack_wait = ack_wait
+        self.catchup = catchup
+        self.journal = journal or Journal()
+        self._stopping = asyncio.Event()
+        self._workers: list[asyncio.Task[None]] = []
+        self.attached = asyncio.Event()  # set once the consumer exists and a worker is pulling
+
+    def start(self) -> None:
+        self._workers = [asyncio.create_task(self._work(i), name=f"court-bot-turns-{i}")
+                         for i in range(self.concurrency)]
+
+    async def stop(self, grace: float) -> None:
+        """Take no new turns; let the ones in hand finish (up to ``grace`` seconds after the pulls end)."""
+        self._stopping.set()
+        if not self._workers:
+            return
+        _done, pending = await asyncio.wait(self._workers, timeout=FETCH_WAIT + grace)
+        for t in pending:
+            t.cancel()
+        for t in pending:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+
+    async def kill(self) -> None:
+        """Abrupt (tests: a replica dying): turns in hand are neither acked nor put back."""
+        self._stopping.set()
+        for t in self._workers:
+            t.cancel()
+        for t in self._workers:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await t
+
+    async def ensure_consumer(self) -> None:
+        try:
+            await self.js.consumer_info(STREAM, DURABLE)
+            return
+        except NotFoundError:
+            pass
+        config = ConsumerConfig(
+            durable_name=DURABLE, name=DURABLE, filter_subject=TURN_SUBJECT,
+            ack_policy=AckPolicy.EXPLICIT, ack_wait=self.ack_wait, max_deliver=-1,
+            deliver_policy=DeliverPolicy.BY_START_TIME,
+            opt_start_time=datetime.now(UTC) - timedelta(seconds=self.catchup),
+            max_ack_pending=20_000, max_waiting=4096,
+            description="Court bot service: every TurnStarted, one replica each",
+        )
+        try:
+            await self.js.add_consumer(STREAM, config)
+            log.info("created the shared turn consumer", durable=DURABLE, ack_wait=self.ack_wait)
+        except Exception:
+            # another replica may have created it a moment ago (with its own start time)
+            await self.js.consumer_info(STREAM, DURABLE)
+
+    async def _work(self, index: int) -> None:
+        psub = None
+        while not self._stopping.is_set():
+            try:
+                if psub is None:
+                    await self.ensure_consumer()
+                    psub = await self.js.pull_subscribe_bind(durable=DURABLE, stream=STREAM)
+                    self.attached.set()
+                try:
+                    msgs = await psub.fetch(1, timeout=FETCH_WAIT)
+                except (TimeoutError, NatsTimeout):
+                    continue
+                for msg in msgs:
+                    await self._process(msg)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - keep consuming: NATS or the stream may be coming up
+                if index == 0:
+                    log.warning("turn consumer not ready", error=str(exc) or type(exc).__name__)
+                ERRORS.labels("consumer").inc()
+                if psub is not None:
+                    with contextlib.suppress(Exception):
+                        await psub.unsubscribe()
+                psub = None
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), 1.0)
+        if psub is not None:
+            with contextlib.suppress(Exception):
+                await psub.unsubscribe()
+
+    async def _process(self, msg: Any) -> None:
+        klog.clear()
+        delivered = msg.metadata.num_delivered
+        try:
+            turn = Turn.from_event(events_pb2.GameEvent.FromString(msg.data))
+        except Exception as exc:  # noqa: BLE001 - a malformed event can never be played
+            log.error("dropping a malformed turn event", subject=msg.subject, error=str(exc))
+            ERRORS.labels("bad_event").inc()
+            await msg.term()
+            return
+        keepalive = asyncio.create_task(self._keep_reserved(msg))
+        try:
+            handled = await self.handler.handle(turn, delivered)
+        except Exception:  # noqa: BLE001 - a bug: log it, put the turn back for a later try
+            log.exception("handling a turn failed")
+            ERRORS.labels("internal").inc()
+            handled = Handled(turn.game_id, turn.seq, Outcome.RETRY, delivered=delivered,
+                              retry_after=self.handler.retry_delay, replica=self.handler.replica)
+        finally:
+            keepalive.cancel()
+        try:
+            if handled.outcome is Outcome.RETRY:
+                await msg.nak(delay=handled.retry_after)
+            else:
+                await msg.ack()
+        except Exception as exc:  # noqa: BLE001 - the turn comes back after ack_wait; it plays once anyway
+            log.warning("could not ack a turn", error=str(exc) or type(exc).__name__)
+        TURNS.labels(handled.outcome.value).inc()
+        self.journal.add(handled)
+
+    async def _keep_reserved(self, msg: Any) -> None:
+        """In-progress acks while a turn is worked on, so a slow turn is not handed to another replica."""
+        while True:
+            await asyncio.sleep(self.ack_wait / 3)
+            with contextlib.suppress(Exception):
+                await msg.in_progress()
