@@ -11,10 +11,11 @@
 * ``insert_ignore`` is the idempotent insert both services build on (``ON CONFLICT DO NOTHING``).
 """
 
-from .db import database_url, insert_ignore, make_engine, normalize_url
+from .db import check_text, database_url, insert_ignore, make_engine, normalize_url
 from .migrate import current_revision, run_env, upgrade
 
 __all__ = [
+    "check_text",
     "current_revision",
     "database_url",
     "insert_ignore",

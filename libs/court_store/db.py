@@ -75,6 +75,15 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     return create_engine(url, **kwargs)
 
 
+def check_text(value: Any, what: str, max_len: int) -> str:
+    """A string fit for a query: at most ``max_len`` characters and no NUL (PostgreSQL refuses those)."""
+    from court_kit.errors import InvalidArgument
+
+    if not isinstance(value, str) or len(value) > max_len or "\x00" in value:
+        raise InvalidArgument(f"{what} must be text of at most {max_len} characters without NUL")
+    return value
+
+
 def insert_ignore(session: Session, table: Table, rows: Iterable[Mapping[str, Any]]) -> int:
     """Insert ``rows``, silently skipping any that clash with a unique key; returns rows inserted."""
     rows = [dict(r) for r in rows]

@@ -29,7 +29,7 @@ from court_kit.errors import (
     PermissionDenied,
     Unauthenticated,
 )
-from court_store import insert_ignore, upgrade
+from court_store import check_text, insert_ignore, upgrade
 from sqlalchemy import delete, func, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
@@ -121,12 +121,13 @@ class LobbyStore:
         return acc
 
     def account_by_name(self, name: str) -> Account | None:
-        if not isinstance(name, str) or len(name) > 24:
-            return None
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+            return None  # no account has such a name
         with self.session() as s:
             return s.exec(select(Account).where(Account.name_key == name.casefold())).first()
 
     def account(self, account_id: str) -> Account:
+        check_text(account_id, "player_id", 64)
         with self.session() as s:
             acc = s.get(Account, account_id)
         if acc is None:
@@ -163,8 +164,7 @@ class LobbyStore:
         """The stored answer to an earlier call with this request id, if any."""
         if not request_id:
             return None
-        if len(request_id) > MAX_REQUEST_ID:
-            raise InvalidArgument(f"request_id must be at most {MAX_REQUEST_ID} characters")
+        check_text(request_id, "request_id", MAX_REQUEST_ID)
         with self.session() as s:
             row = s.get(RequestLog, (account_id, request_id))
         if row is None:
@@ -197,13 +197,15 @@ class LobbyStore:
             seated=tuple(SeatInfo(x.seat_no, x.account_id, x.bot_level, x.name, x.ready) for x in seats))
 
     def lobby(self, lobby_id: str) -> LobbyInfo:
+        check_text(lobby_id, "lobby_id", 36)
         with self.session() as s:
-            row = s.get(Lobby, lobby_id) if isinstance(lobby_id, str) and len(lobby_id) <= 36 else None
+            row = s.get(Lobby, lobby_id)
             if row is None:
                 raise NotFound(f"no lobby {lobby_id!r}")
             return self._info(s, row)
 
     def lobby_of_game(self, game_id: str) -> LobbyInfo | None:
+        check_text(game_id, "game_id", 64)
         with self.session() as s:
             row = s.exec(select(Lobby).where(Lobby.game_id == game_id)).first()
             return None if row is None else self._info(s, row)

@@ -15,6 +15,7 @@ from court_kit.server import current_identity
 from court_kit.tokens import Identity
 from court_proto.court.ranking.v1 import ranking_pb2 as pb
 from court_proto.court.ranking.v1 import ranking_pb2_grpc
+from court_store import check_text
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from . import settle
@@ -45,9 +46,7 @@ def _require_trusted(ident: Identity, what: str) -> None:
 
 
 def _player(ident: Identity, requested: str) -> str:
-    pid = requested or ident.sub
-    if len(pid) > MAX_ID:
-        raise InvalidArgument(f"player_id must be at most {MAX_ID} characters")
+    pid = check_text(requested or ident.sub, "player_id", MAX_ID)
     if settle.is_bot(pid):
         raise InvalidArgument(f"{pid!r} is a bot seat: bots hold no rank points")
     return pid
@@ -152,8 +151,9 @@ class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
 
     async def GetChallenges(self, request: pb.GetChallengesRequest, context: Any) -> pb.Challenges:
         ident = current_identity()
-        if not request.game_id or len(request.game_id) > MAX_ID:
-            raise InvalidArgument("game_id is required (at most 64 characters)")
+        if not request.game_id:
+            raise InvalidArgument("game_id is required")
+        check_text(request.game_id, "game_id", MAX_ID)
         info, progress = await self._run(self.store.challenges, request.game_id)
         if _trusted(ident):
             seats = list(range(len(info.players)))
@@ -182,7 +182,7 @@ class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
             raise InvalidArgument("at most 100 players at once")
         out = pb.Ratings(player_ids=list(request.player_ids))
         for pid in request.player_ids:
-            r = await self._run(self.store.rating, pid[:MAX_ID], game)
+            r = await self._run(self.store.rating, check_text(pid, "player_id", MAX_ID), game)
             out.ratings.append(pb.GameStats(game=game, played=r.games, rating=r.ordinal, mu=r.mu, sigma=r.sigma))
         return out
 
@@ -206,8 +206,9 @@ class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
 
     async def AbandonGame(self, request: pb.AbandonGameRequest, context: Any) -> pb.AbandonGameResponse:
         _require_trusted(current_identity(), "abandon a game")
-        if not request.game_id or len(request.game_id) > MAX_ID:
-            raise InvalidArgument("game_id is required (at most 64 characters)")
+        if not request.game_id:
+            raise InvalidArgument("game_id is required")
+        check_text(request.game_id, "game_id", MAX_ID)
         refunds = await self._run(self.store.abandon_game, request.game_id)
         info = await self._run(self.store.game_info, request.game_id)
         out = pb.AbandonGameResponse(refunds=refunds)
