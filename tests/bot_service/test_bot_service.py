@@ -282,6 +282,11 @@ async def test_the_shared_consumer_is_durable_and_explicit_ack(stack: Stack) -> 
     assert info.config.filter_subject == "court.events.*.*.TurnStarted"
     assert AckPolicy(info.config.ack_policy) is AckPolicy.EXPLICIT
     assert info.config.ack_wait == pytest.approx(1.0)
+    # a replica started with another COURT_BOT_ACK_WAIT updates the shared consumer
+    other = await stack.start_bot(ack_wait=2.5)
+    await asyncio.wait_for(other.consumer.attached.wait(), 15)
+    info = await bot.nc.jetstream().consumer_info(STREAM, DURABLE)
+    assert info.config.ack_wait == pytest.approx(2.5)
 
 
 class HoldBeforeSubmit(Faults):

@@ -37,11 +37,12 @@ from types import ModuleType
 from typing import Any
 
 import court_bots
+import grpc
 from court_bots.levels import LEVELS
 from court_games.registry import GAME_NAMES, get_game
 from court_kit import actions as kactions
 from court_kit import logging as klog
-from court_kit.errors import InvalidArgument
+from court_kit.errors import InvalidArgument, ServiceError
 from court_proto.court.rules.v1 import actions_pb2
 
 from .metrics import DECISION_SECONDS, DECISIONS, ERRORS
@@ -58,6 +59,15 @@ class UnknownLevel(InvalidArgument):
 
 class NoAdapter(InvalidArgument):
     """The level needs ``court_bots.games.<game>``, which this build does not have (yet)."""
+
+
+class TooLate(ServiceError):
+    """The caller's deadline passed before the decision could start (the deciding threads were busy)."""
+
+    code = grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+MIN_BUDGET_MS = 1.0
 
 
 def find_adapter(game: str) -> ModuleType | None:
@@ -143,13 +153,17 @@ class Decider:
                             f"{', '.join(self.levels_for(game))}")
 
     async def decide(self, game: str, view: Mapping[str, Any], seat: int, level: str,
-                     legal: Sequence[actions_pb2.Action], rng: random.Random, *, budget_ms: float | None = None,
+                     legal: Sequence[actions_pb2.Action], rng: random.Random, *, deadline: float | None = None,
                      purpose: str = "turn") -> Choice:
-        """The move ``level`` makes for ``seat`` from ``view`` (``legal``: the seat's legal actions)."""
+        """The move ``level`` makes for ``seat`` from ``view`` (``legal``: the seat's legal actions).
+
+        The level's budget bounds the thinking; ``deadline`` (a ``time.perf_counter()`` instant)
+        shortens it when it comes sooner, counted from when a deciding thread takes the work.
+        """
         self.check_level(game, level)
         if not legal:
             raise ValueError(f"seat {seat} has no legal action")
-        budget = self.budgets_ms[level] if budget_ms is None else budget_ms
+        budget = self.budgets_ms[level]
         mod = self.adapter(game)
         if mod is None:  # random level, no adapter: the rules service's legal list
             t0, c0 = time.perf_counter(), time.thread_time()
@@ -160,7 +174,7 @@ class Decider:
             ctx = contextvars.copy_context()
             loop = asyncio.get_running_loop()
             choice = await loop.run_in_executor(
-                self._pool, ctx.run, self._choose, game, dict(view), seat, level, rng, budget)
+                self._pool, ctx.run, self._choose, game, dict(view), seat, level, rng, budget, deadline)
             if choice.action not in legal:
                 log.error("the bot proposed an illegal move; playing a random legal one instead",
                           game=game, level=level, seat=seat, action=kactions.to_json(choice.action))
@@ -174,8 +188,14 @@ class Decider:
 
     @staticmethod
     def _choose(game: str, view: dict[str, Any], seat: int, level: str, rng: random.Random,
-                budget_ms: float) -> Choice:
+                budget_ms: float, deadline: float | None) -> Choice:
         t0, c0 = time.perf_counter(), time.thread_time()
+        if deadline is not None:
+            left_ms = (deadline - t0) * 1000
+            if left_ms < MIN_BUDGET_MS:
+                raise TooLate(f"the deadline passed before the {level} bot could think: allow at least "
+                              f"{budget_ms + 20:.0f} ms")
+            budget_ms = min(budget_ms, left_ms)
         decision = court_bots.choose(game, view, seat, level, rng, budget_ms)
         module = get_game(game)
         action = kactions.from_json(game, module.action_to_json(decision.action, seat))

@@ -14,12 +14,13 @@ game; UNAVAILABLE when the rules service does not answer.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import grpc
 from court_client import RulesClient
 from court_kit import logging as klog
-from court_kit.errors import FailedPrecondition, InvalidArgument, PermissionDenied, ServiceError
+from court_kit.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from court_kit.server import current_identity
 from court_kit.structs import to_dict
 from court_proto.court.bot.v1 import bot_pb2, bot_pb2_grpc
@@ -31,11 +32,6 @@ log = klog.get_logger("court_bot.suggest")
 
 # Time kept back from the caller's deadline for reading the view and answering.
 DEADLINE_MARGIN_S = 0.005
-MIN_BUDGET_MS = 1.0
-
-
-class DeadlineExceeded(ServiceError):
-    code = grpc.StatusCode.DEADLINE_EXCEEDED
 
 
 def bearer(context: grpc.aio.ServicerContext) -> str:
@@ -79,16 +75,10 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
                                      "ask again on your turn")
         level = level or self.decider.levels_for(view.game)[0]
         self.decider.check_level(view.game, level)
-        budget = self.decider.budgets_ms[level]
         remaining = context.time_remaining()
-        if remaining is not None:
-            left_ms = (remaining - DEADLINE_MARGIN_S) * 1000
-            if left_ms < MIN_BUDGET_MS:
-                raise DeadlineExceeded("the deadline leaves no time to think: allow at least "
-                                       f"{budget + 20:.0f} ms for the {level} level")
-            budget = min(budget, left_ms)
+        deadline = None if remaining is None else time.perf_counter() + remaining - DEADLINE_MARGIN_S
         rng = position_rng(self._secret, "suggest", ident.sub, view.game_id, view.seq, seat, level)
         choice = await self.decider.decide(view.game, to_dict(view.view), seat, level, list(view.legal_actions),
-                                           rng, budget_ms=budget, purpose="suggest")
+                                           rng, deadline=deadline, purpose="suggest")
         log.info("suggested", seat=seat, level=level, ms=round(choice.seconds * 1000, 2))
         return bot_pb2.SuggestResponse(action=choice.action, seq=view.seq, explanation=choice.explain(seat, view.seq))

@@ -37,7 +37,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -296,10 +296,15 @@ class TurnConsumer:
 
     async def ensure_consumer(self) -> None:
         try:
-            await self.js.consumer_info(STREAM, DURABLE)
-            return
+            info = await self.js.consumer_info(STREAM, DURABLE)
         except NotFoundError:
-            pass
+            info = None
+        if info is not None:
+            if info.config.ack_wait is None or abs(info.config.ack_wait - self.ack_wait) > 1e-3:
+                # COURT_BOT_ACK_WAIT changed: the last replica started wins (the rest stays as created)
+                await self.js.add_consumer(STREAM, replace(info.config, ack_wait=self.ack_wait))
+                log.info("updated the shared turn consumer", ack_wait=self.ack_wait)
+            return
         config = ConsumerConfig(
             durable_name=DURABLE, name=DURABLE, filter_subject=TURN_SUBJECT,
             ack_policy=AckPolicy.EXPLICIT, ack_wait=self.ack_wait, max_deliver=-1,
