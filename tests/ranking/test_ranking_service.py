@@ -1,0 +1,82 @@
+"""The ranking service's gRPC surface: who may do what, and clear errors for bad input."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from court_proto.court.ranking.v1 import ranking_pb2 as rpb
+from court_proto.court.ranking.v1 import ranking_pb2_grpc
+
+from .stack import Stack
+
+pytestmark = [pytest.mark.integration]
+
+C = grpc.StatusCode
+
+
+async def fails(code: grpc.StatusCode, coro, match: str = "") -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await coro
+    assert err.value.code() == code, err.value.details()
+    assert match.lower() in (err.value.details() or "").lower()
+
+
+def stub_as(stack: Stack, sub: str, role: str):
+    stub = ranking_pb2_grpc.RankingServiceStub(stack.ranking_channel)
+    meta = (("authorization", f"Bearer {stack.token(sub, role)}"),)
+
+    async def call(method: str, request):
+        return await getattr(stub, method)(request, metadata=meta, timeout=30)
+
+    return call
+
+
+def register(game_id: str, seats: list[str], ante: int = 100) -> rpb.RegisterGameRequest:
+    return rpb.RegisterGameRequest(request_id=game_id, game_id=game_id, game="queens_court", online=True, ante=ante,
+                                   seed=7, seats=[rpb.RankedSeat(player_id=p, name=p) for p in seats])
+
+
+async def test_only_the_lobby_registers_and_abandons_games(stack: Stack):
+    player = stub_as(stack, "p-ann", "player")
+    lobby = stub_as(stack, "service:lobby", "service")
+    await fails(C.PERMISSION_DENIED, player("RegisterGame", register("g1", ["p-ann", "p-bob"])), "role service")
+    await fails(C.PERMISSION_DENIED, player("AbandonGame", rpb.AbandonGameRequest(game_id="g1")))
+    assert (await player("GetBalance", rpb.GetBalanceRequest())).points == 1000
+    done = await lobby("RegisterGame", register("g1", ["p-ann", "p-bob", "bot:random"]))
+    assert done.created and [(b.player_id, b.points) for b in done.balances] == [("p-ann", 900), ("p-bob", 900)]
+    again = await lobby("RegisterGame", register("g1", ["p-ann", "p-bob", "bot:random"]))
+    assert not again.created and [b.points for b in again.balances] == [900, 900]
+    await fails(C.FAILED_PRECONDITION, lobby("RegisterGame", register("g2", ["p-ann", "p-cy"], ante=950)), "p-ann")
+    assert (await player("GetBalance", rpb.GetBalanceRequest())).points == 900
+    back = await lobby("AbandonGame", rpb.AbandonGameRequest(game_id="g1"))
+    assert back.refunds == 2 and [b.points for b in back.balances] == [1000, 1000]
+    assert (await lobby("AbandonGame", rpb.AbandonGameRequest(game_id="g1"))).refunds == 0
+    await fails(C.NOT_FOUND, lobby("AbandonGame", rpb.AbandonGameRequest(game_id="nope")))
+
+
+async def test_reads_check_who_asks_and_what(stack: Stack):
+    ann = stub_as(stack, "p-ann", "player")
+    cy = stub_as(stack, "p-cy", "player")
+    lobby = stub_as(stack, "service:lobby", "service")
+    await lobby("RegisterGame", register("g1", ["p-ann", "p-bob"]))
+    hist = await ann("GetHistory", rpb.GetLedgerHistoryRequest())
+    assert [(e.note, e.delta, e.balance_after) for e in hist.entries] == [("ante_paid", -100, 900),
+                                                                          ("opening", 1000, 1000)]
+    page = await ann("GetHistory", rpb.GetLedgerHistoryRequest(page_size=1))
+    older = await ann("GetHistory", rpb.GetLedgerHistoryRequest(page_size=1, page_token=page.next_page_token))
+    assert [e.note for e in [*page.entries, *older.entries]] == ["ante_paid", "opening"] and not older.next_page_token
+    await fails(C.PERMISSION_DENIED, cy("GetHistory", rpb.GetLedgerHistoryRequest(player_id="p-ann")), "theirs alone")
+    await fails(C.INVALID_ARGUMENT, ann("GetHistory", rpb.GetLedgerHistoryRequest(page_token="'; DROP TABLE x")))
+    await fails(C.NOT_FOUND, cy("GetBalance", rpb.GetBalanceRequest(player_id="p-nobody")))
+    await fails(C.INVALID_ARGUMENT, ann("GetBalance", rpb.GetBalanceRequest(player_id="x" * 65)))
+    await fails(C.INVALID_ARGUMENT, ann("GetBalance", rpb.GetBalanceRequest(player_id="bot:expert")), "bot")
+    assert (await cy("GetProfile", rpb.GetProfileRequest(player_id="p-ann"))).points == 900
+    await fails(C.INVALID_ARGUMENT, ann("GetLeaderboard", rpb.GetLeaderboardRequest(game="chess")), "unknown game")
+    await fails(C.INVALID_ARGUMENT, ann("GetLeaderboard", rpb.GetLeaderboardRequest(game="hearts", limit=1000)))
+    mine = await ann("GetChallenges", rpb.GetChallengesRequest(game_id="g1"))
+    assert [s.seat for s in mine.seats] == [0] and len(mine.seats[0].challenges) == 3
+    assert not mine.finished and all(c.progress.startswith("0/") for c in mine.seats[0].challenges)
+    await fails(C.PERMISSION_DENIED, cy("GetChallenges", rpb.GetChallengesRequest(game_id="g1")), "no seat")
+    await fails(C.PERMISSION_DENIED, ann("GetChallenges", rpb.GetChallengesRequest(game_id="g1", seat=1)))
+    assert len((await lobby("GetChallenges", rpb.GetChallengesRequest(game_id="g1"))).seats) == 2
+    await fails(C.NOT_FOUND, ann("GetChallenges", rpb.GetChallengesRequest(game_id="g-none")))
