@@ -237,8 +237,11 @@ class LobbyServiceServicer:
 
     def ResumeGame(self, request, context):
         """Resume a saved game in a new lobby: the same players, bots in the seats
-        of those who do not come back (the caller may fill them with SetBotSeat
-        or StartGame fills every empty seat with a heuristic bot).
+        of those who do not come back. NOT IMPLEMENTED yet (UNIMPLEMENTED): it
+        needs the rules service to create a game from another game's save point
+        (Hearts: hearts.save_point/resume). Until then an unfinished game goes on
+        where it stands: ListMyGames gives its game_id and seat for the rules
+        service's GetView/WatchGame/SubmitAction.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -85,8 +85,11 @@ class LobbyServiceStub:
     """Games the caller sits in that have not finished."""
     ResumeGame: _grpc.UnaryUnaryMultiCallable[_lobby_pb2.ResumeGameRequest, _lobby_pb2.Lobby]
     """Resume a saved game in a new lobby: the same players, bots in the seats
-    of those who do not come back (the caller may fill them with SetBotSeat
-    or StartGame fills every empty seat with a heuristic bot).
+    of those who do not come back. NOT IMPLEMENTED yet (UNIMPLEMENTED): it
+    needs the rules service to create a game from another game's save point
+    (Hearts: hearts.save_point/resume). Until then an unfinished game goes on
+    where it stands: ListMyGames gives its game_id and seat for the rules
+    service's GetView/WatchGame/SubmitAction.
     """
     AbandonGame: _grpc.UnaryUnaryMultiCallable[_lobby_pb2.AbandonGameRequest, _lobby_pb2.Lobby]
     """Give up an unfinished game (a seated player): every ante is refunded."""
@@ -124,8 +127,11 @@ class LobbyServiceAsyncStub(LobbyServiceStub):
     """Games the caller sits in that have not finished."""
     ResumeGame: _aio.UnaryUnaryMultiCallable[_lobby_pb2.ResumeGameRequest, _lobby_pb2.Lobby]  # type: ignore[assignment]
     """Resume a saved game in a new lobby: the same players, bots in the seats
-    of those who do not come back (the caller may fill them with SetBotSeat
-    or StartGame fills every empty seat with a heuristic bot).
+    of those who do not come back. NOT IMPLEMENTED yet (UNIMPLEMENTED): it
+    needs the rules service to create a game from another game's save point
+    (Hearts: hearts.save_point/resume). Until then an unfinished game goes on
+    where it stands: ListMyGames gives its game_id and seat for the rules
+    service's GetView/WatchGame/SubmitAction.
     """
     AbandonGame: _aio.UnaryUnaryMultiCallable[_lobby_pb2.AbandonGameRequest, _lobby_pb2.Lobby]  # type: ignore[assignment]
     """Give up an unfinished game (a seated player): every ante is refunded."""
@@ -262,8 +268,11 @@ class LobbyServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_lobby_pb2.Lobby, _abc.Awaitable[_lobby_pb2.Lobby]]:
         """Resume a saved game in a new lobby: the same players, bots in the seats
-        of those who do not come back (the caller may fill them with SetBotSeat
-        or StartGame fills every empty seat with a heuristic bot).
+        of those who do not come back. NOT IMPLEMENTED yet (UNIMPLEMENTED): it
+        needs the rules service to create a game from another game's save point
+        (Hearts: hearts.save_point/resume). Until then an unfinished game goes on
+        where it stands: ListMyGames gives its game_id and seat for the rules
+        service's GetView/WatchGame/SubmitAction.
         """
 
     @_abc_1.abstractmethod
