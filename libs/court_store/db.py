@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -58,8 +59,12 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
             # of failing with "database is locked" when a read transaction upgrades to a write.
             dbapi_conn.isolation_level = None
             cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
             cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            if cur.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                try:  # once per file (WAL is persistent); a process starting beside us may win the race
+                    cur.execute("PRAGMA journal_mode=WAL")
+                except sqlite3.OperationalError:
+                    pass
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.close()
