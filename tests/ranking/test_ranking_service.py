@@ -80,3 +80,23 @@ async def test_reads_check_who_asks_and_what(stack: Stack):
     await fails(C.PERMISSION_DENIED, ann("GetChallenges", rpb.GetChallengesRequest(game_id="g1", seat=1)))
     assert len((await lobby("GetChallenges", rpb.GetChallengesRequest(game_id="g1"))).seats) == 2
     await fails(C.NOT_FOUND, ann("GetChallenges", rpb.GetChallengesRequest(game_id="g-none")))
+
+
+async def test_both_services_answer_health_and_reflection(stack: Stack):
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+    from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+    for channel, name in ((stack.ranking_channel, "court.ranking.v1.RankingService"),
+                          (stack.lobby_channel, "court.lobby.v1.LobbyService")):
+        health = health_pb2_grpc.HealthStub(channel)
+        for service in ("", name):
+            reply = await health.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        refl = reflection_pb2_grpc.ServerReflectionStub(channel)
+
+        async def ask():
+            yield reflection_pb2.ServerReflectionRequest(list_services="")
+
+        async for answer in refl.ServerReflectionInfo(ask(), timeout=10):
+            assert name in [s.name for s in answer.list_services_response.service]
+            break
