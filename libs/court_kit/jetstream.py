@@ -17,7 +17,7 @@ from nats.aio.client import Client as NATS
 from nats.errors import NoServersError
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType, StreamConfig
-from nats.js.errors import BadRequestError, NotFoundError
+from nats.js.errors import APIError, BadRequestError, NotFoundError
 
 from . import logging as klog
 
@@ -164,3 +164,96 @@ async def direct_get_batch(nc: NATS, stream: str, subject: str, *, start_seq: in
         if got < batch:
             return out
         seq = out[-1].seq + 1
+
+
+
+
+class Publisher:
+    """Lean pipelined JetStream publishes: every ack comes back on one wildcard reply subscription.
+
+    ``publish`` sends at once and returns a future for the ack (the raw PubAck JSON), so a caller
+    can put several messages on the wire before waiting; messages from one connection reach a
+    stream in the order sent. It does what nats-py's ``publish_async`` does at a fraction of the
+    per-message cost (no task per call), which matters at a dozen publishes per game move.
+    """
+
+    def __init__(self, nc: NATS):
+        self.nc = nc
+        self._prefix = ""
+        self._sub: Any = None
+        self._futures: dict[str, asyncio.Future[bytes]] = {}
+        self._n = 0
+
+    async def _ensure(self) -> None:
+        if self._sub is None:
+            prefix = f"{self.nc.new_inbox()}."
+            self._sub = await self.nc.subscribe(prefix + "*", cb=self._on_ack)
+            self._prefix = prefix
+
+    async def _on_ack(self, msg: Any) -> None:
+        fut = self._futures.pop(msg.subject[len(self._prefix):], None)
+        if fut is None or fut.done():
+            return
+        if msg.headers and msg.headers.get("Status") == "503":
+            fut.set_exception(nats.js.errors.NoStreamResponseError())
+            return
+        data = msg.data
+        if b'"error"' in data:
+            try:
+                APIError.from_error(json.loads(data)["error"])  # raises the typed error
+            except APIError as exc:
+                fut.set_exception(exc)
+            return
+        fut.set_result(data)
+
+    async def publish(self, subject: str, data: bytes, headers: dict[str, str] | None = None
+                      ) -> asyncio.Future[bytes]:
+        await self._ensure()
+        self._n += 1
+        token = str(self._n)
+        fut: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._futures[token] = fut
+        try:
+            await self.nc.publish(subject, data, reply=self._prefix + token, headers=headers)
+        except BaseException:
+            self._futures.pop(token, None)
+            raise
+        return fut
+
+    def forget(self, futures: Sequence[asyncio.Future[bytes]]) -> None:
+        """Stop waiting for these acks (after a timeout)."""
+        for token, f in list(self._futures.items()):
+            if f in futures:
+                del self._futures[token]
+        for f in futures:
+            if not f.done():
+                f.cancel()
+            elif not f.cancelled():
+                f.exception()  # retrieved: no "never retrieved" warning
+
+    async def publish_all(self, messages: Sequence[tuple[str, bytes, dict[str, str]]], *,
+                          timeout: float = 5.0) -> list[bytes]:
+        """Publish in order without waiting between messages, then await every ack (raising the
+        first failure). After a failure any subset may be stored: republish the whole set (with
+        ``Nats-Msg-Id`` headers JetStream stores nothing twice)."""
+        futures: list[asyncio.Future[bytes]] = []
+        try:
+            for subject, data, headers in messages:
+                futures.append(await self.publish(subject, data, headers))
+            done = await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), timeout)
+        except BaseException:
+            self.forget(futures)
+            raise
+        for result in done:
+            if isinstance(result, BaseException):
+                raise result
+        return list(done)
+
+    async def close(self) -> None:
+        if self._sub is not None:
+            try:
+                await self._sub.unsubscribe()
+            except Exception:  # noqa: BLE001 - the connection may be gone
+                pass
+            self._sub = None
+        self.forget(list(self._futures.values()))

@@ -7,6 +7,7 @@ through gRPC compares equal to the engine's own dict.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 from typing import Any
 
@@ -49,3 +50,82 @@ def _value(v: struct_pb2.Value) -> Any:
     if kind == "list_value":
         return [_value(x) for x in v.list_value.values]
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# A fast path: JSON-like values straight to Struct wire bytes. Setting a Struct field by field
+# through the protobuf API costs a Python call per value; encoding the bytes here and letting
+# upb parse them (``Struct.MergeFromString``) is several times cheaper for views and events.
+
+_pack_double = struct.Struct("<d").pack
+
+
+def varint(n: int) -> bytes:
+    if n < 0x80:
+        return bytes((n,))
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_TRUE, _FALSE, _NULL = b"\x20\x01", b"\x20\x00", b"\x08\x00"
+
+
+def _value_bytes(v: Any) -> bytes:
+    t = type(v)
+    if t is str:
+        b = v.encode()
+        n = len(b)
+        return (b"\x1a" + bytes((n,)) if n < 0x80 else b"\x1a" + varint(n)) + b  # string_value
+    if t is int or t is float:
+        return b"\x11" + _pack_double(v)  # number_value
+    if t is bool:
+        return _TRUE if v else _FALSE  # bool_value
+    if t is dict:
+        inner = struct_bytes(v)
+        return b"\x2a" + varint(len(inner)) + inner  # struct_value
+    if t is list or t is tuple:
+        parts = []
+        for x in v:
+            b = _value_bytes(x)
+            n = len(b)
+            parts.append((b"\x0a" + bytes((n,)) if n < 0x80 else b"\x0a" + varint(n)) + b)  # values
+        inner = b"".join(parts)
+        return b"\x32" + varint(len(inner)) + inner  # list_value
+    if v is None:
+        return _NULL
+    if isinstance(v, bool):
+        return _TRUE if v else _FALSE
+    if isinstance(v, int | float):
+        return b"\x11" + _pack_double(float(v))
+    if isinstance(v, str):
+        return _value_bytes(str(v))
+    if isinstance(v, Mapping):
+        return _value_bytes(dict(v))
+    if isinstance(v, list | tuple):
+        return _value_bytes(list(v))
+    raise TypeError(f"not a JSON value: {type(v).__name__}")
+
+
+def struct_bytes(d: Mapping[Any, Any]) -> bytes:
+    """The serialized ``Struct`` of a JSON-like mapping (keys become strings, tuples lists)."""
+    parts = []
+    for k, v in d.items():
+        kb = (k if type(k) is str else str(k)).encode()
+        vb = _value_bytes(v)
+        nk, nv = len(kb), len(vb)
+        entry = (b"\x0a" + bytes((nk,)) if nk < 0x80 else b"\x0a" + varint(nk)) + kb + \
+            (b"\x12" + bytes((nv,)) if nv < 0x80 else b"\x12" + varint(nv)) + vb
+        ne = len(entry)
+        parts.append((b"\x0a" + bytes((ne,)) if ne < 0x80 else b"\x0a" + varint(ne)) + entry)  # map entry
+    return b"".join(parts)
+
+
+def fill_struct(s: Struct, d: Mapping[str, Any] | None) -> Struct:
+    """``to_struct`` via ``struct_bytes``: the same message, faster."""
+    if d:
+        s.MergeFromString(struct_bytes(d))
+    return s

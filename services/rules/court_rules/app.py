@@ -95,6 +95,7 @@ class RulesApp:
     async def close(self) -> None:
         """After the gRPC server has stopped: background work, then drain NATS."""
         await self._stop_background()
+        await self.store.publisher.close()
         with contextlib.suppress(Exception):
             await self.nc.drain()
 

@@ -28,6 +28,7 @@ from typing import Any
 from court_games.core import Event
 from court_games.registry import get_game
 from court_kit.errors import NotFound
+from court_kit.structs import struct_bytes
 
 from .store import GameStore, Record
 
@@ -87,6 +88,7 @@ class GameEntry:
         self.module = get_game(self.game)
         self.options_dict: dict[str, Any] = create["options"]
         self.options = self.module.options_from_dict(self.options_dict)
+        self.options_bytes = struct_bytes(self.options_dict)  # every view carries them
         self.seed: int = create["seed"]
         self.seats: tuple[str, ...] = tuple(create["seats"])
         self.created_by: str = create["by"]
@@ -98,6 +100,7 @@ class GameEntry:
         self.moves: list[Move] = []
         self.requests: dict[tuple[str, str], int] = {(self.created_by, self.created_rid): 0}
         self.published = -1  # events known stored (both streams) through this seq
+        self.unconfirmed: int | None = None  # first seq whose publish failed part-way, if any
         self.lock = asyncio.Lock()
         self.recent: OrderedDict[int, tuple[Any, tuple[Event, ...]]] = OrderedDict()
         self._remember(0, self.state, self.service_events(0, None, opening))

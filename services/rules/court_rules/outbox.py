@@ -2,7 +2,8 @@
 
 After a move's record is appended, its events (derived from the engine, see
 ``GameEntry.service_events``) are published to ``COURT_EVENTS`` (public form)
-and ``COURT_EVENTS_FULL`` (full form) with ``Nats-Msg-Id`` = the event id
+and ``COURT_EVENTS_FULL`` (full form), pipelined, every ack awaited, with
+``Nats-Msg-Id`` = the event id
 ``<game_id>-<seq>-<index>``, so a republish within JetStream's duplicate
 window stores nothing twice. Within each stream a game's events are stored
 in seq order: before publishing move n a writer makes sure moves < n are
@@ -30,7 +31,7 @@ from typing import Any
 from court_games.core import Event
 from court_kit import logging as klog
 from court_kit.errors import Unavailable
-from court_kit.structs import to_struct
+from court_kit.structs import struct_bytes, varint
 from court_proto.court.events.v1 import events_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -50,27 +51,54 @@ def event_time(entry: GameEntry, seq: int) -> int:
     return entry.created_t if seq == 0 else entry.moves[seq - 1].t
 
 
-def encode(entry: GameEntry, seq: int, events: Sequence[Event], t_ms: int, *, public: bool = True,
-           full: bool = True) -> list[tuple[str, bytes, dict[str, str]]]:
-    """The (subject, data, headers) of one record's events: every public one, then every full one."""
+def _len(n: int) -> bytes:
+    return bytes((n,)) if n < 0x80 else varint(n)
+
+
+class Encoded:
+    """One record's events as published, public and full messages, and the public payloads (which
+    are also what any seat sees of an event without a private part for it)."""
+
+    __slots__ = ("public", "full", "payloads")
+
+    def __init__(self, public: list[Msg], full: list[Msg], payloads: list[bytes]):
+        self.public = public
+        self.full = full
+        self.payloads = payloads
+
+
+Msg = tuple[str, bytes, dict[str, str]]
+
+
+def encode(entry: GameEntry, seq: int, events: Sequence[Event], t_ms: int) -> Encoded:
+    """The subjects, bodies and headers of one record's events, public and full."""
     ts = Timestamp(seconds=t_ms // 1000, nanos=(t_ms % 1000) * 1_000_000)
-    out: list[tuple[str, bytes, dict[str, str]]] = []
+    public: list[Msg] = []
+    full: list[Msg] = []
+    payloads: list[bytes] = []
     last = len(events) - 1
-    for visibility, prefix, wanted in ((PUBLIC, EVENTS_PREFIX, public), (FULL, FULL_PREFIX, full)):
-        if not wanted:
-            continue
-        for i, e in enumerate(events):
-            event_id = f"{entry.game_id}-{seq}-{i}"
-            msg = events_pb2.GameEvent(
-                event_id=event_id, schema_version=SCHEMA_VERSION, game=entry.game, game_id=entry.game_id,
-                seq=seq, index=i, time=ts, type=e.type, visibility=visibility,
-            )
-            to_struct(e.for_seat(None) if visibility == PUBLIC else e.full(), msg.payload)
-            headers = {"Nats-Msg-Id": event_id, SEQ_HEADER: str(seq)}
-            if i == last:
-                headers[END_HEADER] = "1"
-            out.append((f"{prefix}{entry.game}.{entry.game_id}.{e.type}", msg.SerializeToString(), headers))
-    return out
+    head = f"{entry.game}.{entry.game_id}."
+    for i, e in enumerate(events):
+        event_id = f"{entry.game_id}-{seq}-{i}"
+        envelope = events_pb2.GameEvent(event_id=event_id, schema_version=SCHEMA_VERSION, game=entry.game,
+                                        game_id=entry.game_id, seq=seq, index=i, time=ts, type=e.type)
+        pub = struct_bytes(e.for_seat(None))
+        payloads.append(pub)
+        priv = struct_bytes(e.full()) if e.private else pub
+        headers = {"Nats-Msg-Id": event_id, SEQ_HEADER: str(seq)}
+        if i == last:
+            headers[END_HEADER] = "1"
+        # the envelope's fields, then field 10 (payload, length-delimited): one GameEvent message
+        envelope.visibility = PUBLIC
+        public.append((f"{EVENTS_PREFIX}{head}{e.type}",
+                       envelope.SerializeToString() + _PAYLOAD_TAG + _len(len(pub)) + pub, headers))
+        envelope.visibility = FULL
+        full.append((f"{FULL_PREFIX}{head}{e.type}",
+                     envelope.SerializeToString() + _PAYLOAD_TAG + _len(len(priv)) + priv, headers))
+    return Encoded(public, full, payloads)
+
+
+_PAYLOAD_TAG = bytes(((10 << 3) | 2,))
 
 
 class Outbox:
@@ -79,26 +107,37 @@ class Outbox:
         self.cache = cache
         self.republished = 0  # moves whose events a catch-up had to publish (observability, tests)
 
-    async def publish(self, entry: GameEntry, seq: int, events: Sequence[Event]) -> None:
+    async def publish(self, entry: GameEntry, seq: int, events: Sequence[Event]) -> Encoded:
         """Publish one record's events, after any earlier ones still missing (caller holds entry.lock)."""
         if entry.published < seq - 1:
             await self.catch_up(entry, seq - 1)
-        await self.store.publish_events(encode(entry, seq, events, event_time(entry, seq)))
+        enc = encode(entry, seq, events, event_time(entry, seq))
+        try:
+            await self.store.publish_events(enc.public + enc.full)
+        except Unavailable:
+            # some of this move's events may be stored, its last one included: do not let the
+            # stream's end marker vouch for it; the next catch-up republishes the whole move
+            entry.unconfirmed = seq if entry.unconfirmed is None else min(entry.unconfirmed, seq)
+            raise
         entry.published = max(entry.published, seq)
+        return enc
 
     async def catch_up(self, entry: GameEntry, upto: int) -> None:
         """Make sure every record's events through ``upto`` are stored (caller holds entry.lock)."""
         if entry.published >= upto:
             return
         pub, full = await self.store.last_complete_event_seq(entry.game, entry.game_id)
+        if entry.unconfirmed is not None:
+            pub, full = min(pub, entry.unconfirmed - 1), min(full, entry.unconfirmed - 1)
         done = min(pub, full)
         if done < upto:
             for seq, _state, events in entry.replay(done, upto):
-                msgs = encode(entry, seq, events, event_time(entry, seq), public=seq > pub, full=seq > full)
-                await self.store.publish_events(msgs)
+                enc = encode(entry, seq, events, event_time(entry, seq))
+                await self.store.publish_events((enc.public if seq > pub else []) + (enc.full if seq > full else []))
                 self.republished += 1
             log.info("republished missing events", game_id=entry.game_id, after=done, upto=upto)
         entry.published = max(entry.published, upto)
+        entry.unconfirmed = None
 
     async def on_load(self, entry: GameEntry) -> None:
         """A replica that loads a game republishes whatever events of it are missing."""
@@ -144,7 +183,7 @@ class Outbox:
             await _quietly_unsubscribe(psub)
 
     async def _sweep(self, msgs: list[Any], delay: float, stop: asyncio.Event) -> None:
-        newest = max(m.metadata.timestamp.timestamp() for m in msgs)
+        newest = msgs[-1].metadata.timestamp.timestamp()  # in stream order: the last is the newest
         wait = newest + delay - time.time()
         if wait > 0:
             try:

@@ -40,14 +40,14 @@ from court_kit.errors import (
     Unavailable,
 )
 from court_kit.server import current_identity
-from court_kit.structs import to_dict, to_struct
+from court_kit.structs import fill_struct, to_dict, to_struct
 from court_kit.tokens import Identity
 from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from nats.errors import TimeoutError as NatsTimeout
 from prometheus_client import Counter
 
 from .games import BOT_PREFIX, RECORD_VERSION, GameCache, GameEntry, game_id_for
-from .outbox import Outbox
+from .outbox import Encoded, Outbox
 from .store import SEQ_HEADER, Conflict, GameStore, game_subject
 from .views import ActionCodec, game_view, result_proto
 
@@ -260,15 +260,17 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             entry.commit(move, state, events, sseq)
             MOVES.labels(entry.game).inc()
             self.faults.after_append(entry, move.seq)
-            await self._publish(entry, move.seq, events)
-            return self._submit_answer(entry, move.seq, seat, ident, state, events)
+            enc = await self._publish(entry, move.seq, events)
+            return self._submit_answer(entry, move.seq, seat, ident, state, events,
+                                       enc.payloads if enc is not None else None)
 
-    async def _publish(self, entry: GameEntry, seq: int, events: Any) -> None:
+    async def _publish(self, entry: GameEntry, seq: int, events: Any) -> Encoded | None:
         try:
-            await self.outbox.publish(entry, seq, events)
+            return await self.outbox.publish(entry, seq, events)
         except Unavailable as exc:
             # the move stands (it is in the log); the next writer or the sweeper publishes its events
             log.warning("events not published yet", seq=seq, error=str(exc))
+            return None
 
     def _first_answer(self, entry: GameEntry, seq: int, ident: Identity, action_json: dict[str, Any]
                       ) -> rules_pb2.SubmitActionResponse:
@@ -282,11 +284,14 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         state, events = entry.at(seq)
         return self._submit_answer(entry, seq, move.seat, ident, state, events)
 
-    def _submit_answer(self, entry: GameEntry, seq: int, seat: int, ident: Identity, state: Any, events: Any
-                       ) -> rules_pb2.SubmitActionResponse:
+    def _submit_answer(self, entry: GameEntry, seq: int, seat: int, ident: Identity, state: Any, events: Any,
+                       public: list[bytes] | None = None) -> rules_pb2.SubmitActionResponse:
         out = rules_pb2.SubmitActionResponse(seq=seq, view=game_view(entry, self.codec, state, seq, seat))
-        for e in events:
-            to_struct(e.for_seat(seat), out.events.add())
+        for i, e in enumerate(events):
+            if public is not None and not (e.private and e.owner == seat):
+                out.events.add().MergeFromString(public[i])  # what the seat sees is the public form
+            else:
+                fill_struct(out.events.add(), e.for_seat(seat))
         for s in entry.module.to_act(state):
             if s != seat and _may_act(entry, ident, s):
                 out.next.append(game_view(entry, self.codec, state, seq, s))
@@ -311,7 +316,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                     for s, state, events in entry.replay(sent, entry.seq):
                         update = rules_pb2.GameUpdate(seq=s, view=game_view(entry, self.codec, state, s, seat))
                         for e in events:
-                            to_struct(e.for_seat(seat), update.events.add())
+                            fill_struct(update.events.add(), e.for_seat(seat))
                         yield update
                         sent = s
                     continue

@@ -66,6 +66,7 @@ class GameStore:
     def __init__(self, nc: NATS, *, replicas: int = 1, timeout: float = 5.0):
         self.nc = nc
         self.js = nc.jetstream(timeout=timeout)
+        self.publisher = kjs.Publisher(nc)
         self.replicas = replicas
         self.timeout = timeout
 
@@ -92,15 +93,19 @@ class GameStore:
         """Append one record; returns its stream sequence. ``Conflict`` when someone else was first."""
         data = json.dumps(body, separators=(",", ":")).encode()
         headers = {"Nats-Expected-Last-Subject-Sequence": str(expected_sseq), SEQ_HEADER: str(seq)}
+        fut = None
         try:
-            ack = await self.js.publish(game_subject(game_id), data, headers=headers, timeout=self.timeout)
+            fut = await self.publisher.publish(game_subject(game_id), data, headers)
+            ack = await asyncio.wait_for(fut, self.timeout)
         except APIError as exc:
             if exc.err_code == kjs.ERR_WRONG_LAST_SEQUENCE:
                 raise Conflict(str(exc)) from None
             raise _unavailable("append", exc) from exc
-        except (TimeoutError, nats.errors.TimeoutError, nats.errors.NoRespondersError, nats.errors.ConnectionClosedError, nats.errors.OutboundBufferLimitError) as exc:
+        except (TimeoutError, nats.errors.Error) as exc:  # timeouts, no responders, a closed connection
+            if fut is not None:
+                self.publisher.forget([fut])
             raise _unavailable("append", exc) from exc
-        return ack.seq
+        return int(json.loads(ack)["seq"])
 
     async def records(self, game_id: str, after_sseq: int = 0) -> list[Record]:
         """The game's records after stream sequence ``after_sseq``, oldest first."""
@@ -142,15 +147,7 @@ class GameStore:
 
     async def publish_events(self, messages: Sequence[tuple[str, bytes, dict[str, str]]]) -> None:
         """Publish (subject, data, headers) in order, pipelined, awaiting every ack."""
-        futures = []
         try:
-            for subject, data, headers in messages:
-                futures.append(await self.js.publish_async(subject, data, headers=headers, wait_stall=self.timeout))
-            await asyncio.wait_for(asyncio.gather(*futures), self.timeout)
-        except (TimeoutError, APIError, nats.errors.Error, nats.js.errors.TooManyStalledMsgsError) as exc:
-            for f in futures:
-                if not f.done():
-                    f.cancel()
-                elif not f.cancelled():
-                    f.exception()  # retrieved, so asyncio does not warn
+            await self.publisher.publish_all(messages, timeout=self.timeout)
+        except (TimeoutError, nats.errors.Error) as exc:  # JetStream API errors are nats errors too
             raise _unavailable("event publish", exc) from exc

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from court_kit import actions as kactions
-from court_kit.structs import to_struct
+from court_kit.structs import fill_struct
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2
 
 from .games import GameEntry, winners_of
@@ -31,7 +31,7 @@ class ActionCodec:
 
 def result_proto(entry: GameEntry, state: Any, into: rules_pb2.GameResult) -> None:
     result = entry.module.result(state)
-    to_struct(result, into.result)
+    fill_struct(into.result, result)
     into.winners.extend(winners_of(result))
     into.finished = bool(result.get("finished", entry.module.is_terminal(state)))
 
@@ -44,8 +44,8 @@ def game_view(entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: 
                            seats=entry.seats)
     if seat is not None:
         v.your_seat = seat
-    to_struct(module.view(state, seat), v.view)
-    to_struct(entry.options_dict, v.options)
+    fill_struct(v.view, module.view(state, seat))
+    v.options.MergeFromString(entry.options_bytes)
     if seat is not None and seat in acting:
         v.legal_actions.extend([codec.proto(entry, a, seat) for a in module.legal_actions(state, seat)])
     if finished:

@@ -1,0 +1,243 @@
+"""Rules-service throughput through gRPC, against this machine's ceiling for the same stack.
+
+One nats-server (JetStream, file store) and the ``court-rules`` process, exactly as deployed;
+``GAMES`` concurrent games (default 64, env ``BENCH_GAMES``), each driven by a scripted random
+player for ``SECONDS`` (env ``BENCH_SECONDS``). Two drivers:
+
+* ``bot``: every seat is a bot seat and the driver holds the bot identity, so each submit's reply
+  carries the next seat's view and legal actions: one RPC per move, like the ceiling;
+* ``players``: one player token per seat; each move is GetView (the next seat's legal actions)
+  then SubmitAction: two RPCs per move.
+
+The ceiling: a bare grpc.aio handler doing one JetStream publish per call (tests/bench/_ceiling.py),
+in its own process, driven with the same concurrency. The figure to watch is
+``ratio = service moves/s / ceiling calls/s`` (goal >= 0.8; a read-modify-write per move reaches
+about 0.6).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+from court_client import RulesClient
+from court_kit.tokens import issue_token
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from tests.fixtures.nats import BinaryNats, free_port
+
+GAMES = int(os.environ.get("BENCH_GAMES", "64"))
+SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))
+SECRET = "bench-secret-0123456789abcdef0123456789"
+# short games keep creation in the mix without dominating it
+GAME_MIX = [("hearts", {"limit": 20}, 4), ("queens_court", {"players": 3}, 3),
+            ("court_wars", {"players": 2, "turn_limit": 80}, 2), ("the_court", {"mode": "burn"}, 2)]
+
+
+def _cpu(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, int(p * len(values)))]
+
+
+async def _await_serving(target: str, timeout: float = 20.0) -> None:
+    async with grpc.aio.insecure_channel(target) as ch:
+        stub = health_pb2_grpc.HealthStub(ch)
+        reply = await stub.Check(health_pb2.HealthCheckRequest(service=""), wait_for_ready=True, timeout=timeout)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+class Stats:
+    def __init__(self) -> None:
+        self.moves = 0
+        self.latencies: list[float] = []
+        self.games = 0
+        self.elapsed = 0.0
+
+
+async def _bot_driver(lobby: RulesClient, client: RulesClient, deadline: float, rng: random.Random, stats: Stats,
+                      k: int) -> None:
+    while time.perf_counter() < deadline:
+        game, options, n = GAME_MIX[(k + stats.games) % len(GAME_MIX)]
+        created = await lobby.create_game(game, [f"bot:{i}" for i in range(n)], options)
+        gid = created.game_id
+        stats.games += 1
+        views = {}
+        for s in created.view.to_act:
+            views[s] = await client.get_view(gid, s)
+        while views and time.perf_counter() < deadline:
+            seat = rng.choice(sorted(views))
+            act = rng.choice(list(views[seat].legal_actions))
+            t0 = time.perf_counter()
+            reply = await client.submit(gid, act, seat)
+            stats.latencies.append(time.perf_counter() - t0)
+            stats.moves += 1
+            if reply.view.finished:
+                break
+            del views[seat]
+            for v in (reply.view, *reply.next):
+                if v.your_seat in v.to_act and v.legal_actions:
+                    views[v.your_seat] = v
+            for s in reply.view.to_act:  # simultaneous phases: seats whose view we do not hold yet
+                if s not in views:
+                    views[s] = await client.get_view(gid, s)
+
+
+async def _player_driver(lobby: RulesClient, deadline: float, rng: random.Random, stats: Stats, k: int) -> None:
+    clients: dict[str, RulesClient] = {}
+    while time.perf_counter() < deadline:
+        game, options, n = GAME_MIX[(k + stats.games) % len(GAME_MIX)]
+        players = [f"p{k}-{i}" for i in range(n)]
+        for p in players:
+            if p not in clients:
+                clients[p] = RulesClient(lobby.channel, issue_token(SECRET, p, "player"))
+        created = await lobby.create_game(game, players, options)
+        gid = created.game_id
+        stats.games += 1
+        to_act = list(created.view.to_act)
+        while to_act and time.perf_counter() < deadline:
+            seat = rng.choice(to_act)
+            c = clients[players[seat]]
+            t0 = time.perf_counter()
+            mine = await c.get_view(gid, seat)
+            reply = await c.submit(gid, rng.choice(list(mine.legal_actions)), seat)
+            stats.latencies.append(time.perf_counter() - t0)
+            stats.moves += 1
+            to_act = [] if reply.view.finished else list(reply.view.to_act)
+
+
+async def _measure_service(target: str, mode: str) -> Stats:
+    stats = Stats()
+    rng = random.Random(mode)
+    async with RulesClient(target, issue_token(SECRET, "bench-lobby", "service")) as lobby:
+        bots = RulesClient(lobby.channel, issue_token(SECRET, "bench-bots", "bot"))
+        # warm up (caches, channels), then measure
+        warm = time.perf_counter() + 1.0
+        await asyncio.gather(*(_bot_driver(lobby, bots, warm, random.Random(i), Stats(), i) for i in range(4)))
+        deadline = time.perf_counter() + SECONDS
+        t0 = time.perf_counter()
+        if mode == "bot":
+            await asyncio.gather(*(_bot_driver(lobby, bots, deadline, random.Random(rng.random()), stats, i)
+                                   for i in range(GAMES)))
+        else:
+            await asyncio.gather(*(_player_driver(lobby, deadline, random.Random(rng.random()), stats, i)
+                                   for i in range(GAMES)))
+        stats.elapsed = time.perf_counter() - t0
+    return stats
+
+
+async def _measure_ceiling(target: str) -> tuple[float, list[float]]:
+    latencies: list[float] = []
+    async with grpc.aio.insecure_channel(target) as ch:
+        call = ch.unary_unary("/bench.Ceiling/Call")
+        payload = b"x" * 120  # about a SubmitActionRequest
+        deadline = time.perf_counter() + 1.0
+        while time.perf_counter() < deadline:
+            await call(payload)
+        count = 0
+        deadline = time.perf_counter() + SECONDS
+
+        async def worker() -> None:
+            nonlocal count
+            while time.perf_counter() < deadline:
+                t0 = time.perf_counter()
+                await call(payload)
+                latencies.append(time.perf_counter() - t0)
+                count += 1
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(GAMES)))
+        return count / (time.perf_counter() - t0), latencies
+
+
+def _start_rules(nats_url: str, state_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    env = {**os.environ, "COURT_NATS_URL": nats_url, "COURT_LISTEN": f"127.0.0.1:{port}",
+           "COURT_METRICS_LISTEN": "", "COURT_TOKEN_SECRET": SECRET, "COURT_LOG_LEVEL": "warning",
+           "COURT_STATE_DIR": str(state_dir), "COURT_ENV": "bench"}
+    exe = Path(sys.executable).parent / "court-rules"
+    proc = subprocess.Popen([str(exe)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return proc, f"127.0.0.1:{port}"
+
+
+async def run() -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(prefix="court-bench-"))
+    nats = BinaryNats(tmp / "nats")
+    nats.start()
+    procs: list[subprocess.Popen[Any]] = []
+    try:
+        ceiling = subprocess.Popen([sys.executable, "-m", "tests.bench._ceiling", nats.url], stdout=subprocess.PIPE)
+        procs.append(ceiling)
+        assert ceiling.stdout is not None
+        ceiling_target = f"127.0.0.1:{int(ceiling.stdout.readline())}"
+        rules, target = _start_rules(nats.url, tmp / "state")
+        procs.append(rules)
+        await _await_serving(target)
+        out: dict[str, Any] = {}
+        # alternate the measurements so load on the machine affects both alike; CPU time per
+        # operation of the server process is the steadier figure on a busy machine
+        c0 = _cpu(ceiling.pid)
+        ceil_rate, ceil_lat = await _measure_ceiling(ceiling_target)
+        c1 = _cpu(ceiling.pid)
+        s0 = _cpu(rules.pid)
+        bot = await _measure_service(target, "bot")
+        s1 = _cpu(rules.pid)
+        c2 = _cpu(ceiling.pid)
+        ceil_rate2, ceil_lat2 = await _measure_ceiling(ceiling_target)
+        c3 = _cpu(ceiling.pid)
+        s2 = _cpu(rules.pid)
+        players = await _measure_service(target, "players")
+        s3 = _cpu(rules.pid)
+        out["ceiling"] = (ceil_rate + ceil_rate2) / 2
+        out["ceiling_p50"] = _pct(ceil_lat + ceil_lat2, 0.5)
+        out["ceiling_cpu"] = ((c1 - c0) + (c3 - c2)) / ((ceil_rate + ceil_rate2) * SECONDS)
+        for name, st, cpu in (("bot", bot, s1 - s0), ("players", players, s3 - s2)):
+            out[name] = {"moves_s": st.moves / st.elapsed, "p50": _pct(st.latencies, 0.5),
+                         "p99": _pct(st.latencies, 0.99), "games": st.games, "moves": st.moves,
+                         "cpu": cpu / max(1, st.moves)}  # warm-up moves are not counted: a slight overestimate
+        return out
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        nats.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> None:
+    r = asyncio.run(run())
+    ceiling = r["ceiling"]
+    print(f"rules service, {GAMES} concurrent games, {SECONDS:.0f}s per measurement, "
+          f"{os.cpu_count()} CPUs (client, service and nats-server share them)")
+    print(f"  ceiling (bare grpc.aio handler + 1 JetStream publish): {ceiling:8.0f} calls/s  "
+          f"p50 {r['ceiling_p50'] * 1000:.2f} ms  server CPU {r['ceiling_cpu'] * 1e6:.0f} us/call")
+    for name, label in (("bot", "bot identity, 1 RPC per move"), ("players", "a token per seat, 2 RPCs per move")):
+        s = r[name]
+        print(f"  service ({label}): {s['moves_s']:8.0f} moves/s  submit p50 {s['p50'] * 1000:.2f} ms  "
+              f"p99 {s['p99'] * 1000:.2f} ms  ({s['moves']} moves, {s['games']} games)  "
+              f"server CPU {s['cpu'] * 1e6:.0f} us/move  ratio service/ceiling {s['moves_s'] / ceiling:.2f}")
+    print("  goal: ratio >= 0.8 for the 1-RPC driver (a read-modify-write per move reaches about 0.6)")
+
+
+if __name__ == "__main__":
+    main()
