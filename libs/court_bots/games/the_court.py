@@ -1022,6 +1022,8 @@ def expert(view: Mapping[str, Any], seat: int, sample: game.State, legal: Sequen
         return cands[0], 0
     mode = view["mode"]
     prior = heuristic(view, seat, sample, legal, rng)
+    if len(cands) > MAX_CANDIDATES and sample.phase is game.Phase.PLACE:
+        cands = _shortlist(sample, seat, cands, MAX_CANDIDATES)
     sums = dict.fromkeys(cands, 0.0)
     dsum = dict.fromkeys(cands, 0.0)  # paired differences against the prior
     dsq = dict.fromkeys(cands, 0.0)
@@ -1072,6 +1074,21 @@ def expert(view: Mapping[str, Any], seat: int, sample: game.State, legal: Sequen
     return best, iters
 
 
+def _shortlist(sample: game.State, seat: int, cands: list[Any], k: int) -> list[Any]:
+    """The ``k`` placements the evaluation likes best (the heuristic's choice first)."""
+    s = sim_from_state(sample)
+    pl = s.players[seat]
+    card = s.pending[0][0]
+    ctx = _ctx(pl)
+
+    def value(a: Any) -> float:
+        towers, tv, moat, score = _after(pl, card, a)
+        return evaluate(towers, tv, moat, score, ctx)
+
+    return sorted(cands, key=value, reverse=True)[:k]
+
+
+MAX_CANDIDATES = 3  # placements searched (the evaluation's best ones)
 SEARCH_SHARE = 0.6  # of the budget spent on rollouts (the rest is headroom for the p99)
 HALVING_EVERY = 6  # sampled worlds between two halvings of the candidates
 SWITCH_Z = 1.0  # how many standard errors a rollout gain must clear to overrule the heuristic

@@ -1,0 +1,154 @@
+"""The Court's bots: random, heuristic and expert, on the same seeded deals.
+
+* Solitaire and the co-op modes (Free Gift, Mutual Swap, Burn): every level plays the same deals
+  (in co-op both seats at that level). Per level: the mean score (solitaire: own; co-op:
+  combined) and the share of deals reaching the target (56; 86, 81, 56), with 95% confidence
+  intervals. Pairings (level against level on the same deals): the mean score difference and the
+  share of deals where the first level scores more (ties count half).
+* Shared deck: each pairing plays every deal twice, seats swapped; the first level's win rate
+  (ties half) and mean margin.
+* Time per move per level (median and p99 over moves with a choice; wall clock, and the deciding
+  thread's CPU time, which a busy machine does not inflate); the expert runs at its default
+  budget, DEFAULT_BUDGET_MS["expert"].
+
+``COURT_BENCH_GAMES`` (default 500) sets the deals per mode (shared: games per pairing).
+Runs on two processes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import statistics
+import time
+from itertools import combinations
+from multiprocessing import Pool
+
+from court_bots import DEFAULT_BUDGET_MS, LEVELS, levels
+from court_games.games import the_court as g
+
+DEAL_SEED0 = 770_000
+COOP_MODES = ("free_gift", "mutual_swap", "burn")
+
+
+def games() -> int:
+    return int(os.environ.get("COURT_BENCH_GAMES", "500"))
+
+
+def play(task: tuple[str, int, tuple[str, ...]]) -> tuple[str, int, tuple[str, ...], list[int], dict[str, list[tuple[float, float]]]]:
+    """One game: ``seat_levels[i]`` plays seat i. Returns the scores and, by level, the (wall, CPU)
+    milliseconds of every move with a choice."""
+    mode, deal, seat_levels = task
+    st = g.new_game(g.Options(mode), DEAL_SEED0 + deal)
+    rng = random.Random(f"bench-{mode}-{deal}-{'-'.join(seat_levels)}")
+    times: dict[str, list[tuple[float, float]]] = {lv: [] for lv in seat_levels}
+    while not g.is_terminal(st):
+        acting = g.to_act(st)
+        p = acting[0]
+        level = seat_levels[p]
+        view = g.view(st, p)
+        t0, c0 = time.perf_counter(), time.thread_time()
+        d = levels.choose("the_court", view, p, level, rng)
+        dt, dc = (time.perf_counter() - t0) * 1000.0, (time.thread_time() - c0) * 1000.0
+        if len(g.legal_actions(st, p)) > 1:
+            times[level].append((dt, dc))
+        st = g.apply(st, p, d.action, False)[0]
+    return mode, deal, seat_levels, [pl.score for pl in st.players], times
+
+
+def mean_ci(xs: list[float]) -> tuple[float, float]:
+    m = statistics.fmean(xs)
+    h = 1.96 * statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else float("nan")
+    return m, h
+
+
+def wilson(k: float, n: int) -> tuple[float, float, float]:
+    if n == 0:
+        return float("nan"), float("nan"), float("nan")
+    z = 1.96
+    p = k / n
+    den = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / den
+    h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return p, c - h, c + h
+
+
+def pct(lo_hi: tuple[float, float, float]) -> str:
+    p, lo, hi = lo_hi
+    return f"{100 * p:5.1f}% [{100 * lo:5.1f}, {100 * hi:5.1f}]"
+
+
+def quantile(xs: list[float], q: float) -> float:
+    if not xs:
+        return float("nan")
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def main() -> None:
+    n = games()
+    tasks: list[tuple[str, int, tuple[str, ...]]] = []
+    for mode in ("solitaire", *COOP_MODES):
+        seats = 1 if mode == "solitaire" else 2
+        for deal in range(n):
+            for level in LEVELS:
+                tasks.append((mode, deal, (level,) * seats))
+    pairings = list(combinations(("expert", "heuristic", "random"), 2))
+    for a, b in pairings:
+        for i in range(n):
+            deal, swap = divmod(i, 2)
+            tasks.append(("shared", deal, (b, a) if swap else (a, b)))
+    start = time.perf_counter()
+    with Pool(2) as pool:
+        results = list(pool.imap_unordered(play, tasks, chunksize=4))
+    elapsed = time.perf_counter() - start
+    times: dict[str, list[tuple[float, float]]] = {lv: [] for lv in LEVELS}
+    by_mode: dict[str, dict[str, dict[int, int]]] = {}
+    shared: dict[tuple[str, str], list[tuple[int, int]]] = {p: [] for p in pairings}
+    for mode, deal, seat_levels, scores, tms in results:
+        for lv, xs in tms.items():
+            times[lv].extend(xs)
+        if mode == "shared":
+            key = next(p for p in pairings if set(p) == set(seat_levels))
+            ia = seat_levels.index(key[0])
+            shared[key].append((scores[ia], scores[1 - ia]))
+        else:
+            by_mode.setdefault(mode, {}).setdefault(seat_levels[0], {})[deal] = sum(scores)
+    print(f"The Court bots: {n} deals per mode, {n} shared games per pairing; expert budget "
+          f"{DEFAULT_BUDGET_MS['expert']:.0f} ms; {elapsed:.0f} s on 2 processes")
+    for mode, per in by_mode.items():
+        target = g.TARGETS[mode]
+        what = "score" if mode == "solitaire" else "combined score"
+        print(f"\n{mode} (target {target}; both seats at the level)" if mode != "solitaire"
+              else f"\n{mode} (target {target})")
+        for lv in LEVELS:
+            xs = [per[lv][d] for d in sorted(per[lv])]
+            m, h = mean_ci([float(x) for x in xs])
+            won = sum(1 for x in xs if x >= target)
+            print(f"  {lv:9s} mean {what} {m:6.1f} ± {h:4.1f}   reached target {pct(wilson(won, len(xs)))}")
+        for a, b in pairings:
+            deals = sorted(set(per[a]) & set(per[b]))
+            diffs = [float(per[a][d] - per[b][d]) for d in deals]
+            better = sum(1.0 if per[a][d] > per[b][d] else 0.5 if per[a][d] == per[b][d] else 0.0 for d in deals)
+            m, h = mean_ci(diffs)
+            print(f"  {a} vs {b}: mean difference {m:+6.1f} ± {h:4.1f}; {a} scores more on "
+                  f"{pct(wilson(better, len(deals)))} of the same deals")
+    print("\nshared deck (seats rotated: every deal played twice, seats swapped)")
+    for (a, b), rows in shared.items():
+        pts = sum(1.0 if x > y else 0.5 if x == y else 0.0 for x, y in rows)
+        m, h = mean_ci([float(x - y) for x, y in rows])
+        print(f"  {a} vs {b}: {a} wins {pct(wilson(pts, len(rows)))} of {len(rows)} games (ties half); "
+              f"mean margin {m:+5.1f} ± {h:4.1f}")
+    print("\ntime per move with a choice, ms (wall clock; CPU time of the deciding thread); the wall "
+          "clock counts any wait for a core, so run it on an idle machine")
+    for lv in LEVELS:
+        wall = [w for w, _ in times[lv]]
+        cpu = [c for _, c in times[lv]]
+        print(f"  {lv:9s} median {quantile(wall, 0.5):7.2f} ({quantile(cpu, 0.5):6.2f})   p99 "
+              f"{quantile(wall, 0.99):7.2f} ({quantile(cpu, 0.99):6.2f})   max {max(wall, default=math.nan):7.2f}"
+              f"   moves {len(wall)}")
+
+
+if __name__ == "__main__":
+    main()
