@@ -1000,10 +1000,19 @@ def heuristic(view: Mapping[str, Any], seat: int, sample: game.State, legal: Seq
               rng: random.Random) -> Any:
     """The rules of thumb. ``sample`` comes from ``determinize(view, ...)``: the heuristic reads
     its public parts, the seat's own cards and the composition of the unseen cards (the same in
-    every sample, up to which unseen cards sit in the partner's Moat)."""
+    every sample, up to which unseen number cards sit in the partner's Moat); the partner's
+    face-down Moat cards are masked."""
     s = sim_from_state(sample)
+    for i, pl in enumerate(view["players"]):
+        moat = pl.get("moat")
+        if i != seat and moat and moat["cards"] is None:
+            # face-down Moat cards: the seat knows how many, not which; an average number card
+            s.players[i].moat = [_UNKNOWN_MOAT_CARD] * len(s.players[i].moat)
     a = choose(s, seat)
     return a if a in legal else legal[0]
+
+
+_UNKNOWN_MOAT_CARD = "6?"  # the mean number card, for the heuristic's reading of a hidden Moat
 
 
 def expert(view: Mapping[str, Any], seat: int, sample: game.State, legal: Sequence[Any], rng: random.Random,
