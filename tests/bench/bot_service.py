@@ -1,7 +1,8 @@
 """Bot decision latency through the bot service, per game and level, against the level budgets.
 
-A real nats-server, the rules service and the bot service run in this process on loopback, with
-the production budgets (``court_bots.levels.DEFAULT_BUDGET_MS``, or COURT_BOT_BUDGET_<LEVEL>_MS).
+A real nats-server and the rules service (``python -m court_rules``) run as their own processes on
+loopback, the bot service in this process (so its decision timings can be read), with the
+production budgets (``court_bots.levels.DEFAULT_BUDGET_MS``, or COURT_BOT_BUDGET_<LEVEL>_MS).
 
 * ``suggest``: hot-seat games (every seat one benchmark player) are played to the end on the
   bot's own suggestions: at every position the player asks ``Suggest`` at the level under test
@@ -23,10 +24,15 @@ not the bot thinking too long. The load average printed with the table says whic
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
+import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -41,7 +47,6 @@ from court_kit import logging as klog
 from court_kit.settings import Settings
 from court_kit.tokens import issue_token
 from court_proto.court.bot.v1 import bot_pb2, bot_pb2_grpc
-from court_rules.app import RulesApp
 
 from tests.fixtures.nats import BinaryNats
 
@@ -61,7 +66,8 @@ def pct(xs: list[float], q: float) -> float:
 
 
 def settings(service: str, nats_url: str, **kw: Any) -> Settings:
-    return Settings.load(service, {}, nats_url=nats_url, listen="127.0.0.1:0", metrics_listen="",
+    # the environment's COURT_BOT_* settings apply (budgets, decision threads); the rest is ours
+    return Settings.load(service, None, nats_url=nats_url, listen="127.0.0.1:0", metrics_listen="",
                          token_secret=SECRET, env="bench", **kw)
 
 
@@ -114,43 +120,86 @@ async def run(samples: int = SAMPLES) -> None:
         nats = BinaryNats(Path(tmp) / "nats")
         nats.start()
         try:
-            rules_app = await RulesApp.start(settings("rules", nats.url))
-            bot_settings = settings("bot", nats.url, rules_addr=rules_app.address)
-            config = BotConfig.from_settings(bot_settings)
-            suggest_bot = await BotApp.start(bot_settings, config=BotConfig.from_settings(bot_settings, consume=False))
-            player = RulesClient(rules_app.address, issue_token(SECRET, "bench", "player"))
-            channel = grpc.aio.insecure_channel(suggest_bot.address)
-            hint = bot_pb2_grpc.BotServiceStub(channel)
-            md = (("authorization", f"Bearer {issue_token(SECRET, 'bench', 'player')}"),)
-            print(f"suggest: {samples} positions per game and level, budgets {config.budgets_ms} ms; "
-                  f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-            print(f"{'game':<13}{'level':<10}{'budget':>7}{'decide p50':>12}{'decide p99':>12}{'cpu p99':>9}"
-                  f"{'rpc p50':>9}{'rpc p99':>9}  p99 < budget")
-            for game in games:
-                for level in LEVELS:
-                    decide, rpc = await suggest_samples(suggest_bot, player, hint, md, game, level, samples)
-                    budget = config.budgets_ms[level]
-                    wall = [w for w, _c in decide]
-                    d50, d99 = statistics.median(wall) * 1000, pct(wall, 0.99) * 1000
-                    c99 = pct([c for _w, c in decide], 0.99) * 1000
-                    r50, r99 = statistics.median(rpc) * 1000, pct(rpc, 0.99) * 1000
-                    print(f"{game:<13}{level:<10}{budget:>7.1f}{d50:>12.2f}{d99:>12.2f}{c99:>9.2f}{r50:>9.2f}"
-                          f"{r99:>9.2f}  {'yes' if d99 < budget else 'NO'}")
-            await channel.close()
-            await player.close()
-            await suggest_bot.stop(0)
-            turn_bot = await BotApp.start(bot_settings, config=config)
-            lobby = RulesClient(rules_app.address, issue_token(SECRET, "lobby", "service"))
-            print("turns: one all-bot game per game, levels round the table")
-            for game in games:
-                moves, elapsed, p99 = await turn_game(turn_bot, lobby, game)
-                levels = ", ".join(f"{lv} p99 {ms:.1f} ms" for lv, ms in p99.items())
-                print(f"{game:<13}{moves:>5} moves in {elapsed:6.2f} s = {moves / elapsed:7.1f} moves/s; {levels}")
-            await lobby.close()
-            await turn_bot.stop(0)
-            await rules_app.stop(0)
+            async with contextlib.AsyncExitStack() as stack:
+                await measure(stack, nats.url, games, samples)
         finally:
             nats.stop()
+
+
+class RulesProcess:
+    """``python -m court_rules`` in its own process, as deployed (not sharing the bot's GIL)."""
+
+    def __init__(self, nats_url: str):
+        env = {**os.environ, "COURT_NATS_URL": nats_url, "COURT_LISTEN": "127.0.0.1:0", "COURT_METRICS_LISTEN": "",
+               "COURT_TOKEN_SECRET": SECRET, "COURT_ENV": "bench", "COURT_LOG_LEVEL": "info"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "court_rules"], env=env, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE)
+        self.address = ""
+
+    def wait_listening(self, timeout: float = 30.0) -> str:
+        assert self.proc.stderr is not None
+        deadline = time.monotonic() + timeout
+        for line in self.proc.stderr:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if rec.get("event") == "rules service listening":
+                self.address = f"127.0.0.1:{rec['port']}"
+                # keep draining its log so it never blocks on a full pipe
+                threading.Thread(target=lambda: [None for _ in self.proc.stderr], daemon=True).start()
+                return self.address
+            if time.monotonic() > deadline:
+                break
+        raise RuntimeError("court-rules did not start")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+async def measure(stack: contextlib.AsyncExitStack, nats_url: str, games: list[str], samples: int) -> None:
+    """Everything started here is stopped by ``stack``, however the run ends."""
+    rules = RulesProcess(nats_url)
+    stack.callback(rules.stop)
+    rules_addr = await asyncio.to_thread(rules.wait_listening)
+    bot_settings = settings("bot", nats_url, rules_addr=rules_addr)
+    config = BotConfig.from_settings(bot_settings)
+    suggest_bot = await BotApp.start(bot_settings, config=BotConfig.from_settings(bot_settings, consume=False))
+    stack.push_async_callback(suggest_bot.kill)
+    player = RulesClient(rules_addr, issue_token(SECRET, "bench", "player"))
+    stack.push_async_callback(player.close)
+    channel = grpc.aio.insecure_channel(suggest_bot.address)
+    stack.push_async_callback(channel.close)
+    hint = bot_pb2_grpc.BotServiceStub(channel)
+    md = (("authorization", f"Bearer {issue_token(SECRET, 'bench', 'player')}"),)
+    print(f"suggest: {samples} positions per game and level, budgets {config.budgets_ms} ms; "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"{'game':<13}{'level':<10}{'budget':>7}{'decide p50':>12}{'decide p99':>12}{'cpu p99':>9}"
+          f"{'rpc p50':>9}{'rpc p99':>9}  p99 < budget")
+    for game in games:
+        for level in LEVELS:
+            decide, rpc = await suggest_samples(suggest_bot, player, hint, md, game, level, samples)
+            budget = config.budgets_ms[level]
+            wall = [w for w, _c in decide]
+            d50, d99 = statistics.median(wall) * 1000, pct(wall, 0.99) * 1000
+            c99 = pct([c for _w, c in decide], 0.99) * 1000
+            r50, r99 = statistics.median(rpc) * 1000, pct(rpc, 0.99) * 1000
+            print(f"{game:<13}{level:<10}{budget:>7.1f}{d50:>12.2f}{d99:>12.2f}{c99:>9.2f}{r50:>9.2f}"
+                  f"{r99:>9.2f}  {'yes' if d99 < budget else 'NO'}")
+    turn_bot = await BotApp.start(bot_settings, config=config)
+    stack.push_async_callback(turn_bot.kill)
+    lobby = RulesClient(rules_addr, issue_token(SECRET, "lobby", "service"))
+    stack.push_async_callback(lobby.close)
+    print("turns: one all-bot game per game, levels round the table")
+    for game in games:
+        moves, elapsed, p99 = await turn_game(turn_bot, lobby, game)
+        levels = ", ".join(f"{lv} p99 {ms:.1f} ms" for lv, ms in p99.items())
+        print(f"{game:<13}{moves:>5} moves in {elapsed:6.2f} s = {moves / elapsed:7.1f} moves/s; {levels}")
 
 
 def main() -> None:

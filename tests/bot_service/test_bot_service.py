@@ -323,6 +323,17 @@ async def test_games_begun_before_any_bot_replica_ran_are_played(stack: Stack) -
     assert (await wait_finished(lobby, gid)).finished
 
 
+async def test_decisions_on_the_event_loop_thread(stack: Stack) -> None:
+    """COURT_BOT_DECISION_THREADS=0: no deciding thread, the same games."""
+    bot = await stack.start_bot(decision_threads=0)
+    assert bot.decider._pool is None
+    lobby = stack.rules_client("lobby", "service")
+    gid = (await lobby.create_game("queens_court", ["bot:expert", "bot:heuristic"], {"players": 2})).game_id
+    final = await wait_finished(lobby, gid)
+    assert final.finished
+    assert len(assert_each_bot_move_once(await history(stack, gid), all_bots=True)) == final.seq
+
+
 async def test_a_bot_started_before_the_rules_service_waits_for_it(bare_stack: Stack) -> None:
     port = free_port()
     bot = await bare_stack.start_bot(settings={"rules_addr": f"127.0.0.1:{port}"})  # no stream, no rules yet

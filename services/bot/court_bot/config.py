@@ -18,7 +18,8 @@ COURT_RULES_ADDR (default 127.0.0.1:50051), COURT_TOKEN_SECRET, COURT_METRICS_LI
                                     is first created (default 600), so games begun before the
                                     first bot replica ever ran are still played
     COURT_BOT_DECISION_THREADS      threads that run decisions off the event loop (default 1:
-                                    decisions are CPU-bound; scale with replicas)
+                                    decisions are CPU-bound; scale with replicas); 0 decides on
+                                    the event loop itself
     COURT_BOT_RULES_TIMEOUT         seconds per call to the rules service (default 5)
 """
 
@@ -61,7 +62,7 @@ class BotConfig:
             ack_wait=settings.extra_float("BOT_ACK_WAIT", 10.0, lo=0.5),
             retry_delay=settings.extra_float("BOT_RETRY_DELAY", 30.0, lo=0.1),
             catchup=settings.extra_float("BOT_CATCHUP", 600.0, lo=0.0),
-            decision_threads=settings.extra_int("BOT_DECISION_THREADS", 1, lo=1, hi=64),
+            decision_threads=settings.extra_int("BOT_DECISION_THREADS", 1, lo=0, hi=64),
             rules_timeout=settings.extra_float("BOT_RULES_TIMEOUT", 5.0, lo=0.1),
         )
         return replace(cfg, **overrides) if overrides else cfg

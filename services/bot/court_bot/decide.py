@@ -127,12 +127,14 @@ class Decider:
         self.budgets_ms = dict(budgets_ms)
         self._adapters = adapters
         self._adapter_cache: dict[str, ModuleType | None] = {}
-        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="court-bot-decide")
+        # threads=0: decide on the event loop's own thread (no GIL hand-offs, but I/O waits meanwhile)
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="court-bot-decide") if threads else None
         # (wall, cpu) seconds of recent decisions per (game, level), for benchmarks and tests
         self.recent: dict[tuple[str, str], deque[tuple[float, float]]] = defaultdict(lambda: deque(maxlen=RECENT))
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
     def adapter(self, game: str) -> ModuleType | None:
         """The game's adapter, looked up once per process (as imports are)."""
@@ -170,6 +172,8 @@ class Decider:
             action = legal[rng.randrange(len(legal))]
             choice = Choice(action, level, game, time.perf_counter() - t0, via="legal_list",
                             cpu_seconds=time.thread_time() - c0)
+        elif self._pool is None:
+            choice = self._choose(game, dict(view), seat, level, rng, budget, deadline)
         else:
             ctx = contextvars.copy_context()
             loop = asyncio.get_running_loop()
