@@ -72,21 +72,42 @@ def varint(n: int) -> bytes:
 
 
 _TRUE, _FALSE, _NULL = b"\x20\x01", b"\x20\x00", b"\x08\x00"
+# Values and keys repeat endlessly in views and events (card names, small counts, field names):
+# their encodings are memoised, bounded so odd inputs cannot grow the tables without limit.
+_STR: dict[str, bytes] = {}
+_NUM: dict[Any, bytes] = {}
+_KEY: dict[str, bytes] = {}
+_MEMO_LIMIT = 50_000
+_SHORT = 32
+
+
+def _str_value(v: str) -> bytes:
+    b = _STR.get(v)
+    if b is None:
+        raw = v.encode()
+        b = b"\x1a" + varint(len(raw)) + raw  # string_value
+        if len(v) <= _SHORT and len(_STR) < _MEMO_LIMIT:
+            _STR[v] = b
+    return b
 
 
 def _value_bytes(v: Any) -> bytes:
     t = type(v)
     if t is str:
-        b = v.encode()
-        n = len(b)
-        return (b"\x1a" + bytes((n,)) if n < 0x80 else b"\x1a" + varint(n)) + b  # string_value
-    if t is int or t is float:
-        return b"\x11" + _pack_double(v)  # number_value
+        return _str_value(v)
+    if t is int:
+        b = _NUM.get(v)
+        if b is None:
+            b = b"\x11" + _pack_double(v)  # number_value
+            if -1024 <= v <= 65536 and len(_NUM) < _MEMO_LIMIT:
+                _NUM[v] = b
+        return b
     if t is bool:
         return _TRUE if v else _FALSE  # bool_value
     if t is dict:
         inner = struct_bytes(v)
-        return b"\x2a" + varint(len(inner)) + inner  # struct_value
+        n = len(inner)
+        return (b"\x2a" + bytes((n,)) if n < 0x80 else b"\x2a" + varint(n)) + inner  # struct_value
     if t is list or t is tuple:
         parts = []
         for x in v:
@@ -94,7 +115,10 @@ def _value_bytes(v: Any) -> bytes:
             n = len(b)
             parts.append((b"\x0a" + bytes((n,)) if n < 0x80 else b"\x0a" + varint(n)) + b)  # values
         inner = b"".join(parts)
-        return b"\x32" + varint(len(inner)) + inner  # list_value
+        n = len(inner)
+        return (b"\x32" + bytes((n,)) if n < 0x80 else b"\x32" + varint(n)) + inner  # list_value
+    if t is float:
+        return b"\x11" + _pack_double(v)
     if v is None:
         return _NULL
     if isinstance(v, bool):
@@ -102,7 +126,7 @@ def _value_bytes(v: Any) -> bytes:
     if isinstance(v, int | float):
         return b"\x11" + _pack_double(float(v))
     if isinstance(v, str):
-        return _value_bytes(str(v))
+        return _str_value(str(v))
     if isinstance(v, Mapping):
         return _value_bytes(dict(v))
     if isinstance(v, list | tuple):
@@ -110,17 +134,25 @@ def _value_bytes(v: Any) -> bytes:
     raise TypeError(f"not a JSON value: {type(v).__name__}")
 
 
+def _key(k: Any) -> bytes:
+    b = _KEY.get(k)
+    if b is None:
+        raw = (k if type(k) is str else str(k)).encode()
+        b = b"\x0a" + varint(len(raw)) + raw + b"\x12"  # map entry: key, then the value's tag
+        if len(_KEY) < _MEMO_LIMIT:
+            _KEY[k] = b
+    return b
+
+
 def struct_bytes(d: Mapping[Any, Any]) -> bytes:
     """The serialized ``Struct`` of a JSON-like mapping (keys become strings, tuples lists)."""
     parts = []
     for k, v in d.items():
-        kb = (k if type(k) is str else str(k)).encode()
         vb = _value_bytes(v)
-        nk, nv = len(kb), len(vb)
-        entry = (b"\x0a" + bytes((nk,)) if nk < 0x80 else b"\x0a" + varint(nk)) + kb + \
-            (b"\x12" + bytes((nv,)) if nv < 0x80 else b"\x12" + varint(nv)) + vb
+        nv = len(vb)
+        entry = _key(k) + (bytes((nv,)) if nv < 0x80 else varint(nv)) + vb
         ne = len(entry)
-        parts.append((b"\x0a" + bytes((ne,)) if ne < 0x80 else b"\x0a" + varint(ne)) + entry)  # map entry
+        parts.append((b"\x0a" + bytes((ne,)) if ne < 0x80 else b"\x0a" + varint(ne)) + entry)  # fields
     return b"".join(parts)
 
 
