@@ -87,11 +87,12 @@ class BotClient:
 
 
 class BotProcess:
-    """``python -m court_bot`` as a child process (a replica that can really be SIGKILLed)."""
+    """The ``court-bot`` console script as a child process (a replica that can really be SIGKILLed)."""
 
     def __init__(self, env: dict[str, str]):
-        self.proc = subprocess.Popen([sys.executable, "-m", "court_bot"], env=env, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE)
+        script = Path(sys.executable).parent / "court-bot"
+        assert script.exists(), "court-bot is not installed: run `make setup`"
+        self.proc = subprocess.Popen([str(script)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.port = 0
         self.log = b""
 
@@ -160,6 +161,7 @@ class Stack:
         full = {**os.environ, "COURT_NATS_URL": self.nats.url, "COURT_LISTEN": "127.0.0.1:0",
                 "COURT_RULES_ADDR": self.rules.address, "COURT_TOKEN_SECRET": SECRET, "COURT_ENV": "test",
                 "COURT_METRICS_LISTEN": "", "COURT_BOT_ACK_WAIT": str(ACK_WAIT),
+                "COURT_LOG_FORMAT": "json", "COURT_LOG_LEVEL": "info",  # wait_listening reads the JSON log
                 "COURT_BOT_BUDGET_EXPERT_MS": str(TEST_BUDGETS["expert"]), **env}
         p = BotProcess(full)
         self.processes.append(p)
