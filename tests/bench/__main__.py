@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 # Benchmark modules under tests/bench, run in this order; add new ones to the list.
-MODULES: list[str] = ["engines", "bot_service", "bots_the_court"]
+MODULES: list[str] = ["engines", "bot_service", "bots_the_court", "service"]
 
 
 def main() -> None:
