@@ -192,6 +192,20 @@ async def test_replica_killed_mid_game_the_other_finishes(stack: Stack) -> None:
     assert b_played and max(b_played) == final.seq - 1, "the surviving replica played the end of the game"
 
 
+@pytest.mark.slow
+async def test_nats_restart_mid_game(stack: Stack) -> None:
+    bot = await stack.start_bot()
+    lobby = stack.rules_client("lobby", "service")
+    gid = (await lobby.create_game("queens_court", ["bot:expert"] * 4, {"players": 4})).game_id
+    reached = await wait_seq(lobby, gid, 5)
+    assert not reached.finished
+    await asyncio.to_thread(stack.nats.restart)  # same port, same store: JetStream keeps streams and consumer
+    final = await wait_finished(lobby, gid, timeout=90)
+    assert final.finished
+    assert len(assert_each_bot_move_once(await history(stack, gid), all_bots=True)) == final.seq
+    assert max(h.seq for h in bot.journal.played() if h.game_id == gid) >= reached.seq
+
+
 class CrashAfterSubmit(Faults):
     """The replica's first submit succeeds, then it 'hangs' before acking (until the test kills it)."""
 
