@@ -32,7 +32,8 @@ Levels (``court_bots.levels``):
   Kings are still to come, Queens and Aces are counted as the clock (with none left the towers
   are worth nothing). Co-op exchanges compare the two players' gains: offer/accept a card when it
   is worth more on the partner's towers, swap when the pair gains, burn when placing would lose.
-  In the shared variant it draws the pile's top card when that beats an unknown deck card.
+  In the shared variant it counts only its own colour's face cards among the cards to come (the
+  others go to the opponent) and draws the pile's top card when that beats a deck card's mean.
 * ``expert``: determinized rollouts (flat Monte Carlo with common random numbers): each
   iteration samples one hidden world consistent with the view, plays every candidate root action
   in it and rolls the game out to the end with the heuristic on a fast mutable copy of the
@@ -94,10 +95,12 @@ class SPlayer:
         self.qa_total = 0
         self.skips = 0
         self.finished = False
-        self.rem: dict[str, int] = {}  # rank char -> count still in the deck this player draws from
+        # rank char -> how many of the cards still to come this player may get (their own deck;
+        # shared variant: the deck's number cards and their own colour's face cards)
+        self.rem: dict[str, int] = {}
         self.ctx: Ctx | None = None  # ``Ctx(rem)``, cached until the next draw
 
-    def copy(self, rem: dict[str, int] | None = None) -> SPlayer:
+    def copy(self) -> SPlayer:
         o = SPlayer.__new__(SPlayer)
         o.deck = self.deck[:]
         o.towers = [t[:] for t in self.towers]
@@ -109,7 +112,7 @@ class SPlayer:
         o.qa_total = self.qa_total
         o.skips = self.skips
         o.finished = self.finished
-        o.rem = dict(self.rem) if rem is None else rem
+        o.rem = dict(self.rem)
         o.ctx = self.ctx
         return o
 
@@ -162,11 +165,7 @@ class Sim:
         o = Sim.__new__(Sim)
         o.mode = self.mode
         o.shared = self.shared
-        if self.shared:
-            rem = dict(self.players[0].rem)
-            o.players = [p.copy(rem) for p in self.players]
-        else:
-            o.players = [p.copy() for p in self.players]
+        o.players = [p.copy() for p in self.players]
         o.phase = self.phase
         o.turn = self.turn
         o.pending = [e[:] for e in self.pending]
@@ -362,8 +361,14 @@ class Sim:
             card = self.pile.pop()
         else:
             card = self.deck.pop()
-            self.players[0].rem[card[0]] -= 1  # one dict shared by both players
-            for p in self.players:
+            r = card[0]
+            if r in NUMBERS:  # either player may draw it
+                for p in self.players:
+                    p.rem[r] -= 1
+                    p.ctx = None
+            else:  # a face card only ever reaches its colour's owner
+                p = self.players[0 if card[1] in "HD" else 1]
+                p.rem[r] -= 1
                 p.ctx = None
         owner = d if card[0] in NUMBERS else (0 if card[1] in "HD" else 1)
         self.pending = [[card, owner, owner]]
@@ -415,9 +420,8 @@ def sim_from_state(state: game.State) -> Sim:
     s = Sim.__new__(Sim)
     s.mode = state.mode
     s.shared = state.mode == "shared"
-    shared_rem = _rank_counts(state.deck) if s.shared else None
     players = []
-    for p in state.players:
+    for i, p in enumerate(state.players):
         sp = SPlayer()
         sp.deck = list(reversed(p.deck))
         sp.towers = [list(t) for t in p.towers]
@@ -429,7 +433,10 @@ def sim_from_state(state: game.State) -> Sim:
         sp.qa_total = p.qa_total
         sp.skips = p.skips
         sp.finished = p.finished
-        sp.rem = shared_rem if shared_rem is not None else _rank_counts(p.deck)
+        if s.shared:  # the cards this player may still get: any number card, their own faces
+            sp.rem = _rank_counts([c for c in state.deck if c[0] in NUMBERS or _colour(c) == i])
+        else:
+            sp.rem = _rank_counts(p.deck)
         sp.ctx = None
         players.append(sp)
     s.players = players
@@ -705,18 +712,15 @@ def swap_gain(s: Sim, w: Weights = W) -> float:
 
 
 def expected_draw_gain(s: Sim, p: int, w: Weights = W) -> float:
-    """Shared variant: the mean gain of a deck card for ``p`` (over the deck's composition)."""
+    """Shared variant: the mean gain of a deck card for ``p`` (the opponent's face cards, handed
+    over at once, count as nothing)."""
     rem = s.players[p].rem
-    total = 0
+    total = len(s.deck)
+    suit = "H" if p == 0 else "S"
     acc = 0.0
     for r, n in rem.items():
-        if not n:
-            continue
-        total += n
-        if r in NUMBERS:
-            card = r + ("H" if p == 0 else "S")
-            acc += n * best_placement(s, p, card, w)[1]
-        # face cards: half are the opponent's (a handoff, then another draw): counted as 0
+        if n:
+            acc += n * best_placement(s, p, r + suit, w)[1]
     return acc / total if total else 0.0
 
 
