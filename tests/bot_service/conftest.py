@@ -124,6 +124,13 @@ class BotProcess:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
 
+    def terminate(self, timeout: float = 30.0) -> int:
+        """SIGTERM, then the exit code (its log is read to the end)."""
+        self.proc.send_signal(signal.SIGTERM)
+        assert self.proc.stderr is not None
+        self.log += self.proc.stderr.read()
+        return self.proc.wait(timeout)
+
     def close(self) -> None:
         self.kill()
         if self.proc.stderr:

@@ -7,6 +7,7 @@ each with a timeout; nothing sleeps to wait.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import urllib.request
 from typing import Any
@@ -204,6 +205,18 @@ async def test_nats_restart_mid_game(stack: Stack) -> None:
     assert final.finished
     assert len(assert_each_bot_move_once(await history(stack, gid), all_bots=True)) == final.seq
     assert max(h.seq for h in bot.journal.played() if h.game_id == gid) >= reached.seq
+
+
+async def test_sigterm_stops_court_bot_gracefully(stack: Stack) -> None:
+    proc = await stack.start_bot_process()
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{proc.port}") as ch:
+        reply = await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(service=SERVICE_NAME),
+                                                           timeout=5)
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+    code = await asyncio.to_thread(proc.terminate)
+    assert code == 0
+    events = [json.loads(line).get("event") for line in proc.log.splitlines() if line.startswith(b"{")]
+    assert "shutting down" in events and "stopped" in events[events.index("shutting down"):]
 
 
 class CrashAfterSubmit(Faults):
