@@ -1,0 +1,182 @@
+"""court_kit's gRPC bootstrap: the edge interceptor's auth and error mapping, health, reflection,
+metrics, and a real ``court-rules`` process shutting down gracefully on SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from court_games.core import IllegalAction, InvalidAction, InvalidOptions, NotYourTurn
+from court_kit import errors
+from court_kit.metrics import start_metrics_server
+from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, current_identity
+from court_kit.settings import ConfigError
+from court_kit.tokens import Verifier, issue_token
+from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from tests.fixtures.nats import free_port, make_nats
+
+SECRET = "kit-server-secret-0123456789abcdef0123"
+RAISES: dict[str, BaseException] = {
+    "g-illegal": IllegalAction({"type": "play"}, "you do not hold 5H"),
+    "g-turn": NotYourTurn({"type": "play"}, "it is seat 2's turn"),
+    "g-malformed": InvalidAction("unknown card 'ZZ'"),
+    "g-options": InvalidOptions("option 'players' must be an integer from 2 to 4"),
+    "g-missing": errors.NotFound("no game 'g-missing'"),
+    "g-race": errors.Aborted("another move reached this game first"),
+    "g-seat": errors.PermissionDenied("seat 0 is not yours"),
+    "g-down": errors.Unavailable("the game store is unavailable"),
+    "g-bug": RuntimeError("secret internal detail"),
+}
+
+
+class Probe(rules_pb2_grpc.RulesServiceServicer):
+    async def GetView(self, request: Any, context: Any) -> rules_pb2.GameView:
+        if request.game_id in RAISES:
+            raise RAISES[request.game_id]
+        ident = current_identity()
+        return rules_pb2.GameView(game_id=request.game_id, seats=[ident.sub, ident.role])
+
+    async def WatchGame(self, request: Any, context: Any) -> Any:
+        yield rules_pb2.GameUpdate(seq=1)
+        raise RAISES[request.game_id]
+
+
+@pytest.fixture
+async def probe_server() -> Any:
+    server, port = create_server("127.0.0.1:0", interceptors=[EdgeInterceptor(Verifier(SECRET))])
+    rules_pb2_grpc.add_RulesServiceServicer_to_server(Probe(), server)
+    health = await add_health_and_reflection(server, ["court.rules.v1.RulesService"])
+    await server.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+    yield {"port": port, "channel": channel, "health": health}
+    await channel.close()
+    await server.stop(0)
+
+
+def _md(sub: str = "alice", role: str = "player") -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {issue_token(SECRET, sub, role)}"), ("x-request-id", "req-42"))
+
+
+async def test_errors_map_to_status_codes_once(probe_server: Any) -> None:
+    stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
+    expected = {"g-illegal": grpc.StatusCode.FAILED_PRECONDITION, "g-turn": grpc.StatusCode.FAILED_PRECONDITION,
+                "g-malformed": grpc.StatusCode.INVALID_ARGUMENT, "g-options": grpc.StatusCode.INVALID_ARGUMENT,
+                "g-missing": grpc.StatusCode.NOT_FOUND, "g-race": grpc.StatusCode.ABORTED,
+                "g-seat": grpc.StatusCode.PERMISSION_DENIED, "g-down": grpc.StatusCode.UNAVAILABLE,
+                "g-bug": grpc.StatusCode.INTERNAL}
+    for gid, code in expected.items():
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await stub.GetView(rules_pb2.GetViewRequest(game_id=gid), metadata=_md())
+        assert info.value.code() == code, gid
+        if gid == "g-bug":
+            assert "secret" not in info.value.details() and "request id" in info.value.details()
+        elif gid in ("g-illegal", "g-turn"):
+            assert info.value.details() == RAISES[gid].reason
+        else:
+            assert info.value.details() == str(RAISES[gid])
+    ok = await stub.GetView(rules_pb2.GetViewRequest(game_id="g-fine"), metadata=_md("bob", "bot"))
+    assert list(ok.seats) == ["bob", "bot"], "the handler sees the verified caller"
+    # a streaming call maps its error after the first item
+    items = []
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        async for u in stub.WatchGame(rules_pb2.WatchGameRequest(game_id="g-seat"), metadata=_md()):
+            items.append(u.seq)
+    assert items == [1] and info.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+
+async def test_missing_or_bad_tokens_are_unauthenticated(probe_server: Any) -> None:
+    stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
+    for md in [(), (("authorization", "Bearer nope"),), (("authorization", issue_token("x" * 40, "a", "player")),)]:
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await stub.GetView(rules_pb2.GetViewRequest(game_id="g-fine"), metadata=md)
+        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED and info.value.details()
+
+
+async def test_health_and_reflection_need_no_token(probe_server: Any) -> None:
+    ch = probe_server["channel"]
+    health = health_pb2_grpc.HealthStub(ch)
+    for name in ("", "court.rules.v1.RulesService"):
+        reply = await health.Check(health_pb2.HealthCheckRequest(service=name))
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+    refl = reflection_pb2_grpc.ServerReflectionStub(ch)
+    call = refl.ServerReflectionInfo()
+    await call.write(reflection_pb2.ServerReflectionRequest(list_services=""))
+    reply = await call.read()
+    await call.done_writing()
+    names = {s.name for s in reply.list_services_response.service}
+    assert {"court.rules.v1.RulesService", "grpc.health.v1.Health"} <= names
+
+
+async def test_create_server_refuses_a_taken_port(probe_server: Any) -> None:
+    with pytest.raises(ConfigError, match="cannot listen"):
+        create_server(f"127.0.0.1:{probe_server['port']}")
+
+
+async def test_metrics_endpoint_counts_calls(probe_server: Any) -> None:
+    metrics = start_metrics_server("127.0.0.1:0")
+    assert metrics is not None
+    try:
+        stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
+        await stub.GetView(rules_pb2.GetViewRequest(game_id="g-fine"), metadata=_md())
+        body = await asyncio.to_thread(
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{metrics.port}/metrics", timeout=5).read().decode())
+        assert 'court_grpc_requests_total{code="OK",method="/court.rules.v1.RulesService/GetView"}' in body
+        assert "court_grpc_request_seconds_bucket" in body
+    finally:
+        metrics.close()
+    assert start_metrics_server("") is None, "an empty COURT_METRICS_LISTEN disables the endpoint"
+
+
+@pytest.mark.slow
+async def test_court_rules_process_serves_and_shuts_down_gracefully(tmp_path: Path) -> None:
+    nats = make_nats(tmp_path / "nats")
+    nats.start()
+    port, metrics_port = free_port(), free_port()
+    env = {**os.environ, "COURT_NATS_URL": nats.url, "COURT_LISTEN": f"127.0.0.1:{port}",
+           "COURT_METRICS_LISTEN": f"127.0.0.1:{metrics_port}", "COURT_TOKEN_SECRET": SECRET,
+           "COURT_LOG_FORMAT": "json", "COURT_SHUTDOWN_GRACE": "5", "COURT_STATE_DIR": str(tmp_path / "state")}
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "court-rules")], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
+            health = health_pb2_grpc.HealthStub(ch)
+            reply = await health.Check(health_pb2.HealthCheckRequest(), wait_for_ready=True, timeout=30)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+            stub = rules_pb2_grpc.RulesServiceStub(ch)
+            created = await stub.CreateGame(
+                rules_pb2.CreateGameRequest(request_id="c1", game="queens_court", seats=["a", "b"]),
+                metadata=_md("lobby", "service"), timeout=30)
+            assert created.game_id
+            # a health watcher sees NOT_SERVING as soon as the shutdown starts
+            watch = health.Watch(health_pb2.HealthCheckRequest(service="court.rules.v1.RulesService"))
+            first = await watch.read()
+            assert first.status == health_pb2.HealthCheckResponse.SERVING
+            proc.send_signal(signal.SIGTERM)
+            second = await asyncio.wait_for(watch.read(), 10)
+            assert second.status == health_pb2.HealthCheckResponse.NOT_SERVING
+            watch.cancel()
+        rc = await asyncio.to_thread(proc.wait, 30)
+        assert rc == 0
+        logs = [json.loads(x) for x in proc.stderr.read().splitlines() if x.startswith("{")]
+        events = [x["event"] for x in logs]
+        assert "rules service listening" in events and "shutting down" in events and events[-1] == "stopped"
+        assert all(x["service"] == "rules" and "timestamp" in x and "level" in x for x in logs)
+        created_line = next(x for x in logs if x["event"] == "game created")
+        assert created_line["game_id"] == created.game_id and created_line["request_id"]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        nats.stop()
