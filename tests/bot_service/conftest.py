@@ -50,6 +50,14 @@ def adapter_games() -> list[str]:
     return [g for g in GAME_NAMES if has_adapter(g)]
 
 
+def qc(level: str) -> str:
+    """A Queen's Court bot seat at ``level`` if this build has the adapter, else ``bot:random``.
+
+    The service tests that use these are about turns, replicas and redelivery, not the level.
+    """
+    return f"bot:{level if has_adapter('queens_court') else 'random'}"
+
+
 def bot_seats(game: str, n: int) -> list[str]:
     """Every level the build plays ``game`` at, round the table (random only without an adapter)."""
     levels = ["expert", "heuristic", "random"] if has_adapter(game) else ["random"]

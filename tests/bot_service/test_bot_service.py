@@ -17,6 +17,7 @@ import pytest
 from court_bot.app import SERVICE_NAME
 from court_bot.turns import BOT_PREFIX, DURABLE, STREAM, Faults, Outcome, Turn, request_id
 from court_bot.upstream import BOT_SUB
+from court_bots.levels import LEVELS
 from court_client import action_json
 from court_proto.court.events.v1 import events_pb2
 from court_proto.court.rules.v1 import rules_pb2
@@ -26,7 +27,7 @@ from prometheus_client import REGISTRY
 
 from tests.fixtures.nats import free_port
 
-from .conftest import GAMES, Stack, adapter_games, bot_seats, has_adapter, wait_finished, wait_seq
+from .conftest import GAMES, Stack, adapter_games, bot_seats, has_adapter, qc, wait_finished, wait_seq
 
 GAME_IDS = [g[0] for g in GAMES]
 
@@ -152,7 +153,7 @@ async def test_two_replicas_share_the_work_and_play_each_turn_once(stack: Stack)
     lobby = stack.rules_client("lobby", "service")
     gids = []
     for i in range(4):
-        created = await lobby.create_game("queens_court", ["bot:random", "bot:heuristic", "bot:random", "bot:random"],
+        created = await lobby.create_game("queens_court", ["bot:random", qc("heuristic"), "bot:random", "bot:random"],
                                           {"players": 4}, request_id=f"share-{i}")
         gids.append(created.game_id)
     finals = await asyncio.gather(*(wait_finished(lobby, g, timeout=120) for g in gids))
@@ -178,7 +179,7 @@ async def test_replica_killed_mid_game_the_other_finishes(stack: Stack) -> None:
     # replica A is a real process, alone at first, so it holds the game when it dies
     a = await stack.start_bot_process(COURT_BOT_CONCURRENCY="2")
     lobby = stack.rules_client("lobby", "service")
-    created = await lobby.create_game("queens_court", ["bot:expert"] * 4, {"players": 4})
+    created = await lobby.create_game("queens_court", [qc("expert")] * 4, {"players": 4})
     gid = created.game_id
     reached = await wait_seq(lobby, gid, 6)
     assert not reached.finished
@@ -197,7 +198,7 @@ async def test_replica_killed_mid_game_the_other_finishes(stack: Stack) -> None:
 async def test_nats_restart_mid_game(stack: Stack) -> None:
     bot = await stack.start_bot()
     lobby = stack.rules_client("lobby", "service")
-    gid = (await lobby.create_game("queens_court", ["bot:expert"] * 4, {"players": 4})).game_id
+    gid = (await lobby.create_game("queens_court", [qc("expert")] * 4, {"players": 4})).game_id
     reached = await wait_seq(lobby, gid, 5)
     assert not reached.finished
     await asyncio.to_thread(stack.nats.restart)  # same port, same store: JetStream keeps streams and consumer
@@ -238,7 +239,7 @@ async def test_turn_redelivered_after_a_crash_does_not_play_twice(stack: Stack) 
     crash = CrashAfterSubmit()
     a = await stack.start_bot("a", concurrency=1, faults=crash)
     lobby = stack.rules_client("lobby", "service")
-    created = await lobby.create_game("queens_court", ["bot:heuristic"] * 3, {"players": 3})
+    created = await lobby.create_game("queens_court", [qc("heuristic")] * 3, {"players": 3})
     gid = created.game_id
     await asyncio.wait_for(crash.submitted.wait(), 30)
     assert crash.turn is not None and crash.turn.seq == 0
@@ -275,10 +276,8 @@ async def first_turn_event(stack: Stack, game: str, game_id: str) -> tuple[event
     return events_pb2.GameEvent.FromString(msg.data), msg.seq
 
 
-@pytest.mark.parametrize("level", ["random", "heuristic", "expert"])
+@pytest.mark.parametrize("level", LEVELS if has_adapter("queens_court") else ["random"])
 async def test_two_handlers_of_one_position_play_it_once(stack: Stack, level: str) -> None:
-    if level != "random" and not has_adapter("queens_court"):
-        pytest.fail("the queens_court adapter is missing")
     barrier = Barrier(2)
     app = await stack.start_bot("manual", consume=False, faults=barrier)  # no consumer: we deliver by hand
     lobby = stack.rules_client("lobby", "service")
@@ -355,7 +354,7 @@ async def test_decisions_on_the_event_loop_thread(stack: Stack) -> None:
     bot = await stack.start_bot(decision_threads=0)
     assert bot.decider._pool is None
     lobby = stack.rules_client("lobby", "service")
-    gid = (await lobby.create_game("queens_court", ["bot:expert", "bot:heuristic"], {"players": 2})).game_id
+    gid = (await lobby.create_game("queens_court", [qc("expert"), qc("heuristic")], {"players": 2})).game_id
     final = await wait_finished(lobby, gid)
     assert final.finished
     assert len(assert_each_bot_move_once(await history(stack, gid), all_bots=True)) == final.seq
@@ -367,7 +366,7 @@ async def test_a_bot_started_before_the_rules_service_waits_for_it(bare_stack: S
     await bare_stack.start_rules(listen=f"127.0.0.1:{port}")
     await asyncio.wait_for(bot.consumer.attached.wait(), 15)
     lobby = bare_stack.rules_client("lobby", "service")
-    gid = (await lobby.create_game("queens_court", ["bot:heuristic"] * 2, {"players": 2})).game_id
+    gid = (await lobby.create_game("queens_court", [qc("heuristic")] * 2, {"players": 2})).game_id
     assert (await wait_finished(lobby, gid)).finished
 
 
@@ -375,7 +374,7 @@ async def test_metrics_are_served(stack: Stack) -> None:
     bot = await stack.start_bot(settings={"metrics_listen": "127.0.0.1:0"})
     assert bot.metrics is not None
     lobby = stack.rules_client("lobby", "service")
-    gid = (await lobby.create_game("queens_court", ["bot:heuristic", "bot:random"], {"players": 2})).game_id
+    gid = (await lobby.create_game("queens_court", [qc("heuristic"), "bot:random"], {"players": 2})).game_id
     await wait_finished(lobby, gid)
 
     def scrape() -> str:
@@ -383,8 +382,9 @@ async def test_metrics_are_served(stack: Stack) -> None:
             return r.read().decode()
 
     text = await asyncio.to_thread(scrape)
-    for series in ('court_bot_decisions_total{game="queens_court",level="heuristic",purpose="turn"}',
-                   'court_bot_decision_seconds_bucket{game="queens_court",le="0.045",level="heuristic"}',
+    level = qc("heuristic")[len(BOT_PREFIX):]
+    for series in (f'court_bot_decisions_total{{game="queens_court",level="{level}",purpose="turn"}}',
+                   f'court_bot_decision_seconds_bucket{{game="queens_court",le="0.045",level="{level}"}}',
                    'court_bot_turns_total{outcome="played"}', "court_bot_turn_seconds_count",
                    "court_bot_errors_total"):
         assert series in text, series
@@ -441,11 +441,12 @@ async def test_suggest_is_legal_from_the_callers_own_view(stack: Stack, game: st
     mine = await stack.rules_client(me).get_view(gid, seat)
     legal = [action_json(a) for a in mine.legal_actions]
     hint = stack.bot_client(bot, me)
-    for level in ("random", "heuristic", "expert", ""):
+    levels = list(LEVELS) if has_adapter(game) else ["random"]
+    for level in [*levels, ""]:
         reply = await hint.suggest(gid, seat, level)
         assert reply.seq == mine.seq
         assert action_json(reply.action) in legal, (level, action_json(reply.action))
-        assert reply.explanation.startswith(f"{level or 'expert'} level")
+        assert reply.explanation.startswith(f"{level or levels[-1]} level")
     reply = await hint.suggest(gid)  # no seat: the caller's only seat
     assert action_json(reply.action) in legal
     # the suggestion is playable as it stands
