@@ -109,6 +109,14 @@ class Duplicator:
     def __init__(self, stack: Stack):
         self.stack = stack
         self.copied = 0
+        self._changed = asyncio.Condition()
+
+    async def wait_copied(self, n: int, timeout: float = 60.0) -> None:
+        async def loop() -> None:
+            async with self._changed:
+                await self._changed.wait_for(lambda: self.copied >= n)
+
+        await asyncio.wait_for(loop(), timeout)
 
     async def __aenter__(self) -> Duplicator:
         self.nc = await nats.connect(self.stack.nats.url)
@@ -122,7 +130,9 @@ class Duplicator:
             return  # our own copy coming back
         headers["Nats-Msg-Id"] = headers.get("Nats-Msg-Id", "") + "-again"
         await self.js.publish(msg.subject, msg.data, headers=headers)
-        self.copied += 1
+        async with self._changed:
+            self.copied += 1
+            self._changed.notify_all()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.sub.unsubscribe()
@@ -141,6 +151,8 @@ async def test_killed_consumer_and_every_event_twice_still_pay_exactly_once(stac
         final = await play(players, game_id, 12)
         assert final.finished
         await stack.wait_ranked(lambda st: st.game_status(game_id) == "finished", "the game to be settled")
+        events, seed = await full_events(stack, game_id)
+        await dup.wait_copied(len(events))  # each event went into the stream twice
         js = stack.ranking.nc.jetstream()
 
         async def drained() -> bool:  # every copy of every event delivered and acknowledged
@@ -148,8 +160,7 @@ async def test_killed_consumer_and_every_event_twice_still_pay_exactly_once(stac
             return info.num_pending == 0 and info.num_ack_pending == 0
 
         await stack.ranking.consumer.wait_for(drained, 60, "the consumer to take every event")
-    events, seed = await full_events(stack, game_id)
-    assert dup.copied == len(events)  # each event went into the stream twice
+    assert dup.copied == len(events)
     want = expected_changes(events, 3, ANTE, seed)
     assert [await p.balance() for p in players] == [1000 + d for d in want]
     entries = await asyncio.to_thread(stack.ranking.store.entries_of_game, game_id)
