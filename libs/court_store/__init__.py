@@ -12,7 +12,7 @@
 """
 
 from .db import check_text, database_url, insert_ignore, make_engine, normalize_url
-from .migrate import current_revision, run_env, upgrade
+from .migrate import current_revision, open_database, run_env, upgrade
 
 __all__ = [
     "check_text",
@@ -21,6 +21,7 @@ __all__ = [
     "insert_ignore",
     "make_engine",
     "normalize_url",
+    "open_database",
     "run_env",
     "upgrade",
 ]

@@ -9,6 +9,7 @@ advisory lock, so replicas starting together migrate once.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,9 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import MetaData, text
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection, Engine, make_url
+
+from .db import make_engine
 
 
 def _config(migrations_dir: Path, service: str, connection: Connection) -> Config:
@@ -44,6 +47,19 @@ def upgrade(engine: Engine, migrations_dir: str | Path, service: str, revision: 
             command.upgrade(_config(Path(migrations_dir), service, conn), revision)
             conn.commit()
     return current_revision(engine, service)
+
+
+def open_database(url: str, migrate: Callable[[Engine], str | None]) -> tuple[Engine, str | None]:
+    """An engine for ``url`` migrated to head with ``migrate`` (a SQLite file's folder is created)."""
+    u = make_url(url)
+    if u.get_backend_name() == "sqlite" and u.database:
+        Path(u.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = make_engine(url)
+    try:
+        return engine, migrate(engine)
+    except BaseException:
+        engine.dispose()
+        raise
 
 
 def current_revision(engine: Engine, service: str) -> str | None:

@@ -4,7 +4,6 @@ races, abandoning; every bad input a clear status code, and nothing changed by i
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import grpc
 import pytest
@@ -16,19 +15,11 @@ from court_proto.court.lobby.v1 import lobby_pb2_grpc
 from sqlalchemy import func
 from sqlmodel import Session, select
 
-from tests.ranking.stack import Player, Stack, rid
+from tests.ranking.stack import Player, Stack, fails, rid
 
 pytestmark = [pytest.mark.integration]
 
 C = grpc.StatusCode
-
-
-async def fails(code: grpc.StatusCode, coro: Any, match: str = "") -> str:
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await coro
-    assert err.value.code() == code, err.value.details()
-    assert match.lower() in (err.value.details() or "").lower()
-    return err.value.details()
 
 
 def counts(stack: Stack) -> tuple[int, int, int]:

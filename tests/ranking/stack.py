@@ -35,6 +35,15 @@ def rid() -> str:
     return uuid.uuid4().hex
 
 
+async def fails(code: grpc.StatusCode, call: Any, match: str = "") -> str:
+    """Await ``call``, which must fail with ``code`` and a message containing ``match``."""
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await call
+    assert err.value.code() == code, err.value.details()
+    assert match.lower() in (err.value.details() or "").lower(), err.value.details()
+    return err.value.details()
+
+
 class Player:
     """One person: a lobby account, its token, and stubs for lobby, ranking and rules."""
 

@@ -7,18 +7,11 @@ import pytest
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 from court_proto.court.ranking.v1 import ranking_pb2_grpc
 
-from .stack import Stack
+from .stack import Stack, fails
 
 pytestmark = [pytest.mark.integration]
 
 C = grpc.StatusCode
-
-
-async def fails(code: grpc.StatusCode, coro, match: str = "") -> None:
-    with pytest.raises(grpc.aio.AioRpcError) as err:
-        await coro
-    assert err.value.code() == code, err.value.details()
-    assert match.lower() in (err.value.details() or "").lower()
 
 
 def stub_as(stack: Stack, sub: str, role: str):

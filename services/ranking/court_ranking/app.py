@@ -14,6 +14,7 @@ import contextlib
 import sys
 from dataclasses import dataclass, field
 
+import court_store
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.metrics import MetricsServer, start_metrics_server
@@ -21,10 +22,9 @@ from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_
 from court_kit.settings import ConfigError, Settings
 from court_kit.tokens import Verifier
 from court_proto.court.ranking.v1 import ranking_pb2, ranking_pb2_grpc
-from court_store import make_engine
 from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Engine
 
 from .consumer import EventConsumer
 from .servicer import RankingServicer
@@ -36,13 +36,9 @@ SERVICE_NAME = ranking_pb2.DESCRIPTOR.services_by_name["RankingService"].full_na
 
 
 def open_database(settings: Settings) -> Engine:
-    """The engine for COURT_DATABASE_URL (the SQLite default's folder is created), migrated to head."""
-    url = make_url(settings.database_url)
-    if url.get_backend_name() == "sqlite" and url.database:
-        settings.state_dir.mkdir(parents=True, exist_ok=True)
-    engine = make_engine(settings.database_url)
-    revision = migrate(engine)
-    log.info("database ready", backend=url.get_backend_name(), revision=revision)
+    """The engine for COURT_DATABASE_URL, its schema migrated to the newest revision."""
+    engine, revision = court_store.open_database(settings.database_url, migrate)
+    log.info("database ready", backend=engine.dialect.name, revision=revision)
     return engine
 
 
