@@ -12,6 +12,7 @@ from court_kit.tokens import issue_token
 from court_lobby.models import Account, Lobby, Seat
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.lobby.v1 import lobby_pb2_grpc
+from court_ranking.models import Rating
 from sqlalchemy import func
 from sqlmodel import Session, select
 
@@ -205,3 +206,21 @@ async def test_quick_match_joins_a_fitting_lobby_or_opens_one(stack: Stack):
     other = await quick(cy, 200)
     assert other.lobby_id != first.lobby_id and other.seats[0].player_id == cy.id
     assert (await quick(ann, 100)).lobby_id == first.lobby_id  # already seated there
+
+
+async def test_quick_match_prefers_the_closest_skill(stack: Stack):
+    strong, weak, newcomer, expert = [await stack.player(n) for n in ("Strong", "Weak", "Newcomer", "Expert")]
+    with Session(stack.ranking.engine) as s:  # ratings as if earned in earlier games
+        for p, mu in ((strong, 40.0), (weak, 12.0), (newcomer, 14.0), (expert, 38.0)):
+            s.add(Rating(player_id=p.id, game="queens_court", mu=mu, sigma=3.0, ordinal=mu - 9.0, games=20))
+        s.commit()
+    older = await strong.create_lobby("queens_court", {"players": 3})
+    newer = await weak.create_lobby("queens_court", {"players": 3})
+
+    async def quick(p: Player) -> lpb.Lobby:
+        req = lpb.QuickMatchRequest(request_id=rid(), game="queens_court")
+        to_struct({"players": 3}, req.options)
+        return await p.call("QuickMatch", req)
+
+    assert (await quick(newcomer)).lobby_id == newer.lobby_id  # closer in skill, though opened later
+    assert (await quick(expert)).lobby_id == older.lobby_id
