@@ -130,6 +130,12 @@ class Stack:
         """A new replica on the same address and database, consuming as the same durable."""
         self.ranking = await RankingApp.start(self.settings("ranking", listen=self.ranking.address), ack_wait=ACK_WAIT)
 
+    async def second_ranking(self) -> RankingApp:
+        """Another replica sharing the database and the durable consumer (stopped at the end)."""
+        app = await self.start_ranking()
+        self.closers.append(lambda: app.stop(0))
+        return app
+
     async def close(self) -> None:
         for close in self.closers:
             await close()
