@@ -163,6 +163,7 @@ async def test_racing_for_the_last_seat_and_starting_twice(stack: Stack):
     assert await host.balance() == 900 and await seated.balance() == 900  # one game, one ante each
     mine = await seated.call("ListMyGames", lpb.ListMyGamesRequest())
     assert [g.game_id for g in mine.games] == [ok[0].game_id]
+    assert mine.games[0].started.seconds >= ok[0].created.seconds and mine.games[0].ante == 100
 
 
 async def test_a_retry_with_the_same_request_id_applies_nothing_twice(stack: Stack):

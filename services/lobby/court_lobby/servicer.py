@@ -365,7 +365,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             if await self._still_running(info):
                 out.games.append(pb.MyGame(game_id=info.game_id, game=info.game, seat=info.seat_of(me.id).seat_no,
                                            lobby_id=info.id, online=info.online, ante=info.ante,
-                                           started=_ts(info.created_at)))
+                                           started=_ts(info.started_at)))
         return out
 
     async def _my_started_game(self, me: Account, game_id: str) -> LobbyInfo:

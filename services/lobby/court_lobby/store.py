@@ -89,6 +89,7 @@ class LobbyInfo:
     seed: int | None
     resumed_from: str | None
     created_at: datetime
+    started_at: datetime | None
     seated: tuple[SeatInfo, ...]
 
     @property
@@ -193,7 +194,7 @@ class LobbyStore:
             id=lobby.id, game=lobby.game, options=json.loads(lobby.options), online=lobby.online, ante=lobby.ante,
             seats=lobby.seats, public=lobby.public, invite_code=lobby.invite_code, host_id=lobby.host_id,
             status=lobby.status, game_id=lobby.game_id, seed=lobby.seed, resumed_from=lobby.resumed_from,
-            created_at=lobby.created_at,
+            created_at=lobby.created_at, started_at=lobby.started_at,
             seated=tuple(SeatInfo(x.seat_no, x.account_id, x.bot_level, x.name, x.ready) for x in seats))
 
     def lobby(self, lobby_id: str) -> LobbyInfo:
