@@ -14,7 +14,6 @@ from typing import Any
 
 import nats
 from nats.aio.client import Client as NATS
-from nats.errors import NoServersError
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType, StreamConfig
 from nats.js.errors import APIError, BadRequestError, NotFoundError
@@ -29,10 +28,10 @@ ERR_STREAM_NAME_IN_USE = 10058
 
 
 async def connect(servers: Sequence[str] | str, name: str, *, give_up_after: float | None = None) -> NATS:
-    """Connect, retrying until the server answers (``give_up_after`` seconds, or forever);
-    once connected, the client reconnects forever on its own."""
+    """Connect, waiting for the server as long as it takes (or ``give_up_after`` seconds, then
+    ``TimeoutError``); once connected the client reconnects forever on its own. nats-py retries
+    the first connection itself when reconnects are unlimited, every ``reconnect_time_wait``."""
     urls = [servers] if isinstance(servers, str) else list(servers)
-    delay, waited = 0.1, 0.0
 
     async def on_error(exc: Exception) -> None:
         log.warning("nats error", error=str(exc) or type(exc).__name__)
@@ -43,31 +42,30 @@ async def connect(servers: Sequence[str] | str, name: str, *, give_up_after: flo
     async def on_reconnect() -> None:
         log.info("nats reconnected")
 
-    while True:
-        nc = NATS()
+    nc = NATS()
+    attempt = nc.connect(
+        servers=urls,
+        name=name,
+        allow_reconnect=True,
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=0.25,
+        connect_timeout=2,
+        ping_interval=10,
+        max_outstanding_pings=3,
+        drain_timeout=5,
+        error_cb=on_error,
+        disconnected_cb=on_disconnect,
+        reconnected_cb=on_reconnect,
+    )
+    if give_up_after is None:
+        await attempt
+    else:
         try:
-            await nc.connect(
-                servers=urls,
-                name=name,
-                allow_reconnect=True,
-                max_reconnect_attempts=-1,
-                reconnect_time_wait=0.25,
-                connect_timeout=2,
-                ping_interval=10,
-                max_outstanding_pings=3,
-                drain_timeout=5,
-                error_cb=on_error,
-                disconnected_cb=on_disconnect,
-                reconnected_cb=on_reconnect,
-            )
-            return nc
-        except (NoServersError, OSError, TimeoutError) as exc:
-            if give_up_after is not None and waited >= give_up_after:
-                raise
-            log.warning("waiting for nats", servers=urls, error=str(exc) or type(exc).__name__)
-            await asyncio.sleep(delay)
-            waited += delay
-            delay = min(delay * 2, 2.0)
+            await asyncio.wait_for(attempt, give_up_after)
+        except TimeoutError:
+            await nc.close()
+            raise
+    return nc
 
 
 async def ensure_stream(js: JetStreamContext, config: StreamConfig) -> None:
