@@ -11,8 +11,8 @@
   thread's CPU time, which a busy machine does not inflate); the expert runs at its default
   budget, DEFAULT_BUDGET_MS["expert"].
 
-``COURT_BENCH_GAMES`` (default 500) sets the deals per mode (shared: games per pairing).
-Runs on two processes.
+``COURT_BENCH_GAMES`` (default 500) sets the deals per mode (shared: games per pairing);
+``COURT_BENCH_MODES`` (comma-separated, default all five) picks the modes. Runs on two processes.
 """
 
 from __future__ import annotations
@@ -86,16 +86,25 @@ def quantile(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
+def modes() -> list[str]:
+    picked = [m.strip() for m in os.environ.get("COURT_BENCH_MODES", ",".join(g.MODES)).split(",") if m.strip()]
+    unknown = sorted(set(picked) - set(g.MODES))
+    if unknown:
+        raise SystemExit(f"COURT_BENCH_MODES: unknown mode(s) {', '.join(unknown)}; modes: {', '.join(g.MODES)}")
+    return picked
+
+
 def main() -> None:
     n = games()
+    picked = modes()
     tasks: list[tuple[str, int, tuple[str, ...]]] = []
-    for mode in ("solitaire", *COOP_MODES):
+    for mode in [m for m in ("solitaire", *COOP_MODES) if m in picked]:
         seats = 1 if mode == "solitaire" else 2
         for deal in range(n):
             for level in LEVELS:
                 tasks.append((mode, deal, (level,) * seats))
     pairings = list(combinations(("expert", "heuristic", "random"), 2))
-    for a, b in pairings:
+    for a, b in pairings if "shared" in picked else []:
         for i in range(n):
             deal, swap = divmod(i, 2)
             tasks.append(("shared", deal, (b, a) if swap else (a, b)))
@@ -134,8 +143,9 @@ def main() -> None:
             m, h = mean_ci(diffs)
             print(f"  {a} vs {b}: mean difference {m:+6.1f} ± {h:4.1f}; {a} scores more on "
                   f"{pct(wilson(better, len(deals)))} of the same deals")
-    print("\nshared deck (seats rotated: every deal played twice, seats swapped)")
-    for (a, b), rows in shared.items():
+    if "shared" in picked:
+        print("\nshared deck (seats rotated: every deal played twice, seats swapped)")
+    for (a, b), rows in shared.items() if "shared" in picked else ():
         pts = sum(1.0 if x > y else 0.5 if x == y else 0.0 for x, y in rows)
         m, h = mean_ci([float(x - y) for x, y in rows])
         print(f"  {a} vs {b}: {a} wins {pct(wilson(pts, len(rows)))} of {len(rows)} games (ties half); "
@@ -143,6 +153,8 @@ def main() -> None:
     print("\ntime per move with a choice, ms (wall clock; CPU time of the deciding thread); the wall "
           "clock counts any wait for a core, so run it on an idle machine")
     for lv in LEVELS:
+        if not times[lv]:
+            continue
         wall = [w for w, _ in times[lv]]
         cpu = [c for _, c in times[lv]]
         print(f"  {lv:9s} median {quantile(wall, 0.5):7.2f} ({quantile(cpu, 0.5):6.2f})   p99 "

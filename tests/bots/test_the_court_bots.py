@@ -284,7 +284,7 @@ def test_free_gift_offers_a_queen_the_partner_scores_more_with():
     st = g.new_game(g.Options("free_gift"), 0, [red, black])
     for a in [(g.KEEP, 0), NEW, (g.KEEP, 0), NEW, (g.KEEP, 0), place(0), (g.KEEP, 0), place(0)]:
         st = g.apply(st, g.to_act(st)[0], a)[0]
-    # red: 2 3 (5); black: 8 9 T (27); red draws the Queen
+    # red: 2 3 (5); black: 8 9 (17); red draws the Queen
     assert st.pending[0].card == "QH" and st.phase is g.Phase.DECIDE
     assert heuristic_action(st, 0) == (g.OFFER, 0)
 
