@@ -659,17 +659,7 @@ def choose(s: Sim, player: int, w: Weights = W) -> tuple[int, int]:
         card = s.pending[0][0]
         return best_placement(s, player, card, w, gain=False)[0]
     if ph == P_DECIDE:
-        card = s.pending[0][0]
-        _, mine = best_placement(s, player, card, w)
-        if s.mode == "burn":
-            return (BURN, 0) if mine < -0.5 else (KEEP, 0)
-        partner = 1 - player
-        if s.players[partner].finished or not _can_place(s.players[partner], card, False):
-            return (KEEP, 0)
-        _, theirs = best_placement(s, partner, card, w)
-        if not _can_place(s.players[player], card, False):
-            return (KEEP, 0)  # the automatic offer gives it to them anyway
-        return (OFFER, 0) if theirs > mine + 0.5 else (KEEP, 0)
+        return _decide(s, player, w)[0]
     if ph == P_ANSWER:
         card = s.pending[0][0]
         drawer = 1 - player
@@ -689,6 +679,22 @@ def choose(s: Sim, player: int, w: Weights = W) -> tuple[int, int]:
                 return (DRAW, 1)
         return (DRAW, 0)
     raise AssertionError(ph)  # pragma: no cover
+
+
+def _decide(s: Sim, player: int, w: Weights) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Free Gift offer/keep or Burn burn/keep for the card just drawn, and how the drawer would
+    place it when keeping it."""
+    card = s.pending[0][0]
+    mine_action, mine = best_placement(s, player, card, w)
+    if s.mode == "burn":
+        return ((BURN, 0) if mine < -0.5 else (KEEP, 0)), mine_action
+    partner = 1 - player
+    if s.players[partner].finished or not _can_place(s.players[partner], card, False):
+        return (KEEP, 0), mine_action
+    if not _can_place(s.players[player], card, False):
+        return (KEEP, 0), mine_action  # the automatic offer gives it to them anyway
+    _, theirs = best_placement(s, partner, card, w)
+    return ((OFFER, 0) if theirs > mine + 0.5 else (KEEP, 0)), mine_action
 
 
 def _gain(s: Sim, p: int, card: str, w: Weights) -> float:
@@ -733,6 +739,14 @@ def rollout(s: Sim, w: Weights = W, max_steps: int = 2000) -> Sim:
             agree = 1 if swap_gain(s, w) > 0.5 else 0  # both seats reach the same verdict
             s.apply(0, (SWAP, agree))
             s.apply(1, (SWAP, agree))
+        elif ph == P_DECIDE:
+            head = s.pending[0]
+            p, card = head[2], head[0]
+            action, place = _decide(s, p, w)
+            s.apply(p, action)
+            # kept and still in hand (no automatic offer): place it as just worked out
+            if action[0] == KEEP and s.phase == P_PLACE and s.pending[0][0] == card and s.pending[0][2] == p:
+                s.apply(p, place)
         else:
             p = s.to_act()[0]
             s.apply(p, choose(s, p, w))
