@@ -33,7 +33,6 @@ from court_kit import logging as klog
 from court_kit.errors import Unavailable
 from court_kit.structs import struct_bytes, varint
 from court_proto.court.events.v1 import events_pb2
-from google.protobuf.timestamp_pb2 import Timestamp
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from .games import GameCache, GameEntry
@@ -70,9 +69,21 @@ class Encoded:
 Msg = tuple[str, bytes, dict[str, str]]
 
 
+def _str_field(tag: int, value: str) -> bytes:
+    raw = value.encode()
+    return bytes((tag,)) + _len(len(raw)) + raw
+
+
 def encode(entry: GameEntry, seq: int, events: Sequence[Event], t_ms: int) -> Encoded:
-    """The subjects, bodies and headers of one record's events, public and full."""
-    ts = Timestamp(seconds=t_ms // 1000, nanos=(t_ms % 1000) * 1_000_000)
+    """The subjects, bodies and headers of one record's events, public and full.
+
+    Bodies are ``GameEvent`` messages written field by field (the fields every event of the move
+    shares once, then each event's own): the same bytes protobuf would parse, for a fraction of
+    the cost of building a message per event."""
+    seconds, nanos = divmod(t_ms, 1000)
+    ts = b"\x08" + varint(seconds) + (b"\x10" + varint(nanos * 1_000_000) if nanos else b"")
+    common = (b"\x10" + varint(SCHEMA_VERSION) + _str_field(0x1A, entry.game) + _str_field(0x22, entry.game_id)
+              + (b"\x28" + varint(seq) if seq else b"") + b"\x3a" + _len(len(ts)) + ts)
     public: list[Msg] = []
     full: list[Msg] = []
     payloads: list[bytes] = []
@@ -80,24 +91,20 @@ def encode(entry: GameEntry, seq: int, events: Sequence[Event], t_ms: int) -> En
     head = f"{entry.game}.{entry.game_id}."
     for i, e in enumerate(events):
         event_id = f"{entry.game_id}-{seq}-{i}"
-        envelope = events_pb2.GameEvent(event_id=event_id, schema_version=SCHEMA_VERSION, game=entry.game,
-                                        game_id=entry.game_id, seq=seq, index=i, time=ts, type=e.type)
+        own = _str_field(0x0A, event_id) + common + (b"\x30" + varint(i) if i else b"") + _str_field(0x42, e.type)
         pub = struct_bytes(e.for_seat(None))
         payloads.append(pub)
         priv = struct_bytes(e.full()) if e.private else pub
         headers = {"Nats-Msg-Id": event_id, SEQ_HEADER: str(seq)}
         if i == last:
             headers[END_HEADER] = "1"
-        # the envelope's fields, then field 10 (payload, length-delimited): one GameEvent message
-        envelope.visibility = PUBLIC
-        public.append((f"{EVENTS_PREFIX}{head}{e.type}",
-                       envelope.SerializeToString() + _PAYLOAD_TAG + _len(len(pub)) + pub, headers))
-        envelope.visibility = FULL
-        full.append((f"{FULL_PREFIX}{head}{e.type}",
-                     envelope.SerializeToString() + _PAYLOAD_TAG + _len(len(priv)) + priv, headers))
+        public.append((f"{EVENTS_PREFIX}{head}{e.type}", own + _PUBLIC + _PAYLOAD_TAG + _len(len(pub)) + pub, headers))
+        full.append((f"{FULL_PREFIX}{head}{e.type}", own + _FULL + _PAYLOAD_TAG + _len(len(priv)) + priv, headers))
     return Encoded(public, full, payloads)
 
 
+_PUBLIC = b"\x48" + varint(PUBLIC)  # field 9, visibility
+_FULL = b"\x48" + varint(FULL)
 _PAYLOAD_TAG = bytes(((10 << 3) | 2,))
 
 
