@@ -84,7 +84,7 @@ class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
         ident = current_identity()
         pid = _player(ident, request.player_id)
         await self._known_or_self(ident, pid)
-        return pb.Balance(player_id=pid, points=await self._run(self.store.balance, pid))
+        return pb.Balance(player_id=pid, points=await self._run(self.store.balance, pid, False))
 
     async def GetHistory(self, request: pb.GetLedgerHistoryRequest, context: Any) -> pb.LedgerHistory:
         ident = current_identity()
@@ -103,7 +103,7 @@ class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
         entries = await self._run(self.store.history, pid, size + 1, before)
         more = len(entries) > size
         entries = entries[:size]
-        out = pb.LedgerHistory(balance=await self._run(self.store.balance, pid))
+        out = pb.LedgerHistory(balance=await self._run(self.store.balance, pid, False))
         if entries:
             running = await self._run(self.store.balance_through, pid, entries[0].id)
             for e in entries:

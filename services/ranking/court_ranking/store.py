@@ -15,7 +15,7 @@ from typing import Any
 
 from court_games.games import queens_court_accounting as qca
 from court_kit.errors import FailedPrecondition, InvalidArgument, NotFound
-from court_store import insert_ignore, upgrade
+from court_store import check_text, insert_ignore, upgrade
 from openskill.models import PlackettLuce
 from sqlalchemy import func, update
 from sqlalchemy.engine import Engine
@@ -52,9 +52,9 @@ def migrate(engine: Engine) -> str | None:
 
 
 def _check_id(value: str, what: str) -> str:
-    if not isinstance(value, str) or not value or len(value) > MAX_ID:
-        raise InvalidArgument(f"{what} must be 1 to {MAX_ID} characters, got {len(value or '')}")
-    return value
+    if not value:
+        raise InvalidArgument(f"{what} is required")
+    return check_text(value, what, MAX_ID)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,15 +101,16 @@ class RankingStore:
         return int(s.exec(select(func.coalesce(func.sum(LedgerEntry.amount), 0))
                           .where(LedgerEntry.player_id == player_id)).one())
 
-    def balance(self, player_id: str) -> int:
-        """The sum of the player's ledger entries (a new player is opened with 1,000 first)."""
-        self.ensure_player(player_id)
+    def balance(self, player_id: str, ensure: bool = True) -> int:
+        """The sum of the player's ledger entries (a new player is opened with 1,000 first, unless
+        ``ensure`` is false because the caller has just done that)."""
+        if ensure:
+            self.ensure_player(player_id)
         with self.session() as s:
             return self._balance(s, player_id)
 
     def history(self, player_id: str, limit: int = 50, before_id: int | None = None) -> list[LedgerEntry]:
         """The player's entries, newest first; ``before_id`` pages further back."""
-        self.ensure_player(player_id)
         q = select(LedgerEntry).where(LedgerEntry.player_id == player_id)
         if before_id:
             q = q.where(LedgerEntry.id < before_id)
