@@ -106,3 +106,31 @@ async def test_retry_storm_applies_each_move_once(replicas: Any) -> None:
                                                                  request_id=last.request_id)
     assert late.seq == moves and action_json(last.action)["type"] in ("play", "pass", "pass_card")
     assert len((await replicas.client(cold, "root", "admin").history(gid)).moves) == moves
+
+
+async def test_create_game_is_idempotent(replicas: Any) -> None:
+    a = await replicas.start(sweep_delay=0.2)
+    b = await replicas.start(sweep_delay=0.2)
+    lobby_a = replicas.client(a, "lobby", "service")
+    first = await lobby_a.create_game("hearts", ["w", "x", "y", "z"], {"limit": 30}, request_id="start-1")
+    # concurrent and late retries, on both replicas, get the first answer: the same game, the same seed
+    again = await asyncio.gather(*(replicas.client(app, "lobby", "service").create_game(
+        "hearts", ["w", "x", "y", "z"], {"limit": 30}, request_id="start-1") for app in (a, b, a, b)))
+    assert all(r.SerializeToString() == first.SerializeToString() for r in again)
+    w = replicas.client(a, "w")
+    view = await w.get_view(first.game_id)
+    await w.submit(first.game_id, view.legal_actions[0])
+    cold = await replicas.start(sweep_delay=0.2)
+    late = await replicas.client(cold, "lobby", "service").create_game("hearts", ["w", "x", "y", "z"], {"limit": 30},
+                                                                     request_id="start-1")
+    assert late.SerializeToString() == first.SerializeToString(), "even after moves, on a cold replica"
+    hist = await replicas.client(cold, "root", "admin").history(first.game_id)
+    assert len(hist.moves) == 1
+    # the same request id from another caller is another game
+    other = await replicas.client(a, "lobby2", "service").create_game("hearts", ["w", "x", "y", "z"],
+                                                                      request_id="start-1")
+    assert other.game_id != first.game_id
+    # a player's local game: the same request id again, the same game and the same (their) seat
+    mine = [await replicas.client(app, "w").create_game("queens_court", ["bot:1", "w"], {"players": 2},
+                                                        request_id="local") for app in (a, b)]
+    assert mine[0].game_id == mine[1].game_id and mine[0].view.your_seat == mine[1].view.your_seat == 1

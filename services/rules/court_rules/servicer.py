@@ -193,9 +193,10 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         if (entry.created_by, entry.created_rid) != (ident.sub, rid):
             raise AlreadyExists(f"game {entry.game_id} exists and was not created by this request")
         state, _ = entry.at(0)
-        seat = self._viewer_seat(entry, ident, None)
-        if seat is not None and entry.seq > 0:
-            seat = self._own_seats(entry, ident)[0]
+        # the caller's seat as it was at creation, so a retry later gets the very same answer
+        mine = self._own_seats(entry, ident)
+        acting = [x for x in mine if x in entry.module.to_act(state)]
+        seat = (acting or mine or [None])[0]
         return rules_pb2.CreateGameResponse(game_id=entry.game_id,
                                             view=game_view(entry, self.codec, state, 0, seat))
 
