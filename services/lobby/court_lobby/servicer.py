@@ -7,6 +7,7 @@ every retry. Domain errors become status codes once, at the edge (court_kit's Ed
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -275,7 +276,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
 
     # ------------------------------------------------------------------ starting
 
-    async def _start(self, lobby_id: str, host: Account | None) -> LobbyInfo:
+    async def _start(self, lobby_id: str, host: Account) -> LobbyInfo:
         """open -> starting (one caller only) -> the game created in rules, registered in ranking -> started.
 
         Online games: every ante is checked before the game is created, and deducted exactly once
@@ -283,7 +284,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         open and refunds what was charged.
         """
         info = await self._run(self.store.lobby, lobby_id)
-        if host is not None and info.host_id != host.id:
+        if info.host_id != host.id:
             raise PermissionDenied("only the lobby's host may start the game")
         if info.status == OPEN:
             for s in info.seated:
@@ -296,14 +297,18 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         info = await self._run(self.store.begin_start, lobby_id, host, seed)
         seats = [s.account_id or f"{BOT_PREFIX}{s.bot_level}" for s in info.seated]
         names = [(p, s.name) for p, s in zip(seats, info.seated, strict=True)]
-        game_id = None
+        game_id, registered = None, False
         try:
             game_id = await self.backends.create_game(info.game, seats, info.options, seed,
                                                       request_id=f"lobby-start-{lobby_id}-{seed}")
             if info.online:
                 await self.backends.register_game(game_id, info.game, True, info.ante, seed, names)
+                registered = True
             started = await self._run(self.store.finish_start, lobby_id, game_id)
         except BaseException:
+            if registered:
+                with contextlib.suppress(Exception):
+                    await self.backends.abandon_game(game_id)  # the antes go back
             await self._run(self.store.undo_start, lobby_id)
             raise
         log.info("game started", lobby_id=lobby_id, game_id=game_id, online=info.online, ante=info.ante)

@@ -347,17 +347,16 @@ class LobbyStore:
             s.execute(delete(Seat).where(Seat.lobby_id == lobby_id, Seat.seat_no == seat_no))
         return self.lobby(lobby_id)
 
-    def begin_start(self, lobby_id: str, account: Account | None, seed: int) -> LobbyInfo:
+    def begin_start(self, lobby_id: str, account: Account, seed: int) -> LobbyInfo:
         """open -> starting (host only, every seat filled), fixing the new game's seed.
 
         Exactly one of two concurrent calls gets here; the other sees ``FailedPrecondition``.
-        ``account`` None is the service itself (resuming).
         """
         with self.session() as s, s.begin():
             lobby = s.get(Lobby, lobby_id)
             if lobby is None:
                 raise NotFound(f"no lobby {lobby_id!r}")
-            if account is not None and lobby.host_id != account.id:
+            if lobby.host_id != account.id:
                 raise PermissionDenied("only the lobby's host may start the game")
             n = s.exec(select(func.count()).select_from(Seat).where(Seat.lobby_id == lobby_id)).one()
             if lobby.status == OPEN and n < lobby.seats:
