@@ -12,7 +12,11 @@
   budget, DEFAULT_BUDGET_MS["expert"].
 
 ``COURT_BENCH_GAMES`` (default 500) sets the deals per mode (shared: games per pairing);
-``COURT_BENCH_MODES`` (comma-separated, default all five) picks the modes. Runs on two processes.
+``COURT_BENCH_MODES`` (comma-separated, default all five) picks the modes.
+``COURT_BENCH_EXPERT_ITERATIONS`` = N runs the expert at a fixed effort instead (N sampled worlds
+per decision, the clock ignored): its strength then does not depend on how busy the machine is,
+which the default budget's does (a starved process gets few rollouts in 45 ms). Runs on two
+processes.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from itertools import combinations
 from multiprocessing import Pool
 
 from court_bots import DEFAULT_BUDGET_MS, LEVELS, levels
+from court_bots.games import the_court as bot
 from court_games.games import the_court as g
 
 DEAL_SEED0 = 770_000
@@ -36,6 +41,21 @@ def games() -> int:
     return int(os.environ.get("COURT_BENCH_GAMES", "500"))
 
 
+def expert_iterations() -> int | None:
+    v = os.environ.get("COURT_BENCH_EXPERT_ITERATIONS")
+    return int(v) if v else None
+
+
+def decide(view: dict, seat: int, level: str, rng: random.Random, iterations: int | None) -> tuple[int, int]:
+    if level != "expert" or iterations is None:
+        return levels.choose("the_court", view, seat, level, rng).action
+    sample = bot.ADAPTER.determinize(view, seat, rng)
+    legal = g.legal_actions(sample, seat)
+    if len(legal) == 1:
+        return legal[0]
+    return bot.expert(view, seat, sample, legal, rng, budget_ms=1e9, iterations=iterations)[0]
+
+
 def play(task: tuple[str, int, tuple[str, ...]]) -> tuple[str, int, tuple[str, ...], list[int], dict[str, list[tuple[float, float]]]]:
     """One game: ``seat_levels[i]`` plays seat i. Returns the scores and, by level, the (wall, CPU)
     milliseconds of every move with a choice."""
@@ -43,17 +63,18 @@ def play(task: tuple[str, int, tuple[str, ...]]) -> tuple[str, int, tuple[str, .
     st = g.new_game(g.Options(mode), DEAL_SEED0 + deal)
     rng = random.Random(f"bench-{mode}-{deal}-{'-'.join(seat_levels)}")
     times: dict[str, list[tuple[float, float]]] = {lv: [] for lv in seat_levels}
+    iterations = expert_iterations()
     while not g.is_terminal(st):
         acting = g.to_act(st)
         p = acting[0]
         level = seat_levels[p]
         view = g.view(st, p)
         t0, c0 = time.perf_counter(), time.thread_time()
-        d = levels.choose("the_court", view, p, level, rng)
+        action = decide(view, p, level, rng, iterations)
         dt, dc = (time.perf_counter() - t0) * 1000.0, (time.thread_time() - c0) * 1000.0
         if len(g.legal_actions(st, p)) > 1:
             times[level].append((dt, dc))
-        st = g.apply(st, p, d.action, False)[0]
+        st = g.apply(st, p, action, False)[0]
     return mode, deal, seat_levels, [pl.score for pl in st.players], times
 
 
@@ -124,8 +145,11 @@ def main() -> None:
             shared[key].append((scores[ia], scores[1 - ia]))
         else:
             by_mode.setdefault(mode, {}).setdefault(seat_levels[0], {})[deal] = sum(scores)
-    print(f"The Court bots: {n} deals per mode, {n} shared games per pairing; expert budget "
-          f"{DEFAULT_BUDGET_MS['expert']:.0f} ms; {elapsed:.0f} s on 2 processes")
+    its = expert_iterations()
+    effort = (f"expert at a fixed {its} sampled worlds per decision" if its is not None
+              else f"expert budget {DEFAULT_BUDGET_MS['expert']:.0f} ms")
+    print(f"The Court bots: {n} deals per mode, {n} shared games per pairing; {effort}; "
+          f"{elapsed:.0f} s on 2 processes")
     for mode, per in by_mode.items():
         target = g.TARGETS[mode]
         what = "score" if mode == "solitaire" else "combined score"
