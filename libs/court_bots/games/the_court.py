@@ -1039,11 +1039,13 @@ def expert(view: Mapping[str, Any], seat: int, sample: game.State, legal: Sequen
     halving; the heuristic's own choice stands unless another action beats it in the rollouts by
     more than the noise (paired differences over the same sampled worlds).
 
-    Stops when the next sampled world would not fit in ``SEARCH_SHARE`` of ``budget_ms``, or
+    Stops when the next sampled world would not fit in ``SEARCH_SHARE`` of ``budget_ms`` (and
+    drops a world still unfinished at ``HARD_SHARE``, which only a busy machine causes), or
     after ``iterations`` sampled worlds when given (then the clock is not read: the decision is a
     function of the view and ``rng`` alone, which the tests use)."""
     start = time.perf_counter()
     deadline = start + budget_ms * SEARCH_SHARE / 1000.0
+    hard = start + budget_ms * HARD_SHARE / 1000.0
     cands = list(legal)
     if len(cands) == 1:
         return cands[0], 0
@@ -1067,6 +1069,10 @@ def expert(view: Mapping[str, Any], seat: int, sample: game.State, legal: Sequen
             s.apply(seat, a)
             rollout(s)
             us[a] = utility_of_scores(mode, s.scores(), seat)
+            if iterations is None and iters and time.perf_counter() > hard:
+                break  # a busy machine slowed this world down: drop it, answer in time
+        if len(us) < len(cands):
+            break
         up = us[prior]
         for a in cands:
             u = us[a]
@@ -1117,5 +1123,6 @@ def _shortlist(sample: game.State, seat: int, cands: list[Any], k: int) -> list[
 
 MAX_CANDIDATES = 3  # placements searched (the evaluation's best ones)
 SEARCH_SHARE = 0.6  # of the budget spent on rollouts (the rest is headroom for the p99)
+HARD_SHARE = 0.8  # a sampled world still unfinished at this share of the budget is dropped
 HALVING_EVERY = 6  # sampled worlds between two halvings of the candidates
 SWITCH_Z = 1.0  # how many standard errors a rollout gain must clear to overrule the heuristic
