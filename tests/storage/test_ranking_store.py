@@ -127,6 +127,7 @@ class TestRankingStore:
         assert sorted(map(str, results)).count("ok") == 1
         assert store.balance("p-ann") == store.balance("p-bob") == 400
 
+    @pytest.mark.slow
     def test_a_whole_game_redelivered_out_of_order_pays_exactly_once(self, store):
         seed = 4242
         events, result = play_queens_court(seed, 3, move_seed=5)
