@@ -34,11 +34,14 @@ from court_kit.errors import Unavailable
 from court_kit.structs import struct_bytes, varint
 from court_proto.court.events.v1 import events_pb2
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from prometheus_client import Counter
 
 from .games import GameCache, GameEntry
 from .store import END_HEADER, EVENTS_PREFIX, FULL_PREFIX, GAMES_PREFIX, GAMES_STREAM, SEQ_HEADER, GameStore
 
 log = klog.get_logger("court_rules.outbox")
+REPUBLISHED = Counter("court_rules_events_republished_total",
+                      "Moves whose events a catch-up (next writer, loader or sweeper) had to publish")
 
 SCHEMA_VERSION = 1
 SWEEPER_DURABLE = "rules-outbox"
@@ -112,7 +115,6 @@ class Outbox:
     def __init__(self, store: GameStore, cache: GameCache):
         self.store = store
         self.cache = cache
-        self.republished = 0  # moves whose events a catch-up had to publish (observability, tests)
 
     async def publish(self, entry: GameEntry, seq: int, events: Sequence[Event]) -> Encoded:
         """Publish one record's events, after any earlier ones still missing (caller holds entry.lock)."""
@@ -141,7 +143,7 @@ class Outbox:
             for seq, _state, events in entry.replay(done, upto):
                 enc = encode(entry, seq, events, event_time(entry, seq))
                 await self.store.publish_events((enc.public if seq > pub else []) + (enc.full if seq > full else []))
-                self.republished += 1
+                REPUBLISHED.inc()
             log.info("republished missing events", game_id=entry.game_id, after=done, upto=upto)
         entry.published = max(entry.published, upto)
         entry.unconfirmed = None
