@@ -94,9 +94,10 @@ class RulesClient:
     # ------------------------------------------------------------------ calls
 
     async def create_game(self, game: str, seats: Sequence[str], options: Mapping[str, Any] | None = None, *,
-                          seed: int | None = None, request_id: str | None = None) -> rules_pb2.CreateGameResponse:
+                          seed: int | None = None, request_id: str | None = None, resume_from: str = ""
+                          ) -> rules_pb2.CreateGameResponse:
         rid = request_id or new_request_id()
-        req = rules_pb2.CreateGameRequest(request_id=rid, game=game, seats=list(seats))
+        req = rules_pb2.CreateGameRequest(request_id=rid, game=game, seats=list(seats), resume_from=resume_from)
         to_struct(options or {}, req.options)
         if seed is not None:
             req.seed = seed

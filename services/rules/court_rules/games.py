@@ -48,6 +48,14 @@ def start_game(module: ModuleType, options: Any, seed: int) -> tuple[Any, tuple[
     return state, ()
 
 
+def resume_game(module: ModuleType, save: dict[str, Any]) -> tuple[Any, tuple[Event, ...]]:
+    """The state a save point describes and its opening events (the deal of the saved hand)."""
+    state = module.resume(save)
+    if hasattr(module, "initial_events"):
+        return state, tuple(module.initial_events(state))
+    return state, ()
+
+
 def game_id_for(secret: str, sub: str, request_id: str) -> str:
     """Deterministic per (caller, request id), so a retried create finds its game; keyed by the
     token secret, so nobody can predict another caller's game id."""
@@ -94,7 +102,9 @@ class GameEntry:
         self.created_by: str = create["by"]
         self.created_rid: str = create["rid"]
         self.created_t: int = create["t"]
-        self.state, opening = start_game(self.module, self.options, self.seed)
+        self.save: dict[str, Any] | None = create.get("save")  # set when resumed from another game
+        self.resumed_from: str | None = create.get("resumed_from")
+        self.state, opening = self._start()
         self.seq = 0
         self.last_sseq = sseq
         self.moves: list[Move] = []
@@ -105,6 +115,11 @@ class GameEntry:
         self.recent: OrderedDict[int, tuple[Any, tuple[Event, ...]]] = OrderedDict()
         self._remember(0, self.state, self.service_events(0, None, opening))
         self.changed = asyncio.Event()
+
+    def _start(self) -> tuple[Any, tuple[Event, ...]]:
+        if self.save is not None:
+            return resume_game(self.module, self.save)
+        return start_game(self.module, self.options, self.seed)
 
     # ---------------------------------------------------------------- reading
 
@@ -129,8 +144,10 @@ class GameEntry:
         state = self.state if state is None else state
         out: list[Event] = []
         if move is None:
-            out.append(Event("GameCreated", {"game": self.game, "options": self.options_dict,
-                                             "seats": list(self.seats)}, private={"seed": self.seed}, owner=None))
+            created = {"game": self.game, "options": self.options_dict, "seats": list(self.seats)}
+            if self.resumed_from is not None:
+                created["resumed_from"] = self.resumed_from
+            out.append(Event("GameCreated", created, private={"seed": self.seed}, owner=None))
         else:
             out.append(Event("ActionApplied", {"seat": move.seat, "action_type": move.action.get("type")},
                              private={"action": move.action, "by": move.by}, owner=move.seat))
@@ -198,7 +215,7 @@ class GameEntry:
                 st, ev = self.recent[s]
                 yield s, st, ev
             return
-        state, opening = start_game(self.module, self.options, self.seed)
+        state, opening = self._start()
         if after < 0:
             yield 0, state, self.service_events(0, None, opening, state)
         for move in self.moves[:upto]:

@@ -35,6 +35,7 @@ from court_kit import logging as klog
 from court_kit.errors import (
     Aborted,
     AlreadyExists,
+    FailedPrecondition,
     InvalidArgument,
     PermissionDenied,
     Unavailable,
@@ -166,13 +167,19 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             if ident.sub not in seats or any(s != ident.sub and not s.startswith(BOT_PREFIX) for s in seats):
                 raise PermissionDenied("a player may create only local games: every seat must be you or a bot "
                                        "(\"bot:<level>\"); games with other players start from the lobby")
+        resume: dict[str, Any] = {}
+        if request.resume_from:
+            resume = await self._save_point(request, ident, module)
+            if request.options.fields and options != resume["save"]["options"]:
+                raise InvalidArgument("a resumed game keeps the options of its save point: leave options out")
+            options, seed = resume["save"]["options"], resume["save"]["seed"]
         game_id = game_id_for(self._secret, ident.sub, rid)
         klog.bind(game_id=game_id)
         known = self.cache.peek(game_id)
         if known is not None:
             return self._created_answer(known, ident, rid)
         record = {"k": "c", "v": RECORD_VERSION, "game": request.game, "options": options, "seed": seed,
-                  "seats": seats, "by": ident.sub, "rid": rid, "t": int(self._clock() * 1000)}
+                  "seats": seats, "by": ident.sub, "rid": rid, "t": int(self._clock() * 1000), **resume}
         entry = GameEntry(game_id, record, 0)
         n = entry.module.num_players(entry.state)
         if n != len(seats):
@@ -188,6 +195,22 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             self.faults.after_append(entry, 0)
             await self._publish(entry, 0, entry.at(0)[1])
         return self._created_answer(entry, ident, rid)
+
+    async def _save_point(self, request: rules_pb2.CreateGameRequest, ident: Identity, module: Any
+                          ) -> dict[str, Any]:
+        """The creation record's part for a game resumed from another game's save point."""
+        if not hasattr(module, "save_point"):
+            raise InvalidArgument(f"{request.game} games have no save points to resume from")
+        if request.HasField("seed"):
+            raise InvalidArgument("a resumed game keeps the seed of its save point: leave seed out")
+        old = await self.cache.fresh(request.resume_from)
+        if old.game != request.game:
+            raise InvalidArgument(f"game {old.game_id} is a {old.game} game, not {request.game}")
+        if ident.role == "player" and ident.sub not in old.seats:
+            raise PermissionDenied(f"you did not sit in game {old.game_id}")
+        if old.finished:
+            raise FailedPrecondition(f"game {old.game_id} is finished: nothing to resume")
+        return {"save": module.save_point(old.state), "resumed_from": old.game_id}
 
     def _created_answer(self, entry: GameEntry, ident: Identity, rid: str) -> rules_pb2.CreateGameResponse:
         if (entry.created_by, entry.created_rid) != (ident.sub, rid):

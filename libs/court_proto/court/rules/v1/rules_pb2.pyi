@@ -61,11 +61,20 @@ class CreateGameRequest(_message.Message):
     OPTIONS_FIELD_NUMBER: _builtins.int
     SEATS_FIELD_NUMBER: _builtins.int
     SEED_FIELD_NUMBER: _builtins.int
+    RESUME_FROM_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     game: _builtins.str
     """"queens_court" | "hearts" | "the_court" | "court_wars" """
     seed: _builtins.int
     """service and admin callers only"""
+    resume_from: _builtins.str
+    """Resume: a new game from the save point of this (unfinished) game of the same
+    kind, as it stood at its last save (Hearts: the start of the current hand),
+    with the seats given here (e.g. bots for players who do not come back).
+    Options and seed come from the save. Callers: service and admin, or a
+    player who sat in that game (for a local game, as for creating one).
+    Games without save points answer INVALID_ARGUMENT.
+    """
     @_builtins.property
     def options(self) -> _struct_pb2.Struct:
         """the game's options (RULES.md), defaults when absent"""
@@ -84,10 +93,11 @@ class CreateGameRequest(_message.Message):
         options: _struct_pb2.Struct | None = ...,
         seats: _abc.Iterable[_builtins.str] | None = ...,
         seed: _builtins.int | None = ...,
+        resume_from: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "options", b"options", "seed", b"seed"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "game", b"game", "options", b"options", "request_id", b"request_id", "seats", b"seats", "seed", b"seed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "game", b"game", "options", b"options", "request_id", b"request_id", "resume_from", b"resume_from", "seats", b"seats", "seed", b"seed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seed: _TypeAlias = _typing.Literal["seed"]  # noqa: Y015
     _WhichOneofArgType__seed: _TypeAlias = _typing.Literal["_seed", b"_seed"]  # noqa: Y015
