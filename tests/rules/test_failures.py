@@ -8,6 +8,7 @@ from typing import Any
 
 import grpc
 import pytest
+from court_kit.errors import Unavailable
 from court_rules.servicer import Faults
 
 from .helpers import EventLog, assert_complete, has_game_end, play_out
@@ -154,3 +155,34 @@ async def _script(replicas: Any, app: Any, gid: str, players: list[str], rng: ra
     await play_out(_clients(replicas, app, players), gid, rng)
     hist = await replicas.client(app, "root", "admin").history(gid)
     return [m.action for m in hist.moves]
+
+
+@pytest.mark.slow
+async def test_a_publish_failing_part_way_is_repaired_in_the_background(replicas: Any) -> None:
+    """NATS stores the first events of a move and then fails: the move stands, the reply is OK, and
+    the replica republishes the whole move on its own (no further move, no sweeper needed)."""
+    app = await replicas.start(sweep_delay=3600)  # the sweeper stays out of this
+    original = app.store.publish_events
+    armed = {"left": 2}
+
+    async def flaky(messages: list[Any]) -> None:
+        if armed["left"] and len(messages) > 2 and any(".ActionApplied" in m[0] for m in messages):
+            armed["left"] -= 1
+            await original(messages[: len(messages) // 2])  # a prefix gets in, then the connection fails
+            raise Unavailable("injected: the publish failed part-way")
+        await original(messages)
+
+    app.store.publish_events = flaky
+    players = ["nu", "xi"]
+    created = await replicas.client(app, "lobby", "service").create_game("queens_court", players, {"players": 2})
+    gid = created.game_id
+    c = replicas.client(app, "nu")
+    async with EventLog(replicas.nats.url, "queens_court", gid) as public, \
+            EventLog(replicas.nats.url, "queens_court", gid, full=True) as full:
+        view = await c.get_view(gid, 0)
+        reply = await c.submit(gid, view.legal_actions[0], 0)
+        assert reply.seq == 1 and armed["left"] < 2
+        await public.wait_until(lambda evs: any(e.seq == 1 and e.type == "TurnStarted" for e in evs))
+        await full.wait_until(lambda evs: any(e.seq == 1 and e.type == "TurnStarted" for e in evs))
+        assert_complete(public.events, 1)
+        assert_complete(full.events, 1)

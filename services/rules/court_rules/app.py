@@ -85,6 +85,7 @@ class RulesApp:
 
     async def _stop_background(self) -> None:
         self._stop_sweeper.set()
+        await self.outbox.close()
         if self._sweeper is not None:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -115,6 +115,7 @@ class Outbox:
     def __init__(self, store: GameStore, cache: GameCache):
         self.store = store
         self.cache = cache
+        self._repairs: dict[str, asyncio.Task[None]] = {}
 
     async def publish(self, entry: GameEntry, seq: int, events: Sequence[Event]) -> Encoded:
         """Publish one record's events, after any earlier ones still missing (caller holds entry.lock)."""
@@ -127,6 +128,7 @@ class Outbox:
             # some of this move's events may be stored, its last one included: do not let the
             # stream's end marker vouch for it; the next catch-up republishes the whole move
             entry.unconfirmed = seq if entry.unconfirmed is None else min(entry.unconfirmed, seq)
+            self._schedule_repair(entry)
             raise
         entry.published = max(entry.published, seq)
         return enc
@@ -147,6 +149,37 @@ class Outbox:
             log.info("republished missing events", game_id=entry.game_id, after=done, upto=upto)
         entry.published = max(entry.published, upto)
         entry.unconfirmed = None
+
+    def _schedule_repair(self, entry: GameEntry) -> None:
+        """Republish a move whose publish failed part-way, in the background, until it is stored:
+        the other replicas cannot know, and the stream's end marker may vouch for it."""
+        task = self._repairs.get(entry.game_id)
+        if task is None or task.done():
+            self._repairs[entry.game_id] = asyncio.get_running_loop().create_task(self._repair(entry))
+
+    async def _repair(self, entry: GameEntry) -> None:
+        delay = 0.1
+        try:
+            while entry.unconfirmed is not None:
+                try:
+                    async with entry.lock:
+                        if entry.unconfirmed is not None:
+                            await self.catch_up(entry, entry.seq)
+                except Unavailable as exc:
+                    log.warning("events still not published; retrying", game_id=entry.game_id, error=str(exc))
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 5.0)
+        finally:
+            if self._repairs.get(entry.game_id) is asyncio.current_task():
+                del self._repairs[entry.game_id]
+
+    async def close(self) -> None:
+        """Stop background repairs (the sweeper and the next writer cover what they leave)."""
+        tasks = list(self._repairs.values())
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._repairs.clear()
 
     async def on_load(self, entry: GameEntry) -> None:
         """A replica that loads a game republishes whatever events of it are missing."""
