@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.court-setup
 PYTEST_ARGS ?=
 
-.PHONY: setup test bench lint vectors clean proto token
+.PHONY: setup test bench lint vectors clean proto token run play
 
 # Creates or updates .venv (a no-op when pyproject.toml and uv.lock are unchanged).
 setup: $(STAMP)
@@ -26,6 +26,20 @@ uv.lock: pyproject.toml
 # one (set COURT_TEST_POSTGRES_URL to use your own).
 test: setup
 	COURT_TEST_POSTGRES_URL="$${COURT_TEST_POSTGRES_URL:-$$(scripts/test-postgres.sh)}" $(BIN)/pytest -n auto $(PYTEST_ARGS)
+
+# The whole stack on one command (court_cli.stack): nats-server with JetStream and the rules, lobby,
+# ranking and bot services as processes on SQLite, state under .state/ (kept between runs); a bot
+# game of Queen's Court is drawn live. Ctrl-C stops everything. Ports: COURT_RULES_ADDR,
+# COURT_LOBBY_ADDR, COURT_RANKING_ADDR, COURT_BOT_ADDR, COURT_NATS_URL (README). RUN_ARGS="--no-demo".
+RUN_ARGS ?=
+run: setup
+	$(BIN)/court stack up $(RUN_ARGS)
+
+# Sit down and play against bots on the stack `make run` is running: GAME=hearts (default),
+# queens_court, the_court or court_wars.
+GAME ?= hearts
+play: setup
+	$(BIN)/court play $(GAME)
 
 bench: setup
 	$(BIN)/python -m tests.bench

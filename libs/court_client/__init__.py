@@ -2,10 +2,13 @@
 safe retries (the terminal client, the bot service, tests and benchmarks use it).
 
 * ``RulesClient``: the rules service (``court_client.rules``)
+* ``LobbyClient``, ``RankingClient``, ``BotClient``: the other services (``court_client.services``)
 * ``action(game, json)`` / ``action_json(action)``: typed actions and RULES.md's JSON
 * ``view_dict(view)``: a view's engine part as a dict
 """
 
 from .rules import RulesClient, action, action_json, new_request_id, view_dict
+from .services import BotClient, LobbyClient, RankingClient
 
-__all__ = ["RulesClient", "action", "action_json", "new_request_id", "view_dict"]
+__all__ = ["BotClient", "LobbyClient", "RankingClient", "RulesClient", "action", "action_json", "new_request_id",
+           "view_dict"]

@@ -1,0 +1,755 @@
+"""``court``: the terminal client of Court, and ``court stack up``, the local stack ``make run`` starts.
+
+A plain gRPC client of the four services through court_client: it holds a player's token and
+nothing more. ``court --help`` lists the commands; every command explains its errors in a
+sentence (a traceback only with ``COURT_DEBUG=1``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import grpc
+import typer
+from court_bots.levels import HEARTS_PERSON_NAME
+from court_games.registry import GAME_NAMES, get_game
+from court_proto.court.lobby.v1 import lobby_pb2 as lpb
+from court_proto.court.ranking.v1 import ranking_pb2 as rpb
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from rich.console import Console
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from .events import tail
+from .play import Table
+from .render import GAME_TITLES
+from .session import CliError, Court, Endpoints, SessionStore, config_dir
+from .stack import SERVICES, LocalStack, StackConfig, StackError
+from .termio import LineReader, make_console
+
+T = TypeVar("T")
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None,
+                  help="Court: play Queen's Court, Hearts, The Court and Court Wars against bots or people.")
+lobby_app = typer.Typer(no_args_is_help=True, help="Lobbies: list, create, join, seat bots, start.")
+events_app = typer.Typer(no_args_is_help=True, help="The public game event stream.")
+stack_app = typer.Typer(no_args_is_help=True, help="The local stack: NATS and the four services.")
+app.add_typer(lobby_app, name="lobby")
+app.add_typer(events_app, name="events")
+app.add_typer(stack_app, name="stack")
+
+LEVELS = ("random", "heuristic", "expert")
+STATE_NAMES = {v: k.removeprefix("LOBBY_STATE_").lower() for k, v in lpb.LobbyState.items()}
+
+_opts: dict[str, Any] = {"plain": False}
+
+
+@app.callback()
+def _main(plain: Annotated[bool, typer.Option("--plain", help="plain text: no colours, no live tables")] = False
+          ) -> None:
+    _opts["plain"] = plain
+
+
+# ---------------------------------------------------------------------------- plumbing
+
+
+def console() -> tuple[Console, bool]:
+    return make_console(_opts["plain"])
+
+
+def run(body: Callable[[Court, Console, bool], Awaitable[T]]) -> T:
+    """Run an async command body with a signed-in-or-not ``Court``; errors become one red line."""
+    out, fancy = console()
+
+    async def main() -> T:
+        async with Court(Endpoints.from_env(), SessionStore(config_dir() / "session.json")) as court:
+            return await body(court, out, fancy)
+
+    try:
+        return asyncio.run(main())
+    except CliError as exc:
+        out.print(Text(f"court: {exc}", style="bold red"))
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        out.print(Text("interrupted", style="dim"))
+        raise typer.Exit(130) from None
+    except typer.Exit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a person sees a sentence, a developer sets COURT_DEBUG
+        if os.environ.get("COURT_DEBUG"):
+            raise
+        out.print(Text(f"court: unexpected error: {type(exc).__name__}: {exc} (COURT_DEBUG=1 shows the traceback)",
+                       style="bold red"))
+        raise typer.Exit(1) from None
+
+
+def parse_options(game: str, pairs: list[str] | None) -> dict[str, Any]:
+    """``--option players=3 --option mode=free_gift`` as the game's options (checked by the engine)."""
+    if game not in GAME_NAMES:
+        raise CliError(f"unknown game {game!r}; games: {', '.join(GAME_NAMES)}")
+    out: dict[str, Any] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise CliError(f"an option is KEY=VALUE, got {pair!r}")
+        v: Any = value
+        if value.lower() in ("true", "false"):
+            v = value.lower() == "true"
+        elif value.lstrip("-").isdigit():
+            v = int(value)
+        out[key] = v
+    module = get_game(game)
+    try:
+        module.options_from_dict(out)
+    except Exception as exc:  # noqa: BLE001 - the engine's InvalidOptions says what is allowed
+        raise CliError(str(exc)) from None
+    return out
+
+
+def check_level(level: str) -> str:
+    if level not in LEVELS:
+        raise CliError(f"unknown bot level {level!r}; levels: {', '.join(LEVELS)}")
+    return level
+
+
+def lobby_table(lobbies: list[lpb.Lobby]) -> RichTable:
+    t = RichTable(box=None, pad_edge=False)
+    for col in ("lobby", "game", "mode", "ante", "seats", "state", "game id"):
+        t.add_column(col)
+    for lb in lobbies:
+        taken = sum(1 for s in lb.seats if s.player_id)
+        t.add_row(lb.lobby_id, GAME_TITLES.get(lb.game, lb.game), "online" if lb.online else "local",
+                  str(lb.ante), f"{taken}/{len(lb.seats)}", STATE_NAMES.get(lb.state, "?"), lb.game_id or "")
+    return t
+
+
+def show_lobby(out: Console, lb: lpb.Lobby) -> None:
+    out.print(Text(f"Lobby {lb.lobby_id}: {GAME_TITLES.get(lb.game, lb.game)}, "
+                   f"{'online' if lb.online else 'local'}, ante {lb.ante}, {STATE_NAMES.get(lb.state, '?')}"
+                   + (f", invite code {lb.invite_code}" if lb.invite_code else "")
+                   + (f", game {lb.game_id}" if lb.game_id else ""), style="bold"))
+    for s in lb.seats:
+        who = s.name or s.player_id or "(open)"
+        out.print(f"  seat {s.seat}: {who}" + (" (host)" if s.player_id and s.player_id == lb.host else ""))
+
+
+async def fill_and_start(court: Court, out: Console, lb: lpb.Lobby, level: str) -> lpb.Lobby:
+    """The host seats bots in every open seat and starts the game."""
+    for s in lb.seats:
+        if not s.player_id:
+            lb = await court.call(court.lobby.set_bot, lb.lobby_id, level, seat=s.seat)
+    lb = await court.call(court.lobby.start, lb.lobby_id)
+    people = [s.name for s in lb.seats if not s.player_id.startswith("bot:")]
+    bots = len(lb.seats) - len(people)
+    out.print(Text(f"Game {lb.game_id} started: {', '.join(people)}"
+                   + (f" and {bots} bot{'s' if bots != 1 else ''}" if bots else ""), style="bold"))
+    return lb
+
+
+async def sit_and_play(court: Court, out: Console, fancy: bool, game_id: str, level: str = "") -> str:
+    table = Table(court, out, fancy, LineReader(), level=level)
+    return await table.play(game_id)
+
+
+async def wait_started(court: Court, out: Console, lb: lpb.Lobby, wait: float, level: str) -> lpb.Lobby:
+    """Wait for the lobby's game: as host, for others up to ``wait`` seconds, then bots fill the rest."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    said = False
+    while lb.state in (lpb.LOBBY_STATE_OPEN, lpb.LOBBY_STATE_STARTING):
+        open_seats = sum(1 for s in lb.seats if not s.player_id)
+        if lb.host == court.me and lb.state == lpb.LOBBY_STATE_OPEN and (open_seats == 0 or loop.time() >= deadline):
+            return await fill_and_start(court, out, lb, level)
+        if not said:
+            out.print(Text(f"Waiting for players in lobby {lb.lobby_id} ({open_seats} open seat(s))"
+                           + (f"; bots fill them in {wait:.0f}s" if lb.host == court.me else
+                              "; the host starts the game"), style="dim"))
+            said = True
+        await asyncio.sleep(1.0)  # the lobby has no change stream: look again each second
+        lb = await court.call(court.lobby.get_lobby, lb.lobby_id)
+    if lb.state != lpb.LOBBY_STATE_STARTED:
+        raise CliError(f"lobby {lb.lobby_id} is {STATE_NAMES.get(lb.state, '?')}: no game to play")
+    return lb
+
+
+# ---------------------------------------------------------------------------- accounts
+
+
+@app.command()
+def register(name: str, password: Annotated[str | None, typer.Option(help="prompted when left out")] = None) -> None:
+    """Create an account (needed for online play and rank points) and sign in."""
+    if password is None:
+        password = typer.prompt("Password (8+ characters)", hide_input=True, confirmation_prompt=True)
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        court.adopt(await court.call(court.lobby.create_account, name, password))
+        bal = await court.call(court.ranking.balance)
+        out.print(Text(f"Welcome, {court.my_name}! You hold {bal.points} rank points. Signed in.", style="bold green"))
+
+    run(body)
+
+
+@app.command()
+def login(name: str, password: Annotated[str | None, typer.Option(help="prompted when left out")] = None) -> None:
+    """Sign in; the token is saved for the next commands."""
+    if password is None:
+        password = typer.prompt("Password", hide_input=True)
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        court.adopt(await court.call(court.lobby.login, name, password))
+        out.print(Text(f"Signed in as {court.my_name}.", style="bold green"))
+
+    run(body)
+
+
+@app.command()
+def guest(name: Annotated[str, typer.Argument(help="empty: a generated name")] = "") -> None:
+    """Sign in as a guest (local games only)."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        court.sign_out()
+        court.adopt(await court.call(court.lobby.create_guest, name))
+        out.print(Text(f"Signed in as the guest {court.my_name}.", style="bold green"))
+
+    run(body)
+
+
+@app.command()
+def logout() -> None:
+    """Forget the saved token."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        court.sign_out()
+        out.print("Signed out.")
+
+    run(body)
+
+
+@app.command()
+def whoami() -> None:
+    """Who is signed in, and where the services are."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        e = court.endpoints
+        out.print(f"services ({e.source}): rules {e.rules}, lobby {e.lobby}, ranking {e.ranking}, bot {e.bot}, "
+                  f"NATS {e.nats_url}")
+        if not court.signed_in:
+            out.print("not signed in")
+            return
+        await court.require()
+        acc = await court.call(court.lobby.account)
+        out.print(f"{acc.name} ({'guest' if acc.guest else 'account'}, id {acc.player_id})")
+
+    run(body)
+
+
+# ---------------------------------------------------------------------------- lobbies
+
+
+@app.command("lobbies")
+def list_lobbies(game: Annotated[str, typer.Option(help="only this game")] = "") -> None:
+    """Open public lobbies."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        await court.require()
+        found = await court.call(court.lobby.list_lobbies, game)
+        if not found.lobbies:
+            out.print("No open lobbies. Create one with `court lobby create GAME`, or `court quick GAME`.")
+            return
+        out.print(lobby_table(list(found.lobbies)))
+
+    run(body)
+
+
+@lobby_app.command("list")
+def lobby_list(game: Annotated[str, typer.Option(help="only this game")] = "") -> None:
+    """Open public lobbies."""
+    list_lobbies(game)
+
+
+@lobby_app.command("create")
+def lobby_create(
+    game: str,
+    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="KEY=VALUE, e.g. players=3")] = None,
+    online: Annotated[bool, typer.Option(help="online: rank points move (accounts only)")] = False,
+    ante: Annotated[int, typer.Option(help="online Queen's Court: rank points each player stakes")] = 0,
+    private: Annotated[bool, typer.Option(help="joined only with the invite code")] = False,
+    bots: Annotated[bool, typer.Option(help="fill every other seat with bots")] = False,
+    level: Annotated[str, typer.Option(help="bot level: random, heuristic, expert")] = "heuristic",
+    start: Annotated[bool, typer.Option(help="start the game (with --bots)")] = False,
+    play: Annotated[bool, typer.Option(help="sit down and play once it starts")] = True,
+) -> None:
+    """Create a lobby (you host it, in seat 0)."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        options = parse_options(game, option)
+        check_level(level)
+        await court.require(account=online)
+        lb = await court.call(court.lobby.create_lobby, game, options, ante=ante, online=online, private=private)
+        if bots:
+            for s in lb.seats:
+                if not s.player_id:
+                    lb = await court.call(court.lobby.set_bot, lb.lobby_id, level, seat=s.seat)
+        show_lobby(out, lb)
+        if start:
+            lb = await court.call(court.lobby.start, lb.lobby_id)
+            out.print(Text(f"Game {lb.game_id} started.", style="bold"))
+            if play:
+                await sit_and_play(court, out, fancy, lb.game_id)
+        else:
+            out.print(f"Others join with `court lobby join {lb.lobby_id}`; start with `court lobby start {lb.lobby_id}`.")
+
+    run(body)
+
+
+@lobby_app.command("show")
+def lobby_show(lobby_id: str) -> None:
+    """A lobby's seats and state."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        await court.require()
+        show_lobby(out, await court.call(court.lobby.get_lobby, lobby_id))
+
+    run(body)
+
+
+@lobby_app.command("join")
+def lobby_join(lobby_id: str, code: Annotated[str, typer.Option(help="a private lobby's invite code")] = "",
+               play: Annotated[bool, typer.Option(help="wait for the start, then play")] = True) -> None:
+    """Take a seat in a lobby."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        await court.require()
+        lb = await court.call(court.lobby.join, lobby_id, invite_code=code)
+        show_lobby(out, lb)
+        if play:
+            lb = await wait_started(court, out, lb, float("inf"), "heuristic")
+            await sit_and_play(court, out, fancy, lb.game_id)
+
+    run(body)
+
+
+@lobby_app.command("leave")
+def lobby_leave(lobby_id: str) -> None:
+    """Give up your seat in a lobby that has not started."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        await court.require()
+        show_lobby(out, await court.call(court.lobby.leave, lobby_id))
+
+    run(body)
+
+
+@lobby_app.command("bot")
+def lobby_bot(lobby_id: str, level: Annotated[str, typer.Option(help="random, heuristic, expert; "
+                                                                 "'none' removes the bot")] = "heuristic",
+              seat: Annotated[int | None, typer.Option(help="the seat (default: the first open one)")] = None) -> None:
+    """Seat a bot (host only)."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        await court.require()
+        lvl = "" if level == "none" else check_level(level)
+        show_lobby(out, await court.call(court.lobby.set_bot, lobby_id, lvl, seat=seat))
+
+    run(body)
+
+
+@lobby_app.command("start")
+def lobby_start(lobby_id: str, play: Annotated[bool, typer.Option(help="sit down and play")] = True,
+                bots: Annotated[bool, typer.Option(help="fill open seats with bots first")] = False,
+                level: Annotated[str, typer.Option(help="bot level for --bots")] = "heuristic") -> None:
+    """Start the lobby's game (host only)."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        await court.require()
+        if bots:
+            lb = await fill_and_start(court, out, await court.call(court.lobby.get_lobby, lobby_id), check_level(level))
+        else:
+            lb = await court.call(court.lobby.start, lobby_id)
+            out.print(Text(f"Game {lb.game_id} started.", style="bold"))
+        if play:
+            await sit_and_play(court, out, fancy, lb.game_id)
+
+    run(body)
+
+
+# ---------------------------------------------------------------------------- playing
+
+
+@app.command()
+def quick(
+    game: str,
+    ante: Annotated[int, typer.Option(help="online Queen's Court: rank points each player stakes")] = 0,
+    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="KEY=VALUE for a new lobby")] = None,
+    wait: Annotated[float, typer.Option(help="seconds to wait for people before bots fill the seats")] = 15.0,
+    level: Annotated[str, typer.Option(help="bot level for the empty seats")] = "heuristic",
+) -> None:
+    """Quick match: join the best open online lobby (or open one), bots fill what people do not, play."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        options = parse_options(game, option)
+        check_level(level)
+        await court.require(account=True)
+        lb = await court.call(court.lobby.quick_match, game, options, ante=ante)
+        out.print(Text(f"Quick match: lobby {lb.lobby_id} ({GAME_TITLES[game]}, online, ante {lb.ante})", style="bold"))
+        lb = await wait_started(court, out, lb, wait, level)
+        await sit_and_play(court, out, fancy, lb.game_id, level)
+
+    run(body)
+
+
+@app.command()
+def play(
+    game: Annotated[str, typer.Argument(help="queens_court, hearts, the_court or court_wars")] = "hearts",
+    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="KEY=VALUE, e.g. players=3")] = None,
+    level: Annotated[str, typer.Option(help="bot level: random, heuristic, expert")] = "heuristic",
+) -> None:
+    """A local game against bots (no rank points); signs you in as a guest if nobody is."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        options = parse_options(game, option)
+        check_level(level)
+        await court.ensure_guest(HEARTS_PERSON_NAME)
+        lb = await court.call(court.lobby.create_lobby, game, options, online=False, private=True)
+        lb = await fill_and_start(court, out, lb, level)
+        await sit_and_play(court, out, fancy, lb.game_id, level)
+
+    run(body)
+
+
+@app.command()
+def games() -> None:
+    """Your unfinished games (resume one with `court resume GAME_ID`)."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        await court.require()
+        mine = await court.call(court.lobby.my_games)
+        if not mine.games:
+            out.print("No unfinished games. Start one with `court play hearts` or `court quick hearts`.")
+            return
+        t = RichTable(box=None, pad_edge=False)
+        for col in ("game id", "game", "seat", "mode", "ante", "started"):
+            t.add_column(col)
+        for g in mine.games:
+            t.add_row(g.game_id, GAME_TITLES.get(g.game, g.game), str(g.seat), "online" if g.online else "local",
+                      str(g.ante), g.started.ToDatetime().strftime("%Y-%m-%d %H:%M") if g.HasField("started") else "")
+        out.print(t)
+
+    run(body)
+
+
+@app.command()
+def resume(game_id: Annotated[str, typer.Argument(help="empty: your most recent unfinished game")] = "") -> None:
+    """Sit down again at a saved (unfinished) game."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        await court.require()
+        gid = game_id
+        if not gid:
+            mine = await court.call(court.lobby.my_games)
+            if not mine.games:
+                raise CliError("you have no unfinished game to resume")
+            gid = mine.games[0].game_id
+        out.print(Text(f"Resuming game {gid}.", style="bold"))
+        await sit_and_play(court, out, fancy, gid)
+
+    run(body)
+
+
+@app.command()
+def watch(game_id: str, pace: Annotated[float, typer.Option(help="seconds between drawn moves")] = 0.0) -> None:
+    """Watch a game as it is played (a spectator sees no hands)."""
+    from .watch import Spectator
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        await court.ensure_guest("Spectator")
+        await Spectator(out, fancy, pace=pace).run(court, game_id)
+
+    run(body)
+
+
+@app.command()
+def abandon(game_id: str, yes: Annotated[bool, typer.Option("--yes", help="do not ask")] = False) -> None:
+    """Give up an unfinished game: every ante is refunded."""
+    if not yes and not typer.confirm(f"Give up game {game_id} for everyone at the table?"):
+        raise typer.Exit(1)
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        await court.require()
+        await court.call(court.lobby.abandon, game_id)
+        out.print(f"Game {game_id} abandoned; antes refunded.")
+
+    run(body)
+
+
+# ---------------------------------------------------------------------------- ranking
+
+
+@app.command()
+def rank(player: Annotated[str, typer.Argument(help="a player id (default: you)")] = "") -> None:
+    """Rank points, ranked games and ratings."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        await court.require()
+        prof = await court.call(court.ranking.profile, player)
+        name = prof.name or (court.my_name if prof.player_id == court.me else prof.player_id)
+        out.print(Text(f"{name}: {prof.points} rank points, {prof.games} ranked game(s)",
+                       style="bold"))
+        for st in prof.stats:
+            out.print(f"  {GAME_TITLES.get(st.game, st.game)}: rating {st.rating:.1f} over {st.played} game(s)")
+
+    run(body)
+
+
+@app.command()
+def ledger(limit: Annotated[int, typer.Option(help="entries to show")] = 20) -> None:
+    """Your rank-point ledger, newest first."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        await court.require()
+        hist = await court.call(court.ranking.ledger, page_size=limit)
+        out.print(Text(f"Balance: {hist.balance} rank points", style="bold"))
+        t = RichTable(box=None, pad_edge=False)
+        for col in ("time", "change", "after", "reason", "game"):
+            t.add_column(col)
+        for e in hist.entries:
+            t.add_row(e.time.ToDatetime().strftime("%Y-%m-%d %H:%M"), f"{e.delta:+d}", str(e.balance_after), e.note,
+                      e.game_id)
+        out.print(t)
+
+    run(body)
+
+
+@app.command()
+def leaderboard(game: str, points: Annotated[bool, typer.Option(help="by net rank points, not rating")] = False,
+                limit: Annotated[int, typer.Option(help="rows")] = 10) -> None:
+    """The best players of a game."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        parse_options(game, None)
+        await court.require()
+        metric = rpb.METRIC_POINTS if points else rpb.METRIC_RATING
+        board = await court.call(court.ranking.leaderboard, game, limit=limit, metric=metric)
+        out.print(Text(f"{GAME_TITLES[game]} leaderboard ({'points' if points else 'rating'})", style="bold"))
+        if not board.rows:
+            out.print("Nobody is ranked yet: play online (`court quick GAME`).")
+        for r in board.rows:
+            score = f"{r.points:+d} points" if points else f"rating {r.rating:.1f}"
+            out.print(f"  {r.rank:>3}. {r.name or r.player_id:<24} {score}  ({r.games} games)")
+
+    run(body)
+
+
+@app.command()
+def challenges(game_id: str) -> None:
+    """Your challenges in an online Queen's Court game."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        await court.require()
+        got = await court.call(court.ranking.challenges, game_id)
+        for seat in got.seats:
+            out.print(Text(f"Seat {seat.seat}:", style="bold"))
+            for c in seat.challenges:
+                mark = "✓" if c.complete and fancy else ("done" if c.complete else c.progress or "open")
+                out.print(f"  [{c.tier:>3}] {c.text} — {mark}")
+        if got.finished:
+            out.print("The game is over: completed challenges have been paid.")
+
+    run(body)
+
+
+# ---------------------------------------------------------------------------- events
+
+
+@events_app.command("tail")
+def events_tail(
+    game: Annotated[str, typer.Option(help="only this game (queens_court, hearts, ...)")] = "",
+    game_id: Annotated[str, typer.Option("--game-id", help="only this game id")] = "",
+    type_: Annotated[list[str] | None, typer.Option("--type", help="only these event types (repeatable)")] = None,
+    from_start: Annotated[bool, typer.Option("--from-start", help="replay the stored history first")] = False,
+    count: Annotated[int, typer.Option(help="stop after this many events (0: never)")] = 0,
+    idle_exit: Annotated[float, typer.Option(help="stop after this many quiet seconds (0: never)")] = 0.0,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON object per event")] = False,
+) -> None:
+    """Follow the public event stream (JetStream COURT_EVENTS), filtered by game, id and type."""
+    if game and game not in GAME_NAMES:
+        _fail(f"unknown game {game!r}; games: {', '.join(GAME_NAMES)}")
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        await tail(court.endpoints.nats_url, out, game=game, game_id=game_id, types=type_ or (),
+                   from_start=from_start, count=count, as_json=as_json, idle_exit=idle_exit)
+
+    run(body)
+
+
+def _fail(message: str) -> None:
+    out, _ = console()
+    out.print(Text(f"court: {message}", style="bold red"))
+    raise typer.Exit(1)
+
+
+# ---------------------------------------------------------------------------- the stack
+
+
+def shown_path(path: Path) -> str:
+    """A path as a person would type it from here: relative below the working directory, else absolute."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path.resolve())
+
+
+def _banner(out: Console, config: StackConfig) -> None:
+    rel = shown_path(config.state_dir)
+    out.print(Text(f"Court is running (state in {rel}/, logs in {rel}/logs/):", style="bold green"))
+    for name in SERVICES:
+        out.print(f"  {name:<8} {config.address(name)}")
+    out.print(f"  {'nats':<8} {config.nats_url} (JetStream, store {rel}/nats)")
+    hint_env = "" if rel == ".state" else f"COURT_STATE_DIR={rel} "
+    out.print(Text(f"Sit down and play, in another terminal: make play   (or {hint_env}.venv/bin/court play hearts "
+                   "| queens_court | the_court | court_wars)", style="bold"))
+    out.print(f"More: {hint_env}.venv/bin/court --help · watch the event stream: {hint_env}.venv/bin/court events tail")
+    out.print("Ctrl-C stops everything.")
+
+
+async def _up(stack: LocalStack, out: Console, fancy: bool, *, demo: bool, demo_games: int, pace: float,
+              level: str) -> int:
+    from .demo import run_demo
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        loop.add_signal_handler(sig, stop.set)
+    status = 0
+    died: list[str] = []
+
+    async def monitor() -> None:
+        while not stop.is_set():
+            dead = stack.dead()
+            if dead:
+                for c in dead:
+                    died.append(c.name)
+                    out.print(Text(f"{c.name} exited unexpectedly ({c.proc.returncode}); its log {c.log_path}:\n"
+                                   f"{c.log_tail()}", style="bold red"))
+                stop.set()
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.5)
+
+    async def show() -> None:
+        if not demo:
+            return
+        endpoints = Endpoints(**{s: stack.config.address(s) for s in SERVICES}, nats_url=stack.config.nats_url,
+                              source="stack")
+        footer = "Ctrl-C stops the stack · sit down and play: make play (in another terminal)"
+        try:
+            await run_demo(endpoints, stack.state_dir, out, fancy, pace=pace, games=demo_games, level=level,
+                           footer=footer)
+            out.print("The demo is over; the stack keeps running until Ctrl-C.")
+        except CliError as exc:
+            out.print(Text(f"demo stopped: {exc}; the stack keeps running until Ctrl-C", style="red"))
+
+    tasks = [asyncio.create_task(monitor()), asyncio.create_task(show())]
+    await stop.wait()
+    for t in tasks:
+        t.cancel()
+    for t in tasks:
+        with contextlib.suppress(asyncio.CancelledError):
+            await t
+    if died:
+        status = 1
+    return status
+
+
+@stack_app.command("up")
+def stack_up(
+    free_ports: Annotated[bool, typer.Option("--free-ports", help="pick unused ports (tests)")] = False,
+    state_dir: Annotated[Path | None, typer.Option(help="default $COURT_STATE_DIR or .state")] = None,
+    demo: Annotated[bool, typer.Option(help="show a bot game being played")] = True,
+    demo_games: Annotated[int, typer.Option(help="demo games to play (0: one after another until Ctrl-C)")] = 0,
+    pace: Annotated[float | None, typer.Option(help="seconds between drawn demo moves")] = None,
+    level: Annotated[str, typer.Option(help="bot level of the demo")] = "heuristic",
+) -> None:
+    """Start NATS and the four services, wait until healthy, show a bot game; Ctrl-C stops it all."""
+    out, fancy = console()
+    check = _check_level_or_exit(level)
+    config = StackConfig.from_env(free_ports=free_ports, state_dir=state_dir)
+    stack = LocalStack(config, progress=lambda msg: out.print(Text(f"  {msg}", style="dim")))
+
+    def terminate(_sig: int, _frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    out.print(Text(f"Starting Court: nats-server and the rules, lobby, ranking and bot services "
+                   f"(state in {shown_path(config.state_dir)}/)…", style="bold"))
+    try:
+        stack.start()
+    except StackError as exc:
+        out.print(Text(f"court stack: {exc}", style="bold red"))
+        raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        out.print("interrupted; everything stopped")
+        raise typer.Exit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    _banner(out, config)
+    status = 0
+    try:
+        status = asyncio.run(_up(stack, out, fancy, demo=demo, demo_games=demo_games,
+                                 pace=(0.35 if fancy else 0.05) if pace is None else pace, level=check))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the shutdown short
+        out.print(Text("Stopping…", style="bold"))
+        codes = stack.stop()
+        out.print(Text("Stopped: " + ", ".join(f"{name} ({code})" for name, code in codes.items()), style="bold"))
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    raise typer.Exit(status)
+
+
+def _check_level_or_exit(level: str) -> str:
+    if level not in LEVELS:
+        _fail(f"unknown bot level {level!r}; levels: {', '.join(LEVELS)}")
+    return level
+
+
+@stack_app.command("status")
+def stack_status() -> None:
+    """Is a local stack running, where, and is every service healthy?"""
+    out, _ = console()
+    config = StackConfig.from_env()
+    info = LocalStack.read_stack_file(config.state_dir)
+    if not info:
+        out.print(f"No stack is running on {config.state_dir} (start one with `make run`).")
+        raise typer.Exit(1)
+    bad = 0
+    for name, svc in info["services"].items():
+        with grpc.insecure_channel(svc["address"]) as ch:
+            try:
+                st = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=2).status
+                word = health_pb2.HealthCheckResponse.ServingStatus.Name(st)
+            except grpc.RpcError as err:
+                word, st = err.code().name, -1
+        bad += st != health_pb2.HealthCheckResponse.SERVING
+        out.print(f"  {name:<8} {svc['address']:<22} pid {svc['pid']:<8} {word}")
+    out.print(f"  {'nats':<8} {info['nats_url']:<22} pid {info['nats_pid']}")
+    raise typer.Exit(1 if bad else 0)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""Playing one game at the terminal: the table, the legal actions as a numbered list, typed moves.
+
+The seat's own view comes from the rules service (``GetView``, then ``WatchGame`` for every later
+move), so the client shows exactly what the seat may know. Moves go through ``SubmitAction``
+with a fresh request id each (court_client retries a lost answer with the same id). An illegal
+move is answered by the server with the reason; the client prints it and asks again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+import grpc
+from court_client import action, action_json, view_dict
+from court_games.core import GameError
+from court_kit.structs import to_dict
+from court_proto.court.rules.v1 import rules_pb2
+from rich.columns import Columns
+from rich.console import Console
+from rich.text import Text
+
+from .moves import HELP, parse
+from .render import GAME_TITLES, Names, describe_action, describe_event, render_view, result_line, short_form
+from .session import CliError, Court, explain
+from .termio import LineReader
+
+MANY = 14  # more legal actions than this are shown in columns, without the words
+
+
+class Table:
+    """One seat at one game."""
+
+    def __init__(self, court: Court, console: Console, fancy: bool, reader: LineReader, *, level: str = ""):
+        self.court = court
+        self.console = console
+        self.fancy = fancy
+        self.reader = reader
+        self.hint_level = level
+        self.names: Names | None = None
+        self.view: rules_pb2.GameView | None = None
+
+    # ------------------------------------------------------------------ output
+
+    def say(self, text: str | Text, style: str = "") -> None:
+        self.console.print(text, style=style or None, soft_wrap=True)
+
+    def show_table(self) -> None:
+        v = self.view
+        assert v is not None and self.names is not None
+        self.console.rule(f"{GAME_TITLES.get(v.game, v.game)} · game {v.game_id} · move {v.seq}", style="dim")
+        self.console.print(render_view(v.game, view_dict(v), list(v.to_act), self.names, self.fancy))
+
+    def show_events(self, events: Sequence[Any]) -> None:
+        assert self.view is not None and self.names is not None
+        for e in events:
+            d = dict(e) if isinstance(e, dict) else _struct(e)
+            line = describe_event(self.view.game, d, self.names, self.fancy)
+            if line:
+                self.say(Text("  • " + line, style="cyan" if d.get("type", "").endswith("Ended") else ""))
+
+    def show_choices(self, legal: list[dict[str, Any]]) -> None:
+        assert self.view is not None and self.names is not None
+        game = self.view.game
+        vd = view_dict(self.view)
+        forms = [short_form(game, a) for a in legal]
+        if len(legal) > MANY:
+            items = [Text(f"{i + 1:>2}) {form}") for i, form in enumerate(forms)]
+            self.console.print(Columns(items, padding=(0, 3), equal=True))
+            return
+        width = max(len(f) for f in forms) + 2
+        for i, a in enumerate(legal):
+            line = Text(f"  {i + 1:>2}) ")
+            line.append(f"{forms[i]:<{width}}", style="bold")
+            line.append(" " + describe_action(game, a, self.names, vd, self.fancy), style="dim")
+            self.console.print(line)
+
+    # ------------------------------------------------------------------ play
+
+    async def play(self, game_id: str, seat: int | None = None) -> str:
+        """Play until the game ends or the person leaves: ``"finished"`` or ``"left"``."""
+        self.view = await self.court.call(self.court.rules.get_view, game_id, seat)
+        if not self.view.HasField("your_seat"):
+            raise CliError(f"you have no seat in game {game_id}; watch it with `court watch {game_id}`")
+        seat = self.view.your_seat
+        self.names = await self.court.names_for(self.view)
+        updates: asyncio.Queue[rules_pb2.GameUpdate | BaseException] = asyncio.Queue()
+        pump = asyncio.create_task(self._pump(game_id, seat, self.view.seq, updates))
+        try:
+            self.show_table()
+            return await self._loop(game_id, seat, updates)
+        finally:
+            pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await pump
+
+    async def _pump(self, game_id: str, seat: int, after: int, out: asyncio.Queue[Any]) -> None:
+        """Every later move into ``out``; an expired token is refreshed and the stream resumed."""
+        while True:
+            try:
+                async for update in self.court.rules.watch(game_id, seat=seat, after_seq=after):
+                    after = update.seq
+                    await out.put(update)
+                return
+            except grpc.aio.AioRpcError as err:
+                if err.code() == grpc.StatusCode.UNAUTHENTICATED and await self.court.refresh():
+                    continue
+                await out.put(CliError("lost the game stream: " + explain(err, "rules", self.court.endpoints.rules)))
+                return
+
+    async def _loop(self, game_id: str, seat: int, updates: asyncio.Queue[Any]) -> str:
+        waiting_said = -1
+        while True:
+            v = self.view
+            assert v is not None and self.names is not None
+            if v.finished:
+                self.show_table()
+                self.say(Text("Game over. " + result_line(v.game, _struct(v.result.result), list(v.result.winners),
+                                                          self.names), style="bold green"))
+                return "finished"
+            if seat in v.to_act and v.legal_actions:
+                outcome = await self._turn(game_id, seat)
+                if outcome == "left":
+                    return "left"
+                continue
+            if waiting_said != v.seq:
+                waiting = ", ".join(self.names.short(s) for s in v.to_act)
+                self.say(Text(f"  … waiting for {waiting}", style="dim"))
+                waiting_said = v.seq
+            got = await updates.get()
+            if isinstance(got, BaseException):
+                raise got
+            if got.seq <= v.seq:
+                continue
+            self.show_events(got.events)
+            self.view = got.view
+            if seat in self.view.to_act and self.view.legal_actions:
+                self.show_table()
+
+    async def _turn(self, game_id: str, seat: int) -> str:
+        v = self.view
+        assert v is not None and self.names is not None
+        legal = [action_json(a) for a in v.legal_actions]
+        self.show_choices(legal)
+        while True:
+            choices = f"{len(legal)} choice{'s' if len(legal) != 1 else ''}"
+            self.console.print(Text(f"move {v.seq} · your turn ({choices}; h for help) > ",
+                                    style="bold yellow"), end="")
+            line = await self.reader.readline()
+            if line is None:
+                self.say("")
+                return self._left(game_id)
+            p = parse(v.game, line, legal)
+            if p.kind == "empty":
+                continue
+            if p.kind == "error":
+                self.say(Text(f"  {p.message}", style="red"))
+                continue
+            if p.kind == "command":
+                if p.command == "quit":
+                    return self._left(game_id)
+                if p.command == "help":
+                    self.say(HELP.get(v.game, ""))
+                    self.say("Type a number from the list, a short form as shown in bold, or the canonical JSON. "
+                             "`hint` asks a bot, `t` shows the table, `q` leaves (the game stays saved).")
+                elif p.command == "table":
+                    self.show_table()
+                    self.show_choices(legal)
+                elif p.command == "hint":
+                    await self._hint(game_id, seat)
+                continue
+            act = legal[p.index] if p.kind == "pick" else dict(p.action or {})
+            try:
+                typed = action(v.game, act)
+            except GameError as exc:
+                self.say(Text(f"  Not an action of {GAME_TITLES[v.game]}: {exc}", style="red"))
+                continue
+            try:
+                reply = await self.court.rules.submit(game_id, typed, seat)
+            except grpc.aio.AioRpcError as err:
+                if err.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT):
+                    self.say(Text(f"  Not allowed: {err.details()}", style="red"))
+                    continue
+                if err.code() == grpc.StatusCode.UNAUTHENTICATED and await self.court.refresh():
+                    continue
+                raise CliError(explain(err, "rules", self.court.endpoints.rules)) from None
+            self.say(Text(f"  You: {describe_action(v.game, act, self.names, view_dict(v), self.fancy)}",
+                          style="green"))
+            self.show_events(reply.events)
+            self.view = reply.view
+            return "moved"
+
+    async def _hint(self, game_id: str, seat: int) -> None:
+        assert self.view is not None and self.names is not None
+        try:
+            s = await self.court.bot.suggest(game_id, seat, self.hint_level, timeout=10)
+        except grpc.aio.AioRpcError as err:
+            self.say(Text(f"  No hint: {explain(err, 'bot', self.court.endpoints.bot)}", style="red"))
+            return
+        a = action_json(s.action)
+        self.say(Text(f"  Hint: {short_form(self.view.game, a)}  ({describe_action(self.view.game, a, self.names, view_dict(self.view), self.fancy)})"
+                      + (f" — {s.explanation}" if s.explanation else ""), style="magenta"))
+
+    def _left(self, game_id: str) -> str:
+        self.say(Text(f"You left the table. The game is saved: `court resume {game_id}` sits you down again.",
+                      style="bold"))
+        return "left"
+
+
+def _struct(s: Any) -> dict[str, Any]:
+    return to_dict(s)

@@ -1,0 +1,250 @@
+"""Where the services are, who is signed in, and one place that turns gRPC errors into sentences.
+
+Addresses: ``COURT_RULES_ADDR``, ``COURT_LOBBY_ADDR``, ``COURT_RANKING_ADDR``, ``COURT_BOT_ADDR``
+and ``COURT_NATS_URL`` when set; otherwise those of the stack ``court stack up`` is running on
+``$COURT_STATE_DIR`` (default ``.state``, read from its ``stack.json``); otherwise the defaults
+(127.0.0.1:50051..50054, nats://127.0.0.1:4222).
+
+The session (token, refresh token, name) is saved per lobby address in
+``$COURT_CONFIG_DIR/session.json`` (default ``~/.config/court``), readable by its owner only.
+An expired token is traded for a new one with the refresh token, once, transparently.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import grpc
+from court_client import BotClient, LobbyClient, RankingClient, RulesClient
+from court_kit.settings import GRPC_PORTS
+from court_proto.court.lobby.v1 import lobby_pb2 as lpb
+from court_proto.court.rules.v1 import rules_pb2
+
+from .render import BOT_PREFIX, Names
+from .stack import STACK_FILE
+
+T = TypeVar("T")
+SERVICES = ("rules", "lobby", "ranking", "bot")
+
+
+class CliError(Exception):
+    """Something to tell the person, without a traceback; exit status 1."""
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    rules: str
+    lobby: str
+    ranking: str
+    bot: str
+    nats_url: str
+    source: str = "defaults"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Endpoints:
+        env = os.environ if environ is None else environ
+        addrs = {s: f"127.0.0.1:{GRPC_PORTS[s]}" for s in SERVICES}
+        nats_url = "nats://127.0.0.1:4222"
+        source = "defaults"
+        state = Path(env.get("COURT_STATE_DIR", ".state"))
+        stack_file = state / STACK_FILE
+        try:
+            running = json.loads(stack_file.read_text())
+            addrs.update({s: running["services"][s]["address"] for s in SERVICES})
+            nats_url = running.get("nats_url", nats_url)
+            source = str(stack_file)
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        for s in SERVICES:
+            if env.get(f"COURT_{s.upper()}_ADDR"):
+                addrs[s] = env[f"COURT_{s.upper()}_ADDR"]
+                source = "environment"
+        nats_url = env.get("COURT_NATS_URL", nats_url)
+        return cls(nats_url=nats_url, source=source, **addrs)
+
+
+def config_dir(environ: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    if env.get("COURT_CONFIG_DIR"):
+        return Path(env["COURT_CONFIG_DIR"])
+    base = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "court"
+
+
+class SessionStore:
+    """Signed-in sessions, one per lobby address, in one JSON file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def _all(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text())
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def load(self, lobby: str) -> dict[str, Any] | None:
+        return self._all().get(lobby)
+
+    def save(self, lobby: str, session: Mapping[str, Any]) -> None:
+        data = self._all()
+        data[lobby] = dict(session)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=2)
+        os.replace(tmp, self.path)
+
+    def clear(self, lobby: str) -> None:
+        data = self._all()
+        if data.pop(lobby, None) is not None:
+            self.path.write_text(json.dumps(data, indent=2))
+
+
+def explain(err: grpc.aio.AioRpcError | grpc.RpcError, service: str = "", address: str = "") -> str:
+    """A gRPC error as a sentence a player can act on."""
+    code = err.code()
+    details = err.details() or ""
+    if code == grpc.StatusCode.UNAVAILABLE:
+        where = f" the {service} service" if service else " a service"
+        at = f" at {address}" if address else ""
+        return f"cannot reach{where}{at}: is the stack running? Start it with `make run`."
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return f"the {service or 'service'} did not answer in time; try again"
+    if code == grpc.StatusCode.UNAUTHENTICATED:
+        return f"{details} (sign in with `court login NAME`, or `court register NAME`)"
+    return details or code.name
+
+
+def session_from_auth(auth: lpb.AuthResponse) -> dict[str, Any]:
+    return {"player_id": auth.account.player_id, "name": auth.account.name, "guest": auth.account.guest,
+            "token": auth.token, "refresh_token": auth.refresh_token}
+
+
+class Court:
+    """One person's connection to the four services (court_client's clients) and their session."""
+
+    def __init__(self, endpoints: Endpoints | None = None, store: SessionStore | None = None,
+                 session: Mapping[str, Any] | None = None):
+        self.endpoints = endpoints or Endpoints.from_env()
+        self.store = store
+        self.session: dict[str, Any] | None = dict(session) if session else (
+            store.load(self.endpoints.lobby) if store else None)
+        token = self.session["token"] if self.session else None
+        self.lobby = LobbyClient(self.endpoints.lobby, token, retries=3)
+        self.ranking = RankingClient(self.endpoints.ranking, token, retries=3)
+        self.bot = BotClient(self.endpoints.bot, token, retries=2)
+        self.rules = RulesClient(self.endpoints.rules, token or "", retries=4)
+        self._accounts: dict[str, str] = {}
+
+    async def close(self) -> None:
+        for c in (self.lobby, self.ranking, self.bot, self.rules):
+            await c.close()
+
+    async def __aenter__(self) -> Court:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ------------------------------------------------------------------ session
+
+    @property
+    def signed_in(self) -> bool:
+        return bool(self.session and self.session.get("token"))
+
+    @property
+    def me(self) -> str:
+        return self.session["player_id"] if self.session else ""
+
+    @property
+    def my_name(self) -> str:
+        return self.session["name"] if self.session else ""
+
+    def _set_token(self, token: str | None) -> None:
+        self.lobby.token = self.ranking.token = self.bot.token = token
+        self.rules.token = token or ""
+
+    def adopt(self, auth: lpb.AuthResponse) -> None:
+        """Sign in with an auth answer (login, register, guest, refresh) and save it."""
+        self.session = session_from_auth(auth)
+        self._set_token(auth.token)
+        if self.store is not None:
+            self.store.save(self.endpoints.lobby, self.session)
+
+    def sign_out(self) -> None:
+        self.session = None
+        self._set_token(None)
+        if self.store is not None:
+            self.store.clear(self.endpoints.lobby)
+
+    async def refresh(self) -> bool:
+        if not self.session or not self.session.get("refresh_token"):
+            return False
+        try:
+            auth = await self.lobby.refresh(self.session["refresh_token"])
+        except grpc.aio.AioRpcError:
+            return False
+        self.adopt(auth)
+        return True
+
+    def _service_of(self, fn: Any) -> tuple[str, str]:
+        owner = getattr(fn, "__self__", None)
+        for name in SERVICES:
+            if owner is getattr(self, name):
+                return name, getattr(self.endpoints, name)
+        return "", ""
+
+    async def call(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        """Call a client method; refresh an expired token once; errors become ``CliError``."""
+        for attempt in (0, 1):
+            try:
+                return await fn(*args, **kwargs)
+            except grpc.aio.AioRpcError as err:
+                if err.code() == grpc.StatusCode.UNAUTHENTICATED and attempt == 0 and await self.refresh():
+                    continue
+                raise CliError(explain(err, *self._service_of(fn))) from None
+        raise AssertionError("unreachable")
+
+    async def require(self, *, account: bool = False) -> None:
+        """Signed in (``account``: with a registered account, not a guest), or ``CliError`` saying how."""
+        if not self.signed_in:
+            raise CliError("you are not signed in: `court register NAME` (or `court login NAME`)")
+        if account and self.session and self.session.get("guest"):
+            raise CliError("guest accounts play local games only; create an account with `court register NAME`")
+
+    async def ensure_guest(self, name: str) -> None:
+        """Signed in, as a guest named ``name`` (or a variant of it) when nobody is."""
+        if self.signed_in:
+            return
+        for candidate in (name, *(f"{name} {i}" for i in range(2, 10))):
+            try:
+                self.adopt(await self.lobby.create_guest(candidate))
+                return
+            except grpc.aio.AioRpcError as err:
+                if err.code() != grpc.StatusCode.ALREADY_EXISTS:
+                    raise CliError(explain(err, "lobby", self.endpoints.lobby)) from None
+        self.adopt(await self.call(self.lobby.create_guest, ""))
+
+    # ------------------------------------------------------------------ names
+
+    async def names_for(self, view: rules_pb2.GameView) -> Names:
+        people = [p for p in view.seats if not p.startswith(BOT_PREFIX) and p not in self._accounts]
+        for pid in people:
+            if pid == self.me:
+                self._accounts[pid] = self.my_name
+                continue
+            try:
+                acc = await self.lobby.account(pid)
+                self._accounts[pid] = acc.name
+            except grpc.aio.AioRpcError:
+                self._accounts[pid] = pid[:8]
+        you = view.your_seat if view.HasField("your_seat") else None
+        return Names.build(list(view.seats), self._accounts, you)

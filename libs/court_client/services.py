@@ -1,0 +1,223 @@
+"""Asyncio clients for the lobby, ranking and bot services (the rules service's is ``rules.py``).
+
+    async with LobbyClient("127.0.0.1:50052") as lobby:
+        auth = await lobby.create_guest("Brown Monkey")
+        lobby.token = auth.token
+        room = await lobby.create_lobby("hearts", online=False)
+
+Like ``RulesClient``: every call sends ``authorization: Bearer <token>`` (when a token is set)
+and an ``x-request-id``; mutating calls carry a request id (generated unless given) and are
+retried on ABORTED and UNAVAILABLE with that same id, so a retry never applies twice; reads are
+retried on UNAVAILABLE. Errors surface as ``grpc.aio.AioRpcError`` with the service's message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import grpc
+from court_kit.structs import to_struct
+from court_proto.court.bot.v1 import bot_pb2, bot_pb2_grpc
+from court_proto.court.lobby.v1 import lobby_pb2 as lpb
+from court_proto.court.lobby.v1 import lobby_pb2_grpc
+from court_proto.court.ranking.v1 import ranking_pb2 as rpb
+from court_proto.court.ranking.v1 import ranking_pb2_grpc
+
+from .rules import RETRY_MUTATING, RETRY_READ, new_request_id
+
+T = TypeVar("T")
+
+
+class _ServiceClient:
+    """A channel, a bearer token and the retry policy shared by the clients below."""
+
+    def __init__(self, target: str | grpc.aio.Channel, token: str | None = None, *, retries: int = 6,
+                 backoff: float = 0.05, max_backoff: float = 1.0, timeout: float | None = 15.0):
+        self._own_channel = isinstance(target, str)
+        self.channel = grpc.aio.insecure_channel(target) if isinstance(target, str) else target
+        self.token = token
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.timeout = timeout
+
+    async def __aenter__(self) -> Any:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._own_channel:
+            await self.channel.close()
+
+    def metadata(self, request_id: str | None = None) -> tuple[tuple[str, str], ...]:
+        meta = [("x-request-id", request_id or new_request_id())]
+        if self.token:
+            meta.append(("authorization", f"Bearer {self.token}"))
+        return tuple(meta)
+
+    async def _call(self, fn: Callable[..., Awaitable[T]], request: Any, retry_on: frozenset[grpc.StatusCode],
+                    request_id: str | None = None, timeout: float | None = None) -> T:
+        delay = self.backoff
+        for attempt in range(self.retries + 1):
+            try:
+                return await fn(request, metadata=self.metadata(request_id), timeout=timeout or self.timeout)
+            except grpc.aio.AioRpcError as err:
+                if err.code() not in retry_on or attempt == self.retries:
+                    raise
+            await asyncio.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, self.max_backoff)
+        raise AssertionError("unreachable")
+
+    async def _read(self, fn: Callable[..., Awaitable[T]], request: Any) -> T:
+        return await self._call(fn, request, RETRY_READ)
+
+    async def _write(self, fn: Callable[..., Awaitable[T]], request: Any) -> T:
+        return await self._call(fn, request, RETRY_MUTATING, request.request_id)
+
+
+class LobbyClient(_ServiceClient):
+    """``court.lobby.v1.LobbyService``: accounts, lobbies, quick match, my games."""
+
+    def __init__(self, target: str | grpc.aio.Channel, token: str | None = None, **kwargs: Any):
+        super().__init__(target, token, **kwargs)
+        self.stub = lobby_pb2_grpc.LobbyServiceStub(self.channel)
+
+    # accounts (no token needed for the first four)
+    async def create_account(self, name: str, password: str) -> lpb.AuthResponse:
+        # not retried on UNAVAILABLE: a lost answer would leave the name taken
+        return await self._call(self.stub.CreateAccount, lpb.CreateAccountRequest(name=name, password=password),
+                                frozenset())
+
+    async def create_guest(self, name: str = "") -> lpb.AuthResponse:
+        return await self._call(self.stub.CreateGuest, lpb.CreateGuestRequest(name=name), frozenset())
+
+    async def login(self, name: str, password: str) -> lpb.AuthResponse:
+        return await self._read(self.stub.Login, lpb.LoginRequest(name=name, password=password))
+
+    async def refresh(self, refresh_token: str) -> lpb.AuthResponse:
+        return await self._call(self.stub.RefreshToken, lpb.RefreshTokenRequest(refresh_token=refresh_token),
+                                frozenset())
+
+    async def account(self, player_id: str = "") -> lpb.Account:
+        return await self._read(self.stub.GetAccount, lpb.GetAccountRequest(player_id=player_id))
+
+    # lobbies
+    async def create_lobby(self, game: str, options: Mapping[str, Any] | None = None, *, seats: int = 0,
+                           ante: int = 0, online: bool = False, private: bool = False,
+                           request_id: str | None = None) -> lpb.Lobby:
+        req = lpb.CreateLobbyRequest(request_id=request_id or new_request_id(), game=game, seats=seats, ante=ante,
+                                     online=online, private=private)
+        to_struct(options or {}, req.options)
+        return await self._write(self.stub.CreateLobby, req)
+
+    async def list_lobbies(self, game: str = "", *, online: bool | None = None, ante: int | None = None,
+                           page_size: int = 50, page_token: str = "") -> lpb.ListLobbiesResponse:
+        req = lpb.ListLobbiesRequest(game=game, page_size=page_size, page_token=page_token)
+        if online is not None:
+            req.online = online
+        if ante is not None:
+            req.ante = ante
+        return await self._read(self.stub.ListLobbies, req)
+
+    async def get_lobby(self, lobby_id: str) -> lpb.Lobby:
+        return await self._read(self.stub.GetLobby, lpb.GetLobbyRequest(lobby_id=lobby_id))
+
+    async def join(self, lobby_id: str, *, seat: int | None = None, invite_code: str = "",
+                   request_id: str | None = None) -> lpb.Lobby:
+        req = lpb.JoinLobbyRequest(request_id=request_id or new_request_id(), lobby_id=lobby_id,
+                                   invite_code=invite_code)
+        if seat is not None:
+            req.seat = seat
+        return await self._write(self.stub.JoinLobby, req)
+
+    async def leave(self, lobby_id: str, *, request_id: str | None = None) -> lpb.Lobby:
+        return await self._write(self.stub.LeaveLobby, lpb.LeaveLobbyRequest(
+            request_id=request_id or new_request_id(), lobby_id=lobby_id))
+
+    async def set_ready(self, lobby_id: str, ready: bool = True, *, request_id: str | None = None) -> lpb.Lobby:
+        return await self._write(self.stub.SetReady, lpb.SetReadyRequest(
+            request_id=request_id or new_request_id(), lobby_id=lobby_id, ready=ready))
+
+    async def set_bot(self, lobby_id: str, level: str, *, seat: int | None = None,
+                      request_id: str | None = None) -> lpb.Lobby:
+        req = lpb.SetBotSeatRequest(request_id=request_id or new_request_id(), lobby_id=lobby_id, level=level)
+        if seat is not None:
+            req.seat = seat
+        return await self._write(self.stub.SetBotSeat, req)
+
+    async def kick(self, lobby_id: str, seat: int, *, request_id: str | None = None) -> lpb.Lobby:
+        return await self._write(self.stub.KickPlayer, lpb.KickPlayerRequest(
+            request_id=request_id or new_request_id(), lobby_id=lobby_id, seat=seat))
+
+    async def start(self, lobby_id: str, *, request_id: str | None = None) -> lpb.Lobby:
+        return await self._write(self.stub.StartGame, lpb.StartGameRequest(
+            request_id=request_id or new_request_id(), lobby_id=lobby_id))
+
+    async def quick_match(self, game: str, options: Mapping[str, Any] | None = None, *, ante: int = 0,
+                          request_id: str | None = None) -> lpb.Lobby:
+        req = lpb.QuickMatchRequest(request_id=request_id or new_request_id(), game=game, ante=ante)
+        to_struct(options or {}, req.options)
+        return await self._write(self.stub.QuickMatch, req)
+
+    async def my_games(self) -> lpb.ListMyGamesResponse:
+        return await self._read(self.stub.ListMyGames, lpb.ListMyGamesRequest())
+
+    async def resume(self, game_id: str, *, request_id: str | None = None) -> lpb.Lobby:
+        return await self._write(self.stub.ResumeGame, lpb.ResumeGameRequest(
+            request_id=request_id or new_request_id(), game_id=game_id))
+
+    async def abandon(self, game_id: str, *, request_id: str | None = None) -> lpb.Lobby:
+        return await self._write(self.stub.AbandonGame, lpb.AbandonGameRequest(
+            request_id=request_id or new_request_id(), game_id=game_id))
+
+
+class RankingClient(_ServiceClient):
+    """``court.ranking.v1.RankingService``: balances, ledger, profiles, leaderboards, challenges."""
+
+    def __init__(self, target: str | grpc.aio.Channel, token: str | None = None, **kwargs: Any):
+        super().__init__(target, token, **kwargs)
+        self.stub = ranking_pb2_grpc.RankingServiceStub(self.channel)
+
+    async def balance(self, player_id: str = "") -> rpb.Balance:
+        return await self._read(self.stub.GetBalance, rpb.GetBalanceRequest(player_id=player_id))
+
+    async def ledger(self, player_id: str = "", *, page_size: int = 50, page_token: str = "") -> rpb.LedgerHistory:
+        return await self._read(self.stub.GetHistory, rpb.GetLedgerHistoryRequest(
+            player_id=player_id, page_size=page_size, page_token=page_token))
+
+    async def profile(self, player_id: str = "") -> rpb.Profile:
+        return await self._read(self.stub.GetProfile, rpb.GetProfileRequest(player_id=player_id))
+
+    async def leaderboard(self, game: str, *, limit: int = 10, metric: int = rpb.METRIC_RATING, offset: int = 0,
+                          around: str = "") -> rpb.Leaderboard:
+        return await self._read(self.stub.GetLeaderboard, rpb.GetLeaderboardRequest(
+            game=game, limit=limit, metric=metric, offset=offset, around=around))
+
+    async def challenges(self, game_id: str, seat: int | None = None) -> rpb.Challenges:
+        req = rpb.GetChallengesRequest(game_id=game_id)
+        if seat is not None:
+            req.seat = seat
+        return await self._read(self.stub.GetChallenges, req)
+
+    async def ratings(self, game: str, player_ids: Sequence[str]) -> rpb.Ratings:
+        return await self._read(self.stub.GetRatings, rpb.GetRatingsRequest(game=game, player_ids=list(player_ids)))
+
+
+class BotClient(_ServiceClient):
+    """``court.bot.v1.BotService``: what a bot would play in one of the caller's seats."""
+
+    def __init__(self, target: str | grpc.aio.Channel, token: str | None = None, **kwargs: Any):
+        super().__init__(target, token, **kwargs)
+        self.stub = bot_pb2_grpc.BotServiceStub(self.channel)
+
+    async def suggest(self, game_id: str, seat: int | None = None, level: str = "", *,
+                      timeout: float | None = None) -> bot_pb2.SuggestResponse:
+        req = bot_pb2.SuggestRequest(game_id=game_id, level=level)
+        if seat is not None:
+            req.seat = seat
+        return await self._call(self.stub.Suggest, req, RETRY_READ, timeout=timeout)

@@ -1,0 +1,78 @@
+"""The terminal client draws every position of every game, for every viewer, and tells every event
+the engines emit in words (court_cli.render), from views and events as the services send them."""
+
+from __future__ import annotations
+
+import io
+import random
+
+import pytest
+from court_cli.render import Names, describe_action, describe_event, render_view, result_line
+from court_games.registry import get_game
+from court_kit.structs import to_dict, to_struct
+from rich.console import Console
+
+from tests.cli.test_moves import OPTION_SETS
+
+SILENT = {"TurnStarted", "GameCreated", "ActionApplied", "HandDealt", "PassCardsChosen", "SwapVoted",
+          "TurnEnded", "Defended", "CardShown", "CourtDefeated", "DrawAgainEnded"}
+
+
+def wire(d: dict) -> dict:
+    """As a client receives it: through a protobuf Struct and back."""
+    return to_dict(to_struct(d))
+
+
+@pytest.mark.parametrize(("game", "options"), OPTION_SETS, ids=[f"{g}-{o}" for g, o in OPTION_SETS])
+def test_tables_events_and_results_render(game: str, options: dict) -> None:
+    """Whole random games: every event in words (none left to the generic fallback), the table for
+    every viewer every few moves and at the end, every legal action in words, the result line."""
+    m = get_game(game)
+    console = Console(width=140, file=io.StringIO())
+    seen_types: set[str] = set()
+    state, events = m.start(m.options_from_dict(options), 11)
+    n = m.num_players(state)
+    rng = random.Random(11)
+    seats = ["bot:heuristic" if i else "p-alice" for i in range(n)]
+    every = [Names.build(seats, {"p-alice": "Alice"}, viewer) for viewer in (None, *range(n))]
+    for step in range(5000):
+        for e in events:
+            seen_types.add(e.type)
+            for names in (every[0], every[1 + e.owner] if e.owner is not None else every[1]):
+                line = describe_event(game, wire(e.for_seat(names.you)), names, fancy=step % 2 == 0)
+                if e.type not in SILENT:
+                    assert line and not line.startswith(f"{e.type}:"), (e.type, line)
+        if step % 25 == 0 or m.is_terminal(state):
+            for names in every:
+                v = wire(m.view(state, names.you))
+                for fancy in (True, False):
+                    console.print(render_view(game, v, list(m.to_act(state)), names, fancy))
+        if m.is_terminal(state):
+            break
+        seat = m.to_act(state)[0]
+        legal = m.legal_actions(state, seat)
+        if step % 10 == 0:
+            v = wire(m.view(state, seat))
+            for a in legal:
+                assert describe_action(game, m.action_to_json(a, seat), every[1 + seat], v)
+        state, events = m.apply(state, seat, legal[rng.randrange(len(legal))])
+    assert m.is_terminal(state)
+    result = wire(m.result(state))
+    assert result_line(game, result, result.get("winners", []) or [], every[0])
+    assert "GameEnded" in seen_types
+    assert "Alice" in console.file.getvalue()
+
+
+def test_fancy_cards_and_plain_cards() -> None:
+    from court_cli.render import card_text, hand_by_suit
+
+    assert card_text("TH").plain == "10♥" and card_text("TH").style == "bold red"
+    assert card_text("TH", fancy=False).plain == "TH"
+    assert hand_by_suit(["2C", "KH", "3C", "AS"], fancy=False).plain == "2C 3C  KH  AS"
+
+
+def test_names_tell_bots_people_and_you() -> None:
+    names = Names.build(["p1", "bot:expert", "p2", "bot:random"], {"p1": "Alice", "p2": "Bob"}, you=2)
+    assert names(0) == "Alice" and names(1) == "Blue Otter (bot, expert)" and names(2) == "Bob (you)"
+    assert names.short(2) == "you" and names.short(3) == "Yellow Bird"
+    assert names.possessive(0) == "Alice's" and names.possessive(2) == "your" and names.possessive(1, 1) == "their own"

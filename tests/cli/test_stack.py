@@ -1,0 +1,126 @@
+"""`make run`'s launcher (``court stack up``): the whole stack comes up, a bot game is drawn as it is
+played, Ctrl-C stops every process, and a second start finds the game and the balances again."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from court_cli.stack import SERVICES, free_port
+
+from tests.cli.conftest import COURT, STACK_TIMEOUT, Output
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration]
+
+PASSWORD = "correct horse battery"
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is dead too; only its parent's wait() would clear it
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(")")[-1].split()[0] != "Z"
+
+
+def stack_env(tmp_path: Path) -> dict[str, str]:
+    """Fixed free ports for both starts (as `make run` keeps its default ports), metrics off."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COURT_")}
+    for name in SERVICES:
+        env[f"COURT_{name.upper()}_ADDR"] = f"127.0.0.1:{free_port()}"
+        env[f"COURT_METRICS_LISTEN_{name.upper()}"] = ""
+    env["COURT_NATS_URL"] = f"nats://127.0.0.1:{free_port()}"
+    env["COURT_STATE_DIR"] = str(tmp_path / "state")
+    env["COURT_CONFIG_DIR"] = str(tmp_path / "config")
+    return env
+
+
+def court(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run([COURT, *args], env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, (args, done.stdout, done.stderr)
+    assert "Traceback" not in done.stdout + done.stderr
+    return done.stdout
+
+
+def launch(env: dict[str, str], cwd: Path, pace: float) -> tuple[subprocess.Popen[str], Output]:
+    proc = subprocess.Popen([COURT, "stack", "up", "--pace", str(pace)], env=env, cwd=cwd, text=True,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return proc, Output(proc)
+
+
+def stop(proc: subprocess.Popen[str], out: Output, pids: list[int]) -> None:
+    """Ctrl-C: the launcher stops everything, exits 0, and leaves no process behind."""
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(120) == 0, out.text[-3000:]
+    out.wait_for(r"^Stopped: rules \(0\), ranking \(0\), lobby \(0\), bot \(0\), nats \(0\)$", 10)
+    left = [p for p in pids if alive(p)]
+    assert not left, f"still running after Ctrl-C: {left}"
+
+
+def running_pids(state: Path) -> list[int]:
+    info = json.loads((state / "stack.json").read_text())
+    return [info["launcher_pid"], info["nats_pid"], *(s["pid"] for s in info["services"].values())]
+
+
+@pytest.mark.timeout(900)
+def test_make_run_plays_a_bot_game_stops_on_ctrl_c_and_finds_it_again(tmp_path: Path) -> None:
+    env = stack_env(tmp_path)
+    state = tmp_path / "state"
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        # first start: every service healthy, where each listens, how to play, then the demo game
+        first, out = launch(env, tmp_path, pace=0.5)
+        procs.append(first)
+        out.wait_for(r"^Court is running", STACK_TIMEOUT)
+        for name in SERVICES:
+            out.wait_for(rf"^  {name} is SERVING on {re.escape(env[f'COURT_{name.upper()}_ADDR'])}$", 5)
+            out.wait_for(rf"^  {name}\s+{re.escape(env[f'COURT_{name.upper()}_ADDR'])}$", 5)
+        out.wait_for(r"make play", 5)
+        pids = running_pids(state)
+        assert len(pids) == 6 and all(alive(p) for p in pids)
+
+        game = out.wait_for(r"^New demo game (g[0-9a-f]+): Queen's Court for four", 120)[0].group(1)
+        out.wait_for(rf"^\[{game[:9]}\] watching Queen's Court at move 0: Demo Autopilot, Blue Otter \(bot, heuristic\)",
+                     30)
+        moves = out.wait_for(rf"^\[{game[:9]} move (\d+)\] (Demo Autopilot|Blue Otter|Yellow Bird|Red Fox) played "
+                             r"(\w\w|the glove) on ", 120, count=8)
+        players = {m.group(2) for m in moves}
+        assert len(players) >= 3, players  # the bots and the autopilot all play
+        assert [int(m.group(1)) for m in moves] == sorted(int(m.group(1)) for m in moves)
+
+        # meanwhile a person stakes an ante in an online game: 1000 - 100 rank points
+        court(env, "register", "Bob", "--password", PASSWORD)
+        made = court(env, "lobby", "create", "queens_court", "--online", "--ante", "100", "--bots", "--start",
+                     "--no-play")
+        bobs_game = re.search(r"Game (g[0-9a-f]+) started", made).group(1)
+        assert "Bob: 900 rank points" in court(env, "rank")
+
+        shown = max(int(m.group(1)) for m in out.wait_for(rf"^\[{game[:9]} move (\d+)\]", 1))
+        stop(first, out, pids)
+        assert not (state / "stack.json").exists()
+        assert not re.search(rf"\[{game[:9]}\] Game over", out.text), "the demo game ended before Ctrl-C"
+
+        # second start on the same state folder: the unfinished demo game goes on, the balance is kept
+        second, out2 = launch(env, tmp_path, pace=0.02)
+        procs.append(second)
+        out2.wait_for(r"^Court is running", STACK_TIMEOUT)
+        pids2 = running_pids(state)
+        saved = out2.wait_for(rf"^Resuming the demo game {game} \(Queen's Court, saved at move (\d+)\)\.$", 120)
+        assert int(saved[0].group(1)) >= shown
+        later = out2.wait_for(rf"^\[{game[:9]} move (\d+)\] .* played ", 120, count=3)
+        assert all(int(m.group(1)) > int(saved[0].group(1)) for m in later)
+        assert "Bob: 900 rank points" in court(env, "rank")
+        assert bobs_game in court(env, "games")
+        stop(second, out2, pids2)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(30)
