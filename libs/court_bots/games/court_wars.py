@@ -1,0 +1,987 @@
+"""Court Wars bots: determinization, attack arithmetic, and a short-horizon MCTS with chance nodes.
+
+What a seat sees (``court_wars.view``): the whole table. Courts and guard stacks, who is out, the
+pending drawn card, the whole discard pile (bottom first) and the draw pile's size. The draw pile's
+order is the only secret, and it is hidden from every seat alike. Its composition is known: the
+pack (the 52 or 54 cards without the seated courts) minus every card in sight.
+
+How far the determinization goes: as far as the view does. A sample deals the unseen cards into
+the draw pile in a uniform random order. A player with a perfect memory knows more: the draw pile
+is turned over without a reshuffle and only ever loses cards from its top, so once the discard
+pile has been turned over once, the draw pile is exactly the tail of the discard pile they watched
+at that moment. The view does not carry that history: it shows neither the pile as it was turned
+over nor whether a turn-over has happened. The bots are fair by construction (their only input is
+the view) and play as players who know the composition but not the order. When the draw pile is
+empty the next card is the bottom of the discard pile: that is in the view, and the engine's
+turn-over of a sampled state gives exactly it. (The engine would need a new view field to pass on
+the remembered order; this module leaves the engine as it is.)
+
+* ``evaluate``: the position as material. A standing court is worth ``court`` points plus its
+  guards plus a little for its "room" (the guard values it can still accept: a stack topped by a 2
+  is capped). The player to move is credited with their best immediate kill (the cheapest spend
+  of one of their stacks that defeats a court), so exposed courts count as half lost. Utility is
+  each player's softmax share of the material of the players still in (2 players: a logistic of
+  the difference), 1/0 at the end of the game.
+* ``heuristic``: one ply of expectimax on that evaluation. At the start of a turn it compares
+  every attack (defeats and strips, with the opponent's best kill reply priced in) against Defend,
+  whose value is the exact expectation over the unseen cards (guards placed at their best, J/Q/K
+  a lost turn, a Joker revives, an Ace adds its attack). Guards go where the evaluation likes them
+  best (tight fits keep high stacks open; a low guard that would cap an empty court is discarded),
+  Jokers revive, Aces attack when that gains.
+* ``expert``: Monte Carlo tree search from the view: each iteration samples a draw pile order,
+  walks a tree whose decision nodes are keyed by the actions and the public outcome of each draw
+  (the value of the guard drawn, an Ace, a Joker, a court card), so that placing a 10 and placing
+  a 2 never share statistics; it stops ``HORIZON`` turns after the root (or at the end of the
+  game), plays the remaining moves of the horizon with a cheap rule of thumb and backs up the
+  evaluation above for every player (each node's action scored for the player who chose it).
+  Every player sees the same table, so this one tree is exact information-set search here.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from court_games import core
+from court_games.games import court_wars as cw
+
+game = cw
+
+Court = cw.Court
+State = cw.State
+Phase = cw.Phase
+Action = cw.Action
+GV = cw.GUARD_VALUE
+PHASES = {p.value: p for p in cw.Phase}
+ATTACK, DEFEND, PLACE, DISCARD, REVIVE = cw.ATTACK, cw.DEFEND, cw.PLACE, cw.DISCARD, cw.REVIVE
+SETUP_PLACE, SETUP_DISCARD, SKIP_ATTACK = cw.SETUP_PLACE, cw.SETUP_DISCARD, cw.SKIP_ATTACK
+REMOVE_COURT = cw.REMOVE_COURT
+
+# ROOM[t]: the sum of the guard values a stack topped by value t still accepts (strictly lower);
+# an empty court (t = 11) accepts every value.
+ROOM: tuple[int, ...] = tuple(sum(v for v in range(2, t)) for t in range(12))
+ROOM_EQ: tuple[int, ...] = tuple(sum(v for v in range(2, t + 1)) if t < 11 else ROOM[11] for t in range(12))
+
+
+def pack_of(options: cw.Options) -> tuple[str, ...]:
+    """The cards of the pack a game with ``options`` plays (the seated courts are on the table)."""
+    seated = {c + cw.SEAT_SUITS[s] for s in range(options.players) for c in cw.COURTS}
+    pack = [c for c in core.STANDARD_DECK if c not in seated]
+    if options.jokers:
+        pack += list(core.JOKERS)
+    return tuple(pack)
+
+
+# ---------------------------------------------------------------------------------------------
+# the view, parsed
+
+
+@dataclass(frozen=True, slots=True)
+class Public:
+    """One seat's view as engine values: everything a player at the table sees."""
+
+    options: cw.Options
+    seat: int
+    phase: cw.Phase
+    player: int
+    courts: tuple[tuple[Court, ...], ...]
+    discard: tuple[str, ...]
+    pending: str | None
+    pick: int
+    turns: int
+    out: tuple[bool, ...]
+    aces: int
+    winners: tuple[int, ...]
+    end: str | None
+    draw_size: int
+    unseen: tuple[str, ...]  # the draw pile's cards, in pack order (their order is the secret)
+
+    def state(self, draw: Sequence[str], seed: int = 0) -> State:
+        return State(options=self.options, seed=seed, phase=self.phase, player=self.player, courts=self.courts,
+                     draw=tuple(draw), discard=self.discard, pending=self.pending, pick=self.pick,
+                     turns=self.turns, out=self.out, aces=self.aces, winners=self.winners, end=self.end)
+
+
+def parse_view(view: Mapping[str, Any], seat: int) -> Public:
+    if view.get("game") != cw.NAME or view.get("seat") != seat:
+        raise ValueError(f"not a {cw.NAME} view for seat {seat}")
+    options = cw.options_from_dict(view["options"])
+    n = options.players
+    courts = tuple(
+        tuple(Court(c["card"], bool(c["standing"]), tuple(c["guards"]), c["joker"]) for c in p["courts"])
+        for p in view["players"]
+    )
+    phase = PHASES[view["phase"]]
+    to_act = view["to_act"]
+    pending = view["pending"]
+    discard = tuple(view["discard"])
+    seen = set(discard)
+    if pending:
+        seen.add(pending)
+    for cs in courts:
+        for c in cs:
+            seen.update(c.guards)
+            if c.joker:
+                seen.add(c.joker)
+    unseen = tuple(c for c in pack_of(options) if c not in seen)
+    if len(unseen) != view["draw_size"]:
+        raise ValueError(f"the view shows a draw pile of {view['draw_size']} cards but {len(unseen)} are unseen")
+    return Public(
+        options=options, seat=seat, phase=phase, player=to_act[0] if to_act else 0, courts=courts,
+        discard=discard, pending=pending,
+        pick=view["setup_pick"]["pick"] + 1 if phase is Phase.SETUP else cw.SETUP_PASSES * n,
+        turns=view["turns"], out=tuple(bool(p["out"]) for p in view["players"]), aces=view["aces_this_turn"],
+        winners=tuple(view["winners"]), end=view["end"], draw_size=view["draw_size"], unseen=unseen,
+    )
+
+
+def sample_draw(pub: Public, rng: random.Random) -> list[str]:
+    """A draw pile (top first): the unseen cards in a uniformly random order."""
+    draw = list(pub.unseen)
+    rng.shuffle(draw)
+    return draw
+
+
+def determinize(view: Mapping[str, Any], seat: int, rng: random.Random) -> State:
+    """A full engine state whose ``view(state, seat)`` is ``view``, the draw pile shuffled uniformly."""
+    pub = parse_view(view, seat)
+    return pub.state(sample_draw(pub, rng))
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluation: material, room, and the mover's best kill
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    court: float = 10.0  # a standing court, on top of its guards
+    room: float = 0.1  # per point of guard value the player's stacks still accept
+    room_sqrt: float = 0.0  # times the square root of that room (capping the last open court hurts most)
+    threat: float = 0.6  # the share of the mover's best kill that counts as done
+    temp: float = 12.0  # the softmax temperature of the utility (material points)
+
+
+W = Weights()
+
+
+def _top(c: Court) -> int:
+    return GV[c.guards[-1][0]] if c.guards else 11
+
+
+def player_value(cs: Sequence[Court], eq: bool, w: Weights = W) -> float:
+    """One player's material: courts, guards and room."""
+    room = ROOM_EQ if eq else ROOM
+    v = 0.0
+    r = 0
+    for c in cs:
+        if c.standing:
+            v += w.court + c.attack
+            r += room[_top(c)]
+    return v + w.room * r + (w.room_sqrt * math.sqrt(r) if w.room_sqrt else 0.0)
+
+
+def _replace(cs: Sequence[Court], i: int, c: Court) -> tuple[Court, ...]:
+    return (*cs[:i], c, *cs[i + 1:])
+
+
+def best_kill(courts: Sequence[Sequence[Court]], out: Sequence[bool], m: int, eq: bool,
+              w: Weights = W) -> tuple[float, int, int, int, int, float, float]:
+    """The mover ``m``'s most profitable defeat: (net, own court, spend k, target, target court, gain, cost).
+
+    ``gain`` is the value the target loses, ``cost`` the value the spend costs ``m``, ``net`` their
+    difference; (0, -1, ...) when no defeat pays.
+    """
+    best = (0.0, -1, -1, -1, -1, 0.0, 0.0)
+    mine = courts[m]
+    strongest = max((c.attack for c in mine if c.standing), default=0)
+    if strongest < cw.COURT_DEFENCE:
+        return best
+    targets = []
+    for t, cs in enumerate(courts):
+        if t == m or out[t]:
+            continue
+        base = None
+        for ti, c in enumerate(cs):
+            if c.standing and c.defence <= strongest:
+                if base is None:
+                    base = player_value(cs, eq, w)
+                targets.append((t, ti, c.defence, base - player_value(_replace(cs, ti, Court(c.card, False)), eq, w)))
+    if not targets:
+        return best
+    own = player_value(mine, eq, w)
+    costs: dict[tuple[int, int], float] = {}
+    for ci, a in enumerate(mine):
+        if not a.standing or a.attack < cw.COURT_DEFENCE:
+            continue
+        g = a.guards
+        total = a.attack
+        for t, ti, d, gain in targets:
+            if d > total:
+                continue
+            s = 0
+            k = 0
+            while s < d:
+                k += 1
+                s += GV[g[-k][0]]
+            cost = costs.get((ci, k))
+            if cost is None:
+                cost = costs[(ci, k)] = own - player_value(_replace(mine, ci, Court(a.card, True, g[:-k], a.joker)), eq, w)
+            net = gain - cost
+            if net > best[0]:
+                best = (net, ci, k, t, ti, gain, cost)
+    return best
+
+
+def material(courts: Sequence[Sequence[Court]], out: Sequence[bool], eq: bool, w: Weights = W) -> list[float]:
+    return [0.0 if out[q] else player_value(cs, eq, w) for q, cs in enumerate(courts)]
+
+
+def utilities(courts: Sequence[Sequence[Court]], out: Sequence[bool], mover: int, eq: bool,
+              w: Weights = W) -> list[float]:
+    """Every player's share in [0, 1] (summing to 1 over the players still in)."""
+    v = material(courts, out, eq, w)
+    alive = [q for q in range(len(courts)) if not out[q]]
+    if mover >= 0 and not out[mover] and w.threat:
+        net, _, _, t, _, gain, cost = best_kill(courts, out, mover, eq, w)
+        if net > 0:
+            v[t] -= w.threat * gain
+            v[mover] -= w.threat * cost
+    top = max(v[q] for q in alive)
+    e = [math.exp((v[q] - top) / w.temp) if not out[q] else 0.0 for q in range(len(courts))]
+    tot = sum(e)
+    return [x / tot for x in e]
+
+
+def state_utilities(state: State, w: Weights = W) -> list[float]:
+    n = state.options.players
+    if state.phase is Phase.OVER:
+        share = 1.0 / len(state.winners)
+        return [share if q in state.winners else 0.0 for q in range(n)]
+    return utilities(state.courts, state.out, state.player, state.options.equal_guards, w)
+
+
+# ---------------------------------------------------------------------------------------------
+# public effects of actions (no draw involved)
+
+
+def next_player(out: Sequence[bool], p: int) -> int:
+    n = len(out)
+    for i in range(1, n + 1):
+        q = (p + i) % n
+        if not out[q]:
+            return q
+    return p
+
+
+def after_attack(courts: tuple[tuple[Court, ...], ...], out: tuple[bool, ...], p: int,
+                 a: Action) -> tuple[tuple[tuple[Court, ...], ...], tuple[bool, ...]]:
+    _, ci, k, t, tci, m = a
+    own, tgt = courts[p][ci], courts[t][tci]
+    cs = [list(x) for x in courts]
+    cs[p][ci] = Court(own.card, True, own.guards[:-k], own.joker)
+    if m == REMOVE_COURT:
+        cs[t][tci] = Court(tgt.card, False, (), None)
+        if not any(c.standing for c in cs[t]):
+            out = (*out[:t], True, *out[t + 1:])
+    else:
+        cs[t][tci] = Court(tgt.card, True, tgt.guards[:-m], tgt.joker)
+    return tuple(tuple(x) for x in cs), out
+
+
+def with_court(courts: tuple[tuple[Court, ...], ...], p: int, ci: int, c: Court) -> tuple[tuple[Court, ...], ...]:
+    mine = courts[p]
+    return (*courts[:p], (*mine[:ci], c, *mine[ci + 1:]), *courts[p + 1:])
+
+
+def placed(courts: tuple[tuple[Court, ...], ...], p: int, ci: int, card: str) -> tuple[tuple[Court, ...], ...]:
+    c = courts[p][ci]
+    return with_court(courts, p, ci, Court(c.card, True, (*c.guards, card), c.joker))
+
+
+def fits(c: Court, card: str, eq: bool) -> bool:
+    if not c.standing:
+        return False
+    if not c.guards:
+        return True
+    top, v = GV[c.guards[-1][0]], GV[card[0]]
+    return v < top or (eq and v == top)
+
+
+# ---------------------------------------------------------------------------------------------
+# the heuristic: one ply of expectimax on the evaluation
+
+
+def _score(courts: tuple[tuple[Court, ...], ...], out: tuple[bool, ...], p: int, mover: int, eq: bool,
+           w: Weights) -> float:
+    if out[p]:
+        return 0.0
+    alive = [q for q in range(len(out)) if not out[q]]
+    if len(alive) == 1:
+        return 1.0
+    return utilities(courts, out, mover, eq, w)[p]
+
+
+def _best_place(courts: tuple[tuple[Court, ...], ...], out: tuple[bool, ...], p: int, card: str, mover: int,
+                eq: bool, w: Weights) -> tuple[float, int]:
+    """The best of placing ``card`` on each court where it fits (-1: discarding it)."""
+    best, where = _score(courts, out, p, mover, eq, w), -1
+    for ci, c in enumerate(courts[p]):
+        if fits(c, card, eq):
+            s = _score(placed(courts, p, ci, card), out, p, mover, eq, w)
+            if s > best + 1e-12:
+                best, where = s, ci
+    return best, where
+
+
+def _revived(courts: tuple[tuple[Court, ...], ...], p: int, joker: str) -> tuple[tuple[Court, ...], ...] | None:
+    for ci, c in enumerate(courts[p]):
+        if not c.standing:
+            return with_court(courts, p, ci, Court(c.card, True, (), joker))
+    return None
+
+
+def _attacks(courts: tuple[tuple[Court, ...], ...], out: tuple[bool, ...], p: int) -> list[Action]:
+    return cw._attack_options(courts, out, p)
+
+
+def _best_attack(courts: tuple[tuple[Court, ...], ...], out: tuple[bool, ...], p: int, eq: bool,
+                 w: Weights, attacks: Sequence[Action] | None = None) -> tuple[float, Action | None]:
+    """The best attack for ``p`` by the evaluation after it, the next player to move."""
+    best, act = -1.0, None
+    for a in (_attacks(courts, out, p) if attacks is None else attacks):
+        if a[0] != ATTACK:
+            continue
+        cs, o = after_attack(courts, out, p, a)
+        s = _score(cs, o, p, next_player(o, p), eq, w)
+        if s > best + 1e-12:
+            best, act = s, a
+    return best, act
+
+
+def draw_odds(pub: Public) -> list[tuple[str, float]]:
+    """The next card's distribution, one representative card per kind (guard value, A, JQK, Joker)."""
+    if pub.draw_size == 0:
+        return [(pub.discard[0], 1.0)] if pub.discard else []
+    kinds: dict[str, list[Any]] = {}
+    for c in pub.unseen:
+        r = c[0]
+        key = r if r in GV or r == "A" else ("C" if r in "JQK" else "X")
+        if key in kinds:
+            kinds[key][1] += 1
+        else:
+            kinds[key] = [c, 1]
+    n = len(pub.unseen)
+    return [(c, k / n) for c, k in kinds.values()]
+
+
+def defend_value(pub: Public, p: int, w: Weights, depth: int = 1) -> float:
+    """The expected evaluation for ``p`` after drawing once (the turn passing to the next player)."""
+    courts, out, eq = pub.courts, pub.out, pub.options.equal_guards
+    nxt = next_player(out, p)
+    stay = _score(courts, out, p, nxt, eq, w)
+    total = 0.0
+    for card, prob in draw_odds(pub):
+        r = card[0]
+        if r in GV:
+            val = _best_place(courts, out, p, card, nxt, eq, w)[0]
+        elif r == "A":
+            gain, _ = _best_attack(courts, out, p, eq, w)
+            val = max(gain, stay)
+            if depth > 0:
+                val += defend_value(pub, p, w, depth - 1) - stay
+        elif r in "JQK":
+            val = stay
+        else:
+            rv = _revived(courts, p, card)
+            val = stay if rv is None else _score(rv, out, p, nxt, eq, w)
+        total += prob * val
+    return total if total > 0 else stay
+
+
+def action_scores(pub: Public, legal: Sequence[Action], w: Weights = W) -> list[float]:
+    """Each legal action's one-ply value for the player to act (their utility, in [0, 1])."""
+    p = pub.player
+    courts, out, eq = pub.courts, pub.out, pub.options.equal_guards
+    ph = pub.phase
+    nxt = next_player(out, p)
+    mover = -1 if ph is Phase.SETUP else nxt
+    stay = _score(courts, out, p, mover, eq, w)
+    scores = []
+    for a in legal:
+        code = a[0]
+        if code == ATTACK:
+            cs, o = after_attack(courts, out, p, a)
+            scores.append(_score(cs, o, p, next_player(o, p), eq, w))
+        elif code in (PLACE, SETUP_PLACE):
+            assert pub.pending is not None
+            scores.append(_score(placed(courts, p, a[1], pub.pending), out, p, mover, eq, w))
+        elif code == REVIVE:
+            assert pub.pending is not None
+            c = courts[p][a[1]]
+            scores.append(_score(with_court(courts, p, a[1], Court(c.card, True, (), pub.pending)), out, p, nxt, eq, w))
+        elif code == DEFEND:
+            scores.append(defend_value(pub, p, w))
+        else:  # discard, skip_attack, pass
+            scores.append(stay)
+    return scores
+
+
+def heuristic_action(pub: Public, legal: Sequence[Action], w: Weights = W) -> Action:
+    """The best action by ``action_scores``; on a tie defend, discard or skip rather than attack or place."""
+    if len(legal) == 1:
+        return legal[0]
+    scores = action_scores(pub, legal, w)
+    order = sorted(range(len(legal)), key=lambda i: legal[i][0] in (ATTACK, PLACE, SETUP_PLACE, REVIVE))
+    best = order[0]
+    for i in order[1:]:
+        if scores[i] > scores[best] + 1e-9:
+            best = i
+    return legal[best]
+
+
+def heuristic(view: Mapping[str, Any], seat: int, sample: Any, legal: tuple[Action, ...],
+              rng: random.Random, weights: Weights = W) -> Action:
+    """The rules of thumb (module docstring), from the view alone (``sample`` is not read)."""
+    action = heuristic_action(parse_view(view, seat), legal, weights)
+    assert action in legal, (action, legal)
+    return action
+
+
+# ---------------------------------------------------------------------------------------------
+# the playout policy: a cheap rule of thumb on a state's public parts
+
+
+def playout_action(state: State, player: int, legal: tuple[Action, ...], rng: random.Random) -> Action:
+    """Defeat a court when a spend pays for it, else defend; place guards on the tightest fit."""
+    if len(legal) == 1:
+        return legal[0]
+    ph = state.phase
+    eq = state.options.equal_guards
+    if ph in (Phase.TURN, Phase.ACE):
+        net, ci, k, t, ti, _, _ = best_kill(state.courts, state.out, player, eq)
+        if net > 0:
+            a = (ATTACK, ci, k, t, ti, REMOVE_COURT)
+            if a in legal:
+                return a
+        return (DEFEND,) if ph is Phase.TURN and (DEFEND,) in legal else legal[-1]
+    if ph in (Phase.SETUP, Phase.PLACE):
+        card = state.pending
+        assert card is not None
+        v = GV[card[0]]
+        best, where = 99, -1
+        for a in legal:
+            if a[0] in (SETUP_PLACE, PLACE):
+                top = _top(state.courts[player][a[1]])
+                if top == 11 and v <= 4:
+                    continue  # a low guard would cap an empty court
+                if top < best:
+                    best, where = top, a[1]
+        if where < 0:
+            return legal[-1]
+        return (legal[0][0], where)
+    return legal[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# a fast model of the game for the search (mutable lists, suits dropped)
+
+# card kinds: suits never matter, and J/Q/K drawn from the pack all behave alike
+K_JOKER, K_ACE, K_COURT = 0, 1, 11
+S_SETUP, S_TURN, S_PLACE, S_JOKER, S_ACE, S_OVER = range(6)
+_SIM_PHASE = {Phase.SETUP: S_SETUP, Phase.TURN: S_TURN, Phase.PLACE: S_PLACE, Phase.JOKER: S_JOKER,
+              Phase.ACE: S_ACE, Phase.OVER: S_OVER}
+
+
+def kind(card: str) -> int:
+    r = card[0]
+    if r in GV:
+        return GV[r]
+    return K_ACE if r == "A" else (K_COURT if r in "JQK" else K_JOKER)
+
+
+class Sim:
+    """One game position as flat lists, with the engine's rules (tests compare the two).
+
+    Court ``3 * seat + i`` (i = J, Q, K): ``st`` its guard values bottom first, ``up`` standing,
+    ``jk`` whether it stands on a Joker. ``draw`` holds the draw pile's kinds with the top card
+    last; while ``shuffled`` it is in no particular order and each draw takes a uniformly random
+    card (``rng``), which is the same as drawing from a uniformly shuffled pile; a pile made by
+    turning the discard pile over keeps its order. ``disc`` is the discard pile, bottom first.
+    """
+
+    __slots__ = ("n", "eq", "limit", "st", "up", "jk", "out", "draw", "shuffled", "disc", "phase", "player",
+                 "pending", "aces", "turns", "pick", "winners", "rng")
+
+    def __init__(self, n: int, eq: bool, limit: int, st: list[tuple[int, ...]], up: list[bool], jk: list[bool],
+                 out: list[bool], draw: list[int], shuffled: bool, disc: list[int], phase: int, player: int,
+                 pending: int, aces: int, turns: int, pick: int, winners: tuple[int, ...],
+                 rng: random.Random) -> None:
+        self.n, self.eq, self.limit = n, eq, limit
+        self.st, self.up, self.jk, self.out = st, up, jk, out
+        self.draw, self.shuffled, self.disc = draw, shuffled, disc
+        self.phase, self.player, self.pending, self.aces = phase, player, pending, aces
+        self.turns, self.pick, self.winners, self.rng = turns, pick, winners, rng
+
+    @classmethod
+    def of(cls, pub: Public, rng: random.Random, draw: Sequence[str] | None = None) -> Sim:
+        """The position of ``pub``; ``draw`` (top first) fixes the draw pile, else it is shuffled."""
+        o = pub.options
+        courts = [c for cs in pub.courts for c in cs]
+        pile = [kind(c) for c in (pub.unseen if draw is None else reversed(draw))]
+        return cls(o.players, o.equal_guards, o.turn_limit, [tuple(GV[g[0]] for g in c.guards) for c in courts],
+                   [c.standing for c in courts], [c.joker is not None for c in courts], list(pub.out), pile,
+                   draw is None, [kind(c) for c in pub.discard], _SIM_PHASE[pub.phase], pub.player,
+                   kind(pub.pending) if pub.pending else -1, pub.aces, pub.turns, pub.pick, pub.winners, rng)
+
+    def copy(self) -> Sim:
+        return Sim(self.n, self.eq, self.limit, self.st[:], self.up[:], self.jk[:], self.out[:], self.draw[:],
+                   self.shuffled, self.disc[:], self.phase, self.player, self.pending, self.aces, self.turns,
+                   self.pick, self.winners, self.rng)
+
+    # piles ------------------------------------------------------------------------------------
+
+    def draw_card(self) -> int:
+        d = self.draw
+        if not d:
+            assert self.disc, "a draw needs a card"
+            d = self.disc
+            d.reverse()
+            self.draw, self.disc, self.shuffled = d, [], False
+        if self.shuffled and len(d) > 1:
+            i = self.rng.randrange(len(d))
+            d[i], d[-1] = d[-1], d[i]
+        return d.pop()
+
+    def guard_left(self) -> bool:
+        return any(c >= 2 and c != K_COURT for c in self.draw) or any(c >= 2 and c != K_COURT for c in self.disc)
+
+    def fits(self, i: int, v: int) -> bool:
+        if not self.up[i]:
+            return False
+        g = self.st[i]
+        return not g or v < g[-1] or (self.eq and v == g[-1])
+
+    # rules ------------------------------------------------------------------------------------
+
+    def attacks(self, p: int) -> list[Action]:
+        st, up, out = self.st, self.up, self.out
+        targets = [(t, j % 3, st[j], 10 + sum(st[j])) for t in range(self.n) if t != p and not out[t]
+                   for j in range(3 * t, 3 * t + 3) if up[j]]
+        opts: list[Action] = []
+        for ci in range(3):
+            i = 3 * p + ci
+            if not up[i]:
+                continue
+            g = st[i]
+            s = 0
+            for k in range(1, len(g) + 1):
+                s += g[-k]
+                for t, tci, tg, defence in targets:
+                    acc = 0
+                    for m in range(1, len(tg) + 1):
+                        acc += tg[-m]
+                        if acc > s:
+                            break
+                        opts.append((ATTACK, ci, k, t, tci, m))
+                    if s >= defence:
+                        opts.append((ATTACK, ci, k, t, tci, REMOVE_COURT))
+        opts.sort()
+        return opts
+
+    def has_attack(self, p: int) -> bool:
+        st, up = self.st, self.up
+        best = max((sum(st[i]) for i in range(3 * p, 3 * p + 3) if up[i]), default=0)
+        if best == 0:
+            return False
+        for t in range(self.n):
+            if t == p or self.out[t]:
+                continue
+            for j in range(3 * t, 3 * t + 3):
+                if up[j] and ((st[j] and st[j][-1] <= best) or best >= 10 + sum(st[j])):
+                    return True
+        return False
+
+    def legal(self) -> list[Action]:
+        ph, p = self.phase, self.player
+        if ph == S_TURN:
+            if self.draw or self.disc:
+                return [(DEFEND,), *self.attacks(p)]
+            return self.attacks(p) or [(cw.PASS,)]
+        if ph == S_PLACE or ph == S_SETUP:
+            v = self.pending
+            place = PLACE if ph == S_PLACE else SETUP_PLACE
+            return [*((place, ci) for ci in range(3) if self.fits(3 * p + ci, v)),
+                    (DISCARD,) if ph == S_PLACE else (SETUP_DISCARD,)]
+        if ph == S_ACE:
+            return [*self.attacks(p), (SKIP_ATTACK,)]
+        if ph == S_JOKER:
+            return [(REVIVE, ci) for ci in range(3) if not self.up[3 * p + ci]] or [(DISCARD,)]
+        return []
+
+    def next_setup_pick(self) -> None:
+        n = self.n
+        while self.pick < cw.SETUP_PASSES * n:
+            self.player = self.pick % n
+            self.pick += 1
+            if not self.guard_left():
+                continue
+            while True:
+                c = self.draw_card()
+                if c >= 2 and c != K_COURT:
+                    self.phase, self.pending = S_SETUP, c
+                    return
+                self.disc.append(c)
+        self.pending, self.phase, self.player = -1, S_TURN, 0
+
+    def end_turn(self) -> None:
+        self.turns += 1
+        self.aces = 0
+        self.pending = -1
+        if self.turns >= self.limit:
+            st, up = self.st, self.up
+            keys = {s: (sum(up[3 * s:3 * s + 3]), sum(10 + sum(st[j]) for j in range(3 * s, 3 * s + 3) if up[j]))
+                    for s in range(self.n) if not self.out[s]}
+            best = max(keys.values())
+            self.winners = tuple(s for s, k in keys.items() if k == best)
+            self.phase = S_OVER
+            return
+        n, p = self.n, self.player
+        for i in range(1, n + 1):
+            q = (p + i) % n
+            if not self.out[q]:
+                self.player = q
+                break
+        self.phase = S_TURN
+
+    def defend_draw(self) -> None:
+        c = self.draw_card()
+        if c == K_COURT:
+            self.disc.append(c)
+            self.end_turn()
+        elif c >= 2:
+            self.phase, self.pending = S_PLACE, c
+        elif c == K_ACE:
+            self.aces += 1
+            self.disc.append(c)
+            self.phase = S_ACE
+        else:
+            self.phase, self.pending = S_JOKER, K_JOKER
+
+    def draw_again(self, skipped: bool) -> None:
+        if not self.draw and not self.disc:
+            self.end_turn()
+        elif (skipped or not self.has_attack(self.player)) and all(c == K_ACE for c in self.draw) \
+                and all(c == K_ACE for c in self.disc):
+            self.end_turn()
+        else:
+            self.defend_draw()
+
+    def attack(self, a: Action) -> bool:
+        _, ci, k, t, tci, m = a
+        p = self.player
+        st, disc = self.st, self.disc
+        i, j = 3 * p + ci, 3 * t + tci
+        g = st[i]
+        disc.extend(g[-k:])
+        st[i] = g[:-k]
+        tg = st[j]
+        if m != REMOVE_COURT:
+            disc.extend(tg[-m:])
+            st[j] = tg[:-m]
+            return False
+        disc.extend(tg)
+        if self.jk[j]:
+            disc.append(K_JOKER)
+            self.jk[j] = False
+        st[j] = ()
+        up = self.up
+        up[j] = False
+        if up[3 * t] or up[3 * t + 1] or up[3 * t + 2]:
+            return False
+        self.out[t] = True
+        alive = [s for s in range(self.n) if not self.out[s]]
+        if len(alive) == 1:
+            self.turns += 1
+            self.winners, self.phase, self.pending = tuple(alive), S_OVER, -1
+            return True
+        return False
+
+    def step(self, a: Action) -> None:
+        code = a[0]
+        p = self.player
+        if code == DEFEND:
+            self.defend_draw()
+        elif code == ATTACK:
+            ace = self.phase == S_ACE
+            if not self.attack(a):
+                if ace:
+                    self.draw_again(False)
+                else:
+                    self.end_turn()
+        elif code == PLACE or code == SETUP_PLACE:
+            self.st[3 * p + a[1]] += (self.pending,)
+            self.pending = -1
+            if code == PLACE:
+                self.end_turn()
+            else:
+                self.next_setup_pick()
+        elif code == DISCARD or code == SETUP_DISCARD:
+            self.disc.append(self.pending)
+            self.pending = -1
+            if code == DISCARD:
+                self.end_turn()
+            else:
+                self.next_setup_pick()
+        elif code == SKIP_ATTACK:
+            self.draw_again(True)
+        elif code == REVIVE:
+            i = 3 * p + a[1]
+            self.up[i], self.st[i], self.jk[i] = True, (), True
+            self.pending = -1
+            self.end_turn()
+        else:  # pass
+            self.end_turn()
+
+    # evaluation -------------------------------------------------------------------------------
+
+    def value(self, s: int, w: Weights) -> float:
+        room = ROOM_EQ if self.eq else ROOM
+        st, up = self.st, self.up
+        v = 0.0
+        r = 0
+        for i in range(3 * s, 3 * s + 3):
+            if up[i]:
+                g = st[i]
+                if g:
+                    v += w.court + sum(g)
+                    r += room[g[-1]]
+                else:
+                    v += w.court
+                    r += room[11]
+        return v + w.room * r + (w.room_sqrt * math.sqrt(r) if w.room_sqrt else 0.0)
+
+    def best_kill(self, m: int, w: Weights) -> tuple[float, int, float, float, Action | None]:
+        """(net, target seat, gain, cost, attack) of the mover's most profitable defeat (net 0: none pays)."""
+        st, up = self.st, self.up
+        best: tuple[float, int, float, float, Action | None] = (0.0, -1, 0.0, 0.0, None)
+        sums = [sum(st[i]) if up[i] else 0 for i in range(3 * m, 3 * m + 3)]
+        strongest = max(sums)
+        if strongest < 10:
+            return best
+        targets = []
+        for t in range(self.n):
+            if t == m or self.out[t]:
+                continue
+            base = None
+            for j in range(3 * t, 3 * t + 3):
+                if up[j] and 10 + sum(st[j]) <= strongest:
+                    if base is None:
+                        base = self.value(t, w)
+                    g, up[j], st[j] = st[j], False, ()
+                    targets.append((t, j - 3 * t, 10 + sum(g), base - self.value(t, w)))
+                    up[j], st[j] = True, g
+        if not targets:
+            return best
+        own = self.value(m, w)
+        for ci in range(3):
+            total = sums[ci]
+            if total < 10:
+                continue
+            i = 3 * m + ci
+            g = st[i]
+            for t, tci, d, gain in targets:
+                if d > total:
+                    continue
+                s = k = 0
+                while s < d:
+                    k += 1
+                    s += g[-k]
+                st[i] = g[:-k]
+                cost = own - self.value(m, w)
+                st[i] = g
+                if gain - cost > best[0]:
+                    best = (gain - cost, t, gain, cost, (ATTACK, ci, k, t, tci, REMOVE_COURT))
+        return best
+
+    def utilities(self, w: Weights) -> list[float]:
+        n = self.n
+        if self.phase == S_OVER:
+            share = 1.0 / len(self.winners)
+            return [share if q in self.winners else 0.0 for q in range(n)]
+        out = self.out
+        v = [0.0 if out[q] else self.value(q, w) for q in range(n)]
+        m = self.player
+        if w.threat and not out[m]:
+            net, t, gain, cost, _ = self.best_kill(m, w)
+            if net > 0:
+                v[t] -= w.threat * gain
+                v[m] -= w.threat * cost
+        top = max(v[q] for q in range(n) if not out[q])
+        e = [0.0 if out[q] else math.exp((v[q] - top) / w.temp) for q in range(n)]
+        tot = sum(e)
+        return [x / tot for x in e]
+
+    def playout_action(self, legal: Sequence[Action], w: Weights) -> Action:
+        """Defeat a court when the spend pays for it, else defend; guards on the tightest fit."""
+        ph, p = self.phase, self.player
+        if ph == S_TURN or ph == S_ACE:
+            kill = self.best_kill(p, w)[4]
+            if kill is not None:
+                return kill
+            return legal[0] if ph == S_TURN else legal[-1]
+        if ph == S_PLACE or ph == S_SETUP:
+            v = self.pending
+            best_top, choice = 99, legal[-1]
+            for a in legal[:-1]:
+                g = self.st[3 * p + a[1]]
+                top = g[-1] if g else 11
+                if top == 11 and v <= 4:
+                    continue
+                if top < best_top:
+                    best_top, choice = top, a
+            return choice
+        return legal[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# the expert: MCTS with chance nodes, a few turns deep
+
+
+HORIZON = 2  # turns after the root's turn (2 players: my turn, the reply, my next turn's start)
+EXPLORATION = 0.5
+PRIOR = 0.0  # virtual visits at the root valued at the heuristic's one-ply scores
+BUDGET_SHARE = 0.8  # of the budget: the rest covers the caller's parse and sample, and jitter
+
+
+class _Node:
+    __slots__ = ("stats",)
+
+    def __init__(self) -> None:
+        # action -> [visits, reward, {outcome: _Node}]
+        self.stats: dict[Action, list[Any]] = {}
+
+
+def _outcome(m: Sim) -> tuple[int, int, int]:
+    """The public result of an action: what the next decision sees (suits ignored)."""
+    return (m.phase, m.player, m.pending if m.phase == S_PLACE or m.phase == S_SETUP else m.aces)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    action: Action
+    iterations: int
+    visits: dict[Action, int]
+
+
+def search(pub: Public, rng: random.Random, *, iterations: int | None = None, budget_ms: float | None = None,
+           horizon: int = HORIZON, exploration: float = EXPLORATION, prior: float = PRIOR, weights: Weights = W,
+           clock: Callable[[], float] = time.perf_counter) -> SearchResult:
+    """MCTS for the seat to act from ``pub`` alone (module docstring)."""
+    if iterations is None and budget_ms is None:
+        raise ValueError("give iterations or budget_ms")
+    start = clock()
+    deadline = start + budget_ms / 1000.0 if budget_ms is not None else math.inf
+    base = Sim.of(pub, rng)
+    root_legal = base.legal()
+    if len(root_legal) == 1:
+        return SearchResult(root_legal[0], 0, {root_legal[0]: 0})
+    stop_turn = pub.turns + horizon
+    root = _Node()
+    w = weights
+    if prior > 0:
+        for a, v in zip(root_legal, action_scores(pub, root_legal, w), strict=True):
+            root.stats[a] = [prior, prior * v, {}]
+    log, sqrt = math.log, math.sqrt
+    done = 0
+    while True:
+        m = base.copy()
+        node: _Node | None = root
+        path: list[tuple[list[Any], int]] = []
+        while m.phase != S_OVER and m.turns < stop_turn:
+            p = m.player
+            legal = root_legal if node is root else m.legal()
+            if node is None:
+                m.step(m.playout_action(legal, w) if len(legal) > 1 else legal[0])
+                continue
+            stats = node.stats
+            if len(legal) == 1:
+                action = legal[0]
+            else:
+                untried = [a for a in legal if a not in stats]
+                if untried:
+                    action = untried[rng.randrange(len(untried))]
+                else:
+                    total = 0
+                    for a in legal:
+                        total += stats[a][0]
+                    lt = log(total)
+                    best_s = -1.0
+                    action = legal[0]
+                    for a in legal:
+                        st = stats[a]
+                        sc = st[1] / st[0] + exploration * sqrt(lt / st[0])
+                        if sc > best_s:
+                            best_s, action = sc, a
+            st = stats.get(action)
+            fresh = st is None
+            if fresh:
+                st = stats[action] = [0, 0.0, {}]
+            m.step(action)
+            path.append((st, p))
+            if fresh:
+                node = None
+            else:
+                key = _outcome(m)
+                child = st[2].get(key)
+                if child is None:
+                    child = st[2][key] = _Node()
+                node = child
+        u = m.utilities(w)
+        for st, p in path:
+            st[0] += 1
+            st[1] += u[p]
+        done += 1
+        if (iterations is not None and done >= iterations) or clock() >= deadline:
+            break
+    visits = {a: (root.stats[a][0] - prior if a in root.stats else 0) for a in root_legal}
+    best = max(root_legal, key=lambda a: (visits[a], root.stats[a][1] if a in root.stats else 0.0))
+    return SearchResult(best, done, visits)
+
+
+def expert(view: Mapping[str, Any], seat: int, sample: Any, legal: tuple[Action, ...], rng: random.Random,
+           budget_ms: float) -> tuple[Action, int]:
+    """The search within ``BUDGET_SHARE`` of ``budget_ms`` (``sample`` is not read)."""
+    res = search(parse_view(view, seat), rng, budget_ms=budget_ms * BUDGET_SHARE)
+    assert res.action in legal, (res.action, legal)
+    return res.action, res.iterations
+
+
+# ---------------------------------------------------------------------------------------------
+# the generic adapter (court_bots.search.ismcts can run on it too)
+
+
+class _Adapter:
+    game = cw
+
+    @staticmethod
+    def determinize(view: Mapping[str, Any], seat: int, rng: random.Random) -> State:
+        return determinize(view, seat, rng)
+
+    @staticmethod
+    def horizon(root: State, state: State) -> bool:
+        return state.turns >= root.turns + HORIZON
+
+    @staticmethod
+    def utility(root: State, state: State, seat: int) -> float:
+        return state_utilities(state)[seat]
+
+    @staticmethod
+    def playout_action(state: State, player: int, legal: tuple[Action, ...], rng: random.Random) -> Action:
+        return playout_action(state, player, legal, rng)
+
+
+ADAPTER = _Adapter()

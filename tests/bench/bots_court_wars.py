@@ -1,0 +1,110 @@
+"""Court Wars bots: every pairing of levels over full games, and a 4-player table.
+
+``python -m tests.bench.bots_court_wars`` (also run by ``make bench``). Two-player pairings
+(expert v heuristic, expert v random, heuristic v random) play ``COURT_BENCH_GAMES`` games each
+(default 500), the seats alternating between games; the 4-player table seats one expert with three
+heuristic bots, the expert's seat rotating over 0..3 (``COURT_BENCH_GAMES4``, default
+``COURT_BENCH_GAMES`` / 2). Default options (jokers, strict guards, turn limit 500). A game won
+counts 1, a shared win 1/k of it. Printed: each side's win rate with a 95% confidence interval
+(normal approximation; for the 4-player table the expert's rate against the 25% of an equal
+player), the mean game length in turns, and the median and 99th percentile of the time per
+decision of each level (decisions with more than one legal action, at the default budgets:
+``DEFAULT_BUDGET_MS``). Games run in parallel over ``COURT_BENCH_PROCS`` processes (default 2).
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import random
+import statistics
+import time
+from typing import Any
+
+from court_bots.levels import choose
+from court_games.games import court_wars as cw
+
+GAME = "court_wars"
+PAIRINGS: list[tuple[str, str]] = [("expert", "heuristic"), ("expert", "random"), ("heuristic", "random")]
+
+
+def play(args: tuple[dict[str, Any], tuple[str, ...], int]) -> dict[str, Any]:
+    """One full game: ``levels[s]`` plays seat ``s``; the scores and per-level decision times."""
+    options, levels, seed = args
+    opts = cw.options_from_dict(options)
+    state = cw.new_game(opts, seed)
+    rng = random.Random(f"bench-{seed}-{'-'.join(levels)}")
+    times: dict[str, list[float]] = {lv: [] for lv in set(levels)}
+    while not cw.is_terminal(state):
+        p = state.player
+        view = cw.view(state, p)
+        many = len(cw.legal_actions(state, p)) > 1
+        t0 = time.perf_counter()
+        d = choose(GAME, view, p, levels[p], rng)
+        dt = (time.perf_counter() - t0) * 1000
+        if many:
+            times[levels[p]].append(dt)
+        state, _ = cw.apply(state, p, d.action, emit=False)
+    w = state.winners
+    return {"scores": [1.0 / len(w) if s in w else 0.0 for s in range(len(levels))], "times": times,
+            "turns": state.turns, "end": state.end}
+
+
+def ci95(xs: list[float]) -> tuple[float, float]:
+    n = len(xs)
+    m = sum(xs) / n
+    sd = statistics.pstdev(xs) if n > 1 else 0.0
+    return m, 1.96 * sd / math.sqrt(n)
+
+
+def summarize(title: str, results: list[dict[str, Any]], focus: list[tuple[str, list[float]]]) -> None:
+    print(f"{title}: {len(results)} games, mean {statistics.mean(r['turns'] for r in results):.0f} turns, "
+          f"{sum(r['end'] == 'turn_limit' for r in results)} at the turn limit")
+    for name, xs in focus:
+        m, h = ci95(xs)
+        print(f"  {name:<24} win rate {m:6.1%} ± {h:5.1%}")
+
+
+def timing(all_results: list[dict[str, Any]]) -> None:
+    times: dict[str, list[float]] = {}
+    for r in all_results:
+        for lv, ts in r["times"].items():
+            times.setdefault(lv, []).extend(ts)
+    print("time per decision (ms, decisions with a choice):")
+    for lv in ("random", "heuristic", "expert"):
+        ts = sorted(times.get(lv, []))
+        if ts:
+            p99 = ts[min(len(ts) - 1, int(0.99 * len(ts)))]
+            print(f"  {lv:<10} n={len(ts):>7}  median {statistics.median(ts):6.2f}  p99 {p99:6.2f}  max {ts[-1]:6.2f}")
+
+
+def main() -> None:
+    games = int(os.environ.get("COURT_BENCH_GAMES", "500"))
+    games4 = int(os.environ.get("COURT_BENCH_GAMES4", str(max(4, games // 2))))
+    procs = int(os.environ.get("COURT_BENCH_PROCS", "2"))
+    everything: list[dict[str, Any]] = []
+    with multiprocessing.get_context("spawn").Pool(procs) as pool:
+        for a, b in PAIRINGS:
+            jobs = [({}, (a, b) if g % 2 == 0 else (b, a), 10_000 + g) for g in range(games)]
+            res = pool.map(play, jobs, chunksize=4)
+            everything += res
+            sa = [r["scores"][g % 2] for g, r in enumerate(res)]
+            sb = [r["scores"][1 - g % 2] for g, r in enumerate(res)]
+            first = [r["scores"][0] for r in res]
+            summarize(f"{a} v {b} (2 players)", res, [(a, sa), (b, sb), ("seat 0 (either level)", first)])
+        jobs4 = []
+        for g in range(games4):
+            seat = g % 4
+            levels = tuple("expert" if s == seat else "heuristic" for s in range(4))
+            jobs4.append(({"players": 4}, levels, 20_000 + g))
+        res4 = pool.map(play, jobs4, chunksize=2)
+        everything += res4
+        ex = [r["scores"][g % 4] for g, r in enumerate(res4)]
+        summarize("expert v 3 heuristic (4 players, expert's seat rotating; an equal player wins 25%)", res4,
+                  [("expert", ex)])
+    timing(everything)
+
+
+if __name__ == "__main__":
+    main()
