@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 
 import pytest
-
 from court_games import GAME_NAMES, get_game
 
 from .randomplay import BIG_SEED_BASE, play_random_game

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from court_games.vectors import mismatches, replay, run_file
 
 VECTORS = sorted((Path(__file__).parent.parent / "vectors").glob("*/*.json"))
