@@ -67,6 +67,15 @@ class Backends:
             raise translate(err, "rules") from None
         return reply.game_id
 
+    async def resume_game(self, game: str, seats: Sequence[str], resume_from: str, request_id: str) -> str:
+        """A new game from ``resume_from``'s save point (its options and seed come from the save)."""
+        self.rules.token = self.token.get()
+        try:
+            reply = await self.rules.create_game(game, seats, request_id=request_id, resume_from=resume_from)
+        except grpc.aio.AioRpcError as err:
+            raise translate(err, "rules") from None
+        return reply.game_id
+
     async def game_view(self, game_id: str) -> rules_pb2.GameView:
         self.rules.token = self.token.get()
         try:

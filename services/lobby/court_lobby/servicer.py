@@ -32,13 +32,25 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from . import accounts
 from .clients import Backends
 from .models import Account
-from .store import ABANDONED, BOT_LEVELS, FINISHED, OPEN, STARTED, STARTING, LobbyInfo, LobbyStore, check_name
+from .store import (
+    ABANDONED,
+    BOT_LEVELS,
+    FINISHED,
+    OPEN,
+    STARTED,
+    STARTING,
+    LobbyInfo,
+    LobbyStore,
+    SeatInfo,
+    check_name,
+)
 
 log = klog.get_logger("court_lobby.servicer")
 
 MAX_ANTE = 1_000_000
 BOT_PREFIX = "bot:"
 QUICK_MATCH_CANDIDATES = 20
+RESUME_BOT_LEVEL = "heuristic"  # takes a resumed game's seat whose player's account is gone
 STATES = {OPEN: pb.LOBBY_STATE_OPEN, STARTING: pb.LOBBY_STATE_STARTING, STARTED: pb.LOBBY_STATE_STARTED,
           FINISHED: pb.LOBBY_STATE_FINISHED}
 PUBLIC_METHODS = tuple(f"/court.lobby.v1.LobbyService/{m}" for m in
@@ -394,3 +406,52 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             return self._lobby_proto(await self._run(self.store.lobby, info.id), me.id)
 
         return await self._once(me, request.request_id, "AbandonGame", pb.Lobby, work)
+
+    async def _resume(self, me: Account, game_id: str) -> LobbyInfo:
+        """A new started lobby whose game continues ``game_id`` from its save point.
+
+        Seats: every person of the old game keeps their seat (while their account exists, else a
+        ``heuristic`` bot takes it), every bot seat keeps its bot; the caller hosts. The resumed
+        game is a local one (no ante, not ranked); the old lobby is marked abandoned (an online old
+        game is abandoned in ranking too, refunding any ante). Resuming a game again, by any of its
+        players, answers the lobby of the first resume.
+        """
+        old = await self._run(self.store.lobby_of_game, game_id) if game_id and len(game_id) <= 64 else None
+        if old is None:
+            raise NotFound(f"no game {game_id[:64]!r}")
+        if not old.seat_of(me.id):
+            raise PermissionDenied(f"you did not sit in game {game_id}")
+        done = await self._run(self.store.resumed_lobby, game_id)
+        if done is not None:
+            return done
+        if not hasattr(get_game(old.game), "save_point"):
+            raise FailedPrecondition(f"{old.game} games have no save points and cannot be resumed "
+                                     "(only Hearts saves at the start of every hand)")
+        if old.status != STARTED or not await self._still_running(old):
+            status = FINISHED if old.status == STARTED else old.status
+            raise FailedPrecondition(f"game {game_id} cannot be resumed: it is {status}")
+        seats: list[SeatInfo] = []
+        for x in old.seated:
+            if x.account_id is not None:
+                try:
+                    acc = await self._run(self.store.account, x.account_id)
+                    seats.append(SeatInfo(x.seat_no, acc.id, None, acc.name, True))
+                    continue
+                except NotFound:
+                    x = SeatInfo(x.seat_no, None, RESUME_BOT_LEVEL, "", True)
+            seats.append(SeatInfo(x.seat_no, None, x.bot_level, f"Bot ({x.bot_level})", True))
+        new_id = await self.backends.resume_game(old.game, [x.account_id or f"{BOT_PREFIX}{x.bot_level}" for x in seats],
+                                                 game_id, request_id=f"lobby-resume-{game_id}")
+        if old.online:
+            await self.backends.abandon_game(game_id)
+        info = await self._run(self.store.record_resume, old, me, seats, new_id)
+        log.info("game resumed", game_id=new_id, resumed_from=game_id, by=me.id)
+        return info
+
+    async def ResumeGame(self, request: pb.ResumeGameRequest, context: Any) -> pb.Lobby:
+        me = await self._me()
+
+        async def work() -> pb.Lobby:
+            return self._lobby_proto(await self._resume(me, request.game_id), me.id)
+
+        return await self._once(me, request.request_id, "ResumeGame", pb.Lobby, work)

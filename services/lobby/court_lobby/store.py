@@ -389,6 +389,36 @@ class LobbyStore:
                              .values(status=to_status, version=Lobby.version + 1))
             return done.rowcount == 1
 
+    def resumed_lobby(self, game_id: str) -> LobbyInfo | None:
+        """The lobby of the game that resumed ``game_id``, if it was resumed."""
+        check_text(game_id, "game_id", 64)
+        with self.session() as s:
+            row = s.exec(select(Lobby).where(Lobby.resumed_from == game_id)).first()
+            return None if row is None else self._info(s, row)
+
+    def record_resume(self, old: LobbyInfo, host: Account, seats: Sequence[SeatInfo], game_id: str) -> LobbyInfo:
+        """The started lobby of ``game_id``, resumed from ``old``'s game; ``old`` becomes abandoned.
+
+        The new lobby's id is derived from the old game's id, so of two racing resumes one row is
+        written and both answer it.
+        """
+        lobby_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"court-lobby-resume:{old.game_id}"))
+        try:
+            with self.session() as s, s.begin():
+                s.add(Lobby(id=lobby_id, game=old.game, options=json.dumps(old.options, sort_keys=True), online=False,
+                            ante=0, seats=old.seats, public=False, invite_code=secrets.token_hex(4).upper(),
+                            host_id=host.id, status=STARTED, game_id=game_id, resumed_from=old.game_id,
+                            started_at=utcnow()))
+                s.flush()
+                for x in seats:
+                    s.add(Seat(lobby_id=lobby_id, seat_no=x.seat_no, account_id=x.account_id, bot_level=x.bot_level,
+                               name=x.name, ready=True))
+                s.execute(update(Lobby).where(Lobby.id == old.id, Lobby.status == STARTED)
+                          .values(status=ABANDONED, version=Lobby.version + 1))
+        except IntegrityError:
+            pass  # a concurrent resume of the same game wrote it first
+        return self.lobby(lobby_id)
+
     def my_games(self, account_id: str, statuses: Sequence[str] = (STARTED,)) -> list[LobbyInfo]:
         """Lobbies whose game ``account_id`` sits in, newest first."""
         q = (select(Lobby).join(Seat, Seat.lobby_id == Lobby.id)
