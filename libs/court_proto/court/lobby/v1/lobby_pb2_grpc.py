@@ -236,12 +236,13 @@ class LobbyServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ResumeGame(self, request, context):
-        """Resume a saved game in a new lobby: the same players, bots in the seats
-        of those who do not come back. NOT IMPLEMENTED yet (UNIMPLEMENTED): it
-        needs the rules service to create a game from another game's save point
-        (Hearts: hearts.save_point/resume). Until then an unfinished game goes on
-        where it stands: ListMyGames gives its game_id and seat for the rules
-        service's GetView/WatchGame/SubmitAction.
+        """Resume a saved game from its last save point (Hearts: the start of the
+        current hand) in a new local lobby: the same players, bots in the seats
+        of accounts that are gone; the old game is abandoned (antes refunded).
+        FAILED_PRECONDITION for games without save points or finished games.
+        An unfinished game can also simply go on where it stands: ListMyGames
+        gives its game_id and seat for the rules service's GetView/WatchGame/
+        SubmitAction.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

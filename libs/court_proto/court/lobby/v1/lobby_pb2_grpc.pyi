@@ -84,12 +84,13 @@ class LobbyServiceStub:
     ListMyGames: _grpc.UnaryUnaryMultiCallable[_lobby_pb2.ListMyGamesRequest, _lobby_pb2.ListMyGamesResponse]
     """Games the caller sits in that have not finished."""
     ResumeGame: _grpc.UnaryUnaryMultiCallable[_lobby_pb2.ResumeGameRequest, _lobby_pb2.Lobby]
-    """Resume a saved game in a new lobby: the same players, bots in the seats
-    of those who do not come back. NOT IMPLEMENTED yet (UNIMPLEMENTED): it
-    needs the rules service to create a game from another game's save point
-    (Hearts: hearts.save_point/resume). Until then an unfinished game goes on
-    where it stands: ListMyGames gives its game_id and seat for the rules
-    service's GetView/WatchGame/SubmitAction.
+    """Resume a saved game from its last save point (Hearts: the start of the
+    current hand) in a new local lobby: the same players, bots in the seats
+    of accounts that are gone; the old game is abandoned (antes refunded).
+    FAILED_PRECONDITION for games without save points or finished games.
+    An unfinished game can also simply go on where it stands: ListMyGames
+    gives its game_id and seat for the rules service's GetView/WatchGame/
+    SubmitAction.
     """
     AbandonGame: _grpc.UnaryUnaryMultiCallable[_lobby_pb2.AbandonGameRequest, _lobby_pb2.Lobby]
     """Give up an unfinished game (a seated player): every ante is refunded."""
@@ -126,12 +127,13 @@ class LobbyServiceAsyncStub(LobbyServiceStub):
     ListMyGames: _aio.UnaryUnaryMultiCallable[_lobby_pb2.ListMyGamesRequest, _lobby_pb2.ListMyGamesResponse]  # type: ignore[assignment]
     """Games the caller sits in that have not finished."""
     ResumeGame: _aio.UnaryUnaryMultiCallable[_lobby_pb2.ResumeGameRequest, _lobby_pb2.Lobby]  # type: ignore[assignment]
-    """Resume a saved game in a new lobby: the same players, bots in the seats
-    of those who do not come back. NOT IMPLEMENTED yet (UNIMPLEMENTED): it
-    needs the rules service to create a game from another game's save point
-    (Hearts: hearts.save_point/resume). Until then an unfinished game goes on
-    where it stands: ListMyGames gives its game_id and seat for the rules
-    service's GetView/WatchGame/SubmitAction.
+    """Resume a saved game from its last save point (Hearts: the start of the
+    current hand) in a new local lobby: the same players, bots in the seats
+    of accounts that are gone; the old game is abandoned (antes refunded).
+    FAILED_PRECONDITION for games without save points or finished games.
+    An unfinished game can also simply go on where it stands: ListMyGames
+    gives its game_id and seat for the rules service's GetView/WatchGame/
+    SubmitAction.
     """
     AbandonGame: _aio.UnaryUnaryMultiCallable[_lobby_pb2.AbandonGameRequest, _lobby_pb2.Lobby]  # type: ignore[assignment]
     """Give up an unfinished game (a seated player): every ante is refunded."""
@@ -267,12 +269,13 @@ class LobbyServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _lobby_pb2.ResumeGameRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_lobby_pb2.Lobby, _abc.Awaitable[_lobby_pb2.Lobby]]:
-        """Resume a saved game in a new lobby: the same players, bots in the seats
-        of those who do not come back. NOT IMPLEMENTED yet (UNIMPLEMENTED): it
-        needs the rules service to create a game from another game's save point
-        (Hearts: hearts.save_point/resume). Until then an unfinished game goes on
-        where it stands: ListMyGames gives its game_id and seat for the rules
-        service's GetView/WatchGame/SubmitAction.
+        """Resume a saved game from its last save point (Hearts: the start of the
+        current hand) in a new local lobby: the same players, bots in the seats
+        of accounts that are gone; the old game is abandoned (antes refunded).
+        FAILED_PRECONDITION for games without save points or finished games.
+        An unfinished game can also simply go on where it stands: ListMyGames
+        gives its game_id and seat for the rules service's GetView/WatchGame/
+        SubmitAction.
         """
 
     @_abc_1.abstractmethod
