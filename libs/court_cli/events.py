@@ -46,8 +46,12 @@ async def tail(nats_url: str, console: Console, *, game: str = "", game_id: str 
     that many quiet seconds). Returns how many were printed."""
     subject = subject_for(game, game_id, types)
     wanted = set(types)
+    async def quiet(_exc: Exception) -> None:  # failures are told once, below, not as tracebacks
+        return None
+
     try:
-        nc = await nats.connect(nats_url, connect_timeout=3, max_reconnect_attempts=2, allow_reconnect=True)
+        nc = await nats.connect(nats_url, connect_timeout=3, max_reconnect_attempts=2, allow_reconnect=True,
+                                error_cb=quiet)
     except Exception as exc:  # noqa: BLE001 - any connection failure is told the same way
         raise CliError(f"cannot reach NATS at {nats_url} ({exc or type(exc).__name__}): is the stack running? "
                        "Start it with `make run`.") from None
@@ -68,6 +72,8 @@ async def tail(nats_url: str, console: Console, *, game: str = "", game_id: str 
                 msg = await (sub.next_msg(timeout=idle_exit) if idle_exit else sub.next_msg(timeout=None))
             except (TimeoutError, nats.errors.TimeoutError):
                 break
+            except nats.errors.ConnectionClosedError:
+                raise CliError(f"lost the connection to NATS at {nats_url} (the stack stopped?)") from None
             ev = events_pb2.GameEvent.FromString(msg.data)
             if wanted and ev.type not in wanted:
                 continue
