@@ -446,8 +446,13 @@ def games() -> None:
 
 
 @app.command()
-def resume(game_id: Annotated[str, typer.Argument(help="empty: your most recent unfinished game")] = "") -> None:
-    """Sit down again at a saved (unfinished) game."""
+def resume(
+    game_id: Annotated[str, typer.Argument(help="empty: your most recent unfinished game")] = "",
+    from_save_point: Annotated[bool, typer.Option(
+        "--from-save-point", help="Hearts: start again from the last save point (the start of the current hand) "
+        "at a new local table, bots for whoever is gone; the old game is abandoned")] = False,
+) -> None:
+    """Sit down again at a saved (unfinished) game: where it stands, or from its last save point."""
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
         await court.require()
@@ -457,7 +462,13 @@ def resume(game_id: Annotated[str, typer.Argument(help="empty: your most recent 
             if not mine.games:
                 raise CliError("you have no unfinished game to resume")
             gid = mine.games[0].game_id
-        out.print(Text(f"Resuming game {gid}.", style="bold"))
+        if from_save_point:
+            lb = await court.call(court.lobby.resume, gid)
+            out.print(Text(f"Game {gid} resumes from its last save point as game {lb.game_id} (a new local table; "
+                           "the old game is abandoned).", style="bold"))
+            gid = lb.game_id
+        else:
+            out.print(Text(f"Resuming game {gid}.", style="bold"))
         await sit_and_play(court, out, fancy, gid)
 
     run(body)

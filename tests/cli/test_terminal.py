@@ -105,6 +105,24 @@ def test_register_quick_match_and_a_full_hearts_hand(local_stack, terminal_for, 
     t.wait_for(rf"Resuming game {game_id}\.", 60)
     t.wait_for(r"Hearts · hand 2 · passing across", 60)
     t.wait_for(PROMPT, 60)
+    t.type("1")  # one card chosen for passing, then away again
+    t.wait_for(r"You: pass ", 60)
     t.type("q")
     t.wait_for(r"The game is saved", 30)
+
+    # Hearts saves at the start of every hand: a new table from there, with hand 1's totals
+    t.clear()
+    t.type(f"{COURT} resume {game_id} --from-save-point")
+    new_id = t.wait_for(rf"Game {game_id} resumes from its last save point as game (g[0-9a-f]+)", 60).group(1)
+    assert new_id != game_id
+    table = t.wait_for(r"Hearts · hand 2 · passing across", 60)
+    t.wait_for(rf"Alice \(you\)\s+13\s+0\s+0\s+{over.group(5)}$", 30, after=table.start())
+    t.wait_for(PROMPT, 60)
+    assert "Chosen to pass" not in t.screen()[table.start():]  # back at the start of the hand
+    t.type("q")
+    t.wait_for(rf"The game is saved: `court resume {new_id}`", 30)
+    t.clear()
+    t.type(f"{COURT} games")
+    t.wait_for(rf"{new_id}\s+Hearts\s+0\s+local", 60)
+    assert game_id not in t.screen()  # the old game was abandoned
     assert "Traceback" not in t.screen()
