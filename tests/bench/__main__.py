@@ -5,7 +5,9 @@ from __future__ import annotations
 import importlib
 
 # Benchmark modules under tests/bench, run in this order; add new ones to the list.
-MODULES: list[str] = ["engines", "bot_service", "bots_the_court", "service"]
+MODULES: list[str] = [
+    "engines", "bot_service", "bots_queens_court", "bots_hearts", "bots_the_court", "bots_court_wars", "service",
+]
 
 
 def main() -> None:
