@@ -390,3 +390,22 @@ def test_expert_beats_random_clearly():
             ours += sum(points[s] for s in expert_seats)
             theirs += sum(points[s] for s in range(4) if s not in expert_seats)
     assert ours * 2 < theirs
+
+
+@pytest.mark.parametrize("tree_players", ["own", "all"])
+def test_search_returns_a_legal_card(tree_players):
+    rng = random.Random(f"search-{tree_players}")
+    searched = 0
+    for state, seat in random_positions(1, f"search-{tree_players}"):
+        if state.phase is not H.Phase.PLAY or H.to_act(state)[0] != seat:
+            continue
+        pub = B.parse_view(H.view(state, seat), seat)
+        res = B.search(pub, rng, iterations=40, tree_players=tree_players)
+        assert res.action in H.legal_actions(state, seat)
+        if len(H.legal_actions(state, seat)) > 1:
+            assert res.iterations == 40 and sum(res.visits.values()) == 40
+            assert set(res.visits) <= set(H.legal_actions(state, seat))
+            searched += 1
+    assert searched > 10
+    with pytest.raises(ValueError):
+        B.search(pub, rng, iterations=5, tree_players="none")
