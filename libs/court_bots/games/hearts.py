@@ -209,13 +209,17 @@ def _multinomial(n: int, ks: Sequence[int]) -> int:
     return out
 
 
+_Splits = tuple[list[float], list[tuple[int, int, int]], int]
+
+
 class Sampler:
     """Uniform deals of the unseen cards to the other seats subject to ``Public``'s constraints.
 
     ``sample(rng)`` returns the four hands (this seat's as seen) and, in the passing phase, the
     other seats' pending passes."""
 
-    __slots__ = ("pub", "others", "need", "groups", "base", "_memo", "_simple", "_gmasks", "pending_sizes", "relaxed")
+    __slots__ = ("pub", "others", "need", "groups", "base", "_memo", "_simple", "_gmasks", "pending_sizes",
+                 "relaxed")
 
     def __init__(self, pub: Public):
         self.pub = pub
@@ -227,8 +231,8 @@ class Sampler:
             # other seats hold 13 cards between their hand and their chosen pass (no inference yet)
             self.pending_sizes = tuple(13 - pub.sizes[s] if s != seat else 0 for s in range(4))
             need = [13 if s != seat else 0 for s in range(4)]
-            known = (0, 0, 0, 0)
-            forbid = (0, 0, 0, 0)
+            known: Sequence[int] = (0, 0, 0, 0)
+            forbid: Sequence[int] = (0, 0, 0, 0)
         else:
             self.pending_sizes = (0, 0, 0, 0)
             known = pub.known
@@ -242,12 +246,13 @@ class Sampler:
         if any(n < 0 for n in need) or sum(need) != pool.bit_count():
             raise ValueError(f"inconsistent {H.NAME} view: hand sizes {list(pub.sizes)} do not match the unseen cards")
         self.relaxed = False
-        self._memo: dict[tuple[int, int, int], tuple[list[float], list[tuple[int, int, int]]]] = {}
-        self.groups = self._group(pool, forbid)
-        if self.groups is None or self._ways(0, need[self.others[0]], need[self.others[1]]) == 0:
+        self._memo: dict[tuple[int, int, int], _Splits] = {}
+        groups = self._group(pool, forbid)
+        self.groups: list[tuple[int, list[int]]] = groups or []
+        if groups is None or self._ways(0, need[self.others[0]], need[self.others[1]]) == 0:
             self.relaxed = True  # not a real game's view: drop the inferences rather than fail
             self._memo.clear()
-            self.groups = self._group(pool, (0, 0, 0, 0))
+            self.groups = self._group(pool, (0, 0, 0, 0)) or []
         self._simple = len(self.groups) == 1 and self.groups[0][0] == 7
         self._gmasks = [sum(BIT[x] for x in g) for _, g in self.groups]
 
@@ -269,11 +274,14 @@ class Sampler:
             return 1 if ra == 0 and rb == 0 else 0
         return self._splits(i, ra, rb)[2]
 
-    def _splits(self, i: int, ra: int, rb: int) -> tuple[list[float], list[tuple[int, int, int]], int]:
+    def _splits(self, i: int, ra: int, rb: int) -> _Splits:
+        """The possible splits of group i between the other seats given what they still need,
+        with cumulative weights (the number of deals of groups i.. each split allows), and the
+        total."""
         key = (i, ra, rb)
         got = self._memo.get(key)
         if got is not None:
-            return got  # type: ignore[return-value]
+            return got
         pat, cards = self.groups[i]
         n = len(cards)
         rest = sum(len(g[1]) for g in self.groups[i + 1:])
@@ -293,7 +301,7 @@ class Sampler:
                         cum.append(float(total))
                         splits.append((ka, kb, kc))
         got = (cum, splits, total)
-        self._memo[key] = got  # type: ignore[assignment]
+        self._memo[key] = got
         return got
 
     def sample(self, rng: random.Random) -> tuple[list[int], list[int]]:
@@ -886,9 +894,10 @@ def playout(hands: list[int], trick: list[int], leader: int, win: int, taken: li
 # ---------------------------------------------------------------------------------------------
 # the levels and the adapter
 
-# Stop this long before the budget: choose() determinizes once before calling expert, and the
-# decision must reach the caller within the budget.
-MARGIN_MS = 2.5
+# Stop this long before the budget: choose() determinizes once before calling expert, the last
+# iteration may run long, and on a busy machine the process may wait for a core; the decision must
+# reach the caller within the budget (p99).
+MARGIN_MS = 5.0
 EPSILON = 0.0
 
 
