@@ -269,12 +269,13 @@ class Params:
     """Weights of the rules of thumb (tuned by self-play on the fast model)."""
 
     own: float = 1.0  # per point of own spread lowered
-    lead: float = 0.8  # per point of the leading opponent's spread raised
+    lead: float = 0.8  # per point of the leading opponent's spread raised (3 or 4 players)
+    duel: float = 2.0  # the same at a 2-player table, where the one opponent is all that counts
     other: float = 0.3  # per point of another opponent's spread raised
     fh_scale: float = 1.0  # first-half weight of spreads: fh_scale / (1 + deck / (fh_turns * n))
     fh_turns: float = 1.0
     draw_two: float = 1.2  # a draw-two in the first half (an extra card for the second half)
-    count: float = 0.25  # a card on a pile (own: cost, leading opponent: gain)
+    count: float = 0.5  # a card on a pile (own: cost, leading opponent: gain)
     keep_queen: float = 6.0  # spending a Queen before it can be the last card
     keep_extreme: float = 0.4  # spending an Ace, 2, Jack or King in the first half
     threat: float = 0.45  # how much of an open threat counts
@@ -385,7 +386,7 @@ class _Policy:
                     show[x] = saved
                     gain = new_eff - eff[t]
                     if t == leader:
-                        score += gain * prm.lead * w + prm.count
+                        score += gain * (prm.duel if n == 2 else prm.lead) * w + prm.count
                     else:
                         score += gain * prm.other * w + prm.count * 0.3
                 if first_half:
@@ -431,7 +432,7 @@ class _Policy:
         if both:
             score += prm.glove_freeze * margin
         else:
-            score += prm.glove_freeze * 0.3 * margin - (thr[t] - new_thr) * prm.lead
+            score += prm.glove_freeze * 0.3 * margin - (thr[t] - new_thr) * (prm.duel if sim.n == 2 else prm.lead)
         return score
 
     def choose(self, sim: Sim, p: int, prm: Params, rng: random.Random) -> tuple[int, int]:
@@ -622,15 +623,20 @@ PlayoutFn = Callable[[Sim, int, random.Random], tuple[int, int]]
 
 def search(pub: Public, rng: random.Random, *, iterations: int | None = None, budget_ms: float | None = None,
            exploration: float = 0.7, playout: PlayoutFn = playout_move, prior: float = 0.0,
-           prior_scale: float = 2.0, clock: Callable[[], float] = time.perf_counter) -> SearchResult:
+           prior_scale: float = 2.0, clock: Callable[[], float] = time.perf_counter,
+           start: float | None = None) -> SearchResult:
     """SO-ISMCTS for ``pub.seat`` (to move) from its view alone; moves keyed by (rank, pile).
+
+    Stops after ``iterations``, or when one more iteration of average length would end after
+    ``budget_ms`` (at least one iteration always runs); ``start`` is when the budget began.
 
     ``prior`` > 0 adds a progressive bias at the root: ``prior * z / (visits + 1)`` where ``z`` is
     the move's rules-of-thumb score relative to the best one, in units of ``prior_scale``.
     """
     if iterations is None and budget_ms is None:
         raise ValueError("give iterations or budget_ms")
-    start = clock()
+    if start is None:
+        start = clock()
     deadline = start + budget_ms / 1000.0 if budget_ms is not None else math.inf
     seat, n = pub.seat, pub.n
     base = _placeholder_sim(pub)
@@ -701,7 +707,11 @@ def search(pub: Public, rng: random.Random, *, iterations: int | None = None, bu
             if p in won:
                 nd.reward += share
         done += 1
-        if (iterations is not None and done >= iterations) or clock() >= deadline:
+        if iterations is not None and done >= iterations:
+            break
+        # stop when another iteration of average length would end past the deadline
+        now = clock()
+        if now + (now - start) / done >= deadline:
             break
     visits = {_to_action(root_cards[k >> 4], k & 15): (root.children[k].visits if k in root.children else 0)
               for k in root_keys}
@@ -711,7 +721,9 @@ def search(pub: Public, rng: random.Random, *, iterations: int | None = None, bu
 
 
 # the share of the budget the search may use: the rest covers parsing, the caller's sample and jitter
-BUDGET_SHARE = 0.8
+BUDGET_SHARE = 0.72
+# the weight of the rules of thumb at the root (progressive bias; tuned against the heuristic)
+PRIOR = 2.0
 
 
 def expert(view: Mapping[str, Any], seat: int, sample: Any, legal: tuple[qc.Action, ...], rng: random.Random,
@@ -720,8 +732,9 @@ def expert(view: Mapping[str, Any], seat: int, sample: Any, legal: tuple[qc.Acti
 
     ``iterations`` also caps the search (tests use it for decisions that do not depend on the clock).
     """
+    start = time.perf_counter()
     pub = parse_view(view, seat)
-    res = search(pub, rng, iterations=iterations, budget_ms=budget_ms * BUDGET_SHARE)
+    res = search(pub, rng, iterations=iterations, budget_ms=budget_ms * BUDGET_SHARE, prior=PRIOR, start=start)
     assert res.action in legal, (res.action, legal)
     return res.action, res.iterations
 
