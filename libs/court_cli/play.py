@@ -189,7 +189,13 @@ class Table:
             self.say(Text(f"  You: {describe_action(v.game, act, self.names, view_dict(v), self.fancy)}",
                           style="green"))
             self.show_events(reply.events)
+            before = _stage(view_dict(v))
             self.view = reply.view
+            if (seat in self.view.to_act and self.view.legal_actions and not self.view.finished
+                    and _stage(view_dict(self.view)) != before):
+                # our own move opened a new hand, round or phase and we act again at once (the last card of a
+                # Hearts hand, then the next hand's pass): show the new table before the new choices
+                self.show_table()
             return "moved"
 
     async def _hint(self, game_id: str, seat: int) -> None:
@@ -207,6 +213,13 @@ class Table:
         self.say(Text(f"You left the table. The game is saved: `court resume {game_id}` sits you down again.",
                       style="bold"))
         return "left"
+
+
+def _stage(v: dict[str, Any]) -> tuple[Any, ...]:
+    """Where a game stands, coarsely: its round, phase and hand number (a Hearts view's ``hand`` is a number;
+    other games use ``hand`` for the seat's cards, which change with every move and are left out)."""
+    hand = v.get("hand")
+    return (v.get("round"), v.get("phase"), hand if isinstance(hand, int | float) else None)
 
 
 def _struct(s: Any) -> dict[str, Any]:
