@@ -23,6 +23,16 @@ if [ "$(id -u)" = 0 ]; then
   id postgres >/dev/null 2>&1 || useradd --system --home-dir "$DIR" postgres
   RUN=(runuser -u postgres --)
 fi
+# the server user must reach the cluster's directory: when the checkout sits under a directory it cannot
+# enter (a private mktemp -d, a home directory), keep the cluster in /tmp instead, named after the checkout
+if [ "$(id -u)" = 0 ]; then
+  mkdir -p "$DIR" && chown postgres "$DIR"
+  if ! runuser -u postgres -- test -w "$DIR"; then
+    DIR="/tmp/court-pg-test-$(printf %s "$PWD" | sha1sum | cut -c1-12)"
+  fi
+fi
+mkdir -p "$DIR"
+cd "$DIR"  # a directory the server user may enter
 if [ "${1:-}" = stop ]; then
   [ -f "$DIR/data/postmaster.pid" ] && "${RUN[@]}" "$PGBIN/pg_ctl" -D "$DIR/data" -m fast stop >&2 || true
   exit 0
