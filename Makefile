@@ -42,7 +42,7 @@ play: setup
 	$(BIN)/court play $(GAME)
 
 bench: setup
-	$(BIN)/python -m tests.bench
+	$(BIN)/python -m tests.bench $(ONLY)
 
 vectors: setup
 	$(BIN)/court-vectors tests/vectors/*/*.json > /dev/null && echo "all vectors pass"

@@ -1,8 +1,10 @@
-"""``python -m tests.bench`` (``make bench``): every benchmark module's ``main()`` in turn."""
+"""``python -m tests.bench [NAME...]`` (``make bench``, ``make bench ONLY="service engines"``): every
+benchmark module's ``main()`` in turn, or only the named ones."""
 
 from __future__ import annotations
 
 import importlib
+import sys
 
 # Benchmark modules under tests/bench, run in this order; add new ones to the list.
 MODULES: list[str] = [
@@ -11,7 +13,11 @@ MODULES: list[str] = [
 
 
 def main() -> None:
-    for name in MODULES:
+    names = sys.argv[1:] or MODULES
+    unknown = [n for n in names if n not in MODULES]
+    if unknown:
+        sys.exit(f"unknown benchmark {', '.join(unknown)}; the benchmarks are: {', '.join(MODULES)}")
+    for name in names:
         print(f"=== tests.bench.{name}")
         importlib.import_module(f"tests.bench.{name}").main()
 
