@@ -300,7 +300,7 @@ def main() -> None:
     only = os.environ.get("COURT_BENCH_ONLY", "")  # "levels" or "openspiel" to run one part
     if only != "openspiel":
         for a, b in PAIRINGS:
-            groups = max(1, round(hands / per_group))
+            groups = max(1, math.ceil(hands / per_group))  # at least the hands asked for
             results = _run(play_levels, [(a, b, g) for g in range(groups)], workers)
             _report(f"{a} vs {b}", (a, b), results)
     if only != "levels":
@@ -309,7 +309,7 @@ def main() -> None:
         except ImportError:
             print("expert vs OpenSpiel IS-MCTS: skipped (pyspiel is not installed)")
             return
-        groups = max(1, round(os_hands / per_group))
+        groups = max(1, math.ceil(os_hands / per_group))
         results = _run(play_openspiel, list(range(groups)), workers)
         _report(f"expert vs OpenSpiel IS-MCTS ({OS_SIMULATIONS} simulations, random rollouts)",
                 ("expert", OPENSPIEL), results)
