@@ -186,3 +186,46 @@ async def test_a_publish_failing_part_way_is_repaired_in_the_background(replicas
         await full.wait_until(lambda evs: any(e.seq == 1 and e.type == "TurnStarted" for e in evs))
         assert_complete(public.events, 1)
         assert_complete(full.events, 1)
+
+
+@pytest.mark.slow
+async def test_a_lost_middle_event_leaves_no_end_marker_and_the_next_replica_repairs_it(replicas: Any) -> None:
+    """A publish loses one message of a move and stores the next ones (as a stream leader change can),
+    then its replica dies before repairing: no end marker vouches for the move, so the replica that
+    loads the game next republishes it, and every event of every move is stored exactly once."""
+    doomed = await replicas.start(sweep_delay=3600)  # the sweeper stays out of this
+    publisher = doomed.store.publisher
+    original = publisher.publish_all
+    lost: list[str] = []
+
+    async def lossy(messages: Any, **kw: Any) -> Any:
+        if not lost and any(".ActionApplied" in m[0] for m in messages):
+            kept = [m for i, m in enumerate(messages) if i != 1]
+            lost.append(messages[1][2]["Nats-Msg-Id"])
+            await original(kept, **kw)
+            raise Unavailable("injected: one message lost, the others stored")
+        return await original(messages, **kw)
+
+    publisher.publish_all = lossy
+    doomed.outbox._schedule_repair = lambda entry: None  # it dies before its background repair runs
+    players = ["pi", "rho"]
+    created = await replicas.client(doomed, "lobby", "service").create_game("queens_court", players, {"players": 2})
+    gid = created.game_id
+    view = await replicas.client(doomed, "pi").get_view(gid, 0)
+    reply = await replicas.client(doomed, "pi").submit(gid, view.legal_actions[0], 0)
+    assert reply.seq == 1 and lost, "the move stands although its events are incomplete"
+    # the streams hold move 1's other events but no end marker for it: nobody may take it as complete
+    assert await doomed.store.last_complete_event_seq("queens_court", gid) == (0, 0)
+    await doomed.kill()
+
+    survivor = await replicas.start(sweep_delay=3600)
+    await replicas.client(survivor, "pi").get_view(gid, 0)  # loading the game checks its events
+    async with EventLog(replicas.nats.url, "queens_court", gid) as public, \
+            EventLog(replicas.nats.url, "queens_court", gid, full=True) as full:
+        for log in (public, full):
+            await log.wait_until(lambda evs: any(e.seq == 1 and e.type == "TurnStarted" for e in evs),
+                                 what="move 1's events, republished")
+            keys = [(e.seq, e.index) for e in log.events]
+            assert len(keys) == len(set(keys)), "no event is stored twice"
+            assert sorted(keys) == [(s, i) for s in (0, 1) for i in range(max(k[1] for k in keys if k[0] == s) + 1)]
+        assert lost[0] in public.raw_ids + full.raw_ids

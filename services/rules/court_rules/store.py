@@ -146,8 +146,17 @@ class GameStore:
         return out[0], out[1]
 
     async def publish_events(self, messages: Sequence[tuple[str, bytes, dict[str, str]]]) -> None:
-        """Publish (subject, data, headers) in order, pipelined, awaiting every ack."""
+        """Publish (subject, data, headers) in order, pipelined, awaiting every ack.
+
+        The end markers (``Court-End``) go out only once every other message is acknowledged: an
+        end marker in a stream then vouches for all of its move's events there, even when a publish
+        failed part-way (a stream leader change can lose one message and store the next) and its
+        replica died before repairing it."""
+        body = [m for m in messages if END_HEADER not in m[2]]
+        ends = [m for m in messages if END_HEADER in m[2]]
         try:
-            await self.publisher.publish_all(messages, timeout=self.timeout)
+            for part in (body, ends):
+                if part:
+                    await self.publisher.publish_all(part, timeout=self.timeout)
         except (TimeoutError, nats.errors.Error) as exc:  # JetStream API errors are nats errors too
             raise _unavailable("event publish", exc) from exc
