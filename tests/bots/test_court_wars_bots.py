@@ -294,3 +294,43 @@ def test_the_expert_beats_random_play():
             state, _ = cw.apply(state, p, action, emit=False)
         wins += state.winners == (expert_seat,)
     assert wins >= 5
+
+
+@pytest.mark.parametrize("options", OPTION_SETS, ids=IDS)
+def test_the_expectimax_expert_reads_only_the_view(options):
+    """Given the whole budget (no deadline), the expert's expectimax is a function of the view: two
+    states that differ only in the draw pile's order give the same decision, whatever the sample."""
+    rng = random.Random(f"fair-x-{options}")
+    checked = 0
+    for state in random_positions(10, f"fair-x-{options}", options):
+        if cw.is_terminal(state) or len(cw.legal_actions(state)) < 2 or rng.random() < 0.8:
+            continue
+        if checked == 10:
+            break
+        other = reshuffled(state, rng)
+        p = state.player
+        view = cw.view(state, p)
+        assert cw.view(other, p) == view
+        a = B.expectimax(B.parse_view(view, p), random.Random(checked))
+        b = B.expectimax(B.parse_view(cw.view(other, p), p), random.Random(checked + 1000))
+        assert a.action == b.action and a.action in cw.legal_actions(state)
+        checked += 1
+    assert checked == 10
+
+
+def test_the_expectimax_expert_beats_random_play():
+    wins = 0
+    for g in range(6):
+        state = cw.new_game(cw.Options(), 900 + g)
+        rng = random.Random(g)
+        expert_seat = g % 2
+        while not cw.is_terminal(state):
+            p = state.player
+            legal = cw.legal_actions(state)
+            if p == expert_seat:
+                action = B.expectimax(B.parse_view(cw.view(state, p), p), rng).action
+            else:
+                action = rng.choice(legal)
+            state, _ = cw.apply(state, p, action, emit=False)
+        wins += state.winners == (expert_seat,)
+    assert wins >= 5

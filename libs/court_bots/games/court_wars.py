@@ -28,7 +28,14 @@ the remembered order; this module leaves the engine as it is.)
   a lost turn, a Joker revives, an Ace adds its attack). Guards go where the evaluation likes them
   best (tight fits keep high stacks open; a low guard that would cap an empty court is discarded),
   Jokers revive, Aces attack when that gains.
-* ``expert``: Monte Carlo tree search from the view: each iteration samples a draw pile order,
+* ``expert``: two plies of expectimax on the model (``expectimax``): every option of the turn (or
+  of the drawn guard, or after an Ace), each draw weighted by the unseen cards' composition (or the
+  known top card once the discard pile has been turned over), the next player's reply chosen as
+  the heuristic would (their best expected utility, their own draw included), and this player's
+  utility after it; options are tried in the heuristic's order, so when the budget runs out the
+  best finished one stands. It does not depend on the sampled draw order, only on the view. Setup
+  picks and Jokers are left to the rules of thumb.
+* ``search`` (kept, not a level): Monte Carlo tree search from the view: each iteration samples a draw pile order,
   walks a tree whose decision nodes are keyed by the actions and the public outcome of each draw
   (the value of the guard drawn, an Ace, a Joker, a court card), so that placing a 10 and placing
   a 2 never share statistics; it stops ``HORIZON`` turns after the root (or at the end of the
@@ -807,14 +814,16 @@ class Sim:
                     best = (gain - cost, t, gain, cost, (ATTACK, ci, k, t, tci, REMOVE_COURT))
         return best
 
-    def utilities(self, w: Weights) -> list[float]:
+    def utilities(self, w: Weights, mover: int = -1) -> list[float]:
+        """Every player's share (``evaluate``), crediting the best kill of ``mover`` (default: the
+        player to act)."""
         n = self.n
         if self.phase == S_OVER:
             share = 1.0 / len(self.winners)
             return [share if q in self.winners else 0.0 for q in range(n)]
         out = self.out
         v = [0.0 if out[q] else self.value(q, w) for q in range(n)]
-        m = self.player
+        m = self.player if mover < 0 else mover
         if w.threat and not out[m]:
             net, t, gain, cost, _ = self.best_kill(m, w)
             if net > 0:
@@ -879,13 +888,17 @@ class SearchResult:
 
 def search(pub: Public, rng: random.Random, *, iterations: int | None = None, budget_ms: float | None = None,
            horizon: int = HORIZON, exploration: float = EXPLORATION, prior: float = PRIOR, weights: Weights = W,
-           clock: Callable[[], float] = time.perf_counter) -> SearchResult:
-    """MCTS for the seat to act from ``pub`` alone (module docstring)."""
+           draw: Sequence[str] | None = None, clock: Callable[[], float] = time.perf_counter) -> SearchResult:
+    """MCTS for the seat to act from ``pub`` alone (module docstring).
+
+    ``draw`` (top first) fixes the draw pile's order instead of sampling it: only for measuring
+    what remembering the turned-over pile would be worth (the bots never pass it).
+    """
     if iterations is None and budget_ms is None:
         raise ValueError("give iterations or budget_ms")
     start = clock()
     deadline = start + budget_ms / 1000.0 if budget_ms is not None else math.inf
-    base = Sim.of(pub, rng)
+    base = Sim.of(pub, rng, draw)
     root_legal = base.legal()
     if len(root_legal) == 1:
         return SearchResult(root_legal[0], 0, {root_legal[0]: 0})
@@ -952,10 +965,189 @@ def search(pub: Public, rng: random.Random, *, iterations: int | None = None, bu
     return SearchResult(best, done, visits)
 
 
+# ---------------------------------------------------------------------------------------------
+# the expert: two plies of expectimax (my turn, the next player's reply) on the model
+
+
+class _Timeout(Exception):
+    pass
+
+
+def next_kinds(m: Sim) -> list[tuple[int, float]]:
+    """The next card's kind and probability: the shuffled pile's composition, or the known top."""
+    if m.draw:
+        if not m.shuffled:
+            return [(m.draw[-1], 1.0)]
+        counts: dict[int, int] = {}
+        for k in m.draw:
+            counts[k] = counts.get(k, 0) + 1
+        total = len(m.draw)
+        return [(k, c / total) for k, c in sorted(counts.items())]  # a fixed order: sums do not depend on the sample
+    return [(m.disc[0], 1.0)] if m.disc else []
+
+
+def _take(m: Sim, k: int) -> None:
+    """Draw a card of kind ``k`` as the next card (the caller got ``k`` from ``next_kinds``)."""
+    if not m.draw:
+        d = m.disc
+        d.reverse()
+        m.draw, m.disc, m.shuffled = d, [], False
+    if m.shuffled:
+        m.draw.remove(k)
+    else:
+        m.draw.pop()
+
+
+class _Expectimax:
+    """My turn's options, each scored by the expectation of my utility after the next player's
+    reply, that player choosing as the heuristic does (the best expected utility for them, one
+    ply deep, their own draw included)."""
+
+    def __init__(self, w: Weights, deadline: float, clock: Callable[[], float]) -> None:
+        self.w, self.deadline, self.clock = w, deadline, clock
+
+    def _after_draw(self, m: Sim, k: int, aces: int) -> list[tuple[float, Sim]]:
+        """The end-of-turn positions once the player to act has drawn ``k`` and chosen greedily."""
+        p, w = m.player, self.w
+        _take(m, k)
+        if k == K_COURT:
+            m.disc.append(k)
+            m.end_turn()
+            return [(1.0, m)]
+        if k == K_JOKER:
+            m.phase, m.pending = S_JOKER, K_JOKER
+            m.step(m.legal()[0])
+            return [(1.0, m)]
+        if k != K_ACE:
+            m.phase, m.pending = S_PLACE, k
+            best, best_u = None, -1.0
+            for a in m.legal():
+                c = m.copy()
+                c.step(a)
+                u = c.utilities(w)[p]
+                if u > best_u + 1e-12:
+                    best, best_u = c, u
+            assert best is not None
+            return [(1.0, best)]
+        # an Ace: the best attack (or none), then the draw again
+        m.aces += 1
+        m.disc.append(K_ACE)
+        m.phase = S_ACE
+        nxt = next_player(m.out, p)
+        best, best_u = m, m.utilities(w, nxt)[p]
+        for a in m.attacks(p):
+            c = m.copy()
+            if c.attack(a):
+                return [(1.0, c)]  # the game is won
+            u = c.utilities(w, next_player(c.out, p))[p]
+            if u > best_u + 1e-12:
+                best, best_u = c, u
+        if aces >= 1 or (not best.draw and not best.disc):
+            best.end_turn()  # a second Ace in a row: no deeper (rare)
+            return [(1.0, best)]
+        return self._draw(best, aces + 1)
+
+    def _draw(self, m: Sim, aces: int = 0) -> list[tuple[float, Sim]]:
+        out: list[tuple[float, Sim]] = []
+        for k, pk in next_kinds(m):
+            for q, s in self._after_draw(m.copy(), k, aces):
+                out.append((pk * q, s))
+        return out
+
+    def options(self, m: Sim) -> list[tuple[Action, list[tuple[float, Sim]]]]:
+        """Every option of the player at the start of their turn, with its end-of-turn positions."""
+        res: list[tuple[Action, list[tuple[float, Sim]]]] = []
+        for a in m.legal():
+            if a[0] == DEFEND:
+                res.append((a, self._draw(m)))
+            else:
+                c = m.copy()
+                c.step(a)
+                res.append((a, [(1.0, c)]))
+        return res
+
+    def reply_value(self, m: Sim, me: int) -> float:
+        """My utility after the player to act at ``m`` (the start of a turn) replies."""
+        if m.phase == S_OVER:
+            return m.utilities(self.w)[me]
+        if self.clock() > self.deadline:
+            raise _Timeout
+        o = m.player
+        if o == me:  # everybody else is out
+            return m.utilities(self.w)[me]
+        best_o, mine = -1.0, 0.0
+        for _, outs in self.options(m):
+            vo = vm = 0.0
+            for q, s in outs:
+                u = s.utilities(self.w)
+                vo += q * u[o]
+                vm += q * u[me]
+            if vo > best_o + 1e-12:
+                best_o, mine = vo, vm
+        return mine
+
+    def value(self, outs: list[tuple[float, Sim]], me: int) -> float:
+        return sum(q * self.reply_value(s, me) for q, s in outs)
+
+
+def expectimax(pub: Public, rng: random.Random, *, budget_ms: float | None = None, weights: Weights = W,
+               clock: Callable[[], float] = time.perf_counter) -> SearchResult:
+    """Two plies of expectimax at the start of a turn, after a guard is drawn, or after an Ace.
+
+    The root's actions are tried in the order of the heuristic's scores, so that when time runs
+    out the best of those finished stands (at worst the heuristic's own choice).
+    """
+    start = clock()
+    deadline = start + budget_ms / 1000.0 if budget_ms is not None else math.inf
+    base = Sim.of(pub, rng)
+    legal = base.legal()
+    if len(legal) == 1:
+        return SearchResult(legal[0], 0, {legal[0]: 0})
+    if base.phase not in (S_TURN, S_ACE, S_PLACE):
+        # setup picks (the next pick's card is drawn at random) and Jokers: the rules of thumb
+        return SearchResult(heuristic_action(pub, legal, weights), 0, {})
+    prior = action_scores(pub, legal, weights)
+    order = sorted(range(len(legal)), key=lambda i: -prior[i])
+    ex = _Expectimax(weights, deadline, clock)
+    me = base.player
+    best, best_v, done = legal[order[0]], -1.0, 0
+    try:
+        for i in order:
+            a = legal[i]
+            if base.phase == S_TURN:
+                outs = ex._draw(base) if a[0] == DEFEND else [(1.0, _stepped(base, a))]
+            elif base.phase == S_ACE:
+                c = base.copy()
+                ended = a[0] == ATTACK and c.attack(a)
+                if ended or (not c.draw and not c.disc):
+                    if not ended:
+                        c.end_turn()
+                    outs = [(1.0, c)]
+                else:
+                    outs = ex._draw(c, base.aces)
+            else:  # a guard drawn: place it or discard it
+                outs = [(1.0, _stepped(base, a))]
+            v = ex.value(outs, me)
+            done += 1
+            if v > best_v + 1e-12:
+                best, best_v = a, v
+    except _Timeout:
+        pass
+    return SearchResult(best, done, {a: 1 if a == best else 0 for a in legal})
+
+
+def _stepped(m: Sim, a: Action) -> Sim:
+    c = m.copy()
+    c.step(a)
+    return c
+
+
 def expert(view: Mapping[str, Any], seat: int, sample: Any, legal: tuple[Action, ...], rng: random.Random,
            budget_ms: float) -> tuple[Action, int]:
-    """The search within ``BUDGET_SHARE`` of ``budget_ms`` (``sample`` is not read)."""
-    res = search(parse_view(view, seat), rng, budget_ms=budget_ms * BUDGET_SHARE)
+    """Two plies of expectimax (``expectimax``) within ``BUDGET_SHARE`` of ``budget_ms`` (``sample`` is
+    not read). It replaced the MCTS ``search`` as the expert: over 500 two-player games against the
+    heuristic (``make bench``), the MCTS won 50.2% +- 4.4%, the expectimax 60.4% +- 4.3%."""
+    res = expectimax(parse_view(view, seat), rng, budget_ms=budget_ms * BUDGET_SHARE)
     assert res.action in legal, (res.action, legal)
     return res.action, res.iterations
 
