@@ -18,33 +18,29 @@ if [ -z "$PGBIN" ] || [ ! -x "$PGBIN/initdb" ]; then
   fi
 fi
 # initdb refuses to run as root: run the server as the 'postgres' user (created by the package) when root.
+# That user must reach the cluster's directory: when the checkout sits under a directory it cannot
+# enter (a private mktemp -d, a home directory), keep the cluster in /tmp instead, named after the checkout.
 RUN=()
 if [ "$(id -u)" = 0 ]; then
   id postgres >/dev/null 2>&1 || useradd --system --home-dir "$DIR" postgres
   RUN=(runuser -u postgres --)
-fi
-# the server user must reach the cluster's directory: when the checkout sits under a directory it cannot
-# enter (a private mktemp -d, a home directory), keep the cluster in /tmp instead, named after the checkout
-if [ "$(id -u)" = 0 ]; then
   mkdir -p "$DIR" && chown postgres "$DIR"
   if ! runuser -u postgres -- test -w "$DIR"; then
     DIR="/tmp/court-pg-test-$(printf %s "$PWD" | sha1sum | cut -c1-12)"
   fi
 fi
 mkdir -p "$DIR"
+[ "$(id -u)" = 0 ] && chown postgres "$DIR"
 cd "$DIR"  # a directory the server user may enter
 if [ "${1:-}" = stop ]; then
   [ -f "$DIR/data/postmaster.pid" ] && "${RUN[@]}" "$PGBIN/pg_ctl" -D "$DIR/data" -m fast stop >&2 || true
   exit 0
 fi
-mkdir -p "$DIR"
-[ "$(id -u)" = 0 ] && chown postgres "$DIR"
 if [ -f "$DIR/port" ] && "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$(cat "$DIR/port")"; then
   echo "postgresql://postgres@127.0.0.1:$(cat "$DIR/port")/postgres"
   exit 0
 fi
 rm -rf "$DIR/data"
-[ "$(id -u)" = 0 ] && chown postgres "$DIR"
 "${RUN[@]}" "$PGBIN/initdb" -D "$DIR/data" -U postgres --auth=trust -E UTF8 >/dev/null
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 echo "$PORT" > "$DIR/port"
