@@ -888,17 +888,13 @@ class SearchResult:
 
 def search(pub: Public, rng: random.Random, *, iterations: int | None = None, budget_ms: float | None = None,
            horizon: int = HORIZON, exploration: float = EXPLORATION, prior: float = PRIOR, weights: Weights = W,
-           draw: Sequence[str] | None = None, clock: Callable[[], float] = time.perf_counter) -> SearchResult:
-    """MCTS for the seat to act from ``pub`` alone (module docstring).
-
-    ``draw`` (top first) fixes the draw pile's order instead of sampling it: only for measuring
-    what remembering the turned-over pile would be worth (the bots never pass it).
-    """
+           clock: Callable[[], float] = time.perf_counter) -> SearchResult:
+    """MCTS for the seat to act from ``pub`` alone (module docstring)."""
     if iterations is None and budget_ms is None:
         raise ValueError("give iterations or budget_ms")
     start = clock()
     deadline = start + budget_ms / 1000.0 if budget_ms is not None else math.inf
-    base = Sim.of(pub, rng, draw)
+    base = Sim.of(pub, rng)
     root_legal = base.legal()
     if len(root_legal) == 1:
         return SearchResult(root_legal[0], 0, {root_legal[0]: 0})
