@@ -7,34 +7,24 @@
         async for update in rules.watch(created.game_id, after_seq=reply.seq):
             ...
 
-Every call sends ``authorization: Bearer <token>`` and an ``x-request-id``.
-Mutating calls carry a request id (generated unless given) and are retried on
-ABORTED and UNAVAILABLE with the same id, so a retry can never apply twice;
-reads are retried on UNAVAILABLE. ``watch`` resumes after a broken stream from
-the last sequence number it delivered.
+Calls, request ids and retries as every Court client (``court_client.base``).
+``watch`` resumes after a broken stream from the last sequence number it
+delivered.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
 
 import grpc
 from court_kit import actions as kactions
 from court_kit.structs import to_dict, to_struct
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2, rules_pb2_grpc
 
-T = TypeVar("T")
-
-RETRY_MUTATING = frozenset({grpc.StatusCode.ABORTED, grpc.StatusCode.UNAVAILABLE})
-RETRY_READ = frozenset({grpc.StatusCode.UNAVAILABLE})
-
-
-def new_request_id() -> str:
-    return uuid.uuid4().hex
+from .base import RETRY_MUTATING, RETRY_READ, ServiceClient, new_request_id
 
 
 def action(game: str, d: Mapping[str, Any]) -> actions_pb2.Action:
@@ -51,45 +41,14 @@ def view_dict(view: rules_pb2.GameView) -> dict[str, Any]:
     return to_dict(view.view)
 
 
-class RulesClient:
+class RulesClient(ServiceClient):
     def __init__(self, target: str | grpc.aio.Channel, token: str, *, retries: int = 8,
                  backoff: float = 0.02, max_backoff: float = 1.0, timeout: float | None = 15.0):
-        self._own_channel = isinstance(target, str)
-        self.channel = grpc.aio.insecure_channel(target) if isinstance(target, str) else target
+        super().__init__(target, token, retries=retries, backoff=backoff, max_backoff=max_backoff, timeout=timeout)
         self.stub = rules_pb2_grpc.RulesServiceStub(self.channel)
-        self.token = token
-        self.retries = retries
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        self.timeout = timeout
-        self.attempts = 0  # calls sent, retries included (tests, benchmarks)
 
     async def __aenter__(self) -> RulesClient:
         return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        if self._own_channel:
-            await self.channel.close()
-
-    def metadata(self, request_id: str | None = None) -> tuple[tuple[str, str], ...]:
-        return (("authorization", f"Bearer {self.token}"), ("x-request-id", request_id or new_request_id()))
-
-    async def _call(self, fn: Callable[..., Awaitable[T]], request: Any, retry_on: frozenset[grpc.StatusCode],
-                    request_id: str | None = None) -> T:
-        delay = self.backoff
-        for attempt in range(self.retries + 1):
-            self.attempts += 1
-            try:
-                return await fn(request, metadata=self.metadata(request_id), timeout=self.timeout)
-            except grpc.aio.AioRpcError as err:
-                if err.code() not in retry_on or attempt == self.retries:
-                    raise
-            await asyncio.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, self.max_backoff)
-        raise AssertionError("unreachable")
 
     # ------------------------------------------------------------------ calls
 

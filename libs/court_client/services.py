@@ -5,7 +5,7 @@
         lobby.token = auth.token
         room = await lobby.create_lobby("hearts", online=False)
 
-Like ``RulesClient``: every call sends ``authorization: Bearer <token>`` (when a token is set)
+As every Court client (``court_client.base``): every call sends ``authorization: Bearer <token>`` (when a token is set)
 and an ``x-request-id``; mutating calls carry a request id (generated unless given) and are
 retried on ABORTED and UNAVAILABLE with that same id, so a retry never applies twice; reads are
 retried on UNAVAILABLE. Errors surface as ``grpc.aio.AioRpcError`` with the service's message.
@@ -13,10 +13,8 @@ retried on UNAVAILABLE. Errors surface as ``grpc.aio.AioRpcError`` with the serv
 
 from __future__ import annotations
 
-import asyncio
-import random
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import grpc
 from court_kit.structs import to_struct
@@ -26,61 +24,10 @@ from court_proto.court.lobby.v1 import lobby_pb2_grpc
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 from court_proto.court.ranking.v1 import ranking_pb2_grpc
 
-from .rules import RETRY_MUTATING, RETRY_READ, new_request_id
-
-T = TypeVar("T")
+from .base import RETRY_READ, ServiceClient, new_request_id
 
 
-class _ServiceClient:
-    """A channel, a bearer token and the retry policy shared by the clients below."""
-
-    def __init__(self, target: str | grpc.aio.Channel, token: str | None = None, *, retries: int = 6,
-                 backoff: float = 0.05, max_backoff: float = 1.0, timeout: float | None = 15.0):
-        self._own_channel = isinstance(target, str)
-        self.channel = grpc.aio.insecure_channel(target) if isinstance(target, str) else target
-        self.token = token
-        self.retries = retries
-        self.backoff = backoff
-        self.max_backoff = max_backoff
-        self.timeout = timeout
-
-    async def __aenter__(self) -> Any:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    async def close(self) -> None:
-        if self._own_channel:
-            await self.channel.close()
-
-    def metadata(self, request_id: str | None = None) -> tuple[tuple[str, str], ...]:
-        meta = [("x-request-id", request_id or new_request_id())]
-        if self.token:
-            meta.append(("authorization", f"Bearer {self.token}"))
-        return tuple(meta)
-
-    async def _call(self, fn: Callable[..., Awaitable[T]], request: Any, retry_on: frozenset[grpc.StatusCode],
-                    request_id: str | None = None, timeout: float | None = None) -> T:
-        delay = self.backoff
-        for attempt in range(self.retries + 1):
-            try:
-                return await fn(request, metadata=self.metadata(request_id), timeout=timeout or self.timeout)
-            except grpc.aio.AioRpcError as err:
-                if err.code() not in retry_on or attempt == self.retries:
-                    raise
-            await asyncio.sleep(delay * (0.5 + random.random()))
-            delay = min(delay * 2, self.max_backoff)
-        raise AssertionError("unreachable")
-
-    async def _read(self, fn: Callable[..., Awaitable[T]], request: Any) -> T:
-        return await self._call(fn, request, RETRY_READ)
-
-    async def _write(self, fn: Callable[..., Awaitable[T]], request: Any) -> T:
-        return await self._call(fn, request, RETRY_MUTATING, request.request_id)
-
-
-class LobbyClient(_ServiceClient):
+class LobbyClient(ServiceClient):
     """``court.lobby.v1.LobbyService``: accounts, lobbies, quick match, my games."""
 
     def __init__(self, target: str | grpc.aio.Channel, token: str | None = None, **kwargs: Any):
@@ -176,7 +123,7 @@ class LobbyClient(_ServiceClient):
             request_id=request_id or new_request_id(), game_id=game_id))
 
 
-class RankingClient(_ServiceClient):
+class RankingClient(ServiceClient):
     """``court.ranking.v1.RankingService``: balances, ledger, profiles, leaderboards, challenges."""
 
     def __init__(self, target: str | grpc.aio.Channel, token: str | None = None, **kwargs: Any):
@@ -208,7 +155,7 @@ class RankingClient(_ServiceClient):
         return await self._read(self.stub.GetRatings, rpb.GetRatingsRequest(game=game, player_ids=list(player_ids)))
 
 
-class BotClient(_ServiceClient):
+class BotClient(ServiceClient):
     """``court.bot.v1.BotService``: what a bot would play in one of the caller's seats."""
 
     def __init__(self, target: str | grpc.aio.Channel, token: str | None = None, **kwargs: Any):
