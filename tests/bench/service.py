@@ -13,6 +13,11 @@ The ceiling: a bare grpc.aio handler doing one JetStream publish per call (tests
 in its own process, driven with the same concurrency. The figure to watch is
 ``ratio = service moves/s / ceiling calls/s`` (goal >= 0.8; a read-modify-write per move reaches
 about 0.6).
+
+Beside it, the floor of the event contract: the same bare handler, also storing the two events
+every move has at least (public and full, on their own subjects, end markers last), so the share
+of the ceiling that a move's required writes alone leave is measured in the same run; and the
+events the service actually stored per move.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import grpc
 from court_client import RulesClient
 from court_kit.tokens import issue_token
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from nats import connect as nats_connect
 
 from tests.fixtures.nats import BinaryNats, free_port
 
@@ -39,6 +45,7 @@ GAMES = int(os.environ.get("BENCH_GAMES", "64"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))
 SECRET = "bench-secret-0123456789abcdef0123456789"
 # short games keep creation in the mix without dominating it
+FLOOR_EVENTS = 2  # every move publishes ActionApplied and TurnStarted (or GameEnded), at least
 GAME_MIX = [("hearts", {"limit": 20}, 4), ("queens_court", {"players": 3}, 3),
             ("court_wars", {"players": 2, "turn_limit": 80}, 2), ("the_court", {"mode": "burn"}, 2)]
 
@@ -69,6 +76,7 @@ class Stats:
         self.latencies: list[float] = []
         self.games = 0
         self.elapsed = 0.0
+        self.events = 0.0
 
 
 async def _bot_driver(lobby: RulesClient, client: RulesClient, deadline: float, rng: random.Random, stats: Stats,
@@ -122,7 +130,7 @@ async def _player_driver(lobby: RulesClient, deadline: float, rng: random.Random
             to_act = [] if reply.view.finished else list(reply.view.to_act)
 
 
-async def _measure_service(target: str, mode: str) -> Stats:
+async def _measure_service(target: str, mode: str, nats_url: str) -> Stats:
     stats = Stats()
     rng = random.Random(mode)
     async with RulesClient(target, issue_token(SECRET, "bench-lobby", "service")) as lobby:
@@ -130,6 +138,7 @@ async def _measure_service(target: str, mode: str) -> Stats:
         # warm up (caches, channels), then measure
         warm = time.perf_counter() + 1.0
         await asyncio.gather(*(_bot_driver(lobby, bots, warm, random.Random(i), Stats(), i) for i in range(4)))
+        before = await _stored(nats_url, "COURT_EVENTS")
         deadline = time.perf_counter() + SECONDS
         t0 = time.perf_counter()
         if mode == "bot":
@@ -139,7 +148,17 @@ async def _measure_service(target: str, mode: str) -> Stats:
             await asyncio.gather(*(_player_driver(lobby, deadline, random.Random(rng.random()), stats, i)
                                    for i in range(GAMES)))
         stats.elapsed = time.perf_counter() - t0
+    # public events stored per move, the games' creation included (each has as many full ones)
+    stats.events = (await _stored(nats_url, "COURT_EVENTS") - before) / max(1, stats.moves)
     return stats
+
+
+async def _stored(nats_url: str, stream: str) -> int:
+    nc = await nats_connect(nats_url)
+    try:
+        return int((await nc.jetstream().stream_info(stream)).state.messages)
+    finally:
+        await nc.close()
 
 
 async def _measure_ceiling(target: str) -> tuple[float, list[float]]:
@@ -184,8 +203,12 @@ async def run() -> dict[str, Any]:
     try:
         ceiling = subprocess.Popen([sys.executable, "-m", "tests.bench._ceiling", nats.url], stdout=subprocess.PIPE)
         procs.append(ceiling)
-        assert ceiling.stdout is not None
+        floor = subprocess.Popen([sys.executable, "-m", "tests.bench._ceiling", nats.url, str(FLOOR_EVENTS)],
+                                 stdout=subprocess.PIPE)
+        procs.append(floor)
+        assert ceiling.stdout is not None and floor.stdout is not None
         ceiling_target = f"127.0.0.1:{int(ceiling.stdout.readline())}"
+        floor_target = f"127.0.0.1:{int(floor.stdout.readline())}"
         rules, target = _start_rules(nats.url, tmp / "state")
         procs.append(rules)
         await _await_serving(target)
@@ -205,16 +228,25 @@ async def run() -> dict[str, Any]:
         c0 = cpus(ceiling.pid)
         ceil_rate, ceil_lat = await _measure_ceiling(ceiling_target)
         c1 = cpus(ceiling.pid)
+        f0 = cpus(floor.pid)
+        floor_rate, _ = await _measure_ceiling(floor_target)
+        f1 = cpus(floor.pid)
         s0 = cpus(rules.pid)
-        bot = await _measure_service(target, "bot")
+        bot = await _measure_service(target, "bot", nats.url)
         s1 = cpus(rules.pid)
         c2 = cpus(ceiling.pid)
         ceil_rate2, ceil_lat2 = await _measure_ceiling(ceiling_target)
         c3 = cpus(ceiling.pid)
+        f2 = cpus(floor.pid)
+        floor_rate2, _ = await _measure_ceiling(floor_target)
+        f3 = cpus(floor.pid)
         s2 = cpus(rules.pid)
-        players = await _measure_service(target, "players")
+        players = await _measure_service(target, "players", nats.url)
         s3 = cpus(rules.pid)
         out["ceiling"] = (ceil_rate + ceil_rate2) / 2
+        out["floor"] = (floor_rate + floor_rate2) / 2
+        fcalls = (floor_rate + floor_rate2) * SECONDS
+        out["floor_cpu"] = tuple(x + y for x, y in zip(per_op(f0, f1, fcalls), per_op(f2, f3, fcalls), strict=True))
         out["ceiling_p50"] = _pct(ceil_lat + ceil_lat2, 0.5)
         calls = (ceil_rate + ceil_rate2) * SECONDS
         out["ceiling_cpu"] = tuple(x + y for x, y in zip(per_op(c0, c1, calls), per_op(c2, c3, calls), strict=True))
@@ -222,7 +254,7 @@ async def run() -> dict[str, Any]:
         for name, st, a, b in (("bot", bot, s0, s1), ("players", players, s2, s3)):
             out[name] = {"moves_s": st.moves / st.elapsed, "p50": _pct(st.latencies, 0.5),
                          "p99": _pct(st.latencies, 0.99), "games": st.games, "moves": st.moves,
-                         "cpu": per_op(a, b, st.moves)}
+                         "cpu": per_op(a, b, st.moves), "events_per_move": st.events}
         return out
     finally:
         for p in procs:
@@ -247,12 +279,15 @@ def main() -> None:
 
     print(f"  ceiling (bare grpc.aio handler + 1 JetStream publish): {ceiling:8.0f} calls/s  "
           f"p50 {r['ceiling_p50'] * 1000:.2f} ms  {cpu(r['ceiling_cpu'], 'call')}")
+    print(f"  floor of a move's writes (the same + {FLOOR_EVENTS} events, public and full): {r['floor']:8.0f} calls/s  "
+          f"ratio floor/ceiling {r['floor'] / ceiling:.2f}  {cpu(r['floor_cpu'], 'call')}")
     for name, label in (("bot", "bot identity, 1 RPC per move"), ("players", "a token per seat, 2 RPCs per move")):
         s = r[name]
         print(f"  service ({label}): {s['moves_s']:8.0f} moves/s  submit p50 {s['p50'] * 1000:.2f} ms  "
               f"p99 {s['p99'] * 1000:.2f} ms  ({s['moves']} moves, {s['games']} games)  "
               f"ratio service/ceiling {s['moves_s'] / ceiling:.2f}")
-        print(f"      {cpu(s['cpu'], 'move')}")
+        print(f"      {cpu(s['cpu'], 'move')}"
+              + f"; events per move {s['events_per_move']:.2f}, each stored public and full")
     print("  goal: ratio >= 0.8 for the 1-RPC driver (a read-modify-write per move reaches about 0.6)")
 
 
