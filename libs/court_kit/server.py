@@ -10,17 +10,20 @@
   (``court_kit.errors.status_for``): the one edge where that happens.
 * ``serve_until_signalled``: on SIGTERM/SIGINT health goes NOT_SERVING, the
   server stops with a grace period, then the cleanups run (``nc.drain()``).
+* ``run_service``: every service's console script (``court-rules`` and the rest).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextvars
 import signal
+import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -30,7 +33,7 @@ from grpc_reflection.v1alpha import reflection
 from . import logging as klog
 from .errors import Unauthenticated, status_for
 from .metrics import GRPC_REQUESTS, GRPC_SECONDS
-from .settings import ConfigError, listen_host_port
+from .settings import ConfigError, Settings, listen_host_port
 from .tokens import Identity, TokenError, Verifier
 
 log = klog.get_logger("court_kit.server")
@@ -222,3 +225,51 @@ async def serve_until_signalled(
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
+
+
+class ServiceApp(Protocol):
+    """What ``run_service`` needs of a started service: its server, health and clean-up."""
+
+    server: grpc.aio.Server
+    health: HealthServicer
+
+    async def close(self) -> None: ...
+
+
+def run_service(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], argv: Sequence[str] | None = None,
+                *, check: Callable[[Settings], object] | None = None,
+                migrate: Callable[[Settings], None] | None = None) -> int:
+    """The ``court-<name>`` console script: settings from the environment, logging, serve until
+    SIGTERM/SIGINT with a graceful shutdown. ``check`` validates the service's own settings before
+    anything starts; ``migrate`` adds the ``migrate`` command (migrate the schema and exit).
+    Exit status 2 on a configuration error, with the reason on stderr (or in the log once logging
+    is set up)."""
+    parser = argparse.ArgumentParser(prog=f"court-{name}", description=f"Court's {name} service.")
+    if migrate is not None:
+        parser.add_argument("command", nargs="?", default="serve", choices=("serve", "migrate"),
+                            help="serve (default), or migrate the database schema and exit")
+    args = parser.parse_args(argv)
+    try:
+        settings = Settings.load(name)
+        if check is not None:
+            check(settings)
+    except ConfigError as exc:
+        print(f"court-{name}: configuration error: {exc}", file=sys.stderr)
+        return 2
+    klog.configure_logging(name, settings.log_format, settings.log_level)
+
+    async def serve() -> None:
+        app = await start(settings)
+        await serve_until_signalled(app.server, app.health, grace=settings.shutdown_grace, cleanups=[app.close])
+
+    try:
+        if migrate is not None and args.command == "migrate":
+            migrate(settings)
+            return 0
+        asyncio.run(serve())
+    except ConfigError as exc:
+        log.error("cannot start", error=str(exc))
+        return 2
+    except KeyboardInterrupt:
+        pass
+    return 0

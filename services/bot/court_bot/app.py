@@ -13,7 +13,6 @@ drains.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import sys
 from collections.abc import Callable
@@ -25,8 +24,8 @@ import grpc
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.metrics import MetricsServer, start_metrics_server
-from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, serve_until_signalled
-from court_kit.settings import ConfigError, Settings
+from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
+from court_kit.settings import Settings
 from court_kit.tokens import Verifier
 from court_proto.court.bot.v1 import bot_pb2, bot_pb2_grpc
 from grpc_health.v1._async import HealthServicer
@@ -131,28 +130,9 @@ class BotApp:
         self.decider.close()
 
 
-async def _serve(settings: Settings, config: BotConfig) -> None:
-    app = await BotApp.start(settings, config=config)
-    await serve_until_signalled(app.server, app.health, grace=settings.shutdown_grace, cleanups=[app.close])
-
-
 def main(argv: list[str] | None = None) -> int:
-    try:
-        settings = Settings.load("bot")
-        config = BotConfig.from_settings(settings)
-    except ConfigError as exc:
-        print(f"court-bot: configuration error: {exc}", file=sys.stderr)
-        return 2
-    klog.configure_logging("bot", settings.log_format, settings.log_level)
-    try:
-        asyncio.run(_serve(settings, config))
-    except ConfigError as exc:
-        log.error("cannot start", error=str(exc))
-        return 2
-    except KeyboardInterrupt:
-        pass
-    return 0
-
+    return run_service("bot", lambda settings: BotApp.start(settings, config=BotConfig.from_settings(settings)), argv,
+                       check=BotConfig.from_settings)
 
 if __name__ == "__main__":
     sys.exit(main())

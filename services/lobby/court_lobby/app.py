@@ -9,7 +9,6 @@ start (Alembic; ``migrate`` runs only that). ``LobbyApp.start(settings)`` is wha
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import sys
@@ -18,8 +17,8 @@ from dataclasses import dataclass
 import court_store
 from court_kit import logging as klog
 from court_kit.metrics import MetricsServer, start_metrics_server
-from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, serve_until_signalled
-from court_kit.settings import ConfigError, Settings
+from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
+from court_kit.settings import Settings
 from court_kit.tokens import Verifier
 from court_proto.court.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 from grpc_health.v1._async import HealthServicer
@@ -92,34 +91,8 @@ class LobbyApp:
         await self.close()
 
 
-async def _serve(settings: Settings) -> None:
-    app = await LobbyApp.start(settings)
-    await serve_until_signalled(app.server, app.health, grace=settings.shutdown_grace, cleanups=[app.close])
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="court-lobby", description="Court's lobby service.")
-    parser.add_argument("command", nargs="?", default="serve", choices=("serve", "migrate"),
-                        help="serve (default), or migrate the database schema and exit")
-    args = parser.parse_args(argv)
-    try:
-        settings = Settings.load("lobby")
-    except ConfigError as exc:
-        print(f"court-lobby: configuration error: {exc}", file=sys.stderr)
-        return 2
-    klog.configure_logging("lobby", settings.log_format, settings.log_level)
-    try:
-        if args.command == "migrate":
-            open_database(settings).dispose()
-            return 0
-        asyncio.run(_serve(settings))
-    except ConfigError as exc:
-        log.error("cannot start", error=str(exc))
-        return 2
-    except KeyboardInterrupt:
-        pass
-    return 0
-
+    return run_service("lobby", LobbyApp.start, argv, migrate=lambda settings: open_database(settings).dispose())
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -8,7 +8,6 @@ COURT_TOKEN_SECRET. The schema is migrated at start (Alembic; ``migrate`` runs o
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import sys
@@ -18,8 +17,8 @@ import court_store
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.metrics import MetricsServer, start_metrics_server
-from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, serve_until_signalled
-from court_kit.settings import ConfigError, Settings
+from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
+from court_kit.settings import Settings
 from court_kit.tokens import Verifier
 from court_proto.court.ranking.v1 import ranking_pb2, ranking_pb2_grpc
 from grpc_health.v1._async import HealthServicer
@@ -113,34 +112,8 @@ class RankingApp:
         self.engine.dispose()
 
 
-async def _serve(settings: Settings) -> None:
-    app = await RankingApp.start(settings)
-    await serve_until_signalled(app.server, app.health, grace=settings.shutdown_grace, cleanups=[app.close])
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="court-ranking", description="Court's ranking service.")
-    parser.add_argument("command", nargs="?", default="serve", choices=("serve", "migrate"),
-                        help="serve (default), or migrate the database schema and exit")
-    args = parser.parse_args(argv)
-    try:
-        settings = Settings.load("ranking")
-    except ConfigError as exc:
-        print(f"court-ranking: configuration error: {exc}", file=sys.stderr)
-        return 2
-    klog.configure_logging("ranking", settings.log_format, settings.log_level)
-    try:
-        if args.command == "migrate":
-            open_database(settings).dispose()
-            return 0
-        asyncio.run(_serve(settings))
-    except ConfigError as exc:
-        log.error("cannot start", error=str(exc))
-        return 2
-    except KeyboardInterrupt:
-        pass
-    return 0
-
+    return run_service("ranking", RankingApp.start, argv, migrate=lambda settings: open_database(settings).dispose())
 
 if __name__ == "__main__":
     sys.exit(main())

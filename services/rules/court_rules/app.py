@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.metrics import MetricsServer, start_metrics_server
-from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, serve_until_signalled
-from court_kit.settings import ConfigError, Settings
+from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
+from court_kit.settings import Settings
 from court_kit.tokens import Verifier
 from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from grpc_health.v1._async import HealthServicer
@@ -114,27 +114,8 @@ class RulesApp:
             await self.nc.close()
 
 
-async def _serve(settings: Settings) -> None:
-    app = await RulesApp.start(settings)
-    await serve_until_signalled(app.server, app.health, grace=settings.shutdown_grace, cleanups=[app.close])
-
-
 def main(argv: list[str] | None = None) -> int:
-    try:
-        settings = Settings.load("rules")
-    except ConfigError as exc:
-        print(f"court-rules: configuration error: {exc}", file=sys.stderr)
-        return 2
-    klog.configure_logging("rules", settings.log_format, settings.log_level)
-    try:
-        asyncio.run(_serve(settings))
-    except ConfigError as exc:
-        log.error("cannot start", error=str(exc))
-        return 2
-    except KeyboardInterrupt:
-        pass
-    return 0
-
+    return run_service("rules", RulesApp.start, argv)
 
 if __name__ == "__main__":
     sys.exit(main())
