@@ -17,6 +17,11 @@ async def _collect(client: Any, gid: str, seat: int | None, after: int | None, o
         out.append(u)
 
 
+async def _until(ready: Any) -> None:
+    while not ready():
+        await asyncio.sleep(0.01)
+
+
 async def test_watchers_on_another_replica_see_every_move(replicas: Any) -> None:
     a = await replicas.start(sweep_delay=0.2)
     b = await replicas.start(sweep_delay=0.2)
@@ -29,6 +34,9 @@ async def test_watchers_on_another_replica_see_every_move(replicas: Any) -> None
         asyncio.create_task(_collect(replicas.client(b, "nia"), gid, None, None, seat_updates)),
         asyncio.create_task(_collect(replicas.client(b, "stranger"), gid, None, None, spectator_updates)),
     ]
+    # play only once both watchers hold their snapshot (of seq 0): a watch sees the game from the
+    # position it finds, so a move made before the stream opened would not come as an update
+    await asyncio.wait_for(_until(lambda: bool(seat_updates and spectator_updates)), 15)
     final = await play_out({i: replicas.client(a, p) for i, p in enumerate(players)}, gid, random.Random(1))
     await asyncio.wait_for(asyncio.gather(*tasks), 15)  # both streams end after the final move
     for updates, seat in ((seat_updates, 0), (spectator_updates, None)):
@@ -90,6 +98,7 @@ async def test_client_watch_resumes_after_its_replica_dies(replicas: Any) -> Non
                 watcher.stub = type(watcher.stub)(watcher.channel)
 
     task = asyncio.create_task(watch())
+    await asyncio.wait_for(_until(lambda: bool(got)), 15)  # the snapshot (seq 0) first
     final = await play_out({i: replicas.client(b, p) for i, p in enumerate(players)}, gid, random.Random(4))
     await asyncio.wait_for(task, 15)
     assert got == list(range(final.seq + 1)), "no move missed or repeated across the reconnect"
