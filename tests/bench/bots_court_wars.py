@@ -2,9 +2,10 @@
 
 ``python -m tests.bench.bots_court_wars`` (also run by ``make bench``). Two-player pairings
 (expert v heuristic, expert v random, heuristic v random) play ``COURT_BENCH_GAMES`` games each
-(default 500), the seats alternating between games; the 4-player table seats one expert with three
-heuristic bots, the expert's seat rotating over 0..3 (``COURT_BENCH_GAMES4``, default
-``COURT_BENCH_GAMES`` / 2, at most 48: those games mostly last until the turn limit). Default options (jokers, strict guards, turn limit 500). A game won
+(default 500), the seats alternating between games; the 3- and 4-player tables seat one expert with
+heuristic bots, the expert's seat rotating (``COURT_BENCH_GAMES_MULTI`` games each, default
+``COURT_BENCH_GAMES`` / 2). Default options (jokers, strict guards, turn limit 500); the printed
+count of games ended at the turn limit shows whether the bots bring games to an end. A game won
 counts 1, a shared win 1/k of it. Printed: each side's win rate with a 95% confidence interval
 (normal approximation; for the 4-player table the expert's rate against the 25% of an equal
 player), the mean game length in turns, and the median and 99th percentile of the time per
@@ -81,8 +82,7 @@ def timing(all_results: list[dict[str, Any]]) -> None:
 
 def main() -> None:
     games = int(os.environ.get("COURT_BENCH_GAMES", "500"))
-    # the 4-player table mostly runs to the turn limit (500 turns): a smaller sample keeps make bench short
-    games4 = int(os.environ.get("COURT_BENCH_GAMES4", str(max(4, min(48, games // 2)))))
+    games_multi = int(os.environ.get("COURT_BENCH_GAMES_MULTI", str(max(6, games // 2))))
     procs = int(os.environ.get("COURT_BENCH_PROCS", "2"))
     everything: list[dict[str, Any]] = []
     with multiprocessing.get_context("spawn").Pool(procs) as pool:
@@ -94,16 +94,17 @@ def main() -> None:
             sb = [r["scores"][1 - g % 2] for g, r in enumerate(res)]
             first = [r["scores"][0] for r in res]
             summarize(f"{a} v {b} (2 players)", res, [(a, sa), (b, sb), ("seat 0 (either level)", first)])
-        jobs4 = []
-        for g in range(games4):
-            seat = g % 4
-            levels = tuple("expert" if s == seat else "heuristic" for s in range(4))
-            jobs4.append(({"players": 4}, levels, 20_000 + g))
-        res4 = pool.map(play, jobs4, chunksize=2)
-        everything += res4
-        ex = [r["scores"][g % 4] for g, r in enumerate(res4)]
-        summarize("expert v 3 heuristic (4 players, expert's seat rotating; an equal player wins 25%)", res4,
-                  [("expert", ex)])
+        for n, count in ((3, games_multi), (4, games_multi)):
+            jobs = []
+            for g in range(count):
+                seat = g % n
+                jobs.append(({"players": n}, tuple("expert" if s == seat else "heuristic" for s in range(n)),
+                             20_000 + 1000 * n + g))
+            res = pool.map(play, jobs, chunksize=2)
+            everything += res
+            ex = [r["scores"][g % n] for g, r in enumerate(res)]
+            summarize(f"expert v {n - 1} heuristic ({n} players, expert's seat rotating; an equal player wins "
+                      f"{1 / n:.0%})", res, [("expert", ex)])
     timing(everything)
 
 

@@ -309,3 +309,23 @@ def test_the_search_beats_random_play():
 
 def test_the_expectimax_expert_beats_random_play():
     assert _wins_against_random(lambda pub, rng: B.expectimax(pub, rng).action) >= 5
+
+
+@pytest.mark.parametrize("players", [3, 4])
+def test_bot_tables_of_three_and_four_end_by_elimination(players):
+    # with the two-player weights every all-bot table ran to the 500-turn limit: nobody gave up
+    # guards for a court (weights_for). Three games of heuristic bots (through the levels'
+    # entry point), then one with an expert seat (its expectimax without a deadline: deterministic)
+    for g in range(4):
+        state = cw.new_game(cw.Options(players=players), 500 + g)
+        rng = random.Random(g)
+        expert_seat = 0 if g == 3 else -1
+        while not cw.is_terminal(state):
+            p = state.player
+            if p == expert_seat:
+                pub = B.parse_view(cw.view(state, p), p)
+                action = B.expectimax(pub, rng, weights=B.weights_for(players)).action
+            else:
+                action = levels.choose(cw.NAME, cw.view(state, p), p, "heuristic", rng).action
+            state, _ = cw.apply(state, p, action, emit=False)
+        assert state.end == "last_standing" and state.turns < 400, (players, g, state.end, state.turns)

@@ -21,7 +21,9 @@ the remembered order; this module leaves the engine as it is.)
   is capped). The player to move is credited with their best immediate kill (the cheapest spend
   of one of their stacks that defeats a court), so exposed courts count as half lost. Utility is
   each player's softmax share of the material of the players still in (2 players: a logistic of
-  the difference), 1/0 at the end of the game.
+  the difference), 1/0 at the end of the game. Three or four players use their own weights
+  (``weights_for``): courts count four times as much and the softmax is flatter, so that bots
+  spend guards to defeat courts and all-bot tables end by elimination instead of the turn limit.
 * ``heuristic``: one ply of expectimax on that evaluation. At the start of a turn it compares
   every attack (defeats and strips, with the opponent's best kill reply priced in) against Defend,
   whose value is the exact expectation over the unseen cards (guards placed at their best, J/Q/K
@@ -173,6 +175,17 @@ class Weights:
 
 
 W = Weights()
+# Three or four players: a court weighs four times as much and the utility is flatter. With the
+# two-player weights every bot prefers its guards to an opponent's court (a bare court is worth
+# 10, the two guards that defeat it about 13) and a leader's share is already near 1, so nobody
+# attacks: all-bot tables ran to the 500-turn limit. With these, four-bot games end by
+# elimination in about 150 turns, three-bot games in about 100 (tests/bench/bots_court_wars.py).
+W_MULTI = Weights(court=40.0, temp=25.0)
+
+
+def weights_for(players: int) -> Weights:
+    """The evaluation's weights for a table of ``players``."""
+    return W if players <= 2 else W_MULTI
 
 
 def _top(c: Court) -> int:
@@ -451,9 +464,10 @@ def heuristic_action(pub: Public, legal: Sequence[Action], w: Weights = W) -> Ac
 
 
 def heuristic(view: Mapping[str, Any], seat: int, sample: Any, legal: tuple[Action, ...],
-              rng: random.Random, weights: Weights = W) -> Action:
+              rng: random.Random, weights: Weights | None = None) -> Action:
     """The rules of thumb (module docstring), from the view alone (``sample`` is not read)."""
-    action = heuristic_action(parse_view(view, seat), legal, weights)
+    pub = parse_view(view, seat)
+    action = heuristic_action(pub, legal, weights_for(pub.options.players) if weights is None else weights)
     assert action in legal, (action, legal)
     return action
 
@@ -1143,7 +1157,8 @@ def expert(view: Mapping[str, Any], seat: int, sample: Any, legal: tuple[Action,
     """Two plies of expectimax (``expectimax``) within ``BUDGET_SHARE`` of ``budget_ms`` (``sample`` is
     not read). It replaced the MCTS ``search`` as the expert: over 500 two-player games against the
     heuristic (``make bench``), the MCTS won 50.2% +- 4.4%, the expectimax 60.4% +- 4.3%."""
-    res = expectimax(parse_view(view, seat), rng, budget_ms=budget_ms * BUDGET_SHARE)
+    pub = parse_view(view, seat)
+    res = expectimax(pub, rng, budget_ms=budget_ms * BUDGET_SHARE, weights=weights_for(pub.options.players))
     assert res.action in legal, (res.action, legal)
     return res.action, res.iterations
 
