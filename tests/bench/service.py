@@ -225,31 +225,30 @@ async def run() -> dict[str, Any]:
         def per_op(a: tuple[float, ...], b: tuple[float, ...], ops: float) -> tuple[float, ...]:
             return tuple((y - x) / max(1.0, ops) for x, y in zip(a, b, strict=True))
 
-        c0 = cpus(ceiling.pid)
-        ceil_rate, ceil_lat = await _measure_ceiling(ceiling_target)
-        c1 = cpus(ceiling.pid)
-        f0 = cpus(floor.pid)
-        floor_rate, _ = await _measure_ceiling(floor_target)
-        f1 = cpus(floor.pid)
+        bare: dict[str, list[tuple[float, list[float], tuple[float, ...], tuple[float, ...]]]] = {
+            "ceiling": [], "floor": []}
+
+        async def measure_bare() -> None:
+            """One run of each bare handler: (rate, latencies, CPU seconds before, after)."""
+            for name, proc, tgt in (("ceiling", ceiling, ceiling_target), ("floor", floor, floor_target)):
+                before = cpus(proc.pid)
+                rate, lat = await _measure_ceiling(tgt)
+                bare[name].append((rate, lat, before, cpus(proc.pid)))
+
+        await measure_bare()
         s0 = cpus(rules.pid)
         bot = await _measure_service(target, "bot", nats.url)
         s1 = cpus(rules.pid)
-        c2 = cpus(ceiling.pid)
-        ceil_rate2, ceil_lat2 = await _measure_ceiling(ceiling_target)
-        c3 = cpus(ceiling.pid)
-        f2 = cpus(floor.pid)
-        floor_rate2, _ = await _measure_ceiling(floor_target)
-        f3 = cpus(floor.pid)
+        await measure_bare()
         s2 = cpus(rules.pid)
         players = await _measure_service(target, "players", nats.url)
         s3 = cpus(rules.pid)
-        out["ceiling"] = (ceil_rate + ceil_rate2) / 2
-        out["floor"] = (floor_rate + floor_rate2) / 2
-        fcalls = (floor_rate + floor_rate2) * SECONDS
-        out["floor_cpu"] = tuple(x + y for x, y in zip(per_op(f0, f1, fcalls), per_op(f2, f3, fcalls), strict=True))
-        out["ceiling_p50"] = _pct(ceil_lat + ceil_lat2, 0.5)
-        calls = (ceil_rate + ceil_rate2) * SECONDS
-        out["ceiling_cpu"] = tuple(x + y for x, y in zip(per_op(c0, c1, calls), per_op(c2, c3, calls), strict=True))
+        for name, runs in bare.items():
+            out[name] = sum(r[0] for r in runs) / len(runs)
+            calls = sum(r[0] for r in runs) * SECONDS
+            out[f"{name}_cpu"] = tuple(sum(col) for col in zip(*(per_op(a, b, calls) for _, _, a, b in runs),
+                                                               strict=True))
+        out["ceiling_p50"] = _pct([x for r in bare["ceiling"] for x in r[1]], 0.5)
         # warm-up moves are not counted in a service run's CPU: a slight overestimate
         for name, st, a, b in (("bot", bot, s0, s1), ("players", players, s2, s3)):
             out[name] = {"moves_s": st.moves / st.elapsed, "p50": _pct(st.latencies, 0.5),
