@@ -761,6 +761,52 @@ def events_tail(
     run(body)
 
 
+# ---------------------------------------------------------------------------- the API, by reflection
+
+
+@api_app.command("list")
+def api_list(service: Annotated[str, typer.Argument(help="rules, lobby, ranking, bot, HOST:PORT or a full service "
+                                                    "name; empty: every service")] = "") -> None:
+    """The services each address serves, or one service's methods with their request and response types."""
+    from .api import list_lines
+    from .session import CliError, Endpoints
+
+    out, _ = console()
+    try:
+        for line in list_lines(Endpoints.from_env(), service):
+            out.print(line, markup=False, soft_wrap=True)
+    except CliError as exc:
+        _fail(str(exc))
+
+
+@api_app.command("call")
+def api_call(
+    service: Annotated[str, typer.Argument(help="rules, lobby, ranking, bot, HOST:PORT or a full service name")],
+    method: Annotated[str, typer.Argument(help="a method name (GetView) or Service/Method")],
+    request: Annotated[str, typer.Argument(help="the request as JSON (protobuf's JSON mapping); default {}")] = "{}",
+    token: Annotated[str, typer.Option(help="bearer token (default: $COURT_TOKEN, else the signed-in session's)",
+                                       envvar="COURT_TOKEN", show_envvar=False)] = "",
+    timeout: Annotated[float, typer.Option(help="seconds (0: none, for streams)")] = 30.0,
+    count: Annotated[int, typer.Option(help="a stream: stop after this many messages (0: never)")] = 0,
+) -> None:
+    """Call a method with a JSON request, sending `authorization: Bearer TOKEN`; print each answer as JSON."""
+    import json
+
+    from .api import call
+    from .session import CliError, Endpoints, SessionStore, config_dir
+
+    out, _ = console()
+    endpoints = Endpoints.from_env()
+    if not token:
+        session = SessionStore(config_dir() / "session.json").load(endpoints.lobby) or {}
+        token = session.get("token", "")
+    try:
+        for answer in call(endpoints, service, method, request, token, timeout=timeout, count=count):
+            out.print(json.dumps(answer, indent=2, sort_keys=True), markup=False, soft_wrap=True)
+    except CliError as exc:
+        _fail(str(exc))
+
+
 def _fail(message: str) -> None:
     out, _ = console()
     out.print(Text(f"court: {message}", style="bold red"))
