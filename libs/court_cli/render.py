@@ -250,7 +250,7 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
         return f"{GAME_TITLES.get(game, game)} begins: {', '.join(names(i) for i in range(len(names.names)))}"
     if game == "queens_court":
         if t == "RoundDealt":
-            return f"Round {e.get('round', 0) + 1} dealt; {names.short(e.get('starter'))} starts"
+            return f"Round {e.get('round', 0) + 1} dealt; {names.verb(e.get('starter'), 'start', 'starts')}"
         if t == "CardPlayed":
             what = "the glove" if e.get("glove") else c(e.get("card"))
             sb, sa = e.get("spread_before"), e.get("spread_after")
@@ -263,7 +263,7 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
             n = e.get("count", 0)
             return f"{who} drew {n} card{'s' if n != 1 else ''} ({e.get('deck_size')} left in the deck)"
         if t == "SecondHalfStarted":
-            return f"The deck is empty: second half, gloves dealt; {names.short(e.get('next_player'))} plays next"
+            return f"The deck is empty: second half, gloves dealt; {names.verb(e.get('next_player'), 'play', 'plays')} next"
         if t == "PileLocked":
             sp = e.get("spread")
             return (f"{who} played out; {'your' if e.get('player') == names.you else 'their'} piles are locked "
