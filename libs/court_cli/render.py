@@ -6,7 +6,7 @@ shape per game in docs/rules/), plus the events of each move as the viewer may s
 here knows more than the viewer does.
 
 ``fancy=True`` (a terminal) draws suit symbols and colours; ``fancy=False`` (a pipe, a log, CI)
-writes the canonical card forms of RULES.md (``TH``, ``QS``) in plain text.
+writes the canonical card forms of docs/rules/README.md (``TH``, ``QS``) in plain text.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class Names:
 
 
 def norm_card(token: str) -> str:
-    """What a person types to RULES.md's form: ``10h`` -> ``TH``, ``qs`` -> ``QS``, ``gl`` -> ``GL``."""
+    """What a person types to the canonical form (docs/rules/README.md): ``10h`` -> ``TH``, ``qs`` -> ``QS``, ``gl`` -> ``GL``."""
     t = token.strip().upper()
     if t.startswith("10"):
         t = "T" + t[2:]

@@ -1,7 +1,7 @@
 """Typed settings, parsed once from the ``COURT_`` environment.
 
-ARCHITECTURE.md's contract with operators and tests ("Starting and configuring
-a service")::
+The contract with operators and tests (every service starts and is configured
+the same way)::
 
     COURT_ENV              dev | prod (anything but "dev" demands a real secret)
     COURT_NATS_URL         default nats://127.0.0.1:4222 (comma-separated for a cluster)

@@ -439,7 +439,7 @@ def test_images_are_pinned(name):
 
 # ---- NetworkPolicies -------------------------------------------------------------------------
 
-# The talk paths of ARCHITECTURE.md and the deployment brief, as (source, target, named port).
+# The talk paths of the architecture (who calls whom) and the deployment brief, as (source, target, named port).
 TALK_PATHS = {
     ("lobby", "rules", "grpc"),
     ("lobby", "ranking", "grpc"),
