@@ -114,7 +114,7 @@ def run(body: Callable[[Court, Console, bool], Awaitable[T]]) -> T:
     except LeftTable:  # Ctrl-C at the table: the table has said the game is saved and how to go on
         raise typer.Exit(130) from None
     except CliError as exc:
-        out.print(Text(f"court: {exc}", style="bold red"))
+        out.print(Text(f"court: {exc}", style="bold red"), soft_wrap=True)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         out.print(Text("interrupted", style="dim"))
@@ -281,7 +281,7 @@ def register(name: str, password: Annotated[str | None, typer.Option(help="promp
         bal = await court.call(court.ranking.balance)
         out.print(Text(f"Welcome, {court.my_name}! You hold {bal.points} rank points. Signed in.", style="bold green"))
         if note:
-            out.print(note)
+            out.print(note, soft_wrap=True)
 
     run(body)
 
@@ -298,7 +298,7 @@ def login(name: str, password: Annotated[str | None, typer.Option(help="prompted
         court.adopt(auth)
         out.print(Text(f"Signed in as {court.my_name}.", style="bold green"))
         if note:
-            out.print(note)
+            out.print(note, soft_wrap=True)
 
     run(body)
 
@@ -313,7 +313,7 @@ def guest(name: Annotated[str, typer.Argument(help="empty: a generated name; the
             mine = await court.call(court.lobby.my_games)
             out.print(Text(f"Signed in again as the guest {court.my_name} "
                            f"({plural(len(mine.games), 'unfinished game')}; `{court_command()} games` lists them).",
-                           style="bold green"))
+                           style="bold green"), soft_wrap=True)
             return
         court.sign_out()
         court.adopt(await court.call(court.lobby.create_guest, name))
@@ -704,7 +704,7 @@ def leaderboard(game: str, points: Annotated[bool, typer.Option(help="by net ran
         board = await court.call(court.ranking.leaderboard, game, limit=limit, metric=metric)
         out.print(Text(f"{GAME_TITLES[game]} leaderboard ({'points' if points else 'rating'})", style="bold"))
         if not board.rows:
-            out.print(f"Nobody is ranked in {GAME_TITLES[game]} yet. {RANKED_RULE}")
+            out.print(f"Nobody is ranked in {GAME_TITLES[game]} yet. {RANKED_RULE}", soft_wrap=True)
         for r in board.rows:
             score = f"{r.points:+d} points" if points else f"rating {r.rating:.1f}"
             out.print(f"  {r.rank:>3}. {r.name or r.player_id:<24} {score}  ({plural(r.games, 'game')})")
@@ -809,7 +809,7 @@ def api_call(
 
 def _fail(message: str) -> None:
     out, _ = console()
-    out.print(Text(f"court: {message}", style="bold red"))
+    out.print(Text(f"court: {message}", style="bold red"), soft_wrap=True)
     raise typer.Exit(1)
 
 
