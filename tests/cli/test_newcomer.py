@@ -195,6 +195,15 @@ def test_talk_to_the_api_as_the_readme_says(stack: LocalStack, tmp_path: Path) -
                      "--count", "1", "--timeout", "0").stdout
     assert json.loads(streamed)["view"]["game_id"] == game_id
 
+    # abandoning an online Queen's Court game with an ante says what comes back, and it does
+    staked = court(env, "lobby", "create", "queens_court", "--online", "--ante", "50", "--bots", "--start",
+                   "--no-play").stdout
+    staked_id = re.search(r"Game (g[0-9a-f]+) started", staked).group(1)
+    assert "Bob: 950 rank points" in court(env, "rank").stdout
+    said = court(env, "abandon", staked_id, "--yes").stdout
+    assert f"Game {staked_id} abandoned; every ante (50 rank points each) is refunded." in said, said
+    assert "Bob: 1000 rank points" in court(env, "rank").stdout
+
     # what goes wrong is said in a sentence
     bad = court(with_token, "api", "call", "rules", "GetView", '{"game": 1', ok=False).stdout
     assert "the request is not a court.rules.v1.GetViewRequest in JSON" in bad, bad
