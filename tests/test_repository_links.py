@@ -46,6 +46,8 @@ def problems() -> list[str]:
     names = {p.name for p in files}
     found: list[str] = []
     for path in files:
+        if path == Path(__file__).resolve():
+            continue  # this file quotes what the scan catches (test_the_scan_finds_what_it_looks_for)
         text = text_of(path)
         if text is None:
             continue

@@ -294,7 +294,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         if game != entry.game:
             raise InvalidArgument(f"a {game} action was sent to a {entry.game} game")
         requested = request.seat if request.HasField("seat") else None
-        # stored and published in RULES.md's canonical form, whatever the spelling sent ("qd": "QD")
+        # stored and published in the canonical form of docs/rules/, whatever the spelling sent ("qd": "QD")
         action = entry.module.action_from_json(action_json)
         action_json = {k: v for k, v in entry.module.action_to_json(action, 0).items() if k != "player"}
         async with entry.lock:
