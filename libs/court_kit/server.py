@@ -34,7 +34,7 @@ from . import logging as klog
 from .errors import Unauthenticated, status_for
 from .metrics import GRPC_REQUESTS, GRPC_SECONDS
 from .settings import ConfigError, Settings, listen_host_port
-from .tokens import Identity, TokenError, Verifier
+from .tokens import Identity, TokenError, Verifier, preflight
 
 log = klog.get_logger("court_kit.server")
 
@@ -251,6 +251,7 @@ def run_service(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], a
     args = parser.parse_args(argv)
     try:
         settings = Settings.load(name)
+        preflight(settings)  # keys and secrets: missing, default, development or short ones stop us here
         if check is not None:
             check(settings)
     except ConfigError as exc:

@@ -8,7 +8,15 @@ a service")::
     COURT_LISTEN           gRPC listen address; rules 127.0.0.1:50051, lobby :50052,
                            ranking :50053, bot :50054 (":PORT" listens on every interface)
     COURT_DATABASE_URL     lobby and ranking; default sqlite:///<state dir>/<service>.db
-    COURT_TOKEN_SECRET     HS256 signing key; a development default only when COURT_ENV=dev
+    COURT_TOKEN_KEYS       path of the token key set: the Ed25519 public keys every service
+                           verifies bearer tokens with (JWKS-like JSON, court_kit.tokens)
+    COURT_SIGNING_KEY      path of this service's own private key (lobby and bot only: the
+                           others mint nothing)
+    COURT_ID_SECRET        the secret game ids and bot decisions are derived with (rules, bot;
+                           32+ characters), never a token key
+    COURT_TOKEN_KEYS_RELOAD  seconds between checks of the key set file for a rotation (default 10)
+                           With COURT_ENV=dev and none of the three set, development keys and an
+                           id secret are generated once under <state>/keys/.
     COURT_RULES_ADDR, COURT_LOBBY_ADDR, COURT_RANKING_ADDR, COURT_BOT_ADDR
                            where the other services answer (defaults: their loopback ports)
     COURT_STATE_DIR        default ./.state
@@ -35,7 +43,6 @@ from typing import Any
 SERVICES = ("rules", "lobby", "ranking", "bot")
 GRPC_PORTS = {"rules": 50051, "lobby": 50052, "ranking": 50053, "bot": 50054}
 METRICS_PORTS = {"rules": 9101, "lobby": 9102, "ranking": 9103, "bot": 9104}
-DEV_TOKEN_SECRET = "court-dev-secret-not-for-production"
 LOG_FORMATS = ("json", "console")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -86,7 +93,9 @@ class Settings:
     nats_url: str = "nats://127.0.0.1:4222"
     listen: str = ""
     database_url: str = ""
-    token_secret: str = field(default="", repr=False)
+    token_keys: str = ""
+    signing_key: str = ""
+    id_secret: str = field(default="", repr=False)
     rules_addr: str = f"127.0.0.1:{GRPC_PORTS['rules']}"
     lobby_addr: str = f"127.0.0.1:{GRPC_PORTS['lobby']}"
     ranking_addr: str = f"127.0.0.1:{GRPC_PORTS['ranking']}"
@@ -116,14 +125,15 @@ class Settings:
 
         mode = get("ENV", "prod").strip().lower() or "prod"
         state_dir = Path(get("STATE_DIR", ".state"))
-        secret = get("TOKEN_SECRET", "")
         values: dict[str, Any] = {
             "service": service,
             "env": mode,
             "nats_url": get("NATS_URL", "nats://127.0.0.1:4222"),
             "listen": get("LISTEN", f"127.0.0.1:{GRPC_PORTS[service]}"),
             "database_url": get("DATABASE_URL", ""),
-            "token_secret": secret,
+            "token_keys": get("TOKEN_KEYS", ""),
+            "signing_key": get("SIGNING_KEY", ""),
+            "id_secret": get("ID_SECRET", ""),
             "rules_addr": get("RULES_ADDR", cls.rules_addr),
             "lobby_addr": get("LOBBY_ADDR", cls.lobby_addr),
             "ranking_addr": get("RANKING_ADDR", cls.ranking_addr),
@@ -139,17 +149,24 @@ class Settings:
         values["extra"] = {k: v for k, v in env.items() if k.startswith("COURT_") and k not in known}
         values.update(overrides)
         values["state_dir"] = Path(values["state_dir"])
-        if not values["token_secret"] and values["env"] == "dev":
-            values["token_secret"] = DEV_TOKEN_SECRET
+        if values["env"] == "dev" and not (values["token_keys"] or values["signing_key"] or values["id_secret"]):
+            from .tokens import ensure_dev_keys, signing_services  # noqa: PLC0415 - tokens imports settings
+
+            dev = ensure_dev_keys(values["state_dir"])
+            values["token_keys"] = str(dev.key_set)
+            if service in signing_services():
+                values["signing_key"] = str(dev.signing_key(service))
+            values["id_secret"] = dev.id_secret()
         if not values["database_url"]:
             values["database_url"] = f"sqlite:///{values['state_dir'] / (service + '.db')}"
         return cls(**values)
 
     def __post_init__(self) -> None:
-        if not self.token_secret:
+        if not self.token_keys:
             raise ConfigError(
-                "COURT_TOKEN_SECRET is not set: every service needs the token signing key "
-                "(set COURT_ENV=dev to use the development key locally)"
+                "COURT_TOKEN_KEYS is not set: every service needs the token key set, the path of a JSON file "
+                "of Ed25519 public keys (court-keys keyset makes one; set COURT_ENV=dev to generate "
+                "development keys under the state folder)"
             )
         if not self.listen:
             object.__setattr__(self, "listen", f"127.0.0.1:{GRPC_PORTS.get(self.service, 0)}")

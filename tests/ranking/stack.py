@@ -15,7 +15,6 @@ import pytest
 from court_client import RulesClient
 from court_kit.settings import Settings
 from court_kit.structs import to_struct
-from court_kit.tokens import issue_token
 from court_lobby.app import LobbyApp
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.lobby.v1 import lobby_pb2_grpc
@@ -24,10 +23,10 @@ from court_proto.court.ranking.v1 import ranking_pb2_grpc
 from court_ranking.app import RankingApp
 from court_rules.app import RulesApp
 
+from tests.fixtures import keys
 from tests.fixtures.nats import make_nats
 from tests.storage.db import BACKENDS, backend_url
 
-SECRET = "stack-test-secret-0123456789abcdef0123456789"
 ACK_WAIT = 2.0  # seconds before an unacknowledged event goes to another consumer (30 in production)
 
 
@@ -107,7 +106,7 @@ class Stack:
                 f"sqlite:///{self.tmp_path / (service + '.db')}"
         if service == "lobby":
             extra.update(rules_addr=self.rules.address, ranking_addr=self.ranking.address)
-        values = dict(nats_url=self.nats.url, listen="127.0.0.1:0", metrics_listen="", token_secret=SECRET,
+        values = dict(nats_url=self.nats.url, listen="127.0.0.1:0", metrics_listen="", **keys.overrides(service),
                       env="test", state_dir=self.tmp_path / "state", **extra)
         return Settings.load(service, {}, **{**values, **overrides})
 
@@ -151,7 +150,7 @@ class Stack:
         self.nats.stop()
 
     def token(self, sub: str, role: str, ttl: float = 3600) -> str:
-        return issue_token(SECRET, sub, role, ttl)
+        return keys.token(sub, role, ttl)
 
     async def player(self, name: str, password: str = "correct horse battery") -> Player:
         stub = lobby_pb2_grpc.LobbyServiceStub(self.lobby_channel)

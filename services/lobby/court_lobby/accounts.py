@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from court_kit.errors import InvalidArgument
-from court_kit.tokens import issue_token
+from court_kit.tokens import Signer, issue_token
 
 MIN_PASSWORD, MAX_PASSWORD = 8, 256
 _hasher = PasswordHasher()
@@ -41,13 +41,13 @@ def needs_rehash(password_hash: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class TokenPolicy:
-    secret: str
+    signer: Signer  # the lobby's own private key: the only one that mints player identities
     ttl: float = 3600.0  # the bearer token
     refresh_ttl: float = 30 * 24 * 3600.0
 
     def access(self, player_id: str) -> tuple[str, datetime]:
         now = time.time()
-        token = issue_token(self.secret, player_id, "player", self.ttl, now=now)
+        token = issue_token(self.signer, player_id, "player", self.ttl, now=now)
         return token, datetime.fromtimestamp(int(now) + int(self.ttl), UTC)
 
     @property
