@@ -422,10 +422,13 @@ def _dev_marked(keys: Iterable[TrustedKey]) -> list[str]:
     return [k.kid for k in keys if k.dev]
 
 
-def check_id_secret(value: str, name: str = "COURT_ID_SECRET") -> str:
+def check_id_secret(value: str, name: str = "COURT_ID_SECRET", *, dev: bool = False) -> str:
+    """Present always; outside dev also long enough and no placeholder."""
     if not value:
         raise ConfigError(f"{name} is not set: the secret that keys game ids and other derived values "
                           f"({MIN_ID_SECRET}+ random characters, e.g. `openssl rand -hex 32`)")
+    if dev:
+        return value
     if len(value) < MIN_ID_SECRET:
         raise ConfigError(f"{name} is too short ({len(value)} characters): use {MIN_ID_SECRET} or more random "
                           "characters (e.g. `openssl rand -hex 32`)")
@@ -478,7 +481,7 @@ def preflight(settings: Settings, *, needs_id_secret: bool | None = None) -> tup
     if needs_id_secret is None:
         needs_id_secret = settings.service in ID_SECRET_USERS
     if needs_id_secret:
-        check_id_secret(settings.id_secret)
+        check_id_secret(settings.id_secret, dev=settings.is_dev)
     return keys, signer
 
 

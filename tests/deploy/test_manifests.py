@@ -271,18 +271,35 @@ def test_secrets_are_referenced_never_inlined(name):
     for workload in of_kind(docs, "Deployment") + of_kind(docs, "StatefulSet"):
         for c in containers(workload):
             where = f"{workload['metadata']['name']}/{c['name']}"
+            mounted = secret_mounts(workload, c)
             for var in c.get("env", []):
+                if SECRET_LIKE.search(var["name"]) and "value" in var:
+                    # a path into a Secret mounted as files (the token key set) is not a secret itself
+                    assert any(var["value"].startswith(path + "/") for path in mounted), (
+                        f"{where}: {var['name']} must come from a secretKeyRef or point into a mounted Secret")
+                    continue
                 if SECRET_LIKE.search(var["name"]):
                     ref = var.get("valueFrom", {}).get("secretKeyRef")
                     assert "value" not in var and ref, f"{where}: {var['name']} must come from a secretKeyRef"
                     refs.append((where, ref["name"], ref["key"]))
             for source in c.get("envFrom", []):
                 assert "secretRef" not in source, f"{where}: name each secret key (secretKeyRef), not envFrom"
-    deps = {d["metadata"]["name"] for d in of_kind(docs, "Deployment")}
-    token_users = {where.split("/")[0] for where, _, key in refs if key == "token-secret"}
-    assert token_users == deps, (
-        f"every service verifies tokens: COURT_TOKEN_SECRET missing in {deps - token_users}"
-    )
+    # every service verifies tokens with the public key set; only the lobby and the bot service hold a
+    # private key (each its own), and only rules and bot an id secret
+    for dep in of_kind(docs, "Deployment"):
+        svc = dep["metadata"]["name"]
+        c = containers(dep)[0]
+        env = {v["name"]: v for v in c.get("env", [])}
+        mounted = secret_mounts(dep, c)
+        keys_path = env["COURT_TOKEN_KEYS"]["value"]
+        assert any(keys_path.startswith(p + "/") and s.startswith("court-token-keys") for p, s in mounted.items())
+        signing = {s for s in mounted.values() if s.startswith(("court-lobby-key", "court-bot-key"))}
+        if svc in ("lobby", "bot"):
+            assert signing and all(s.startswith(f"court-{svc}-key") for s in signing), f"{svc}: its own key only"
+            assert any(env["COURT_SIGNING_KEY"]["value"].startswith(p + "/") for p in mounted)
+        else:
+            assert not signing and "COURT_SIGNING_KEY" not in env, f"{svc} mints nothing and holds no private key"
+        assert ("COURT_ID_SECRET" in env) == (svc in ("rules", "bot"))
     if secrets:
         for where, secret_name, key in refs:
             assert secret_name in secrets, f"{where}: Secret {secret_name} is not in the render"
@@ -297,17 +314,25 @@ def test_secrets_are_referenced_never_inlined(name):
             assert f"`{key}`" in guide, f"deploy/README.md does not document the secret key {key}"
 
 
+def secret_mounts(workload, container) -> dict[str, str]:
+    """mount path -> Secret name, for the container's volumes that come from Secrets."""
+    vols = {v["name"]: v["secret"]["secretName"] for v in pod_spec(workload).get("volumes", []) if "secret" in v}
+    return {m["mountPath"]: vols[m["name"]] for m in container.get("volumeMounts", []) if m["name"] in vols}
+
+
 def test_dev_has_placeholder_secrets_and_prod_expects_an_external_one():
     assert of_kind(docs_for("dev"), "Secret"), "dev must generate court-secrets with placeholders"
     assert not of_kind(docs_for("prod"), "Secret"), "prod must not render a Secret (it is external)"
     assert not of_kind(docs_for("base"), "Secret")
-    for value in of_kind(docs_for("dev"), "Secret")[0]["data"].values():
-        assert "dev-only" in base64.b64decode(value).decode(), "dev secrets must be marked as placeholders"
+    for secret in of_kind(docs_for("dev"), "Secret"):
+        for value in secret["data"].values():
+            assert "dev-only" in base64.b64decode(value).decode(), "dev secrets must be marked as placeholders"
 
 
 def test_dev_database_urls_reach_the_postgres_service_with_its_password():
     docs = docs_for("dev")
-    secret = {k: base64.b64decode(v).decode() for k, v in of_kind(docs, "Secret")[0]["data"].items()}
+    court_secrets = [s for s in of_kind(docs, "Secret") if s["metadata"]["name"].startswith("court-secrets")]
+    secret = {k: base64.b64decode(v).decode() for k, v in court_secrets[0]["data"].items()}
     postgres = named(docs, "StatefulSet", "postgres")
     pg_env = env_of(pod_spec(postgres)["containers"][0])
     init_sql = configmap_data(docs, "postgres-init")["init.sql"]
