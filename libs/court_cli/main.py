@@ -30,7 +30,7 @@ from rich.text import Text
 from .events import tail
 from .play import Table
 from .render import GAME_TITLES
-from .session import CliError, Court, Endpoints, SessionStore, config_dir
+from .session import CliError, Court, Endpoints, SessionStore, config_dir, nats_credentials
 from .stack import SERVICES, LocalStack, StackConfig, StackError
 from .termio import LineReader, make_console
 
@@ -594,8 +594,10 @@ def events_tail(
         _fail(f"unknown game {game!r}; games: {', '.join(GAME_NAMES)}")
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
+        user, password = nats_credentials()
         await tail(court.endpoints.nats_url, out, game=game, game_id=game_id, types=type_ or (),
-                   from_start=from_start, count=count, as_json=as_json, idle_exit=idle_exit)
+                   from_start=from_start, count=count, as_json=as_json, idle_exit=idle_exit, user=user,
+                   password=password)
 
     run(body)
 

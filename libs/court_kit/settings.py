@@ -14,6 +14,9 @@ a service")::
                            others mint nothing)
     COURT_ID_SECRET        the secret game ids and bot decisions are derived with (rules, bot;
                            32+ characters), never a token key
+    COURT_NATS_USER, COURT_NATS_PASSWORD
+                           this service's NATS identity (court_kit.natsauth); empty: anonymous
+    COURT_NATS_CA          CA bundle (PEM) that signs the NATS servers' certificates: TLS to NATS
     COURT_TOKEN_KEYS_RELOAD  seconds between checks of the key set file for a rotation (default 10)
                            With COURT_ENV=dev and none of the three set, development keys and an
                            id secret are generated once under <state>/keys/.
@@ -96,6 +99,9 @@ class Settings:
     token_keys: str = ""
     signing_key: str = ""
     id_secret: str = field(default="", repr=False)
+    nats_user: str = ""
+    nats_password: str = field(default="", repr=False)
+    nats_ca: str = ""
     rules_addr: str = f"127.0.0.1:{GRPC_PORTS['rules']}"
     lobby_addr: str = f"127.0.0.1:{GRPC_PORTS['lobby']}"
     ranking_addr: str = f"127.0.0.1:{GRPC_PORTS['ranking']}"
@@ -134,6 +140,9 @@ class Settings:
             "token_keys": get("TOKEN_KEYS", ""),
             "signing_key": get("SIGNING_KEY", ""),
             "id_secret": get("ID_SECRET", ""),
+            "nats_user": get("NATS_USER", ""),
+            "nats_password": get("NATS_PASSWORD", ""),
+            "nats_ca": get("NATS_CA", ""),
             "rules_addr": get("RULES_ADDR", cls.rules_addr),
             "lobby_addr": get("LOBBY_ADDR", cls.lobby_addr),
             "ranking_addr": get("RANKING_ADDR", cls.ranking_addr),

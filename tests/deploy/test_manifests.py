@@ -56,6 +56,9 @@ def deployments(name: str):
     return of_kind(docs_for(name), "Deployment")
 
 
+NATS_PASSWORDS = {f"NATS_{u.upper()}_PASSWORD": f"test-{u}" for u in ("rules", "ranking", "bot", "analytics")}
+
+
 def nats_conf(docs) -> str:
     return configmap_data(docs, "nats-config")["nats.conf"]
 
@@ -391,7 +394,7 @@ def test_rendered_nats_conf_is_accepted_by_nats_server(name, tmp_path):
     conf.write_text(nats_conf(docs_for(name)))
     proc = subprocess.run(
         [str(binary), "-t", "-c", str(conf)],
-        env={**os.environ, "SERVER_NAME": "nats-0"},
+        env={**os.environ, "SERVER_NAME": "nats-0", **NATS_PASSWORDS},
         capture_output=True,
         text=True,
         timeout=30,
@@ -406,7 +409,7 @@ def test_nats_server_config_check_can_fail(tmp_path):
     conf.write_text(nats_conf(docs_for("prod")).replace("max_memory_store", "max_memroy_store"))
     proc = subprocess.run(
         [str(binary), "-t", "-c", str(conf)],
-        env={**os.environ, "SERVER_NAME": "nats-0"},
+        env={**os.environ, "SERVER_NAME": "nats-0", **NATS_PASSWORDS},
         capture_output=True,
         text=True,
         timeout=30,

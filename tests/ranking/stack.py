@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 from court_client import RulesClient
+from court_kit.natsauth import authorization_block
 from court_kit.settings import Settings
 from court_kit.structs import to_struct
 from court_lobby.app import LobbyApp
@@ -24,7 +25,7 @@ from court_ranking.app import RankingApp
 from court_rules.app import RulesApp
 
 from tests.fixtures import keys
-from tests.fixtures.nats import make_nats
+from tests.fixtures.nats import BinaryNats, make_nats
 from tests.storage.db import BACKENDS, backend_url
 
 ACK_WAIT = 2.0  # seconds before an unacknowledged event goes to another consumer (30 in production)
@@ -90,10 +91,18 @@ class Player:
 
 
 class Stack:
-    def __init__(self, tmp_path: Path, db_url: str):
+    def __init__(self, tmp_path: Path, db_url: str, *, nats_users: Mapping[str, str] | None = None,
+                 nats_config: str = ""):
+        """``nats_users``: run NATS with court_kit.natsauth's users (these passwords), each service as its own."""
         self.tmp_path = tmp_path
         self.db_url = db_url
-        self.nats = make_nats(tmp_path / "nats")
+        self.nats_users = dict(nats_users or {})
+        if self.nats_users or nats_config:
+            config = (authorization_block(self.nats_users) if self.nats_users else "") + nats_config
+            self.nats: Any = BinaryNats(tmp_path / "nats", config=config,
+                                        scheme="tls" if "tls" in nats_config else "nats")
+        else:
+            self.nats = make_nats(tmp_path / "nats")
         self.closers: list[Any] = []
         self.rules: RulesApp
         self.ranking: RankingApp
@@ -106,6 +115,8 @@ class Stack:
                 f"sqlite:///{self.tmp_path / (service + '.db')}"
         if service == "lobby":
             extra.update(rules_addr=self.rules.address, ranking_addr=self.ranking.address)
+        if service in self.nats_users:
+            extra.update(nats_user=service, nats_password=self.nats_users[service])
         values = dict(nats_url=self.nats.url, listen="127.0.0.1:0", metrics_listen="", **keys.overrides(service),
                       env="test", state_dir=self.tmp_path / "state", **extra)
         return Settings.load(service, {}, **{**values, **overrides})

@@ -76,7 +76,8 @@ class BotApp:
         rules_channel = grpc.aio.insecure_channel(settings.rules_addr)
         nc = None
         try:
-            nc = await kjs.connect(settings.nats_servers(), name=f"court-bot@{settings.listen}")
+            nc = await kjs.connect(settings.nats_servers(), name=f"court-bot@{settings.listen}",
+                               **kjs.connect_options(settings))
             rules = BotRules(rules_channel, signer, timeout=config.rules_timeout)
             handler = TurnHandler(rules, decider, settings.id_secret, retry_delay=config.retry_delay,
                                   faults=faults, replica=name or settings.listen)

@@ -64,7 +64,8 @@ class RankingApp:
         preflight(settings)
         engine = await asyncio.to_thread(open_database, settings)
         store = RankingStore(engine)
-        nc = await kjs.connect(settings.nats_servers(), name=f"court-ranking@{settings.listen}")
+        nc = await kjs.connect(settings.nats_servers(), name=f"court-ranking@{settings.listen}",
+                               **kjs.connect_options(settings))
         try:
             consumer = EventConsumer(nc, store, durable=durable, ack_wait=ack_wait)
             servicer = RankingServicer(store, backfill=consumer.backfill)

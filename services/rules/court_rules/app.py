@@ -60,7 +60,8 @@ class RulesApp:
     async def start(cls, settings: Settings, *, faults: Faults | None = None,
                     sweep_delay: float | None = None, sweep_ack_wait: float | None = None) -> RulesApp:
         preflight(settings)
-        nc = await kjs.connect(settings.nats_servers(), name=f"court-rules@{settings.listen}")
+        nc = await kjs.connect(settings.nats_servers(), name=f"court-rules@{settings.listen}",
+                               **kjs.connect_options(settings))
         try:
             store = GameStore(nc, replicas=settings.stream_replicas)
             await store.ensure_streams()
