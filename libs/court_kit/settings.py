@@ -17,6 +17,13 @@ a service")::
     COURT_NATS_USER, COURT_NATS_PASSWORD
                            this service's NATS identity (court_kit.natsauth); empty: anonymous
     COURT_NATS_CA          CA bundle (PEM) that signs the NATS servers' certificates: TLS to NATS
+    COURT_TLS_CERT, COURT_TLS_KEY
+                           PEM certificate chain and key: the gRPC server speaks TLS only
+    COURT_TLS_CA           PEM bundle that signs the other services' certificates: calls to them
+                           (COURT_RULES_ADDR, ...) use TLS
+    COURT_REFLECTION       on | off: gRPC server reflection (default on in dev, off otherwise)
+    COURT_MAX_MESSAGE_BYTES  largest gRPC message in or out (default 8 MiB)
+    COURT_MAX_STREAMS      concurrent calls (HTTP/2 streams) per client connection (default 100)
     COURT_TOKEN_KEYS_RELOAD  seconds between checks of the key set file for a rotation (default 10)
                            With COURT_ENV=dev and none of the three set, development keys and an
                            id secret are generated once under <state>/keys/.
@@ -73,6 +80,15 @@ def _int(name: str, raw: str, lo: int, hi: int) -> int:
     return v
 
 
+def _bool(name: str, raw: str) -> bool:
+    v = raw.strip().lower()
+    if v in ("on", "true", "1", "yes"):
+        return True
+    if v in ("off", "false", "0", "no"):
+        return False
+    raise ConfigError(f"{name} must be on or off, got {raw!r}")
+
+
 def _float(name: str, raw: str, lo: float) -> float:
     try:
         v = float(raw)
@@ -102,6 +118,12 @@ class Settings:
     nats_user: str = ""
     nats_password: str = field(default="", repr=False)
     nats_ca: str = ""
+    tls_cert: str = ""
+    tls_key: str = ""
+    tls_ca: str = ""
+    reflection: bool = False
+    max_message_bytes: int = 8 * 1024 * 1024
+    max_streams: int = 100
     rules_addr: str = f"127.0.0.1:{GRPC_PORTS['rules']}"
     lobby_addr: str = f"127.0.0.1:{GRPC_PORTS['lobby']}"
     ranking_addr: str = f"127.0.0.1:{GRPC_PORTS['ranking']}"
@@ -143,6 +165,13 @@ class Settings:
             "nats_user": get("NATS_USER", ""),
             "nats_password": get("NATS_PASSWORD", ""),
             "nats_ca": get("NATS_CA", ""),
+            "tls_cert": get("TLS_CERT", ""),
+            "tls_key": get("TLS_KEY", ""),
+            "tls_ca": get("TLS_CA", ""),
+            "reflection": _bool("COURT_REFLECTION", get("REFLECTION", "on" if mode == "dev" else "off")),
+            "max_message_bytes": _int("COURT_MAX_MESSAGE_BYTES", get("MAX_MESSAGE_BYTES", str(8 * 1024 * 1024)),
+                                      1024, 64 * 1024 * 1024),
+            "max_streams": _int("COURT_MAX_STREAMS", get("MAX_STREAMS", "100"), 1, 10_000),
             "rules_addr": get("RULES_ADDR", cls.rules_addr),
             "lobby_addr": get("LOBBY_ADDR", cls.lobby_addr),
             "ranking_addr": get("RANKING_ADDR", cls.ranking_addr),
@@ -187,6 +216,8 @@ class Settings:
         _check_address("COURT_METRICS_LISTEN", self.metrics_listen, allow_empty=True)
         for name in ("rules_addr", "lobby_addr", "ranking_addr", "bot_addr"):
             _check_address(f"COURT_{name.upper()}", getattr(self, name))
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ConfigError("COURT_TLS_CERT and COURT_TLS_KEY go together: set both (TLS) or neither")
         if not self.nats_url.startswith(("nats://", "tls://", "ws://", "wss://")):
             raise ConfigError(f"COURT_NATS_URL must be a nats:// URL, got {self.nats_url!r}")
 

@@ -64,7 +64,7 @@ class Player:
     @property
     def rules(self) -> RulesClient:
         if self._rules is None:
-            self._rules = RulesClient(self.stack.rules.address, self.token)
+            self._rules = RulesClient(self.stack.channel(self.stack.rules.address), self.token)
             self.stack.closers.append(self._rules.close)
         return self._rules
 
@@ -92,8 +92,10 @@ class Player:
 
 class Stack:
     def __init__(self, tmp_path: Path, db_url: str, *, nats_users: Mapping[str, str] | None = None,
-                 nats_config: str = ""):
-        """``nats_users``: run NATS with court_kit.natsauth's users (these passwords), each service as its own."""
+                 nats_config: str = "", common: Mapping[str, Any] | None = None):
+        """``nats_users``: run NATS with court_kit.natsauth's users (these passwords), each service as its own;
+        ``nats_config``: more nats.conf (e.g. a tls block); ``common``: settings every service gets (TLS)."""
+        self.common = dict(common or {})
         self.tmp_path = tmp_path
         self.db_url = db_url
         self.nats_users = dict(nats_users or {})
@@ -118,7 +120,7 @@ class Stack:
         if service in self.nats_users:
             extra.update(nats_user=service, nats_password=self.nats_users[service])
         values = dict(nats_url=self.nats.url, listen="127.0.0.1:0", metrics_listen="", **keys.overrides(service),
-                      env="test", state_dir=self.tmp_path / "state", **extra)
+                      env="test", state_dir=self.tmp_path / "state", **self.common, **extra)
         return Settings.load(service, {}, **{**values, **overrides})
 
     async def start(self) -> None:
@@ -126,8 +128,15 @@ class Stack:
         self.rules = await RulesApp.start(self.settings("rules"), sweep_delay=0.5)
         self.ranking = await self.start_ranking()
         self.lobby = await LobbyApp.start(self.settings("lobby"))
-        self.lobby_channel = grpc.aio.insecure_channel(self.lobby.address)
-        self.ranking_channel = grpc.aio.insecure_channel(self.ranking.address)
+        self.lobby_channel = self.channel(self.lobby.address)
+        self.ranking_channel = self.channel(self.ranking.address)
+
+    def channel(self, address: str) -> grpc.aio.Channel:
+        """A client channel to one of the stack's services (TLS when the stack runs it)."""
+        if self.common.get("tls_ca"):
+            ca = Path(self.common["tls_ca"]).read_bytes()
+            return grpc.aio.secure_channel(address, grpc.ssl_channel_credentials(root_certificates=ca))
+        return grpc.aio.insecure_channel(address)
 
     async def start_ranking(self) -> RankingApp:
         return await RankingApp.start(self.settings("ranking"), ack_wait=ACK_WAIT)

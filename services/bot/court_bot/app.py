@@ -25,7 +25,13 @@ import grpc
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.metrics import MetricsServer, start_metrics_server
-from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
+from court_kit.server import (
+    EdgeInterceptor,
+    add_health_and_reflection,
+    client_channel,
+    create_server,
+    run_service,
+)
 from court_kit.settings import Settings
 from court_kit.tokens import Verifier, preflight
 from court_proto.court.bot.v1 import bot_pb2, bot_pb2_grpc
@@ -73,7 +79,7 @@ class BotApp:
         assert signer is not None
         config = config or BotConfig.from_settings(settings)
         decider = Decider(config.budgets_ms, threads=config.decision_threads, adapters=adapters)
-        rules_channel = grpc.aio.insecure_channel(settings.rules_addr)
+        rules_channel = client_channel(settings.rules_addr, settings)
         nc = None
         try:
             nc = await kjs.connect(settings.nats_servers(), name=f"court-bot@{settings.listen}",
@@ -84,10 +90,10 @@ class BotApp:
             consumer = TurnConsumer(nc, handler, concurrency=config.concurrency, ack_wait=config.ack_wait,
                                     catchup=config.catchup)
             servicer = BotServicer(rules_channel, decider, settings.id_secret, rules_timeout=config.rules_timeout)
-            server, port = create_server(settings.listen,
+            server, port = create_server(settings.listen, settings=settings,
                                          interceptors=[EdgeInterceptor(Verifier.for_service(settings))])
             bot_pb2_grpc.add_BotServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(server, [SERVICE_NAME])
+            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection)
             await server.start()
         except BaseException:
             if nc is not None:

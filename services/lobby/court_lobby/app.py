@@ -68,10 +68,10 @@ class LobbyApp:
             tokens = TokenPolicy(signer, ttl=settings.extra_float("TOKEN_TTL", 3600.0, lo=1.0),
                                  refresh_ttl=settings.extra_float("REFRESH_TTL", 30 * 24 * 3600.0, lo=1.0))
             servicer = LobbyServicer(store, backends, tokens)
-            server, port = create_server(settings.listen, interceptors=[
+            server, port = create_server(settings.listen, settings=settings, interceptors=[
                 EdgeInterceptor(Verifier.for_service(settings), public_methods=PUBLIC_METHODS)])
             lobby_pb2_grpc.add_LobbyServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(server, [SERVICE_NAME])
+            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection)
             await server.start()
         except BaseException:
             await backends.close()

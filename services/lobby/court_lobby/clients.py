@@ -9,6 +9,7 @@ from typing import Any
 import grpc
 from court_client import RulesClient
 from court_kit import errors as kerr
+from court_kit.server import client_channel
 from court_kit.settings import Settings
 from court_kit.tokens import Signer, issue_token
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
@@ -39,12 +40,14 @@ class Backends:
 
     def __init__(self, settings: Settings, signer: Signer):
         self.token = ServiceToken(signer)
-        self.rules = RulesClient(settings.rules_addr, self.token.get(), retries=4)
-        self._ranking_channel = grpc.aio.insecure_channel(settings.ranking_addr)
+        self._rules_channel = client_channel(settings.rules_addr, settings)
+        self.rules = RulesClient(self._rules_channel, self.token.get(), retries=4)
+        self._ranking_channel = client_channel(settings.ranking_addr, settings)
         self.ranking = ranking_pb2_grpc.RankingServiceStub(self._ranking_channel)
 
     async def close(self) -> None:
         await self.rules.close()
+        await self._rules_channel.close()
         await self._ranking_channel.close()
 
     def _meta(self) -> tuple[tuple[str, str], ...]:

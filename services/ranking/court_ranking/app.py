@@ -69,10 +69,10 @@ class RankingApp:
         try:
             consumer = EventConsumer(nc, store, durable=durable, ack_wait=ack_wait)
             servicer = RankingServicer(store, backfill=consumer.backfill)
-            server, port = create_server(settings.listen,
+            server, port = create_server(settings.listen, settings=settings,
                                          interceptors=[EdgeInterceptor(Verifier.for_service(settings))])
             ranking_pb2_grpc.add_RankingServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(server, [SERVICE_NAME])
+            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection)
             await server.start()
         except BaseException:
             await nc.close()

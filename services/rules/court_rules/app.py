@@ -69,10 +69,10 @@ class RulesApp:
             outbox = Outbox(store, cache)
             cache.on_load = outbox.on_load
             servicer = RulesServicer(store, cache, outbox, id_secret=settings.id_secret, faults=faults)
-            server, port = create_server(settings.listen,
+            server, port = create_server(settings.listen, settings=settings,
                                          interceptors=[EdgeInterceptor(Verifier.for_service(settings))])
             rules_pb2_grpc.add_RulesServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(server, [SERVICE_NAME])
+            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection)
             await server.start()
         except BaseException:
             await nc.close()
