@@ -114,10 +114,27 @@ def create_server(address: str, *, interceptors: Sequence[Any] = (), options: It
 
 
 async def add_health_and_reflection(server: grpc.aio.Server, service_names: Sequence[str], *,
-                                    reflection_on: bool = True) -> HealthServicer:
-    """Health (always) and server reflection (``reflection_on``: COURT_REFLECTION, off in prod)."""
+                                    reflection_on: bool = True, health_listen: str = "") -> HealthServicer:
+    """Health (always) and server reflection (``reflection_on``: COURT_REFLECTION, off in prod).
+
+    ``health_listen`` (COURT_HEALTH_LISTEN) also serves the same health, and nothing else, on a
+    plaintext port of its own, stopped with ``server``: the kubelet's gRPC probes cannot speak TLS."""
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    if health_listen:
+        probe = grpc.aio.server(options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", 4096),
+                                         ("grpc.max_concurrent_streams", 16)])
+        health_pb2_grpc.add_HealthServicer_to_server(health, probe)
+        if not probe.add_insecure_port(listen_host_port(health_listen)):
+            raise ConfigError(f"cannot listen on COURT_HEALTH_LISTEN {health_listen!r}")
+        await probe.start()
+        main_stop = server.stop
+
+        async def stop_both(grace: float | None) -> None:
+            await main_stop(grace)
+            await probe.stop(None)
+
+        server.stop = stop_both  # type: ignore[method-assign]
     for name in ("", *service_names):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
     if reflection_on:

@@ -21,6 +21,8 @@ a service")::
                            PEM certificate chain and key: the gRPC server speaks TLS only
     COURT_TLS_CA           PEM bundle that signs the other services' certificates: calls to them
                            (COURT_RULES_ADDR, ...) use TLS
+    COURT_HEALTH_LISTEN    a second, plaintext port serving only grpc.health.v1 (for kubelet probes,
+                           which cannot speak TLS); empty: health only on COURT_LISTEN
     COURT_REFLECTION       on | off: gRPC server reflection (default on in dev, off otherwise)
     COURT_MAX_MESSAGE_BYTES  largest gRPC message in or out (default 8 MiB)
     COURT_MAX_STREAMS      concurrent calls (HTTP/2 streams) per client connection (default 100)
@@ -122,6 +124,7 @@ class Settings:
     tls_key: str = ""
     tls_ca: str = ""
     reflection: bool = False
+    health_listen: str = ""
     max_message_bytes: int = 8 * 1024 * 1024
     max_streams: int = 100
     rules_addr: str = f"127.0.0.1:{GRPC_PORTS['rules']}"
@@ -168,6 +171,7 @@ class Settings:
             "tls_cert": get("TLS_CERT", ""),
             "tls_key": get("TLS_KEY", ""),
             "tls_ca": get("TLS_CA", ""),
+            "health_listen": get("HEALTH_LISTEN", ""),
             "reflection": _bool("COURT_REFLECTION", get("REFLECTION", "on" if mode == "dev" else "off")),
             "max_message_bytes": _int("COURT_MAX_MESSAGE_BYTES", get("MAX_MESSAGE_BYTES", str(8 * 1024 * 1024)),
                                       1024, 64 * 1024 * 1024),
@@ -214,6 +218,7 @@ class Settings:
             raise ConfigError(f"COURT_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
         _check_address("COURT_LISTEN", self.listen)
         _check_address("COURT_METRICS_LISTEN", self.metrics_listen, allow_empty=True)
+        _check_address("COURT_HEALTH_LISTEN", self.health_listen, allow_empty=True)
         for name in ("rules_addr", "lobby_addr", "ranking_addr", "bot_addr"):
             _check_address(f"COURT_{name.upper()}", getattr(self, name))
         if bool(self.tls_cert) != bool(self.tls_key):

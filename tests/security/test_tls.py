@@ -118,3 +118,27 @@ async def test_reflection_is_off_outside_dev_unless_enabled(tls_stack: tuple[Sta
         assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
     on = Settings.load("rules", {"COURT_REFLECTION": "on", "COURT_TOKEN_KEYS": "x"})
     assert on.reflection and not on.is_dev
+
+
+async def test_a_plaintext_health_port_serves_health_and_nothing_else(tls_stack: tuple[Stack, BotApp, Certs]
+                                                                      ) -> None:
+    """For the kubelet's gRPC probes (no TLS): COURT_HEALTH_LISTEN answers health only."""
+    from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
+    from court_rules.app import RulesApp
+
+    from tests.fixtures.nats import free_port
+
+    stack, _, _ = tls_stack
+    port = free_port()
+    app = await RulesApp.start(stack.settings("rules", health_listen=f"127.0.0.1:{port}"))
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
+            reply = await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=10)
+            assert reply.status == health_pb2.HealthCheckResponse.SERVING
+            with pytest.raises(grpc.aio.AioRpcError) as info:
+                await rules_pb2_grpc.RulesServiceStub(ch).GetView(rules_pb2.GetViewRequest(game_id="g"), timeout=5)
+            assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    finally:
+        await app.stop(0)
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0, "the health port stops with the service"

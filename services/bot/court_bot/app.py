@@ -93,7 +93,8 @@ class BotApp:
             server, port = create_server(settings.listen, settings=settings,
                                          interceptors=[EdgeInterceptor(Verifier.for_service(settings))])
             bot_pb2_grpc.add_BotServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection)
+            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection,
+                                                    health_listen=settings.health_listen)
             await server.start()
         except BaseException:
             if nc is not None:

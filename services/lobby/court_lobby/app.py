@@ -71,7 +71,8 @@ class LobbyApp:
             server, port = create_server(settings.listen, settings=settings, interceptors=[
                 EdgeInterceptor(Verifier.for_service(settings), public_methods=PUBLIC_METHODS)])
             lobby_pb2_grpc.add_LobbyServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection)
+            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection,
+                                                    health_listen=settings.health_listen)
             await server.start()
         except BaseException:
             await backends.close()

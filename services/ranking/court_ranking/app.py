@@ -72,7 +72,8 @@ class RankingApp:
             server, port = create_server(settings.listen, settings=settings,
                                          interceptors=[EdgeInterceptor(Verifier.for_service(settings))])
             ranking_pb2_grpc.add_RankingServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection)
+            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection,
+                                                    health_listen=settings.health_listen)
             await server.start()
         except BaseException:
             await nc.close()

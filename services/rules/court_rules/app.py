@@ -72,7 +72,8 @@ class RulesApp:
             server, port = create_server(settings.listen, settings=settings,
                                          interceptors=[EdgeInterceptor(Verifier.for_service(settings))])
             rules_pb2_grpc.add_RulesServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection)
+            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection,
+                                                    health_listen=settings.health_listen)
             await server.start()
         except BaseException:
             await nc.close()
