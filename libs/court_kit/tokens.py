@@ -60,6 +60,7 @@ from typing import Any
 import jwt
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from .checks import quote
 from .settings import ConfigError, Settings
 
 ROLES = ("player", "bot", "service", "admin", "analytics")
@@ -257,12 +258,12 @@ def issue_token(signer: Signer, sub: str, role: str, ttl: float = 3600.0, *, now
                 audience: Sequence[str] | None = None, **claims: Any) -> str:
     """A token for ``sub`` in ``role``, signed by ``signer`` (whose issuer must be allowed the role)."""
     if role not in ROLES:
-        raise ValueError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
+        raise ValueError(f"unknown role {quote(role)}; roles: {', '.join(ROLES)}")
     if role not in MINTS.get(signer.issuer, ()):
         raise ValueError(f"{signer.issuer} may not mint {role} tokens (it mints: "
                          f"{', '.join(MINTS.get(signer.issuer, ())) or 'nothing'})")
     if not sub or (role == "player" and sub.startswith(BOT_SEAT_PREFIX)):
-        raise ValueError(f"a player's sub must be non-empty and not start with {BOT_SEAT_PREFIX!r}: {sub!r}")
+        raise ValueError(f"a player's sub must be non-empty and not start with {quote(BOT_SEAT_PREFIX)}: {quote(sub)}")
     if ttl <= 0:
         raise ValueError("ttl must be positive")
     iat = int(time.time() if now is None else now)
@@ -372,7 +373,7 @@ class Verifier:
             raise TokenError("malformed token: expected a signed JWT") from None
         alg = header.get("alg")
         if alg != ALGORITHM:
-            raise TokenError(f"token algorithm {str(alg)[:16]!r} is not accepted: Court tokens are {ALGORITHM}")
+            raise TokenError(f"token algorithm {quote(alg, 16)} is not accepted: Court tokens are {ALGORITHM}")
         kid = header.get("kid")
         key = self._key_for(kid) if isinstance(kid, str) else None
         if key is None:
@@ -387,21 +388,21 @@ class Verifier:
         except jwt.InvalidSignatureError:
             raise TokenError("token signature does not verify: it was not issued by this deployment") from None
         except jwt.MissingRequiredClaimError as exc:
-            raise TokenError(f"token lacks the {exc.claim!r} claim") from None
+            raise TokenError(f"token lacks the {quote(exc.claim)} claim") from None
         except jwt.InvalidAudienceError:
             raise TokenError(f"token is not meant for {self.audience} (its audience differs)") from None
         except jwt.InvalidIssuerError:
-            raise TokenError(f"token issuer does not match its key: key {kid[:64]!r} belongs to {key.issuer}") \
+            raise TokenError(f"token issuer does not match its key: key {quote(kid)} belongs to {key.issuer}") \
                 from None
         except jwt.ImmatureSignatureError:
             raise TokenError("token is not valid yet (nbf or iat in the future): check the clocks") from None
         except jwt.DecodeError:
             raise TokenError("malformed token: expected a signed JWT") from None
         except jwt.InvalidTokenError as exc:
-            raise TokenError(f"invalid token: {str(exc)[:80]}") from None
+            raise TokenError(f"invalid token: {quote(str(exc), 80)}") from None
         role, sub, exp = claims.get("role"), claims.get("sub"), claims.get("exp")
         if role not in ROLES:
-            raise TokenError(f"token role {str(role)[:16]!r} is not one of {', '.join(ROLES)}")
+            raise TokenError(f"token role {quote(role)} is not one of {', '.join(ROLES)}")
         if role not in MINTS[key.issuer]:
             raise TokenError(f"{key.issuer} may not grant the {role} role")
         if not isinstance(sub, str) or not sub:
