@@ -117,10 +117,14 @@ class Stack:
                 f"sqlite:///{self.tmp_path / (service + '.db')}"
         if service == "lobby":
             extra.update(rules_addr=self.rules.address, ranking_addr=self.ranking.address)
+        if service == "lobby":  # the sign-in rate limits are tested on their own (tests/security)
+            extra["extra"] = {"COURT_LOGIN_RATE": "0", "COURT_LOGIN_NAME_RATE": "0", "COURT_SIGNUP_RATE": "0"}
         if service in self.nats_users:
             extra.update(nats_user=service, nats_password=self.nats_users[service])
         values = dict(nats_url=self.nats.url, listen="127.0.0.1:0", metrics_listen="", **keys.overrides(service),
                       env="test", state_dir=self.tmp_path / "state", **self.common, **extra)
+        if "extra" in overrides and "extra" in values:
+            overrides = {**overrides, "extra": {**values["extra"], **overrides["extra"]}}
         return Settings.load(service, {}, **{**values, **overrides})
 
     async def start(self) -> None:

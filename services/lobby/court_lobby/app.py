@@ -25,7 +25,7 @@ from court_proto.court.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from sqlalchemy.engine import Engine
 
-from .accounts import TokenPolicy
+from .accounts import LoginLimits, TokenPolicy
 from .clients import Backends
 from .servicer import PUBLIC_METHODS, LobbyServicer
 from .store import LobbyStore, migrate
@@ -67,7 +67,7 @@ class LobbyApp:
         try:
             tokens = TokenPolicy(signer, ttl=settings.extra_float("TOKEN_TTL", 3600.0, lo=1.0),
                                  refresh_ttl=settings.extra_float("REFRESH_TTL", 30 * 24 * 3600.0, lo=1.0))
-            servicer = LobbyServicer(store, backends, tokens)
+            servicer = LobbyServicer(store, backends, tokens, LoginLimits.from_settings(settings))
             server, port = create_server(settings.listen, settings=settings, interceptors=[
                 EdgeInterceptor(Verifier.for_service(settings), public_methods=PUBLIC_METHODS)])
             lobby_pb2_grpc.add_LobbyServiceServicer_to_server(servicer, server)
