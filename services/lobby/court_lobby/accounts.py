@@ -4,6 +4,7 @@ service verifies (court_kit.tokens, role ``player``) and a one-time refresh toke
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -66,11 +67,13 @@ class LoginLimits:
     (default 0.5, burst ``COURT_LOGIN_NAME_BURST`` 10), so a password guesser spread over many
     addresses is slowed too. 0 turns a limit off. Exceeded: RESOURCE_EXHAUSTED saying when to retry,
     before any password hashing. Behind a proxy every client shares the proxy's address: raise the
-    per-address limits or limit at the proxy.
+    per-address limits or limit at the proxy. Password hashing runs on its own pool of
+    ``COURT_PASSWORD_WORKERS`` threads (default 1 per replica), apart from the database threads.
     """
 
     def __init__(self, *, login: tuple[float, float] = (10.0, 30.0), name: tuple[float, float] = (0.5, 10.0),
-                 signup: tuple[float, float] = (2.0, 30.0)):
+                 signup: tuple[float, float] = (2.0, 30.0), workers: int = 1):
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="argon2")
         self.login = RateLimiter(*login) if login[0] > 0 else None
         self.name = RateLimiter(*name) if name[0] > 0 else None
         self.signup = RateLimiter(*signup) if signup[0] > 0 else None
@@ -81,7 +84,7 @@ class LoginLimits:
             return (settings.extra_float(f"{name}_RATE", rate), max(1.0, settings.extra_float(f"{name}_BURST", burst)))
 
         return cls(login=pair("LOGIN", 10.0, 30.0), name=pair("LOGIN_NAME", 0.5, 10.0),
-                   signup=pair("SIGNUP", 2.0, 30.0))
+                   signup=pair("SIGNUP", 2.0, 30.0), workers=settings.extra_int("PASSWORD_WORKERS", 1, lo=1, hi=64))
 
     @staticmethod
     def _check(limiter: RateLimiter | None, key: str, what: str) -> None:

@@ -84,6 +84,11 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
     async def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await asyncio.to_thread(fn, *args, **kwargs)
 
+    async def _hashing(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """argon2 (CPU-bound) on its own small pool: a flood of sign-ins queues there and never
+        takes the threads every other call's database work runs on."""
+        return await asyncio.get_running_loop().run_in_executor(self.limits.pool, fn, *args)
+
     async def _me(self) -> Account:
         ident = current_identity()
         if ident.role != "player":
@@ -139,7 +144,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         accounts.check_password(request.password)
         check_name(request.name)
         acc = await self._run(self.store.create_account, request.name,
-                              await self._run(accounts.hash_password, request.password))
+                              await self._hashing(accounts.hash_password, request.password))
         log.info("account created", player_id=acc.id)
         return await self._auth_reply(acc)
 
@@ -154,11 +159,12 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             raise InvalidArgument(f"a password has at most {accounts.MAX_PASSWORD} characters")
         self.limits.check_login(context.peer(), request.name)
         acc = await self._run(self.store.account_by_name, request.name)
-        ok = await self._run(accounts.verify_password, acc.password_hash if acc else None, request.password)
+        ok = await self._hashing(accounts.verify_password, acc.password_hash if acc else None, request.password)
         if acc is None or not ok:
             raise Unauthenticated("wrong name or password")
         if accounts.needs_rehash(acc.password_hash):
-            await self._run(self.store.set_password_hash, acc.id, accounts.hash_password(request.password))
+            new_hash = await self._hashing(accounts.hash_password, request.password)
+            await self._run(self.store.set_password_hash, acc.id, new_hash)
         return await self._auth_reply(acc)
 
     async def RefreshToken(self, request: pb.RefreshTokenRequest, context: Any) -> pb.AuthResponse:
