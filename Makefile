@@ -56,8 +56,8 @@ vectors: setup
 proto: setup
 	$(BIN)/python protos/generate.py libs/court_proto
 
-# A development bearer token: make token SUB=alice ROLE=player (TTL=seconds); uses COURT_TOKEN_SECRET
-# or, with COURT_ENV=dev (the default here), the development secret.
+# A development bearer token: make token SUB=alice ROLE=player (TTL=seconds); signed with the lobby's
+# key (COURT_SIGNING_KEY) or, with COURT_ENV=dev (the default here), the dev key under .state/keys/.
 SUB ?= dev
 ROLE ?= player
 TTL ?= 86400

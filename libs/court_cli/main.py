@@ -754,9 +754,12 @@ def events_tail(
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
         from .events import tail
+        from .session import nats_credentials
 
+        user, password = nats_credentials()
         await tail(court.endpoints.nats_url, out, game=game, game_id=game_id, types=type_ or (),
-                   from_start=from_start, count=count, as_json=as_json, idle_exit=idle_exit)
+                   from_start=from_start, count=count, as_json=as_json, idle_exit=idle_exit, user=user,
+                   password=password)
 
     run(body)
 

@@ -74,6 +74,19 @@ class Endpoints:
         return cls(nats_url=nats_url, source=source, **addrs)
 
 
+def nats_credentials(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """The NATS identity ``court events`` reads as: COURT_NATS_USER/PASSWORD, else the local stack's
+    ``analytics`` user (``<state>/keys/nats-users.json``), else none."""
+    env = os.environ if environ is None else environ
+    if env.get("COURT_NATS_USER"):
+        return env["COURT_NATS_USER"], env.get("COURT_NATS_PASSWORD", "")
+    try:
+        users = json.loads((Path(env.get("COURT_STATE_DIR", ".state")) / "keys" / "nats-users.json").read_text())
+        return "analytics", str(users["analytics"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "", ""
+
+
 def config_dir(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     if env.get("COURT_CONFIG_DIR"):

@@ -103,13 +103,13 @@ def _check_seat(entry: GameEntry, seat: int) -> int:
 
 
 class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
-    def __init__(self, store: GameStore, cache: GameCache, outbox: Outbox, *, token_secret: str,
+    def __init__(self, store: GameStore, cache: GameCache, outbox: Outbox, *, id_secret: str,
                  faults: Faults | None = None, clock: Callable[[], float] = time.time):
         self.store = store
         self.cache = cache
         self.outbox = outbox
         self.codec = ActionCodec()
-        self._secret = token_secret
+        self._secret = id_secret  # COURT_ID_SECRET: game ids, never a token key
         self.faults = faults or Faults()
         self._clock = clock
 
