@@ -51,8 +51,8 @@ def test_a_bad_database_url_fails_at_start_with_a_clear_message(tmp_path):
     assert "unsupported database" in done.stderr + done.stdout
 
 
-def test_with_migrate_on_start_off_a_service_refuses_an_old_schema_and_changes_nothing(  # noqa: F811
-        db_url, tmp_path, monkeypatch):
+def test_with_migrate_on_start_off_a_service_refuses_an_old_schema_and_changes_nothing(
+        db_url, tmp_path, monkeypatch):  # noqa: F811
     """Production (COURT_MIGRATE_ON_START=false): migrations are the migration Job's, not the
     service's. On an unmigrated database the service exits 2 naming the command to run, and leaves
     the database as it was; `migrate` still migrates; then the service starts on it."""
