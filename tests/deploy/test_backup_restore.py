@@ -25,7 +25,8 @@ from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 from court_store import normalize_url
 from sqlalchemy.engine import make_url
 
-from tests.ranking.stack import SECRET, Player, Stack
+from tests.fixtures import keys
+from tests.ranking.stack import Player, Stack
 from tests.ranking.test_ranking_e2e import online_lobby, play
 from tests.storage.db import drop_postgres_database, fresh_postgres_database
 
@@ -142,8 +143,8 @@ async def test_a_pg_dump_backup_restores_and_the_services_read_it(tmp_path, spli
     from court_lobby.app import open_database
 
     with pytest.raises(ConfigError, match="court-lobby migrate"):
-        open_database(Settings.load("lobby", {}, env="test", token_secret=SECRET, database_url=urls["lobby"],
-                                    migrate_on_start=False))
+        open_database(Settings.load("lobby", {}, env="test", database_url=urls["lobby"], migrate_on_start=False,
+                                    **keys.overrides("lobby")))
 
     # ... then the restore Job's script, newest dumps, into the same names.
     out = run_script("restore.sh", {**env, "RESTORE_DATABASES": env["BACKUP_DATABASES"]})
