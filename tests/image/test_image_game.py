@@ -13,22 +13,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 from court_client import LobbyClient, RankingClient, RulesClient
 from court_kit.structs import to_dict
-from court_kit.tokens import issue_token
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from tests.fixtures import keys
 from tests.ranking.qc_expect import expected_changes
 
 from .conftest import POSTGRES_PASSWORD
 
-SECRET = "image-test-token-secret-0123456789abcdef0123"
+KEYS = "/etc/court/token-keys"  # tests/fixtures/keys.py's folder, mounted read-only
 ANTE = 100
 PORTS = {"rules": 50051, "lobby": 50052, "ranking": 50053, "bot": 50054}
 
@@ -58,10 +60,12 @@ class Deployment:
         """A container of the service image, locked down as the Kubernetes manifests run it."""
         c = self.container(self.image, alias).with_command(command).with_kwargs(
             read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"], user="10001:10001",
-        ).with_tmpfs_mount("/tmp").with_tmpfs_mount("/var/lib/court")
+        ).with_tmpfs_mount("/tmp").with_tmpfs_mount("/var/lib/court").with_volume_mapping(
+            str(keys.FOLDER), KEYS, "ro")
         base = {
             "COURT_ENV": "prod",
-            "COURT_TOKEN_SECRET": SECRET,
+            "COURT_TOKEN_KEYS": f"{KEYS}/{keys.KEY_SET.name}",
+            "COURT_ID_SECRET": keys.ID_SECRET,
             "COURT_NATS_URL": "nats://nats:4222",
             "COURT_RULES_ADDR": "rules:50051",
             "COURT_LOBBY_ADDR": "lobby:50052",
@@ -117,6 +121,10 @@ def run_once(deployment: Deployment, alias: str, command: list[str], **env: str)
 
 @pytest.fixture
 def deployment(docker_host: str, court_image: str, nats_image: str, postgres_image: str) -> Iterator[Deployment]:
+    # The test keys are root's; the services run as uid 10001 and read them through the mount.
+    os.chmod(keys.FOLDER, 0o755)
+    for path in keys.FOLDER.iterdir():
+        os.chmod(path, 0o644)
     d = Deployment(court_image, nats_image, postgres_image)
     try:
         yield d
@@ -165,6 +173,9 @@ async def test_a_full_online_game_through_the_containers(deployment: Deployment)
         ("lobby", {"COURT_DATABASE_URL": d.database_url("lobby")}),
     ):
         port = PORTS[name]
+        signing = keys.overrides(name).get("signing_key")
+        if signing:
+            env = {**env, "COURT_SIGNING_KEY": f"{KEYS}/{Path(signing).name}"}
         c = d.court(name, [f"court-{name}"], COURT_LISTEN=f"0.0.0.0:{port}", COURT_METRICS_LISTEN="",
                     **env).with_exposed_ports(port)
         services[name] = d.start(c)
@@ -193,7 +204,7 @@ async def test_a_full_online_game_through_the_containers(deployment: Deployment)
     assert all(v.finished for v in finals)
 
     # What the game pays, from its full history (the analytics role), against the ranking service.
-    async with RulesClient(addresses["rules"], issue_token(SECRET, "analyst", "analytics")) as analyst:
+    async with RulesClient(addresses["rules"], keys.token("analyst", "analytics")) as analyst:
         history = await analyst.history(game_id)
     assert any(m.player == "bot:heuristic" or m.seat == seats["bot:heuristic"] for m in history.moves), \
         "the bot service played its seat"
