@@ -747,7 +747,20 @@ def test_each_database_is_migrated_by_a_job_and_the_services_do_not_migrate(name
         container = _job_container(docs, "Job", f"{service}-migrate")
         assert container["args"] == [f"court-{service}", "migrate"]
         assert container["image"] == service_container["image"], "the Job migrates to this release's schema"
-        assert env_of(container)["COURT_DATABASE_URL"] == env_of(service_container)["COURT_DATABASE_URL"]
+        # What the service's settings check at start, the Job gets too (court-lobby migrate refuses to
+        # start without the signing key), with the files those paths point at mounted from the same Secret.
+        job_volumes = {v["name"]: v for v in pod_spec(job)["volumes"]}
+        dep_volumes = {v["name"]: v for v in pod_spec(dep)["volumes"]}
+        job_mounts = {m["mountPath"]: job_volumes[m["name"]] for m in container.get("volumeMounts", [])}
+        dep_mounts = {m["mountPath"]: dep_volumes[m["name"]] for m in service_container.get("volumeMounts", [])}
+        for var in ("COURT_DATABASE_URL", "COURT_TOKEN_KEYS", "COURT_SIGNING_KEY", "COURT_ID_SECRET"):
+            if var not in env_of(service_container):
+                continue
+            assert env_of(container).get(var) == env_of(service_container)[var], f"{service}-migrate: {var}"
+            value = env_of(service_container)[var].get("value", "")
+            for path, volume in dep_mounts.items():
+                if value.startswith(path + "/"):
+                    assert job_mounts.get(path) == volume, f"{service}-migrate must mount {path} as {service} does"
         assert container["envFrom"] == service_container["envFrom"]
         env = pod_environment(docs, job)
         settings = settings_mod.Settings.load(service, env)

@@ -111,6 +111,12 @@ async def wait_serving(address: str, timeout: float = 90) -> None:
         await asyncio.wait_for(watch(), timeout)
 
 
+def signing_env(service: str) -> dict[str, str]:
+    """COURT_SIGNING_KEY for the services that mint tokens (lobby, bot), inside the key mount."""
+    signing = keys.overrides(service).get("signing_key")
+    return {"COURT_SIGNING_KEY": f"{KEYS}/{Path(signing).name}"} if signing else {}
+
+
 def run_once(deployment: Deployment, alias: str, command: list[str], **env: str) -> tuple[int, str]:
     """A one-shot container (the migration Job's command): its exit status and logs."""
     c = deployment.start(deployment.court(alias, command, **env))
@@ -162,7 +168,7 @@ async def test_a_full_online_game_through_the_containers(deployment: Deployment)
     # The release's migration step, once per database (the lobby-migrate / ranking-migrate Jobs).
     for service in ("lobby", "ranking"):
         code, logs = run_once(d, f"{service}-migrate", [f"court-{service}", "migrate"],
-                              COURT_DATABASE_URL=d.database_url(service))
+                              COURT_DATABASE_URL=d.database_url(service), **signing_env(service))
         assert code == 0, f"court-{service} migrate failed:\n{logs[-3000:]}"
 
     services = {}
@@ -173,9 +179,7 @@ async def test_a_full_online_game_through_the_containers(deployment: Deployment)
         ("lobby", {"COURT_DATABASE_URL": d.database_url("lobby")}),
     ):
         port = PORTS[name]
-        signing = keys.overrides(name).get("signing_key")
-        if signing:
-            env = {**env, "COURT_SIGNING_KEY": f"{KEYS}/{Path(signing).name}"}
+        env = {**env, **signing_env(name)}
         c = d.court(name, [f"court-{name}"], COURT_LISTEN=f"0.0.0.0:{port}", COURT_METRICS_LISTEN="",
                     **env).with_exposed_ports(port)
         services[name] = d.start(c)
