@@ -5,7 +5,8 @@ file under COURT_STATE_DIR), COURT_LISTEN (default 127.0.0.1:50052), COURT_RULES
 COURT_RANKING_ADDR, COURT_TOKEN_KEYS and COURT_SIGNING_KEY (the lobby's private key: it alone
 signs player identities), and the lobby's own COURT_TOKEN_TTL (seconds a bearer
 token lives, default 3600) and COURT_REFRESH_TTL (default 30 days). The schema is migrated at
-start (Alembic; ``migrate`` runs only that). ``LobbyApp.start(settings)`` is what tests use.
+start (Alembic; ``migrate`` runs only that) unless COURT_MIGRATE_ON_START=false, which only checks
+it is current (deploy/ migrates in a Job). ``LobbyApp.start(settings)`` is what tests use.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import court_store
 from court_kit import logging as klog
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
-from court_kit.settings import Settings
+from court_kit.settings import ConfigError, Settings
 from court_kit.tokens import Verifier, preflight
 from court_proto.court.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 from grpc_health.v1._async import HealthServicer
@@ -28,16 +29,22 @@ from sqlalchemy.engine import Engine
 from .accounts import LoginLimits, TokenPolicy
 from .clients import Backends
 from .servicer import PUBLIC_METHODS, LobbyServicer
-from .store import LobbyStore, migrate
+from .store import LobbyStore, check_schema, migrate
 
 log = klog.get_logger("court_lobby")
 
 SERVICE_NAME = lobby_pb2.DESCRIPTOR.services_by_name["LobbyService"].full_name
 
 
-def open_database(settings: Settings) -> Engine:
-    """The engine for COURT_DATABASE_URL, its schema migrated to the newest revision."""
-    engine, revision = court_store.open_database(settings.database_url, migrate)
+def open_database(settings: Settings, *, migrate_schema: bool | None = None) -> Engine:
+    """The engine for COURT_DATABASE_URL, its schema migrated to the newest revision; with
+    COURT_MIGRATE_ON_START=false (or ``migrate_schema=False``) only checked to be at it."""
+    if migrate_schema is None:
+        migrate_schema = settings.migrate_on_start
+    try:
+        engine, revision = court_store.open_database(settings.database_url, migrate if migrate_schema else check_schema)
+    except court_store.SchemaNotCurrent as exc:
+        raise ConfigError(str(exc)) from None
     log.info("database ready", backend=engine.dialect.name, revision=revision)
     return engine
 
@@ -96,7 +103,7 @@ class LobbyApp:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_service("lobby", LobbyApp.start, argv, migrate=lambda settings: open_database(settings).dispose())
+    return run_service("lobby", LobbyApp.start, argv, migrate=lambda settings: open_database(settings, migrate_schema=True).dispose())
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -30,7 +30,7 @@ from court_kit.errors import (
     PermissionDenied,
     Unauthenticated,
 )
-from court_store import check_text, insert_ignore, upgrade
+from court_store import check_text, insert_ignore, require_head, upgrade
 from sqlalchemy import delete, func, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
@@ -49,6 +49,11 @@ OPEN, STARTING, STARTED, FINISHED, ABANDONED = "open", "starting", "started", "f
 def migrate(engine: Engine) -> str | None:
     """Bring the lobby schema to the newest revision (service start and ``court-lobby migrate``)."""
     return upgrade(engine, MIGRATIONS, SERVICE)
+
+
+def check_schema(engine: Engine) -> str | None:
+    """Start-up with COURT_MIGRATE_ON_START=false: the schema must already be at the newest revision."""
+    return require_head(engine, MIGRATIONS, SERVICE)
 
 
 def check_name(name: Any, what: str = "name") -> str:

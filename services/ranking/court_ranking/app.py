@@ -2,7 +2,9 @@
 
 Settings come from the environment (court_kit.settings): COURT_DATABASE_URL (default a SQLite
 file under COURT_STATE_DIR), COURT_NATS_URL, COURT_LISTEN (default 127.0.0.1:50053),
-COURT_TOKEN_KEYS (the public token keys: ranking verifies tokens and mints none). The schema is migrated at start (Alembic; ``migrate`` runs only that).
+COURT_TOKEN_KEYS (the public token keys: ranking verifies tokens and mints none). The schema is migrated at
+start (Alembic; ``migrate`` runs only that) unless COURT_MIGRATE_ON_START=false, which only checks it
+is current (deploy/ migrates in a Job).
 ``RankingApp.start(settings)`` is what tests use (port 0, in process).
 """
 
@@ -18,7 +20,7 @@ from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
-from court_kit.settings import Settings
+from court_kit.settings import ConfigError, Settings
 from court_kit.tokens import Verifier, preflight
 from court_proto.court.ranking.v1 import ranking_pb2, ranking_pb2_grpc
 from grpc_health.v1._async import HealthServicer
@@ -27,16 +29,22 @@ from sqlalchemy.engine import Engine
 
 from .consumer import EventConsumer
 from .servicer import RankingServicer
-from .store import RankingStore, migrate
+from .store import RankingStore, check_schema, migrate
 
 log = klog.get_logger("court_ranking")
 
 SERVICE_NAME = ranking_pb2.DESCRIPTOR.services_by_name["RankingService"].full_name
 
 
-def open_database(settings: Settings) -> Engine:
-    """The engine for COURT_DATABASE_URL, its schema migrated to the newest revision."""
-    engine, revision = court_store.open_database(settings.database_url, migrate)
+def open_database(settings: Settings, *, migrate_schema: bool | None = None) -> Engine:
+    """The engine for COURT_DATABASE_URL, its schema migrated to the newest revision; with
+    COURT_MIGRATE_ON_START=false (or ``migrate_schema=False``) only checked to be at it."""
+    if migrate_schema is None:
+        migrate_schema = settings.migrate_on_start
+    try:
+        engine, revision = court_store.open_database(settings.database_url, migrate if migrate_schema else check_schema)
+    except court_store.SchemaNotCurrent as exc:
+        raise ConfigError(str(exc)) from None
     log.info("database ready", backend=engine.dialect.name, revision=revision)
     return engine
 
@@ -116,7 +124,7 @@ class RankingApp:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_service("ranking", RankingApp.start, argv, migrate=lambda settings: open_database(settings).dispose())
+    return run_service("ranking", RankingApp.start, argv, migrate=lambda settings: open_database(settings, migrate_schema=True).dispose())
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -16,7 +16,7 @@ from typing import Any
 from court_games.games import queens_court_accounting as qca
 from court_kit.checks import quote
 from court_kit.errors import FailedPrecondition, InvalidArgument, NotFound
-from court_store import check_text, insert_ignore, upgrade
+from court_store import check_text, insert_ignore, require_head, upgrade
 from openskill.models import PlackettLuce
 from sqlalchemy import func, update
 from sqlalchemy.engine import Engine
@@ -50,6 +50,11 @@ _model = PlackettLuce()
 def migrate(engine: Engine) -> str | None:
     """Bring the ranking schema to the newest revision (service start and ``court-ranking migrate``)."""
     return upgrade(engine, MIGRATIONS, SERVICE)
+
+
+def check_schema(engine: Engine) -> str | None:
+    """Start-up with COURT_MIGRATE_ON_START=false: the schema must already be at the newest revision."""
+    return require_head(engine, MIGRATIONS, SERVICE)
 
 
 def _check_id(value: str, what: str) -> str:
@@ -407,4 +412,4 @@ class RankingStore:
                     "ratings": ratings, "games": int(games), "since": p.created_at}
 
 
-__all__ = ["GAME_LEVEL", "MIGRATIONS", "RankingStore", "Standing", "migrate"]
+__all__ = ["GAME_LEVEL", "MIGRATIONS", "RankingStore", "Standing", "check_schema", "migrate"]
