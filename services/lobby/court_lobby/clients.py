@@ -8,6 +8,7 @@ from typing import Any
 
 import grpc
 from court_client import RulesClient
+from court_client.base import TRANSIENT, ServiceClient
 from court_kit import errors as kerr
 from court_kit.settings import Settings
 from court_kit.tokens import issue_token
@@ -17,6 +18,20 @@ from court_proto.court.rules.v1 import rules_pb2
 
 TOKEN_TTL = 6 * 3600.0
 CALL_TIMEOUT = 15.0
+
+
+class RemoteError(kerr.ServiceError):
+    """Another service's answer that none of our error classes names (INTERNAL, UNKNOWN, ...): its
+    code is kept, so it is never mistaken for a transient one."""
+
+    def __init__(self, code: grpc.StatusCode, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a backend call may simply be retried later (the service was not reached, or timed out)."""
+    return isinstance(exc, kerr.Unavailable)
 
 
 class ServiceToken:
@@ -40,29 +55,29 @@ class Backends:
     def __init__(self, settings: Settings):
         self.token = ServiceToken(settings.token_secret)
         self.rules = RulesClient(settings.rules_addr, self.token.get(), retries=4)
-        self._ranking_channel = grpc.aio.insecure_channel(settings.ranking_addr)
-        self.ranking = ranking_pb2_grpc.RankingServiceStub(self._ranking_channel)
+        # retried on UNAVAILABLE and DEADLINE_EXCEEDED only, always with the request's own id
+        self._ranking_client = ServiceClient(settings.ranking_addr, retries=4, timeout=CALL_TIMEOUT)
+        self.ranking = ranking_pb2_grpc.RankingServiceStub(self._ranking_client.channel)
 
     async def close(self) -> None:
         await self.rules.close()
-        await self._ranking_channel.close()
-
-    def _meta(self) -> tuple[tuple[str, str], ...]:
-        return (("authorization", f"Bearer {self.token.get()}"),)
+        await self._ranking_client.close()
 
     async def _ranking(self, method: Any, request: Any) -> Any:
+        self._ranking_client.token = self.token.get()
         try:
-            return await method(request, metadata=self._meta(), timeout=CALL_TIMEOUT)
+            return await self._ranking_client._call(method, request, TRANSIENT, getattr(request, "request_id", None))
         except grpc.aio.AioRpcError as err:
             raise translate(err, "ranking") from None
 
     # ---------------------------------------------------------------- rules
 
     async def create_game(self, game: str, seats: Sequence[str], options: Mapping[str, Any], seed: int,
-                          request_id: str) -> str:
+                          request_id: str, game_id: str = "") -> str:
         self.rules.token = self.token.get()
         try:
-            reply = await self.rules.create_game(game, seats, options, seed=seed, request_id=request_id)
+            reply = await self.rules.create_game(game, seats, options, seed=seed, request_id=request_id,
+                                                 game_id=game_id)
         except grpc.aio.AioRpcError as err:
             raise translate(err, "rules") from None
         return reply.game_id
@@ -108,7 +123,8 @@ class Backends:
 
 
 def translate(err: grpc.aio.AioRpcError, service: str) -> Exception:
-    """Another service's error as one of ours: its code is kept, unreachable becomes UNAVAILABLE."""
+    """Another service's error as one of ours, its code kept: only UNAVAILABLE and DEADLINE_EXCEEDED
+    (the answer never came) become our UNAVAILABLE; INTERNAL stays INTERNAL, and so on."""
     code = err.code()
     detail = err.details() or code.name
     by_code = {
@@ -119,8 +135,10 @@ def translate(err: grpc.aio.AioRpcError, service: str) -> Exception:
         grpc.StatusCode.ALREADY_EXISTS: kerr.AlreadyExists,
         grpc.StatusCode.ABORTED: kerr.Aborted,
     }
+    if code in TRANSIENT:
+        return kerr.Unavailable(f"the {service} service did not answer ({code.name}: {detail[:200]}); retry with the "
+                                "same request_id")
     cls = by_code.get(code)
     if cls is None:
-        return kerr.Unavailable(f"the {service} service did not answer ({code.name}: {detail}); retry with the same "
-                           "request_id")
+        return RemoteError(code, f"{service} service failed ({code.name}): {detail[:200]}")
     return cls(f"{service} service: {detail}")
