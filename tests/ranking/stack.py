@@ -29,6 +29,9 @@ from tests.storage.db import BACKENDS, backend_url
 
 SECRET = "stack-test-secret-0123456789abcdef0123456789"
 ACK_WAIT = 2.0  # seconds before an unacknowledged event goes to another consumer (30 in production)
+# the start saga's sweep and lease, the settle sweep: fast, so recovery tests take seconds
+FAST_SAGA = {"COURT_START_SWEEP": "0.2", "COURT_START_LEASE": "1.5", "COURT_SETTLE_SWEEP": "0.5",
+             "COURT_SETTLE_LEASE": "2"}
 
 
 def rid() -> str:
@@ -109,13 +112,13 @@ class Stack:
             extra.update(rules_addr=self.rules.address, ranking_addr=self.ranking.address)
         values = dict(nats_url=self.nats.url, listen="127.0.0.1:0", metrics_listen="", token_secret=SECRET,
                       env="test", state_dir=self.tmp_path / "state", **extra)
-        return Settings.load(service, {}, **{**values, **overrides})
+        return Settings.load(service, dict(FAST_SAGA), **{**values, **overrides})
 
-    async def start(self) -> None:
+    async def start(self, lobby_faults: Any = None) -> None:
         self.nats.start()
         self.rules = await RulesApp.start(self.settings("rules"), sweep_delay=0.5)
         self.ranking = await self.start_ranking()
-        self.lobby = await LobbyApp.start(self.settings("lobby"))
+        self.lobby = await LobbyApp.start(self.settings("lobby"), faults=lobby_faults)
         self.lobby_channel = grpc.aio.insecure_channel(self.lobby.address)
         self.ranking_channel = grpc.aio.insecure_channel(self.ranking.address)
 
@@ -149,6 +152,24 @@ class Stack:
                 except Exception:  # noqa: BLE001 - already killed
                     pass
         self.nats.stop()
+
+    async def audit(self) -> rpb.AuditResponse:
+        """The ranking service's ledger audit, as an operator runs it (an admin token)."""
+        stub = ranking_pb2_grpc.RankingServiceStub(self.ranking_channel)
+        return await stub.Audit(rpb.AuditRequest(), metadata=(("authorization",
+                                                               f"Bearer {self.token('ops', 'admin')}"),), timeout=60)
+
+    async def start_bot(self) -> Any:
+        """The bot service (plays bot seats, answers Suggest), stopped at the end."""
+        from court_bot.app import BotApp
+        from court_bot.config import BotConfig
+
+        settings = self.settings("bot", rules_addr=self.rules.address)
+        app = await BotApp.start(settings, config=BotConfig.from_settings(
+            settings, budgets_ms={"random": 5.0, "heuristic": 20.0, "expert": 40.0}, ack_wait=ACK_WAIT))
+        self.closers.append(lambda: app.stop(0))
+        self.bot = app
+        return app
 
     def token(self, sub: str, role: str, ttl: float = 3600) -> str:
         return issue_token(SECRET, sub, role, ttl)

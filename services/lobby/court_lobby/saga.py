@@ -46,6 +46,9 @@ FAILED_PRECONDITION = int(grpc.StatusCode.FAILED_PRECONDITION.value[0])
 class Faults:
     """Fault injection points for tests (the production instance does nothing)."""
 
+    async def before_antes(self, info: LobbyInfo) -> None:
+        """The lobby is starting (its identity fixed), nothing else done yet."""
+
     async def after_antes(self, info: LobbyInfo) -> None:
         """After the antes were taken, before the game is created."""
 
@@ -103,6 +106,7 @@ class Starter:
             return
         seats = [s.account_id or f"{BOT_PREFIX}{s.bot_level}" for s in info.seated]
         try:
+            await self.faults.before_antes(info)
             if info.online:
                 await self.backends.register_game(info.game_id, info.game, True, info.ante, info.seed,
                                                   [(p, s.name) for p, s in zip(seats, info.seated, strict=True)])

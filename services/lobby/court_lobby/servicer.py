@@ -20,6 +20,7 @@ from court_kit.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    ServiceError,
     Unauthenticated,
     Unavailable,
 )
@@ -124,6 +125,12 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                 return pb.Lobby.FromString(call.render(await work(call)))
             except rq.Replayed as again:
                 stored = again.stored
+            except ServiceError:
+                # a concurrent duplicate may have committed meanwhile and changed what ``work``
+                # checks (an abandoned game is no longer running): its answer is ours
+                stored = await self._run(self.store.recall, call.claim)
+                if stored is None:
+                    raise
         if stored.pending:  # a StartGame whose saga has not ended yet
             return await self._await_start(call, request.lobby_id)
         return self._replay(stored)
