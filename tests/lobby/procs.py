@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -22,13 +21,24 @@ def free_port() -> int:
 
 
 class ServiceProcess:
-    """``argv`` as a child; ``wait_ready`` reads its output until a line shows it listens."""
+    """``argv`` as a child, its output in a log file (never a pipe that could fill and block it);
+    ``wait_ready`` reads the log until a line shows it listens."""
 
-    def __init__(self, argv: list[str], env: dict[str, str]):
+    _n = 0
+
+    def __init__(self, argv: list[str], env: dict[str, str], log_dir: Path | None = None):
         self.argv, self.env = argv, env
-        self.proc = subprocess.Popen(argv, env={**os.environ, **env}, cwd=ROOT, stdout=subprocess.PIPE,
+        ServiceProcess._n += 1
+        folder = Path(log_dir or env.get("COURT_STATE_DIR") or "/tmp")
+        folder.mkdir(parents=True, exist_ok=True)
+        self.log_path = folder / f"proc-{os.getpid()}-{ServiceProcess._n}.log"
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in close()
+        self.proc = subprocess.Popen(argv, env={**os.environ, **env}, cwd=ROOT, stdout=self._log,
                                      stderr=subprocess.STDOUT)
-        self.out = b""
+
+    @property
+    def out(self) -> bytes:
+        return self.log_path.read_bytes()
 
     def _ready(self) -> int | None:
         for line in self.out.splitlines():
@@ -41,25 +51,17 @@ class ServiceProcess:
                     continue
         return None
 
-    def wait_ready(self, timeout: float = 60.0) -> int:
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
+    def wait_ready(self, timeout: float = 180.0) -> int:
         deadline = time.monotonic() + timeout
         while (port := self._ready()) is None:
-            left = deadline - time.monotonic()
-            if left <= 0 or self.proc.poll() is not None:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
                 raise AssertionError(f"{self.argv} did not start: {self.out.decode(errors='replace')[-3000:]}")
-            ready, _, _ = select.select([fd], [], [], left)
-            if ready:
-                self.out += os.read(fd, 65536)
+            time.sleep(0.05)  # a child process's log file: nothing to wait on but the file
         return port
 
     def wait_exit(self, timeout: float = 60.0) -> int:
-        """The exit status (negative: the signal); reads the rest of its output."""
-        rc = self.proc.wait(timeout)
-        assert self.proc.stdout is not None
-        self.out += self.proc.stdout.read()
-        return rc
+        """The exit status (negative: the signal)."""
+        return self.proc.wait(timeout)
 
     def kill(self) -> None:
         if self.proc.poll() is None:
@@ -68,8 +70,7 @@ class ServiceProcess:
 
     def close(self) -> None:
         self.kill()
-        if self.proc.stdout:
-            self.proc.stdout.close()
+        self._log.close()
 
 
 def service_script(service: str) -> str:
