@@ -18,8 +18,8 @@ from court_kit.errors import (
     Unauthenticated,
 )
 from court_lobby.store import Call, LobbyStore, check_name, migrate
-from court_store import requests as rq
 from court_store import current_revision, make_engine
+from court_store import requests as rq
 from sqlalchemy import inspect
 
 from .db import db_url  # noqa: F401  (the parametrised fixture)
