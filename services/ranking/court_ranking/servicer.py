@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from court_games import GAME_NAMES
+from court_kit import logging as klog
 from court_kit.checks import page_offset, quote
 from court_kit.errors import InvalidArgument, NotFound, PermissionDenied
 from court_kit.server import current_identity
@@ -24,6 +25,7 @@ from . import settle
 from .models import LedgerEntry
 from .store import RankingStore
 
+log = klog.get_logger("court_ranking.servicer")
 TRUSTED = ("service", "admin")
 KINDS = {"opening": pb.ENTRY_KIND_GRANT, "ante_paid": pb.ENTRY_KIND_ANTE, "ante_refunded": pb.ENTRY_KIND_ANTE_REFUND,
          "ante_won": pb.ENTRY_KIND_ANTE_PAYOUT, "round": pb.ENTRY_KIND_ROUND}
@@ -221,8 +223,13 @@ class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
         except rq.Replayed as again:
             return pb.RegisterGameResponse.FromString(again.stored.response or b"")
         if created and self.backfill is not None and info.online:
-            await self.backfill(game, request.game_id)  # events the rules service published before this call
-            await self._run(self.store.settle, request.game_id)
+            try:  # events the rules service published before this call
+                await self.backfill(game, request.game_id)
+                await self._run(self.store.settle, request.game_id)
+            except Exception as exc:  # noqa: BLE001 - the antes are committed: never answer an error now
+                # (the consumer and the settle sweep read the events back later)
+                log.warning("backfill after registration failed", game_id=request.game_id,
+                            error=str(exc)[:200] or type(exc).__name__)
         stored = await self._run(self.store.recall, claim)
         return pb.RegisterGameResponse.FromString(stored.response or b"")
 
