@@ -25,7 +25,8 @@ from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 from court_proto.court.ranking.v1 import ranking_pb2_grpc
 
-from tests.ranking.stack import SECRET, Player, Stack, fails, rid
+from tests.fixtures import keys
+from tests.ranking.stack import Player, Stack, fails, rid
 
 from .procs import ServiceProcess
 
@@ -272,7 +273,8 @@ async def test_the_lobby_sigkilled_mid_start_is_finished_by_another_replica(stac
     settings = stack.settings("lobby")
     doomed = ServiceProcess([sys.executable, "-m", "tests.lobby.faulty_lobby", step], {
         "COURT_DATABASE_URL": settings.database_url, "COURT_RULES_ADDR": stack.rules.address,
-        "COURT_RANKING_ADDR": stack.ranking.address, "COURT_TOKEN_SECRET": SECRET, "COURT_ENV": "test",
+        "COURT_RANKING_ADDR": stack.ranking.address, **keys.env("lobby"), "COURT_ENV": "test",
+        "COURT_LOGIN_RATE": "0", "COURT_LOGIN_NAME_RATE": "0", "COURT_SIGNUP_RATE": "0",
         "COURT_LISTEN": "127.0.0.1:0", "COURT_METRICS_LISTEN": "", "COURT_START_LEASE": "1.5",
         "COURT_START_SWEEP": "3600", "COURT_STATE_DIR": str(stack.tmp_path / "doomed")})
     try:

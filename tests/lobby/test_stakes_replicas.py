@@ -24,14 +24,14 @@ from court_bot.config import BotConfig
 from court_client import BotClient, RankingClient, RulesClient
 from court_kit.settings import Settings
 from court_kit.structs import to_dict, to_struct
-from court_kit.tokens import issue_token
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.lobby.v1 import lobby_pb2_grpc
 from court_rules.app import RulesApp
 
+from tests.fixtures import keys
 from tests.fixtures.nats import make_nats
 from tests.ranking.qc_expect import expected_changes
-from tests.ranking.stack import SECRET, rid
+from tests.ranking.stack import rid
 from tests.storage.db import backend_url
 
 from .procs import ServiceProcess, free_port, service_script
@@ -84,21 +84,22 @@ class World:
 
     async def start(self) -> None:
         self.nats.start()
-        base = dict(nats_url=self.nats.url, listen="127.0.0.1:0", metrics_listen="", token_secret=SECRET, env="test",
+        base = dict(nats_url=self.nats.url, listen="127.0.0.1:0", metrics_listen="", env="test",
                     state_dir=self.tmp / "state")
-        self.rules = await RulesApp.start(Settings.load("rules", {}, **base), sweep_delay=0.5)
-        bot_settings = Settings.load("bot", {}, **base, rules_addr=self.rules.address)
+        self.rules = await RulesApp.start(Settings.load("rules", {}, **base, **keys.overrides("rules")),
+                                          sweep_delay=0.5)
+        bot_settings = Settings.load("bot", {}, **base, **keys.overrides("bot"), rules_addr=self.rules.address)
         self.bot = await BotApp.start(bot_settings, config=BotConfig.from_settings(
             bot_settings, budgets_ms={"random": 5.0, "heuristic": 10.0, "expert": 20.0}))
-        common = {"COURT_DATABASE_URL": self.db_url, "COURT_NATS_URL": self.nats.url, "COURT_TOKEN_SECRET": SECRET,
-                  "COURT_ENV": "test", "COURT_METRICS_LISTEN": "", "COURT_LOG_FORMAT": "json",
+        common = {"COURT_DATABASE_URL": self.db_url, "COURT_NATS_URL": self.nats.url, "COURT_ENV": "test",
+                  "COURT_LOGIN_RATE": "0", "COURT_LOGIN_NAME_RATE": "0", "COURT_SIGNUP_RATE": "0", "COURT_METRICS_LISTEN": "", "COURT_LOG_FORMAT": "json",
                   "COURT_LOG_LEVEL": "info", "PYTHONUNBUFFERED": "1", "COURT_RULES_ADDR": self.rules.address}
         for i in range(2):
-            self.rankings.append(Replica("ranking", {**common, "COURT_SETTLE_SWEEP": "1", "COURT_SETTLE_LEASE": "5"},
+            self.rankings.append(Replica("ranking", {**common, **keys.env("ranking"), "COURT_SETTLE_SWEEP": "1", "COURT_SETTLE_LEASE": "5"},
                                          self.tmp / f"ranking{i}"))
         await asyncio.gather(*[asyncio.to_thread(r.start) for r in self.rankings])
         for i in range(2):
-            self.lobbies.append(Replica("lobby", {**common, "COURT_RANKING_ADDR": self.rankings[i].address,
+            self.lobbies.append(Replica("lobby", {**common, **keys.env("lobby"), "COURT_RANKING_ADDR": self.rankings[i].address,
                                                   "COURT_START_SWEEP": "0.5", "COURT_START_LEASE": "3"},
                                         self.tmp / f"lobby{i}"))
         await asyncio.gather(*[asyncio.to_thread(r.start) for r in self.lobbies])
@@ -229,9 +230,9 @@ async def test_replicas_killed_mid_play_lose_and_double_nothing(world: World):
     t_play = time.monotonic() - t0
 
     # every game settled, by the consumers or the settle sweep (the killed replica's unacknowledged events)
-    admin = issue_token(SECRET, "ops", "admin", 3600)
+    admin = keys.token("ops", "admin")
     ranking = RankingClient(world.rankings[1].address, admin)
-    analyst = RulesClient(world.rules.address, issue_token(SECRET, "analyst", "analytics", 3600))
+    analyst = RulesClient(world.rules.address, keys.token("analyst", "analytics"))
     try:
         deadline = time.monotonic() + 300
         for game_id, _ in played:

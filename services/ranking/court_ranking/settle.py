@@ -30,7 +30,7 @@ ROUND_REASON = "round"
 ANTE_PAID, ANTE_REFUNDED, ANTE_WON = "ante_paid", "ante_refunded", "ante_won"
 CHALLENGE_REASON = "challenge:"  # + the challenge id
 BOT_PREFIX = "bot:"
-RANKED_GAMES_WITH_POINTS = frozenset({"queens_court"})  # RULES.md: rank points and antes are Queen's Court's
+RANKED_GAMES_WITH_POINTS = frozenset({"queens_court"})  # docs/rules/queens_court.md: rank points and antes are Queen's Court's
 
 
 @dataclass(frozen=True, slots=True)
