@@ -4,9 +4,12 @@ Settings come from the environment (court_kit.settings): COURT_DATABASE_URL (def
 file under COURT_STATE_DIR), COURT_LISTEN (default 127.0.0.1:50052), COURT_RULES_ADDR,
 COURT_RANKING_ADDR, COURT_TOKEN_KEYS and COURT_SIGNING_KEY (the lobby's private key: it alone
 signs player identities), and the lobby's own COURT_TOKEN_TTL (seconds a bearer
-token lives, default 3600) and COURT_REFRESH_TTL (default 30 days). The schema is migrated at
-start (Alembic; ``migrate`` runs only that) unless COURT_MIGRATE_ON_START=false, which only checks
-it is current (deploy/ migrates in a Job). ``LobbyApp.start(settings)`` is what tests use.
+token lives, default 3600) and COURT_REFRESH_TTL (default 30 days); the start saga's
+COURT_START_SWEEP (seconds between sweeps for lobbies left in ``starting``, default 10; one runs
+at start-up) and COURT_START_LEASE (seconds a replica holds a lobby while driving it, default 30).
+The schema is migrated at start (Alembic; ``migrate`` runs only that) unless
+COURT_MIGRATE_ON_START=false, which only checks it is current (deploy/ migrates in a Job).
+``LobbyApp.start(settings)`` is what tests use.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import court_store
 from court_kit import logging as klog
@@ -28,6 +31,7 @@ from sqlalchemy.engine import Engine
 
 from .accounts import LoginLimits, TokenPolicy
 from .clients import Backends
+from .saga import Faults, Starter
 from .servicer import PUBLIC_METHODS, LobbyServicer
 from .store import LobbyStore, check_schema, migrate
 
@@ -59,13 +63,16 @@ class LobbyApp:
     port: int
     health: HealthServicer
     metrics: MetricsServer | None
+    starter: Starter
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+    _task: asyncio.Task | None = None
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     @classmethod
-    async def start(cls, settings: Settings) -> LobbyApp:
+    async def start(cls, settings: Settings, *, faults: Faults | None = None) -> LobbyApp:
         _, signer = preflight(settings)
         assert signer is not None
         engine = await asyncio.to_thread(open_database, settings)
@@ -75,6 +82,10 @@ class LobbyApp:
             tokens = TokenPolicy(signer, ttl=settings.extra_float("TOKEN_TTL", 3600.0, lo=1.0),
                                  refresh_ttl=settings.extra_float("REFRESH_TTL", 30 * 24 * 3600.0, lo=1.0))
             servicer = LobbyServicer(store, backends, tokens, LoginLimits.from_settings(settings))
+            starter = Starter(store, backends, servicer._render_start,
+                              lease=settings.extra_float("START_LEASE", 30.0, lo=0.1),
+                              sweep=settings.extra_float("START_SWEEP", 10.0, lo=0.05), faults=faults)
+            servicer.starter = starter
             server, port = create_server(settings.listen, settings=settings, interceptors=[
                 EdgeInterceptor(Verifier.for_service(settings), public_methods=PUBLIC_METHODS)])
             lobby_pb2_grpc.add_LobbyServiceServicer_to_server(servicer, server)
@@ -87,9 +98,19 @@ class LobbyApp:
             raise
         metrics = start_metrics_server(settings.metrics_listen)
         log.info("lobby service listening", port=port, metrics_port=metrics.port if metrics else None)
-        return cls(settings, engine, store, backends, server, port, health, metrics)
+        app = cls(settings, engine, store, backends, server, port, health, metrics, starter)
+        app._task = asyncio.create_task(starter.run(app._stop))  # leftover starts now, then every sweep
+        return app
+
+    async def _stop_background(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
 
     async def close(self) -> None:
+        await self._stop_background()
         if self.metrics is not None:
             self.metrics.close()
         with contextlib.suppress(Exception):
