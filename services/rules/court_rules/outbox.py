@@ -225,6 +225,8 @@ class Outbox:
             await _quietly_unsubscribe(psub)
 
     async def _sweep(self, msgs: list[Any], delay: float, stop: asyncio.Event) -> None:
+        if not msgs:  # a fetch may end on a status message (408, 409) without any record
+            return
         newest = msgs[-1].metadata.timestamp.timestamp()  # in stream order: the last is the newest
         wait = newest + delay - time.time()
         if wait > 0:
