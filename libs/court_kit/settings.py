@@ -17,7 +17,10 @@ a service")::
     COURT_LOG_FORMAT       json | console (default json)
     COURT_LOG_LEVEL        debug | info | warning | error (default info)
     COURT_STREAM_REPLICAS  JetStream replicas of the streams a service creates (default 1)
-    COURT_SHUTDOWN_GRACE   seconds in-flight calls get on SIGTERM (default 10)
+    COURT_SHUTDOWN_GRACE   seconds in-flight calls get on SIGTERM (default 6; the process is gone
+                           within this + 3 s, see court_kit.server)
+    COURT_READY_INTERVAL, COURT_READY_TIMEOUT, COURT_READY_FAILURES
+                           readiness checks of the required dependencies (court_kit.health)
 
 A missing or malformed value fails at start-up with ``ConfigError`` naming the
 variable; tests pass overrides directly (``Settings.load("rules", listen=...)``).
@@ -96,7 +99,7 @@ class Settings:
     log_format: str = "json"
     log_level: str = "info"
     stream_replicas: int = 1
-    shutdown_grace: float = 10.0
+    shutdown_grace: float = 6.0
     # COURT_* variables this object does not name, for a service's own settings
     extra: Mapping[str, str] = field(default_factory=dict)
 
@@ -133,7 +136,7 @@ class Settings:
             "log_format": get("LOG_FORMAT", "json").strip().lower(),
             "log_level": get("LOG_LEVEL", "info").strip().lower(),
             "stream_replicas": _int("COURT_STREAM_REPLICAS", get("STREAM_REPLICAS", "1"), 1, 5),
-            "shutdown_grace": _float("COURT_SHUTDOWN_GRACE", get("SHUTDOWN_GRACE", "10"), 0.0),
+            "shutdown_grace": _float("COURT_SHUTDOWN_GRACE", get("SHUTDOWN_GRACE", "6"), 0.0),
         }
         known = {f"COURT_{f.name.upper()}" for f in dataclasses.fields(cls)} | {"COURT_ENV"}
         values["extra"] = {k: v for k, v in env.items() if k.startswith("COURT_") and k not in known}

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import court_store
 from court_kit import logging as klog
+from court_kit.health import Check, database_check
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
 from court_kit.settings import Settings
@@ -55,6 +56,13 @@ class LobbyApp:
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    service_names = (SERVICE_NAME,)
+
+    def dependencies(self) -> dict[str, Check]:
+        """Readiness: the database is required (court_kit.health); rules and ranking are other
+        services with readiness of their own (calls that need them answer UNAVAILABLE meanwhile)."""
+        return {"database": database_check(self.engine, self.settings.extra_float("READY_TIMEOUT", 2.0, lo=0.05))}
 
     @classmethod
     async def start(cls, settings: Settings) -> LobbyApp:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import court_store
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
+from court_kit.health import Check, database_check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
 from court_kit.settings import Settings
@@ -58,6 +59,13 @@ class RankingApp:
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    service_names = (SERVICE_NAME,)
+
+    def dependencies(self) -> dict[str, Check]:
+        """Readiness: NATS (the event consumer) and the database are required (court_kit.health)."""
+        timeout = self.settings.extra_float("READY_TIMEOUT", 2.0, lo=0.05)
+        return {"nats": nats_check(self.nc, timeout), "database": database_check(self.engine, timeout)}
 
     @classmethod
     async def start(cls, settings: Settings, *, durable: str = "ranking", ack_wait: float = 30.0) -> RankingApp:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
+from court_kit.health import Check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
 from court_kit.settings import Settings
@@ -56,12 +57,18 @@ class RulesApp:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    service_names = (SERVICE_NAME,)
+
+    def dependencies(self) -> dict[str, Check]:
+        """Readiness: NATS (JetStream) is required (court_kit.health)."""
+        return {"nats": nats_check(self.nc, self.settings.extra_float("READY_TIMEOUT", 2.0, lo=0.05))}
+
     @classmethod
     async def start(cls, settings: Settings, *, faults: Faults | None = None,
                     sweep_delay: float | None = None, sweep_ack_wait: float | None = None) -> RulesApp:
         nc = await kjs.connect(settings.nats_servers(), name=f"court-rules@{settings.listen}")
         try:
-            store = GameStore(nc, replicas=settings.stream_replicas)
+            store = GameStore(nc, replicas=settings.stream_replicas, environ=settings.extra)
             await store.ensure_streams()
             cache = GameCache(store, capacity=settings.extra_int("GAME_CACHE", 20_000, lo=1))
             outbox = Outbox(store, cache)

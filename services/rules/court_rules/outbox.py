@@ -197,6 +197,7 @@ class Outbox:
         """
         ack_wait = max(10.0, 4 * delay) if ack_wait is None else ack_wait
         psub = None
+        trouble = klog.StateLog(log, "sweeper")
         try:
             while not stop.is_set():
                 try:
@@ -212,10 +213,11 @@ class Outbox:
                     except TimeoutError:
                         continue
                     await self._sweep(msgs, delay, stop)
+                    trouble.ok("sweeper running again")
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - keep sweeping: NATS may be restarting
-                    log.warning("sweeper pass failed", error=str(exc) or type(exc).__name__)
+                    trouble.failed("sweeper pass failed", error=str(exc) or type(exc).__name__)
                     psub = await _quietly_unsubscribe(psub)
                     try:
                         await asyncio.wait_for(stop.wait(), 1.0)

@@ -1,6 +1,7 @@
 """The rules service's JetStream storage: the per-game state log and the event streams.
 
-Streams (created or updated at start-up; replicas from COURT_STREAM_REPLICAS):
+Streams (created or updated at start-up; replicas from COURT_STREAM_REPLICAS; every one bounded,
+limits from ``court_kit.jetstream.STREAM_LIMITS`` and the COURT_<STREAM>_MAX_* variables):
 
 * ``COURT_GAMES``, subjects ``court.games.<game_id>``: the state log, one
   message per game record (the creation, then one per accepted move), JSON.
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +28,7 @@ import nats.errors
 from court_kit import jetstream as kjs
 from court_kit.errors import Unavailable
 from nats.aio.client import Client as NATS
-from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
+from nats.js.api import StreamConfig
 from nats.js.errors import APIError
 
 GAMES_STREAM = "COURT_GAMES"
@@ -63,29 +64,28 @@ def _unavailable(what: str, exc: BaseException) -> Unavailable:
 
 
 class GameStore:
-    def __init__(self, nc: NATS, *, replicas: int = 1, timeout: float = 5.0):
+    def __init__(self, nc: NATS, *, replicas: int = 1, timeout: float = 5.0, environ: Mapping[str, str] | None = None):
+        """``environ``: the COURT_ variables with the streams' limits (``Settings.extra``)."""
         self.nc = nc
+        self.environ = dict(environ or {})
         self.js = nc.jetstream(timeout=timeout)
         self.publisher = kjs.Publisher(nc)
         self.replicas = replicas
         self.timeout = timeout
 
+    def stream_configs(self) -> list[StreamConfig]:
+        """Every stream the rules service writes, bounded (``court_kit.jetstream.stream_config``)."""
+        def cfg(name: str, subjects: list[str], description: str) -> StreamConfig:
+            return kjs.stream_config(name, subjects, description=description, environ=self.environ,
+                                     replicas=self.replicas, duplicate_window=DUPLICATE_WINDOW)
+
+        return [cfg(GAMES_STREAM, [GAMES_PREFIX + "*"], "Court game state logs"),
+                cfg(EVENTS_STREAM, [EVENTS_PREFIX + ">"], "Court public game events"),
+                cfg(FULL_STREAM, [FULL_PREFIX + ">"], "Court full-information game events (analytics/admin)")]
+
     async def ensure_streams(self) -> None:
-        common: dict[str, Any] = {
-            "retention": RetentionPolicy.LIMITS,
-            "storage": StorageType.FILE,
-            "discard": DiscardPolicy.OLD,
-            "num_replicas": self.replicas,
-            "allow_direct": True,
-            "duplicate_window": DUPLICATE_WINDOW,
-        }
-        await kjs.ensure_stream(self.js, StreamConfig(
-            name=GAMES_STREAM, subjects=[GAMES_PREFIX + "*"], description="Court game state logs", **common))
-        await kjs.ensure_stream(self.js, StreamConfig(
-            name=EVENTS_STREAM, subjects=[EVENTS_PREFIX + ">"], description="Court public game events", **common))
-        await kjs.ensure_stream(self.js, StreamConfig(
-            name=FULL_STREAM, subjects=[FULL_PREFIX + ">"],
-            description="Court full-information game events (analytics/admin)", **common))
+        for config in self.stream_configs():
+            await kjs.ensure_stream(self.js, config)
 
     # ------------------------------------------------------------------ state log
 
