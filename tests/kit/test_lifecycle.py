@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import re
 import signal
@@ -28,86 +27,15 @@ from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.fixtures.nats import BinaryNats, free_port
+from tests.fixtures.procs import STOP_LIMIT, Service
 
 SECRET = "lifecycle-secret-0123456789abcdef0123"
 BIN = Path(sys.executable).parent
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
-STOP_LIMIT = 10.0  # seconds: SIGTERM to exit, at any moment
 FLIP_LIMIT = 15.0  # seconds: a dependency gone to NOT_SERVING (and back)
 
 pytestmark = pytest.mark.slow
-
-
-class Service:
-    """One service process from its console script, logging JSON lines to a file."""
-
-    def __init__(self, name: str, tmp: Path, env: dict[str, str], *, pid1: bool = False):
-        self.name = name
-        self.port = free_port()
-        self.log_path = tmp / f"{name}-{self.port}.log"
-        full = {**os.environ, "COURT_LISTEN": f"127.0.0.1:{self.port}", "COURT_METRICS_LISTEN": "",
-                "COURT_TOKEN_SECRET": SECRET, "COURT_LOG_FORMAT": "json", "COURT_STATE_DIR": str(tmp / "state"),
-                **env}
-        argv = [str(BIN / f"court-{name}")]
-        if pid1:  # as in a container: PID 1 of its own PID namespace (the kernel then ignores every
-            # signal the process has no handler for, SIGTERM included)
-            argv = ["unshare", "--pid", "--fork", "--kill-child", *argv]
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(argv, env=full, stdout=self._log, stderr=subprocess.STDOUT)
-        self.pid1 = pid1
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def service_pid(self) -> int:
-        """The service's own pid (under ``unshare`` the launcher's only child)."""
-        if not self.pid1:
-            return self.proc.pid
-        deadline = time.monotonic() + 10
-        path = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children")
-        while time.monotonic() < deadline:
-            kids = path.read_text().split()
-            if kids:
-                pid = int(kids[0])
-                nspid = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("NSpid:"))
-                assert nspid.split()[-1] == "1", nspid  # PID 1 in its namespace
-                return pid
-            time.sleep(0.01)  # the fork has no event to wait on
-        raise AssertionError("unshare did not start the service")
-
-    def logs(self) -> list[dict[str, Any]]:
-        out = []
-        for line in self.log_path.read_text(errors="replace").splitlines():
-            if line.startswith("{"):
-                with contextlib.suppress(ValueError):
-                    out.append(json.loads(line))
-        return out
-
-    def wait_log(self, event: str, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while not any(x.get("event") == event for x in self.logs()):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"{self.name}: no {event!r} in the log: {self.log_path.read_text()[-2000:]}")
-            time.sleep(0.02)  # a log file offers no event to wait on
-
-    def terminate_and_time(self) -> tuple[float, int]:
-        """SIGTERM the service itself; (seconds until the process is gone, exit status)."""
-        pid = self.service_pid()
-        t0 = time.monotonic()
-        os.kill(pid, signal.SIGTERM)
-        try:
-            rc = self.proc.wait(STOP_LIMIT + 5)
-        except subprocess.TimeoutExpired:
-            raise AssertionError(f"{self.name} ignored SIGTERM for {STOP_LIMIT + 5}s") from None
-        return time.monotonic() - t0, rc
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self._log.close()
 
 
 @pytest.fixture
@@ -115,7 +43,7 @@ def spawn(tmp_path: Path) -> Iterator[Any]:
     started: list[Service] = []
 
     def make(name: str, env: dict[str, str], **kw: Any) -> Service:
-        s = Service(name, tmp_path, env, **kw)
+        s = Service(name, tmp_path, {"COURT_TOKEN_SECRET": SECRET, **env}, **kw)
         started.append(s)
         return s
 
@@ -373,8 +301,9 @@ async def test_readiness_follows_a_hung_database(spawn: Any) -> None:
     NOT_SERVING within 15 s (no connection is closed: only a timeout can tell), back to SERVING
     when the proxy forwards again; liveness stays SERVING."""
     pg = os.environ.get("COURT_TEST_POSTGRES_URL")
-    if not pg:
-        pytest.skip("COURT_TEST_POSTGRES_URL is not set (make test sets it)")
+    if not pg:  # a skipped backend would pass for a tested one (tests/storage/db.py does the same)
+        pytest.fail("COURT_TEST_POSTGRES_URL is not set: make test starts a PostgreSQL server and sets it",
+                    pytrace=False)
     from sqlalchemy.engine import make_url
 
     u = make_url(pg)

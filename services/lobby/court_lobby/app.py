@@ -3,7 +3,11 @@
 Settings come from the environment (court_kit.settings): COURT_DATABASE_URL (default a SQLite
 file under COURT_STATE_DIR), COURT_LISTEN (default 127.0.0.1:50052), COURT_RULES_ADDR,
 COURT_RANKING_ADDR, COURT_TOKEN_SECRET, and the lobby's own COURT_TOKEN_TTL (seconds a bearer
-token lives, default 3600) and COURT_REFRESH_TTL (default 30 days). The schema is migrated at
+token lives, default 3600) and COURT_REFRESH_TTL (default 30 days).
+
+TTL purges (``store.purge``, every COURT_PURGE_INTERVAL seconds, default 3600): request-log rows
+older than COURT_REQUEST_TTL (default 7 days), refresh tokens past their expiry, lobbies of
+finished or abandoned games older than COURT_FINISHED_LOBBY_TTL (default 30 days). The schema is migrated at
 start (Alembic; ``migrate`` runs only that). ``LobbyApp.start(settings)`` is what tests use.
 """
 
@@ -13,6 +17,7 @@ import asyncio
 import contextlib
 import sys
 from dataclasses import dataclass
+from datetime import timedelta
 
 import court_store
 from court_kit import logging as klog
@@ -22,13 +27,14 @@ from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_
 from court_kit.settings import Settings
 from court_kit.tokens import Verifier
 from court_proto.court.lobby.v1 import lobby_pb2, lobby_pb2_grpc
+from court_store.purge import PurgeTask
 from grpc_health.v1._async import HealthServicer
 from sqlalchemy.engine import Engine
 
 from .accounts import TokenPolicy
 from .clients import Backends
 from .servicer import PUBLIC_METHODS, LobbyServicer
-from .store import LobbyStore, migrate
+from .store import LobbyStore, migrate, purge
 
 log = klog.get_logger("court_lobby")
 
@@ -52,6 +58,9 @@ class LobbyApp:
     port: int
     health: HealthServicer
     metrics: MetricsServer | None
+    purger: PurgeTask | None = None
+    _purge_stop: asyncio.Event | None = None
+    _purge_task: asyncio.Task | None = None
 
     @property
     def address(self) -> str:
@@ -84,9 +93,21 @@ class LobbyApp:
             raise
         metrics = start_metrics_server(settings.metrics_listen)
         log.info("lobby service listening", port=port, metrics_port=metrics.port if metrics else None)
-        return cls(settings, engine, store, backends, server, port, health, metrics)
+        app = cls(settings, engine, store, backends, server, port, health, metrics)
+        day = 86400.0
+        request_ttl = timedelta(seconds=settings.extra_float("REQUEST_TTL", 7 * day, lo=1.0))
+        finished_ttl = timedelta(seconds=settings.extra_float("FINISHED_LOBBY_TTL", 30 * day, lo=1.0))
+        app.purger = PurgeTask("lobby", lambda: purge(store, request_ttl=request_ttl, finished_ttl=finished_ttl),
+                               interval=settings.extra_float("PURGE_INTERVAL", 3600.0, lo=0.05))
+        app._purge_stop = asyncio.Event()
+        app._purge_task = asyncio.create_task(app.purger.run(app._purge_stop))
+        return app
 
     async def close(self) -> None:
+        if self._purge_stop is not None and self._purge_task is not None:
+            self._purge_stop.set()
+            with contextlib.suppress(Exception):
+                await self._purge_task
         if self.metrics is not None:
             self.metrics.close()
         with contextlib.suppress(Exception):

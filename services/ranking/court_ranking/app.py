@@ -3,6 +3,10 @@
 Settings come from the environment (court_kit.settings): COURT_DATABASE_URL (default a SQLite
 file under COURT_STATE_DIR), COURT_NATS_URL, COURT_LISTEN (default 127.0.0.1:50053),
 COURT_TOKEN_SECRET. The schema is migrated at start (Alembic; ``migrate`` runs only that).
+
+TTL purge (``RankingStore.purge``, every COURT_PURGE_INTERVAL seconds, default 3600): the stored
+events of games that ended more than COURT_RANKED_EVENTS_TTL ago (default 30 days; GetChallenges
+of such a game then answers FAILED_PRECONDITION; its ledger entries and ratings stay).
 ``RankingApp.start(settings)`` is what tests use (port 0, in process).
 """
 
@@ -12,6 +16,7 @@ import asyncio
 import contextlib
 import sys
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import court_store
 from court_kit import jetstream as kjs
@@ -22,6 +27,7 @@ from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_
 from court_kit.settings import Settings
 from court_kit.tokens import Verifier
 from court_proto.court.ranking.v1 import ranking_pb2, ranking_pb2_grpc
+from court_store.purge import PurgeTask
 from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
 from sqlalchemy.engine import Engine
@@ -55,6 +61,8 @@ class RankingApp:
     metrics: MetricsServer | None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task | None = None
+    purger: PurgeTask | None = None
+    _purge_task: asyncio.Task | None = None
 
     @property
     def address(self) -> str:
@@ -87,11 +95,18 @@ class RankingApp:
         metrics = start_metrics_server(settings.metrics_listen)
         app = cls(settings, engine, nc, store, consumer, server, port, health, metrics)
         app._task = asyncio.create_task(consumer.run(app._stop))
+        ttl = timedelta(seconds=settings.extra_float("RANKED_EVENTS_TTL", 30 * 86400.0, lo=1.0))
+        app.purger = PurgeTask("ranking", lambda: store.purge(events_ttl=ttl),
+                               interval=settings.extra_float("PURGE_INTERVAL", 3600.0, lo=0.05))
+        app._purge_task = asyncio.create_task(app.purger.run(app._stop))
         log.info("ranking service listening", port=port, metrics_port=metrics.port if metrics else None)
         return app
 
     async def _stop_background(self) -> None:
         self._stop.set()
+        if self._purge_task is not None:
+            with contextlib.suppress(Exception):
+                await self._purge_task
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -17,6 +17,8 @@ import contextlib
 import sys
 from dataclasses import dataclass, field
 
+import nats.errors
+import nats.js.errors
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.health import Check, nats_check
@@ -36,6 +38,27 @@ from .store import GameStore
 log = klog.get_logger("court_rules")
 
 SERVICE_NAME = rules_pb2.DESCRIPTOR.services_by_name["RulesService"].full_name
+
+
+async def _ensure_streams(store: GameStore) -> None:
+    """Create or update the streams, waiting while JetStream cannot answer yet (a cluster electing
+    its meta leader, a server still recovering its store); any other refusal is an error."""
+    waiting = klog.StateLog(log, "stream set-up", summary_every=30.0)
+    while True:
+        try:
+            await store.ensure_streams()
+        except (TimeoutError, nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError) as exc:
+            waiting.failed("waiting for JetStream to create the streams", error=str(exc) or type(exc).__name__)
+            await asyncio.sleep(0.5)
+            continue
+        except nats.js.errors.APIError as exc:
+            if exc.code != 503:
+                raise
+            waiting.failed("waiting for JetStream to create the streams", error=str(exc))
+            await asyncio.sleep(0.5)
+            continue
+        waiting.ok("streams ready")
+        return
 
 
 @dataclass
@@ -69,7 +92,7 @@ class RulesApp:
         nc = await kjs.connect(settings.nats_servers(), name=f"court-rules@{settings.listen}")
         try:
             store = GameStore(nc, replicas=settings.stream_replicas, environ=settings.extra)
-            await store.ensure_streams()
+            await _ensure_streams(store)
             cache = GameCache(store, capacity=settings.extra_int("GAME_CACHE", 20_000, lo=1))
             outbox = Outbox(store, cache)
             cache.on_load = outbox.on_load
