@@ -177,6 +177,12 @@ STREAM_LIMITS: dict[str, Limits] = {
 }
 
 
+def limit_variables() -> set[str]:
+    """Every ``COURT_<STREAM>_MAX_*`` variable the streams' limits read."""
+    return {f"{name}_{suffix}" for name in STREAM_LIMITS
+            for suffix in ("MAX_BYTES", "MAX_AGE", "MAX_MSGS_PER_SUBJECT")}
+
+
 def stream_limits(name: str, environ: Mapping[str, str], default: Limits | None = None) -> Limits:
     """The limits of stream ``name``: ``default`` (else ``STREAM_LIMITS[name]``) with the
     environment's overrides (``environ`` is ``Settings.extra``: the COURT_ variables)."""

@@ -41,15 +41,15 @@ GAMES: list[tuple[str, dict[str, Any], int]] = [
     ("the_court", {"mode": "free_gift"}, 2),
     ("court_wars", {"players": 2}, 2),
 ]
-STREAMS = ("COURT_GAMES", "COURT_EVENTS", "COURT_EVENTS_FULL")
+STREAMS = ("COURT_GAMES", "COURT_EVENTS", "COURT_EVENTS_FULL", "COURT_GAMES_ARCHIVE")
 RK_EVENT_ROW_OVERHEAD = 24 + 40 + 8 + 8 + 1 + 16  # tuple header, game_id, seq, idx, last, type (PostgreSQL)
 
 
-async def _stream_state(js: Any) -> dict[str, tuple[int, int]]:
+async def _stream_state(nc: Any) -> dict[str, tuple[int, int, int]]:
     out = {}
     for name in STREAMS:
-        st = (await js.stream_info(name)).state
-        out[name] = (st.messages, st.bytes)
+        st = json.loads((await nc.request(f"$JS.API.STREAM.INFO.{name}", b"", timeout=5)).data)["state"]
+        out[name] = (st["messages"], st["bytes"], st.get("num_subjects", 0))
     return out
 
 
@@ -90,22 +90,22 @@ async def measure(n_games: int) -> dict[str, dict[str, float]]:
                                                  metrics_listen="", token_secret=SECRET, env="test"))
         try:
             lobby = RulesClient(app.address, issue_token(SECRET, "lobby", "service"))
-            js = app.store.js
             rng = random.Random(16)
             for game, options, seats in GAMES:
                 players = [f"p{i}" for i in range(seats)]
                 clients = {i: RulesClient(app.address, issue_token(SECRET, p, "player")) for i, p in enumerate(players)}
-                before = await _stream_state(js)
+                before = await _stream_state(app.nc)
                 moves = rk = 0
                 for _ in range(n_games):
                     created = await lobby.create_game(game, players, options)
                     moves += await _play(clients, created.game_id, rng)
                     rk += await _rk_event_bytes(app.nc, game, created.game_id)
-                after = await _stream_state(js)
+                after = await _stream_state(app.nc)
                 row: dict[str, float] = {"moves": moves / n_games, "rk_event_bytes": rk / n_games}
                 for name in STREAMS:
                     row[f"{name}.msgs"] = (after[name][0] - before[name][0]) / n_games
                     row[f"{name}.bytes"] = (after[name][1] - before[name][1]) / n_games
+                    row[f"{name}.subjects"] = (after[name][2] - before[name][2]) / n_games
                 results[game] = row
                 for c in clients.values():
                     await c.close()
@@ -123,12 +123,13 @@ def main() -> None:
     results = asyncio.run(measure(n))
     print(f"storage per game, {n} random-play games per kind (bytes as JetStream's file store counts them)")
     head = f"{'game':<13}{'moves':>7}{'log msgs':>9}{'log B':>9}{'pub ev':>8}{'pub B':>9}{'full ev':>8}{'full B':>9}" \
-           f"{'rk_event B':>11}"
+           f"{'archive B':>10}{'subjects':>9}{'rk_event B':>11}"
     print(head)
     for game, r in results.items():
         print(f"{game:<13}{r['moves']:>7.0f}{r['COURT_GAMES.msgs']:>9.0f}{r['COURT_GAMES.bytes']:>9.0f}"
               f"{r['COURT_EVENTS.msgs']:>8.0f}{r['COURT_EVENTS.bytes']:>9.0f}{r['COURT_EVENTS_FULL.msgs']:>8.0f}"
-              f"{r['COURT_EVENTS_FULL.bytes']:>9.0f}{r['rk_event_bytes']:>11.0f}")
+              f"{r['COURT_EVENTS_FULL.bytes']:>9.0f}{r['COURT_GAMES_ARCHIVE.bytes']:>10.0f}"
+              f"{sum(r[f'{n}.subjects'] for n in STREAMS):>9.0f}{r['rk_event_bytes']:>11.0f}")
     print(json.dumps(results, indent=1))
 
 

@@ -5,6 +5,8 @@ Settings come from the environment (court_kit.settings); the service's own:
     COURT_OUTBOX_SWEEP_DELAY   seconds after which the sweeper checks a state
                                record's events (default 5)
     COURT_GAME_CACHE           games kept in memory per replica (default 20000)
+    COURT_FINISHED_RETENTION   how long a finished game stays in the hot streams before the
+                               janitor purges it (it stays readable from the archive; default 2d)
 
 ``RulesApp.start(settings)`` is what tests use (port 0, in process); ``main``
 adds logging, signals and graceful shutdown.
@@ -30,6 +32,7 @@ from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
 
+from .archive import run_janitor
 from .games import GameCache
 from .outbox import Outbox
 from .servicer import Faults, RulesServicer
@@ -75,6 +78,7 @@ class RulesApp:
     metrics: MetricsServer | None
     _stop_sweeper: asyncio.Event = field(default_factory=asyncio.Event)
     _sweeper: asyncio.Task | None = None
+    _janitor: asyncio.Task | None = None
 
     @property
     def address(self) -> str:
@@ -89,6 +93,7 @@ class RulesApp:
     @classmethod
     async def start(cls, settings: Settings, *, faults: Faults | None = None,
                     sweep_delay: float | None = None, sweep_ack_wait: float | None = None) -> RulesApp:
+        retention = kjs.parse_age("COURT_FINISHED_RETENTION", settings.extra.get("COURT_FINISHED_RETENTION", "2d"))
         nc = await kjs.connect(settings.nats_servers(), name=f"court-rules@{settings.listen}")
         try:
             store = GameStore(nc, replicas=settings.stream_replicas, environ=settings.extra)
@@ -110,16 +115,18 @@ class RulesApp:
         delay = settings.extra_float("OUTBOX_SWEEP_DELAY", 5.0) if sweep_delay is None else sweep_delay
         app._sweeper = asyncio.create_task(outbox.run_sweeper(app._stop_sweeper, delay=delay,
                                                               ack_wait=sweep_ack_wait))
+        app._janitor = asyncio.create_task(run_janitor(store, app._stop_sweeper, retention=retention))
         log.info("rules service listening", port=port, metrics_port=metrics.port if metrics else None)
         return app
 
     async def _stop_background(self) -> None:
         self._stop_sweeper.set()
         await self.outbox.close()
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._sweeper
+        for task in (self._sweeper, self._janitor):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         if self.metrics is not None:
             self.metrics.close()
 

@@ -133,8 +133,20 @@ class Outbox:
         entry.published = max(entry.published, seq)
         return enc
 
+    async def archive(self, entry: GameEntry) -> None:
+        """A finished game's log into the archive, once (caller holds entry.lock). Done before the
+        final move's events are published, and again by any catch-up of a finished game, so a
+        replica dying between the two leaves it to the sweeper."""
+        if entry.archived or not entry.finished:
+            return
+        bodies = [entry.create_record, *(m.body() for m in entry.moves)]
+        await self.store.archive(entry.game, entry.game_id, bodies, entry.last_sseq)
+        entry.archived = True
+
     async def catch_up(self, entry: GameEntry, upto: int) -> None:
         """Make sure every record's events through ``upto`` are stored (caller holds entry.lock)."""
+        if entry.finished and not entry.archived:
+            await self.archive(entry)
         if entry.published >= upto:
             return
         pub, full = await self.store.last_complete_event_seq(entry.game, entry.game_id)
