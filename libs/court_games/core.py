@@ -42,6 +42,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from court_kit.checks import quote
+
 RANKS = "23456789TJQKA"
 SUITS = "CDHS"
 RED_SUITS = frozenset("HD")
@@ -124,7 +126,7 @@ def parse_card(card: Any, extra: Iterable[str] = ()) -> str:
     """Validate a card string (``"TH"``, ``"QS"``; ``extra`` admits ``"RJ"`` etc.)."""
     if not isinstance(card, str) or not card_ok(card.upper(), extra):
         raise InvalidAction(
-            f"unknown card {card!r}: a card is rank then suit, ranks A 2-9 T J Q K, suits C D H S"
+            f"unknown card {quote(card)}: a card is rank then suit, ranks A 2-9 T J Q K, suits C D H S"
             + (f", or one of {', '.join(extra)}" if extra else "")
         )
     return card.upper()
@@ -178,7 +180,7 @@ def check_deck(deck: Any, allowed: Iterable[str], *, what: str = "deck", exact: 
     out = []
     for c in deck:
         if not isinstance(c, str) or c.upper() not in allowed_set:
-            raise InvalidVector(f"{what} names an unknown card {c!r}")
+            raise InvalidVector(f"{what} names an unknown card {quote(c)}")
         c = c.upper()
         if c in seen:
             raise InvalidVector(f"{what} repeats the card {c}")
@@ -194,18 +196,19 @@ def require_int(d: Mapping[str, Any], key: str, *, lo: int, hi: int, default: in
     """Read an integer option, raising ``InvalidOptions`` with the allowed range."""
     v = d.get(key, default)
     if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-        raise InvalidOptions(f"option {key!r} must be an integer from {lo} to {hi}, got {v!r}")
+        raise InvalidOptions(f"option {quote(key)} must be an integer from {lo} to {hi}, got {quote(v)}")
     return v
 
 
 def require_bool(d: Mapping[str, Any], key: str, default: bool) -> bool:
     v = d.get(key, default)
     if not isinstance(v, bool):
-        raise InvalidOptions(f"option {key!r} must be true or false, got {v!r}")
+        raise InvalidOptions(f"option {quote(key)} must be true or false, got {quote(v)}")
     return v
 
 
 def reject_unknown(d: Mapping[str, Any], known: Iterable[str], game: str) -> None:
     extra = sorted(set(d) - set(known))
     if extra:
-        raise InvalidOptions(f"unknown option(s) for {game}: {', '.join(extra)}; known: {', '.join(sorted(known))}")
+        shown = ", ".join(quote(k) for k in extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+        raise InvalidOptions(f"unknown option(s) for {game}: {shown}; known: {', '.join(sorted(known))}")

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any, Protocol
 
+from court_kit.checks import quote
+
 from .core import Event, InvalidOptions
 
 GAME_NAMES: tuple[str, ...] = ("queens_court", "hearts", "the_court", "court_wars")
@@ -39,7 +41,7 @@ class GameModule(Protocol):
 def get_game(name: str) -> ModuleType:
     """The engine module for ``name``; ``InvalidOptions`` names the known games."""
     if name not in GAME_NAMES:
-        raise InvalidOptions(f"unknown game {name!r}; known games: {', '.join(GAME_NAMES)}")
+        raise InvalidOptions(f"unknown game {quote(name)}; known games: {', '.join(GAME_NAMES)}")
     return importlib.import_module(f"court_games.games.{name}")
 
 

@@ -16,6 +16,8 @@ from typing import Any
 from court_games.core import InvalidAction
 from court_proto.court.rules.v1 import actions_pb2 as pb
 
+from .checks import quote
+
 GAMES = ("queens_court", "hearts", "the_court", "court_wars")
 _GAME_MESSAGES: dict[str, Any] = {
     "queens_court": pb.QueensCourtAction,
@@ -53,6 +55,8 @@ def to_json(action: pb.Action, player: int | None = None) -> dict[str, Any]:
         if name in _ENUMS:
             enum, prefix = _ENUMS[name]
             if value:
+                if value not in enum.values():  # proto3 enums are open: any int32 arrives
+                    raise InvalidAction(f"{name} {value} is not one of {_enum_choices(enum, prefix)}")
                 out[name] = enum.Name(value)[len(prefix):].lower()
         elif fd.is_repeated:
             out[name] = list(value)
@@ -70,14 +74,14 @@ def to_json(action: pb.Action, player: int | None = None) -> dict[str, Any]:
 def from_json(game: str, d: Mapping[str, Any]) -> pb.Action:
     """A typed action from canonical JSON (``player`` ignored); ``InvalidAction`` on a bad form."""
     if game not in _GAME_MESSAGES:
-        raise InvalidAction(f"unknown game {game!r}; games: {', '.join(GAMES)}")
+        raise InvalidAction(f"unknown game {quote(game)}; games: {', '.join(GAMES)}")
     if not isinstance(d, Mapping):
-        raise InvalidAction(f"an action is a JSON object with a type, got {d!r}")
+        raise InvalidAction(f"an action is a JSON object with a type, got {quote(d)}")
     kind = d.get("type")
     outer = _GAME_MESSAGES[game]
     kinds = _kinds(game)
     if kind not in kinds:
-        raise InvalidAction(f"unknown {game} action type {kind!r}; types: {', '.join(kinds)}")
+        raise InvalidAction(f"unknown {game} action type {quote(kind)}; types: {', '.join(kinds)}")
     msg_cls = outer.DESCRIPTOR.fields_by_name[kind].message_type._concrete_class
     fields = msg_cls.DESCRIPTOR.fields_by_name
     values: dict[str, Any] = {}
@@ -90,21 +94,24 @@ def from_json(game: str, d: Mapping[str, Any]) -> pb.Action:
             elif isinstance(value, int) and not isinstance(value, bool):
                 values["guards"] = value
             else:
-                raise InvalidAction(f"remove must be a number of guards or \"court\", got {value!r}")
+                raise InvalidAction(f"remove must be a number of guards or \"court\", got {quote(value)}")
             continue
         fd = fields.get(key)
         if fd is None or key in _REMOVE_FIELDS:
-            raise InvalidAction(f"unknown field {key!r} for a {game} {kind} action")
+            raise InvalidAction(f"unknown field {quote(key)} for a {game} {kind} action")
         if key in _ENUMS:
             enum, prefix = _ENUMS[key]
             try:
                 values[key] = enum.Value(prefix + str(value).upper())
             except ValueError:
-                raise InvalidAction(f"{key} {value!r} is not one of "
-                                    f"{', '.join(n[len(prefix):].lower() for n in enum.keys()[1:])}") from None
+                raise InvalidAction(f"{key} {quote(value)} is not one of {_enum_choices(enum, prefix)}") from None
         else:
             values[key] = _checked(fd, key, value)
     return pb.Action(**{game: outer(**{kind: msg_cls(**values)})})
+
+
+def _enum_choices(enum: Any, prefix: str) -> str:
+    return ", ".join(n[len(prefix):].lower() for n in enum.keys()[1:])
 
 
 def _kinds(game: str) -> list[str]:
@@ -115,16 +122,16 @@ def _checked(fd: Any, key: str, value: Any) -> Any:
     t = fd.type
     if fd.is_repeated:
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-            raise InvalidAction(f"{key} must be a list of cards, got {value!r}")
+            raise InvalidAction(f"{key} must be a list of cards, got {quote(value)}")
         return list(value)
     if t == fd.TYPE_STRING:
         if not isinstance(value, str):
-            raise InvalidAction(f"{key} must be a string, got {value!r}")
+            raise InvalidAction(f"{key} must be a string, got {quote(value)}")
         return value
     if t == fd.TYPE_BOOL:
         if not isinstance(value, bool):
-            raise InvalidAction(f"{key} must be true or false, got {value!r}")
+            raise InvalidAction(f"{key} must be true or false, got {quote(value)}")
         return value
     if isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**31:
-        raise InvalidAction(f"{key} must be an integer, got {value!r}")
+        raise InvalidAction(f"{key} must be an integer, got {quote(value)}")
     return value

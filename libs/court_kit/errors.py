@@ -11,6 +11,7 @@ from __future__ import annotations
 import grpc
 from court_games.core import GameError, IllegalAction, InvalidAction, InvalidOptions, InvalidVector
 
+from .checks import BadPageToken, clip
 from .tokens import TokenError
 
 
@@ -55,7 +56,15 @@ class AlreadyExists(ServiceError):
 
 
 def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
-    """The status code and message for a known error; ``None`` for a bug."""
+    """The status code and message for a known error; ``None`` for a bug. The message is clipped
+    (``checks.clip``), so no input echoed into it can push the status past gRPC's metadata limit."""
+    st = _status_for(exc)
+    return None if st is None else (st[0], clip(st[1]))
+
+
+def _status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
+    if isinstance(exc, BadPageToken):
+        return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
     if isinstance(exc, ServiceError):
         return exc.code, str(exc)
     if isinstance(exc, TokenError):

@@ -42,7 +42,7 @@ from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
 from . import logging as klog
-from .errors import Unauthenticated, status_for
+from .errors import InvalidArgument, Unauthenticated, status_for
 from .health import LIVENESS, Check, Readiness
 from .metrics import GRPC_IN_FLIGHT, GRPC_REQUESTS, GRPC_SECONDS
 from .settings import ConfigError, Settings, listen_host_port
@@ -101,6 +101,39 @@ async def add_health_and_reflection(server: grpc.aio.Server, service_names: Sequ
     return health
 
 
+class _Undecodable:
+    """A request the method's deserializer refused (the handler answers INVALID_ARGUMENT)."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+def _lenient(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    """The deserializer, answering a request protobuf cannot parse (nested past its depth limit of
+    100, malformed) with ``_Undecodable`` instead of raising, which gRPC would answer UNKNOWN."""
+    if deserializer is None:
+        return None
+
+    def parse(data: bytes) -> Any:
+        try:
+            return deserializer(data)
+        except Exception as exc:  # noqa: BLE001 - google.protobuf.message.DecodeError and kin
+            return _Undecodable(str(exc))
+
+    return parse
+
+
+def _check_decoded(request: Any) -> None:
+    if isinstance(request, _Undecodable):
+        depth = "MaxDepth" in request.reason
+        raise InvalidArgument("the request could not be decoded: "
+                              + ("it nests too deeply (protobuf decodes at most 100 levels of messages; a "
+                                 "Struct such as options spends three on each of its levels)" if depth
+                                 else "it is not a valid message of this method"))
+
+
 def _metadata(details: grpc.HandlerCallDetails) -> tuple[str, str]:
     token = rid = ""
     for item in details.invocation_metadata or ():
@@ -136,13 +169,13 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
                 self._unary(handler.unary_unary, method, token, rid, public),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=_lenient(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
         if handler.unary_stream is not None:
             return grpc.unary_stream_rpc_method_handler(
                 self._stream(handler.unary_stream, method, token, rid, public),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=_lenient(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
         return handler  # client- and bidi-streaming calls: none of ours yet
@@ -177,6 +210,7 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):
             in_flight.inc()
             try:
                 self._enter(method, token, rid, public)
+                _check_decoded(request)
                 response = await inner(request, context)
             except grpc.aio.AbortError:
                 GRPC_REQUESTS.labels(method, "ABORTED_BY_HANDLER").inc()
@@ -197,6 +231,7 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):
         async def behavior(request: Any, context: grpc.aio.ServicerContext) -> Any:
             try:
                 self._enter(method, token, rid, public)
+                _check_decoded(request)
                 async for item in inner(request, context):
                     yield item
             except grpc.aio.AbortError:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import jwt
 
+from .checks import quote
 from .settings import ConfigError, Settings
 
 ROLES = ("player", "bot", "service", "admin", "analytics")
@@ -51,9 +52,9 @@ class Identity:
 
 def issue_token(secret: str, sub: str, role: str, ttl: float = 3600.0, *, now: float | None = None) -> str:
     if role not in ROLES:
-        raise ValueError(f"unknown role {role!r}; roles: {', '.join(ROLES)}")
+        raise ValueError(f"unknown role {quote(role)}; roles: {', '.join(ROLES)}")
     if not sub or (role == "player" and sub.startswith(BOT_SEAT_PREFIX)):
-        raise ValueError(f"a player's sub must be non-empty and not start with {BOT_SEAT_PREFIX!r}: {sub!r}")
+        raise ValueError(f"a player's sub must be non-empty and not start with {quote(BOT_SEAT_PREFIX)}: {quote(sub)}")
     if ttl <= 0:
         raise ValueError("ttl must be positive")
     iat = int(time.time() if now is None else now)
@@ -99,14 +100,14 @@ class Verifier:
         except jwt.InvalidSignatureError:
             raise TokenError("token signature does not verify: it was not issued by this deployment") from None
         except jwt.MissingRequiredClaimError as exc:
-            raise TokenError(f"token lacks the {exc.claim!r} claim") from None
+            raise TokenError(f"token lacks the {quote(exc.claim)} claim") from None
         except jwt.DecodeError:
             raise TokenError("malformed token: expected a signed JWT") from None
         except jwt.InvalidTokenError as exc:
             raise TokenError(f"invalid token: {exc}") from None
         role, sub, exp = claims.get("role"), claims.get("sub"), claims.get("exp")
         if role not in ROLES:
-            raise TokenError(f"token role {role!r} is not one of {', '.join(ROLES)}")
+            raise TokenError(f"token role {quote(role)} is not one of {', '.join(ROLES)}")
         if not isinstance(sub, str) or not sub:
             raise TokenError("token sub must be a non-empty string")
         if isinstance(exp, bool) or not isinstance(exp, int | float):

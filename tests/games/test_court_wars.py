@@ -86,7 +86,7 @@ def test_options_defaults_and_round_trip():
         ({"equal_guards": 1}, "'equal_guards' must be true or false"),
         ({"turn_limit": 0}, "'turn_limit' must be an integer from 1 to 100000"),
         ({"turn_limit": 100_001}, "from 1 to 100000"),
-        ({"turn_limt": 5}, "unknown option(s) for court_wars: turn_limt"),
+        ({"turn_limt": 5}, "unknown option(s) for court_wars: 'turn_limt'"),
     ],
 )
 def test_options_are_validated(bad, words):

@@ -65,7 +65,7 @@ def test_options_defaults_and_round_trip():
     ({"players": True}, "'players'"),
     ({"players": 3, "starter": 3}, "'starter' must be an integer from 0 to 2"),
     ({"starter": -1}, "'starter'"),
-    ({"jokers": True}, "unknown option(s) for queens_court: jokers; known: players, starter"),
+    ({"jokers": True}, "unknown option(s) for queens_court: 'jokers'; known: players, starter"),
 ])
 def test_options_rejected_with_actionable_message(d, words):
     with pytest.raises(InvalidOptions) as exc:

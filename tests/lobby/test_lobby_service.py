@@ -225,3 +225,22 @@ async def test_quick_match_prefers_the_closest_skill(stack: Stack):
 
     assert (await quick(newcomer)).lobby_id == newer.lobby_id  # closer in skill, though opened later
     assert (await quick(expert)).lobby_id == older.lobby_id
+
+
+async def test_unicode_digit_page_tokens_and_huge_fields_get_their_real_status(stack: Stack):
+    """Page tokens: str.isdigit() takes these, int() does not (or reads "٣" as 3), so a token is
+    ASCII digits only. A 5 MB field: its real status and a short quote, not RESOURCE_EXHAUSTED."""
+    ann = await stack.player("Ann")
+    for token in ["²", "¹²", "①", "٣"]:
+        await fails(C.INVALID_ARGUMENT, ann.call("ListLobbies", lpb.ListLobbiesRequest(page_token=token)),
+                    "page_token")
+    big = "Z" * (5 * 1024 * 1024)
+    before = counts(stack)
+    for call, code in [(ann.call("ResumeGame", lpb.ResumeGameRequest(request_id=rid(), game_id=big)), C.NOT_FOUND),
+                       (ann.call("AbandonGame", lpb.AbandonGameRequest(request_id=rid(), game_id=big)), C.NOT_FOUND),
+                       (ann.create_lobby(big, {}), C.INVALID_ARGUMENT),
+                       (ann.create_lobby("hearts", {big: 1}), C.INVALID_ARGUMENT),
+                       (ann.call("GetLobby", lpb.GetLobbyRequest(lobby_id=big)), C.INVALID_ARGUMENT)]:
+        msg = await fails(code, call)
+        assert len(msg) < 600, msg[:700]
+    assert counts(stack) == before

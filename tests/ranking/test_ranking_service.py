@@ -93,3 +93,14 @@ async def test_both_services_answer_health_and_reflection(stack: Stack):
         async for answer in refl.ServerReflectionInfo(ask(), timeout=10):
             assert name in [s.name for s in answer.list_services_response.service]
             break
+
+
+async def test_page_tokens_of_unicode_digits_are_invalid_argument(stack: Stack):
+    """str.isdigit() takes these, int() does not (or reads "٣" as 3): a token is ASCII digits only."""
+    ann = stub_as(stack, "p-ann", "player")
+    lobby = stub_as(stack, "service:lobby", "service")
+    await lobby("RegisterGame", register("g1", ["p-ann", "p-bob"]))
+    for token in ["²", "¹²", "①", "٣", "1²"]:
+        await fails(C.INVALID_ARGUMENT, ann("GetHistory", rpb.GetLedgerHistoryRequest(page_token=token)),
+                    "page_token")
+    assert len((await ann("GetHistory", rpb.GetLedgerHistoryRequest())).entries) == 2

@@ -8,6 +8,7 @@ from typing import Any
 import grpc
 import pytest
 from court_client import RulesClient, action, action_json, view_dict
+from court_kit.structs import to_dict
 from court_kit.tokens import issue_token
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2
 
@@ -183,3 +184,87 @@ async def test_aborted_on_a_lost_race(replicas: Any, rules: Any, table: dict[str
     code, msg = await _code(alice_a.submit(gid, second, request_id="lose"))
     assert code == grpc.StatusCode.FAILED_PRECONDITION
     assert await _snapshot(table) == before
+
+
+def _nest(options: Any, depth: int) -> None:
+    s = options
+    for _ in range(depth):
+        s = s.fields["a"].struct_value
+
+
+async def test_out_of_range_input_is_invalid_argument(replicas: Any, rules: Any, table: dict[str, Any]) -> None:
+    """Input the engines never see a legal form of (open enums, seat counts, page tokens, nesting)
+    is INVALID_ARGUMENT with a reason, never INTERNAL or UNKNOWN."""
+    gid, alice = table["gid"], table["alice"]
+    before = await _snapshot(table)
+    lobby0 = replicas.client(rules, "lobby", "service", retries=0)
+    legal = action_json((await alice.get_view(gid)).legal_actions[0])
+    pile7 = actions_pb2.Action(queens_court=actions_pb2.QueensCourtAction(play=actions_pb2.QueensCourtPlay(
+        card=legal["card"], target=legal["target"], pile=7)))
+    code, msg = await _code(alice.submit(gid, pile7))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "pile 7" in msg, (code, msg)
+    court = await lobby0.create_game("the_court", ["alice", "bob"], {"mode": "shared"})
+    source9 = actions_pb2.Action(the_court=actions_pb2.TheCourtAction(draw=actions_pb2.TheCourtDraw(source=9)))
+    code, msg = await _code(alice.submit(court.game_id, source9, seat=0))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "source 9" in msg, (code, msg)
+    for game, seats, options in [("hearts", ["a"], {}), ("hearts", ["a", "b", "c"], {}),
+                                 ("the_court", ["a"], {"mode": "mutual_swap"}),
+                                 ("the_court", ["a", "b"], {"mode": "solitaire"})]:
+        code, msg = await _code(lobby0.create_game(game, seats, options))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and "seats" in msg, (game, seats, code, msg)
+    # options nested 150 deep (past protobuf's decoding limit of 100 message levels), and 25 deep
+    for depth, needle in ((150, "too deeply"), (25, "unknown option")):
+        req = rules_pb2.CreateGameRequest(request_id=f"deep{depth}", game="hearts", seats=["a", "b", "c", "d"])
+        _nest(req.options, depth)
+        code, msg = await _code(lobby0.stub.CreateGame(req, metadata=lobby0.metadata()))
+        assert code == grpc.StatusCode.INVALID_ARGUMENT and needle in msg, (depth, code, msg)
+    assert await _snapshot(table) == before
+
+
+HUGE = 5 * 1024 * 1024  # characters; the server takes messages up to 8 MiB
+
+
+async def test_huge_input_gets_its_real_status_and_a_short_quote(replicas: Any, rules: Any,
+                                                                  table: dict[str, Any]) -> None:
+    """A 5 MB field comes back as its real status with a short quote, not RESOURCE_EXHAUSTED (the
+    whole input echoed into the status trailer would pass gRPC's metadata limit)."""
+    gid, alice = table["gid"], table["alice"]
+    before = await _snapshot(table)
+    lobby0 = replicas.client(rules, "lobby", "service", retries=0)
+    big = "Z" * HUGE
+    legal = action_json((await alice.get_view(gid)).legal_actions[0])
+    huge_card = action("queens_court", {**legal, "card": big})
+    for coro, expected in [
+        (alice.get_view(big), grpc.StatusCode.NOT_FOUND),  # game id
+        (alice.submit(big, action("queens_court", legal)), grpc.StatusCode.NOT_FOUND),
+        (alice.submit(gid, huge_card), grpc.StatusCode.INVALID_ARGUMENT),  # card
+        (lobby0.create_game(big, PLAYERS), grpc.StatusCode.INVALID_ARGUMENT),  # game name
+        (lobby0.create_game("queens_court", PLAYERS, {big: 1}), grpc.StatusCode.INVALID_ARGUMENT),  # option key
+        (lobby0.create_game("queens_court", PLAYERS, {"players": big}), grpc.StatusCode.INVALID_ARGUMENT),
+        (lobby0.create_game("queens_court", ["alice", big, "carol"], {"players": 3}),
+         grpc.StatusCode.INVALID_ARGUMENT),  # seat id
+    ]:
+        code, msg = await _code(coro)
+        assert code == expected, (code, msg[:200])
+        assert len(msg) < 600 and "ZZZZ" in msg, msg[:700]
+    # past the server's 8 MiB limit a request never reaches the service: gRPC says so plainly
+    code, msg = await _code(alice.get_view("Z" * 9 * 1024 * 1024))
+    assert code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in msg, (code, msg[:200])
+    assert await _snapshot(table) == before
+
+
+async def test_actions_are_stored_in_canonical_form(replicas: Any, rules: Any, table: dict[str, Any]) -> None:
+    """A card sent as "qd" is the move "QD" in the log, the history and the published events."""
+    gid, alice, admin = table["gid"], table["alice"], table["admin"]
+    legal = action_json((await alice.get_view(gid)).legal_actions[0])
+    sent = {**legal, "card": legal["card"].lower()}
+    assert sent != legal
+    reply = await alice.submit(gid, action("queens_court", sent), request_id="lower")
+    history = await admin.history(gid)
+    assert action_json(history.moves[0].action) == legal
+    applied = to_dict(history.moves[0].events[0])
+    assert applied["type"] == "ActionApplied" and applied["action"] == legal
+    # a retry in either spelling is the same move
+    again = await alice.submit(gid, action("queens_court", legal), request_id="lower")
+    assert again.seq == reply.seq == 1
+    assert len((await admin.history(gid)).moves) == 1

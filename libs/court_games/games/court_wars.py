@@ -47,6 +47,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from court_kit.checks import quote
+
 from .. import core
 from ..core import Event, IllegalAction, InvalidAction, InvalidVector, NotYourTurn
 
@@ -621,7 +623,7 @@ def _simple_ok(state: State, p: int, a: Action) -> bool:
 def _check(state: State, p: int, action: Any) -> None:
     ph = state.phase
     if not isinstance(action, tuple) or not action or action[0] not in _TYPE_NAMES:
-        raise _reject(state, p, action, f"{action!r} is not a court_wars action")
+        raise _reject(state, p, action, f"{quote(action)} is not a court_wars action")
     code = action[0]
     if code == ATTACK and ph in (Phase.TURN, Phase.ACE):
         why = _check_attack(state, p, action)
@@ -736,19 +738,19 @@ def action_to_json(action: Action, player: int) -> dict[str, Any]:
 
 def _court_from(d: Mapping[str, Any], key: str) -> int:
     if key not in d:
-        raise InvalidAction(f"{d.get('type')} needs {key!r}: one of \"J\", \"Q\", \"K\"")
+        raise InvalidAction(f"{d.get('type')} needs {quote(key)}: one of \"J\", \"Q\", \"K\"")
     v = d[key]
     if not isinstance(v, str) or v.upper() not in COURTS or len(v) != 1:
-        raise InvalidAction(f"{key!r} must be \"J\", \"Q\" or \"K\", got {v!r}")
+        raise InvalidAction(f"{quote(key)} must be \"J\", \"Q\" or \"K\", got {quote(v)}")
     return COURTS.index(v.upper())
 
 
 def _int_from(d: Mapping[str, Any], key: str, lo: int) -> int:
     if key not in d:
-        raise InvalidAction(f"attack needs {key!r}")
+        raise InvalidAction(f"attack needs {quote(key)}")
     v = d[key]
     if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-        raise InvalidAction(f"{key!r} must be an integer of at least {lo}, got {v!r}")
+        raise InvalidAction(f"{quote(key)} must be an integer of at least {lo}, got {quote(v)}")
     return v
 
 
@@ -757,7 +759,7 @@ def action_from_json(d: Mapping[str, Any]) -> Action:
         raise InvalidAction(f"an action is a JSON object, got {type(d).__name__}")
     t = d.get("type")
     if t not in _TYPE_CODES:
-        raise InvalidAction(f"unknown action type {t!r}; court_wars actions: {', '.join(_TYPE_CODES)}")
+        raise InvalidAction(f"unknown action type {quote(t)}; court_wars actions: {', '.join(_TYPE_CODES)}")
     code = _TYPE_CODES[t]
     if code in (SETUP_PLACE, PLACE, REVIVE):
         return (code, _court_from(d, "court"))
@@ -774,7 +776,7 @@ def action_from_json(d: Mapping[str, Any]) -> Action:
         elif isinstance(r, int) and not isinstance(r, bool) and r >= 1:
             m = r
         else:
-            raise InvalidAction(f"'remove' must be a number of guards (1 or more) or \"court\", got {r!r}")
+            raise InvalidAction(f"'remove' must be a number of guards (1 or more) or \"court\", got {quote(r)}")
         return (ATTACK, ci, k, target, tci, m)
     return (code,)
 

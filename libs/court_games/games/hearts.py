@@ -46,6 +46,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from court_kit.checks import quote
+
 from .. import core
 from ..core import Event, GameError, IllegalAction, InvalidAction, InvalidOptions, InvalidVector, NotYourTurn
 
@@ -304,11 +306,11 @@ def resume(save: Mapping[str, Any]) -> State:
     if not isinstance(save, Mapping) or save.get("game") != NAME:
         raise InvalidSave("not a hearts save record (expected an object with \"game\": \"hearts\")")
     if save.get("version") != SAVE_VERSION:
-        raise InvalidSave(f"unsupported hearts save version {save.get('version')!r}; this engine reads {SAVE_VERSION}")
+        raise InvalidSave(f"unsupported hearts save version {quote(save.get('version'))}; this engine reads {SAVE_VERSION}")
     options = options_from_dict(save.get("options") or {})
     seed = save.get("seed")
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise InvalidSave(f"save seed must be an integer, got {seed!r}")
+        raise InvalidSave(f"save seed must be an integer, got {quote(seed)}")
     hands = save.get("hands")
     if not isinstance(hands, list) or not all(
         isinstance(p, list) and len(p) == NUM_PLAYERS and all(type(x) is int and x >= 0 for x in p) for p in hands
@@ -319,11 +321,11 @@ def resume(save: Mapping[str, Any]) -> State:
             raise InvalidSave(f"save hand {i} scored {p}: a hand scores 26 points in all (each under 26), "
                               f"or 0 for a moon shooter and 26 for each other seat")
     if save.get("hand") != len(hands):
-        raise InvalidSave(f"save 'hand' must equal the number of completed hands ({len(hands)}), got {save.get('hand')!r}")
+        raise InvalidSave(f"save 'hand' must equal the number of completed hands ({len(hands)}), got {quote(save.get('hand'))}")
     history = tuple(tuple(p) for p in hands)
     totals = tuple(sum(p[s] for p in history) for s in range(NUM_PLAYERS))
     if save.get("totals") != list(totals):
-        raise InvalidSave(f"save 'totals' {save.get('totals')!r} do not add up the hands' points {list(totals)}")
+        raise InvalidSave(f"save 'totals' {quote(save.get('totals'))} do not add up the hands' points {list(totals)}")
     running = [0] * NUM_PLAYERS
     for i, p in enumerate(history[:-1]):
         running = [r + x for r, x in zip(running, p, strict=True)]
@@ -485,7 +487,7 @@ def _apply_pass(state: State, player: int, action: int, emit: bool) -> tuple[Sta
     hand = state.hands[player]
     chosen = state.pending[player]
     if action.__class__ is not int:
-        raise IllegalAction(_json_or_raw(action, player), f"unknown action {action!r}")
+        raise IllegalAction(_json_or_raw(action, player), f"unknown action {quote(action)}")
     if PASS_CARD <= action < PASS_CARD + 52:
         add = _BIT[action - PASS_CARD]
         if not hand & add:
@@ -510,7 +512,7 @@ def _apply_pass(state: State, player: int, action: int, emit: bool) -> tuple[Sta
                             f"{PASS_NAMES[state.match.hand_no % 4]}; choose "
                             f"{PASS_SIZE - chosen.bit_count()} more card(s) to pass")
     else:
-        raise IllegalAction(_json_or_raw(action, player), f"unknown action {action!r}")
+        raise IllegalAction(_json_or_raw(action, player), f"unknown action {quote(action)}")
     assert (chosen | add).bit_count() <= PASS_SIZE
     hands = list(state.hands)
     hands[player] = hand & ~add
@@ -551,7 +553,7 @@ def _json_or_raw(action: Any, player: int) -> Any:
 
 def _not_your_turn(state: State, player: Any) -> str:
     if not isinstance(player, int) or isinstance(player, bool) or not 0 <= player < NUM_PLAYERS:
-        return f"there is no seat {player!r}: seats are 0-3"
+        return f"there is no seat {quote(player)}: seats are 0-3"
     if state.phase is _PASS:
         waiting = ", ".join(map(str, state.acting))
         return f"seat {player} has already chosen its {PASS_SIZE} cards to pass; waiting for seat(s) {waiting}"
@@ -569,7 +571,7 @@ def _why_not_play(state: State, player: int, action: Any, legal: int) -> str:
     try:
         kind = action_to_json(action, player)["type"]
     except InvalidAction:
-        return f"unknown action {action!r}; seat {player} may play {allowed}"
+        return f"unknown action {quote(action)}; seat {player} may play {allowed}"
     if kind != "play":
         return f"{_no_passing(state)}; seat {player} may play {allowed}"
     card = CARDS[action]
@@ -670,7 +672,7 @@ def action_to_json(action: int, player: int) -> dict[str, Any]:
             return {"player": player, "type": "pass_card", "card": CARDS[action - PASS_CARD]}
         if action & PASS_SET and action >> 53 == 0 and (action & FULL).bit_count() == PASS_SIZE:
             return {"player": player, "type": "pass", "cards": names_of(action & FULL)}
-    raise InvalidAction(f"not a hearts action: {action!r}")
+    raise InvalidAction(f"not a hearts action: {quote(action)}")
 
 
 def action_from_json(d: Mapping[str, Any]) -> int:
@@ -688,9 +690,9 @@ def action_from_json(d: Mapping[str, Any]) -> int:
             raise InvalidAction("a pass action needs \"cards\": a list of three cards, e.g. [\"QS\", \"AH\", \"KH\"]")
         ids = {CARD_ID[core.parse_card(c)] for c in cards}
         if len(cards) != PASS_SIZE or len(ids) != PASS_SIZE:
-            raise InvalidAction(f"a pass is exactly three different cards, got {list(cards)!r}")
+            raise InvalidAction(f"a pass is exactly three different cards, got {quote(list(cards))}")
         return PASS_SET | mask_of(ids)
-    raise InvalidAction(f"unknown hearts action type {kind!r}; types: play, pass, pass_card")
+    raise InvalidAction(f"unknown hearts action type {quote(kind)}; types: play, pass, pass_card")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
+from court_kit.checks import quote
+
 from ..core import (
     GLOVE,
     STANDARD_DECK,
@@ -216,7 +218,7 @@ def _deal_round(*, options: Options, seed: int, decks: tuple[tuple[int, ...], ..
 def new_game(options: Options, seed: int, decks: Sequence[Sequence[str]] | None = None) -> State:
     """Deal round 0. ``decks[r]`` (top first) replaces the shuffle of round ``r``."""
     if not isinstance(options, Options):
-        raise InvalidOptions(f"new_game needs a {NAME} Options (use options_from_dict), got {options!r}")
+        raise InvalidOptions(f"new_game needs a {NAME} Options (use options_from_dict), got {quote(options)}")
     n = options.players
     given: list[tuple[int, ...]] = []
     if decks is not None:
@@ -326,22 +328,22 @@ _ACTION_KEYS = frozenset(("player", "type", "card", "target", "pile"))
 
 def action_from_json(d: Mapping[str, Any]) -> Action:
     if not isinstance(d, Mapping):
-        raise InvalidAction(f"an action is a JSON object like {_EXAMPLE}, got {d!r}")
+        raise InvalidAction(f"an action is a JSON object like {_EXAMPLE}, got {quote(d)}")
     extra = sorted(set(d) - _ACTION_KEYS)
     if extra:
-        raise InvalidAction(f"unknown field(s) {', '.join(map(repr, extra))} in {dict(d)!r}; an action is {_EXAMPLE}")
+        raise InvalidAction(f"unknown field(s) {', '.join(map(quote, extra[:5]))} in {quote(dict(d))}; an action is {_EXAMPLE}")
     if d.get("type") != "play":
-        raise InvalidAction(f"unknown action type {d.get('type')!r}: Queen's Court has only \"play\", as in {_EXAMPLE}")
+        raise InvalidAction(f"unknown action type {quote(d.get('type'))}: Queen's Court has only \"play\", as in {_EXAMPLE}")
     for key in ("card", "target", "pile"):
         if key not in d:
-            raise InvalidAction(f"action {dict(d)!r} is missing {key!r}; an action is {_EXAMPLE}")
+            raise InvalidAction(f"action {quote(dict(d))} is missing {quote(key)}; an action is {_EXAMPLE}")
     card = parse_card(d["card"], extra=(GLOVE,))
     target = d["target"]
     if isinstance(target, bool) or not isinstance(target, int) or target < 0:
-        raise InvalidAction(f"target must be a seat number (0, 1, ...), got {target!r}")
+        raise InvalidAction(f"target must be a seat number (0, 1, ...), got {quote(target)}")
     pile = d["pile"]
     if pile not in PILE_CODE:
-        raise InvalidAction(f"pile must be \"left\" or \"right\", got {pile!r}")
+        raise InvalidAction(f"pile must be \"left\" or \"right\", got {quote(pile)}")
     return (CODE[card], target, PILE_CODE[pile])
 
 
@@ -359,7 +361,7 @@ def _check_action(state: State, player: int, action: Any) -> None:
     n = state.options.players
     if not (isinstance(action, tuple) and len(action) == 3 and all(type(x) is int for x in action)
             and 0 <= action[0] < len(CARDS) and action[2] in (0, 1) and action[1] >= 0):
-        raise InvalidAction(f"malformed {NAME} action {action!r}: expected (card code, target seat, pile 0/1)")
+        raise InvalidAction(f"malformed {NAME} action {quote(action)}: expected (card code, target seat, pile 0/1)")
     aj = action_to_json(action, player)
     if state.phase == Phase.OVER:
         raise IllegalAction(aj, f"the game is over (seat {state.winner} won): no more plays")
@@ -537,7 +539,7 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
     """The public position, plus ``seat``'s own hand (``None``: a spectator, no hand)."""
     n = state.options.players
     if seat is not None and not (isinstance(seat, int) and 0 <= seat < n):
-        raise ValueError(f"seat must be None or 0..{n - 1}, got {seat!r}")
+        raise ValueError(f"seat must be None or 0..{n - 1}, got {quote(seat)}")
     table = []
     for s in range(n):
         spread = _spread(state.piles, s)

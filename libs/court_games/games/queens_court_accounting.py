@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from court_kit.checks import quote
+
 from ..core import seeded_rng
 
 ROUND_STAKE = 100  # each loser of a round pays this
@@ -34,13 +36,13 @@ MIN_PLAYERS, MAX_PLAYERS = 2, 4
 
 def _check_players(players: Any) -> int:
     if isinstance(players, bool) or not isinstance(players, int) or not MIN_PLAYERS <= players <= MAX_PLAYERS:
-        raise ValueError(f"players must be an integer from {MIN_PLAYERS} to {MAX_PLAYERS}, got {players!r}")
+        raise ValueError(f"players must be an integer from {MIN_PLAYERS} to {MAX_PLAYERS}, got {quote(players)}")
     return players
 
 
 def _seat(v: Any, players: int, what: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < players:
-        raise ValueError(f"{what} must be a seat from 0 to {players - 1}, got {v!r}")
+        raise ValueError(f"{what} must be a seat from 0 to {players - 1}, got {quote(v)}")
     return v
 
 
@@ -57,7 +59,7 @@ def round_rank_points(round_ended: Mapping[str, Any], players: int) -> dict[int,
     """
     n = _check_players(players)
     if round_ended.get("type", "RoundEnded") != "RoundEnded":
-        raise ValueError(f"round_rank_points needs a RoundEnded event, got {round_ended.get('type')!r}")
+        raise ValueError(f"round_rank_points needs a RoundEnded event, got {quote(round_ended.get('type'))}")
     winners = sorted({_seat(w, n, "a winner") for w in round_ended["winners"]})
     starter = _seat(round_ended["starter"], n, "starter")
     deltas = dict.fromkeys(range(n), 0)
@@ -92,7 +94,7 @@ def game_rank_points(events: Iterable[Mapping[str, Any]], players: int) -> dict[
 
 def _check_ante(ante: Any) -> int:
     if isinstance(ante, bool) or not isinstance(ante, int) or ante < 0:
-        raise ValueError(f"ante must be a whole number of rank points, 0 or more, got {ante!r}")
+        raise ValueError(f"ante must be a whole number of rank points, 0 or more, got {quote(ante)}")
     return ante
 
 
@@ -166,7 +168,7 @@ def assign_challenges(seed: int, players: int) -> dict[int, tuple[str, ...]]:
     """
     n = _check_players(players)
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed must be an integer, got {seed!r}")
+        raise ValueError(f"seed must be an integer, got {quote(seed)}")
     out: dict[int, tuple[str, ...]] = {}
     for s in range(n):
         picks = []
@@ -247,7 +249,7 @@ def challenge_progress(events: Sequence[Mapping[str, Any]], players: int,
         rows = []
         for cid in _lookup(assignment, s):
             if cid not in CHALLENGES:
-                raise ValueError(f"unknown challenge id {cid!r}; known: {', '.join(CHALLENGES)}")
+                raise ValueError(f"unknown challenge id {quote(cid)}; known: {', '.join(CHALLENGES)}")
             ch = CHALLENGES[cid]
             done = min(counts[cid][s], ch.goal)
             rows.append({"id": cid, "tier": ch.tier, "points": ch.tier, "text": ch.text,

@@ -53,6 +53,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from court_kit.checks import quote
+
 from .. import core
 from ..core import Event, IllegalAction, InvalidAction, InvalidVector, NotYourTurn
 
@@ -129,7 +131,7 @@ def options_from_dict(d: Mapping[str, Any]) -> Options:
     core.reject_unknown(d, ("mode",), NAME)
     mode = d.get("mode", "solitaire")
     if mode not in MODES:
-        raise core.InvalidOptions(f"option 'mode' must be one of {', '.join(MODES)}; got {mode!r}")
+        raise core.InvalidOptions(f"option 'mode' must be one of {', '.join(MODES)}; got {quote(mode)}")
     return Options(mode=mode)
 
 
@@ -636,26 +638,26 @@ def action_to_json(action: Action, player: int) -> dict[str, Any]:
 
 def action_from_json(d: Mapping[str, Any]) -> Action:
     if not isinstance(d, Mapping):
-        raise InvalidAction(f"an action is a JSON object with a type, got {d!r}")
+        raise InvalidAction(f"an action is a JSON object with a type, got {quote(d)}")
     t = d.get("type")
     if t not in _TYPE_CODES:
-        raise InvalidAction(f"unknown action type {t!r}; The Court's actions: {', '.join(_TYPE_CODES)}")
+        raise InvalidAction(f"unknown action type {quote(t)}; The Court's actions: {', '.join(_TYPE_CODES)}")
     kind = _TYPE_CODES[t]
     if kind == PLACE:
         i = d.get("tower")
         if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < MAX_TOWERS:
             raise InvalidAction(f"place needs \"tower\": the index of an open tower, 0 to {MAX_TOWERS - 1} "
-                                f"(oldest first), got {i!r}")
+                                f"(oldest first), got {quote(i)}")
         return (PLACE, i)
     if kind == SWAP:
         agree = d.get("agree")
         if not isinstance(agree, bool):
-            raise InvalidAction(f"swap needs \"agree\": true or false, got {agree!r}")
+            raise InvalidAction(f"swap needs \"agree\": true or false, got {quote(agree)}")
         return (SWAP, int(agree))
     if kind == DRAW:
         src = d.get("source")
         if src not in _SOURCES:
-            raise InvalidAction(f"draw needs \"source\": \"deck\" or \"pile\", got {src!r}")
+            raise InvalidAction(f"draw needs \"source\": \"deck\" or \"pile\", got {quote(src)}")
         return (DRAW, _SOURCES.index(src))
     return (kind, 0)
 
@@ -762,7 +764,7 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
     legal = legal_actions(state, player)
     if action not in legal:
         if not (isinstance(action, tuple) and len(action) == 2 and action[0] in _TYPE_NAMES):
-            raise IllegalAction(repr(action), f"{action!r} is not an action of The Court")
+            raise IllegalAction(repr(action), f"{quote(action)} is not an action of The Court")
         reason = _why(state, player, action, legal)
         raise IllegalAction(action_to_json(action, player),
                             f"{reason}; allowed: {', '.join(_act_text(a) for a in legal)}")

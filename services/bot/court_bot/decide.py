@@ -42,6 +42,7 @@ from court_bots.levels import LEVELS
 from court_games.registry import GAME_NAMES, get_game
 from court_kit import actions as kactions
 from court_kit import logging as klog
+from court_kit.checks import quote
 from court_kit.errors import InvalidArgument, ServiceError
 from court_proto.court.rules.v1 import actions_pb2
 
@@ -148,7 +149,7 @@ class Decider:
 
     def check_level(self, game: str, level: str) -> None:
         if level not in LEVELS:
-            raise UnknownLevel(f"unknown bot level {level[:40]!r}; levels: {', '.join(LEVELS)}")
+            raise UnknownLevel(f"unknown bot level {quote(level)}; levels: {', '.join(LEVELS)}")
         if level != "random" and self.adapter(game) is None:
             raise NoAdapter(f"the {level} level does not play {game} in this build yet (no "
                             f"court_bots.games.{game} adapter); levels available for {game}: "

@@ -20,6 +20,7 @@ from typing import Any
 import grpc
 from court_client import RulesClient
 from court_kit import logging as klog
+from court_kit.checks import quote
 from court_kit.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from court_kit.server import current_identity
 from court_kit.structs import to_dict
@@ -53,7 +54,7 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         ident = current_identity()
         level = request.level
         if level and level not in self.decider.budgets_ms:
-            raise InvalidArgument(f"unknown bot level {level[:40]!r}; levels: "
+            raise InvalidArgument(f"unknown bot level {quote(level)}; levels: "
                                   f"{', '.join(self.decider.budgets_ms)} (empty: the strongest)")
         if not request.game_id:
             raise InvalidArgument("game_id is required")

@@ -44,6 +44,7 @@ from typing import Any
 
 import grpc
 from court_kit import logging as klog
+from court_kit.checks import quote
 from court_kit.structs import to_dict
 from court_proto.court.events.v1 import events_pb2
 from court_proto.court.rules.v1 import rules_pb2
@@ -99,7 +100,7 @@ class Turn:
     @classmethod
     def from_event(cls, ev: events_pb2.GameEvent) -> Turn:
         if ev.type != "TurnStarted":
-            raise ValueError(f"not a TurnStarted event: {ev.type!r}")
+            raise ValueError(f"not a TurnStarted event: {quote(ev.type)}")
         payload = to_dict(ev.payload)
         to_act = tuple(int(s) for s in payload.get("to_act", ()))
         players = tuple(str(p) for p in payload.get("players", ()))

@@ -14,6 +14,7 @@ from typing import Any
 
 from court_games import GAME_NAMES, get_game
 from court_kit import logging as klog
+from court_kit.checks import page_offset, quote
 from court_kit.errors import (
     Aborted,
     FailedPrecondition,
@@ -67,7 +68,7 @@ def _ts(dt: Any) -> Timestamp:
 def seat_count(game: str, options: dict[str, Any]) -> int:
     """How many seats ``game`` with ``options`` needs (the engine decides; bad options raise)."""
     if game not in GAME_NAMES:
-        raise InvalidArgument(f"unknown game {game!r}; games: {', '.join(GAME_NAMES)}")
+        raise InvalidArgument(f"unknown game {quote(game)}; games: {', '.join(GAME_NAMES)}")
     module = get_game(game)
     return int(module.num_players(module.new_game(module.options_from_dict(options), 0)))
 
@@ -207,13 +208,9 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         size = request.page_size or 50
         if not 1 <= size <= 200:
             raise InvalidArgument("page_size must be from 1 to 200")
-        offset = 0
-        if request.page_token:
-            if not request.page_token.isdigit() or len(request.page_token) > 9:
-                raise InvalidArgument("page_token is not one this service gave out")
-            offset = int(request.page_token)
+        offset = page_offset(request.page_token, 9) if request.page_token else 0
         if request.game and request.game not in GAME_NAMES:
-            raise InvalidArgument(f"unknown game {request.game!r}; games: {', '.join(GAME_NAMES)}")
+            raise InvalidArgument(f"unknown game {quote(request.game)}; games: {', '.join(GAME_NAMES)}")
         found = await self._run(self.store.list_open, request.game or None,
                                 request.ante if request.HasField("ante") else None,
                                 request.online if request.HasField("online") else None, True, size + 1, offset)
@@ -226,7 +223,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         me = await self._me()
         info = await self._run(self.store.lobby, request.lobby_id)
         if not info.public and not info.seat_of(me.id):
-            raise NotFound(f"no lobby {request.lobby_id!r}")  # a private lobby is not disclosed
+            raise NotFound(f"no lobby {quote(request.lobby_id)}")  # a private lobby is not disclosed
         return self._lobby_proto(info, me.id)
 
     async def _join(self, me: Account, lobby_id: str, code: str = "", seat: int | None = None) -> LobbyInfo:
@@ -268,7 +265,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             seat = request.seat if request.HasField("seat") else None
             if request.level:
                 if request.level not in BOT_LEVELS:
-                    raise InvalidArgument(f"unknown bot level {request.level[:40]!r}; use one of {', '.join(BOT_LEVELS)}")
+                    raise InvalidArgument(f"unknown bot level {quote(request.level)}; use one of {', '.join(BOT_LEVELS)}")
                 info = await self._run(self.store.add_bot, request.lobby_id, me, request.level, seat)
             else:
                 if seat is None:
@@ -370,7 +367,9 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
     async def _still_running(self, info: LobbyInfo) -> bool:
         """Ask the rules service; a finished game's lobby is marked finished on the way."""
         view = await self.backends.game_view(info.game_id)
-        if view.finished:
+        # a game the rules service closed for a resume whose new lobby is not recorded yet (the
+        # lobby died in between) counts as running: resuming it again completes that resume
+        if view.finished and "resumed_into" not in view.result.result.fields:
             await self._run(self.store.set_status, info.id, STARTED, FINISHED)
             return False
         return True
@@ -388,7 +387,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
     async def _my_started_game(self, me: Account, game_id: str) -> LobbyInfo:
         info = await self._run(self.store.lobby_of_game, game_id) if game_id and len(game_id) <= 64 else None
         if info is None or not info.seat_of(me.id):
-            raise NotFound(f"you have no game {game_id[:64]!r}")
+            raise NotFound(f"you have no game {quote(game_id)}")
         if info.status != STARTED or not await self._still_running(info):
             raise FailedPrecondition(f"game {game_id} is not running (its lobby is {info.status})")
         return info
@@ -418,7 +417,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         """
         old = await self._run(self.store.lobby_of_game, game_id) if game_id and len(game_id) <= 64 else None
         if old is None:
-            raise NotFound(f"no game {game_id[:64]!r}")
+            raise NotFound(f"no game {quote(game_id)}")
         if not old.seat_of(me.id):
             raise PermissionDenied(f"you did not sit in game {game_id}")
         done = await self._run(self.store.resumed_lobby, game_id)

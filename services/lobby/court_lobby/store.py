@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from court_kit.checks import quote
 from court_kit.errors import (
     Aborted,
     AlreadyExists,
@@ -55,7 +56,7 @@ def check_name(name: Any, what: str = "name") -> str:
     if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         shown = name if isinstance(name, str) and len(name) <= 40 else f"{str(name)[:40]}..."
         raise InvalidArgument(
-            f"{what} {shown!r} is not allowed: use 2 to 24 characters, letters, digits, space, '_', '.' or '-', "
+            f"{what} {quote(shown)} is not allowed: use 2 to 24 characters, letters, digits, space, '_', '.' or '-', "
             "starting with a letter or digit")
     return name
 
@@ -118,7 +119,7 @@ class LobbyStore:
             with self.session() as s, s.begin():
                 s.add(acc)
         except IntegrityError:
-            raise AlreadyExists(f"the name {name!r} is taken; choose another") from None
+            raise AlreadyExists(f"the name {quote(name)} is taken; choose another") from None
         return acc
 
     def account_by_name(self, name: str) -> Account | None:
@@ -132,7 +133,7 @@ class LobbyStore:
         with self.session() as s:
             acc = s.get(Account, account_id)
         if acc is None:
-            raise NotFound(f"no account {account_id!r}")
+            raise NotFound(f"no account {quote(account_id)}")
         return acc
 
     def set_password_hash(self, account_id: str, password_hash: str) -> None:
@@ -171,7 +172,7 @@ class LobbyStore:
         if row is None:
             return None
         if row.method != method:
-            raise InvalidArgument(f"request_id {request_id!r} was already used for {row.method}; choose a new one")
+            raise InvalidArgument(f"request_id {quote(request_id)} was already used for {row.method}; choose a new one")
         return row.response
 
     def remember(self, account_id: str, request_id: str, method: str, response: bytes) -> bytes:
@@ -202,7 +203,7 @@ class LobbyStore:
         with self.session() as s:
             row = s.get(Lobby, lobby_id)
             if row is None:
-                raise NotFound(f"no lobby {lobby_id!r}")
+                raise NotFound(f"no lobby {quote(lobby_id)}")
             return self._info(s, row)
 
     def lobby_of_game(self, game_id: str) -> LobbyInfo | None:
@@ -217,7 +218,7 @@ class LobbyStore:
                          .values(version=Lobby.version + 1))
         row = s.get(Lobby, lobby_id, populate_existing=True)
         if row is None:
-            raise NotFound(f"no lobby {lobby_id!r}")
+            raise NotFound(f"no lobby {quote(lobby_id)}")
         if done.rowcount != 1:
             if status == OPEN:
                 raise FailedPrecondition(f"lobby {lobby_id} is {row.status}, no longer open")
@@ -317,7 +318,7 @@ class LobbyStore:
     def add_bot(self, lobby_id: str, account: Account, level: str, seat_no: int | None = None) -> LobbyInfo:
         """Seat a bot (host only) at ``level`` in ``seat_no`` or the lowest free seat."""
         if level not in BOT_LEVELS:
-            raise InvalidArgument(f"unknown bot level {level!r}; use one of {', '.join(BOT_LEVELS)}")
+            raise InvalidArgument(f"unknown bot level {quote(level)}; use one of {', '.join(BOT_LEVELS)}")
         with self.session() as s, s.begin():
             lobby = self._host_take(s, lobby_id, account, "add a bot")
             taken = {x.seat_no for x in self._info(s, lobby).seated}
@@ -355,7 +356,7 @@ class LobbyStore:
         with self.session() as s, s.begin():
             lobby = s.get(Lobby, lobby_id)
             if lobby is None:
-                raise NotFound(f"no lobby {lobby_id!r}")
+                raise NotFound(f"no lobby {quote(lobby_id)}")
             if lobby.host_id != account.id:
                 raise PermissionDenied("only the lobby's host may start the game")
             n = s.exec(select(func.count()).select_from(Seat).where(Seat.lobby_id == lobby_id)).one()

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from court_games import GAME_NAMES
+from court_kit.checks import page_offset, quote
 from court_kit.errors import InvalidArgument, NotFound, PermissionDenied
 from court_kit.server import current_identity
 from court_kit.tokens import Identity
@@ -48,13 +49,13 @@ def _require_trusted(ident: Identity, what: str) -> None:
 def _player(ident: Identity, requested: str) -> str:
     pid = check_text(requested or ident.sub, "player_id", MAX_ID)
     if settle.is_bot(pid):
-        raise InvalidArgument(f"{pid!r} is a bot seat: bots hold no rank points")
+        raise InvalidArgument(f"{quote(pid)} is a bot seat: bots hold no rank points")
     return pid
 
 
 def _game(name: str) -> str:
     if name not in GAME_NAMES:
-        raise InvalidArgument(f"unknown game {name!r}; games: {', '.join(GAME_NAMES)}")
+        raise InvalidArgument(f"unknown game {quote(name)}; games: {', '.join(GAME_NAMES)}")
     return name
 
 
@@ -78,7 +79,7 @@ class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
         if pid == ident.sub or _trusted(ident):
             await self._run(self.store.ensure_player, pid)
         elif not await self._run(self.store.has_player, pid):
-            raise NotFound(f"no player {pid!r}")
+            raise NotFound(f"no player {quote(pid)}")
 
     async def GetBalance(self, request: pb.GetBalanceRequest, context: Any) -> pb.Balance:
         ident = current_identity()
@@ -94,11 +95,7 @@ class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
         size = request.page_size or 50
         if not 1 <= size <= 500:
             raise InvalidArgument("page_size must be from 1 to 500")
-        before = None
-        if request.page_token:
-            if not request.page_token.isdigit() or len(request.page_token) > 18:
-                raise InvalidArgument("page_token is not one this service gave out")
-            before = int(request.page_token)
+        before = page_offset(request.page_token, 18) if request.page_token else None
         await self._known_or_self(ident, pid)
         entries = await self._run(self.store.history, pid, size + 1, before)
         more = len(entries) > size

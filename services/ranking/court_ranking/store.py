@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from court_games.games import queens_court_accounting as qca
+from court_kit.checks import quote
 from court_kit.errors import FailedPrecondition, InvalidArgument, NotFound
 from court_store import check_text, insert_ignore, upgrade
 from openskill.models import PlackettLuce
@@ -184,7 +185,7 @@ class RankingStore:
             if row is None:
                 if missing_ok:
                     return None
-                raise NotFound(f"no ranked game {game_id!r}")
+                raise NotFound(f"no ranked game {quote(game_id)}")
             return self._info(s, row)
 
     @staticmethod
@@ -308,7 +309,7 @@ class RankingStore:
         with self.session() as s, s.begin():
             row = s.get(RankedGame, game_id)
             if row is None:
-                raise NotFound(f"no ranked game {game_id!r}")
+                raise NotFound(f"no ranked game {quote(game_id)}")
             if row.status == "finished":
                 raise FailedPrecondition(f"game {game_id} has already ended; it cannot be abandoned")
             s.execute(update(RankedGame).where(RankedGame.game_id == game_id, RankedGame.status == "active")
@@ -386,7 +387,7 @@ class RankingStore:
                            func.count(func.distinct(LedgerEntry.game_id)).label("games"))
                     .join(Player, Player.player_id == LedgerEntry.player_id, isouter=True)
                     .where(LedgerEntry.game == game).group_by(LedgerEntry.player_id, Player.name))
-        raise InvalidArgument(f"unknown leaderboard metric {metric!r}; use rating or points")
+        raise InvalidArgument(f"unknown leaderboard metric {quote(metric)}; use rating or points")
 
     def leaderboard(self, game: str, metric: str = "rating", limit: int = 10, offset: int = 0) -> list[Standing]:
         """Players of ``game`` best first: by conservative rating, or by net rank points won in it."""
@@ -419,7 +420,7 @@ class RankingStore:
         with self.session() as s:
             p = s.get(Player, player_id)
             if p is None:
-                raise NotFound(f"no player {player_id!r}")
+                raise NotFound(f"no player {quote(player_id)}")
             ratings = list(s.exec(select(Rating).where(Rating.player_id == player_id).order_by(Rating.game)))
             games = s.exec(select(func.count(func.distinct(LedgerEntry.game_id)))
                            .where(LedgerEntry.player_id == player_id, LedgerEntry.game_id != OPENING_GAME)).one()

@@ -6,6 +6,8 @@ A game's log (``store.Record`` bodies, JSON) is::
      "by": sub, "rid": request_id, "t": ms}                     # seq 0: created
     {"k": "m", "seq": n, "seat": p, "a": {canonical action}, "by": sub,
      "rid": request_id, "t": ms}                                 # seq n: a move
+    {"k": "x", "into": game_id, "by": sub, "rid": request_id, "t": ms}
+                                 # closed: resumed as game ``into`` (last, no seq)
 
 State is the engine's replay of that log (deterministic given the seed), so
 any replica rebuilds any game, and a request id is found again in the log: a
@@ -27,7 +29,8 @@ from typing import Any
 
 from court_games.core import Event
 from court_games.registry import get_game
-from court_kit.errors import NotFound
+from court_kit.checks import quote
+from court_kit.errors import InvalidArgument, NotFound
 from court_kit.structs import struct_bytes
 
 from .store import GameStore, Record
@@ -106,6 +109,10 @@ class GameEntry:
         self.save: dict[str, Any] | None = create.get("save")  # set when resumed from another game
         self.resumed_from: str | None = create.get("resumed_from")
         self.state, opening = self._start()
+        n = self.module.num_players(self.state)
+        if n != len(self.seats):
+            raise InvalidArgument(f"{self.game} with these options seats {n} players; got {len(self.seats)} seats")
+        self.closed_into: str | None = None  # the game that resumed this one, which is then over
         self.seq = 0
         self.last_sseq = sseq
         self.moves: list[Move] = []
@@ -127,9 +134,15 @@ class GameEntry:
 
     @property
     def finished(self) -> bool:
-        return self.module.is_terminal(self.state)
+        return self.closed_into is not None or self.module.is_terminal(self.state)
+
+    def closed_at(self, seq: int) -> bool:
+        """Whether the position after ``seq`` is closed (a resumed game's last one)."""
+        return self.closed_into is not None and seq == self.seq
 
     def to_act(self, state: Any = None) -> tuple[int, ...]:
+        if state is None and self.closed_into is not None:
+            return ()
         return tuple(self.module.to_act(self.state if state is None else state))
 
     def seats_of(self, sub: str) -> list[int]:
@@ -186,7 +199,10 @@ class GameEntry:
     def apply_record(self, rec: Record, *, emit: bool = True) -> None:
         """Apply a record another replica wrote (``ValueError`` when it does not follow on)."""
         b = rec.body
-        if b.get("k") != "m" or b.get("seq") != self.seq + 1:
+        if b.get("k") == "x" and self.closed_into is None:
+            self.close(b["into"], rec.sseq)
+            return
+        if self.closed_into is not None or b.get("k") != "m" or b.get("seq") != self.seq + 1:
             raise ValueError(f"game {self.game_id}: record {b.get('seq')!r} does not follow move {self.seq}")
         move = Move(b["seq"], b["seat"], b["a"], b["by"], b["rid"], b["t"])
         action = self.module.action_from_json(move.action)
@@ -199,6 +215,13 @@ class GameEntry:
         self.requests[(move.by, move.rid)] = move.seq
         if emit:
             self._remember(move.seq, state, events)
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    def close(self, into: str, sseq: int) -> None:
+        """The game was resumed as game ``into`` (its closing record is at stream sequence ``sseq``)."""
+        self.closed_into = into
+        self.last_sseq = sseq
         self.changed.set()
         self.changed = asyncio.Event()
 
@@ -288,10 +311,10 @@ class GameCache:
 
     async def _load(self, game_id: str) -> GameEntry:
         if not valid_game_id(game_id):
-            raise NotFound(f"no game {game_id!r}")
+            raise NotFound(f"no game {quote(game_id)}")
         records = await self.store.records(game_id)
         if not records:
-            raise NotFound(f"no game {game_id!r}")
+            raise NotFound(f"no game {quote(game_id)}")
         entry = GameEntry(game_id, records[0].body, records[0].sseq)
         rest = records[1:]
         for i, rec in enumerate(rest):

@@ -8,6 +8,11 @@ Who may do what (see protos/court/rules/v1/rules.proto):
 * ``service`` (the lobby) and ``admin`` create games and may choose the seed;
   a player may create a game only when every seat is themselves or a bot
   (local play, e.g. one person against three bots, or hot-seat);
+* only ``service`` resumes a game (``resume_from``), with each of its people in
+  their own seat (a bot may take a person's seat; a bot seat stays a bot's).
+  The resumed game is closed in the same step (a closing record in its log,
+  before the new game's creation), so two playable copies of one deal never
+  exist: it answers finished, its result names the game that continues it;
 * ``admin`` may read any seat's view; ``admin`` and ``analytics`` read the
   full-information history. Neither acts for a seat.
 
@@ -32,6 +37,7 @@ from court_games.core import IllegalAction
 from court_games.registry import get_game
 from court_kit import actions as kactions
 from court_kit import logging as klog
+from court_kit.checks import quote
 from court_kit.errors import (
     Aborted,
     AlreadyExists,
@@ -49,7 +55,7 @@ from prometheus_client import Counter
 
 from .games import BOT_PREFIX, RECORD_VERSION, GameCache, GameEntry, game_id_for
 from .outbox import Encoded, Outbox
-from .store import SEQ_HEADER, Conflict, GameStore, game_subject
+from .store import CLOSED_HEADER, SEQ_HEADER, Conflict, GameStore, game_subject
 from .views import ActionCodec, game_view, result_proto
 
 log = klog.get_logger("court_rules")
@@ -154,7 +160,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         seats = list(request.seats)
         for s in seats:
             if not s or len(s) > MAX_ID or (s.startswith(BOT_PREFIX) and len(s) == len(BOT_PREFIX)):
-                raise InvalidArgument(f"seat id {s!r} must be a player id or \"bot:<level>\" (1-{MAX_ID} chars)")
+                raise InvalidArgument(f"seat id {quote(s)} must be a player id or \"bot:<level>\" (1-{MAX_ID} chars)")
         if request.HasField("seed"):
             if ident.role not in ("service", "admin"):
                 raise PermissionDenied("only a trusted caller (service, admin) may choose the seed")
@@ -167,23 +173,23 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             if ident.sub not in seats or any(s != ident.sub and not s.startswith(BOT_PREFIX) for s in seats):
                 raise PermissionDenied("a player may create only local games: every seat must be you or a bot "
                                        "(\"bot:<level>\"); games with other players start from the lobby")
+        game_id = game_id_for(self._secret, ident.sub, rid)
         resume: dict[str, Any] = {}
+        old: GameEntry | None = None
         if request.resume_from:
-            resume = await self._save_point(request, ident, module)
+            old, old_seq, resume = await self._save_point(request, ident, module, seats, game_id)
             if request.options.fields and options != resume["save"]["options"]:
                 raise InvalidArgument("a resumed game keeps the options of its save point: leave options out")
             options, seed = resume["save"]["options"], resume["save"]["seed"]
-        game_id = game_id_for(self._secret, ident.sub, rid)
         klog.bind(game_id=game_id)
         known = self.cache.peek(game_id)
         if known is not None:
             return self._created_answer(known, ident, rid)
         record = {"k": "c", "v": RECORD_VERSION, "game": request.game, "options": options, "seed": seed,
                   "seats": seats, "by": ident.sub, "rid": rid, "t": int(self._clock() * 1000), **resume}
-        entry = GameEntry(game_id, record, 0)
-        n = entry.module.num_players(entry.state)
-        if n != len(seats):
-            raise InvalidArgument(f"{request.game} with these options seats {n} players; got {len(seats)} seats")
+        entry = GameEntry(game_id, record, 0)  # InvalidArgument when the seats do not fit the game
+        if old is not None:
+            await self._close(old, old_seq, game_id, ident, rid)
         try:
             entry.last_sseq = await self.store.append(game_id, record, 0, 0)
         except Conflict:
@@ -196,9 +202,12 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             await self._publish(entry, 0, entry.at(0)[1])
         return self._created_answer(entry, ident, rid)
 
-    async def _save_point(self, request: rules_pb2.CreateGameRequest, ident: Identity, module: Any
-                          ) -> dict[str, Any]:
-        """The creation record's part for a game resumed from another game's save point."""
+    async def _save_point(self, request: rules_pb2.CreateGameRequest, ident: Identity, module: Any,
+                          seats: list[str], game_id: str) -> tuple[GameEntry, int, dict[str, Any]]:
+        """The game resumed, the seq its save point was read at, and the creation record's part for
+        a game resumed from it."""
+        if ident.role != "service":
+            raise PermissionDenied("only the lobby resumes games: call LobbyService.ResumeGame")
         if not hasattr(module, "save_point"):
             raise InvalidArgument(f"{request.game} games have no save points to resume from")
         if request.HasField("seed"):
@@ -206,11 +215,40 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         old = await self.cache.fresh(request.resume_from)
         if old.game != request.game:
             raise InvalidArgument(f"game {old.game_id} is a {old.game} game, not {request.game}")
-        if ident.role == "player" and ident.sub not in old.seats:
-            raise PermissionDenied(f"you did not sit in game {old.game_id}")
-        if old.finished:
+        if len(seats) != len(old.seats):
+            raise InvalidArgument(f"game {old.game_id} has {len(old.seats)} seats; got {len(seats)}")
+        for i, (was, now) in enumerate(zip(old.seats, seats, strict=True)):
+            if now.startswith(BOT_PREFIX) or now == was:
+                continue
+            whose = "a bot's" if was.startswith(BOT_PREFIX) else f"{quote(was)}'s"
+            raise InvalidArgument(f"seat {i} of game {old.game_id} is {whose}: a resumed game keeps each person "
+                                  f"in their own seat (or gives the seat to a bot), got {quote(now)}")
+        if old.closed_into is not None and old.closed_into != game_id:
+            raise FailedPrecondition(f"game {old.game_id} was resumed already, as game {old.closed_into}")
+        if old.module.is_terminal(old.state):
             raise FailedPrecondition(f"game {old.game_id} is finished: nothing to resume")
-        return {"save": module.save_point(old.state), "resumed_from": old.game_id}
+        return old, old.seq, {"save": module.save_point(old.state), "resumed_from": old.game_id}
+
+    async def _close(self, old: GameEntry, seq: int, into: str, ident: Identity, rid: str) -> None:
+        """Close ``old`` (resumed as ``into``) before ``into`` exists: its log's closing record."""
+        async with old.lock:
+            if old.closed_into == into:
+                return  # a retry: this request closed it already
+            if old.closed_into is not None or old.seq != seq:
+                raise Aborted(f"game {old.game_id} changed while it was being resumed; retry with the same "
+                              "request_id")
+            body = {"k": "x", "into": into, "by": ident.sub, "rid": rid, "t": int(self._clock() * 1000)}
+            try:
+                sseq = await self.store.append(old.game_id, body, old.seq, old.last_sseq, closing=True)
+            except Conflict:
+                CONFLICTS.inc()
+                await self.cache.refresh(old)
+                if old.closed_into == into:
+                    return
+                raise Aborted(f"game {old.game_id} changed while it was being resumed; retry with the same "
+                              "request_id") from None
+            old.close(into, sseq)
+        log.info("game closed: resumed as another game", closed=old.game_id, into=into)
 
     def _created_answer(self, entry: GameEntry, ident: Identity, rid: str) -> rules_pb2.CreateGameResponse:
         if (entry.created_by, entry.created_rid) != (ident.sub, rid):
@@ -256,13 +294,18 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         if game != entry.game:
             raise InvalidArgument(f"a {game} action was sent to a {entry.game} game")
         requested = request.seat if request.HasField("seat") else None
+        # stored and published in RULES.md's canonical form, whatever the spelling sent ("qd": "QD")
+        action = entry.module.action_from_json(action_json)
+        action_json = {k: v for k, v in entry.module.action_to_json(action, 0).items() if k != "player"}
         async with entry.lock:
             for attempt in (0, 1):
                 first = entry.requests.get((ident.sub, rid))
                 if first is not None:
                     return self._first_answer(entry, first, ident, action_json)
+                if entry.closed_into is not None:
+                    raise FailedPrecondition(f"game {entry.game_id} was resumed as game {entry.closed_into} "
+                                             "and is over: play on there")
                 seat = self._acting_seat(entry, ident, requested)
-                action = entry.module.action_from_json(action_json)
                 try:
                     move, state, events = entry.propose(seat, action, action_json, ident.sub, rid,
                                                         int(self._clock() * 1000))
@@ -280,6 +323,9 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 first = entry.requests.get((ident.sub, rid))
                 if first is not None:
                     return self._first_answer(entry, first, ident, action_json)
+                if entry.closed_into is not None:
+                    raise FailedPrecondition(f"game {entry.game_id} was resumed as game {entry.closed_into} "
+                                             "and is over: play on there") from None
                 raise Aborted("another move reached this game first; retry with the same request_id") from None
             entry.commit(move, state, events, sseq)
             MOVES.labels(entry.game).inc()
@@ -308,7 +354,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             raise InvalidArgument("this request_id created the game; use a new one for each move")
         move = entry.moves[seq - 1]
         if move.action != action_json:
-            raise InvalidArgument(f"request_id {move.rid!r} was already used for another action "
+            raise InvalidArgument(f"request_id {quote(move.rid)} was already used for another action "
                                   f"(move {seq}); use a new request_id for a new action")
         state, events = entry.at(seq)
         return self._submit_answer(entry, seq, move.seat, ident, state, events)
@@ -337,12 +383,14 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             if request.HasField("after_seq"):
                 sent = int(request.after_seq)
             else:
-                yield rules_pb2.GameUpdate(seq=entry.seq,
-                                           view=game_view(entry, self.codec, entry.state, entry.seq, seat))
+                # the snapshot's seq is taken with its view, before the yield: a move landing while
+                # the snapshot is on its way is then the follow's first update (no gap, no repeat)
                 sent = entry.seq
+                yield rules_pb2.GameUpdate(seq=sent, view=game_view(entry, self.codec, entry.state, sent, seat))
             while True:
                 if sent < entry.seq:
-                    for s, state, events in entry.replay(sent, entry.seq):
+                    # materialised first: the entry may move on (and forget recent states) meanwhile
+                    for s, state, events in list(entry.replay(sent, entry.seq)):
                         update = rules_pb2.GameUpdate(seq=s, view=game_view(entry, self.codec, state, s, seat))
                         for e in events:
                             fill_struct(update.events.add(), e.for_seat(seat))
@@ -353,14 +401,16 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                     return
                 try:
                     msg = await wake.next_msg(timeout=WATCH_POLL)
-                    hint = int((msg.headers or {}).get(SEQ_HEADER, "0"))
+                    headers = msg.headers or {}
+                    hint = int(headers.get(SEQ_HEADER, "0"))
+                    closing = CLOSED_HEADER in headers
                 except (TimeoutError, NatsTimeout):
-                    hint = None
+                    hint, closing = None, False
                 if hint is None:
                     last = await self.store.last_sseq(entry.game_id)
                     behind = last is not None and last[0] > entry.last_sseq
                 else:
-                    behind = hint > entry.seq
+                    behind = hint > entry.seq or (closing and entry.closed_into is None)
                 if behind:
                     async with entry.lock:
                         await self.cache.refresh(entry)
@@ -393,5 +443,5 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             hm.time.FromMilliseconds(m.t)
             for e in events:
                 to_struct(e.full(), hm.events.add())
-        result_proto(entry, entry.state, out.result)
+        result_proto(entry, entry.state, out.result, entry.closed_into is not None)
         return out

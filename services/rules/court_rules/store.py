@@ -48,6 +48,7 @@ DUPLICATE_WINDOW = 120.0  # seconds JetStream de-duplicates Nats-Msg-Id (the def
 
 SEQ_HEADER = "Court-Seq"
 END_HEADER = "Court-End"  # on the last event of a move, per stream
+CLOSED_HEADER = "Court-Closed"  # on a game's closing record (it was resumed as another game)
 
 
 class Conflict(Exception):
@@ -98,10 +99,13 @@ class GameStore:
 
     # ------------------------------------------------------------------ state log
 
-    async def append(self, game_id: str, body: dict[str, Any], seq: int, expected_sseq: int) -> int:
+    async def append(self, game_id: str, body: dict[str, Any], seq: int, expected_sseq: int, *,
+                     closing: bool = False) -> int:
         """Append one record; returns its stream sequence. ``Conflict`` when someone else was first."""
         data = json.dumps(body, separators=(",", ":")).encode()
         headers = {"Nats-Expected-Last-Subject-Sequence": str(expected_sseq), SEQ_HEADER: str(seq)}
+        if closing:
+            headers[CLOSED_HEADER] = "1"
         fut = None
         try:
             fut = await self.publisher.publish(game_subject(game_id), data, headers)

@@ -29,8 +29,14 @@ class ActionCodec:
         return msg
 
 
-def result_proto(entry: GameEntry, state: Any, into: rules_pb2.GameResult) -> None:
+def result_proto(entry: GameEntry, state: Any, into: rules_pb2.GameResult, closed: bool = False) -> None:
+    """The engine's result; for a game closed by a resume: the result as it stood, ``resumed_into``
+    naming the game that continues it, no winners, finished."""
     result = entry.module.result(state)
+    if closed:
+        fill_struct(into.result, {**result, "resumed_into": entry.closed_into})
+        into.finished = True
+        return
     fill_struct(into.result, result)
     into.winners.extend(winners_of(result))
     into.finished = bool(result.get("finished", entry.module.is_terminal(state)))
@@ -38,8 +44,9 @@ def result_proto(entry: GameEntry, state: Any, into: rules_pb2.GameResult) -> No
 
 def game_view(entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: int | None) -> rules_pb2.GameView:
     module = entry.module
-    acting = module.to_act(state)
-    finished = module.is_terminal(state)
+    closed = entry.closed_at(seq)
+    acting = () if closed else module.to_act(state)
+    finished = closed or module.is_terminal(state)
     v = rules_pb2.GameView(game=entry.game, game_id=entry.game_id, seq=seq, to_act=acting, finished=finished,
                            seats=entry.seats)
     if seat is not None:
@@ -49,5 +56,5 @@ def game_view(entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: 
     if seat is not None and seat in acting:
         v.legal_actions.extend([codec.proto(entry, a, seat) for a in module.legal_actions(state, seat)])
     if finished:
-        result_proto(entry, state, v.result)
+        result_proto(entry, state, v.result, closed)
     return v

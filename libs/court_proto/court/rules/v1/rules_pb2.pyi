@@ -14,8 +14,8 @@ Who may do what:
    may create a game only when every seat is themselves or a bot seat
    ("bot:<level>"): local play. Games with other people come from the lobby.
  * bot: a service identity that sees and acts for "bot:<level>" seats only.
- * service (the lobby): creates games (may choose the seed), watches as a
-   spectator.
+ * service (the lobby): creates games (may choose the seed), resumes them
+   (resume_from), watches as a spectator.
  * admin / analytics: full-information history; admin may also create
    games and read any seat's view.
 A caller without a seat in a game sees the spectator view (no hand).
@@ -70,10 +70,15 @@ class CreateGameRequest(_message.Message):
     resume_from: _builtins.str
     """Resume: a new game from the save point of this (unfinished) game of the same
     kind, as it stood at its last save (Hearts: the start of the current hand),
-    with the seats given here (e.g. bots for players who do not come back).
-    Options and seed come from the save. Callers: service and admin, or a
-    player who sat in that game (for a local game, as for creating one).
-    Games without save points answer INVALID_ARGUMENT.
+    with the seats given here: each of that game's people in their own seat,
+    or a bot in it (e.g. for an account that is gone); a bot seat stays a
+    bot's (INVALID_ARGUMENT otherwise). Options and seed come from the save.
+    Caller: the service role (the lobby's ResumeGame) only; any other role
+    gets PERMISSION_DENIED. That game is closed in the same step, before the
+    new one exists: it answers finished, nobody to act, its result's
+    "resumed_into" naming the new game, and refuses moves
+    (FAILED_PRECONDITION); a second resume of it (another request_id) is
+    FAILED_PRECONDITION. Games without save points answer INVALID_ARGUMENT.
     """
     @_builtins.property
     def options(self) -> _struct_pb2.Struct:

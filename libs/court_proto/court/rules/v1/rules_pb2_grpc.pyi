@@ -14,8 +14,8 @@ Who may do what:
    may create a game only when every seat is themselves or a bot seat
    ("bot:<level>"): local play. Games with other people come from the lobby.
  * bot: a service identity that sees and acts for "bot:<level>" seats only.
- * service (the lobby): creates games (may choose the seed), watches as a
-   spectator.
+ * service (the lobby): creates games (may choose the seed), resumes them
+   (resume_from), watches as a spectator.
  * admin / analytics: full-information history; admin may also create
    games and read any seat's view.
 A caller without a seat in a game sees the spectator view (no hand).

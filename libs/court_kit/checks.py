@@ -1,0 +1,49 @@
+"""Client input in error messages and the small parsers every service shares.
+
+* ``quote(value, limit=40)``: what an error message says of rejected input: an escaped quote of at
+  most ``limit`` characters, with the full length when cut. A message never echoes a whole input:
+  a 5 MB field echoed back would push the status trailer past gRPC's metadata limit and the
+  client would see RESOURCE_EXHAUSTED instead of the real status.
+* ``clip(message)``: the edge's last guard on any message (``court_kit.server`` applies it).
+* ``page_offset(token, max_digits)``: a page token this service gave out (ASCII digits only:
+  ``str.isdigit`` also accepts ``"²"`` and ``"①"``, which ``int`` refuses).
+
+This module imports nothing of Court's, so the engines (``court_games``) use it too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+QUOTE_LIMIT = 40
+MESSAGE_LIMIT = 512  # characters of a status message, whatever built it
+
+
+class BadPageToken(ValueError):
+    """A page token that this service did not give out (the services map it to INVALID_ARGUMENT)."""
+
+
+def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
+    """``repr`` of ``value`` (a string's first ``limit`` characters), escaped, cut with a note."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        return f"{value[:limit]!r}... ({len(value)} characters)"
+    text = repr(value) if not isinstance(value, bytes | bytearray) else repr(bytes(value[:limit]))
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text)} characters)"
+
+
+def clip(message: str, limit: int = MESSAGE_LIMIT) -> str:
+    """A status message of at most about ``limit`` characters, escaped where it was cut."""
+    if len(message) <= limit:
+        return message
+    return f"{message[:limit]!r}... (message cut: {len(message)} characters)"
+
+
+def page_offset(token: str, max_digits: int) -> int:
+    """The number a page token stands for: 1 to ``max_digits`` ASCII digits (``BadPageToken``)."""
+    if not token or len(token) > max_digits or not token.isascii() or not token.isdigit():
+        raise BadPageToken("page_token is not one this service gave out: send back next_page_token as it came")
+    return int(token)
