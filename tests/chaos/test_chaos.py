@@ -201,9 +201,9 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
         # every person in two games at once (so two games settle into one balance concurrently)
         people: list[tuple[str, str]] = []  # (player id, token)
         async with LobbyClient(lobby_addr) as anon:
-            for i in range(PEOPLE):
-                auth = await anon.create_account(f"Chaos {i:03d}", "chaos password 0123")
-                people.append((auth.account.player_id, auth.token))
+            auths = await asyncio.gather(*(anon.create_account(f"Chaos {i:03d}", "chaos password 0123")
+                                           for i in range(PEOPLE)))
+            people = [(auth.account.player_id, auth.token) for auth in auths]
         games: list[tuple[str, list[int]]] = []  # (game id, the people's indices by seat)
         async def open_game(g: int) -> tuple[str, list[int]]:
             host = people[g % PEOPLE]
