@@ -203,7 +203,7 @@ def stream_config(name: str, subjects: Sequence[str], *, description: str, envir
         retention=RetentionPolicy.LIMITS, storage=StorageType.FILE, num_replicas=replicas,
         max_bytes=lim.max_bytes, max_age=lim.max_age or None, max_msgs_per_subject=lim.max_msgs_per_subject,
         max_msg_size=lim.max_msg_size, discard=lim.discard,
-        discard_new_per_subject=True if lim.discard == DiscardPolicy.NEW and lim.max_msgs_per_subject > 0 else None,
+        discard_new_per_subject=lim.discard == DiscardPolicy.NEW and lim.max_msgs_per_subject > 0,
         compression=StoreCompression.S2 if lim.compression else None,
         allow_direct=allow_direct, duplicate_window=duplicate_window,
     )

@@ -346,8 +346,8 @@ async def _serve(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], 
     if stop.is_set():
         log.info("stopped before starting", signal=signals.received)
         return
-    starting = asyncio.create_task(start(settings))
-    stopping = asyncio.create_task(stop.wait())
+    starting: asyncio.Future[Any] = asyncio.ensure_future(start(settings))
+    stopping: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
     await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
     if not starting.done():
         # SIGTERM while waiting for NATS or the database: nothing is serving yet, so stop now

@@ -200,9 +200,14 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
         # 25 people, 50 lobbies of two-player Queen's Court with an ante: a person and a bot each,
         # every person in two games at once (so two games settle into one balance concurrently)
         people: list[tuple[str, str]] = []  # (player id, token)
-        async with LobbyClient(lobby_addr) as anon:
-            auths = await asyncio.gather(*(anon.create_account(f"Chaos {i:03d}", "chaos password 0123")
-                                           for i in range(PEOPLE)))
+        async with LobbyClient(lobby_addr, timeout=120) as anon:
+            limit = asyncio.Semaphore(4)  # password hashing is CPU-bound: a few at a time
+
+            async def account(i: int) -> Any:
+                async with limit:
+                    return await anon.create_account(f"Chaos {i:03d}", "chaos password 0123")
+
+            auths = await asyncio.gather(*(account(i) for i in range(PEOPLE)))
             people = [(auth.account.player_id, auth.token) for auth in auths]
         games: list[tuple[str, list[int]]] = []  # (game id, the people's indices by seat)
         async def open_game(g: int) -> tuple[str, list[int]]:
