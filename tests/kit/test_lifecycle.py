@@ -21,15 +21,14 @@ from typing import Any
 import grpc
 import pytest
 from court_kit.health import LIVENESS
-from court_kit.tokens import issue_token
 from court_proto.court.bot.v1 import bot_pb2, bot_pb2_grpc
 from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from tests.fixtures import keys
 from tests.fixtures.nats import BinaryNats, free_port
 from tests.fixtures.procs import STOP_LIMIT, Service
 
-SECRET = "lifecycle-secret-0123456789abcdef0123"
 BIN = Path(sys.executable).parent
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -43,7 +42,7 @@ def spawn(tmp_path: Path) -> Iterator[Any]:
     started: list[Service] = []
 
     def make(name: str, env: dict[str, str], **kw: Any) -> Service:
-        s = Service(name, tmp_path, {"COURT_TOKEN_SECRET": SECRET, **env}, **kw)
+        s = Service(name, tmp_path, {**keys.env(name), **env}, **kw)
         started.append(s)
         return s
 
@@ -162,14 +161,14 @@ async def test_sigterm_lets_an_in_flight_call_finish(spawn: Any, nats: BinaryNat
     metrics_port = free_port()
     bot = spawn("bot", {"COURT_NATS_URL": nats.url, "COURT_RULES_ADDR": f"127.0.0.1:{rules.port}",
                         "COURT_BOT_BUDGET_EXPERT_MS": "3000", "COURT_METRICS_LISTEN": f"127.0.0.1:{metrics_port}"})
-    md = (("authorization", f"Bearer {issue_token(SECRET, 'ann', 'player')}"),)
+    md = (("authorization", f"Bearer {keys.token('ann', 'player')}"),)
     async with channel(rules.address) as rch, channel(bot.address) as bch:
         await wait_serving(rch)
         await wait_serving(bch)
         created = await rules_pb2_grpc.RulesServiceStub(rch).CreateGame(
             rules_pb2.CreateGameRequest(request_id="g1", game="queens_court", seats=["ann", "bot:random",
                                                                                "bot:random"], options=_opts({"players": 3})),
-            metadata=(("authorization", f"Bearer {issue_token(SECRET, 'lobby', 'service')}"),), timeout=30)
+            metadata=(("authorization", f"Bearer {keys.token('lobby', 'service')}"),), timeout=30)
         stub = bot_pb2_grpc.BotServiceStub(bch)
         t_call = time.monotonic()
         call = asyncio.ensure_future(stub.Suggest(bot_pb2.SuggestRequest(game_id=created.game_id, seat=0,
