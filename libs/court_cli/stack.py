@@ -7,6 +7,9 @@
   JetStream store in ``<state>/nats``, with court_kit.natsauth's users (passwords generated once in
   ``<state>/keys/nats-users.json``): each service connects as its own NATS identity, anonymous
   connections are refused, ``court events`` reads as ``analytics``;
+  its JetStream bounded in the same config: ``max_file_store`` 8 GiB and ``max_memory_store`` 256 MiB
+  (``COURT_NATS_MAX_FILE_STORE``, ``COURT_NATS_MAX_MEMORY_STORE``), which every stream's default
+  limits fit (court_kit.jetstream.STREAM_LIMITS, 6 GiB together);
 * ``court-rules``, ``court-ranking``, ``court-lobby`` and ``court-bot`` (their console scripts)
   with ``COURT_ENV=dev`` (development token keys generated under ``<state>/keys/``), SQLite files
   under ``<state>/``, each in
@@ -56,6 +59,18 @@ NATS_PORT = 4222
 START_TIMEOUT = 60.0
 STOP_GRACE = 10.0
 STACK_FILE = "stack.json"
+NATS_MAX_FILE_STORE = "8GiB"
+NATS_MAX_MEMORY_STORE = "256MiB"
+
+
+def nats_limits_block(environ: Mapping[str, str]) -> str:
+    """The local stack's JetStream bounds, a ``jetstream {}`` block for its nats.conf."""
+    from court_kit.jetstream import parse_size
+
+    file_store = parse_size("COURT_NATS_MAX_FILE_STORE", environ.get("COURT_NATS_MAX_FILE_STORE", NATS_MAX_FILE_STORE))
+    mem_store = parse_size("COURT_NATS_MAX_MEMORY_STORE",
+                           environ.get("COURT_NATS_MAX_MEMORY_STORE", NATS_MAX_MEMORY_STORE))
+    return f"\njetstream {{\n  max_file_store: {file_store}\n  max_memory_store: {mem_store}\n}}\n"
 
 
 class StackError(Exception):
@@ -245,7 +260,8 @@ class LocalStack:
         offset = log_path.stat().st_size if log_path.exists() else 0
         conf = self.state_dir / "nats.conf"
         conf.write_text("# written by court stack up: NATS users (court_kit.natsauth), no anonymous access\n"
-                        + authorization_block(ensure_dev_users(self.state_dir)))
+                        + authorization_block(ensure_dev_users(self.state_dir))
+                        + nats_limits_block(os.environ))
         os.chmod(conf, 0o600)
         child = self._spawn("nats", [bin_path("nats-server"), "-c", str(conf), "-js", "-a", self.config.host,
                                      "-p", str(self.config.ports["nats"]), "-sd", str(store),

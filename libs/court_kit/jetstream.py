@@ -1,24 +1,46 @@
-"""NATS JetStream helpers: connect (reconnecting forever), ensure streams and KV
-buckets, and JetStream's direct-get API (one request, many messages).
+"""NATS JetStream helpers: connect (reconnecting forever), the one place stream and KV
+configurations are made (``stream_config``, ``kv_config``: bounded by limits taken from
+settings), ensure streams and KV buckets, and JetStream's direct-get API (one request, many
+messages).
 
 Every JetStream publish a service makes awaits its ack and sets Nats-Msg-Id.
+
+Limits. Every stream and bucket Court creates is bounded. Its defaults are in ``STREAM_LIMITS``
+(docs/capacity.md explains them and sizes them for a deployment); each can be overridden from
+the environment with the stream's own name as prefix::
+
+    <NAME>_MAX_BYTES             e.g. COURT_GAMES_MAX_BYTES=200GiB (B, KB, MB, GB, TB, KiB .. TiB)
+    <NAME>_MAX_AGE               e.g. COURT_EVENTS_MAX_AGE=30d (s, m, h, d; 0: no age limit)
+    <NAME>_MAX_MSGS_PER_SUBJECT  e.g. COURT_GAMES_MAX_MSGS_PER_SUBJECT=20000 (-1: none)
+
+and the replica count from COURT_STREAM_REPLICAS (1 by default, 3 in deploy/).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import nats
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
-from nats.js.api import KeyValueConfig, StorageType, StreamConfig
+from nats.js.api import (
+    DiscardPolicy,
+    KeyValueConfig,
+    RetentionPolicy,
+    StorageType,
+    StoreCompression,
+    StreamConfig,
+)
 from nats.js.errors import APIError, BadRequestError, NotFoundError
 
 from . import logging as klog
+from .settings import ConfigError
 
 log = klog.get_logger("court_kit.jetstream")
 
@@ -40,20 +62,29 @@ def connect_options(settings: Any) -> dict[str, Any]:
 
 
 async def connect(servers: Sequence[str] | str, name: str, *, give_up_after: float | None = None,
-                  user: str = "", password: str = "", tls: Any = None) -> NATS:
+                  user: str = "", password: str = "", tls: Any = None, log_summary_every: float = 60.0) -> NATS:
     """Connect, waiting for the server as long as it takes (or ``give_up_after`` seconds, then
     ``TimeoutError``); once connected the client reconnects forever on its own. nats-py retries
-    the first connection itself when reconnects are unlimited, every ``reconnect_time_wait``."""
+    the first connection itself when reconnects are unlimited, every ``reconnect_time_wait``.
+
+    Connection trouble is logged once per change of state ("nats unreachable" / "nats
+    disconnected", then "nats reconnected") plus one summary line every ``log_summary_every``
+    seconds while it lasts: never once per reconnect attempt."""
     urls = [servers] if isinstance(servers, str) else list(servers)
+    state = klog.StateLog(log, "nats connection", summary_every=log_summary_every)
 
     async def on_error(exc: Exception) -> None:
-        log.warning("nats error", error=str(exc) or type(exc).__name__)
+        error = str(exc) or type(exc).__name__
+        if state.down or not nc.is_connected:
+            state.failed("nats unreachable", error=error, servers=urls)
+        else:
+            log.warning("nats error", error=error)
 
     async def on_disconnect() -> None:
-        log.warning("nats disconnected")
+        state.failed("nats disconnected", servers=urls)
 
     async def on_reconnect() -> None:
-        log.info("nats reconnected")
+        state.ok("nats reconnected", server=str(nc.connected_url.netloc) if nc.connected_url else "")
 
     nc = NATS()
     auth: dict[str, Any] = {}
@@ -77,15 +108,134 @@ async def connect(servers: Sequence[str] | str, name: str, *, give_up_after: flo
         disconnected_cb=on_disconnect,
         reconnected_cb=on_reconnect,
     )
-    if give_up_after is None:
-        await attempt
-    else:
-        try:
+    try:
+        if give_up_after is None:
+            await attempt
+        else:
             await asyncio.wait_for(attempt, give_up_after)
-        except TimeoutError:
+    except BaseException:  # given up, or cancelled (SIGTERM while waiting for NATS)
+        with contextlib.suppress(Exception):
             await nc.close()
-            raise
+        raise
+    state.ok("nats connected", server=str(nc.connected_url.netloc) if nc.connected_url else "")
     return nc
+
+
+KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
+DAY = 86400.0
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "k": KiB, "kib": KiB, "m": MiB, "mib": MiB, "g": GiB, "gib": GiB, "t": 1 << 40, "tib": 1 << 40}
+_AGE_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": DAY}
+
+
+def parse_size(name: str, raw: str) -> int:
+    """``"200GiB"``, ``"512MB"``, ``"1048576"`` -> bytes; ``"-1"`` means no limit."""
+    m = re.fullmatch(r"\s*(-1|\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", raw)
+    unit = m.group(2).lower() if m else ""
+    if m is None or unit not in _SIZE_UNITS or (m.group(1) == "-1" and unit):
+        raise ConfigError(f"{name} must be a size such as 200GiB, 512MB or a number of bytes (-1: no limit), "
+                          f"got {raw[:40]!r}")
+    return -1 if m.group(1) == "-1" else int(float(m.group(1)) * _SIZE_UNITS[unit])
+
+
+def parse_age(name: str, raw: str) -> float:
+    """``"30d"``, ``"12h"``, ``"90"`` (seconds) -> seconds; ``"0"`` means no limit."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", raw)
+    if m is None:
+        raise ConfigError(f"{name} must be a duration such as 30d, 12h, 15m or a number of seconds (0: none), "
+                          f"got {raw[:40]!r}")
+    return float(m.group(1)) * _AGE_UNITS[m.group(2)]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """The bounds of one stream or bucket. -1 / 0.0: no limit of that kind."""
+
+    max_bytes: int
+    max_age: float = 0.0  # seconds
+    max_msgs_per_subject: int = -1
+    max_msg_size: int = -1
+    # OLD: a full stream drops its oldest messages (a feed); NEW: it refuses new ones (a log
+    # whose every message is an accepted move: refusing is visible, losing is not)
+    discard: DiscardPolicy = DiscardPolicy.OLD
+    compression: bool = False  # s2 on disk (the archive: written once, read rarely)
+
+    def override(self, name: str, environ: Mapping[str, str]) -> Limits:
+        """These limits with any ``<name>_MAX_BYTES`` / ``_MAX_AGE`` / ``_MAX_MSGS_PER_SUBJECT`` applied."""
+        out = self
+        if (raw := environ.get(f"{name}_MAX_BYTES")) is not None:
+            out = replace(out, max_bytes=parse_size(f"{name}_MAX_BYTES", raw))
+        if (raw := environ.get(f"{name}_MAX_AGE")) is not None:
+            out = replace(out, max_age=parse_age(f"{name}_MAX_AGE", raw))
+        if (raw := environ.get(f"{name}_MAX_MSGS_PER_SUBJECT")) is not None:
+            try:
+                n = int(raw)
+            except ValueError:
+                n = 0
+            if n == 0 or n < -1:
+                raise ConfigError(f"{name}_MAX_MSGS_PER_SUBJECT must be a positive integer or -1 (none), "
+                                  f"got {raw[:40]!r}")
+            out = replace(out, max_msgs_per_subject=n)
+        return out
+
+
+# Defaults: small enough that every stream together (6 GiB) fits a developer's disk and the
+# local stack's max_file_store (8 GiB, court_cli.stack); deploy/ sets production sizes from
+# docs/capacity.md through the environment.
+STREAM_LIMITS: dict[str, Limits] = {
+    # the state logs: one subject per game; a game longer than 20,000 records is refused, never
+    # truncated; finished games leave after COURT_FINISHED_RETENTION (court_rules.archive)
+    "COURT_GAMES": Limits(max_bytes=2 * GiB, max_msgs_per_subject=20_000, max_msg_size=256 * KiB,
+                          discard=DiscardPolicy.NEW),
+    # the event feeds (public and full): analytics and ranking read them as they come
+    "COURT_EVENTS": Limits(max_bytes=1 * GiB, max_age=30 * DAY, max_msg_size=256 * KiB),
+    "COURT_EVENTS_FULL": Limits(max_bytes=1 * GiB, max_age=30 * DAY, max_msg_size=256 * KiB),
+    # finished games, one compressed message each, for replay after they left COURT_GAMES
+    "COURT_GAMES_ARCHIVE": Limits(max_bytes=2 * GiB, max_age=365 * DAY, max_msgs_per_subject=1,
+                                  max_msg_size=4 * MiB, compression=True),
+}
+
+
+def limit_variables() -> set[str]:
+    """Every ``COURT_<STREAM>_MAX_*`` variable the streams' limits read."""
+    return {f"{name}_{suffix}" for name in STREAM_LIMITS
+            for suffix in ("MAX_BYTES", "MAX_AGE", "MAX_MSGS_PER_SUBJECT")}
+
+
+def stream_limits(name: str, environ: Mapping[str, str], default: Limits | None = None) -> Limits:
+    """The limits of stream ``name``: ``default`` (else ``STREAM_LIMITS[name]``) with the
+    environment's overrides (``environ`` is ``Settings.extra``: the COURT_ variables)."""
+    base = default if default is not None else STREAM_LIMITS.get(name)
+    if base is None:
+        raise KeyError(f"no default limits for stream {name!r}: add it to STREAM_LIMITS or pass default=")
+    return base.override(name, environ)
+
+
+def stream_config(name: str, subjects: Sequence[str], *, description: str, environ: Mapping[str, str],
+                  replicas: int = 1, default: Limits | None = None, duplicate_window: float = 120.0,
+                  allow_direct: bool = True) -> StreamConfig:
+    """The configuration of a Court stream: file storage, limits retention, bounded by
+    ``stream_limits(name, environ, default)``, ``replicas`` copies (COURT_STREAM_REPLICAS)."""
+    lim = stream_limits(name, environ, default)
+    return StreamConfig(
+        name=name, subjects=list(subjects), description=description,
+        retention=RetentionPolicy.LIMITS, storage=StorageType.FILE, num_replicas=replicas,
+        max_bytes=lim.max_bytes, max_age=lim.max_age or None, max_msgs_per_subject=lim.max_msgs_per_subject,
+        max_msg_size=lim.max_msg_size, discard=lim.discard,
+        discard_new_per_subject=lim.discard == DiscardPolicy.NEW and lim.max_msgs_per_subject > 0,
+        compression=StoreCompression.S2 if lim.compression else None,
+        allow_direct=allow_direct, duplicate_window=duplicate_window,
+    )
+
+
+def kv_config(bucket: str, *, description: str, environ: Mapping[str, str], default: Limits,
+              replicas: int = 1, history: int = 1, memory: bool = False) -> KeyValueConfig:
+    """A bounded KV bucket: ``default`` limits (``max_age`` is the keys' TTL) with overrides
+    ``COURT_KV_<BUCKET>_MAX_BYTES`` / ``_MAX_AGE`` from the environment."""
+    lim = default.override(f"COURT_KV_{bucket.upper()}", environ)
+    return KeyValueConfig(bucket=bucket, description=description, history=history, replicas=replicas,
+                          max_bytes=lim.max_bytes, ttl=lim.max_age or None, max_value_size=lim.max_msg_size,
+                          storage=StorageType.MEMORY if memory else StorageType.FILE)
 
 
 async def ensure_stream(js: JetStreamContext, config: StreamConfig) -> None:
@@ -98,15 +248,12 @@ async def ensure_stream(js: JetStreamContext, config: StreamConfig) -> None:
         await js.update_stream(config)
 
 
-async def ensure_kv(js: JetStreamContext, bucket: str, *, history: int = 1, replicas: int = 1,
-                    memory: bool = False) -> Any:
+async def ensure_kv(js: JetStreamContext, config: KeyValueConfig) -> Any:
+    """Open bucket ``config.bucket``, creating it (bounded, see ``kv_config``) when missing."""
     try:
-        return await js.key_value(bucket)
+        return await js.key_value(config.bucket)
     except (NotFoundError, nats.js.errors.BucketNotFoundError):
-        return await js.create_key_value(
-            KeyValueConfig(bucket=bucket, history=history, replicas=replicas,
-                           storage=StorageType.MEMORY if memory else StorageType.FILE)
-        )
+        return await js.create_key_value(config)
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,3 +78,47 @@ def bind(**values: Any) -> None:
 
 def clear() -> None:
     structlog.contextvars.clear_contextvars()
+
+
+class StateLog:
+    """Rate-limited logging of a retry loop: one line per change of state plus a periodic summary.
+
+    ``failed(...)`` logs the first failure (a warning), then only counts, writing one summary line
+    ("still failing", with the count and the last error) every ``summary_every`` seconds while the
+    failures go on; ``ok(...)`` logs the recovery once (with how long it took and how many tries
+    failed). A loop that retries every 250 ms while NATS is down thus writes one line when NATS
+    goes, one a minute while it stays away, and one when it is back, instead of four a second.
+    """
+
+    def __init__(self, logger: Any, what: str, *, summary_every: float = 60.0,
+                 clock: Any = None):
+        import time
+
+        self.log = logger
+        self.what = what
+        self.summary_every = summary_every
+        self._clock = clock or time.monotonic
+        self.down = False
+        self.failures = 0
+        self._since = 0.0
+        self._last_summary = 0.0
+        self._last: dict[str, Any] = {}
+
+    def failed(self, event: str, **kw: Any) -> None:
+        now = self._clock()
+        if not self.down:
+            self.down, self.failures, self._since, self._last_summary = True, 1, now, now
+            self.log.warning(event, **kw)
+            return
+        self.failures += 1
+        self._last = kw
+        if now - self._last_summary >= self.summary_every:
+            self._last_summary = now
+            self.log.warning(f"{self.what} still failing", failures=self.failures,
+                             failing_for_s=round(now - self._since, 1), last_event=event, **kw)
+
+    def ok(self, event: str, **kw: Any) -> None:
+        if self.down:
+            self.down = False
+            self.log.info(event, failures=self.failures, after_s=round(self._clock() - self._since, 1), **kw)
+            self.failures = 0

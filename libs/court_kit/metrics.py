@@ -9,12 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import Counter, Histogram, start_http_server
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 from .settings import listen_host_port
 
 GRPC_REQUESTS = Counter(
     "court_grpc_requests_total", "gRPC calls handled, by method and status code", ["method", "code"]
+)
+GRPC_IN_FLIGHT = Gauge(
+    "court_grpc_in_flight", "gRPC calls being handled right now, by method (a draining replica counts down)",
+    ["method"],
 )
 GRPC_SECONDS = Histogram(
     "court_grpc_request_seconds",

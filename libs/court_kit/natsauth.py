@@ -41,6 +41,7 @@ GAME_LOG_SUBJECTS = ("court.games.>",)
 PUBLIC_SUBJECTS = ("court.events.>",)
 V1_SUBJECTS = ("court.full.>",)  # the v1 full-information records; goes away with events v2
 PUBLIC_STREAM = "COURT_EVENTS"
+ARCHIVE_SUBJECTS = ("court.archive.>",)  # finished games' logs (court_rules.archive)
 INFO = ("$JS.API.INFO",)
 
 
@@ -76,6 +77,8 @@ PERMISSIONS: Mapping[str, Permissions] = {
         "$JS.API.STREAM.CREATE.*", "$JS.API.STREAM.UPDATE.*", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES",
         "$JS.API.DIRECT.GET.*", "$JS.API.DIRECT.GET.*.>",
         *_consumer("*", "rules-outbox"),
+        # finished games: written once to the archive, and the janitor purges them from the hot streams
+        *ARCHIVE_SUBJECTS, "$JS.API.STREAM.PURGE.*", *_consumer("COURT_GAMES_ARCHIVE", "rules-janitor"),
     ], subscribe=GAME_LOG_SUBJECTS),
     "ranking": _perm("ranking", [
         *INFO, "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES", "$JS.API.DIRECT.GET.*", "$JS.API.DIRECT.GET.*.>",

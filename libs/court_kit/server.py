@@ -3,23 +3,34 @@
 * ``create_server(address, interceptors=...) -> (server, port)``: a grpc.aio
   server bound to ``address`` (port 0 picks a free one, so tests bind 0).
 * ``await add_health_and_reflection(server, names) -> HealthServicer``: the gRPC
-  health protocol (every name and "" SERVING) and server reflection.
+  health protocol (every name, "" and ``liveness`` SERVING; ``court_kit.health`` says which name
+  is readiness and which liveness) and server reflection.
 * ``EdgeInterceptor``: per call, verifies the bearer token, binds the request
   id to the log context, exposes the caller via ``current_identity()``,
   records metrics, and maps domain errors to status codes
   (``court_kit.errors.status_for``): the one edge where that happens.
 * ``serve_until_signalled``: on SIGTERM/SIGINT health goes NOT_SERVING, the
   server stops with a grace period, then the cleanups run (``nc.drain()``).
-* ``run_service``: every service's console script (``court-rules`` and the rest).
+* ``run_service``: every service's console script (``court-rules`` and the rest). Its signal
+  handlers are installed before anything else happens, so SIGTERM at any moment (while settings
+  load, while it waits for NATS or the database at start-up, while serving) stops the process:
+  during start-up at once, when serving gracefully (health NOT_SERVING, in-flight calls get
+  COURT_SHUTDOWN_GRACE seconds, default 6, then the clean-ups at most 2 s more), and in every case
+  within COURT_SHUTDOWN_GRACE + 3 s (the process exits then even if a clean-up hangs). This holds
+  for a service running as PID 1 in a container too (no init needed): PID 1 ignores only signals
+  it has no handler for. A second SIGTERM/SIGINT exits at once.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import contextvars
+import os
 import signal
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -32,7 +43,8 @@ from grpc_reflection.v1alpha import reflection
 
 from . import logging as klog
 from .errors import InvalidArgument, Unauthenticated, status_for
-from .metrics import GRPC_REQUESTS, GRPC_SECONDS
+from .health import LIVENESS, Check, Readiness
+from .metrics import GRPC_IN_FLIGHT, GRPC_REQUESTS, GRPC_SECONDS
 from .settings import ConfigError, Settings, listen_host_port
 from .tokens import Identity, TokenError, Verifier, preflight
 
@@ -135,7 +147,7 @@ async def add_health_and_reflection(server: grpc.aio.Server, service_names: Sequ
             await probe.stop(None)
 
         server.stop = stop_both  # type: ignore[method-assign]
-    for name in ("", *service_names):
+    for name in ("", LIVENESS, *service_names):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
     if reflection_on:
         names = (*service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
@@ -246,8 +258,11 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):
         await context.abort(st[0], st[1])
 
     def _unary(self, inner: Any, method: str, token: str, rid: str, public: bool) -> Any:
+        in_flight = GRPC_IN_FLIGHT.labels(method)
+
         async def behavior(request: Any, context: grpc.aio.ServicerContext) -> Any:
             t0 = time.perf_counter()
+            in_flight.inc()
             try:
                 self._enter(method, token, rid, public)
                 _check_decoded(request)
@@ -260,6 +275,7 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):
             except Exception as exc:  # noqa: BLE001 - mapped to a status here, once
                 await self._fail(context, method, exc)
             finally:
+                in_flight.dec()
                 GRPC_SECONDS.labels(method).observe(time.perf_counter() - t0)
             GRPC_REQUESTS.labels(method, "OK").inc()
             return response
@@ -318,7 +334,10 @@ async def serve_until_signalled(
 
 
 class ServiceApp(Protocol):
-    """What ``run_service`` needs of a started service: its server, health and clean-up."""
+    """What ``run_service`` needs of a started service: its server, health and clean-up, and
+    (optionally) ``dependencies()`` (name -> check, for readiness), ``service_names`` (its gRPC
+    services, whose health names follow readiness) and ``quiesce()`` (stop taking background work
+    at the start of a shutdown)."""
 
     server: grpc.aio.Server
     health: HealthServicer
@@ -326,41 +345,152 @@ class ServiceApp(Protocol):
     async def close(self) -> None: ...
 
 
+CLEANUP_BUDGET = 2.0  # seconds the clean-ups (drain NATS, close the database) get after the grace
+HARD_EXIT_MARGIN = 3.0  # after grace + this, the process exits whatever is still running
+
+
+class _Signals:
+    """SIGTERM/SIGINT from the first line of ``main``: before the event loop exists they are
+    recorded (and start-up is skipped); with the loop running they set ``stop``; a second one, or
+    one arriving after the hard deadline, ends the process at once."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.stop: asyncio.Event | None = None
+        self.hard_deadline: float | None = None
+        self._previous: dict[int, Any] = {}
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self._previous[sig] = signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, _frame: Any) -> None:
+        if self.received is not None:
+            os.write(2, f"court: second signal {signal.Signals(signum).name}: exiting now\n".encode())
+            os._exit(128 + signum)
+        self.received = signum
+        if self.loop is not None and self.stop is not None:
+            self.loop.call_soon_threadsafe(self.stop.set)
+
+    def attach(self, loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+        self.loop, self.stop = loop, stop
+        if self.received is not None:
+            stop.set()
+
+    def restore(self) -> None:
+        for sig, previous in self._previous.items():
+            with contextlib.suppress(Exception):
+                signal.signal(sig, previous)
+
+
+def _hard_exit_after(seconds: float, code: int) -> None:
+    """A daemon thread that ends the process if a shutdown overruns (a hung clean-up, a thread
+    blocked on a dead database): Kubernetes would SIGKILL it anyway, only later."""
+    def watchdog() -> None:
+        time.sleep(seconds)
+        os.write(2, f"court: shutdown took longer than {seconds:.0f}s: exiting now\n".encode())
+        os._exit(code)
+
+    threading.Thread(target=watchdog, name="court-shutdown-watchdog", daemon=True).start()
+
+
+async def _serve(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], settings: Settings,
+                 signals: _Signals) -> None:
+    stop = asyncio.Event()
+    signals.attach(asyncio.get_running_loop(), stop)
+    grace = settings.shutdown_grace
+    if stop.is_set():
+        log.info("stopped before starting", signal=signals.received)
+        return
+    starting: asyncio.Future[Any] = asyncio.ensure_future(start(settings))
+    stopping: asyncio.Future[Any] = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done():
+        # SIGTERM while waiting for NATS or the database: nothing is serving yet, so stop now
+        _hard_exit_after(CLEANUP_BUDGET + HARD_EXIT_MARGIN, 0)
+        log.info("stopping during start-up", signal=signals.received)
+        starting.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await asyncio.wait_for(starting, CLEANUP_BUDGET)
+        log.info("stopped")
+        if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+            # a start-up thread is still blocked (connecting to a database that does not answer):
+            # nothing was serving and nothing needs cleaning, so do not wait for it
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            os._exit(0)
+        return
+    stopping.cancel()
+    app = starting.result()  # a start-up error (ConfigError, ...) is raised here
+    readiness = None
+    ready_stop = asyncio.Event()
+    ready_task = None
+    deps: dict[str, Check] = app.dependencies() if hasattr(app, "dependencies") else {}
+    if deps:
+        readiness = Readiness(app.health, getattr(app, "service_names", ()), deps,
+                              interval=settings.extra_float("READY_INTERVAL", 2.0, lo=0.05),
+                              timeout=settings.extra_float("READY_TIMEOUT", 2.0, lo=0.05),
+                              failures=settings.extra_int("READY_FAILURES", 2, lo=1, hi=100))
+        ready_task = asyncio.create_task(readiness.run(ready_stop))
+    await stop.wait()
+    t0 = time.monotonic()
+    _hard_exit_after(grace + HARD_EXIT_MARGIN, 0)
+    log.info("shutting down", grace=grace, signal=signals.received)
+    ready_stop.set()
+    if ready_task is not None:
+        ready_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await ready_task
+    await app.health.enter_graceful_shutdown()
+    if hasattr(app, "quiesce"):
+        with contextlib.suppress(Exception):
+            await app.quiesce()
+    await app.server.stop(grace)
+    left = grace + CLEANUP_BUDGET - (time.monotonic() - t0)
+    try:
+        await asyncio.wait_for(app.close(), max(0.5, min(CLEANUP_BUDGET, left)))
+    except TimeoutError:
+        log.warning("clean-up did not finish in time; exiting anyway")
+    except Exception:  # noqa: BLE001 - keep shutting down
+        log.exception("cleanup failed during shutdown")
+    log.info("stopped", shutdown_s=round(time.monotonic() - t0, 2))
+
+
 def run_service(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], argv: Sequence[str] | None = None,
                 *, check: Callable[[Settings], object] | None = None,
                 migrate: Callable[[Settings], None] | None = None) -> int:
     """The ``court-<name>`` console script: settings from the environment, logging, serve until
-    SIGTERM/SIGINT with a graceful shutdown. ``check`` validates the service's own settings before
-    anything starts; ``migrate`` adds the ``migrate`` command (migrate the schema and exit).
-    Exit status 2 on a configuration error, with the reason on stderr (or in the log once logging
-    is set up)."""
-    parser = argparse.ArgumentParser(prog=f"court-{name}", description=f"Court's {name} service.")
-    if migrate is not None:
-        parser.add_argument("command", nargs="?", default="serve", choices=("serve", "migrate"),
-                            help="serve (default), or migrate the database schema and exit")
-    args = parser.parse_args(argv)
+    SIGTERM/SIGINT with a graceful shutdown (see the module doc for the timing). ``check``
+    validates the service's own settings before anything starts; ``migrate`` adds the ``migrate``
+    command (migrate the schema and exit). Exit status 2 on a configuration error, with the
+    reason on stderr (or in the log once logging is set up)."""
+    signals = _Signals()  # first: a SIGTERM from here on is never lost, nor ignored as PID 1
     try:
-        settings = Settings.load(name)
-        preflight(settings)  # keys and secrets: missing, default, development or short ones stop us here
-        if check is not None:
-            check(settings)
-    except ConfigError as exc:
-        print(f"court-{name}: configuration error: {exc}", file=sys.stderr)
-        return 2
-    klog.configure_logging(name, settings.log_format, settings.log_level)
-
-    async def serve() -> None:
-        app = await start(settings)
-        await serve_until_signalled(app.server, app.health, grace=settings.shutdown_grace, cleanups=[app.close])
-
-    try:
-        if migrate is not None and args.command == "migrate":
-            migrate(settings)
-            return 0
-        asyncio.run(serve())
-    except ConfigError as exc:
-        log.error("cannot start", error=str(exc))
-        return 2
-    except KeyboardInterrupt:
-        pass
-    return 0
+        parser = argparse.ArgumentParser(prog=f"court-{name}", description=f"Court's {name} service.")
+        if migrate is not None:
+            parser.add_argument("command", nargs="?", default="serve", choices=("serve", "migrate"),
+                                help="serve (default), or migrate the database schema and exit")
+        args = parser.parse_args(argv)
+        try:
+            settings = Settings.load(name)
+            preflight(settings)  # keys and secrets: missing, default, development or short ones stop us here
+            if check is not None:
+                check(settings)
+        except ConfigError as exc:
+            print(f"court-{name}: configuration error: {exc}", file=sys.stderr)
+            return 2
+        klog.configure_logging(name, settings.log_format, settings.log_level)
+        try:
+            if migrate is not None and args.command == "migrate":
+                if signals.received is None:
+                    migrate(settings)
+                return 0
+            asyncio.run(_serve(name, start, settings, signals))
+        except ConfigError as exc:
+            log.error("cannot start", error=str(exc))
+            return 2
+        except KeyboardInterrupt:
+            pass
+        return 0
+    finally:
+        signals.restore()

@@ -37,7 +37,10 @@ the same way)::
     COURT_LOG_FORMAT       json | console (default json)
     COURT_LOG_LEVEL        debug | info | warning | error (default info)
     COURT_STREAM_REPLICAS  JetStream replicas of the streams a service creates (default 1)
-    COURT_SHUTDOWN_GRACE   seconds in-flight calls get on SIGTERM (default 10)
+    COURT_SHUTDOWN_GRACE   seconds in-flight calls get on SIGTERM (default 6; the process is gone
+                           within this + 3 s, see court_kit.server)
+    COURT_READY_INTERVAL, COURT_READY_TIMEOUT, COURT_READY_FAILURES
+                           readiness checks of the required dependencies (court_kit.health)
     COURT_MIGRATE_ON_START lobby and ranking: true (default) migrates the schema at start; false
                            only checks it is current and refuses to start otherwise (production
                            runs `court-lobby migrate` / `court-ranking migrate` as a Job instead)
@@ -148,7 +151,7 @@ class Settings:
     log_format: str = "json"
     log_level: str = "info"
     stream_replicas: int = 1
-    shutdown_grace: float = 10.0
+    shutdown_grace: float = 6.0
     migrate_on_start: bool = True
     # COURT_* variables this object does not name, for a service's own settings
     extra: Mapping[str, str] = field(default_factory=dict)
@@ -198,7 +201,7 @@ class Settings:
             "log_format": get("LOG_FORMAT", "json").strip().lower(),
             "log_level": get("LOG_LEVEL", "info").strip().lower(),
             "stream_replicas": _int("COURT_STREAM_REPLICAS", get("STREAM_REPLICAS", "1"), 1, 5),
-            "shutdown_grace": _float("COURT_SHUTDOWN_GRACE", get("SHUTDOWN_GRACE", "10"), 0.0),
+            "shutdown_grace": _float("COURT_SHUTDOWN_GRACE", get("SHUTDOWN_GRACE", "6"), 0.0),
             "migrate_on_start": _bool("COURT_MIGRATE_ON_START", get("MIGRATE_ON_START", "true")),
         }
         known = {f"COURT_{f.name.upper()}" for f in dataclasses.fields(cls)} | {"COURT_ENV"}

@@ -76,6 +76,8 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
 
         return engine
     kwargs.setdefault("pool_pre_ping", True)
+    # a server that is down or black-holed fails a new connection in 5 s instead of the OS's minutes
+    kwargs.setdefault("connect_args", {"connect_timeout": 5})
     kwargs.setdefault("pool_size", 10)
     kwargs.setdefault("max_overflow", 20)
     return create_engine(url, **kwargs)

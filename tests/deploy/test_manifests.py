@@ -700,9 +700,11 @@ def test_court_kit_settings_accept_the_manifest_environment(name):
         assert service in settings_mod.SERVICES
         env = pod_environment(docs, dep)
         settings = settings_mod.Settings.load(service, env)
-        assert not settings.extra, (
-            f"{service}: COURT_ variables the services do not know: {sorted(settings.extra)}"
-        )
+        kjs = pytest.importorskip("court_kit.jetstream")
+        unknown = set(settings.extra) - kjs.limit_variables() - {"COURT_FINISHED_RETENTION"}
+        assert not unknown, f"{service}: COURT_ variables the services do not know: {sorted(unknown)}"
+        for name in kjs.STREAM_LIMITS:  # the limits parse
+            kjs.stream_limits(name, settings.extra)
         assert (
             port_of_address(settings.listen)
             == settings_mod.GRPC_PORTS[service]
@@ -796,3 +798,26 @@ def test_postgres_is_backed_up_nightly_with_the_tested_script(name):
     backup = named(docs, "CronJob", "postgres-backup")["spec"]
     assert backup.get("suspend") is not True and backup["concurrencyPolicy"] == "Forbid"
     assert named(docs, "CronJob", "postgres-restore")["spec"]["suspend"] is True
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_stream_bounds_fit_the_nats_file_store_and_liveness_is_its_own_name(name):
+    """JetStream reserves every stream's max_bytes against max_file_store: the configured bounds
+    must fit, or the rules service cannot create its streams. Liveness probes ask the health name
+    that never flips on a dependency (court_kit.health.LIVENESS); readiness the empty name."""
+    kjs = pytest.importorskip("court_kit.jetstream")
+    health = pytest.importorskip("court_kit.health")
+    docs = docs_for(name)
+    conf = nats_conf(docs)
+    m = re.search(r"^\s*max_file_store:\s*(\S+)", conf, re.MULTILINE)
+    assert m, "nats.conf must bound the file store (max_file_store)"
+    store = kjs.parse_size("max_file_store", m.group(1))
+    data = configmap_data(docs, "court-config")
+    env = {k: v for k, v in data.items() if k.startswith("COURT_")}
+    total = sum(kjs.stream_limits(n, env).max_bytes for n in kjs.STREAM_LIMITS)
+    assert 0 < total <= store, f"the streams reserve {total} bytes, max_file_store is {store}"
+    assert re.search(r"^\s*max_memory_store:", conf, re.MULTILINE)
+    for dep in deployments(name):
+        c = pod_spec(dep)["containers"][0]
+        assert c["livenessProbe"]["grpc"].get("service") == health.LIVENESS, dep["metadata"]["name"]
+        assert c["readinessProbe"]["grpc"].get("service", "") == ""

@@ -38,9 +38,11 @@ async def test_streams_kv_direct_get_and_publisher(tmp_path: Path) -> None:
         await kjs.ensure_stream(js, StreamConfig(name="T", subjects=["t.>"], allow_direct=True))  # idempotent
         await kjs.ensure_stream(js, StreamConfig(name="T", subjects=["t.>", "u.>"], allow_direct=True))  # update
         assert sorted((await js.stream_info("T")).config.subjects) == ["t.>", "u.>"]
-        kv = await kjs.ensure_kv(js, "court_test")
+        kvc = kjs.kv_config("court_test", description="t", environ={}, default=kjs.Limits(max_bytes=kjs.MiB))
+        kv = await kjs.ensure_kv(js, kvc)
         await kv.put("k", b"v")
-        assert (await (await kjs.ensure_kv(js, "court_test")).get("k")).value == b"v"
+        assert (await (await kjs.ensure_kv(js, kvc)).get("k")).value == b"v"
+        assert (await js.stream_info("KV_court_test")).config.max_bytes == kjs.MiB, "buckets are bounded too"
 
         pub = kjs.Publisher(nc)
         acks = await pub.publish_all([(f"t.g.{i % 3}", f"m{i}".encode(), {"Nats-Msg-Id": f"id{i}"})

@@ -229,3 +229,55 @@ async def test_a_lost_middle_event_leaves_no_end_marker_and_the_next_replica_rep
             assert len(keys) == len(set(keys)), "no event is stored twice"
             assert sorted(keys) == [(s, i) for s in (0, 1) for i in range(max(k[1] for k in keys if k[0] == s) + 1)]
         assert lost[0] in public.raw_ids + full.raw_ids
+
+
+
+async def test_sweeper_survives_an_empty_fetch(rules: Any) -> None:
+    """A pull fetch can end on a status message (408 Request Timeout, 409 Leadership Change) with
+    no record at all; nats-py then returns ``[]``. The sweeper used to raise IndexError on it
+    (``msgs[-1]``): a warning, its subscription dropped and re-made, a second's pause, every time.
+    Now an empty batch checks nothing and the same subscription fetches again at once."""
+    import asyncio
+
+    from court_rules import outbox as outbox_mod
+
+    class EmptyFirst:
+        def __init__(self, real: Any):
+            self.real, self.calls, self.second = real, 0, asyncio.Event()
+
+        async def fetch(self, batch: int, timeout: float) -> list[Any]:
+            self.calls += 1
+            if self.calls == 1:
+                return []
+            self.second.set()
+            return await self.real.fetch(batch, timeout=timeout)
+
+        async def unsubscribe(self) -> None:
+            await self.real.unsubscribe()
+
+    await rules._stop_background()  # stop the app's own sweeper; run one whose first fetch is empty
+    js = rules.store.js
+    real_pull = js.pull_subscribe
+    subs: list[EmptyFirst] = []
+    first_sub = asyncio.Event()
+
+    async def pull_subscribe(*a: Any, **kw: Any) -> Any:
+        subs.append(EmptyFirst(await real_pull(*a, **kw)))
+        first_sub.set()
+        return subs[-1]
+
+    warnings: list[str] = []
+    real_warning = outbox_mod.log.warning
+    js.pull_subscribe = pull_subscribe  # type: ignore[method-assign]
+    outbox_mod.log.warning = lambda msg, **kw: warnings.append(msg)  # type: ignore[method-assign]
+    stop = asyncio.Event()
+    task = asyncio.create_task(rules.outbox.run_sweeper(stop, delay=0.0))
+    try:
+        await asyncio.wait_for(first_sub.wait(), 10)
+        await asyncio.wait_for(subs[0].second.wait(), 10)
+        assert len(subs) == 1 and warnings == [], (len(subs), warnings)
+    finally:
+        stop.set()
+        outbox_mod.log.warning = real_warning  # type: ignore[method-assign]
+        js.pull_subscribe = real_pull  # type: ignore[method-assign]
+        await asyncio.wait_for(task, 10)

@@ -24,6 +24,7 @@ from typing import Any
 import grpc
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
+from court_kit.health import Check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import (
     EdgeInterceptor,
@@ -67,6 +68,17 @@ class BotApp:
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    service_names = (SERVICE_NAME,)
+
+    def dependencies(self) -> dict[str, Check]:
+        """Readiness: NATS (JetStream) is required (court_kit.health); the rules service is not
+        (it has its own readiness, and a turn that cannot be played comes back later)."""
+        return {"nats": nats_check(self.nc, self.settings.extra_float("READY_TIMEOUT", 2.0, lo=0.05))}
+
+    async def quiesce(self) -> None:
+        """Shutdown begins: take no new turns (the ones in hand finish during the grace period)."""
+        self.consumer._stopping.set()
 
     @property
     def journal(self) -> Journal:

@@ -323,12 +323,15 @@ class TurnConsumer:
 
     async def _work(self, index: int) -> None:
         psub = None
+        trouble = klog.StateLog(log, "turn consumer")
         while not self._stopping.is_set():
             try:
                 if psub is None:
                     await self.ensure_consumer()
                     psub = await self.js.pull_subscribe_bind(durable=DURABLE, stream=STREAM)
                     self.attached.set()
+                    if index == 0:
+                        trouble.ok("turn consumer attached again")
                 try:
                     msgs = await psub.fetch(1, timeout=FETCH_WAIT)
                 except (TimeoutError, NatsTimeout):
@@ -339,7 +342,7 @@ class TurnConsumer:
                 raise
             except Exception as exc:  # noqa: BLE001 - keep consuming: NATS or the stream may be coming up
                 if index == 0:
-                    log.warning("turn consumer not ready", error=str(exc) or type(exc).__name__)
+                    trouble.failed("turn consumer not ready", error=str(exc) or type(exc).__name__)
                 ERRORS.labels("consumer").inc()
                 if psub is not None:
                     with contextlib.suppress(Exception):

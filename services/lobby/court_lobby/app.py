@@ -7,6 +7,11 @@ signs player identities), and the lobby's own COURT_TOKEN_TTL (seconds a bearer
 token lives, default 3600) and COURT_REFRESH_TTL (default 30 days); the start saga's
 COURT_START_SWEEP (seconds between sweeps for lobbies left in ``starting``, default 10; one runs
 at start-up) and COURT_START_LEASE (seconds a replica holds a lobby while driving it, default 30).
+
+TTL purges (``store.purge``, every COURT_PURGE_INTERVAL seconds, default 3600): request-log rows
+older than COURT_REQUEST_TTL (default 7 days), refresh tokens past their expiry, lobbies of
+finished or abandoned games older than COURT_FINISHED_LOBBY_TTL (default 30 days).
+
 The schema is migrated at start (Alembic; ``migrate`` runs only that) unless
 COURT_MIGRATE_ON_START=false, which only checks it is current (deploy/ migrates in a Job).
 ``LobbyApp.start(settings)`` is what tests use.
@@ -18,14 +23,17 @@ import asyncio
 import contextlib
 import sys
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import court_store
 from court_kit import logging as klog
+from court_kit.health import Check, database_check
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
 from court_kit.settings import ConfigError, Settings
 from court_kit.tokens import Verifier, preflight
 from court_proto.court.lobby.v1 import lobby_pb2, lobby_pb2_grpc
+from court_store.purge import PurgeTask
 from grpc_health.v1._async import HealthServicer
 from sqlalchemy.engine import Engine
 
@@ -33,7 +41,7 @@ from .accounts import LoginLimits, TokenPolicy
 from .clients import Backends
 from .saga import Faults, Starter
 from .servicer import PUBLIC_METHODS, LobbyServicer
-from .store import LobbyStore, check_schema, migrate
+from .store import LobbyStore, check_schema, migrate, purge
 
 log = klog.get_logger("court_lobby")
 
@@ -66,10 +74,19 @@ class LobbyApp:
     starter: Starter
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task | None = None
+    purger: PurgeTask | None = None
+    _purge_task: asyncio.Task | None = None
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    service_names = (SERVICE_NAME,)
+
+    def dependencies(self) -> dict[str, Check]:
+        """Readiness: the database is required (court_kit.health); rules and ranking are other
+        services with readiness of their own (calls that need them answer UNAVAILABLE meanwhile)."""
+        return {"database": database_check(self.engine, self.settings.extra_float("READY_TIMEOUT", 2.0, lo=0.05))}
 
     @classmethod
     async def start(cls, settings: Settings, *, faults: Faults | None = None) -> LobbyApp:
@@ -100,10 +117,19 @@ class LobbyApp:
         log.info("lobby service listening", port=port, metrics_port=metrics.port if metrics else None)
         app = cls(settings, engine, store, backends, server, port, health, metrics, starter)
         app._task = asyncio.create_task(starter.run(app._stop))  # leftover starts now, then every sweep
+        day = 86400.0
+        request_ttl = timedelta(seconds=settings.extra_float("REQUEST_TTL", 7 * day, lo=1.0))
+        finished_ttl = timedelta(seconds=settings.extra_float("FINISHED_LOBBY_TTL", 30 * day, lo=1.0))
+        app.purger = PurgeTask("lobby", lambda: purge(store, request_ttl=request_ttl, finished_ttl=finished_ttl),
+                               interval=settings.extra_float("PURGE_INTERVAL", 3600.0, lo=0.05))
+        app._purge_task = asyncio.create_task(app.purger.run(app._stop))
         return app
 
     async def _stop_background(self) -> None:
         self._stop.set()
+        if self._purge_task is not None:
+            with contextlib.suppress(Exception):
+                await self._purge_task
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

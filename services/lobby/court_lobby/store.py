@@ -550,3 +550,58 @@ class LobbyStore:
              .order_by(Lobby.started_at.desc(), Lobby.id))
         with self.session() as s:
             return [self._info(s, row) for row in s.exec(q)]
+
+
+# ---------------------------------------------------------------------------------------- purges
+
+PURGE_BATCH = 5000  # rows per DELETE, so a purge never holds a long lock
+
+
+def _delete_batched(engine: Engine, table: Any, key: Any, where: Any) -> int:
+    """DELETE the rows matching ``where`` in batches of ``PURGE_BATCH`` (by primary key)."""
+    total = 0
+    while True:
+        with Session(engine) as s, s.begin():
+            keys = [r[0] for r in s.execute(select(key).where(where).limit(PURGE_BATCH))]
+            if not keys:
+                return total
+            s.execute(delete(table).where(key.in_(keys)))
+        total += len(keys)
+        if len(keys) < PURGE_BATCH:
+            return total
+
+
+def _delete_where(engine: Engine, table: Any, where: Any) -> int:
+    """One DELETE (for tables keyed by several columns): rows matching ``where``."""
+    with Session(engine) as s, s.begin():
+        return int(s.execute(delete(table).where(where)).rowcount or 0)
+
+
+def purge(store: LobbyStore, *, request_ttl: timedelta, finished_ttl: timedelta,
+          now: datetime | None = None) -> dict[str, int]:
+    """Delete what no longer serves anyone (the lobby's TTL purges, ``court_lobby.app``'s task):
+
+    * request-log rows older than ``request_ttl`` (a retry comes seconds later, not days);
+    * refresh tokens past their expiry (used or not: either way they are refused);
+    * lobbies of finished or abandoned games (with their seats) started, or if never started
+      created, more than ``finished_ttl`` ago; the game's own log stays with the rules service.
+
+    Returns the rows deleted per kind."""
+    now = now or utcnow()
+    out = {"requests": 0, "refresh_tokens": 0, "lobbies": 0}
+    e = store.engine
+    out["requests"] = _delete_where(e, RequestLog, RequestLog.created_at < now - request_ttl)
+    out["refresh_tokens"] = _delete_batched(e, RefreshToken, RefreshToken.token_hash, RefreshToken.expires_at < now)
+    old = now - finished_ttl
+    done = Lobby.status.in_([FINISHED, ABANDONED]) & (func.coalesce(Lobby.started_at, Lobby.created_at) < old)
+    while True:
+        with Session(e) as s, s.begin():
+            ids = [r[0] for r in s.execute(select(Lobby.id).where(done).limit(PURGE_BATCH))]
+            if not ids:
+                break
+            s.execute(delete(Seat).where(Seat.lobby_id.in_(ids)))
+            s.execute(delete(Lobby).where(Lobby.id.in_(ids)))
+        out["lobbies"] += len(ids)
+        if len(ids) < PURGE_BATCH:
+            break
+    return out

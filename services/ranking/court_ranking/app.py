@@ -8,6 +8,10 @@ its events back from the stream; default 30, one runs at start-up) and COURT_SET
 replica holds a game while settling it, default 60). The schema is migrated at start (Alembic;
 ``migrate`` runs only that) unless COURT_MIGRATE_ON_START=false, which only checks it is current
 (deploy/ migrates in a Job).
+
+TTL purge (``RankingStore.purge``, every COURT_PURGE_INTERVAL seconds, default 3600): the stored
+events of games that ended more than COURT_RANKED_EVENTS_TTL ago (default 30 days; GetChallenges
+of such a game then answers FAILED_PRECONDITION; its ledger entries and ratings stay).
 ``RankingApp.start(settings)`` is what tests use (port 0, in process).
 """
 
@@ -18,15 +22,18 @@ import contextlib
 import sys
 import uuid
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import court_store
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
+from court_kit.health import Check, database_check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
 from court_kit.settings import ConfigError, Settings
 from court_kit.tokens import Verifier, preflight
 from court_proto.court.ranking.v1 import ranking_pb2, ranking_pb2_grpc
+from court_store.purge import PurgeTask
 from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
 from sqlalchemy.engine import Engine
@@ -68,10 +75,19 @@ class RankingApp:
     _task: asyncio.Task | None = None
     _sweeper: asyncio.Task | None = None
     swept: int = 0  # games the settle sweep has looked at (tests)
+    purger: PurgeTask | None = None
+    _purge_task: asyncio.Task | None = None
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    service_names = (SERVICE_NAME,)
+
+    def dependencies(self) -> dict[str, Check]:
+        """Readiness: NATS (the event consumer) and the database are required (court_kit.health)."""
+        timeout = self.settings.extra_float("READY_TIMEOUT", 2.0, lo=0.05)
+        return {"nats": nats_check(self.nc, timeout), "database": database_check(self.engine, timeout)}
 
     @classmethod
     async def start(cls, settings: Settings, *, durable: str = "ranking", ack_wait: float = 30.0) -> RankingApp:
@@ -98,6 +114,10 @@ class RankingApp:
         app._task = asyncio.create_task(consumer.run(app._stop))
         app._sweeper = asyncio.create_task(app._sweep_loop(settings.extra_float("SETTLE_SWEEP", 30.0, lo=0.05),
                                                            settings.extra_float("SETTLE_LEASE", 60.0, lo=0.1)))
+        ttl = timedelta(seconds=settings.extra_float("RANKED_EVENTS_TTL", 30 * 86400.0, lo=1.0))
+        app.purger = PurgeTask("ranking", lambda: store.purge(events_ttl=ttl),
+                               interval=settings.extra_float("PURGE_INTERVAL", 3600.0, lo=0.05))
+        app._purge_task = asyncio.create_task(app.purger.run(app._stop))
         log.info("ranking service listening", port=port, metrics_port=metrics.port if metrics else None)
         return app
 
@@ -136,6 +156,9 @@ class RankingApp:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+        if self._purge_task is not None:
+            with contextlib.suppress(Exception):
+                await self._purge_task
         if self.metrics is not None:
             self.metrics.close()
 

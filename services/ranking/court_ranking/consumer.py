@@ -104,6 +104,7 @@ class EventConsumer:
 
     async def _loop(self, stop: asyncio.Event) -> None:
         psub = None
+        trouble = klog.StateLog(log, "event consumer")
         while not stop.is_set():
             try:
                 if psub is None:
@@ -113,7 +114,9 @@ class EventConsumer:
                                               deliver_policy=DeliverPolicy.ALL, max_deliver=-1,
                                               max_ack_pending=1024, max_waiting=512))
                     self._psub = psub
-                    log.info("consuming game events", stream=FULL_STREAM, durable=self.durable)
+                    if not trouble.down:
+                        log.info("consuming game events", stream=FULL_STREAM, durable=self.durable)
+                    trouble.ok("consuming game events again", stream=FULL_STREAM, durable=self.durable)
                 try:
                     msgs = await psub.fetch(self.batch, timeout=1.0)
                 except (TimeoutError, NatsTimeout):
@@ -134,7 +137,7 @@ class EventConsumer:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - NATS restarting, the stream not created yet
-                log.warning("event consumer waiting", error=str(exc) or type(exc).__name__)
+                trouble.failed("event consumer waiting", error=str(exc) or type(exc).__name__)
                 psub = None
                 try:
                     await asyncio.wait_for(stop.wait(), 1.0)

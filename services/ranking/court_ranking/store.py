@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from court_kit.errors import FailedPrecondition, InvalidArgument, NotFound
 from court_store import check_text, insert_ignore, require_head, upgrade
 from court_store import requests as rq
 from openskill.models import PlackettLuce
-from sqlalchemy import func, update
+from sqlalchemy import delete, func, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
@@ -418,6 +418,9 @@ class RankingStore:
         assert info is not None
         if not info.assignment:
             return info, {}
+        if self.game_status(game_id) != "active" and not self.event_keys(game_id):
+            raise FailedPrecondition(f"the events of game {game_id} were purged after it ended "
+                                     "(COURT_RANKED_EVENTS_TTL); its ledger entries remain")
         return info, qca.challenge_progress(self.events(game_id), len(info.players), info.assignment)
 
     # ------------------------------------------------------------------ the audit
@@ -509,6 +512,23 @@ class RankingStore:
                     bad("ante_mismatch", f"a running game has refunds {refunded} or payouts {won}", game_id=g)
         return {"violations": out, "accounts": len(players), "games": games, "entries": entries,
                 "total_points": total}
+
+    # ------------------------------------------------------------------ TTL purges
+
+    def purge(self, *, events_ttl: timedelta, now: datetime | None = None, batch: int = 50) -> dict[str, int]:
+        """Delete the stored events of games that ended (finished or abandoned) more than
+        ``events_ttl`` ago: they served settling and challenge progress, both complete by then.
+        The games' rows, ledger entries and ratings stay. Returns the rows deleted."""
+        old = (now or utcnow()) - events_ttl
+        total = 0
+        while True:
+            with self.session() as s, s.begin():
+                ids = [r[0] for r in s.execute(
+                    select(GameEvent.game_id).join(RankedGame, RankedGame.game_id == GameEvent.game_id)
+                    .where(RankedGame.status != "active", RankedGame.ended_at < old).distinct().limit(batch))]
+                if not ids:
+                    return {"events": total}
+                total += int(s.execute(delete(GameEvent).where(GameEvent.game_id.in_(ids))).rowcount or 0)
 
     # ------------------------------------------------------------------ ratings and leaderboards
 

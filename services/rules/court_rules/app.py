@@ -5,6 +5,8 @@ Settings come from the environment (court_kit.settings); the service's own:
     COURT_OUTBOX_SWEEP_DELAY   seconds after which the sweeper checks a state
                                record's events (default 5)
     COURT_GAME_CACHE           games kept in memory per replica (default 20000)
+    COURT_FINISHED_RETENTION   how long a finished game stays in the hot streams before the
+                               janitor purges it (it stays readable from the archive; default 2d)
 
 ``RulesApp.start(settings)`` is what tests use (port 0, in process); ``main``
 adds logging, signals and graceful shutdown.
@@ -17,8 +19,11 @@ import contextlib
 import sys
 from dataclasses import dataclass, field
 
+import nats.errors
+import nats.js.errors
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
+from court_kit.health import Check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
 from court_kit.settings import Settings
@@ -27,6 +32,7 @@ from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
 
+from .archive import run_janitor
 from .games import GameCache
 from .outbox import Outbox
 from .servicer import Faults, RulesServicer
@@ -35,6 +41,27 @@ from .store import GameStore
 log = klog.get_logger("court_rules")
 
 SERVICE_NAME = rules_pb2.DESCRIPTOR.services_by_name["RulesService"].full_name
+
+
+async def _ensure_streams(store: GameStore) -> None:
+    """Create or update the streams, waiting while JetStream cannot answer yet (a cluster electing
+    its meta leader, a server still recovering its store); any other refusal is an error."""
+    waiting = klog.StateLog(log, "stream set-up", summary_every=30.0)
+    while True:
+        try:
+            await store.ensure_streams()
+        except (TimeoutError, nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError) as exc:
+            waiting.failed("waiting for JetStream to create the streams", error=str(exc) or type(exc).__name__)
+            await asyncio.sleep(0.5)
+            continue
+        except nats.js.errors.APIError as exc:
+            if exc.code != 503:
+                raise
+            waiting.failed("waiting for JetStream to create the streams", error=str(exc))
+            await asyncio.sleep(0.5)
+            continue
+        waiting.ok("streams ready")
+        return
 
 
 @dataclass
@@ -51,20 +78,28 @@ class RulesApp:
     metrics: MetricsServer | None
     _stop_sweeper: asyncio.Event = field(default_factory=asyncio.Event)
     _sweeper: asyncio.Task | None = None
+    _janitor: asyncio.Task | None = None
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    service_names = (SERVICE_NAME,)
+
+    def dependencies(self) -> dict[str, Check]:
+        """Readiness: NATS (JetStream) is required (court_kit.health)."""
+        return {"nats": nats_check(self.nc, self.settings.extra_float("READY_TIMEOUT", 2.0, lo=0.05))}
+
     @classmethod
     async def start(cls, settings: Settings, *, faults: Faults | None = None,
                     sweep_delay: float | None = None, sweep_ack_wait: float | None = None) -> RulesApp:
+        retention = kjs.parse_age("COURT_FINISHED_RETENTION", settings.extra.get("COURT_FINISHED_RETENTION", "2d"))
         preflight(settings)
         nc = await kjs.connect(settings.nats_servers(), name=f"court-rules@{settings.listen}",
                                **kjs.connect_options(settings))
         try:
-            store = GameStore(nc, replicas=settings.stream_replicas)
-            await store.ensure_streams()
+            store = GameStore(nc, replicas=settings.stream_replicas, environ=settings.extra)
+            await _ensure_streams(store)
             cache = GameCache(store, capacity=settings.extra_int("GAME_CACHE", 20_000, lo=1))
             outbox = Outbox(store, cache)
             cache.on_load = outbox.on_load
@@ -83,16 +118,18 @@ class RulesApp:
         delay = settings.extra_float("OUTBOX_SWEEP_DELAY", 5.0) if sweep_delay is None else sweep_delay
         app._sweeper = asyncio.create_task(outbox.run_sweeper(app._stop_sweeper, delay=delay,
                                                               ack_wait=sweep_ack_wait))
+        app._janitor = asyncio.create_task(run_janitor(store, app._stop_sweeper, retention=retention))
         log.info("rules service listening", port=port, metrics_port=metrics.port if metrics else None)
         return app
 
     async def _stop_background(self) -> None:
         self._stop_sweeper.set()
         await self.outbox.close()
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._sweeper
+        for task in (self._sweeper, self._janitor):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         if self.metrics is not None:
             self.metrics.close()
 

@@ -92,6 +92,7 @@ class GameEntry:
     """One game as this replica knows it (up to stream sequence ``last_sseq``)."""
 
     def __init__(self, game_id: str, create: dict[str, Any], sseq: int):
+        self.create_record = create
         if create.get("k") != "c":
             raise ValueError(f"game {game_id}: the log does not start with a creation record")
         self.game_id = game_id
@@ -117,6 +118,7 @@ class GameEntry:
         self.moves: list[Move] = []
         self.requests: dict[tuple[str, str], int] = {(self.created_by, self.created_rid): 0}
         self.published = -1  # events known stored (both streams) through this seq
+        self.archived = False  # the finished game's log is in the archive
         self.unconfirmed: int | None = None  # first seq whose publish failed part-way, if any
         self.lock = asyncio.Lock()
         self.recent: OrderedDict[int, tuple[Any, tuple[Event, ...]]] = OrderedDict()
@@ -317,6 +319,9 @@ class GameCache:
         rest = records[1:]
         for i, rec in enumerate(rest):
             entry.apply_record(rec, emit=i >= len(rest) - RECENT)
+        if records[0].archived:  # finished and archived: its events were complete before it left
+            entry.archived = True
+            entry.published = entry.seq
         return entry
 
     async def refresh(self, entry: GameEntry) -> bool:

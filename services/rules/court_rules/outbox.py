@@ -133,8 +133,20 @@ class Outbox:
         entry.published = max(entry.published, seq)
         return enc
 
+    async def archive(self, entry: GameEntry) -> None:
+        """A finished game's log into the archive, once (caller holds entry.lock). Done before the
+        final move's events are published, and again by any catch-up of a finished game, so a
+        replica dying between the two leaves it to the sweeper."""
+        if entry.archived or not entry.finished:
+            return
+        bodies = [entry.create_record, *(m.body() for m in entry.moves)]
+        await self.store.archive(entry.game, entry.game_id, bodies, entry.last_sseq)
+        entry.archived = True
+
     async def catch_up(self, entry: GameEntry, upto: int) -> None:
         """Make sure every record's events through ``upto`` are stored (caller holds entry.lock)."""
+        if entry.finished and not entry.archived:
+            await self.archive(entry)
         if entry.published >= upto:
             return
         pub, full = await self.store.last_complete_event_seq(entry.game, entry.game_id)
@@ -197,6 +209,7 @@ class Outbox:
         """
         ack_wait = max(10.0, 4 * delay) if ack_wait is None else ack_wait
         psub = None
+        trouble = klog.StateLog(log, "sweeper")
         try:
             while not stop.is_set():
                 try:
@@ -212,10 +225,11 @@ class Outbox:
                     except TimeoutError:
                         continue
                     await self._sweep(msgs, delay, stop)
+                    trouble.ok("sweeper running again")
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - keep sweeping: NATS may be restarting
-                    log.warning("sweeper pass failed", error=str(exc) or type(exc).__name__)
+                    trouble.failed("sweeper pass failed", error=str(exc) or type(exc).__name__)
                     psub = await _quietly_unsubscribe(psub)
                     try:
                         await asyncio.wait_for(stop.wait(), 1.0)
@@ -225,6 +239,8 @@ class Outbox:
             await _quietly_unsubscribe(psub)
 
     async def _sweep(self, msgs: list[Any], delay: float, stop: asyncio.Event) -> None:
+        if not msgs:  # a fetch may end on a status message (408, 409) without any record
+            return
         newest = msgs[-1].metadata.timestamp.timestamp()  # in stream order: the last is the newest
         wait = newest + delay - time.time()
         if wait > 0:

@@ -339,6 +339,11 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             entry.commit(move, state, events, sseq)
             MOVES.labels(entry.game).inc()
             self.faults.after_append(entry, move.seq)
+            if entry.finished:
+                try:
+                    await self.outbox.archive(entry)
+                except Unavailable as exc:  # the move stands; the sweeper's catch-up archives it
+                    log.warning("finished game not archived yet", error=str(exc))
             enc = await self._publish(entry, move.seq, events)
             return self._submit_answer(entry, move.seq, seat, ident, state, events,
                                        enc.payloads if enc is not None else None)

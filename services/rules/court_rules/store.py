@@ -1,6 +1,7 @@
 """The rules service's JetStream storage: the per-game state log and the event streams.
 
-Streams (created or updated at start-up; replicas from COURT_STREAM_REPLICAS):
+Streams (created or updated at start-up; replicas from COURT_STREAM_REPLICAS; every one bounded,
+limits from ``court_kit.jetstream.STREAM_LIMITS`` and the COURT_<STREAM>_MAX_* variables):
 
 * ``COURT_GAMES``, subjects ``court.games.<game_id>``: the state log, one
   message per game record (the creation, then one per accepted move), JSON.
@@ -13,13 +14,18 @@ Streams (created or updated at start-up; replicas from COURT_STREAM_REPLICAS):
   events (``court.events.v1.GameEvent``), readable by players, bots, ranking.
 * ``COURT_EVENTS_FULL``, subjects ``court.full.<game>.<game_id>.<type>``: the
   full-information events, for the analytics and admin roles only.
+* ``COURT_GAMES_ARCHIVE``, subjects ``court.archive.<game_id>``: finished games, one message each
+  (the whole state log as JSON, s2-compressed on disk), written when the final move is accepted.
+  ``COURT_FINISHED_RETENTION`` (default 2 days) after that, the janitor (``court_rules.archive``)
+  purges the game from the three hot streams; the game still loads from the archive (views,
+  history, watching), for as long as the archive keeps it (COURT_GAMES_ARCHIVE_MAX_AGE, 365 d).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,12 +33,14 @@ import nats.errors
 from court_kit import jetstream as kjs
 from court_kit.errors import Unavailable
 from nats.aio.client import Client as NATS
-from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
+from nats.js.api import StreamConfig
 from nats.js.errors import APIError
 
 GAMES_STREAM = "COURT_GAMES"
 EVENTS_STREAM = "COURT_EVENTS"
 FULL_STREAM = "COURT_EVENTS_FULL"
+ARCHIVE_STREAM = "COURT_GAMES_ARCHIVE"
+ARCHIVE_PREFIX = "court.archive."
 GAMES_PREFIX = "court.games."
 EVENTS_PREFIX = "court.events."
 FULL_PREFIX = "court.full."
@@ -57,6 +65,7 @@ class Record:
 
     sseq: int
     body: dict[str, Any]
+    archived: bool = False  # read from the archive: the game has left the hot log
 
 
 def _unavailable(what: str, exc: BaseException) -> Unavailable:
@@ -64,29 +73,29 @@ def _unavailable(what: str, exc: BaseException) -> Unavailable:
 
 
 class GameStore:
-    def __init__(self, nc: NATS, *, replicas: int = 1, timeout: float = 5.0):
+    def __init__(self, nc: NATS, *, replicas: int = 1, timeout: float = 5.0, environ: Mapping[str, str] | None = None):
+        """``environ``: the COURT_ variables with the streams' limits (``Settings.extra``)."""
         self.nc = nc
+        self.environ = dict(environ or {})
         self.js = nc.jetstream(timeout=timeout)
         self.publisher = kjs.Publisher(nc)
         self.replicas = replicas
         self.timeout = timeout
 
+    def stream_configs(self) -> list[StreamConfig]:
+        """Every stream the rules service writes, bounded (``court_kit.jetstream.stream_config``)."""
+        def cfg(name: str, subjects: list[str], description: str) -> StreamConfig:
+            return kjs.stream_config(name, subjects, description=description, environ=self.environ,
+                                     replicas=self.replicas, duplicate_window=DUPLICATE_WINDOW)
+
+        return [cfg(GAMES_STREAM, [GAMES_PREFIX + "*"], "Court game state logs"),
+                cfg(EVENTS_STREAM, [EVENTS_PREFIX + ">"], "Court public game events"),
+                cfg(FULL_STREAM, [FULL_PREFIX + ">"], "Court full-information game events (analytics/admin)"),
+                cfg(ARCHIVE_STREAM, [ARCHIVE_PREFIX + "*"], "Court finished games, one message each")]
+
     async def ensure_streams(self) -> None:
-        common: dict[str, Any] = {
-            "retention": RetentionPolicy.LIMITS,
-            "storage": StorageType.FILE,
-            "discard": DiscardPolicy.OLD,
-            "num_replicas": self.replicas,
-            "allow_direct": True,
-            "duplicate_window": DUPLICATE_WINDOW,
-        }
-        await kjs.ensure_stream(self.js, StreamConfig(
-            name=GAMES_STREAM, subjects=[GAMES_PREFIX + "*"], description="Court game state logs", **common))
-        await kjs.ensure_stream(self.js, StreamConfig(
-            name=EVENTS_STREAM, subjects=[EVENTS_PREFIX + ">"], description="Court public game events", **common))
-        await kjs.ensure_stream(self.js, StreamConfig(
-            name=FULL_STREAM, subjects=[FULL_PREFIX + ">"],
-            description="Court full-information game events (analytics/admin)", **common))
+        for config in self.stream_configs():
+            await kjs.ensure_stream(self.js, config)
 
     # ------------------------------------------------------------------ state log
 
@@ -120,7 +129,45 @@ class GameStore:
             raise _unavailable("load", exc) from exc
         except (nats.errors.ConnectionClosedError, nats.errors.OutboundBufferLimitError) as exc:
             raise _unavailable("load", exc) from exc
+        if not msgs and after_sseq == 0:
+            return await self.archived_records(game_id)
         return [Record(m.seq, json.loads(m.data)) for m in msgs]
+
+    async def archived_records(self, game_id: str) -> list[Record]:
+        """A finished game's records from the archive (``[]`` when it holds none)."""
+        try:
+            m = await kjs.direct_get_last(self.nc, ARCHIVE_STREAM, ARCHIVE_PREFIX + game_id, timeout=self.timeout)
+        except (kjs.JetStreamUnavailable, nats.errors.ConnectionClosedError) as exc:
+            raise _unavailable("archive read", exc) from exc
+        if m is None:
+            return []
+        doc = json.loads(m.data)
+        return [Record(doc["last_sseq"], body, archived=True) for body in doc["records"]]
+
+    async def archive(self, game: str, game_id: str, bodies: list[dict[str, Any]], last_sseq: int) -> bool:
+        """Store a finished game's whole log once (the first writer wins); False when it was there."""
+        data = json.dumps({"records": bodies, "last_sseq": last_sseq}, separators=(",", ":")).encode()
+        headers = {"Nats-Expected-Last-Subject-Sequence": "0", "Nats-Msg-Id": f"archive-{game_id}",
+                   "Court-Game": game}
+        try:
+            fut = await self.publisher.publish(ARCHIVE_PREFIX + game_id, data, headers)
+            ack = await asyncio.wait_for(fut, self.timeout)
+        except APIError as exc:
+            if exc.err_code == kjs.ERR_WRONG_LAST_SEQUENCE:
+                return False
+            raise _unavailable("archive", exc) from exc
+        except (TimeoutError, nats.errors.Error) as exc:
+            raise _unavailable("archive", exc) from exc
+        return b'"duplicate"' not in ack
+
+    async def purge_hot(self, game: str, game_id: str) -> None:
+        """Remove a finished (archived) game from the state log and both event streams."""
+        try:
+            await self.js.purge_stream(GAMES_STREAM, subject=game_subject(game_id))
+            await self.js.purge_stream(EVENTS_STREAM, subject=f"{EVENTS_PREFIX}{game}.{game_id}.>")
+            await self.js.purge_stream(FULL_STREAM, subject=f"{FULL_PREFIX}{game}.{game_id}.>")
+        except (TimeoutError, nats.errors.Error) as exc:
+            raise _unavailable("purge", exc) from exc
 
     async def last_sseq(self, game_id: str) -> tuple[int, int] | None:
         """(stream sequence, game seq) of the game's last record, or ``None`` for an unknown game."""
