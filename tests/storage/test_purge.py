@@ -11,11 +11,12 @@ import pytest
 from court_kit.errors import FailedPrecondition, Unauthenticated
 from court_lobby import store as lobby_store
 from court_lobby.models import Lobby, RefreshToken, RequestLog, Seat, utcnow
-from court_lobby.store import FINISHED, STARTED, LobbyStore
+from court_lobby.store import FINISHED, REQUESTS, STARTED, LobbyStore
 from court_ranking.models import GameEvent, RankedGame
 from court_ranking.store import RankingStore
 from court_ranking.store import migrate as ranking_migrate
 from court_store import make_engine
+from court_store import requests as rq
 from court_store.purge import PurgeTask
 from sqlalchemy import func, update
 from sqlmodel import Session, select
@@ -56,8 +57,15 @@ def test_lobby_purge_removes_old_requests_expired_tokens_and_old_finished_lobbie
     ann = lobby.create_account("Ann", None)
     bob = lobby.create_account("Bob", None)
     # request log: one old answer, one fresh
-    lobby.remember(ann.id, "old-request", "CreateLobby", b"first")
-    lobby.remember(ann.id, "new-request", "CreateLobby", b"second")
+    def remember(request_id: str, answer: bytes) -> rq.Claim:
+        claim = rq.Claim(ann.id, request_id, "CreateLobby", "")
+        with lobby.session() as s, s.begin():
+            assert rq.claim(s, REQUESTS, claim) is None
+            rq.answer(s, REQUESTS, claim, answer)
+        return claim
+
+    old_claim = remember("old-request", b"first")
+    new_claim = remember("new-request", b"second")
     _age(e, RequestLog, RequestLog.request_id == "old-request", created_at=utcnow() - 8 * DAY)
     # refresh tokens: one expired, one live
     dead = lobby.issue_refresh(ann.id, timedelta(seconds=-1))
@@ -76,8 +84,8 @@ def test_lobby_purge_removes_old_requests_expired_tokens_and_old_finished_lobbie
     counts = lobby_store.purge(lobby, request_ttl=7 * DAY, finished_ttl=30 * DAY)
     assert counts == {"requests": 1, "refresh_tokens": 1, "lobbies": 1}
     # what stayed still works: a retry of the fresh request id gets its answer, the live token logs in
-    assert lobby.recall(ann.id, "new-request", "CreateLobby") == b"second"
-    assert lobby.recall(ann.id, "old-request", "CreateLobby") is None
+    assert lobby.recall(new_claim) == rq.Stored(0, b"second")
+    assert lobby.recall(old_claim) is None
     assert lobby.use_refresh(live).id == bob.id
     with pytest.raises(Unauthenticated):
         lobby.use_refresh(dead)
