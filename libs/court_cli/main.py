@@ -755,6 +755,12 @@ def stack_status() -> None:
     raise typer.Exit(1 if bad else 0)
 
 
+# commands that live in their own modules (kept out of this file to keep it short)
+from . import simulate as _simulate  # noqa: E402
+
+app.command("simulate")(_simulate.command)
+
+
 def main() -> None:
     try:
         app()
