@@ -32,6 +32,7 @@ from typing import Annotated, Any
 import grpc
 import typer
 from court_client import BotClient, LobbyClient, RulesClient
+from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.rules.v1 import rules_pb2
 
 from .session import Endpoints
@@ -44,6 +45,8 @@ GAME_OPTIONS: dict[str, dict[str, Any]] = {
     "court_wars": {},
 }
 DEFAULT_LEVELS = ("random", "heuristic")
+SIGN_UPS_AT_ONCE = 2
+SIGN_UP_TIMEOUT = 60.0
 
 
 @dataclass
@@ -104,14 +107,20 @@ class _Player:
         self.lobby.token = self.bot.token = token
         self.rules.token = token
 
-    async def register(self) -> None:
+    async def register(self, gate: asyncio.Semaphore) -> None:
+        """A new account. Hashing its password (argon2id) is the lobby's costliest call, so sign-ups
+        pass ``gate`` a few at a time; one that times out is tried again under a new name (the
+        lost one may exist, unused)."""
         password = secrets.token_urlsafe(18)
-        for _ in range(5):
+        for attempt in range(5):
             name = f"Sim {secrets.token_hex(4)}"
             try:
-                auth = await self.lobby.create_account(name, password)
+                async with gate:
+                    auth = await self.lobby._call(self.lobby.stub.CreateAccount, lpb.CreateAccountRequest(
+                        name=name, password=password), frozenset(), timeout=SIGN_UP_TIMEOUT)
             except grpc.aio.AioRpcError as err:
-                if err.code() == grpc.StatusCode.ALREADY_EXISTS:
+                if err.code() == grpc.StatusCode.ALREADY_EXISTS or (
+                        err.code() == grpc.StatusCode.DEADLINE_EXCEEDED and attempt < 2):
                     continue
                 raise
             self._token(auth.token)
@@ -181,10 +190,12 @@ async def simulate(endpoints: Endpoints, cfg: SimConfig, *, on_game: Callable[[G
     tick = on_move or (lambda: None)
     done = on_game or (lambda _g: None)
 
+    gate = asyncio.Semaphore(SIGN_UPS_AT_ONCE)
+
     async def worker() -> None:
         p = _Player(endpoints)
         try:
-            await p.register()
+            await p.register(gate)
             for i in todo:  # a shared iterator: each index is taken by one worker
                 game = cfg.game_names[i % len(cfg.game_names)]
                 levels = [cfg.levels[(i + k) % len(cfg.levels)] for k in range(len(cfg.levels))]
