@@ -757,8 +757,10 @@ def stack_status() -> None:
 
 # commands that live in their own modules (kept out of this file to keep it short)
 from . import simulate as _simulate  # noqa: E402
+from .analytics import analytics_app  # noqa: E402
 
 app.command("simulate")(_simulate.command)
+app.add_typer(analytics_app, name="analytics")
 
 
 def main() -> None:

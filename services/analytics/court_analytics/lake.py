@@ -92,6 +92,9 @@ def build_tables(records: list[Record]) -> GameTables:
     day = created.time.strftime("%Y-%m-%d")
     seats = [str(s) for s in created.payload.get("seats", [])]
     result = {k: v for k, v in ended.payload.items() if k != "type"}
+    winners = result.get("winners")
+    if winners is None and isinstance(result.get("winner"), int):  # Queen's Court's GameEnded names one winner
+        winners = [result["winner"]]
     games = pa.table({
         "game_id": [game_id],
         "options": [_json(created.payload.get("options", {}))],
@@ -102,7 +105,7 @@ def build_tables(records: list[Record]) -> GameTables:
         "started_at": pa.array([created.time], pa.timestamp("us", tz="UTC")),
         "ended_at": pa.array([ended.time], pa.timestamp("us", tz="UTC")),
         "moves": pa.array([ended.seq], pa.int64()),
-        "winners": pa.array([[int(w) for w in result.get("winners", [])]], pa.list_(pa.int64())),
+        "winners": pa.array([[int(w) for w in winners or []]], pa.list_(pa.int64())),
         "result": [_json(result)],
     })
     by_seq: dict[int, list[Record]] = defaultdict(list)
