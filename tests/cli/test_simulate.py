@@ -4,10 +4,13 @@ played through the public APIs, and what a user sees when the stack is not there
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
+from court_cli.analytics import run_queries
 from court_cli.stack import LocalStack, free_port
 from court_client import LobbyClient, RulesClient
 
@@ -42,6 +45,20 @@ def test_simulate_plays_complete_online_games(local_stack: LocalStack, tmp_path:
     assert int(summary[4]) > 0  # the players' own seats were played through SubmitAction
     seen = asyncio.run(_spectate(local_stack, list(played)))
     assert seen == {g: (True, n) for g, (_, n) in played.items()}  # finished, every move counted
+
+    # the stack's court-analytics lands them; the report counts what the rules service counted
+    lake = local_stack.state_dir / "lake"
+    deadline = time.monotonic() + 180
+    while not all((lake / "_done" / g).exists() for g in played):
+        assert time.monotonic() < deadline, f"not in the lake after 180 s: {os.listdir(lake / '_done')}"
+        time.sleep(0.1)  # the lake offers no event to wait on
+    data = run_queries(lake)
+    assert {r["game"]: r["games"] for r in data["length"]} == {"court_wars": 1, "queens_court": 1, "the_court": 1}
+    assert {r["game"]: r["max"] for r in data["length"]} == {game: n for game, n in played.values()}
+    out = tmp_path / "report.html"
+    run = subprocess.run([COURT, "analytics", "report", "--out", str(out)], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0 and "(3 games)" in run.stdout, run.stdout + run.stderr
 
 
 def test_simulate_without_a_stack_says_so(tmp_path: Path) -> None:

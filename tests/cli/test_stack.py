@@ -84,7 +84,7 @@ def test_make_run_plays_a_bot_game_stops_on_ctrl_c_and_finds_it_again(tmp_path: 
             out.wait_for(rf"^  {name}\s+{re.escape(env[f'COURT_{name.upper()}_ADDR'])}$", 5)
         out.wait_for(r"make play", 5)
         pids = running_pids(state)
-        assert len(pids) == 6 and all(alive(p) for p in pids)
+        assert len(pids) == 2 + len(SERVICES) and all(alive(p) for p in pids)
 
         game = out.wait_for(r"^New demo game (g[0-9a-f]+): Queen's Court for four", 120)[0].group(1)
         out.wait_for(rf"^\[{game[:9]}\] watching Queen's Court at move 0: Demo Autopilot, Blue Otter \(bot, heuristic\)",
