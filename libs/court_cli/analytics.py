@@ -209,7 +209,7 @@ def report_command(
         raise typer.Exit(1) from None
     out.write_text(render(data, where, when))
     games = sum(r["games"] for r in data["length"])
-    console.print(f"Wrote {out} ({games} games).", highlight=False)
+    console.print(f"Wrote {out} ({games} games).", highlight=False, soft_wrap=True)
 
 
 analytics_app = typer.Typer(no_args_is_help=True, help="The analytics lake: reports over the game records.")

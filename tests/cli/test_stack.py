@@ -59,7 +59,7 @@ def stop(proc: subprocess.Popen[str], out: Output, pids: list[int]) -> None:
     """Ctrl-C: the launcher stops everything, exits 0, and leaves no process behind."""
     proc.send_signal(signal.SIGINT)
     assert proc.wait(120) == 0, out.text[-3000:]
-    out.wait_for(r"^Stopped: rules \(0\), ranking \(0\), lobby \(0\), bot \(0\), nats \(0\)$", 10)
+    out.wait_for(r"^Stopped: rules \(0\), ranking \(0\), lobby \(0\), bot \(0\), analytics \(0\), nats \(0\)$", 10)
     left = [p for p in pids if alive(p)]
     assert not left, f"still running after Ctrl-C: {left}"
 
