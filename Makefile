@@ -23,9 +23,14 @@ uv.lock: pyproject.toml
 
 # Every test, slow suites included (pytest-xdist spreads them over the cores). The SQL storage
 # tests run against SQLite and a real PostgreSQL server: scripts/test-postgres.sh starts a private
-# one (set COURT_TEST_POSTGRES_URL to use your own).
+# one and stops it again when the tests end, pass, fail or are interrupted (Ctrl-C); set
+# COURT_TEST_POSTGRES_URL to use your own server instead (then nothing is started or stopped).
 test: setup
-	COURT_TEST_POSTGRES_URL="$${COURT_TEST_POSTGRES_URL:-$$(scripts/test-postgres.sh)}" $(BIN)/pytest -n auto $(PYTEST_ARGS)
+	@if [ -n "$${COURT_TEST_POSTGRES_URL:-}" ]; then exec $(BIN)/pytest -n auto $(PYTEST_ARGS); fi; \
+	trap 'scripts/test-postgres.sh stop' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM; \
+	url=$$(scripts/test-postgres.sh) || exit 1; \
+	echo "PostgreSQL for the tests: $$url (stopped when they end)"; \
+	COURT_TEST_POSTGRES_URL="$$url" $(BIN)/pytest -n auto $(PYTEST_ARGS)
 
 # The whole stack on one command (court_cli.stack): nats-server with JetStream and the rules, lobby,
 # ranking and bot services as processes on SQLite, state under .state/ (kept between runs); a bot
@@ -51,8 +56,8 @@ vectors: setup
 proto: setup
 	$(BIN)/python protos/generate.py libs/court_proto
 
-# A development bearer token: make token SUB=alice ROLE=player (TTL=seconds); uses COURT_TOKEN_SECRET
-# or, with COURT_ENV=dev (the default here), the development secret.
+# A development bearer token: make token SUB=alice ROLE=player (TTL=seconds); signed with the lobby's
+# key (COURT_SIGNING_KEY) or, with COURT_ENV=dev (the default here), the dev key under .state/keys/.
 SUB ?= dev
 ROLE ?= player
 TTL ?= 86400

@@ -3,10 +3,11 @@
 #
 # Uses the Debian package's binaries (installed with apt-get when missing and we are root),
 # a throw-away cluster under .state/pg-test on a free loopback port, trust auth on loopback.
-# Idempotent: a cluster already running there is reused. Stop it with `scripts/test-postgres.sh stop`.
+# Idempotent: a cluster already running there is reused. Stop it with `scripts/test-postgres.sh stop`
+# (`make test` does, when its tests end). COURT_TEST_PG_DIR names another folder for the cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DIR="$PWD/.state/pg-test"
+DIR="${COURT_TEST_PG_DIR:-$PWD/.state/pg-test}"
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1 || true)
 if [ -z "$PGBIN" ] || [ ! -x "$PGBIN/initdb" ]; then
   if [ "$(id -u)" = 0 ]; then
@@ -26,7 +27,7 @@ if [ "$(id -u)" = 0 ]; then
   RUN=(runuser -u postgres --)
   mkdir -p "$DIR" && chown postgres "$DIR"
   if ! runuser -u postgres -- test -w "$DIR"; then
-    DIR="/tmp/court-pg-test-$(printf %s "$PWD" | sha1sum | cut -c1-12)"
+    DIR="/tmp/court-pg-test-$(printf %s "$DIR" | sha1sum | cut -c1-12)"
   fi
 fi
 mkdir -p "$DIR"
@@ -34,6 +35,7 @@ mkdir -p "$DIR"
 cd "$DIR"  # a directory the server user may enter
 if [ "${1:-}" = stop ]; then
   [ -f "$DIR/data/postmaster.pid" ] && "${RUN[@]}" "$PGBIN/pg_ctl" -D "$DIR/data" -m fast stop >&2 || true
+  rm -rf "$DIR/data" "$DIR/port" "$DIR/server.log"  # a throw-away cluster: nothing is left to reuse
   exit 0
 fi
 if [ -f "$DIR/port" ] && "$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$(cat "$DIR/port")"; then

@@ -29,7 +29,7 @@ LEVELS: tuple[str, ...] = ("random", "heuristic", "expert")
 # from COURT_BOT_BUDGET_<LEVEL>_MS).
 DEFAULT_BUDGET_MS: dict[str, float] = {"random": 5.0, "heuristic": 20.0, "expert": 45.0}
 
-# The local Hearts table: the person is Brown Monkey; seats 1..3 are these bots (RULES.md section 2).
+# The local Hearts table: the person is Brown Monkey; seats 1..3 are these bots (docs/rules/hearts.md).
 HEARTS_PERSON_NAME = "Brown Monkey"
 HEARTS_BOT_NAMES: tuple[str, ...] = ("Blue Otter", "Yellow Bird", "Red Fox")
 

@@ -41,7 +41,8 @@ def line_for(ev: events_pb2.GameEvent) -> str:
 
 
 async def tail(nats_url: str, console: Console, *, game: str = "", game_id: str = "", types: Sequence[str] = (),
-               from_start: bool = False, count: int = 0, as_json: bool = False, idle_exit: float = 0.0) -> int:
+               from_start: bool = False, count: int = 0, as_json: bool = False, idle_exit: float = 0.0,
+               user: str = "", password: str = "") -> int:
     """Print matching events as they come (``count``: stop after that many; ``idle_exit``: stop after
     that many quiet seconds). Returns how many were printed."""
     subject = subject_for(game, game_id, types)
@@ -50,8 +51,9 @@ async def tail(nats_url: str, console: Console, *, game: str = "", game_id: str 
         return None
 
     try:
+        auth = {"user": user, "password": password, "inbox_prefix": f"_INBOX_{user}"} if user else {}
         nc = await nats.connect(nats_url, connect_timeout=3, max_reconnect_attempts=2, allow_reconnect=True,
-                                error_cb=quiet)
+                                error_cb=quiet, **auth)
     except Exception as exc:  # noqa: BLE001 - any connection failure is told the same way
         raise CliError(f"cannot reach NATS at {nats_url} ({exc or type(exc).__name__}): is the stack running? "
                        "Start it with `make run`.") from None

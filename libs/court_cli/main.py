@@ -3,37 +3,38 @@
 A plain gRPC client of the four services through court_client: it holds a player's token and
 nothing more. ``court --help`` lists the commands; every command explains its errors in a
 sentence (a traceback only with ``COURT_DEBUG=1``).
+
+Imports are lazy: at module level only typer, the standard library and ``catalog``, so that
+``court --help`` and a password prompt answer at once; each command imports what it uses
+(gRPC, protobuf, rich, the engines) when it runs (tests/cli/test_catalog.py checks it).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
-import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
-import grpc
 import typer
-from court_bots.levels import HEARTS_PERSON_NAME
-from court_games.registry import GAME_NAMES, get_game
-from court_proto.court.lobby.v1 import lobby_pb2 as lpb
-from court_proto.court.ranking.v1 import ranking_pb2 as rpb
-from grpc_health.v1 import health_pb2, health_pb2_grpc
-from rich.console import Console
-from rich.table import Table as RichTable
-from rich.text import Text
 
-from .events import tail
-from .play import Table
-from .render import GAME_TITLES
-from .session import SERVICES as CLIENT_SERVICES
-from .session import CliError, Court, Endpoints, SessionStore, config_dir
-from .stack import SERVICES, LocalStack, StackConfig, StackError
-from .termio import LineReader, make_console
+from .catalog import GAME_NAMES, GAME_TITLES, OBJECTIVES, court_command, event_types, plural
+
+if TYPE_CHECKING:  # bound at run time by _load(), when a command runs
+    import asyncio
+    import signal
+
+    import grpc
+    from court_proto.court.lobby.v1 import lobby_pb2 as lpb
+    from court_proto.court.ranking.v1 import ranking_pb2 as rpb
+    from rich.console import Console
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    from .session import CliError, Court, Endpoints
+    from .stack import LocalStack, StackConfig
 
 T = TypeVar("T")
 
@@ -42,14 +43,44 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=N
 lobby_app = typer.Typer(no_args_is_help=True, help="Lobbies: list, create, join, seat bots, start.")
 events_app = typer.Typer(no_args_is_help=True, help="The public game event stream.")
 stack_app = typer.Typer(no_args_is_help=True, help="The local stack: NATS and the four services.")
+api_app = typer.Typer(no_args_is_help=True, help="Talk to the services' gRPC APIs directly, through server "
+                      "reflection: list services and methods, call a method with JSON.")
 app.add_typer(lobby_app, name="lobby")
 app.add_typer(events_app, name="events")
 app.add_typer(stack_app, name="stack")
+app.add_typer(api_app, name="api")
 
 LEVELS = ("random", "heuristic", "expert")
-STATE_NAMES = {v: k.removeprefix("LOBBY_STATE_").lower() for k, v in lpb.LobbyState.items()}
 
 _opts: dict[str, Any] = {"plain": False}
+
+
+def _load() -> None:
+    """Bind the heavy modules the commands use (asyncio, gRPC, protobuf, rich, the client session) as this
+    module's globals, once, when a command runs rather than when ``court --help`` is asked."""
+    if "Text" in globals():
+        return
+    import asyncio
+    import signal
+
+    import grpc
+    from court_proto.court.lobby.v1 import lobby_pb2 as lpb
+    from court_proto.court.ranking.v1 import ranking_pb2 as rpb
+    from rich.console import Console
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    from .session import CliError, Court, Endpoints
+    from .stack import LocalStack, StackConfig
+
+    globals().update(asyncio=asyncio, signal=signal, grpc=grpc, lpb=lpb, rpb=rpb, Console=Console,
+                     RichTable=RichTable, Text=Text, CliError=CliError, Court=Court, Endpoints=Endpoints,
+                     LocalStack=LocalStack, StackConfig=StackConfig)
+
+
+def state_name(state: int) -> str:
+    return lpb.LobbyState.Name(state).removeprefix("LOBBY_STATE_").lower() if state in lpb.LobbyState.values() \
+        else "?"
 
 
 @app.callback()
@@ -62,11 +93,16 @@ def _main(plain: Annotated[bool, typer.Option("--plain", help="plain text: no co
 
 
 def console() -> tuple[Console, bool]:
+    from .termio import make_console
+
+    _load()
     return make_console(_opts["plain"])
 
 
 def run(body: Callable[[Court, Console, bool], Awaitable[T]]) -> T:
     """Run an async command body with a signed-in-or-not ``Court``; errors become one red line."""
+    from .session import LeftTable, SessionStore, config_dir
+
     out, fancy = console()
 
     async def main() -> T:
@@ -75,8 +111,10 @@ def run(body: Callable[[Court, Console, bool], Awaitable[T]]) -> T:
 
     try:
         return asyncio.run(main())
+    except LeftTable:  # Ctrl-C at the table: the table has said the game is saved and how to go on
+        raise typer.Exit(130) from None
     except CliError as exc:
-        out.print(Text(f"court: {exc}", style="bold red"))
+        out.print(Text(f"court: {exc}", style="bold red"), soft_wrap=True)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         out.print(Text("interrupted", style="dim"))
@@ -106,6 +144,8 @@ def parse_options(game: str, pairs: list[str] | None) -> dict[str, Any]:
         elif value.lstrip("-").isdigit():
             v = int(value)
         out[key] = v
+    from court_games.registry import get_game
+
     module = get_game(game)
     try:
         module.options_from_dict(out)
@@ -127,13 +167,13 @@ def lobby_table(lobbies: list[lpb.Lobby]) -> RichTable:
     for lb in lobbies:
         taken = sum(1 for s in lb.seats if s.player_id)
         t.add_row(lb.lobby_id, GAME_TITLES.get(lb.game, lb.game), "online" if lb.online else "local",
-                  str(lb.ante), f"{taken}/{len(lb.seats)}", STATE_NAMES.get(lb.state, "?"), lb.game_id or "")
+                  str(lb.ante), f"{taken}/{len(lb.seats)}", state_name(lb.state), lb.game_id or "")
     return t
 
 
 def show_lobby(out: Console, lb: lpb.Lobby) -> None:
     out.print(Text(f"Lobby {lb.lobby_id}: {GAME_TITLES.get(lb.game, lb.game)}, "
-                   f"{'online' if lb.online else 'local'}, ante {lb.ante}, {STATE_NAMES.get(lb.state, '?')}"
+                   f"{'online' if lb.online else 'local'}, ante {lb.ante}, {state_name(lb.state)}"
                    + (f", invite code {lb.invite_code}" if lb.invite_code else "")
                    + (f", game {lb.game_id}" if lb.game_id else ""), style="bold"))
     for s in lb.seats:
@@ -150,11 +190,14 @@ async def fill_and_start(court: Court, out: Console, lb: lpb.Lobby, level: str) 
     people = [s.name for s in lb.seats if not s.player_id.startswith("bot:")]
     bots = len(lb.seats) - len(people)
     out.print(Text(f"Game {lb.game_id} started: {', '.join(people)}"
-                   + (f" and {bots} bot{'s' if bots != 1 else ''}" if bots else ""), style="bold"))
+                   + (f" and {plural(bots, 'bot')}" if bots else ""), style="bold"))
     return lb
 
 
 async def sit_and_play(court: Court, out: Console, fancy: bool, game_id: str, level: str = "") -> str:
+    from .play import Table
+    from .termio import LineReader
+
     table = Table(court, out, fancy, LineReader(), level=level)
     return await table.play(game_id)
 
@@ -169,30 +212,76 @@ async def wait_started(court: Court, out: Console, lb: lpb.Lobby, wait: float, l
         if lb.host == court.me and lb.state == lpb.LOBBY_STATE_OPEN and (open_seats == 0 or loop.time() >= deadline):
             return await fill_and_start(court, out, lb, level)
         if not said:
-            out.print(Text(f"Waiting for players in lobby {lb.lobby_id} ({open_seats} open seat(s))"
+            out.print(Text(f"Waiting for players in lobby {lb.lobby_id} ({plural(open_seats, 'open seat')})"
                            + (f"; bots fill them in {wait:.0f}s" if lb.host == court.me else
                               "; the host starts the game"), style="dim"))
             said = True
         await asyncio.sleep(1.0)  # the lobby has no change stream: look again each second
         lb = await court.call(court.lobby.get_lobby, lb.lobby_id)
     if lb.state != lpb.LOBBY_STATE_STARTED:
-        raise CliError(f"lobby {lb.lobby_id} is {STATE_NAMES.get(lb.state, '?')}: no game to play")
+        raise CliError(f"lobby {lb.lobby_id} is {state_name(lb.state)}: no game to play")
     return lb
 
 
 # ---------------------------------------------------------------------------- accounts
 
 
+# The lobby's password rule (court_lobby.accounts.MIN_PASSWORD / MAX_PASSWORD), checked before the second
+# prompt so that a person does not type a refused password twice; the lobby checks it again.
+MIN_PASSWORD, MAX_PASSWORD = 8, 256
+
+
+def ask_new_password() -> str:
+    while True:
+        password = typer.prompt(f"Password ({MIN_PASSWORD}+ characters)", hide_input=True)
+        if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
+            typer.echo(f"A password has {MIN_PASSWORD} to {MAX_PASSWORD} characters (that one has "
+                       f"{len(password)}); try again.")
+            continue
+        if typer.prompt("Repeat for confirmation", hide_input=True) == password:
+            return password
+        typer.echo("The two passwords differ; try again.")
+
+
+async def guest_games_note(court: Court) -> str:
+    """What happens to the signed-in guest's saved games when someone signs in instead (said before the
+    switch, while the guest's token still reads them); "" when nobody or an account is signed in."""
+    if not court.signed_in or not (court.session or {}).get("guest"):
+        return ""
+    guest = court.my_name
+    try:
+        mine = await court.lobby.my_games()
+    except grpc.aio.AioRpcError:
+        return (f"The guest {guest}'s saved games stay with the guest: `{court_command()} guest {_shell(guest)}` "
+                "signs in as the guest again.")
+    if not mine.games:
+        return f"(You were playing as the guest {guest}, who has no unfinished games.)"
+    listed = ", ".join(f"{GAME_TITLES.get(g.game, g.game)} {g.game_id}" for g in mine.games[:3]) + (
+        ", ..." if len(mine.games) > 3 else "")
+    return (f"The guest {guest} has {plural(len(mine.games), 'unfinished game')} ({listed}). Guest games stay "
+            f"with the guest, not with the account: `{court_command()} guest {_shell(guest)}` signs in as the "
+            "guest again to resume them.")
+
+
+def _shell(word: str) -> str:
+    """A name as typed in a shell: quoted when it holds anything but letters, digits, '-' and '_'."""
+    return word if word and all(c.isalnum() or c in "-_" for c in word) else "'" + word.replace("'", "'\\''") + "'"
+
+
 @app.command()
 def register(name: str, password: Annotated[str | None, typer.Option(help="prompted when left out")] = None) -> None:
     """Create an account (needed for online play and rank points) and sign in."""
     if password is None:
-        password = typer.prompt("Password (8+ characters)", hide_input=True, confirmation_prompt=True)
+        password = ask_new_password()
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
-        court.adopt(await court.call(court.lobby.create_account, name, password))
+        auth = await court.call(court.lobby.create_account, name, password)
+        note = await guest_games_note(court)
+        court.adopt(auth)
         bal = await court.call(court.ranking.balance)
         out.print(Text(f"Welcome, {court.my_name}! You hold {bal.points} rank points. Signed in.", style="bold green"))
+        if note:
+            out.print(note, soft_wrap=True)
 
     run(body)
 
@@ -204,17 +293,28 @@ def login(name: str, password: Annotated[str | None, typer.Option(help="prompted
         password = typer.prompt("Password", hide_input=True)
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
-        court.adopt(await court.call(court.lobby.login, name, password))
+        auth = await court.call(court.lobby.login, name, password)
+        note = await guest_games_note(court) if auth.account.player_id != court.me else ""
+        court.adopt(auth)
         out.print(Text(f"Signed in as {court.my_name}.", style="bold green"))
+        if note:
+            out.print(note, soft_wrap=True)
 
     run(body)
 
 
 @app.command()
-def guest(name: Annotated[str, typer.Argument(help="empty: a generated name")] = "") -> None:
-    """Sign in as a guest (local games only)."""
+def guest(name: Annotated[str, typer.Argument(help="empty: a generated name; the name of a guest you "
+                                                   "played as before signs in as that guest again")] = "") -> None:
+    """Sign in as a guest (local games only), or again as a guest you played as on this machine."""
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
+        if name and await court.sign_in_kept_guest(name):
+            mine = await court.call(court.lobby.my_games)
+            out.print(Text(f"Signed in again as the guest {court.my_name} "
+                           f"({plural(len(mine.games), 'unfinished game')}; `{court_command()} games` lists them).",
+                           style="bold green"), soft_wrap=True)
+            return
         court.sign_out()
         court.adopt(await court.call(court.lobby.create_guest, name))
         out.print(Text(f"Signed in as the guest {court.my_name}.", style="bold green"))
@@ -262,7 +362,8 @@ def list_lobbies(game: Annotated[str, typer.Option(help="only this game")] = "")
         await court.require()
         found = await court.call(court.lobby.list_lobbies, game)
         if not found.lobbies:
-            out.print("No open lobbies. Create one with `court lobby create GAME`, or `court quick GAME`.")
+            c = court_command()
+            out.print(f"No open lobbies. Create one with `{c} lobby create GAME`, or `{c} quick GAME`.")
             return
         out.print(lobby_table(list(found.lobbies)))
 
@@ -305,7 +406,8 @@ def lobby_create(
             if play:
                 await sit_and_play(court, out, fancy, lb.game_id)
         else:
-            out.print(f"Others join with `court lobby join {lb.lobby_id}`; start with `court lobby start {lb.lobby_id}`.")
+            c = court_command()
+            out.print(f"Others join with `{c} lobby join {lb.lobby_id}`; start with `{c} lobby start {lb.lobby_id}`.")
 
     run(body)
 
@@ -384,6 +486,31 @@ def lobby_start(lobby_id: str, play: Annotated[bool, typer.Option(help="sit down
 # ---------------------------------------------------------------------------- playing
 
 
+def choose_game() -> str:
+    """``court play`` without a game: the games, numbered, and the person picks one (on a terminal);
+    elsewhere the list and exit status 2."""
+    lines = [f"  {i + 1}) {GAME_TITLES[g]:<14} {g:<13} {OBJECTIVES[g]}" for i, g in enumerate(GAME_NAMES)]
+    if not sys.stdin.isatty():
+        typer.echo("Which game? Name one: " + court_command() + " play GAME, with GAME one of:\n" + "\n".join(lines))
+        raise typer.Exit(2)
+    typer.echo("Which game? (a local game against bots)\n" + "\n".join(lines))
+    while True:
+        answer = typer.prompt(f"Game (1-{len(GAME_NAMES)} or its name)").strip().lower()
+        if answer.isdigit() and 1 <= int(answer) <= len(GAME_NAMES):
+            return GAME_NAMES[int(answer) - 1]
+        for g in GAME_NAMES:
+            if answer in (g, GAME_TITLES[g].lower(), GAME_TITLES[g].lower().replace("'", "")):
+                return g
+        typer.echo(f"Not a game here: {answer[:20]!r}.")
+
+
+# What puts a player on a leaderboard (`court leaderboard` says it when the board is empty; the README too).
+RANKED_RULE = ("A game counts only when it is online (`court quick GAME`, or `court lobby create GAME --online`, "
+               "accounts only), ends, and has at least two people at the table: bots hold no rating and no rank "
+               "points, so a game against bots alone rates nobody. Rank points and antes exist only in online "
+               "Queen's Court.")
+
+
 @app.command()
 def quick(
     game: str,
@@ -408,13 +535,19 @@ def quick(
 
 @app.command()
 def play(
-    game: Annotated[str, typer.Argument(help="queens_court, hearts, the_court or court_wars")] = "hearts",
+    game: Annotated[str, typer.Argument(help="queens_court, hearts, the_court or court_wars; "
+                                        "left out: you are asked")] = "",
     option: Annotated[list[str] | None, typer.Option("--option", "-o", help="KEY=VALUE, e.g. players=3")] = None,
     level: Annotated[str, typer.Option(help="bot level: random, heuristic, expert")] = "heuristic",
 ) -> None:
     """A local game against bots (no rank points); signs you in as a guest if nobody is."""
 
+    if not game:
+        game = choose_game()
+
     async def body(court: Court, out: Console, fancy: bool) -> None:
+        from court_bots.levels import HEARTS_PERSON_NAME
+
         options = parse_options(game, option)
         check_level(level)
         await court.ensure_guest(HEARTS_PERSON_NAME)
@@ -433,7 +566,8 @@ def games() -> None:
         await court.require()
         mine = await court.call(court.lobby.my_games)
         if not mine.games:
-            out.print("No unfinished games. Start one with `court play hearts` or `court quick hearts`.")
+            c = court_command()
+            out.print(f"No unfinished games. Start one with `{c} play hearts` or `{c} quick hearts`.")
             return
         t = RichTable(box=None, pad_edge=False)
         for col in ("game id", "game", "seat", "mode", "ante", "started"):
@@ -489,14 +623,33 @@ def watch(game_id: str, pace: Annotated[float, typer.Option(help="seconds betwee
 
 @app.command()
 def abandon(game_id: str, yes: Annotated[bool, typer.Option("--yes", help="do not ask")] = False) -> None:
-    """Give up an unfinished game: every ante is refunded."""
-    if not yes and not typer.confirm(f"Give up game {game_id} for everyone at the table?"):
-        raise typer.Exit(1)
+    """Give up one of your unfinished games, for everyone at the table (an online game refunds every ante)."""
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
         await court.require()
+        mine = await court.call(court.lobby.my_games)
+        game = next((g for g in mine.games if g.game_id == game_id), None)
+        if game is None:
+            try:
+                view = await court.rules.get_view(game_id)
+            except grpc.aio.AioRpcError as err:
+                if err.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
+                    raise CliError(f"game {game_id} does not exist (`{court_command()} games` lists yours)") from None
+                from .session import explain
+
+                raise CliError(explain(err, "rules", court.endpoints.rules)) from None
+            why = "is over" if view.finished else "is not one of yours"
+            raise CliError(f"game {game_id} {why}: nothing to abandon (`{court_command()} games` lists yours)")
+        what = f"{GAME_TITLES.get(game.game, game.game)} game {game_id} ({'online' if game.online else 'local'}" + (
+            f", ante {game.ante})" if game.ante else ")")
+        if not yes and not typer.confirm(f"Give up the {what} for everyone at the table?"):
+            raise typer.Exit(1)
         await court.call(court.lobby.abandon, game_id)
-        out.print(f"Game {game_id} abandoned; antes refunded.")
+        if game.ante:
+            out.print(f"Game {game_id} abandoned; every ante ({game.ante} rank points each) is refunded.")
+        else:
+            out.print(f"Game {game_id} abandoned." + ("" if game.online else " (A local game: no rank points "
+                                                        "were at stake.)"))
 
     run(body)
 
@@ -512,10 +665,10 @@ def rank(player: Annotated[str, typer.Argument(help="a player id (default: you)"
         await court.require()
         prof = await court.call(court.ranking.profile, player)
         name = prof.name or (court.my_name if prof.player_id == court.me else prof.player_id)
-        out.print(Text(f"{name}: {prof.points} rank points, {prof.games} ranked game(s)",
+        out.print(Text(f"{name}: {prof.points} rank points, {plural(prof.games, 'ranked game')}",
                        style="bold"))
         for st in prof.stats:
-            out.print(f"  {GAME_TITLES.get(st.game, st.game)}: rating {st.rating:.1f} over {st.played} game(s)")
+            out.print(f"  {GAME_TITLES.get(st.game, st.game)}: rating {st.rating:.1f} over {plural(st.played, 'game')}")
 
     run(body)
 
@@ -551,10 +704,10 @@ def leaderboard(game: str, points: Annotated[bool, typer.Option(help="by net ran
         board = await court.call(court.ranking.leaderboard, game, limit=limit, metric=metric)
         out.print(Text(f"{GAME_TITLES[game]} leaderboard ({'points' if points else 'rating'})", style="bold"))
         if not board.rows:
-            out.print("Nobody is ranked yet: play online (`court quick GAME`).")
+            out.print(f"Nobody is ranked in {GAME_TITLES[game]} yet. {RANKED_RULE}", soft_wrap=True)
         for r in board.rows:
             score = f"{r.points:+d} points" if points else f"rating {r.rating:.1f}"
-            out.print(f"  {r.rank:>3}. {r.name or r.player_id:<24} {score}  ({r.games} games)")
+            out.print(f"  {r.rank:>3}. {r.name or r.player_id:<24} {score}  ({plural(r.games, 'game')})")
 
     run(body)
 
@@ -593,17 +746,73 @@ def events_tail(
     """Follow the public event stream (JetStream COURT_EVENTS), filtered by game, id and type."""
     if game and game not in GAME_NAMES:
         _fail(f"unknown game {game!r}; games: {', '.join(GAME_NAMES)}")
+    known = event_types(game)
+    unknown = [t for t in type_ or () if t not in known]
+    if unknown:
+        _fail(f"unknown event type{'s' if len(unknown) > 1 else ''} {', '.join(repr(t[:40]) for t in unknown)}"
+              + (f" in {GAME_TITLES[game]}" if game else "") + f"; the known types: {', '.join(known)}")
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
+        from .events import tail
+        from .session import nats_credentials
+
+        user, password = nats_credentials()
         await tail(court.endpoints.nats_url, out, game=game, game_id=game_id, types=type_ or (),
-                   from_start=from_start, count=count, as_json=as_json, idle_exit=idle_exit)
+                   from_start=from_start, count=count, as_json=as_json, idle_exit=idle_exit, user=user,
+                   password=password)
 
     run(body)
 
 
+# ---------------------------------------------------------------------------- the API, by reflection
+
+
+@api_app.command("list")
+def api_list(service: Annotated[str, typer.Argument(help="rules, lobby, ranking, bot, HOST:PORT or a full service "
+                                                    "name; empty: every service")] = "") -> None:
+    """The services each address serves, or one service's methods with their request and response types."""
+    from .api import list_lines
+    from .session import CliError, Endpoints
+
+    out, _ = console()
+    try:
+        for line in list_lines(Endpoints.from_env(), service):
+            out.print(line, markup=False, soft_wrap=True)
+    except CliError as exc:
+        _fail(str(exc))
+
+
+@api_app.command("call")
+def api_call(
+    service: Annotated[str, typer.Argument(help="rules, lobby, ranking, bot, HOST:PORT or a full service name")],
+    method: Annotated[str, typer.Argument(help="a method name (GetView) or Service/Method")],
+    request: Annotated[str, typer.Argument(help="the request as JSON (protobuf's JSON mapping); default {}")] = "{}",
+    token: Annotated[str, typer.Option(help="bearer token (default: $COURT_TOKEN, else the signed-in session's)",
+                                       envvar="COURT_TOKEN", show_envvar=False)] = "",
+    timeout: Annotated[float, typer.Option(help="seconds (0: none, for streams)")] = 30.0,
+    count: Annotated[int, typer.Option(help="a stream: stop after this many messages (0: never)")] = 0,
+) -> None:
+    """Call a method with a JSON request, sending `authorization: Bearer TOKEN`; print each answer as JSON."""
+    import json
+
+    from .api import call
+    from .session import CliError, Endpoints, SessionStore, config_dir
+
+    out, _ = console()
+    endpoints = Endpoints.from_env()
+    if not token:
+        session = SessionStore(config_dir() / "session.json").load(endpoints.lobby) or {}
+        token = session.get("token", "")
+    try:
+        for answer in call(endpoints, service, method, request, token, timeout=timeout, count=count):
+            out.print(json.dumps(answer, indent=2, sort_keys=True), markup=False, soft_wrap=True)
+    except CliError as exc:
+        _fail(str(exc))
+
+
 def _fail(message: str) -> None:
     out, _ = console()
-    out.print(Text(f"court: {message}", style="bold red"))
+    out.print(Text(f"court: {message}", style="bold red"), soft_wrap=True)
     raise typer.Exit(1)
 
 
@@ -619,15 +828,18 @@ def shown_path(path: Path) -> str:
 
 
 def _banner(out: Console, config: StackConfig) -> None:
+    from .stack import SERVICES
+
     rel = shown_path(config.state_dir)
     out.print(Text(f"Court is running (state in {rel}/, logs in {rel}/logs/):", style="bold green"))
     for name in SERVICES:
         out.print(f"  {name:<8} {config.address(name)}")
     out.print(f"  {'nats':<8} {config.nats_url} (JetStream, store {rel}/nats)")
     hint_env = "" if rel == ".state" else f"COURT_STATE_DIR={rel} "
-    out.print(Text(f"Sit down and play, in another terminal: make play   (or {hint_env}.venv/bin/court play hearts "
+    c = court_command()
+    out.print(Text(f"Sit down and play, in another terminal: make play   (or {hint_env}{c} play hearts "
                    "| queens_court | the_court | court_wars)", style="bold"))
-    out.print(f"More: {hint_env}.venv/bin/court --help · watch the event stream: {hint_env}.venv/bin/court events tail")
+    out.print(f"More: {hint_env}{c} --help · watch the event stream: {hint_env}{c} events tail")
     out.print("Ctrl-C stops everything.")
 
 
@@ -691,6 +903,8 @@ def stack_up(
 ) -> None:
     """Start NATS and the four services, wait until healthy, show a bot game; Ctrl-C stops it all."""
     out, fancy = console()
+    from .stack import StackError
+
     check = _check_level_or_exit(level)
     config = StackConfig.from_env(free_ports=free_ports, state_dir=state_dir)
     stack = LocalStack(config, progress=lambda msg: out.print(Text(f"  {msg}", style="dim")))
@@ -737,6 +951,8 @@ def _check_level_or_exit(level: str) -> str:
 def stack_status() -> None:
     """Is a local stack running, where, and is every service healthy?"""
     out, _ = console()
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
     config = StackConfig.from_env()
     info = LocalStack.read_stack_file(config.state_dir)
     if not info:
@@ -759,6 +975,7 @@ def stack_status() -> None:
 # commands that live in their own modules (kept out of this file to keep it short)
 from . import simulate as _simulate  # noqa: E402
 from .analytics import analytics_app  # noqa: E402
+from .session import SERVICES as CLIENT_SERVICES  # noqa: E402
 
 app.command("simulate")(_simulate.command)
 app.add_typer(analytics_app, name="analytics")

@@ -5,7 +5,7 @@ Accepted, in this order:
 * a number from the list of legal actions the client shows (``3``);
 * a command: ``h``/``help``, ``hint`` (ask the bot service), ``t``/``table`` (show the table
   again), ``q``/``quit`` (leave; the game stays saved);
-* the canonical JSON of RULES.md (``{"type": "play", "card": "2C"}``);
+* the canonical JSON of docs/rules/ (``{"type": "play", "card": "2C"}``);
 * a short form: the action type, then its fields in order, the type left out for a game's
   everyday action: ``5H 1 left`` (Queen's Court: card, target seat, pile), ``2C`` (Hearts),
   ``pass QS AH KH``, ``place 0`` / ``new`` / ``bank`` (The Court), ``attack Q 2 1 K court``

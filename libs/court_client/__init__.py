@@ -3,7 +3,7 @@ safe retries (the terminal client, the bot service, tests and benchmarks use it)
 
 * ``RulesClient``: the rules service (``court_client.rules``)
 * ``LobbyClient``, ``RankingClient``, ``BotClient``: the other services (``court_client.services``)
-* ``action(game, json)`` / ``action_json(action)``: typed actions and RULES.md's JSON
+* ``action(game, json)`` / ``action_json(action)``: typed actions and the canonical JSON of docs/rules/
 * ``view_dict(view)``: a view's engine part as a dict
 """
 

@@ -28,7 +28,7 @@ from .base import RETRY_MUTATING, RETRY_READ, ServiceClient, new_request_id
 
 
 def action(game: str, d: Mapping[str, Any]) -> actions_pb2.Action:
-    """A typed action from RULES.md's canonical JSON (``{"type": "play", "card": "2C"}``)."""
+    """A typed action from the canonical JSON of docs/rules/ (``{"type": "play", "card": "2C"}``)."""
     return kactions.from_json(game, d)
 
 

@@ -7,7 +7,7 @@ Every game module under ``court_games.games`` exposes the same small interface
   ``options_from_dict(d) -> Options`` validates a JSON mapping (raising
   ``InvalidOptions``) and ``options_to_dict(o) -> dict`` is its inverse.
 * ``new_game(options, seed, decks=None) -> State``: ``decks`` replaces
-  shuffling exactly as RULES.md's test-vector section says (a list of decks,
+  shuffling exactly as docs/rules/README.md's test-vector section says (a list of decks,
   top card first, as card strings); a deck the game needs that is not given is
   shuffled with ``seeded_shuffle(seed, ...)``.
 * ``start(options, seed, decks=None) -> (State, tuple[Event, ...])``: the same
@@ -26,11 +26,11 @@ Every game module under ``court_games.games`` exposes the same small interface
   untouched, since states are immutable). ``emit=False`` skips building events
   (bots' playouts).
 * ``action_to_json(action, player) -> dict`` / ``action_from_json(d) -> Action``:
-  the canonical JSON forms of RULES.md (``action_from_json`` raises
+  the canonical JSON forms of docs/rules/ (``action_from_json`` raises
   ``InvalidAction`` on malformed input).
 * ``view(state, seat) -> dict``: what ``seat`` may see (``None``: a spectator,
   who sees no hand). Never another player's hand, the deck order or the seed.
-* ``is_terminal(state) -> bool``, ``result(state) -> dict`` (RULES.md's result
+* ``is_terminal(state) -> bool``, ``result(state) -> dict`` (the result shape of docs/rules/
   shape).
 """
 
@@ -141,7 +141,7 @@ def suit_of(card: str) -> str:
 
 
 def card_sort_key(card: str) -> tuple[int, int]:
-    """RULES.md's order: by suit C D H S, then rank 2..A; jokers and gloves last."""
+    """The card order of docs/rules/README.md: by suit C D H S, then rank 2..A; jokers and gloves last."""
     if card_ok(card):
         return (SUITS.index(card[1]), RANKS.index(card[0]))
     return (len(SUITS), {"BJ": 0, "RJ": 1, "GL": 2}.get(card, 3))

@@ -1,4 +1,4 @@
-"""Replays RULES.md test vectors: ``court-vectors FILE.json...``.
+"""Replays test vectors (docs/rules/README.md): ``court-vectors FILE.json...``.
 
 Prints one JSON object per file (a JSON list when given several)::
 

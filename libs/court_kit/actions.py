@@ -1,4 +1,4 @@
-"""Typed actions (``court.rules.v1.Action``) to and from RULES.md's canonical JSON.
+"""Typed actions (``court.rules.v1.Action``) to and from the canonical JSON of docs/rules/.
 
 The proto is laid out so the conversion is mechanical: the per-game oneof case
 is the canonical ``type``, inner field names are the canonical keys. Three

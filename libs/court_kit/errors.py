@@ -55,6 +55,12 @@ class AlreadyExists(ServiceError):
     code = grpc.StatusCode.ALREADY_EXISTS
 
 
+class ResourceExhausted(ServiceError):
+    """A rate limit: the message says when to try again."""
+
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
 def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
     """The status code and message for a known error; ``None`` for a bug. The message is clipped
     (``checks.clip``), so no input echoed into it can push the status past gRPC's metadata limit."""

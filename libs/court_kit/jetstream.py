@@ -27,7 +27,20 @@ ERR_WRONG_LAST_SEQUENCE = 10071
 ERR_STREAM_NAME_IN_USE = 10058
 
 
-async def connect(servers: Sequence[str] | str, name: str, *, give_up_after: float | None = None) -> NATS:
+def connect_options(settings: Any) -> dict[str, Any]:
+    """The NATS identity and TLS a service's settings name (COURT_NATS_USER/PASSWORD/CA)."""
+    opts: dict[str, Any] = {}
+    if settings.nats_user:
+        opts.update(user=settings.nats_user, password=settings.nats_password)
+    if settings.nats_ca:
+        import ssl  # noqa: PLC0415
+
+        opts["tls"] = ssl.create_default_context(cafile=settings.nats_ca)
+    return opts
+
+
+async def connect(servers: Sequence[str] | str, name: str, *, give_up_after: float | None = None,
+                  user: str = "", password: str = "", tls: Any = None) -> NATS:
     """Connect, waiting for the server as long as it takes (or ``give_up_after`` seconds, then
     ``TimeoutError``); once connected the client reconnects forever on its own. nats-py retries
     the first connection itself when reconnects are unlimited, every ``reconnect_time_wait``."""
@@ -43,8 +56,15 @@ async def connect(servers: Sequence[str] | str, name: str, *, give_up_after: flo
         log.info("nats reconnected")
 
     nc = NATS()
+    auth: dict[str, Any] = {}
+    if user:
+        # an inbox of its own: the permissions let each identity subscribe only to its own replies
+        auth.update(user=user, password=password, inbox_prefix=f"_INBOX_{user}")
+    if tls is not None:
+        auth.update(tls=tls)
     attempt = nc.connect(
         servers=urls,
+        **auth,
         name=name,
         allow_reconnect=True,
         max_reconnect_attempts=-1,

@@ -34,7 +34,7 @@ from . import logging as klog
 from .errors import InvalidArgument, Unauthenticated, status_for
 from .metrics import GRPC_REQUESTS, GRPC_SECONDS
 from .settings import ConfigError, Settings, listen_host_port
-from .tokens import Identity, TokenError, Verifier
+from .tokens import Identity, TokenError, Verifier, preflight
 
 log = klog.get_logger("court_kit.server")
 
@@ -43,6 +43,7 @@ _REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("court_request
 
 OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 MAX_MESSAGE = 8 * 1024 * 1024
+MAX_STREAMS = 100
 
 
 def current_identity() -> Identity:
@@ -57,21 +58,54 @@ def current_request_id() -> str:
     return _REQUEST_ID.get()
 
 
-def create_server(address: str, *, interceptors: Sequence[Any] = (), options: Iterable[tuple[str, Any]] = ()
-                  ) -> tuple[grpc.aio.Server, int]:
+def _read(path: str, what: str) -> bytes:
+    try:
+        return open(path, "rb").read()
+    except OSError as exc:
+        raise ConfigError(f"{what}: cannot read {path!r}: {exc.strerror}") from None
+
+
+def server_credentials(settings: Settings) -> grpc.ServerCredentials | None:
+    """TLS for the gRPC server when COURT_TLS_CERT/KEY are set (then plaintext clients are refused)."""
+    if not settings.tls_cert:
+        return None
+    return grpc.ssl_server_credentials([(_read(settings.tls_key, "COURT_TLS_KEY"),
+                                         _read(settings.tls_cert, "COURT_TLS_CERT"))])
+
+
+def client_channel(target: str, settings: Settings, options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
+    """A channel to another service: TLS verified against COURT_TLS_CA when set, else plaintext."""
+    opts = [("grpc.max_receive_message_length", settings.max_message_bytes),
+            ("grpc.max_send_message_length", settings.max_message_bytes), *options]
+    if settings.tls_ca:
+        creds = grpc.ssl_channel_credentials(root_certificates=_read(settings.tls_ca, "COURT_TLS_CA"))
+        return grpc.aio.secure_channel(target, creds, options=opts)
+    return grpc.aio.insecure_channel(target, options=opts)
+
+
+def create_server(address: str, *, interceptors: Sequence[Any] = (), options: Iterable[tuple[str, Any]] = (),
+                  settings: Settings | None = None) -> tuple[grpc.aio.Server, int]:
+    """A grpc.aio server on ``address``. With ``settings``: its TLS, message size and stream limits."""
+    max_message = settings.max_message_bytes if settings is not None else MAX_MESSAGE
+    max_streams = settings.max_streams if settings is not None else MAX_STREAMS
     server = grpc.aio.server(
         interceptors=list(interceptors),
         options=[
             ("grpc.so_reuseport", 0),  # a taken port is an error, not a silent second listener
-            ("grpc.max_receive_message_length", MAX_MESSAGE),
-            ("grpc.max_send_message_length", MAX_MESSAGE),
+            ("grpc.max_receive_message_length", max_message),
+            ("grpc.max_send_message_length", max_message),
+            ("grpc.max_concurrent_streams", max_streams),  # per client connection
             ("grpc.keepalive_time_ms", 30_000),
             ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
             *options,
         ],
     )
+    creds = server_credentials(settings) if settings is not None else None
     try:
-        port = server.add_insecure_port(listen_host_port(address))
+        if creds is not None:
+            port = server.add_secure_port(listen_host_port(address), creds)
+        else:
+            port = server.add_insecure_port(listen_host_port(address))
     except RuntimeError as exc:
         raise ConfigError(f"cannot listen on {address!r}: {exc}") from exc
     if not port:
@@ -79,13 +113,34 @@ def create_server(address: str, *, interceptors: Sequence[Any] = (), options: It
     return server, port
 
 
-async def add_health_and_reflection(server: grpc.aio.Server, service_names: Sequence[str]) -> HealthServicer:
+async def add_health_and_reflection(server: grpc.aio.Server, service_names: Sequence[str], *,
+                                    reflection_on: bool = True, health_listen: str = "") -> HealthServicer:
+    """Health (always) and server reflection (``reflection_on``: COURT_REFLECTION, off in prod).
+
+    ``health_listen`` (COURT_HEALTH_LISTEN) also serves the same health, and nothing else, on a
+    plaintext port of its own, stopped with ``server``: the kubelet's gRPC probes cannot speak TLS."""
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    if health_listen:
+        probe = grpc.aio.server(options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", 4096),
+                                         ("grpc.max_concurrent_streams", 16)])
+        health_pb2_grpc.add_HealthServicer_to_server(health, probe)
+        if not probe.add_insecure_port(listen_host_port(health_listen)):
+            raise ConfigError(f"cannot listen on COURT_HEALTH_LISTEN {health_listen!r}")
+        await probe.start()
+        main_stop = server.stop
+
+        async def stop_both(grace: float | None) -> None:
+            await main_stop(grace)
+            await probe.stop(None)
+
+        server.stop = stop_both  # type: ignore[method-assign]
     for name in ("", *service_names):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
-    names = (*service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME)
-    reflection.enable_server_reflection(names, server)
+    if reflection_on:
+        names = (*service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                 reflection.SERVICE_NAME)
+        reflection.enable_server_reflection(names, server)
     return health
 
 
@@ -286,6 +341,7 @@ def run_service(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], a
     args = parser.parse_args(argv)
     try:
         settings = Settings.load(name)
+        preflight(settings)  # keys and secrets: missing, default, development or short ones stop us here
         if check is not None:
             check(settings)
     except ConfigError as exc:

@@ -1,14 +1,34 @@
 """Typed settings, parsed once from the ``COURT_`` environment.
 
-ARCHITECTURE.md's contract with operators and tests ("Starting and configuring
-a service")::
+The contract with operators and tests (every service starts and is configured
+the same way)::
 
     COURT_ENV              dev | prod (anything but "dev" demands a real secret)
     COURT_NATS_URL         default nats://127.0.0.1:4222 (comma-separated for a cluster)
     COURT_LISTEN           gRPC listen address; rules 127.0.0.1:50051, lobby :50052,
                            ranking :50053, bot :50054 (":PORT" listens on every interface)
     COURT_DATABASE_URL     lobby and ranking; default sqlite:///<state dir>/<service>.db
-    COURT_TOKEN_SECRET     HS256 signing key; a development default only when COURT_ENV=dev
+    COURT_TOKEN_KEYS       path of the token key set: the Ed25519 public keys every service
+                           verifies bearer tokens with (JWKS-like JSON, court_kit.tokens)
+    COURT_SIGNING_KEY      path of this service's own private key (lobby and bot only: the
+                           others mint nothing)
+    COURT_ID_SECRET        the secret game ids and bot decisions are derived with (rules, bot;
+                           32+ characters), never a token key
+    COURT_NATS_USER, COURT_NATS_PASSWORD
+                           this service's NATS identity (court_kit.natsauth); empty: anonymous
+    COURT_NATS_CA          CA bundle (PEM) that signs the NATS servers' certificates: TLS to NATS
+    COURT_TLS_CERT, COURT_TLS_KEY
+                           PEM certificate chain and key: the gRPC server speaks TLS only
+    COURT_TLS_CA           PEM bundle that signs the other services' certificates: calls to them
+                           (COURT_RULES_ADDR, ...) use TLS
+    COURT_HEALTH_LISTEN    a second, plaintext port serving only grpc.health.v1 (for kubelet probes,
+                           which cannot speak TLS); empty: health only on COURT_LISTEN
+    COURT_REFLECTION       on | off: gRPC server reflection (default on in dev, off otherwise)
+    COURT_MAX_MESSAGE_BYTES  largest gRPC message in or out (default 8 MiB)
+    COURT_MAX_STREAMS      concurrent calls (HTTP/2 streams) per client connection (default 100)
+    COURT_TOKEN_KEYS_RELOAD  seconds between checks of the key set file for a rotation (default 10)
+                           With COURT_ENV=dev and none of the three set, development keys and an
+                           id secret are generated once under <state>/keys/.
     COURT_RULES_ADDR, COURT_LOBBY_ADDR, COURT_RANKING_ADDR, COURT_BOT_ADDR
                            where the other services answer (defaults: their loopback ports)
     COURT_STATE_DIR        default ./.state
@@ -35,7 +55,6 @@ from typing import Any
 SERVICES = ("rules", "lobby", "ranking", "bot", "analytics")
 GRPC_PORTS = {"rules": 50051, "lobby": 50052, "ranking": 50053, "bot": 50054, "analytics": 50055}
 METRICS_PORTS = {"rules": 9101, "lobby": 9102, "ranking": 9103, "bot": 9104, "analytics": 9105}
-DEV_TOKEN_SECRET = "court-dev-secret-not-for-production"
 LOG_FORMATS = ("json", "console")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -63,6 +82,15 @@ def _int(name: str, raw: str, lo: int, hi: int) -> int:
     return v
 
 
+def _bool(name: str, raw: str) -> bool:
+    v = raw.strip().lower()
+    if v in ("on", "true", "1", "yes"):
+        return True
+    if v in ("off", "false", "0", "no"):
+        return False
+    raise ConfigError(f"{name} must be on or off, got {raw!r}")
+
+
 def _float(name: str, raw: str, lo: float) -> float:
     try:
         v = float(raw)
@@ -86,7 +114,19 @@ class Settings:
     nats_url: str = "nats://127.0.0.1:4222"
     listen: str = ""
     database_url: str = ""
-    token_secret: str = field(default="", repr=False)
+    token_keys: str = ""
+    signing_key: str = ""
+    id_secret: str = field(default="", repr=False)
+    nats_user: str = ""
+    nats_password: str = field(default="", repr=False)
+    nats_ca: str = ""
+    tls_cert: str = ""
+    tls_key: str = ""
+    tls_ca: str = ""
+    reflection: bool = False
+    health_listen: str = ""
+    max_message_bytes: int = 8 * 1024 * 1024
+    max_streams: int = 100
     rules_addr: str = f"127.0.0.1:{GRPC_PORTS['rules']}"
     lobby_addr: str = f"127.0.0.1:{GRPC_PORTS['lobby']}"
     ranking_addr: str = f"127.0.0.1:{GRPC_PORTS['ranking']}"
@@ -116,14 +156,26 @@ class Settings:
 
         mode = get("ENV", "prod").strip().lower() or "prod"
         state_dir = Path(get("STATE_DIR", ".state"))
-        secret = get("TOKEN_SECRET", "")
         values: dict[str, Any] = {
             "service": service,
             "env": mode,
             "nats_url": get("NATS_URL", "nats://127.0.0.1:4222"),
             "listen": get("LISTEN", f"127.0.0.1:{GRPC_PORTS[service]}"),
             "database_url": get("DATABASE_URL", ""),
-            "token_secret": secret,
+            "token_keys": get("TOKEN_KEYS", ""),
+            "signing_key": get("SIGNING_KEY", ""),
+            "id_secret": get("ID_SECRET", ""),
+            "nats_user": get("NATS_USER", ""),
+            "nats_password": get("NATS_PASSWORD", ""),
+            "nats_ca": get("NATS_CA", ""),
+            "tls_cert": get("TLS_CERT", ""),
+            "tls_key": get("TLS_KEY", ""),
+            "tls_ca": get("TLS_CA", ""),
+            "health_listen": get("HEALTH_LISTEN", ""),
+            "reflection": _bool("COURT_REFLECTION", get("REFLECTION", "on" if mode == "dev" else "off")),
+            "max_message_bytes": _int("COURT_MAX_MESSAGE_BYTES", get("MAX_MESSAGE_BYTES", str(8 * 1024 * 1024)),
+                                      1024, 64 * 1024 * 1024),
+            "max_streams": _int("COURT_MAX_STREAMS", get("MAX_STREAMS", "100"), 1, 10_000),
             "rules_addr": get("RULES_ADDR", cls.rules_addr),
             "lobby_addr": get("LOBBY_ADDR", cls.lobby_addr),
             "ranking_addr": get("RANKING_ADDR", cls.ranking_addr),
@@ -139,17 +191,24 @@ class Settings:
         values["extra"] = {k: v for k, v in env.items() if k.startswith("COURT_") and k not in known}
         values.update(overrides)
         values["state_dir"] = Path(values["state_dir"])
-        if not values["token_secret"] and values["env"] == "dev":
-            values["token_secret"] = DEV_TOKEN_SECRET
+        if values["env"] == "dev" and not (values["token_keys"] or values["signing_key"] or values["id_secret"]):
+            from .tokens import ensure_dev_keys, signing_services  # noqa: PLC0415 - tokens imports settings
+
+            dev = ensure_dev_keys(values["state_dir"])
+            values["token_keys"] = str(dev.key_set)
+            if service in signing_services():
+                values["signing_key"] = str(dev.signing_key(service))
+            values["id_secret"] = dev.id_secret()
         if not values["database_url"]:
             values["database_url"] = f"sqlite:///{values['state_dir'] / (service + '.db')}"
         return cls(**values)
 
     def __post_init__(self) -> None:
-        if not self.token_secret:
+        if not self.token_keys:
             raise ConfigError(
-                "COURT_TOKEN_SECRET is not set: every service needs the token signing key "
-                "(set COURT_ENV=dev to use the development key locally)"
+                "COURT_TOKEN_KEYS is not set: every service needs the token key set, the path of a JSON file "
+                "of Ed25519 public keys (court-keys keyset makes one; set COURT_ENV=dev to generate "
+                "development keys under the state folder)"
             )
         if not self.listen:
             object.__setattr__(self, "listen", f"127.0.0.1:{GRPC_PORTS.get(self.service, 0)}")
@@ -159,8 +218,11 @@ class Settings:
             raise ConfigError(f"COURT_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
         _check_address("COURT_LISTEN", self.listen)
         _check_address("COURT_METRICS_LISTEN", self.metrics_listen, allow_empty=True)
+        _check_address("COURT_HEALTH_LISTEN", self.health_listen, allow_empty=True)
         for name in ("rules_addr", "lobby_addr", "ranking_addr", "bot_addr"):
             _check_address(f"COURT_{name.upper()}", getattr(self, name))
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ConfigError("COURT_TLS_CERT and COURT_TLS_KEY go together: set both (TLS) or neither")
         if not self.nats_url.startswith(("nats://", "tls://", "ws://", "wss://")):
             raise ConfigError(f"COURT_NATS_URL must be a nats:// URL, got {self.nats_url!r}")
 

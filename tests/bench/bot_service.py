@@ -45,12 +45,11 @@ from court_client import RulesClient
 from court_games.registry import GAME_NAMES
 from court_kit import logging as klog
 from court_kit.settings import Settings
-from court_kit.tokens import issue_token
 from court_proto.court.bot.v1 import bot_pb2, bot_pb2_grpc
 
+from tests.fixtures import keys
 from tests.fixtures.nats import BinaryNats
 
-SECRET = "bench-secret-0123456789abcdef0123456789"
 SAMPLES = 150  # suggestions per game and level
 OPTIONS: dict[str, tuple[dict[str, Any], int]] = {
     "queens_court": ({"players": 4}, 4),
@@ -68,7 +67,7 @@ def pct(xs: list[float], q: float) -> float:
 def settings(service: str, nats_url: str, **kw: Any) -> Settings:
     # the environment's COURT_BOT_* settings apply (budgets, decision threads); the rest is ours
     return Settings.load(service, None, nats_url=nats_url, listen="127.0.0.1:0", metrics_listen="",
-                         token_secret=SECRET, env="bench", **kw)
+                         env="bench", **{**keys.overrides(service), **kw})
 
 
 async def suggest_samples(bot: BotApp, rules: RulesClient, hint: Any, token_md: Any, game: str, level: str,
@@ -131,7 +130,7 @@ class RulesProcess:
 
     def __init__(self, nats_url: str):
         env = {**os.environ, "COURT_NATS_URL": nats_url, "COURT_LISTEN": "127.0.0.1:0", "COURT_METRICS_LISTEN": "",
-               "COURT_TOKEN_SECRET": SECRET, "COURT_ENV": "bench", "COURT_LOG_LEVEL": "info"}
+               **keys.env("rules"), "COURT_ENV": "bench", "COURT_LOG_LEVEL": "info"}
         self.proc = subprocess.Popen([sys.executable, "-m", "court_rules"], env=env, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE)
         self.address = ""
@@ -171,12 +170,12 @@ async def measure(stack: contextlib.AsyncExitStack, nats_url: str, games: list[s
     config = BotConfig.from_settings(bot_settings)
     suggest_bot = await BotApp.start(bot_settings, config=BotConfig.from_settings(bot_settings, consume=False))
     stack.push_async_callback(suggest_bot.kill)
-    player = RulesClient(rules_addr, issue_token(SECRET, "bench", "player"))
+    player = RulesClient(rules_addr, keys.token("bench", "player"))
     stack.push_async_callback(player.close)
     channel = grpc.aio.insecure_channel(suggest_bot.address)
     stack.push_async_callback(channel.close)
     hint = bot_pb2_grpc.BotServiceStub(channel)
-    md = (("authorization", f"Bearer {issue_token(SECRET, 'bench', 'player')}"),)
+    md = (("authorization", f"Bearer {keys.token('bench', 'player')}"),)
     print(f"suggest: {samples} positions per game and level, budgets {config.budgets_ms} ms; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"{'game':<13}{'level':<10}{'budget':>7}{'decide p50':>12}{'decide p99':>12}{'cpu p99':>9}"
@@ -193,7 +192,7 @@ async def measure(stack: contextlib.AsyncExitStack, nats_url: str, games: list[s
                   f"{r99:>9.2f}  {'yes' if d99 < budget else 'NO'}")
     turn_bot = await BotApp.start(bot_settings, config=config)
     stack.push_async_callback(turn_bot.kill)
-    lobby = RulesClient(rules_addr, issue_token(SECRET, "lobby", "service"))
+    lobby = RulesClient(rules_addr, keys.token("lobby", "service"))
     stack.push_async_callback(lobby.close)
     print("turns: one all-bot game per game, levels round the table")
     for game in games:

@@ -35,15 +35,14 @@ from typing import Any
 
 import grpc
 from court_client import RulesClient
-from court_kit.tokens import issue_token
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from nats import connect as nats_connect
 
+from tests.fixtures import keys
 from tests.fixtures.nats import BinaryNats, free_port
 
 GAMES = int(os.environ.get("BENCH_GAMES", "64"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))
-SECRET = "bench-secret-0123456789abcdef0123456789"
 # short games keep creation in the mix without dominating it
 FLOOR_EVENTS = 2  # every move publishes ActionApplied and TurnStarted (or GameEnded), at least
 GAME_MIX = [("hearts", {"limit": 20}, 4), ("queens_court", {"players": 3}, 3),
@@ -114,7 +113,7 @@ async def _player_driver(lobby: RulesClient, deadline: float, rng: random.Random
         players = [f"p{k}-{i}" for i in range(n)]
         for p in players:
             if p not in clients:
-                clients[p] = RulesClient(lobby.channel, issue_token(SECRET, p, "player"))
+                clients[p] = RulesClient(lobby.channel, keys.token(p, "player"))
         created = await lobby.create_game(game, players, options)
         gid = created.game_id
         stats.games += 1
@@ -133,8 +132,8 @@ async def _player_driver(lobby: RulesClient, deadline: float, rng: random.Random
 async def _measure_service(target: str, mode: str, nats_url: str) -> Stats:
     stats = Stats()
     rng = random.Random(mode)
-    async with RulesClient(target, issue_token(SECRET, "bench-lobby", "service")) as lobby:
-        bots = RulesClient(lobby.channel, issue_token(SECRET, "bench-bots", "bot"))
+    async with RulesClient(target, keys.token("bench-lobby", "service")) as lobby:
+        bots = RulesClient(lobby.channel, keys.token("bench-bots", "bot"))
         # warm up (caches, channels), then measure
         warm = time.perf_counter() + 1.0
         await asyncio.gather(*(_bot_driver(lobby, bots, warm, random.Random(i), Stats(), i) for i in range(4)))
@@ -188,7 +187,7 @@ async def _measure_ceiling(target: str) -> tuple[float, list[float]]:
 def _start_rules(nats_url: str, state_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     env = {**os.environ, "COURT_NATS_URL": nats_url, "COURT_LISTEN": f"127.0.0.1:{port}",
-           "COURT_METRICS_LISTEN": "", "COURT_TOKEN_SECRET": SECRET, "COURT_LOG_LEVEL": "warning",
+           "COURT_METRICS_LISTEN": "", **keys.env("rules"), "COURT_LOG_LEVEL": "warning",
            "COURT_STATE_DIR": str(state_dir), "COURT_ENV": "bench"}
     exe = Path(sys.executable).parent / "court-rules"
     proc = subprocess.Popen([str(exe)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

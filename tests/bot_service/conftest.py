@@ -21,14 +21,13 @@ from court_bot.config import BotConfig
 from court_client import RulesClient
 from court_games.registry import GAME_NAMES
 from court_kit.settings import Settings
-from court_kit.tokens import issue_token
 from court_proto.court.bot.v1 import bot_pb2, bot_pb2_grpc
 from court_proto.court.rules.v1 import rules_pb2
 from court_rules.app import RulesApp
 
+from tests.fixtures import keys
 from tests.fixtures.nats import make_nats
 
-SECRET = "bot-test-secret-0123456789abcdef012345"
 # Test budgets: shorter than production so whole games stay quick; the bench measures the real ones.
 TEST_BUDGETS = {"random": 5.0, "heuristic": 20.0, "expert": 15.0}
 ACK_WAIT = 1.0  # seconds before a dead replica's turn goes to another one
@@ -65,12 +64,12 @@ def bot_seats(game: str, n: int) -> list[str]:
 
 
 def token(sub: str, role: str = "player", ttl: float = 3600) -> str:
-    return issue_token(SECRET, sub, role, ttl)
+    return keys.token(sub, role, ttl)
 
 
 def settings_for(service: str, nats_url: str, **overrides: Any) -> Settings:
     values: dict[str, Any] = {"nats_url": nats_url, "listen": "127.0.0.1:0", "metrics_listen": "",
-                              "token_secret": SECRET, "env": "test", "shutdown_grace": 1.0, **overrides}
+                              **keys.overrides(service), "env": "test", "shutdown_grace": 1.0, **overrides}
     return Settings.load(service, {}, **values)
 
 
@@ -174,7 +173,7 @@ class Stack:
     async def start_bot_process(self, **env: str) -> BotProcess:
         assert self.rules is not None
         full = {**os.environ, "COURT_NATS_URL": self.nats.url, "COURT_LISTEN": "127.0.0.1:0",
-                "COURT_RULES_ADDR": self.rules.address, "COURT_TOKEN_SECRET": SECRET, "COURT_ENV": "test",
+                "COURT_RULES_ADDR": self.rules.address, **keys.env("bot"), "COURT_ENV": "test",
                 "COURT_METRICS_LISTEN": "", "COURT_BOT_ACK_WAIT": str(ACK_WAIT),
                 "COURT_LOG_FORMAT": "json", "COURT_LOG_LEVEL": "info",  # wait_listening reads the JSON log
                 "COURT_BOT_BUDGET_EXPERT_MS": str(TEST_BUDGETS["expert"]), **env}

@@ -64,7 +64,7 @@ def decisions(game: str, level: str) -> float:
 
 
 async def test_health_and_reflection_answer(stack: Stack) -> None:
-    bot = await stack.start_bot()
+    bot = await stack.start_bot(settings={"reflection": True})  # COURT_REFLECTION=on (off outside dev)
     async with grpc.aio.insecure_channel(bot.address) as ch:
         health = health_pb2_grpc.HealthStub(ch)
         for name in ("", SERVICE_NAME):

@@ -11,7 +11,9 @@ from court_bot.config import BotConfig
 from court_bots.levels import DEFAULT_BUDGET_MS
 from court_kit.settings import ConfigError, Settings
 
-BASE = {"COURT_TOKEN_SECRET": "config-test-secret-0123456789abcdef"}
+from tests.fixtures import keys
+
+BASE = keys.env("bot")
 
 
 def config(**env: str) -> tuple[Settings, BotConfig]:
@@ -49,7 +51,7 @@ def test_court_bot_refuses_to_start_without_a_secret(tmp_path: Path) -> None:
     proc = subprocess.run([str(script)], env={"PATH": "/usr/bin:/bin", "COURT_BOT_BUDGET_EXPERT_MS": "45"},
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 2
-    assert "COURT_TOKEN_SECRET" in proc.stderr
+    assert "COURT_TOKEN_KEYS" in proc.stderr
     proc = subprocess.run([str(script)], env={"PATH": "/usr/bin:/bin", "COURT_ENV": "dev",
                                               "COURT_BOT_BUDGET_EXPERT_MS": "-3"},
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)

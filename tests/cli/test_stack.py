@@ -3,6 +3,7 @@ played, Ctrl-C stops every process, and a second start finds the game and the ba
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -10,6 +11,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import nats
 import pytest
 from court_cli.stack import SERVICES, free_port
 
@@ -64,6 +66,18 @@ def stop(proc: subprocess.Popen[str], out: Output, pids: list[int]) -> None:
     assert not left, f"still running after Ctrl-C: {left}"
 
 
+def anonymous_nats_refused(url: str) -> bool:
+    async def attempt() -> bool:
+        try:
+            nc = await nats.connect(url, allow_reconnect=False, connect_timeout=5)
+        except Exception as exc:  # noqa: BLE001 - the refusal's type varies by nats-py version
+            return "authorization" in str(exc).lower()
+        await nc.close()
+        return False
+
+    return asyncio.run(attempt())
+
+
 def running_pids(state: Path) -> list[int]:
     info = json.loads((state / "stack.json").read_text())
     return [info["launcher_pid"], info["nats_pid"], *(s["pid"] for s in info["services"].values())]
@@ -101,6 +115,9 @@ def test_make_run_plays_a_bot_game_stops_on_ctrl_c_and_finds_it_again(tmp_path: 
                      "--no-play")
         bobs_game = re.search(r"Game (g[0-9a-f]+) started", made).group(1)
         assert "Bob: 900 rank points" in court(env, "rank")
+        # NATS runs with per-service users: `court events` reads as analytics, anonymous is refused
+        assert bobs_game in court(env, "events", "tail", "--game-id", bobs_game, "--from-start", "--count", "1", "--json")
+        assert anonymous_nats_refused(env["COURT_NATS_URL"])
 
         shown = max(int(m.group(1)) for m in out.wait_for(rf"^\[{game[:9]} move (\d+)\]", 1))
         stop(first, out, pids)

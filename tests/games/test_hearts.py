@@ -1,4 +1,4 @@
-"""Hearts (RULES.md section 2): scripted rule edges, save points, events, views and properties."""
+"""Hearts (docs/rules/hearts.md): scripted rule edges, save points, events, views and properties."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Differential test: our Hearts engine against OpenSpiel's ``hearts`` (C++, via pyspiel).
 
-RULES.md section 2 says OpenSpiel's ``hearts`` with ``qs_breaks_hearts=False`` (every other
+docs/rules/hearts.md says OpenSpiel's ``hearts`` with ``qs_breaks_hearts=False`` (every other
 parameter at its default: passing on, no points on the first trick, 2C must open, hearts must be
 broken, a leader with only QS and hearts must lead QS) plays exactly our rules for one hand. We
 play thousands of hands side by side with the same deal and the same choices and compare, at every

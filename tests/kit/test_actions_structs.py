@@ -1,4 +1,4 @@
-"""Typed actions <-> RULES.md's canonical JSON, and dicts <-> Struct."""
+"""Typed actions <-> the canonical JSON of docs/rules/, and dicts <-> Struct."""
 
 from __future__ import annotations
 

@@ -20,14 +20,14 @@ from court_kit import errors
 from court_kit.metrics import start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, current_identity
 from court_kit.settings import ConfigError
-from court_kit.tokens import Verifier, issue_token
+from court_kit.tokens import Signer, Verifier, issue_token
 from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from tests.fixtures import keys
 from tests.fixtures.nats import free_port, make_nats
 
-SECRET = "kit-server-secret-0123456789abcdef0123"
 RAISES: dict[str, BaseException] = {
     "g-illegal": IllegalAction({"type": "play"}, "you do not hold 5H"),
     "g-turn": NotYourTurn({"type": "play"}, "it is seat 2's turn"),
@@ -55,7 +55,7 @@ class Probe(rules_pb2_grpc.RulesServiceServicer):
 
 @pytest.fixture
 async def probe_server() -> Any:
-    server, port = create_server("127.0.0.1:0", interceptors=[EdgeInterceptor(Verifier(SECRET))])
+    server, port = create_server("127.0.0.1:0", interceptors=[EdgeInterceptor(Verifier(keys.KEY_SET, "court-rules"))])
     rules_pb2_grpc.add_RulesServiceServicer_to_server(Probe(), server)
     health = await add_health_and_reflection(server, ["court.rules.v1.RulesService"])
     await server.start()
@@ -66,7 +66,7 @@ async def probe_server() -> Any:
 
 
 def _md(sub: str = "alice", role: str = "player") -> tuple[tuple[str, str], ...]:
-    return (("authorization", f"Bearer {issue_token(SECRET, sub, role)}"), ("x-request-id", "req-42"))
+    return (("authorization", f"Bearer {keys.token(sub, role)}"), ("x-request-id", "req-42"))
 
 
 async def test_errors_map_to_status_codes_once(probe_server: Any) -> None:
@@ -98,7 +98,7 @@ async def test_errors_map_to_status_codes_once(probe_server: Any) -> None:
 
 async def test_missing_or_bad_tokens_are_unauthenticated(probe_server: Any) -> None:
     stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
-    for md in [(), (("authorization", "Bearer nope"),), (("authorization", issue_token("x" * 40, "a", "player")),)]:
+    for md in [(), (("authorization", "Bearer nope"),), (("authorization", issue_token(Signer.generate("court-lobby"), "a", "player")),)]:
         with pytest.raises(grpc.aio.AioRpcError) as info:
             await stub.GetView(rules_pb2.GetViewRequest(game_id="g-fine"), metadata=md)
         assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED and info.value.details()
@@ -145,7 +145,7 @@ async def test_court_rules_process_serves_and_shuts_down_gracefully(tmp_path: Pa
     nats.start()
     port, metrics_port = free_port(), free_port()
     env = {**os.environ, "COURT_NATS_URL": nats.url, "COURT_LISTEN": f"127.0.0.1:{port}",
-           "COURT_METRICS_LISTEN": f"127.0.0.1:{metrics_port}", "COURT_TOKEN_SECRET": SECRET,
+           "COURT_METRICS_LISTEN": f"127.0.0.1:{metrics_port}", **keys.env("rules"),
            "COURT_LOG_FORMAT": "json", "COURT_SHUTDOWN_GRACE": "5", "COURT_STATE_DIR": str(tmp_path / "state")}
     proc = subprocess.Popen([str(Path(sys.executable).parent / "court-rules")], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)

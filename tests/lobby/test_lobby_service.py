@@ -8,7 +8,7 @@ import asyncio
 import grpc
 import pytest
 from court_kit.structs import to_struct
-from court_kit.tokens import issue_token
+from court_kit.tokens import Signer, issue_token
 from court_lobby.models import Account, Lobby, Seat
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.lobby.v1 import lobby_pb2_grpc
@@ -16,6 +16,7 @@ from court_ranking.models import Rating
 from sqlalchemy import func
 from sqlmodel import Session, select
 
+from tests.fixtures import keys
 from tests.ranking.stack import Player, Stack, fails, rid
 
 pytestmark = [pytest.mark.integration]
@@ -54,13 +55,13 @@ async def test_expired_forged_and_missing_tokens_are_refused(stack: Stack):
     before = counts(stack)
     req = lpb.CreateLobbyRequest(request_id=rid(), game="queens_court", online=True)
     to_struct({"players": 2}, req.options)
-    expired = issue_token(stack.lobby.settings.token_secret, ann.id, "player", ttl=1, now=0)
-    forged = issue_token("some-other-secret-that-is-long-enough", ann.id, "player")
+    expired = issue_token(keys.LOBBY, ann.id, "player", ttl=1, now=0)
+    forged = issue_token(Signer.generate("court-lobby", keys.LOBBY.kid), ann.id, "player")
     for token, why in ((expired, "expired"), (forged, "signature"), ("not-a-jwt", "malformed")):
         await fails(C.UNAUTHENTICATED, anon(stack).CreateLobby(req, metadata=(("authorization", f"Bearer {token}"),)),
                     why)
     await fails(C.UNAUTHENTICATED, anon(stack).CreateLobby(req), "missing")
-    bot = stack.token("bot:random", "bot")
+    bot = keys.token("bot:random", "bot", audience=["court-lobby"])  # a bot identity, even one meant for the lobby
     await fails(C.PERMISSION_DENIED, anon(stack).CreateLobby(req, metadata=(("authorization", f"Bearer {bot}"),)))
     assert counts(stack) == before
 

@@ -1,4 +1,4 @@
-"""What RULES.md section 1 says a finished online Queen's Court game pays, computed here from the
+"""What docs/rules/queens_court.md says a finished online Queen's Court game pays, computed here from the
 game's events on its own (no code shared with the ranking service or the accounting module, except
 the challenge draw, which the catalogue defines)."""
 

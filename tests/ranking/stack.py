@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
 from court_client import RulesClient
+from court_kit.natsauth import authorization_block
 from court_kit.settings import Settings
 from court_kit.structs import to_struct
-from court_kit.tokens import issue_token
 from court_lobby.app import LobbyApp
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.lobby.v1 import lobby_pb2_grpc
@@ -24,10 +24,10 @@ from court_proto.court.ranking.v1 import ranking_pb2_grpc
 from court_ranking.app import RankingApp
 from court_rules.app import RulesApp
 
-from tests.fixtures.nats import make_nats
+from tests.fixtures import keys
+from tests.fixtures.nats import BinaryNats, make_nats
 from tests.storage.db import BACKENDS, backend_url
 
-SECRET = "stack-test-secret-0123456789abcdef0123456789"
 ACK_WAIT = 2.0  # seconds before an unacknowledged event goes to another consumer (30 in production)
 
 
@@ -64,7 +64,7 @@ class Player:
     @property
     def rules(self) -> RulesClient:
         if self._rules is None:
-            self._rules = RulesClient(self.stack.rules.address, self.token)
+            self._rules = RulesClient(self.stack.channel(self.stack.rules.address), self.token)
             self.stack.closers.append(self._rules.close)
         return self._rules
 
@@ -91,10 +91,20 @@ class Player:
 
 
 class Stack:
-    def __init__(self, tmp_path: Path, db_url: str):
+    def __init__(self, tmp_path: Path, db_url: str, *, nats_users: Mapping[str, str] | None = None,
+                 nats_config: str = "", common: Mapping[str, Any] | None = None):
+        """``nats_users``: run NATS with court_kit.natsauth's users (these passwords), each service as its own;
+        ``nats_config``: more nats.conf (e.g. a tls block); ``common``: settings every service gets (TLS)."""
+        self.common = dict(common or {})
         self.tmp_path = tmp_path
         self.db_url = db_url
-        self.nats = make_nats(tmp_path / "nats")
+        self.nats_users = dict(nats_users or {})
+        if self.nats_users or nats_config:
+            config = (authorization_block(self.nats_users) if self.nats_users else "") + nats_config
+            self.nats: Any = BinaryNats(tmp_path / "nats", config=config,
+                                        scheme="tls" if "tls" in nats_config else "nats")
+        else:
+            self.nats = make_nats(tmp_path / "nats")
         self.closers: list[Any] = []
         self.rules: RulesApp
         self.ranking: RankingApp
@@ -107,8 +117,14 @@ class Stack:
                 f"sqlite:///{self.tmp_path / (service + '.db')}"
         if service == "lobby":
             extra.update(rules_addr=self.rules.address, ranking_addr=self.ranking.address)
-        values = dict(nats_url=self.nats.url, listen="127.0.0.1:0", metrics_listen="", token_secret=SECRET,
-                      env="test", state_dir=self.tmp_path / "state", **extra)
+        if service == "lobby":  # the sign-in rate limits are tested on their own (tests/security)
+            extra["extra"] = {"COURT_LOGIN_RATE": "0", "COURT_LOGIN_NAME_RATE": "0", "COURT_SIGNUP_RATE": "0"}
+        if service in self.nats_users:
+            extra.update(nats_user=service, nats_password=self.nats_users[service])
+        values = dict(nats_url=self.nats.url, listen="127.0.0.1:0", metrics_listen="", **keys.overrides(service),
+                      env="test", state_dir=self.tmp_path / "state", **self.common, **extra)
+        if "extra" in overrides and "extra" in values:
+            overrides = {**overrides, "extra": {**values["extra"], **overrides["extra"]}}
         return Settings.load(service, {}, **{**values, **overrides})
 
     async def start(self) -> None:
@@ -116,8 +132,15 @@ class Stack:
         self.rules = await RulesApp.start(self.settings("rules"), sweep_delay=0.5)
         self.ranking = await self.start_ranking()
         self.lobby = await LobbyApp.start(self.settings("lobby"))
-        self.lobby_channel = grpc.aio.insecure_channel(self.lobby.address)
-        self.ranking_channel = grpc.aio.insecure_channel(self.ranking.address)
+        self.lobby_channel = self.channel(self.lobby.address)
+        self.ranking_channel = self.channel(self.ranking.address)
+
+    def channel(self, address: str) -> grpc.aio.Channel:
+        """A client channel to one of the stack's services (TLS when the stack runs it)."""
+        if self.common.get("tls_ca"):
+            ca = Path(self.common["tls_ca"]).read_bytes()
+            return grpc.aio.secure_channel(address, grpc.ssl_channel_credentials(root_certificates=ca))
+        return grpc.aio.insecure_channel(address)
 
     async def start_ranking(self) -> RankingApp:
         return await RankingApp.start(self.settings("ranking"), ack_wait=ACK_WAIT)
@@ -151,7 +174,7 @@ class Stack:
         self.nats.stop()
 
     def token(self, sub: str, role: str, ttl: float = 3600) -> str:
-        return issue_token(SECRET, sub, role, ttl)
+        return keys.token(sub, role, ttl)
 
     async def player(self, name: str, password: str = "correct horse battery") -> Player:
         stub = lobby_pb2_grpc.LobbyServiceStub(self.lobby_channel)

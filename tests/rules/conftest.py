@@ -9,21 +9,19 @@ from typing import Any
 import pytest
 from court_client import RulesClient
 from court_kit.settings import Settings
-from court_kit.tokens import issue_token
 from court_rules.app import RulesApp
 
+from tests.fixtures import keys
 from tests.fixtures.nats import BinaryNats, ContainerNats, make_nats
 
-SECRET = "rules-test-secret-0123456789abcdef0123"
 
-
-def token(sub: str, role: str = "player", ttl: float = 3600) -> str:
-    return issue_token(SECRET, sub, role, ttl)
+def token(sub: str, role: str = "player", ttl: float = 3600, **kw: Any) -> str:
+    return keys.token(sub, role, ttl, **kw)
 
 
 def settings_for(nats_url: str, **overrides: Any) -> Settings:
     return Settings.load("rules", {}, nats_url=nats_url, listen="127.0.0.1:0", metrics_listen="",
-                         token_secret=SECRET, env="test", **overrides)
+                         env="test", **{**keys.overrides("rules"), **overrides})
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ import grpc
 import pytest
 from court_client import RulesClient, action, action_json, view_dict
 from court_kit.structs import to_dict
-from court_kit.tokens import issue_token
+from court_kit.tokens import Signer, issue_token
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2
 
-from .conftest import SECRET
+from tests.fixtures import keys
 
 PLAYERS = ["alice", "bob", "carol"]
 
@@ -40,8 +40,8 @@ async def _snapshot(t: dict[str, Any]) -> tuple[int, dict, list]:
 async def test_unauthenticated(replicas: Any, rules: Any, table: dict[str, Any]) -> None:
     gid = table["gid"]
     before = await _snapshot(table)
-    for bad in ["", "not-a-jwt", issue_token("another-secret-0123456789abcdef0123", "alice", "player"),
-                issue_token(SECRET, "alice", "player", ttl=10, now=time.time() - 3600)]:
+    for bad in ["", "not-a-jwt", issue_token(Signer.generate("court-lobby"), "alice", "player"),
+                issue_token(keys.LOBBY, "alice", "player", ttl=10, now=time.time() - 3600)]:
         c = RulesClient(rules.address, bad, retries=0)
         replicas.clients.append(c)
         code, msg = await _code(c.get_view(gid))

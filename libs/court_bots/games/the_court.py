@@ -1,6 +1,6 @@
 """Bots for The Court (``the_court``): determinization, a fast simulator, rules of thumb, search.
 
-Hidden information (RULES.md section 3, docs/rules/the_court.md): every deck's order, the other
+Hidden information (docs/rules/the_court.md): every deck's order, the other
 player's face-down Moat cards, a card the partner drew and has not shown, and a Mutual Swap vote
 cast but not yet revealed. A player knows what each colour deck holds, so the unseen cards of a
 colour are its 26 cards minus every card the view shows (towers, closed towers, discards, pile,
@@ -24,7 +24,7 @@ knows at most what a human in its seat knows.
 
 Levels (``court_bots.levels``):
 
-* ``heuristic``: a one-step greedy over an evaluation of each player's table built on the seed's
+* ``heuristic``: a one-step greedy over an evaluation of each player's table built on the original game's
   Strategy notes: Queens close the tallest clean towers (a full sum), Aces rescue frozen (Jack)
   towers and otherwise close the next tallest at half, Kings sweep the smallest tower, Jacks
   freeze the smallest tower, number cards go where they leave the most room (highest top not

@@ -1,11 +1,11 @@
-"""Court Wars (``court_wars``): RULES.md section 4, seed ``court-wars.txt``.
+"""Court Wars (``court_wars``): docs/rules/court_wars.md.
 
 Implementation notes (the interpretations this engine makes; docs/rules/court_wars.md gives
 each gap, the choice and the reason):
 
 * Courts: seat 0 plays J Q K of spades, seat 1 hearts, seat 2 clubs, seat 3 diamonds. Only the
   seated players' courts leave the pack: with 2 or 3 players the other suits' J Q K stay in the
-  pack (the seed extracts "a Jack, Queen and King of a suit for each player"); drawn on Defend they
+  pack (the original game extracts "a Jack, Queen and King of a suit for each player"); drawn on Defend they
   are discarded like any court card. ``decks[0]`` is that remaining pack, top first, and may be
   short.
 * A court is a card with a stack of guards (bottom first). A guard fits on a standing court whose
@@ -90,7 +90,7 @@ class Options:
 
     players: 2 to 4.
     jokers: play the 54-card pack with both jokers (default) or the 52-card pack.
-    equal_guards: the seed's variation: a guard may cover a guard of equal value.
+    equal_guards: the original game's variation: a guard may cover a guard of equal value.
     turn_limit: the game ends after this many turns (tie-break: most standing courts, then
         highest total defence, then shared).
     """

@@ -1,4 +1,4 @@
-"""Hearts (``hearts``): RULES.md section 2, seed ``hearts.txt``.
+"""Hearts (``hearts``): docs/rules/hearts.md.
 
 Implementation notes (the interpretations this engine makes; docs/rules/hearts.md lists each gap,
 the choice and the reason):
@@ -32,7 +32,7 @@ the choice and the reason):
   deals come as events of the ``apply`` that ends the previous hand.
 
 Representation (built for playouts): a card is an int ``suit * 13 + rank`` (suits C D H S, ranks
-2..A), so ids ascend in RULES.md's card order and ``STANDARD_DECK[id]`` is its name. Hands are
+2..A), so ids ascend in the card order of docs/rules/README.md and ``STANDARD_DECK[id]`` is its name. Hands are
 52-bit masks. Actions are ints: a card id plays it, ``PASS_CARD + id`` chooses it for the pass and
 ``PASS_SET | mask`` is a whole three-card pass. ``apply(..., emit=False)`` is the playout path.
 "Hearts broken" is not stored: during play every card is in a hand, the current trick or a taken
@@ -105,7 +105,7 @@ def ids_of(mask: int) -> tuple[int, ...]:
 
 
 def names_of(mask: int) -> list[str]:
-    """The card names in ``mask`` in RULES.md order."""
+    """The card names in ``mask`` in the card order of docs/rules/README.md."""
     return [CARDS[c] for c in ids_of(mask)]
 
 
@@ -135,7 +135,7 @@ class Options:
     """Hearts rule variants.
 
     ``limit``: the game ends after the hand in which some player's total reaches or passes it
-    (RULES.md: default 100; 1..10000).
+    (docs/rules/hearts.md: default 100; 1..10000).
     """
 
     limit: int = 100

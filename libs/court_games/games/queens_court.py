@@ -1,4 +1,4 @@
-"""Queen's Court (RULES.md section 1): two piles each, lowest spread wins the round, two rounds win.
+"""Queen's Court (docs/rules/queens_court.md): two piles each, lowest spread wins the round, two rounds win.
 
 Implementation notes (the readings this module makes; the player-facing list of gaps and choices is
 docs/rules/queens_court.md):

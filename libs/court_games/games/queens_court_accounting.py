@@ -1,4 +1,4 @@
-"""Rank points, antes and challenges of online Queen's Court (RULES.md section 1), as pure functions.
+"""Rank points, antes and challenges of online Queen's Court (docs/rules/queens_court.md), as pure functions.
 
 Every function works on plain data: events are the engine's events in their full form
 (``Event.full()``, a dict with ``"type"`` and the data fields), exactly as a consumer receives them
@@ -12,7 +12,7 @@ Choices (also in docs/rules/queens_court.md):
   (at most winners - 1 points) goes to one winner: the first winner clockwise after the round's
   starter (starter + 1, starter + 2, ..., the starter last). Deltas of a round always sum to 0.
 * The ante: each player pays ``ante`` at the start; the game winner receives ``2 * ante`` at the end
-  (RULES.md's rule, whatever the table size); an abandoned game refunds every ante and pays no
+  (docs/rules/queens_court.md's rule, whatever the table size); an abandoned game refunds every ante and pays no
   challenges.
 * Challenges: "win a round" means being among the round's ``winners`` (a shared tie counts). A
   double-queen spread (``null``) is never 0 and never counts as raised.

@@ -1,4 +1,4 @@
-"""The Court (``the_court``): RULES.md section 3, seed ``the-court.txt``.
+"""The Court (``the_court``): docs/rules/the_court.md.
 
 Implementation notes (the interpretations this engine makes; docs/rules/the_court.md gives each
 gap, the choice and the reason):

@@ -61,7 +61,8 @@ class AnalyticsApp:
             lake = Lake(lake_location(settings), settle=settings.extra_float("ANALYTICS_SETTLE", SETTLE))
         except (OSError, ValueError) as exc:
             raise ConfigError(f"COURT_ANALYTICS_LAKE {lake_location(settings)[:80]!r}: {exc}") from None
-        nc = await kjs.connect(settings.nats_servers(), name=f"court-analytics@{settings.listen}")
+        nc = await kjs.connect(settings.nats_servers(), name=f"court-analytics@{settings.listen}",
+                               **kjs.connect_options(settings))
         try:
             consumer = LakeConsumer(
                 nc, lake, durable=settings.extra.get("COURT_ANALYTICS_DURABLE", "analytics"),

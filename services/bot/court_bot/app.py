@@ -1,7 +1,8 @@
 """The bot service process: ``court-bot``.
 
 Settings: ``court_kit.settings`` (COURT_NATS_URL, COURT_LISTEN default 127.0.0.1:50054,
-COURT_RULES_ADDR default 127.0.0.1:50051, COURT_TOKEN_SECRET, COURT_METRICS_LISTEN default
+COURT_RULES_ADDR default 127.0.0.1:50051, COURT_TOKEN_KEYS, COURT_SIGNING_KEY (the bot service's
+own key: it mints ``bot`` tokens and nothing else), COURT_ID_SECRET (its decisions' randomness), COURT_METRICS_LISTEN default
 127.0.0.1:9104, ...) and the bot's own in ``court_bot.config`` (per-level time budgets
 COURT_BOT_BUDGET_<LEVEL>_MS, concurrency, ack wait, ...).
 
@@ -24,9 +25,15 @@ import grpc
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.metrics import MetricsServer, start_metrics_server
-from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
+from court_kit.server import (
+    EdgeInterceptor,
+    add_health_and_reflection,
+    client_channel,
+    create_server,
+    run_service,
+)
 from court_kit.settings import Settings
-from court_kit.tokens import Verifier
+from court_kit.tokens import Verifier, preflight
 from court_proto.court.bot.v1 import bot_pb2, bot_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
@@ -68,22 +75,26 @@ class BotApp:
     @classmethod
     async def start(cls, settings: Settings, *, config: BotConfig | None = None, faults: Faults | None = None,
                     adapters: Callable[[str], ModuleType | None] = find_adapter, name: str = "") -> BotApp:
+        _, signer = preflight(settings)
+        assert signer is not None
         config = config or BotConfig.from_settings(settings)
         decider = Decider(config.budgets_ms, threads=config.decision_threads, adapters=adapters)
-        rules_channel = grpc.aio.insecure_channel(settings.rules_addr)
+        rules_channel = client_channel(settings.rules_addr, settings)
         nc = None
         try:
-            nc = await kjs.connect(settings.nats_servers(), name=f"court-bot@{settings.listen}")
-            rules = BotRules(rules_channel, settings.token_secret, timeout=config.rules_timeout)
-            handler = TurnHandler(rules, decider, settings.token_secret, retry_delay=config.retry_delay,
+            nc = await kjs.connect(settings.nats_servers(), name=f"court-bot@{settings.listen}",
+                               **kjs.connect_options(settings))
+            rules = BotRules(rules_channel, signer, timeout=config.rules_timeout)
+            handler = TurnHandler(rules, decider, settings.id_secret, retry_delay=config.retry_delay,
                                   faults=faults, replica=name or settings.listen)
             consumer = TurnConsumer(nc, handler, concurrency=config.concurrency, ack_wait=config.ack_wait,
                                     catchup=config.catchup)
-            servicer = BotServicer(rules_channel, decider, settings.token_secret, rules_timeout=config.rules_timeout)
-            server, port = create_server(settings.listen,
-                                         interceptors=[EdgeInterceptor(Verifier(settings.token_secret))])
+            servicer = BotServicer(rules_channel, decider, settings.id_secret, rules_timeout=config.rules_timeout)
+            server, port = create_server(settings.listen, settings=settings,
+                                         interceptors=[EdgeInterceptor(Verifier.for_service(settings))])
             bot_pb2_grpc.add_BotServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(server, [SERVICE_NAME])
+            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection,
+                                                    health_listen=settings.health_listen)
             await server.start()
         except BaseException:
             if nc is not None:

@@ -1,7 +1,7 @@
 """The bot service's own settings, read once from the ``COURT_`` environment.
 
 Shared settings (``court_kit.settings``): COURT_NATS_URL, COURT_LISTEN (default 127.0.0.1:50054),
-COURT_RULES_ADDR (default 127.0.0.1:50051), COURT_TOKEN_SECRET, COURT_METRICS_LISTEN (default
+COURT_RULES_ADDR (default 127.0.0.1:50051), COURT_TOKEN_KEYS, COURT_SIGNING_KEY, COURT_ID_SECRET, COURT_METRICS_LISTEN (default
 127.0.0.1:9104), logging and shutdown grace. The bot service's own::
 
     COURT_BOT_BUDGET_RANDOM_MS      time budget per decision, per level, in milliseconds

@@ -15,7 +15,7 @@
 
 Decisions are CPU-bound: they run on a small thread pool so the event loop (NATS heartbeats,
 health checks, other games' I/O) stays responsive. The rng of a decision is seeded from an HMAC
-(keyed with the deployment's secret) of the position, so every replica decides the same way at
+(keyed with COURT_ID_SECRET, a secret of its own, never a token key) of the position, so every replica decides the same way at
 the same position (a duplicate handler submits the same move under the same request id) and no
 player can predict a bot's random choices.
 """

@@ -245,7 +245,7 @@ class TurnHandler:
             ERRORS.labels("unknown_game").inc()
             return done(Outcome.FAILED, seat, level)
         if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
-            log.error("the rules service refused the bot identity (is COURT_TOKEN_SECRET the same?)",
+            log.error("the rules service refused the bot identity (is its key in COURT_TOKEN_KEYS?)",
                       what=what, code=code.name, reason=err.details())
             ERRORS.labels("refused").inc()
             return done(Outcome.RETRY, seat, level, retry_after=self.retry_delay)

@@ -8,7 +8,7 @@ import time
 import grpc
 from court_client import RulesClient
 from court_kit.errors import ServiceError
-from court_kit.tokens import issue_token
+from court_kit.tokens import Signer, issue_token
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2
 
 BOT_SUB = "bot-service"  # every replica acts under this one sub, so request ids are shared
@@ -35,15 +35,15 @@ def passed_on(err: grpc.aio.AioRpcError) -> UpstreamError:
 class BotRules:
     """The rules service as the bot identity (role ``bot``: it sees and acts for bot seats only)."""
 
-    def __init__(self, channel: grpc.aio.Channel, secret: str, *, timeout: float = 5.0):
-        self._secret = secret
+    def __init__(self, channel: grpc.aio.Channel, signer: Signer, *, timeout: float = 5.0):
+        self._signer = signer  # the bot service's own key: it can mint bot tokens only
         self._minted = 0.0
         self.client = RulesClient(channel, self._mint(), retries=3, timeout=timeout)
         self.timeout = timeout
 
     def _mint(self) -> str:
         self._minted = time.time()
-        return issue_token(self._secret, BOT_SUB, "bot", BOT_TOKEN_TTL)
+        return issue_token(self._signer, BOT_SUB, "bot", BOT_TOKEN_TTL)
 
     def _fresh(self) -> RulesClient:
         if time.time() - self._minted > BOT_TOKEN_TTL / 2:

@@ -2,7 +2,8 @@
 
 Settings come from the environment (court_kit.settings): COURT_DATABASE_URL (default a SQLite
 file under COURT_STATE_DIR), COURT_LISTEN (default 127.0.0.1:50052), COURT_RULES_ADDR,
-COURT_RANKING_ADDR, COURT_TOKEN_SECRET, and the lobby's own COURT_TOKEN_TTL (seconds a bearer
+COURT_RANKING_ADDR, COURT_TOKEN_KEYS and COURT_SIGNING_KEY (the lobby's private key: it alone
+signs player identities), and the lobby's own COURT_TOKEN_TTL (seconds a bearer
 token lives, default 3600) and COURT_REFRESH_TTL (default 30 days). The schema is migrated at
 start (Alembic; ``migrate`` runs only that). ``LobbyApp.start(settings)`` is what tests use.
 """
@@ -19,12 +20,12 @@ from court_kit import logging as klog
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
 from court_kit.settings import Settings
-from court_kit.tokens import Verifier
+from court_kit.tokens import Verifier, preflight
 from court_proto.court.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from sqlalchemy.engine import Engine
 
-from .accounts import TokenPolicy
+from .accounts import LoginLimits, TokenPolicy
 from .clients import Backends
 from .servicer import PUBLIC_METHODS, LobbyServicer
 from .store import LobbyStore, migrate
@@ -58,17 +59,20 @@ class LobbyApp:
 
     @classmethod
     async def start(cls, settings: Settings) -> LobbyApp:
+        _, signer = preflight(settings)
+        assert signer is not None
         engine = await asyncio.to_thread(open_database, settings)
         store = LobbyStore(engine)
-        backends = Backends(settings)
+        backends = Backends(settings, signer)
         try:
-            tokens = TokenPolicy(settings.token_secret, ttl=settings.extra_float("TOKEN_TTL", 3600.0, lo=1.0),
+            tokens = TokenPolicy(signer, ttl=settings.extra_float("TOKEN_TTL", 3600.0, lo=1.0),
                                  refresh_ttl=settings.extra_float("REFRESH_TTL", 30 * 24 * 3600.0, lo=1.0))
-            servicer = LobbyServicer(store, backends, tokens)
-            server, port = create_server(settings.listen, interceptors=[
-                EdgeInterceptor(Verifier(settings.token_secret), public_methods=PUBLIC_METHODS)])
+            servicer = LobbyServicer(store, backends, tokens, LoginLimits.from_settings(settings))
+            server, port = create_server(settings.listen, settings=settings, interceptors=[
+                EdgeInterceptor(Verifier.for_service(settings), public_methods=PUBLIC_METHODS)])
             lobby_pb2_grpc.add_LobbyServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(server, [SERVICE_NAME])
+            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection,
+                                                    health_listen=settings.health_listen)
             await server.start()
         except BaseException:
             await backends.close()

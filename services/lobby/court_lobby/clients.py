@@ -9,8 +9,9 @@ from typing import Any
 import grpc
 from court_client import RulesClient
 from court_kit import errors as kerr
+from court_kit.server import client_channel
 from court_kit.settings import Settings
-from court_kit.tokens import issue_token
+from court_kit.tokens import Signer, issue_token
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 from court_proto.court.ranking.v1 import ranking_pb2_grpc
 from court_proto.court.rules.v1 import rules_pb2
@@ -22,14 +23,14 @@ CALL_TIMEOUT = 15.0
 class ServiceToken:
     """The lobby's ``service`` token, re-issued well before it expires."""
 
-    def __init__(self, secret: str, sub: str = "service:lobby"):
-        self.secret, self.sub = secret, sub
+    def __init__(self, signer: Signer, sub: str = "service:lobby"):
+        self.signer, self.sub = signer, sub
         self._token, self._renew_at = "", 0.0
 
     def get(self) -> str:
         now = time.time()
         if now >= self._renew_at:
-            self._token = issue_token(self.secret, self.sub, "service", TOKEN_TTL, now=now)
+            self._token = issue_token(self.signer, self.sub, "service", TOKEN_TTL, now=now)
             self._renew_at = now + TOKEN_TTL / 2
         return self._token
 
@@ -37,14 +38,16 @@ class ServiceToken:
 class Backends:
     """Rules (through court_client's RulesClient) and ranking (the generated stub)."""
 
-    def __init__(self, settings: Settings):
-        self.token = ServiceToken(settings.token_secret)
-        self.rules = RulesClient(settings.rules_addr, self.token.get(), retries=4)
-        self._ranking_channel = grpc.aio.insecure_channel(settings.ranking_addr)
+    def __init__(self, settings: Settings, signer: Signer):
+        self.token = ServiceToken(signer)
+        self._rules_channel = client_channel(settings.rules_addr, settings)
+        self.rules = RulesClient(self._rules_channel, self.token.get(), retries=4)
+        self._ranking_channel = client_channel(settings.ranking_addr, settings)
         self.ranking = ranking_pb2_grpc.RankingServiceStub(self._ranking_channel)
 
     async def close(self) -> None:
         await self.rules.close()
+        await self._rules_channel.close()
         await self._ranking_channel.close()
 
     def _meta(self) -> tuple[tuple[str, str], ...]:

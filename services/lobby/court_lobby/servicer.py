@@ -74,13 +74,20 @@ def seat_count(game: str, options: dict[str, Any]) -> int:
 
 
 class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
-    def __init__(self, store: LobbyStore, backends: Backends, tokens: accounts.TokenPolicy):
+    def __init__(self, store: LobbyStore, backends: Backends, tokens: accounts.TokenPolicy,
+                 limits: accounts.LoginLimits | None = None):
         self.store = store
         self.backends = backends
         self.tokens = tokens
+        self.limits = limits or accounts.LoginLimits()
 
     async def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await asyncio.to_thread(fn, *args, **kwargs)
+
+    async def _hashing(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """argon2 (CPU-bound) on its own small pool: a flood of sign-ins queues there and never
+        takes the threads every other call's database work runs on."""
+        return await asyncio.get_running_loop().run_in_executor(self.limits.pool, fn, *args)
 
     async def _me(self) -> Account:
         ident = current_identity()
@@ -133,14 +140,16 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
     # ------------------------------------------------------------------ accounts
 
     async def CreateAccount(self, request: pb.CreateAccountRequest, context: Any) -> pb.AuthResponse:
+        self.limits.check_signup(context.peer())
         accounts.check_password(request.password)
         check_name(request.name)
         acc = await self._run(self.store.create_account, request.name,
-                              await self._run(accounts.hash_password, request.password))
+                              await self._hashing(accounts.hash_password, request.password))
         log.info("account created", player_id=acc.id)
         return await self._auth_reply(acc)
 
     async def CreateGuest(self, request: pb.CreateGuestRequest, context: Any) -> pb.AuthResponse:
+        self.limits.check_signup(context.peer())
         name = request.name or f"Guest-{secrets.token_hex(3).upper()}"
         acc = await self._run(self.store.create_account, name, None, True)
         return await self._auth_reply(acc)
@@ -148,12 +157,14 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
     async def Login(self, request: pb.LoginRequest, context: Any) -> pb.AuthResponse:
         if len(request.password) > accounts.MAX_PASSWORD:
             raise InvalidArgument(f"a password has at most {accounts.MAX_PASSWORD} characters")
+        self.limits.check_login(context.peer(), request.name)
         acc = await self._run(self.store.account_by_name, request.name)
-        ok = await self._run(accounts.verify_password, acc.password_hash if acc else None, request.password)
+        ok = await self._hashing(accounts.verify_password, acc.password_hash if acc else None, request.password)
         if acc is None or not ok:
             raise Unauthenticated("wrong name or password")
         if accounts.needs_rehash(acc.password_hash):
-            await self._run(self.store.set_password_hash, acc.id, accounts.hash_password(request.password))
+            new_hash = await self._hashing(accounts.hash_password, request.password)
+            await self._run(self.store.set_password_hash, acc.id, new_hash)
         return await self._auth_reply(acc)
 
     async def RefreshToken(self, request: pb.RefreshTokenRequest, context: Any) -> pb.AuthResponse:

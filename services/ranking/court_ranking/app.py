@@ -2,7 +2,7 @@
 
 Settings come from the environment (court_kit.settings): COURT_DATABASE_URL (default a SQLite
 file under COURT_STATE_DIR), COURT_NATS_URL, COURT_LISTEN (default 127.0.0.1:50053),
-COURT_TOKEN_SECRET. The schema is migrated at start (Alembic; ``migrate`` runs only that).
+COURT_TOKEN_KEYS (the public token keys: ranking verifies tokens and mints none). The schema is migrated at start (Alembic; ``migrate`` runs only that).
 ``RankingApp.start(settings)`` is what tests use (port 0, in process).
 """
 
@@ -19,7 +19,7 @@ from court_kit import logging as klog
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
 from court_kit.settings import Settings
-from court_kit.tokens import Verifier
+from court_kit.tokens import Verifier, preflight
 from court_proto.court.ranking.v1 import ranking_pb2, ranking_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
@@ -61,16 +61,19 @@ class RankingApp:
 
     @classmethod
     async def start(cls, settings: Settings, *, durable: str = "ranking", ack_wait: float = 30.0) -> RankingApp:
+        preflight(settings)
         engine = await asyncio.to_thread(open_database, settings)
         store = RankingStore(engine)
-        nc = await kjs.connect(settings.nats_servers(), name=f"court-ranking@{settings.listen}")
+        nc = await kjs.connect(settings.nats_servers(), name=f"court-ranking@{settings.listen}",
+                               **kjs.connect_options(settings))
         try:
             consumer = EventConsumer(nc, store, durable=durable, ack_wait=ack_wait)
             servicer = RankingServicer(store, backfill=consumer.backfill)
-            server, port = create_server(settings.listen,
-                                         interceptors=[EdgeInterceptor(Verifier(settings.token_secret))])
+            server, port = create_server(settings.listen, settings=settings,
+                                         interceptors=[EdgeInterceptor(Verifier.for_service(settings))])
             ranking_pb2_grpc.add_RankingServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(server, [SERVICE_NAME])
+            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection,
+                                                    health_listen=settings.health_listen)
             await server.start()
         except BaseException:
             await nc.close()

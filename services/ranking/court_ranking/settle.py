@@ -20,7 +20,7 @@ from .models import GAME_LEVEL
 ROUND_REASON = "round"
 CHALLENGE_REASON = "challenge:"  # + the challenge id
 BOT_PREFIX = "bot:"
-RANKED_GAMES_WITH_POINTS = frozenset({"queens_court"})  # RULES.md: rank points and antes are Queen's Court's
+RANKED_GAMES_WITH_POINTS = frozenset({"queens_court"})  # docs/rules/queens_court.md: rank points and antes are Queen's Court's
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from court_kit import logging as klog
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
 from court_kit.settings import Settings
-from court_kit.tokens import Verifier
+from court_kit.tokens import Verifier, preflight
 from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
@@ -59,18 +59,21 @@ class RulesApp:
     @classmethod
     async def start(cls, settings: Settings, *, faults: Faults | None = None,
                     sweep_delay: float | None = None, sweep_ack_wait: float | None = None) -> RulesApp:
-        nc = await kjs.connect(settings.nats_servers(), name=f"court-rules@{settings.listen}")
+        preflight(settings)
+        nc = await kjs.connect(settings.nats_servers(), name=f"court-rules@{settings.listen}",
+                               **kjs.connect_options(settings))
         try:
             store = GameStore(nc, replicas=settings.stream_replicas)
             await store.ensure_streams()
             cache = GameCache(store, capacity=settings.extra_int("GAME_CACHE", 20_000, lo=1))
             outbox = Outbox(store, cache)
             cache.on_load = outbox.on_load
-            servicer = RulesServicer(store, cache, outbox, token_secret=settings.token_secret, faults=faults)
-            server, port = create_server(settings.listen,
-                                         interceptors=[EdgeInterceptor(Verifier(settings.token_secret))])
+            servicer = RulesServicer(store, cache, outbox, id_secret=settings.id_secret, faults=faults)
+            server, port = create_server(settings.listen, settings=settings,
+                                         interceptors=[EdgeInterceptor(Verifier.for_service(settings))])
             rules_pb2_grpc.add_RulesServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(server, [SERVICE_NAME])
+            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection,
+                                                    health_listen=settings.health_listen)
             await server.start()
         except BaseException:
             await nc.close()

@@ -61,7 +61,7 @@ def resume_game(module: ModuleType, save: dict[str, Any]) -> tuple[Any, tuple[Ev
 
 def game_id_for(secret: str, sub: str, request_id: str) -> str:
     """Deterministic per (caller, request id), so a retried create finds its game; keyed by the
-    token secret, so nobody can predict another caller's game id."""
+    id secret (COURT_ID_SECRET, its own secret: no token key), so nobody can predict another caller's game id."""
     digest = hmac.new(secret.encode(), f"{sub}\0{request_id}".encode(), hashlib.sha256).digest()
     return "g" + digest[:12].hex()
 

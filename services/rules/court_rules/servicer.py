@@ -103,13 +103,13 @@ def _check_seat(entry: GameEntry, seat: int) -> int:
 
 
 class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
-    def __init__(self, store: GameStore, cache: GameCache, outbox: Outbox, *, token_secret: str,
+    def __init__(self, store: GameStore, cache: GameCache, outbox: Outbox, *, id_secret: str,
                  faults: Faults | None = None, clock: Callable[[], float] = time.time):
         self.store = store
         self.cache = cache
         self.outbox = outbox
         self.codec = ActionCodec()
-        self._secret = token_secret
+        self._secret = id_secret  # COURT_ID_SECRET: game ids, never a token key
         self.faults = faults or Faults()
         self._clock = clock
 
@@ -294,7 +294,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         if game != entry.game:
             raise InvalidArgument(f"a {game} action was sent to a {entry.game} game")
         requested = request.seat if request.HasField("seat") else None
-        # stored and published in RULES.md's canonical form, whatever the spelling sent ("qd": "QD")
+        # stored and published in the canonical form of docs/rules/, whatever the spelling sent ("qd": "QD")
         action = entry.module.action_from_json(action_json)
         action_json = {k: v for k, v in entry.module.action_to_json(action, 0).items() if k != "player"}
         async with entry.lock:

@@ -368,7 +368,7 @@ class CreateLobbyRequest(_message.Message):
     """private: joined only with the invite code"""
     @_builtins.property
     def options(self) -> _struct_pb2.Struct:
-        """the game's options (RULES.md)"""
+        """the game's options (docs/rules/)"""
 
     def __init__(
         self,

@@ -82,7 +82,7 @@ class CreateGameRequest(_message.Message):
     """
     @_builtins.property
     def options(self) -> _struct_pb2.Struct:
-        """the game's options (RULES.md), defaults when absent"""
+        """the game's options (docs/rules/), defaults when absent"""
 
     @_builtins.property
     def seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -172,7 +172,7 @@ class GameResult(_message.Message):
     finished: _builtins.bool
     @_builtins.property
     def result(self) -> _struct_pb2.Struct:
-        """the engine's result (RULES.md's shape per game)"""
+        """the engine's result (its shape per game: docs/rules/)"""
 
     @_builtins.property
     def winners(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...

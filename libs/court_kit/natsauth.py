@@ -1,0 +1,174 @@
+"""NATS identities and their permissions: the one table, and the nats-server configuration it makes.
+
+Each service connects as its own NATS user (``COURT_NATS_USER`` / ``COURT_NATS_PASSWORD``, from a
+Secret in Kubernetes, generated under ``<state>/keys/`` by ``make run``); anonymous connections are
+refused, and players never connect to NATS. Every identity has its own inbox prefix
+(``_INBOX_<user>``), so no identity can subscribe to another's replies.
+
+=========  ===============================================================================
+identity   may
+=========  ===============================================================================
+rules      publish game logs and public records (``court.games.>``, ``court.events.>``; the
+           v1 full-information ``court.full.>`` until events v2 retires it); create, update
+           and read streams (never delete or purge); direct-get; its outbox consumer
+           ``rules-outbox``; subscribe to ``court.games.>`` (WatchGame wake-ups)
+ranking    consume only: its durable ``ranking`` on any stream, direct-get, stream info
+bot        read only the public records: its durable ``court-bot`` on COURT_EVENTS, stream info
+           of COURT_EVENTS; no direct get, nothing full-information
+analytics  consume only: its durable ``analytics`` and ephemeral (ordered) push consumers on
+           any stream, direct-get, stream info (``court events`` uses it in dev)
+=========  ===============================================================================
+
+No identity but rules may publish on ``court.>``, so nobody else can append a fake ``GameEnded``
+that ranking would pay out. JetStream API subjects are listed one by one: the consumer ones carry
+the stream and consumer names (``$JS.API.CONSUMER.<op>.<stream>.<consumer>``), so an identity can
+only create, read or pull its own durable, and never delete, purge or take over another's.
+
+Events v2 (issue 13) moves game logs to ``court.games.>`` streams and public records to
+``court.events.>``: adjust ``GAME_LOG_SUBJECTS`` / ``PUBLIC_SUBJECTS`` / ``V1_SUBJECTS`` and the
+stream names here, nowhere else.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+GAME_LOG_SUBJECTS = ("court.games.>",)
+PUBLIC_SUBJECTS = ("court.events.>",)
+V1_SUBJECTS = ("court.full.>",)  # the v1 full-information records; goes away with events v2
+PUBLIC_STREAM = "COURT_EVENTS"
+INFO = ("$JS.API.INFO",)
+
+
+def inbox(user: str) -> str:
+    return f"_INBOX_{user}"
+
+
+def _consumer(stream: str, durable: str) -> list[str]:
+    """The JetStream API subjects one durable pull consumer needs (create/update, info, pull, ack)."""
+    return [
+        f"$JS.API.CONSUMER.CREATE.{stream}.{durable}",
+        f"$JS.API.CONSUMER.CREATE.{stream}.{durable}.>",
+        f"$JS.API.CONSUMER.DURABLE.CREATE.{stream}.{durable}",
+        f"$JS.API.CONSUMER.INFO.{stream}.{durable}",
+        f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}",
+        f"$JS.ACK.{stream}.{durable}.>",
+    ]
+
+
+@dataclass(frozen=True)
+class Permissions:
+    publish: tuple[str, ...]
+    subscribe: tuple[str, ...]
+
+
+def _perm(user: str, publish: Sequence[str], subscribe: Sequence[str] = ()) -> Permissions:
+    return Permissions(tuple(publish), (f"{inbox(user)}.>", *subscribe))
+
+
+PERMISSIONS: Mapping[str, Permissions] = {
+    "rules": _perm("rules", [
+        *GAME_LOG_SUBJECTS, *PUBLIC_SUBJECTS, *V1_SUBJECTS, *INFO,
+        "$JS.API.STREAM.CREATE.*", "$JS.API.STREAM.UPDATE.*", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES",
+        "$JS.API.DIRECT.GET.*", "$JS.API.DIRECT.GET.*.>",
+        *_consumer("*", "rules-outbox"),
+    ], subscribe=GAME_LOG_SUBJECTS),
+    "ranking": _perm("ranking", [
+        *INFO, "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES", "$JS.API.DIRECT.GET.*", "$JS.API.DIRECT.GET.*.>",
+        *_consumer("*", "ranking"),
+    ]),
+    "bot": _perm("bot", [
+        *INFO, f"$JS.API.STREAM.INFO.{PUBLIC_STREAM}", *_consumer(PUBLIC_STREAM, "court-bot"),
+    ]),
+    "analytics": _perm("analytics", [
+        *INFO, "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES", "$JS.API.DIRECT.GET.*", "$JS.API.DIRECT.GET.*.>",
+        "$JS.API.CONSUMER.CREATE.*",  # ephemeral consumers only (the server refuses a durable name here)
+        "$JS.FC.>",  # flow-control replies of ordered push consumers
+        *_consumer("*", "analytics"),
+    ]),
+}
+IDENTITIES = tuple(PERMISSIONS)
+SERVICE_USERS = {"rules": "rules", "ranking": "ranking", "bot": "bot"}  # the lobby does not use NATS
+
+
+def _q(s: str) -> str:
+    return json.dumps(s)
+
+
+def password_env(user: str) -> str:
+    """The environment variable nats-server reads ``user``'s password from (deploy/, compose)."""
+    return f"NATS_{user.upper()}_PASSWORD"
+
+
+BEGIN, END = "# BEGIN court_kit.natsauth", "# END court_kit.natsauth"
+
+
+def authorization_block(passwords: Mapping[str, str] | None = None) -> str:
+    """The nats-server ``authorization`` block: one user per identity with its permissions. With
+    users defined and no ``no_auth_user``, anonymous connections are refused. Without
+    ``passwords`` each password is a reference to the environment (``$NATS_RULES_PASSWORD``, ...),
+    which nats-server resolves at start: what deploy/ and docker-compose.yml use, the Secret
+    providing the values."""
+    lines = [BEGIN + " (generated from its PERMISSIONS table; tests check it is in step)",
+             "authorization {", "  users = ["]
+    for user, perm in PERMISSIONS.items():
+        if passwords is not None and user not in passwords:
+            continue
+        pw = _q(passwords[user]) if passwords is not None else f"${password_env(user)}"
+        lines += [
+            f"    {{user: {_q(user)}, password: {pw}, permissions: {{",
+            f"      publish: {{allow: [{', '.join(_q(s) for s in perm.publish)}]}}",
+            f"      subscribe: {{allow: [{', '.join(_q(s) for s in perm.subscribe)}]}}",
+            "    }}",
+        ]
+    lines += ["  ]", "}", END]
+    return "\n".join(lines) + "\n"
+
+
+def generate_passwords() -> dict[str, str]:
+    return {user: secrets.token_urlsafe(24) for user in IDENTITIES}
+
+
+def ensure_dev_users(state_dir: Path | str) -> dict[str, str]:
+    """Random passwords per identity, generated once under ``<state>/keys/nats-users.json`` (0600)."""
+    path = Path(state_dir) / "keys" / "nats-users.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        users = json.loads(path.read_text())
+        if isinstance(users, dict) and set(IDENTITIES) <= set(users):
+            return {k: str(v) for k, v in users.items()}
+    except (OSError, ValueError):
+        pass
+    users = generate_passwords()
+    tmp = path.with_name(path.name + ".tmp")
+    import os  # noqa: PLC0415
+
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(users, f)
+    os.replace(tmp, path)
+    return users
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m court_kit.natsauth [user=password ...]``: print the authorization block (random
+    passwords for identities not given); ``--env``: with passwords from the environment, as in
+    deploy/base/nats/nats.conf and deploy/compose/nats.conf."""
+    import sys  # noqa: PLC0415
+
+    args = argv if argv is not None else sys.argv[1:]
+    if args == ["--env"]:
+        sys.stdout.write(authorization_block())
+        return 0
+    given = dict(a.split("=", 1) for a in args)
+    passwords = {**generate_passwords(), **given}
+    sys.stdout.write(authorization_block(passwords))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
