@@ -870,6 +870,8 @@ async def _up(stack: LocalStack, out: Console, fancy: bool, *, demo: bool, demo_
     async def show() -> None:
         if not demo:
             return
+        from .session import SERVICES as CLIENT_SERVICES  # the four a client calls (not court-analytics)
+
         endpoints = Endpoints(**{s: stack.config.address(s) for s in CLIENT_SERVICES}, nats_url=stack.config.nats_url,
                               source="stack")
         footer = "Ctrl-C stops the stack · sit down and play: make play (in another terminal)"
@@ -975,7 +977,6 @@ def stack_status() -> None:
 # commands that live in their own modules (kept out of this file to keep it short)
 from . import simulate as _simulate  # noqa: E402
 from .analytics import analytics_app  # noqa: E402
-from .session import SERVICES as CLIENT_SERVICES  # noqa: E402
 
 app.command("simulate")(_simulate.command)
 app.add_typer(analytics_app, name="analytics")

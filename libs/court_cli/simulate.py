@@ -27,15 +27,14 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import grpc
 import typer
-from court_client import BotClient, LobbyClient, RulesClient
-from court_proto.court.lobby.v1 import lobby_pb2 as lpb
-from court_proto.court.rules.v1 import rules_pb2
 
-from .session import Endpoints
+if TYPE_CHECKING:  # the gRPC clients are imported when a simulation runs (`court --help` stays light)
+    from court_proto.court.rules.v1 import rules_pb2
+
+    from .session import Endpoints
 
 # The options each game is played with (the lobby's defaults otherwise); the four in turn by default.
 GAME_OPTIONS: dict[str, dict[str, Any]] = {
@@ -98,6 +97,8 @@ class _Player:
     """One worker's account and its clients (its own channels, as separate users would have)."""
 
     def __init__(self, endpoints: Endpoints):
+        from court_client import BotClient, LobbyClient, RulesClient
+
         self.lobby = LobbyClient(endpoints.lobby, retries=6)
         self.rules = RulesClient(endpoints.rules, "", retries=8)
         self.bot = BotClient(endpoints.bot, retries=4)
@@ -111,6 +112,9 @@ class _Player:
         """A new account. Hashing its password (argon2id) is the lobby's costliest call, so sign-ups
         pass ``gate`` a few at a time; one that times out is tried again under a new name (the
         lost one may exist, unused)."""
+        import grpc
+        from court_proto.court.lobby.v1 import lobby_pb2 as lpb
+
         password = secrets.token_urlsafe(18)
         for attempt in range(5):
             name = f"Sim {secrets.token_hex(4)}"
@@ -145,6 +149,8 @@ class _Player:
 
 async def _play_one(p: _Player, game: str, levels: Sequence[str], cfg: SimConfig, submit_ms: list[float],
                     on_move: Callable[[], None]) -> GamePlayed:
+    import grpc
+
     started = time.monotonic()
     await p.keep_signed_in()
     room = await p.lobby.create_lobby(game, GAME_OPTIONS.get(game, {}), online=True)
@@ -183,6 +189,8 @@ async def _play_one(p: _Player, game: str, levels: Sequence[str], cfg: SimConfig
 async def simulate(endpoints: Endpoints, cfg: SimConfig, *, on_game: Callable[[GamePlayed | str], None] | None = None,
                    on_move: Callable[[], None] | None = None) -> SimResult:
     """Play ``cfg.games`` complete online games with ``cfg.concurrency`` players at once."""
+    import grpc
+
     if cfg.games < 1 or cfg.concurrency < 1:
         raise ValueError("games and concurrency must be at least 1")
     result = SimResult()
@@ -246,6 +254,7 @@ def command(
     from rich.text import Text
 
     from .main import LEVELS, console
+    from .session import Endpoints
 
     out, fancy = console()
     names = list(game or GAME_OPTIONS)
