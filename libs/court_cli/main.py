@@ -43,12 +43,14 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=N
 lobby_app = typer.Typer(no_args_is_help=True, help="Lobbies: list, create, join, seat bots, start.")
 events_app = typer.Typer(no_args_is_help=True, help="The public game event stream.")
 stack_app = typer.Typer(no_args_is_help=True, help="The local stack: NATS and the four services.")
+admin_app = typer.Typer(no_args_is_help=True, help="Operators: checks across a deployment (an admin token).")
 api_app = typer.Typer(no_args_is_help=True, help="Talk to the services' gRPC APIs directly, through server "
                       "reflection: list services and methods, call a method with JSON.")
 app.add_typer(lobby_app, name="lobby")
 app.add_typer(events_app, name="events")
 app.add_typer(stack_app, name="stack")
 app.add_typer(api_app, name="api")
+app.add_typer(admin_app, name="admin")
 
 LEVELS = ("random", "heuristic", "expert")
 
@@ -655,6 +657,36 @@ def abandon(game_id: str, yes: Annotated[bool, typer.Option("--yes", help="do no
 
 
 # ---------------------------------------------------------------------------- ranking
+
+
+@admin_app.command("audit")
+def admin_audit(token: Annotated[str, typer.Option(envvar="COURT_ADMIN_TOKEN", show_default=False,
+                                                   help="an admin bearer token (make token ROLE=admin)")] = "") -> None:
+    """Check the rank-point ledger across the whole database; exits 1 if anything is wrong.
+
+    Every account's balance is its starting grant plus its entries; at most one entry per game,
+    player and kind; every ended or abandoned game's antes paid out or refunded, never both,
+    never neither. Prints each violation, one a line.
+    """
+
+    async def body(court: Court, out: Console, fancy: bool) -> int:
+        if not token:
+            raise CliError("the audit needs an admin token: --token or COURT_ADMIN_TOKEN "
+                           "(e.g. `make token SUB=ops ROLE=admin`)")
+        court.ranking.token = token
+        report = await court.call(court.ranking.audit)
+        for v in report.violations:
+            where = " ".join(x for x in (f"game {v.game_id}" if v.game_id else "",
+                                         f"player {v.player_id}" if v.player_id else "") if x)
+            out.print(f"VIOLATION {v.kind}: {where}: {v.detail}", markup=False, highlight=False)
+        out.print(f"audited {report.accounts} accounts, {report.games} ranked games, {report.entries} ledger entries "
+                  f"({report.total_points} points in all): {len(report.violations)} violation(s)", highlight=False)
+        return 1 if report.violations else 0
+
+    code = run(body)
+    if code:
+        raise typer.Exit(code)
+
 
 
 @app.command()

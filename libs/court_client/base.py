@@ -1,8 +1,14 @@
 """What every Court client shares: the channel, the bearer token, request ids and safe retries.
 
 Every call sends ``authorization: Bearer <token>`` (when a token is set) and an ``x-request-id``.
-Mutating calls carry a request id (generated unless given) and are retried on ABORTED and
-UNAVAILABLE with that same id, so a retry can never apply twice; reads are retried on UNAVAILABLE.
+Mutating calls carry a request id (generated unless given). Only the two codes that say "the
+answer never came" are retried: UNAVAILABLE (not reached, or the server is going away) and
+DEADLINE_EXCEEDED (no answer in time; the first attempt may still have applied). A mutating call
+is always retried with the same request id, so the service applies it once and answers the retry
+with the first answer. Every other code (INTERNAL included) is the service's answer and is raised
+as it came: retrying it would either fail again or, worse, apply a second time under a fresh id.
+The rules client adds ABORTED for its moves: the rules service answers ABORTED to the loser of a
+compare-and-set race and documents it as "retry with the same request id".
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ import grpc
 
 T = TypeVar("T")
 
-RETRY_MUTATING = frozenset({grpc.StatusCode.ABORTED, grpc.StatusCode.UNAVAILABLE})
-RETRY_READ = frozenset({grpc.StatusCode.UNAVAILABLE})
+TRANSIENT = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+RETRY_MUTATING = TRANSIENT
+RETRY_READ = TRANSIENT
 
 
 def new_request_id() -> str:
@@ -73,4 +80,6 @@ class ServiceClient:
         return await self._call(fn, request, RETRY_READ)
 
     async def _write(self, fn: Callable[..., Awaitable[T]], request: Any) -> T:
+        if not request.request_id:
+            request.request_id = new_request_id()  # chosen once: every retry below carries it
         return await self._call(fn, request, RETRY_MUTATING, request.request_id)

@@ -26,6 +26,9 @@ from court_proto.court.rules.v1 import actions_pb2, rules_pb2, rules_pb2_grpc
 
 from .base import RETRY_MUTATING, RETRY_READ, ServiceClient, new_request_id
 
+# the rules service answers ABORTED to the loser of a race on one game: retry with the same id
+RETRY_MOVE = RETRY_MUTATING | {grpc.StatusCode.ABORTED}
+
 
 def action(game: str, d: Mapping[str, Any]) -> actions_pb2.Action:
     """A typed action from the canonical JSON of docs/rules/ (``{"type": "play", "card": "2C"}``)."""
@@ -53,14 +56,17 @@ class RulesClient(ServiceClient):
     # ------------------------------------------------------------------ calls
 
     async def create_game(self, game: str, seats: Sequence[str], options: Mapping[str, Any] | None = None, *,
-                          seed: int | None = None, request_id: str | None = None, resume_from: str = ""
-                          ) -> rules_pb2.CreateGameResponse:
+                          seed: int | None = None, request_id: str | None = None, resume_from: str = "",
+                          game_id: str = "") -> rules_pb2.CreateGameResponse:
+        """``game_id`` (service and admin callers only): create the game under this id, e.g. one the
+        lobby fixed before taking the antes; a retry with the same request id returns that game."""
         rid = request_id or new_request_id()
-        req = rules_pb2.CreateGameRequest(request_id=rid, game=game, seats=list(seats), resume_from=resume_from)
+        req = rules_pb2.CreateGameRequest(request_id=rid, game=game, seats=list(seats), resume_from=resume_from,
+                                          game_id=game_id)
         to_struct(options or {}, req.options)
         if seed is not None:
             req.seed = seed
-        return await self._call(self.stub.CreateGame, req, RETRY_MUTATING, rid)
+        return await self._call(self.stub.CreateGame, req, RETRY_MOVE, rid)
 
     async def get_view(self, game_id: str, seat: int | None = None) -> rules_pb2.GameView:
         req = rules_pb2.GetViewRequest(game_id=game_id)
@@ -80,7 +86,7 @@ class RulesClient(ServiceClient):
         req = rules_pb2.SubmitActionRequest(game_id=game_id, request_id=rid, action=act)
         if seat is not None:
             req.seat = seat
-        return await self._call(self.stub.SubmitAction, req, RETRY_MUTATING, rid)
+        return await self._call(self.stub.SubmitAction, req, RETRY_MOVE, rid)
 
     async def history(self, game_id: str) -> rules_pb2.GetHistoryResponse:
         return await self._call(self.stub.GetHistory, rules_pb2.GetHistoryRequest(game_id=game_id), RETRY_READ)

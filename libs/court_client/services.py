@@ -151,6 +151,10 @@ class RankingClient(ServiceClient):
             req.seat = seat
         return await self._read(self.stub.GetChallenges, req)
 
+    async def audit(self, *, timeout: float | None = 120.0) -> rpb.AuditResponse:
+        """Admin only: the ledger's invariants checked across the whole database."""
+        return await self._call(self.stub.Audit, rpb.AuditRequest(), RETRY_READ, timeout=timeout)
+
     async def ratings(self, game: str, player_ids: Sequence[str]) -> rpb.Ratings:
         return await self._read(self.stub.GetRatings, rpb.GetRatingsRequest(game=game, player_ids=list(player_ids)))
 

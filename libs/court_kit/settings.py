@@ -38,6 +38,9 @@ the same way)::
     COURT_LOG_LEVEL        debug | info | warning | error (default info)
     COURT_STREAM_REPLICAS  JetStream replicas of the streams a service creates (default 1)
     COURT_SHUTDOWN_GRACE   seconds in-flight calls get on SIGTERM (default 10)
+    COURT_MIGRATE_ON_START lobby and ranking: true (default) migrates the schema at start; false
+                           only checks it is current and refuses to start otherwise (production
+                           runs `court-lobby migrate` / `court-ranking migrate` as a Job instead)
 
 A missing or malformed value fails at start-up with ``ConfigError`` naming the
 variable; tests pass overrides directly (``Settings.load("rules", listen=...)``).
@@ -101,6 +104,15 @@ def _float(name: str, raw: str, lo: float) -> float:
     return v
 
 
+def _bool(name: str, raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be true or false, got {raw[:20]!r}")
+
+
 def listen_host_port(address: str) -> str:
     """A listen address for grpc/http: ``:PORT`` means every interface."""
     host, _, port = address.rpartition(":")
@@ -137,6 +149,7 @@ class Settings:
     log_level: str = "info"
     stream_replicas: int = 1
     shutdown_grace: float = 10.0
+    migrate_on_start: bool = True
     # COURT_* variables this object does not name, for a service's own settings
     extra: Mapping[str, str] = field(default_factory=dict)
 
@@ -186,6 +199,7 @@ class Settings:
             "log_level": get("LOG_LEVEL", "info").strip().lower(),
             "stream_replicas": _int("COURT_STREAM_REPLICAS", get("STREAM_REPLICAS", "1"), 1, 5),
             "shutdown_grace": _float("COURT_SHUTDOWN_GRACE", get("SHUTDOWN_GRACE", "10"), 0.0),
+            "migrate_on_start": _bool("COURT_MIGRATE_ON_START", get("MIGRATE_ON_START", "true")),
         }
         known = {f"COURT_{f.name.upper()}" for f in dataclasses.fields(cls)} | {"COURT_ENV"}
         values["extra"] = {k: v for k, v in env.items() if k.startswith("COURT_") and k not in known}

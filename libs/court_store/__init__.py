@@ -7,21 +7,33 @@
   writers (SQLite: WAL, a busy timeout and ``BEGIN IMMEDIATE`` so two writers queue instead of
   failing; PostgreSQL: a pre-pinged pool).
 * ``upgrade`` runs a service's Alembic migrations (at service start and from the CLI); there is no
-  ``create_all`` anywhere outside the migrations.
+  ``create_all`` anywhere outside the migrations. ``require_head`` is the start-up check instead
+  when migrations are their own step (``COURT_MIGRATE_ON_START=false``: deploy/'s migration Jobs).
 * ``insert_ignore`` is the idempotent insert both services build on (``ON CONFLICT DO NOTHING``).
 """
 
 from .db import check_text, database_url, insert_ignore, make_engine, normalize_url
-from .migrate import current_revision, open_database, run_env, upgrade
+from .migrate import (
+    SchemaNotCurrent,
+    current_revision,
+    head_revision,
+    open_database,
+    require_head,
+    run_env,
+    upgrade,
+)
 
 __all__ = [
+    "SchemaNotCurrent",
     "check_text",
     "current_revision",
     "database_url",
+    "head_revision",
     "insert_ignore",
     "make_engine",
     "normalize_url",
     "open_database",
+    "require_head",
     "run_env",
     "upgrade",
 ]

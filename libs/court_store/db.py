@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import Table, event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import Executable
 from sqlmodel import create_engine
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -95,13 +96,17 @@ def insert_ignore(session: Session, table: Table, rows: Iterable[Mapping[str, An
     if not rows:
         return 0
     backend = session.get_bind().dialect.name
-    if backend == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert
-    elif backend == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert
-    else:  # pragma: no cover - make_engine admits only these two
-        raise ValueError(f"unsupported backend {backend}")
     # RETURNING counts the rows really inserted (rowcount is unreliable for multi-row inserts)
     key = list(table.primary_key.columns)[0]
-    result = session.execute(insert(table).values(rows).on_conflict_do_nothing().returning(key))
-    return len(result.all())
+    stmt: Executable
+    if backend == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        stmt = pg_insert(table).values(rows).on_conflict_do_nothing().returning(key)
+    elif backend == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        stmt = sqlite_insert(table).values(rows).on_conflict_do_nothing().returning(key)
+    else:  # pragma: no cover - make_engine admits only these two
+        raise ValueError(f"unsupported backend {backend}")
+    return len(session.execute(stmt).all())

@@ -16,6 +16,7 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import MetaData, text
 from sqlalchemy.engine import Connection, Engine, make_url
 
@@ -47,6 +48,32 @@ def upgrade(engine: Engine, migrations_dir: str | Path, service: str, revision: 
             command.upgrade(_config(Path(migrations_dir), service, conn), revision)
             conn.commit()
     return current_revision(engine, service)
+
+
+class SchemaNotCurrent(RuntimeError):
+    """The database's schema is not the revision this release's code needs (and was not migrated)."""
+
+
+def head_revision(migrations_dir: str | Path, service: str) -> str | None:
+    """The newest revision in ``migrations_dir`` (what this release's code expects)."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir))
+    return ScriptDirectory.from_config(cfg).get_current_head()
+
+
+def require_head(engine: Engine, migrations_dir: str | Path, service: str) -> str | None:
+    """Check, without changing anything, that ``service``'s schema is at the newest revision.
+
+    What a service does at start when migrations are a separate step (``COURT_MIGRATE_ON_START=false``,
+    the migration Job of deploy/); raises ``SchemaNotCurrent`` naming both revisions otherwise."""
+    current = current_revision(engine, service)
+    head = head_revision(migrations_dir, service)
+    if current != head:
+        raise SchemaNotCurrent(
+            f"the {service} database schema is at revision {current or 'none (an empty database)'} but this "
+            f"release needs {head}: run `court-{service} migrate` (the {service}-migrate Job) first, "
+            "or set COURT_MIGRATE_ON_START=true")
+    return current
 
 
 def open_database(url: str, migrate: Callable[[Engine], str | None]) -> tuple[Engine, str | None]:

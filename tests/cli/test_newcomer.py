@@ -219,7 +219,8 @@ def test_talk_to_the_api_as_the_readme_says(stack: LocalStack, tmp_path: Path) -
     snippet = "\n".join(line[3:] if line.startswith("   ") else line for line in snippet.splitlines())
     assert "nats://127.0.0.1:4222" in snippet
     script = tmp_path / "tail.py"
-    script.write_text(snippet.replace("nats://127.0.0.1:4222", stack.config.nats_url))
+    script.write_text(snippet.replace("nats://127.0.0.1:4222", stack.config.nats_url)
+                      .replace('".state/keys', f'"{stack.config.state_dir}/keys'))
     proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         first = proc.stdout.readline() if proc.stdout else ""

@@ -96,16 +96,26 @@ def named(docs: Iterable[Doc], kind: str, name: str) -> Doc:
     return matches[0]
 
 
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "Job", "CronJob")
+
+
 def workloads(docs: Iterable[Doc]) -> list[Doc]:
-    return [d for d in docs if d.get("kind") in ("Deployment", "StatefulSet")]
+    """Everything that runs pods: Deployments, StatefulSets, Jobs and CronJobs."""
+    return [d for d in docs if d.get("kind") in WORKLOAD_KINDS]
+
+
+def pod_template(workload: Doc) -> Doc:
+    if workload["kind"] == "CronJob":
+        return workload["spec"]["jobTemplate"]["spec"]["template"]
+    return workload["spec"]["template"]
 
 
 def pod_spec(workload: Doc) -> Doc:
-    return workload["spec"]["template"]["spec"]
+    return pod_template(workload)["spec"]
 
 
 def pod_labels(workload: Doc) -> dict[str, str]:
-    return dict(workload["spec"]["template"]["metadata"].get("labels", {}))
+    return dict(pod_template(workload)["metadata"].get("labels", {}))
 
 
 def containers(workload: Doc) -> list[Doc]:

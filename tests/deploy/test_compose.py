@@ -100,7 +100,7 @@ def test_every_service_is_a_pinned_third_party_image_or_a_court_console_script(c
 
 
 def test_compose_runs_the_same_services_as_kubernetes(compose):
-    k8s = {pod_spec(d)["containers"][0]["command"][0] for d in of_kind(render(BASE), "Deployment")}
+    k8s = {pod_spec(d)["containers"][0]["args"][0] for d in of_kind(render(BASE), "Deployment")}
     in_compose = {command_of(svc)[0] for svc in court_services(compose).values()}
     assert in_compose == k8s
 

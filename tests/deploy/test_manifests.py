@@ -42,6 +42,7 @@ from .kube import (
     schema_version,
     selector_matches,
     validate,
+    workloads,
 )
 
 KUSTOMIZATIONS = kustomizations()
@@ -201,7 +202,8 @@ def test_every_pod_is_hardened(name):
     RuntimeDefault, requests and limits: for the services and for NATS and PostgreSQL alike (the
     namespace enforces the restricted Pod Security Standard)."""
     docs = docs_for(name)
-    for workload in of_kind(docs, "Deployment") + of_kind(docs, "StatefulSet"):
+    assert {"Job", "CronJob"} <= {w["kind"] for w in workloads(docs)}, "the Jobs are checked too"
+    for workload in workloads(docs):
         wname = f"{workload['kind']}/{workload['metadata']['name']}"
         spec = pod_spec(workload)
         pod_sc = spec.get("securityContext", {})
@@ -518,7 +520,7 @@ def test_prod_scales_wider_than_dev():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_images_are_pinned(name):
-    for workload in of_kind(docs_for(name), "Deployment") + of_kind(docs_for(name), "StatefulSet"):
+    for workload in workloads(docs_for(name)):
         for c in containers(workload):
             image = c["image"]
             if "@sha256:" in image:
@@ -552,11 +554,17 @@ TALK_PATHS = {
     ("prometheus", "ranking", "metrics"),
     ("prometheus", "bot", "metrics"),
     ("prometheus", "nats", "metrics"),
+    # the release's migration Jobs and the backup / restore Jobs
+    ("lobby-migrate", "postgres", "postgres"),
+    ("ranking-migrate", "postgres", "postgres"),
+    ("postgres-backup", "postgres", "postgres"),
+    ("postgres-restore", "postgres", "postgres"),
 }
 # Game clients reach the four services' gRPC ports from anywhere (through a load balancer).
 CLIENT_FACING = {"rules", "lobby", "ranking", "bot"}
 # These four may open only the connections in TALK_PATHS (plus DNS).
-EGRESS_LIMITED = {"rules", "lobby", "ranking", "bot"}
+EGRESS_LIMITED = {"rules", "lobby", "ranking", "bot", "lobby-migrate", "ranking-migrate", "postgres-backup",
+                  "postgres-restore"}
 
 
 def _outsiders() -> list[Pod]:
@@ -711,3 +719,80 @@ def test_court_kit_settings_accept_the_manifest_environment(name):
             spec["containers"][0].get("lifecycle", {}).get("preStop", {}).get("sleep", {}).get("seconds", 0)
         )
         assert spec["terminationGracePeriodSeconds"] > pre_stop + settings.shutdown_grace
+
+
+# ---- migrations as Jobs, backups as a CronJob ---------------------------------------------------
+
+SQL_SERVICES = ("lobby", "ranking")
+
+
+def _job_container(docs, kind: str, name: str) -> dict:
+    workload = named(docs, kind, name)
+    (container,) = pod_spec(workload)["containers"]
+    return container
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_database_is_migrated_by_a_job_and_the_services_do_not_migrate(name):
+    """One Job per database runs `court-<service> migrate` with the Deployment's own image, settings
+    and database URL; the services get COURT_MIGRATE_ON_START=false and so only check the schema."""
+    docs = docs_for(name)
+    assert configmap_data(docs, "court-config")["COURT_MIGRATE_ON_START"] == "false"
+    settings_mod = pytest.importorskip("court_kit.settings")
+    for service in SQL_SERVICES:
+        dep = named(docs, "Deployment", service)
+        service_container = pod_spec(dep)["containers"][0]
+        job = named(docs, "Job", f"{service}-migrate")
+        assert pod_spec(job)["restartPolicy"] in ("OnFailure", "Never")
+        container = _job_container(docs, "Job", f"{service}-migrate")
+        assert container["args"] == [f"court-{service}", "migrate"]
+        assert container["image"] == service_container["image"], "the Job migrates to this release's schema"
+        # What the service's settings check at start, the Job gets too (court-lobby migrate refuses to
+        # start without the signing key), with the files those paths point at mounted from the same Secret.
+        job_volumes = {v["name"]: v for v in pod_spec(job)["volumes"]}
+        dep_volumes = {v["name"]: v for v in pod_spec(dep)["volumes"]}
+        job_mounts = {m["mountPath"]: job_volumes[m["name"]] for m in container.get("volumeMounts", [])}
+        dep_mounts = {m["mountPath"]: dep_volumes[m["name"]] for m in service_container.get("volumeMounts", [])}
+        for var in ("COURT_DATABASE_URL", "COURT_TOKEN_KEYS", "COURT_SIGNING_KEY", "COURT_ID_SECRET"):
+            if var not in env_of(service_container):
+                continue
+            assert env_of(container).get(var) == env_of(service_container)[var], f"{service}-migrate: {var}"
+            value = env_of(service_container)[var].get("value", "")
+            for path, volume in dep_mounts.items():
+                if value.startswith(path + "/"):
+                    assert job_mounts.get(path) == volume, f"{service}-migrate must mount {path} as {service} does"
+        assert container["envFrom"] == service_container["envFrom"]
+        env = pod_environment(docs, job)
+        settings = settings_mod.Settings.load(service, env)
+        assert settings.migrate_on_start is False and not settings.extra
+        assert settings_mod.Settings.load(service, pod_environment(docs, dep)).migrate_on_start is False
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_postgres_is_backed_up_nightly_with_the_tested_script(name):
+    """The backup CronJob runs deploy/base/postgres/backup.sh (the file tests/deploy/
+    test_backup_restore.py runs against a real server) on every database init.sql creates, onto its
+    own volume; the restore template runs restore.sh and never runs on a schedule."""
+    docs = docs_for(name)
+    scripts = configmap_data(docs, "postgres-scripts")
+    for script in ("backup.sh", "restore.sh"):
+        assert scripts[script] == (DEPLOY / "base" / "postgres" / script).read_text()
+    created = set(re.findall(r"CREATE DATABASE (\w+)", configmap_data(docs, "postgres-init")["init.sql"], re.I))
+    server_image = pod_spec(named(docs, "StatefulSet", "postgres"))["containers"][0]["image"]
+    for cron, script, databases in (("postgres-backup", "backup.sh", "BACKUP_DATABASES"),
+                                    ("postgres-restore", "restore.sh", "RESTORE_DATABASES")):
+        workload = named(docs, "CronJob", cron)
+        container = _job_container(docs, "CronJob", cron)
+        assert container["command"] == ["sh", f"/scripts/{script}"]
+        assert container["image"] == server_image, "pg_dump/pg_restore of the server's own version"
+        env = env_of(container)
+        assert set(env[databases]["value"].split()) == created, f"{cron} must cover {sorted(created)}"
+        assert env["PGHOST"]["value"] == "postgres" and "secretKeyRef" in env["PGPASSWORD"]["valueFrom"]
+        volumes = {v["name"]: v for v in pod_spec(workload)["volumes"]}
+        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+        assert volumes[mounts["/scripts"]]["configMap"]["name"].startswith("postgres-scripts")
+        claim = volumes[mounts[env["BACKUP_DIR"]["value"]]]["persistentVolumeClaim"]["claimName"]
+        assert named(docs, "PersistentVolumeClaim", claim)
+    backup = named(docs, "CronJob", "postgres-backup")["spec"]
+    assert backup.get("suspend") is not True and backup["concurrencyPolicy"] == "Forbid"
+    assert named(docs, "CronJob", "postgres-restore")["spec"]["suspend"] is True

@@ -29,6 +29,9 @@ from tests.fixtures.nats import BinaryNats, make_nats
 from tests.storage.db import BACKENDS, backend_url
 
 ACK_WAIT = 2.0  # seconds before an unacknowledged event goes to another consumer (30 in production)
+# the start saga's sweep and lease, the settle sweep: fast, so recovery tests take seconds
+FAST_SAGA = {"COURT_START_SWEEP": "0.2", "COURT_START_LEASE": "1.5", "COURT_SETTLE_SWEEP": "0.5",
+             "COURT_SETTLE_LEASE": "2"}
 
 
 def rid() -> str:
@@ -117,8 +120,9 @@ class Stack:
                 f"sqlite:///{self.tmp_path / (service + '.db')}"
         if service == "lobby":
             extra.update(rules_addr=self.rules.address, ranking_addr=self.ranking.address)
+        extra["extra"] = dict(FAST_SAGA)
         if service == "lobby":  # the sign-in rate limits are tested on their own (tests/security)
-            extra["extra"] = {"COURT_LOGIN_RATE": "0", "COURT_LOGIN_NAME_RATE": "0", "COURT_SIGNUP_RATE": "0"}
+            extra["extra"].update({"COURT_LOGIN_RATE": "0", "COURT_LOGIN_NAME_RATE": "0", "COURT_SIGNUP_RATE": "0"})
         if service in self.nats_users:
             extra.update(nats_user=service, nats_password=self.nats_users[service])
         values = dict(nats_url=self.nats.url, listen="127.0.0.1:0", metrics_listen="", **keys.overrides(service),
@@ -127,11 +131,11 @@ class Stack:
             overrides = {**overrides, "extra": {**values["extra"], **overrides["extra"]}}
         return Settings.load(service, {}, **{**values, **overrides})
 
-    async def start(self) -> None:
+    async def start(self, lobby_faults: Any = None) -> None:
         self.nats.start()
         self.rules = await RulesApp.start(self.settings("rules"), sweep_delay=0.5)
         self.ranking = await self.start_ranking()
-        self.lobby = await LobbyApp.start(self.settings("lobby"))
+        self.lobby = await LobbyApp.start(self.settings("lobby"), faults=lobby_faults)
         self.lobby_channel = self.channel(self.lobby.address)
         self.ranking_channel = self.channel(self.ranking.address)
 
@@ -172,6 +176,24 @@ class Stack:
                 except Exception:  # noqa: BLE001 - already killed
                     pass
         self.nats.stop()
+
+    async def audit(self) -> rpb.AuditResponse:
+        """The ranking service's ledger audit, as an operator runs it (an admin token)."""
+        stub = ranking_pb2_grpc.RankingServiceStub(self.ranking_channel)
+        return await stub.Audit(rpb.AuditRequest(), metadata=(("authorization",
+                                                               f"Bearer {self.token('ops', 'admin')}"),), timeout=60)
+
+    async def start_bot(self) -> Any:
+        """The bot service (plays bot seats, answers Suggest), stopped at the end."""
+        from court_bot.app import BotApp
+        from court_bot.config import BotConfig
+
+        settings = self.settings("bot", rules_addr=self.rules.address)
+        app = await BotApp.start(settings, config=BotConfig.from_settings(
+            settings, budgets_ms={"random": 5.0, "heuristic": 20.0, "expert": 40.0}, ack_wait=ACK_WAIT))
+        self.closers.append(lambda: app.stop(0))
+        self.bot = app
+        return app
 
     def token(self, sub: str, role: str, ttl: float = 3600) -> str:
         return keys.token(sub, role, ttl)

@@ -33,18 +33,28 @@ async def test_only_the_lobby_registers_and_abandons_games(stack: Stack):
     player = stub_as(stack, "p-ann", "player")
     lobby = stub_as(stack, "service:lobby", "service")
     await fails(C.PERMISSION_DENIED, player("RegisterGame", register("g1", ["p-ann", "p-bob"])), "role service")
-    await fails(C.PERMISSION_DENIED, player("AbandonGame", rpb.AbandonGameRequest(game_id="g1")))
+    await fails(C.PERMISSION_DENIED, player("AbandonGame", rpb.AbandonGameRequest(request_id="a", game_id="g1")))
     assert (await player("GetBalance", rpb.GetBalanceRequest())).points == 1000
     done = await lobby("RegisterGame", register("g1", ["p-ann", "p-bob", "bot:random"]))
     assert done.created and [(b.player_id, b.points) for b in done.balances] == [("p-ann", 900), ("p-bob", 900)]
-    again = await lobby("RegisterGame", register("g1", ["p-ann", "p-bob", "bot:random"]))
+    assert await lobby("RegisterGame", register("g1", ["p-ann", "p-bob", "bot:random"])) == done  # a retry
+    other = register("g1", ["p-ann", "p-bob", "bot:random"])
+    other.request_id = "another"
+    again = await lobby("RegisterGame", other)
     assert not again.created and [b.points for b in again.balances] == [900, 900]
+    changed = register("g1", ["p-ann", "p-bob", "bot:random"], ante=50)
+    await fails(C.INVALID_ARGUMENT, lobby("RegisterGame", changed), "different request")
+    await fails(C.INVALID_ARGUMENT, lobby("RegisterGame", rpb.RegisterGameRequest(
+        game_id="g9", game="queens_court", online=True, seats=[rpb.RankedSeat(player_id="p-ann")])), "request_id")
     await fails(C.FAILED_PRECONDITION, lobby("RegisterGame", register("g2", ["p-ann", "p-cy"], ante=950)), "p-ann")
     assert (await player("GetBalance", rpb.GetBalanceRequest())).points == 900
-    back = await lobby("AbandonGame", rpb.AbandonGameRequest(game_id="g1"))
+    back = await lobby("AbandonGame", rpb.AbandonGameRequest(request_id="ab1", game_id="g1"))
     assert back.refunds == 2 and [b.points for b in back.balances] == [1000, 1000]
-    assert (await lobby("AbandonGame", rpb.AbandonGameRequest(game_id="g1"))).refunds == 0
-    await fails(C.NOT_FOUND, lobby("AbandonGame", rpb.AbandonGameRequest(game_id="nope")))
+    assert (await lobby("AbandonGame", rpb.AbandonGameRequest(request_id="ab2", game_id="g1"))).refunds == 0
+    # a game abandoned before it was registered is void: registering it later takes nothing
+    assert (await lobby("AbandonGame", rpb.AbandonGameRequest(request_id="ab3", game_id="nope"))).refunds == 0
+    await fails(C.FAILED_PRECONDITION, lobby("RegisterGame", register("nope", ["p-ann", "p-bob"])), "abandoned")
+    assert (await player("GetBalance", rpb.GetBalanceRequest())).points == 1000
 
 
 async def test_reads_check_who_asks_and_what(stack: Stack):

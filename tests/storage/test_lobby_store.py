@@ -17,8 +17,9 @@ from court_kit.errors import (
     ServiceError,
     Unauthenticated,
 )
-from court_lobby.store import LobbyStore, check_name, migrate
+from court_lobby.store import Call, LobbyStore, check_name, migrate
 from court_store import current_revision, make_engine
+from court_store import requests as rq
 from sqlalchemy import inspect
 
 from .db import db_url  # noqa: F401  (the parametrised fixture)
@@ -58,8 +59,8 @@ class TestLobbyStore:
     def test_migrations_make_every_table_and_run_again_as_a_no_op(self, store):
         assert {"lb_account", "lb_lobby", "lb_seat", "lb_refresh", "lb_request", "alembic_version_lobby"} <= set(
             inspect(store.engine).get_table_names())
-        assert current_revision(store.engine, "lobby") == "0001"
-        assert migrate(store.engine) == "0001"
+        assert current_revision(store.engine, "lobby") == "0002"
+        assert migrate(store.engine) == "0002"
 
     def test_names_are_unique_whatever_their_case(self, store):
         ann = store.create_account("Ann", "h")
@@ -86,13 +87,24 @@ class TestLobbyStore:
         with pytest.raises(Unauthenticated):
             store.use_refresh(expired)
 
-    def test_the_request_log_returns_the_first_answer(self, store):
-        assert store.recall("a", "r1", "Join") is None
-        assert store.remember("a", "r1", "Join", b"first") == b"first"
-        assert store.remember("a", "r1", "Join", b"second") == b"first"
-        assert store.recall("a", "r1", "Join") == b"first"
-        with pytest.raises(InvalidArgument):
-            store.recall("a", "r1", "Leave")
+    def test_a_request_id_is_claimed_with_its_effect_and_answers_retries(self, store):
+        host = store.create_account("Ann", "h")
+        call = Call(rq.Claim(host.id, "r1", "CreateLobby", "digest-1"), lambda info: info.id.encode())
+        assert store.recall(call.claim) is None
+        first = store.create_lobby(host, "queens_court", QC3, True, 100, 3, True, None, call)
+        assert store.recall(call.claim) == rq.Stored(0, first.id.encode())
+        with pytest.raises(rq.Replayed) as again:  # a retry changes nothing and finds the first answer
+            store.create_lobby(host, "queens_court", QC3, True, 100, 3, True, None, call)
+        assert again.value.stored.response == first.id.encode()
+        assert len(store.list_open("queens_court")) == 1
+        with pytest.raises(InvalidArgument, match="different request"):
+            store.recall(rq.Claim(host.id, "r1", "CreateLobby", "digest-2"))
+        with pytest.raises(InvalidArgument, match="different request"):
+            store.recall(rq.Claim(host.id, "r1", "JoinLobby", "digest-1"))
+        failing = Call(rq.Claim(host.id, "r2", "JoinLobby", "d"), lambda info: b"")
+        with pytest.raises(NotFound):  # an error rolls the claim back with the effect
+            store.join("no-such-lobby", host, call=failing)
+        assert store.recall(failing.claim) is None
 
     def test_joining_seats_in_order_and_refuses_a_full_lobby(self, store):
         host, b, c, d = (store.create_account(n, "h") for n in ("Ann", "Bob", "Cy", "Dee"))
@@ -125,11 +137,15 @@ class TestLobbyStore:
         host = store.create_account("Host", "h")
         lobby = store.create_lobby(host, "queens_court", {"players": 2}, True, 0, 2, True)
         store.add_bot(lobby.id, host, "heuristic")
-        out = _race(4, lambda i: store.begin_start(lobby.id, host, seed=i))
+        out = _race(4, lambda i: store.begin_start(lobby.id, host))
         started = [o for o in out if not isinstance(o, ServiceError)]
         assert len(started) == 1 and all(isinstance(o, FailedPrecondition) for o in out if o not in started)
-        assert store.lobby(lobby.id).status == "starting"
-        assert store.finish_start(lobby.id, "game-1").status == "started"
+        fixed = store.lobby(lobby.id)
+        assert fixed.status == "starting" and fixed.game_id and fixed.seed is not None and fixed.start_rid
+        assert (fixed.game_id, fixed.seed) == (started[0].game_id, started[0].seed)  # chosen once, stored
+        assert store.finish_start(lobby.id, "another-saga", lambda i: b"").status == "starting"
+        done = store.finish_start(lobby.id, fixed.start_rid, lambda i: b"")
+        assert (done.status, done.game_id) == ("started", fixed.game_id)
         with pytest.raises(FailedPrecondition):
             store.join(lobby.id, store.create_account("Late", "h"))
 
@@ -143,13 +159,13 @@ class TestLobbyStore:
             store.add_bot(lobby.id, guest, "random")
         store.add_bot(lobby.id, host, "expert")
         with pytest.raises(PermissionDenied):
-            store.begin_start(lobby.id, guest, seed=1)
+            store.begin_start(lobby.id, guest)
         assert len(store.lobby(lobby.id).seated) == 3
         with pytest.raises(FailedPrecondition, match="holds a person"):
             store.kick(lobby.id, host, 1, bots_only=True)
         assert [s.seat_no for s in store.kick(lobby.id, host, 1).seated] == [0, 2]
         with pytest.raises(FailedPrecondition, match="empty seat"):
-            store.begin_start(lobby.id, host, seed=1)
+            store.begin_start(lobby.id, host)
         with pytest.raises(NotFound):
             store.kick(lobby.id, host, 1)
         with pytest.raises(InvalidArgument):
@@ -189,14 +205,23 @@ class TestLobbyStore:
         with pytest.raises(FailedPrecondition):
             store.leave(lobby.id, guest)
 
-    def test_undo_start_reopens_and_my_games_lists_started_ones(self, store):
+    def test_a_failed_start_reopens_with_its_reason_and_the_next_start_is_a_new_saga(self, store):
         host = store.create_account("Host", "h")
         lobby = store.create_lobby(host, "queens_court", {"players": 2}, True, 0, 2, True)
         store.add_bot(lobby.id, host, "random")
-        assert store.begin_start(lobby.id, host, seed=5).seed == 5
-        store.undo_start(lobby.id)
-        assert store.lobby(lobby.id).status == "open" and store.lobby(lobby.id).seed is None
-        assert store.begin_start(lobby.id, host, seed=6).seed == 6
-        assert store.finish_start(lobby.id, "game-2").game_id == "game-2"
+        first = store.begin_start(lobby.id, host)
+        assert store.acquire_lease(lobby.id, "me", 30) is not None
+        assert store.acquire_lease(lobby.id, "other", 30) is None  # one driver at a time
+        assert store.starting() == []  # leased: not the sweep's
+        store.release_lease(lobby.id, "me")
+        assert store.starting() == [lobby.id]
+        assert store.fail_start(lobby.id, first.start_rid, "rules said no", 9)
+        reopened = store.lobby(lobby.id)
+        assert (reopened.status, reopened.seed, reopened.game_id, reopened.start_error) == ("open", None, None,
+                                                                                           "rules said no")
+        second = store.begin_start(lobby.id, host)
+        assert second.game_id != first.game_id and second.start_rid != first.start_rid
+        assert store.lobby(lobby.id).start_error is None
+        assert store.finish_start(lobby.id, second.start_rid, lambda i: b"").game_id == second.game_id
         assert [g.id for g in store.my_games(host.id)] == [lobby.id]
-        assert store.lobby_of_game("game-2").id == lobby.id
+        assert store.lobby_of_game(second.game_id).id == lobby.id

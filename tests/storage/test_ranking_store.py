@@ -62,13 +62,44 @@ def _expected(events: list[dict], result: dict, ante: int, seed: int) -> dict[in
     return total
 
 
+def _expected_with_bots(events: list[dict], result: dict, ante: int, bots: list[bool],
+                        assignment: dict | None = None) -> dict[int, int]:
+    """RULES.md's "Bots and rank points", written out on its own: the people's change per seat."""
+    n = len(bots)
+    people = [s for s in range(n) if not bots[s]]
+    total = dict.fromkeys(range(n), 0)
+    for e in events:
+        if e["type"] != "RoundEnded" or not e["winners"]:
+            continue
+        human_losers = [s for s in people if s not in e["winners"]]
+        human_winners = [s for s in people if s in e["winners"]]
+        for s in human_losers:
+            total[s] -= 100
+        if human_winners:
+            share, rest = divmod(100 * len(human_losers), len(human_winners))
+            for s in human_winners:
+                total[s] += share
+            order = [(e["starter"] + k) % n for k in range(1, n + 1)]
+            total[next(s for s in order if s in human_winners)] += rest
+    for s in people:
+        total[s] -= ante
+    w = result["winner"]
+    if not bots[w]:
+        total[w] += 2 * ante if len(people) >= 2 else ante
+    if len(people) >= 2 and assignment is not None:
+        for s, pay in qca.challenge_payouts(events, n, assignment).items():
+            if not bots[s]:
+                total[s] += pay
+    return total
+
+
 class TestRankingStore:
     def test_migrations_make_every_table_and_run_again_as_a_no_op(self, store):
         names = set(inspect(store.engine).get_table_names())
         assert {"rk_ledger", "rk_game", "rk_event", "rk_challenge", "rk_player", "rk_rating",
                 "alembic_version_ranking"} <= names
-        assert current_revision(store.engine, "ranking") == "0001"
-        assert migrate(store.engine) == "0001"
+        assert current_revision(store.engine, "ranking") == "0002"
+        assert migrate(store.engine) == "0002"
 
     def test_a_new_player_opens_with_1000_points_once(self, store):
         assert store.balance("p-new") == 1000
@@ -194,8 +225,10 @@ class TestRankingStore:
             store.record_event("g1", seq, idx, events[i], last)
         assert store.settle("g1") == 0
         assert [store.balance(p) for p, _ in PLAYERS] == [b + 400 for b in mid]
-        with pytest.raises(NotFound):
-            store.abandon_game("nope")
+        assert store.abandon_game("nope") == 0  # never registered: void, and a late registration takes nothing
+        with pytest.raises(FailedPrecondition, match="abandoned"):
+            store.open_game("nope", "queens_court", True, 400, 1, PLAYERS)
+        assert store.audit()["violations"] == []
 
     def test_a_finished_game_cannot_be_abandoned(self, store):
         events, _ = play_queens_court(12, 2)
@@ -247,11 +280,37 @@ class TestRankingStore:
         seats = [PLAYERS[0], ("bot:random", "Bot"), ("bot:random", "Bot")]
         store.open_game("g1", "queens_court", True, 200, 77, seats)
         _feed(store, "g1", events)
-        want = _expected(events, result, 200, 77)
-        assert store.balance("p-ann") == 1000 + want[0]
+        want = _expected_with_bots(events, result, 200, [False, True, True])
+        assert store.balance("p-ann") == 1000 + want[0] <= 1000
         assert {e.player_id for e in store.entries_of_game("g1")} <= {"p-ann"}
+        assert not [e for e in store.entries_of_game("g1") if e.reason.startswith("challenge:")]
         assert store.rating("p-ann", "queens_court").games == 0  # rated only among people
         assert store.leaderboard("queens_court", "rating") == []
+        assert store.audit()["violations"] == []
+
+    @pytest.mark.parametrize("seed", range(101, 113))
+    def test_a_person_playing_only_bots_never_ends_above_their_start(self, store, seed):
+        """RULES.md "Bots and rank points": human losers pay, bots never do; beating only bots gets
+        one's own ante back, no more; challenges pay nothing without another person."""
+        n = 2 + seed % 3
+        events, result = play_queens_court(seed, n, move_seed=seed)
+        me = seed % n
+        seats = [PLAYERS[0] if s == me else (f"bot:{'random' if s % 2 else 'expert'}", "Bot") for s in range(n)]
+        store.open_game(f"g{seed}", "queens_court", True, 150, seed, seats)
+        _feed(store, f"g{seed}", events)
+        want = _expected_with_bots(events, result, 150, [s != me for s in range(n)])
+        assert store.balance("p-ann") == 1000 + want[me] <= 1000
+        assert store.audit()["violations"] == []
+
+    def test_people_and_bots_at_one_table_move_points_only_between_people(self, store):
+        events, result = play_queens_court(31, 4, move_seed=2)
+        seats = [PLAYERS[0], ("bot:random", "Bot"), PLAYERS[1], ("bot:heuristic", "Bot")]
+        store.open_game("g1", "queens_court", True, 100, 31, seats)
+        _feed(store, "g1", events)
+        bots = [False, True, False, True]
+        want = _expected_with_bots(events, result, 100, bots, qca.assign_challenges(31, 4))
+        assert [store.balance("p-ann"), store.balance("p-bob")] == [1000 + want[0], 1000 + want[2]]
+        assert store.audit()["violations"] == []
 
     def test_profile(self, store):
         store.open_game("g1", "queens_court", True, 100, 1, PLAYERS)

@@ -379,7 +379,7 @@ def to_state(pub: Public, hands: Sequence[int], pending: Sequence[int]) -> H.Sta
 _CACHE: dict[str, Any] = {"view": None, "seat": None, "key": None, "sampler": None}
 
 
-def _view_key(view: Mapping[str, Any]) -> tuple:
+def _view_key(view: Mapping[str, Any]) -> tuple[Any, ...]:
     tv = view.get("trick") or {}
     return (view.get("phase"), view.get("hand"), tuple(view.get("cards", ())), tuple(view.get("chosen") or ()),
             len(view.get("tricks", ())), tuple(tv.get("cards", ())), tuple(view.get("to_act", ())))
@@ -389,7 +389,8 @@ def sampler_for(view: Mapping[str, Any], seat: int) -> Sampler:
     """The sampler of ``view`` (the last one is cached: search determinizes one view many times)."""
     key = _view_key(view)
     if _CACHE["view"] is view and _CACHE["seat"] == seat and _CACHE["key"] == key:
-        return _CACHE["sampler"]
+        cached: Sampler = _CACHE["sampler"]
+        return cached
     sampler = Sampler(parse_view(view, seat))
     _CACHE.update(view=view, seat=seat, key=key, sampler=sampler)
     return sampler

@@ -33,12 +33,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from court_games import core
 from court_games.games import queens_court as qc
 
 game = qc
 
 GL = qc.GL  # the glove's code (52)
-N_STD = len(qc.STANDARD_DECK)
+N_STD = len(core.STANDARD_DECK)
 VAL: tuple[int, ...] = qc.VALUE  # Queen 0 (wild), glove -1
 RANK: tuple[int, ...] = (*(c % 13 for c in range(N_STD)), 13)  # rank index 0..12, glove 13
 IS_Q: tuple[bool, ...] = tuple(c != GL and VAL[c] == 0 for c in range(N_STD + 1))
@@ -299,7 +300,7 @@ class _Policy:
         return max(0, 4 - sim.qpiles - sum(1 for c in sim.hands[p] if IS_Q[c]))
 
     @staticmethod
-    def threat(sim: Sim, s: int, p: int, sp: int, pq: float, prm: Params) -> float:
+    def threat(sim: Sim, s: int, p: int, sp: float, pq: float, prm: Params) -> float:
         """Expected damage others can still do to seat ``s``'s spread ``sp`` (``p`` is the mover)."""
         n = sim.n
         if (sim.locked >> s) & 1:

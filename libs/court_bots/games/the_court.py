@@ -54,6 +54,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from court_games import core
 from court_games.games import the_court as game
 
 NUMBERS = game.NUMBERS
@@ -160,6 +161,18 @@ class Sim:
 
     __slots__ = ("mode", "shared", "players", "phase", "turn", "pending", "votes", "deck", "pile",
                  "qa_left", "qa_total", "discards")
+    mode: str
+    shared: bool
+    players: list[SPlayer]
+    phase: int
+    turn: int
+    pending: list[list[Any]]  # [card: str, owner: int, holder: int]
+    votes: list[int]
+    deck: list[str]
+    pile: list[str]
+    qa_left: int
+    qa_total: int
+    discards: int
 
     def copy(self) -> Sim:
         o = Sim.__new__(Sim)
@@ -277,7 +290,7 @@ class Sim:
         self._mark_resolved(card, owner)
         self._after_resolution(head)
 
-    def _after_resolution(self, head: list) -> None:
+    def _after_resolution(self, head: list[Any]) -> None:
         if self.shared:
             if not self.deck or (self.qa_total and not self.qa_left):
                 for p in self.players:
@@ -308,7 +321,7 @@ class Sim:
             if not pl.deck or (pl.qa_total and not pl.qa_left):
                 _finish(pl)
 
-    def _draw_own(self, p: int) -> list:
+    def _draw_own(self, p: int) -> list[Any]:
         pl = self.players[p]
         card = pl.deck.pop()
         pl.rem[card[0]] -= 1
@@ -452,7 +465,7 @@ def sim_from_state(state: game.State) -> Sim:
     return s
 
 
-def snapshot(s: Sim) -> tuple:
+def snapshot(s: Sim) -> tuple[Any, ...]:
     """Everything the simulator tracks, comparable with ``state_snapshot`` of the engine."""
     return (
         _PHASE_NAME[s.phase],
@@ -465,7 +478,7 @@ def snapshot(s: Sim) -> tuple:
     )
 
 
-def state_snapshot(state: game.State) -> tuple:
+def state_snapshot(state: game.State) -> tuple[Any, ...]:
     return snapshot(sim_from_state(state))
 
 
@@ -590,7 +603,7 @@ def evaluate(towers: Sequence[Sequence[str]], tv: Sequence[int], moat: Sequence[
     return val
 
 
-def _after(pl: SPlayer, card: str, action: tuple[int, int]) -> tuple[list, list[int], list[str], int]:
+def _after(pl: SPlayer, card: str, action: tuple[int, int]) -> tuple[list[list[str]], list[int], list[str], int]:
     """(towers, values, moat, score) of ``pl`` after resolving ``card`` with ``action``."""
     kind = action[0]
     r = card[0]
@@ -853,7 +866,7 @@ def determinize(view: Mapping[str, Any], seat: int, rng: random.Random) -> game.
     seen = _visible_cards(view)
     phase = game.Phase(view["phase"])
     if shared:
-        pool = [c for c in game.core.STANDARD_DECK if c not in set(seen)]
+        pool = [c for c in core.STANDARD_DECK if c not in set(seen)]
         need = view["queens_aces_left"] - sum(1 for p in view["pending"] if p["card"][0] in "QA")
         deck = tuple(_deal_deck(pool, view["deck_size"], need, rng))
         players = tuple(

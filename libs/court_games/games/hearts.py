@@ -42,7 +42,7 @@ pile, so hearts are broken exactly when some heart has left the hands.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,7 +109,7 @@ def names_of(mask: int) -> list[str]:
     return [CARDS[c] for c in ids_of(mask)]
 
 
-def mask_of(cards: Sequence[int]) -> int:
+def mask_of(cards: Iterable[int]) -> int:
     m = 0
     for c in cards:
         m |= _BIT[c]
@@ -466,7 +466,7 @@ def _apply_play(state: State, player: int, action: int, emit: bool) -> tuple[Sta
     return new, _play_events(state, new, player, action, done)
 
 
-def _end_hand(match: Match, won: tuple[int, ...], tricks: tuple, pending: tuple[int, ...]) -> State:
+def _end_hand(match: Match, won: tuple[int, ...], tricks: tuple[Any, ...], pending: tuple[int, ...]) -> State:
     taken = [points_of(w) for w in won]
     if MOON in taken:
         shooter = taken.index(MOON)
@@ -617,7 +617,8 @@ def _exchange_events(state: State) -> list[Event]:
     return events
 
 
-def _play_events(before: State, after: State, player: int, card: int, done: tuple | None) -> tuple[Event, ...]:
+def _play_events(before: State, after: State, player: int, card: int, done: tuple[Any, ...] | None
+                 ) -> tuple[Event, ...]:
     m = before.match
     events = [Event("CardPlayed", {"seat": player, "card": CARDS[card], "hand": m.hand_no,
                                    "trick": len(before.tricks), "position": len(before.trick)})]
@@ -646,7 +647,7 @@ def _play_events(before: State, after: State, player: int, card: int, done: tupl
     return tuple(events)
 
 
-def _won_after(before: State, done: tuple) -> list[int]:
+def _won_after(before: State, done: tuple[Any, ...]) -> list[int]:
     won = list(before.won)
     won[done[2]] |= mask_of(done[1])
     return won

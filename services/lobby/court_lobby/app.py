@@ -4,8 +4,12 @@ Settings come from the environment (court_kit.settings): COURT_DATABASE_URL (def
 file under COURT_STATE_DIR), COURT_LISTEN (default 127.0.0.1:50052), COURT_RULES_ADDR,
 COURT_RANKING_ADDR, COURT_TOKEN_KEYS and COURT_SIGNING_KEY (the lobby's private key: it alone
 signs player identities), and the lobby's own COURT_TOKEN_TTL (seconds a bearer
-token lives, default 3600) and COURT_REFRESH_TTL (default 30 days). The schema is migrated at
-start (Alembic; ``migrate`` runs only that). ``LobbyApp.start(settings)`` is what tests use.
+token lives, default 3600) and COURT_REFRESH_TTL (default 30 days); the start saga's
+COURT_START_SWEEP (seconds between sweeps for lobbies left in ``starting``, default 10; one runs
+at start-up) and COURT_START_LEASE (seconds a replica holds a lobby while driving it, default 30).
+The schema is migrated at start (Alembic; ``migrate`` runs only that) unless
+COURT_MIGRATE_ON_START=false, which only checks it is current (deploy/ migrates in a Job).
+``LobbyApp.start(settings)`` is what tests use.
 """
 
 from __future__ import annotations
@@ -13,13 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import court_store
 from court_kit import logging as klog
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
-from court_kit.settings import Settings
+from court_kit.settings import ConfigError, Settings
 from court_kit.tokens import Verifier, preflight
 from court_proto.court.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 from grpc_health.v1._async import HealthServicer
@@ -27,17 +31,24 @@ from sqlalchemy.engine import Engine
 
 from .accounts import LoginLimits, TokenPolicy
 from .clients import Backends
+from .saga import Faults, Starter
 from .servicer import PUBLIC_METHODS, LobbyServicer
-from .store import LobbyStore, migrate
+from .store import LobbyStore, check_schema, migrate
 
 log = klog.get_logger("court_lobby")
 
 SERVICE_NAME = lobby_pb2.DESCRIPTOR.services_by_name["LobbyService"].full_name
 
 
-def open_database(settings: Settings) -> Engine:
-    """The engine for COURT_DATABASE_URL, its schema migrated to the newest revision."""
-    engine, revision = court_store.open_database(settings.database_url, migrate)
+def open_database(settings: Settings, *, migrate_schema: bool | None = None) -> Engine:
+    """The engine for COURT_DATABASE_URL, its schema migrated to the newest revision; with
+    COURT_MIGRATE_ON_START=false (or ``migrate_schema=False``) only checked to be at it."""
+    if migrate_schema is None:
+        migrate_schema = settings.migrate_on_start
+    try:
+        engine, revision = court_store.open_database(settings.database_url, migrate if migrate_schema else check_schema)
+    except court_store.SchemaNotCurrent as exc:
+        raise ConfigError(str(exc)) from None
     log.info("database ready", backend=engine.dialect.name, revision=revision)
     return engine
 
@@ -52,13 +63,16 @@ class LobbyApp:
     port: int
     health: HealthServicer
     metrics: MetricsServer | None
+    starter: Starter
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+    _task: asyncio.Task | None = None
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
     @classmethod
-    async def start(cls, settings: Settings) -> LobbyApp:
+    async def start(cls, settings: Settings, *, faults: Faults | None = None) -> LobbyApp:
         _, signer = preflight(settings)
         assert signer is not None
         engine = await asyncio.to_thread(open_database, settings)
@@ -68,6 +82,10 @@ class LobbyApp:
             tokens = TokenPolicy(signer, ttl=settings.extra_float("TOKEN_TTL", 3600.0, lo=1.0),
                                  refresh_ttl=settings.extra_float("REFRESH_TTL", 30 * 24 * 3600.0, lo=1.0))
             servicer = LobbyServicer(store, backends, tokens, LoginLimits.from_settings(settings))
+            starter = Starter(store, backends, servicer._render_start,
+                              lease=settings.extra_float("START_LEASE", 30.0, lo=0.1),
+                              sweep=settings.extra_float("START_SWEEP", 10.0, lo=0.05), faults=faults)
+            servicer.starter = starter
             server, port = create_server(settings.listen, settings=settings, interceptors=[
                 EdgeInterceptor(Verifier.for_service(settings), public_methods=PUBLIC_METHODS)])
             lobby_pb2_grpc.add_LobbyServiceServicer_to_server(servicer, server)
@@ -80,9 +98,19 @@ class LobbyApp:
             raise
         metrics = start_metrics_server(settings.metrics_listen)
         log.info("lobby service listening", port=port, metrics_port=metrics.port if metrics else None)
-        return cls(settings, engine, store, backends, server, port, health, metrics)
+        app = cls(settings, engine, store, backends, server, port, health, metrics, starter)
+        app._task = asyncio.create_task(starter.run(app._stop))  # leftover starts now, then every sweep
+        return app
+
+    async def _stop_background(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
 
     async def close(self) -> None:
+        await self._stop_background()
         if self.metrics is not None:
             self.metrics.close()
         with contextlib.suppress(Exception):
@@ -96,7 +124,7 @@ class LobbyApp:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_service("lobby", LobbyApp.start, argv, migrate=lambda settings: open_database(settings).dispose())
+    return run_service("lobby", LobbyApp.start, argv, migrate=lambda settings: open_database(settings, migrate_schema=True).dispose())
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -8,6 +8,7 @@ from typing import Any
 
 import grpc
 from court_client import RulesClient
+from court_client.base import TRANSIENT, ServiceClient
 from court_kit import errors as kerr
 from court_kit.server import client_channel
 from court_kit.settings import Settings
@@ -18,6 +19,20 @@ from court_proto.court.rules.v1 import rules_pb2
 
 TOKEN_TTL = 6 * 3600.0
 CALL_TIMEOUT = 15.0
+
+
+class RemoteError(kerr.ServiceError):
+    """Another service's answer that none of our error classes names (INTERNAL, UNKNOWN, ...): its
+    code is kept, so it is never mistaken for a transient one."""
+
+    def __init__(self, code: grpc.StatusCode, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether a backend call may simply be retried later (the service was not reached, or timed out)."""
+    return isinstance(exc, kerr.Unavailable)
 
 
 class ServiceToken:
@@ -43,6 +58,8 @@ class Backends:
         self._rules_channel = client_channel(settings.rules_addr, settings)
         self.rules = RulesClient(self._rules_channel, self.token.get(), retries=4)
         self._ranking_channel = client_channel(settings.ranking_addr, settings)
+        # retried on UNAVAILABLE and DEADLINE_EXCEEDED only, always with the request's own id
+        self._ranking_client = ServiceClient(self._ranking_channel, retries=4, timeout=CALL_TIMEOUT)
         self.ranking = ranking_pb2_grpc.RankingServiceStub(self._ranking_channel)
 
     async def close(self) -> None:
@@ -50,22 +67,21 @@ class Backends:
         await self._rules_channel.close()
         await self._ranking_channel.close()
 
-    def _meta(self) -> tuple[tuple[str, str], ...]:
-        return (("authorization", f"Bearer {self.token.get()}"),)
-
     async def _ranking(self, method: Any, request: Any) -> Any:
+        self._ranking_client.token = self.token.get()
         try:
-            return await method(request, metadata=self._meta(), timeout=CALL_TIMEOUT)
+            return await self._ranking_client._call(method, request, TRANSIENT, getattr(request, "request_id", None))
         except grpc.aio.AioRpcError as err:
             raise translate(err, "ranking") from None
 
     # ---------------------------------------------------------------- rules
 
     async def create_game(self, game: str, seats: Sequence[str], options: Mapping[str, Any], seed: int,
-                          request_id: str) -> str:
+                          request_id: str, game_id: str = "") -> str:
         self.rules.token = self.token.get()
         try:
-            reply = await self.rules.create_game(game, seats, options, seed=seed, request_id=request_id)
+            reply = await self.rules.create_game(game, seats, options, seed=seed, request_id=request_id,
+                                                 game_id=game_id)
         except grpc.aio.AioRpcError as err:
             raise translate(err, "rules") from None
         return reply.game_id
@@ -111,7 +127,8 @@ class Backends:
 
 
 def translate(err: grpc.aio.AioRpcError, service: str) -> Exception:
-    """Another service's error as one of ours: its code is kept, unreachable becomes UNAVAILABLE."""
+    """Another service's error as one of ours, its code kept: only UNAVAILABLE and DEADLINE_EXCEEDED
+    (the answer never came) become our UNAVAILABLE; INTERNAL stays INTERNAL, and so on."""
     code = err.code()
     detail = err.details() or code.name
     by_code = {
@@ -122,8 +139,10 @@ def translate(err: grpc.aio.AioRpcError, service: str) -> Exception:
         grpc.StatusCode.ALREADY_EXISTS: kerr.AlreadyExists,
         grpc.StatusCode.ABORTED: kerr.Aborted,
     }
+    if code in TRANSIENT:
+        return kerr.Unavailable(f"the {service} service did not answer ({code.name}: {detail[:200]}); retry with the "
+                                "same request_id")
     cls = by_code.get(code)
     if cls is None:
-        return kerr.Unavailable(f"the {service} service did not answer ({code.name}: {detail}); retry with the same "
-                           "request_id")
+        return RemoteError(code, f"{service} service failed ({code.name}): {detail[:200]}")
     return cls(f"{service} service: {detail}")

@@ -65,6 +65,14 @@ class Lobby(LobbyModel, table=True):
     resumed_from: str | None = Field(default=None, max_length=64)  # the game a resumed game continues
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
+    # the start saga (open -> starting fixes game_id, seed and these in one transaction)
+    start_rid: str | None = Field(default=None, max_length=64)  # the saga's id: the rules request id
+    start_account: str | None = Field(default=None, max_length=36)  # whose StartGame request ...
+    start_request: str | None = Field(default=None, max_length=64)  # ... gets the saga's answer
+    starting_at: datetime | None = None
+    start_error: str | None = Field(default=None, max_length=300)  # why the last start failed
+    lease_owner: str | None = Field(default=None, max_length=64)  # who drives the saga now ...
+    lease_until: datetime | None = None  # ... until when (a dead driver's lease expires)
 
 
 class Seat(LobbyModel, table=True):
@@ -89,7 +97,9 @@ class RequestLog(LobbyModel, table=True):
     account_id: str = Field(primary_key=True, max_length=36)
     request_id: str = Field(primary_key=True, max_length=64)
     method: str = Field(max_length=64)
-    response: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    body_hash: str = Field(default="", max_length=64)  # a reused id with another body is refused
+    code: int = 0  # the answer's gRPC status code (0: OK; the StartGame saga may end in an error)
+    response: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))  # None: pending
     created_at: datetime = Field(default_factory=utcnow)
 
 

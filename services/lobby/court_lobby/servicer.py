@@ -7,11 +7,11 @@ every retry. Domain errors become status codes once, at the edge (court_kit's Ed
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import grpc
 from court_games import GAME_NAMES, get_game
 from court_kit import logging as klog
 from court_kit.checks import page_offset, quote
@@ -21,25 +21,28 @@ from court_kit.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
+    ServiceError,
     Unauthenticated,
+    Unavailable,
 )
 from court_kit.server import current_identity
 from court_kit.structs import to_dict, to_struct
 from court_proto.court.lobby.v1 import lobby_pb2 as pb
 from court_proto.court.lobby.v1 import lobby_pb2_grpc
-from google.protobuf.message import Message
+from court_store import requests as rq
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from . import accounts
-from .clients import Backends
+from .clients import Backends, RemoteError
 from .models import Account
+from .saga import Starter
 from .store import (
-    ABANDONED,
     BOT_LEVELS,
     FINISHED,
     OPEN,
     STARTED,
     STARTING,
+    Call,
     LobbyInfo,
     LobbyStore,
     SeatInfo,
@@ -54,6 +57,8 @@ QUICK_MATCH_CANDIDATES = 20
 RESUME_BOT_LEVEL = "heuristic"  # takes a resumed game's seat whose player's account is gone
 STATES = {OPEN: pb.LOBBY_STATE_OPEN, STARTING: pb.LOBBY_STATE_STARTING, STARTED: pb.LOBBY_STATE_STARTED,
           FINISHED: pb.LOBBY_STATE_FINISHED}
+CODES = {c.value[0]: c for c in grpc.StatusCode}
+START_WAIT = 25.0  # seconds a StartGame call waits for its saga before answering UNAVAILABLE (retry: same id)
 PUBLIC_METHODS = tuple(f"/court.lobby.v1.LobbyService/{m}" for m in
                        ("CreateAccount", "CreateGuest", "Login", "RefreshToken"))
 
@@ -75,11 +80,16 @@ def seat_count(game: str, options: dict[str, Any]) -> int:
 
 class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
     def __init__(self, store: LobbyStore, backends: Backends, tokens: accounts.TokenPolicy,
-                 limits: accounts.LoginLimits | None = None):
+                 limits: accounts.LoginLimits | None = None, starter: Starter | None = None):
         self.store = store
         self.backends = backends
         self.tokens = tokens
         self.limits = limits or accounts.LoginLimits()
+        self.starter = starter or Starter(store, backends, self._render_start)
+
+    def _render_start(self, info: LobbyInfo) -> bytes:
+        """The StartGame answer the saga stores: the started lobby as its host sees it."""
+        return self._lobby_proto(info, info.host_id).SerializeToString()
 
     async def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return await asyncio.to_thread(fn, *args, **kwargs)
@@ -98,23 +108,65 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         except NotFound:
             raise Unauthenticated("the token's account does not exist; log in again") from None
 
-    async def _once(self, me: Account, request_id: str, method: str, response_type: type[Message],
-                    work: Callable[[], Awaitable[Message]]) -> Message:
-        """Run ``work`` once per (caller, request id); a retry gets the stored first answer."""
-        if not request_id:
+    def _call(self, me: Account, request: Any, method: str) -> Call:
+        if not request.request_id:
             raise InvalidArgument("request_id is required: choose one per change and reuse it on retries")
-        stored = await self._run(self.store.recall, me.id, request_id, method)
-        if stored is not None:
-            return response_type.FromString(stored)
-        reply = await work()
-        first = await self._run(self.store.remember, me.id, request_id, method, reply.SerializeToString())
-        return response_type.FromString(first)
+        return Call(rq.Claim(me.id, request.request_id, method, rq.body_hash(method, request)),
+                    lambda info: self._lobby_proto(info, me.id).SerializeToString())
+
+    @staticmethod
+    def _replay(stored: rq.Stored) -> pb.Lobby:
+        if stored.code:
+            raise RemoteError(CODES.get(stored.code, grpc.StatusCode.UNKNOWN), (stored.response or b"").decode())
+        return pb.Lobby.FromString(stored.response or b"")
+
+    async def _once(self, me: Account, request: Any, method: str,
+                    work: Callable[[Call], Awaitable[LobbyInfo]]) -> pb.Lobby:
+        """Apply ``work`` once per (caller, request id): its store write claims the request id in the
+        same transaction as the change and stores the answer with it, so a concurrent duplicate
+        waits for the first and gets its answer; a reused id with another body is INVALID_ARGUMENT."""
+        call = self._call(me, request, method)
+        stored = await self._run(self.store.recall, call.claim)
+        if stored is None:
+            try:
+                return pb.Lobby.FromString(call.render(await work(call)))
+            except rq.Replayed as again:
+                stored = again.stored
+            except ServiceError:
+                # a concurrent duplicate may have committed meanwhile and changed what ``work``
+                # checks (an abandoned game is no longer running): its answer is ours
+                stored = await self._run(self.store.recall, call.claim)
+                if stored is None:
+                    raise
+        if stored.pending:  # a StartGame whose saga has not ended yet
+            return await self._await_start(call, request.lobby_id)
+        return self._replay(stored)
+
+    async def _await_start(self, call: Call, lobby_id: str) -> pb.Lobby:
+        """Drive the lobby's start saga (or wait for whoever drives it) until its answer is stored."""
+        loop = asyncio.get_running_loop()
+        deadline, pause = loop.time() + START_WAIT, 0.02
+        while True:
+            # shielded: a caller who gives up does not stop the saga half-way (the sweep would finish it)
+            await asyncio.shield(asyncio.ensure_future(self.starter.drive(lobby_id)))
+            stored = await self._run(self.store.recall, call.claim)
+            if stored is not None and not stored.pending:
+                return self._replay(stored)
+            if loop.time() > deadline:
+                raise Unavailable(f"the game of lobby {lobby_id} is still starting; retry StartGame with the same "
+                                  "request_id")
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.5)
 
     def _lobby_proto(self, info: LobbyInfo, viewer: str | None = None) -> pb.Lobby:
         state = STATES.get(info.status, pb.LOBBY_STATE_ABANDONED if info.game_id else pb.LOBBY_STATE_CLOSED)
         out = pb.Lobby(lobby_id=info.id, game=info.game, host=info.host_id, ante=info.ante, state=state,
                        game_id=info.game_id or "", created=_ts(info.created_at), online=info.online,
                        private=not info.public, resumed_from=info.resumed_from or "")
+        if info.status != STARTING and info.start_error:
+            out.start_error = info.start_error
+        if info.status in (OPEN, STARTING):
+            out.game_id = ""  # fixed at the start, shown once the game exists
         to_struct(info.options, out.options)
         if info.invite_code and viewer is not None and info.seat_of(viewer):
             out.invite_code = info.invite_code
@@ -203,16 +255,15 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
     async def CreateLobby(self, request: pb.CreateLobbyRequest, context: Any) -> pb.Lobby:
         me = await self._me()
 
-        async def work() -> pb.Lobby:
+        async def work(call: Call) -> LobbyInfo:
             options = to_dict(request.options)
             seats = self._validate_new_lobby(request.game, options, request.seats, request.ante, request.online)
             self._check_online(me, request.online)
             await self._check_ante(me, request.ante)
-            info = await self._run(self.store.create_lobby, me, request.game, options, request.online, request.ante,
-                                   seats, not request.private)
-            return self._lobby_proto(info, me.id)
+            return await self._run(self.store.create_lobby, me, request.game, options, request.online, request.ante,
+                                   seats, not request.private, None, call)
 
-        return await self._once(me, request.request_id, "CreateLobby", pb.Lobby, work)
+        return await self._once(me, request, "CreateLobby", work)
 
     async def ListLobbies(self, request: pb.ListLobbiesRequest, context: Any) -> pb.ListLobbiesResponse:
         await self._me()
@@ -237,115 +288,93 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             raise NotFound(f"no lobby {quote(request.lobby_id)}")  # a private lobby is not disclosed
         return self._lobby_proto(info, me.id)
 
-    async def _join(self, me: Account, lobby_id: str, code: str = "", seat: int | None = None) -> LobbyInfo:
+    async def _join(self, me: Account, lobby_id: str, code: str, seat: int | None, call: Call) -> LobbyInfo:
         info = await self._run(self.store.lobby, lobby_id)
         self._check_online(me, info.online)
         if not info.seat_of(me.id):
             await self._check_ante(me, info.ante)
-        return await self._run(self.store.join, lobby_id, me, code, seat)
+        return await self._run(self.store.join, lobby_id, me, code, seat, call)
 
     async def JoinLobby(self, request: pb.JoinLobbyRequest, context: Any) -> pb.Lobby:
         me = await self._me()
 
-        async def work() -> pb.Lobby:
+        async def work(call: Call) -> LobbyInfo:
             seat = request.seat if request.HasField("seat") else None
-            return self._lobby_proto(await self._join(me, request.lobby_id, request.invite_code, seat), me.id)
+            return await self._join(me, request.lobby_id, request.invite_code, seat, call)
 
-        return await self._once(me, request.request_id, "JoinLobby", pb.Lobby, work)
+        return await self._once(me, request, "JoinLobby", work)
 
     async def LeaveLobby(self, request: pb.LeaveLobbyRequest, context: Any) -> pb.Lobby:
         me = await self._me()
 
-        async def work() -> pb.Lobby:
-            return self._lobby_proto(await self._run(self.store.leave, request.lobby_id, me), me.id)
+        async def work(call: Call) -> LobbyInfo:
+            return await self._run(self.store.leave, request.lobby_id, me, call)
 
-        return await self._once(me, request.request_id, "LeaveLobby", pb.Lobby, work)
+        return await self._once(me, request, "LeaveLobby", work)
 
     async def SetReady(self, request: pb.SetReadyRequest, context: Any) -> pb.Lobby:
         me = await self._me()
 
-        async def work() -> pb.Lobby:
-            return self._lobby_proto(await self._run(self.store.set_ready, request.lobby_id, me, request.ready), me.id)
+        async def work(call: Call) -> LobbyInfo:
+            return await self._run(self.store.set_ready, request.lobby_id, me, request.ready, call)
 
-        return await self._once(me, request.request_id, "SetReady", pb.Lobby, work)
+        return await self._once(me, request, "SetReady", work)
 
     async def SetBotSeat(self, request: pb.SetBotSeatRequest, context: Any) -> pb.Lobby:
         me = await self._me()
 
-        async def work() -> pb.Lobby:
+        async def work(call: Call) -> LobbyInfo:
             seat = request.seat if request.HasField("seat") else None
             if request.level:
                 if request.level not in BOT_LEVELS:
                     raise InvalidArgument(f"unknown bot level {quote(request.level)}; use one of {', '.join(BOT_LEVELS)}")
-                info = await self._run(self.store.add_bot, request.lobby_id, me, request.level, seat)
-            else:
-                if seat is None:
-                    raise InvalidArgument("name the seat whose bot to remove")
-                info = await self._run(self.store.kick, request.lobby_id, me, seat, True)
-            return self._lobby_proto(info, me.id)
+                return await self._run(self.store.add_bot, request.lobby_id, me, request.level, seat, call)
+            if seat is None:
+                raise InvalidArgument("name the seat whose bot to remove")
+            return await self._run(self.store.kick, request.lobby_id, me, seat, True, call)
 
-        return await self._once(me, request.request_id, "SetBotSeat", pb.Lobby, work)
+        return await self._once(me, request, "SetBotSeat", work)
 
     async def KickPlayer(self, request: pb.KickPlayerRequest, context: Any) -> pb.Lobby:
         me = await self._me()
 
-        async def work() -> pb.Lobby:
-            return self._lobby_proto(await self._run(self.store.kick, request.lobby_id, me, request.seat), me.id)
+        async def work(call: Call) -> LobbyInfo:
+            return await self._run(self.store.kick, request.lobby_id, me, request.seat, False, call)
 
-        return await self._once(me, request.request_id, "KickPlayer", pb.Lobby, work)
+        return await self._once(me, request, "KickPlayer", work)
 
     # ------------------------------------------------------------------ starting
 
-    async def _start(self, lobby_id: str, host: Account) -> LobbyInfo:
-        """open -> starting (one caller only) -> the game created in rules, registered in ranking -> started.
-
-        Online games: every ante is checked before the game is created, and deducted exactly once
-        by the ranking service when it registers the game. Whatever fails puts the lobby back to
-        open and refunds what was charged.
-        """
-        info = await self._run(self.store.lobby, lobby_id)
-        if info.host_id != host.id:
-            raise PermissionDenied("only the lobby's host may start the game")
-        if info.status == OPEN:
-            for s in info.seated:
-                if s.account_id and info.ante:
-                    balance = await self.backends.balance(s.account_id)
-                    if balance < info.ante:
-                        raise FailedPrecondition(
-                            f"{s.name} holds {balance} rank points, less than the ante of {info.ante}")
-        seed = secrets.randbits(52)  # the rules service takes seeds below 2**53 (JSON-safe)
-        info = await self._run(self.store.begin_start, lobby_id, host, seed)
-        seats = [s.account_id or f"{BOT_PREFIX}{s.bot_level}" for s in info.seated]
-        names = [(p, s.name) for p, s in zip(seats, info.seated, strict=True)]
-        game_id, registered = None, False
-        try:
-            game_id = await self.backends.create_game(info.game, seats, info.options, seed,
-                                                      request_id=f"lobby-start-{lobby_id}-{seed}")
-            if info.online:
-                await self.backends.register_game(game_id, info.game, True, info.ante, seed, names)
-                registered = True
-            started = await self._run(self.store.finish_start, lobby_id, game_id)
-        except BaseException:
-            if registered:
-                with contextlib.suppress(Exception):
-                    await self.backends.abandon_game(game_id)  # the antes go back
-            await self._run(self.store.undo_start, lobby_id)
-            raise
-        log.info("game started", lobby_id=lobby_id, game_id=game_id, online=info.online, ante=info.ante)
-        return started
-
     async def StartGame(self, request: pb.StartGameRequest, context: Any) -> pb.Lobby:
+        """open -> starting (the saga's identity fixed, the request claimed), then the saga (saga.py).
+
+        Online games: every ante is checked first (a readable error), then taken by the ranking
+        service exactly once, keyed by the game id. The answer is the started lobby, or, when the
+        start had to be undone, FAILED_PRECONDITION (or the failing service's code) with the reason,
+        also shown on the open lobby as ``start_error``.
+        """
         me = await self._me()
 
-        async def work() -> pb.Lobby:
-            return self._lobby_proto(await self._start(request.lobby_id, me), me.id)
+        async def work(call: Call) -> LobbyInfo:
+            info = await self._run(self.store.lobby, request.lobby_id)
+            if info.host_id != me.id:
+                raise PermissionDenied("only the lobby's host may start the game")
+            if info.status == OPEN and info.online and info.ante:
+                for s in info.seated:
+                    if s.account_id:
+                        balance = await self.backends.balance(s.account_id)
+                        if balance < info.ante:
+                            raise FailedPrecondition(
+                                f"{s.name} holds {balance} rank points, less than the ante of {info.ante}")
+            await self._run(self.store.begin_start, request.lobby_id, me, call)
+            raise rq.Replayed(rq.Stored(0, None))  # claimed and pending: the saga answers
 
-        return await self._once(me, request.request_id, "StartGame", pb.Lobby, work)
+        return await self._once(me, request, "StartGame", work)
 
     async def QuickMatch(self, request: pb.QuickMatchRequest, context: Any) -> pb.Lobby:
         me = await self._me()
 
-        async def work() -> pb.Lobby:
+        async def work(call: Call) -> LobbyInfo:
             self._check_online(me, True)
             options = to_dict(request.options)
             seats = self._validate_new_lobby(request.game, options, 0, request.ante, True)
@@ -354,7 +383,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                                          QUICK_MATCH_CANDIDATES)
             for c in candidates:
                 if c.seat_of(me.id):
-                    return self._lobby_proto(c, me.id)
+                    return await self._run(self.store.remember, call, c.id)
             people = sorted({s.account_id for c in candidates for s in c.seated if s.account_id} | {me.id})
             ratings = await self.backends.ratings(request.game, people)
             mine = ratings.get(me.id, 25.0)
@@ -365,13 +394,13 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
 
             for c in sorted(candidates, key=lambda c: (distance(c), c.created_at)):
                 try:
-                    return self._lobby_proto(await self._run(self.store.join, c.id, me), me.id)
+                    return await self._run(self.store.join, c.id, me, "", None, call)
                 except (FailedPrecondition, Aborted, PermissionDenied):
                     continue  # filled or started meanwhile: the next one
-            info = await self._run(self.store.create_lobby, me, request.game, options, True, request.ante, seats, True)
-            return self._lobby_proto(info, me.id)
+            return await self._run(self.store.create_lobby, me, request.game, options, True, request.ante, seats, True,
+                                   None, call)
 
-        return await self._once(me, request.request_id, "QuickMatch", pb.Lobby, work)
+        return await self._once(me, request, "QuickMatch", work)
 
     # ------------------------------------------------------------------ my games
 
@@ -406,18 +435,17 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
     async def AbandonGame(self, request: pb.AbandonGameRequest, context: Any) -> pb.Lobby:
         me = await self._me()
 
-        async def work() -> pb.Lobby:
+        async def work(call: Call) -> LobbyInfo:
             info = await self._my_started_game(me, request.game_id)
             if info.online:
                 await self.backends.abandon_game(info.game_id)  # every ante back, once
-            if not await self._run(self.store.set_status, info.id, STARTED, ABANDONED):
-                raise Aborted(f"game {request.game_id} changed state meanwhile; look again")
+            done = await self._run(self.store.abandon, info.id, call)
             log.info("game abandoned", game_id=info.game_id, by=me.id)
-            return self._lobby_proto(await self._run(self.store.lobby, info.id), me.id)
+            return done
 
-        return await self._once(me, request.request_id, "AbandonGame", pb.Lobby, work)
+        return await self._once(me, request, "AbandonGame", work)
 
-    async def _resume(self, me: Account, game_id: str) -> LobbyInfo:
+    async def _resume(self, me: Account, game_id: str, call: Call) -> LobbyInfo:
         """A new started lobby whose game continues ``game_id`` from its save point.
 
         Seats: every person of the old game keeps their seat (while their account exists, else a
@@ -433,7 +461,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             raise PermissionDenied(f"you did not sit in game {game_id}")
         done = await self._run(self.store.resumed_lobby, game_id)
         if done is not None:
-            return done
+            return await self._run(self.store.remember, call, done.id)
         if not hasattr(get_game(old.game), "save_point"):
             raise FailedPrecondition(f"{old.game} games have no save points and cannot be resumed "
                                      "(only Hearts saves at the start of every hand)")
@@ -454,14 +482,14 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                                                  game_id, request_id=f"lobby-resume-{game_id}")
         if old.online:
             await self.backends.abandon_game(game_id)
-        info = await self._run(self.store.record_resume, old, me, seats, new_id)
+        info = await self._run(self.store.record_resume, old, me, seats, new_id, call)
         log.info("game resumed", game_id=new_id, resumed_from=game_id, by=me.id)
         return info
 
     async def ResumeGame(self, request: pb.ResumeGameRequest, context: Any) -> pb.Lobby:
         me = await self._me()
 
-        async def work() -> pb.Lobby:
-            return self._lobby_proto(await self._resume(me, request.game_id), me.id)
+        async def work(call: Call) -> LobbyInfo:
+            return await self._resume(me, request.game_id, call)
 
-        return await self._once(me, request.request_id, "ResumeGame", pb.Lobby, work)
+        return await self._once(me, request, "ResumeGame", work)

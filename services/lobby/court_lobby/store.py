@@ -14,7 +14,8 @@ import json
 import re
 import secrets
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -30,7 +31,8 @@ from court_kit.errors import (
     PermissionDenied,
     Unauthenticated,
 )
-from court_store import check_text, insert_ignore, upgrade
+from court_store import check_text, require_head, upgrade
+from court_store import requests as rq
 from sqlalchemy import delete, func, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
@@ -44,11 +46,31 @@ BOT_LEVELS = ("random", "heuristic", "expert")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.\-]{0,22}[A-Za-z0-9_.\-]$")
 MAX_REQUEST_ID = 64
 OPEN, STARTING, STARTED, FINISHED, ABANDONED = "open", "starting", "started", "finished", "abandoned"
+REQUESTS = RequestLog.__table__
+COMPENSATING = "compensating: "  # start_error's prefix while a failed start is being undone
+
+
+def new_game_id() -> str:
+    """A game id the lobby fixes when a lobby enters ``starting`` (the rules service's id shape)."""
+    return "g" + secrets.token_hex(12)
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A mutating call: its claim on (caller, request id) and how its answer is rendered."""
+
+    claim: rq.Claim
+    render: Callable[[LobbyInfo], bytes]
 
 
 def migrate(engine: Engine) -> str | None:
     """Bring the lobby schema to the newest revision (service start and ``court-lobby migrate``)."""
     return upgrade(engine, MIGRATIONS, SERVICE)
+
+
+def check_schema(engine: Engine) -> str | None:
+    """Start-up with COURT_MIGRATE_ON_START=false: the schema must already be at the newest revision."""
+    return require_head(engine, MIGRATIONS, SERVICE)
 
 
 def check_name(name: Any, what: str = "name") -> str:
@@ -92,6 +114,11 @@ class LobbyInfo:
     created_at: datetime
     started_at: datetime | None
     seated: tuple[SeatInfo, ...]
+    start_rid: str | None = None
+    start_error: str | None = None
+    starting_at: datetime | None = None
+    start_account: str | None = None
+    start_request: str | None = None
 
     @property
     def free_seats(self) -> int:
@@ -162,29 +189,39 @@ class LobbyStore:
 
     # ------------------------------------------------------------------ the request log
 
-    def recall(self, account_id: str, request_id: str, method: str) -> bytes | None:
-        """The stored answer to an earlier call with this request id, if any."""
-        if not request_id:
-            return None
-        check_text(request_id, "request_id", MAX_REQUEST_ID)
+    def recall(self, claim: rq.Claim) -> rq.Stored | None:
+        """The stored answer to an earlier call with this request id, if any (None: a new call)."""
+        check_text(claim.request_id, "request_id", MAX_REQUEST_ID)
         with self.session() as s:
-            row = s.get(RequestLog, (account_id, request_id))
-        if row is None:
-            return None
-        if row.method != method:
-            raise InvalidArgument(f"request_id {quote(request_id)} was already used for {row.method}; choose a new one")
-        return row.response
+            return rq.recall(s, REQUESTS, claim)
 
-    def remember(self, account_id: str, request_id: str, method: str, response: bytes) -> bytes:
-        """Store the answer; when a concurrent retry stored one first, that one wins and is returned."""
-        if not request_id:
-            return response
+    @contextmanager
+    def _write(self, call: Call | None) -> Iterator[Session]:
+        """A write transaction that first claims ``call``'s request id (``Replayed``: claimed before)."""
         with self.session() as s, s.begin():
-            if insert_ignore(s, RequestLog.__table__, [{"account_id": account_id, "request_id": request_id,
-                                                        "method": method, "response": response,
-                                                        "created_at": utcnow()}]):
-                return response
-            return s.get(RequestLog, (account_id, request_id)).response
+            if call is not None:
+                check_text(call.claim.request_id, "request_id", MAX_REQUEST_ID)
+                stored = rq.claim(s, REQUESTS, call.claim)
+                if stored is not None:
+                    raise rq.Replayed(stored)
+            yield s
+
+    def _reply(self, s: Session, call: Call | None, lobby_id: str) -> LobbyInfo:
+        """The lobby as this transaction leaves it; the call's answer is stored with it."""
+        s.flush()
+        info = self._info(s, s.get(Lobby, lobby_id, populate_existing=True))
+        if call is not None:
+            rq.answer(s, REQUESTS, call.claim, call.render(info))
+        return info
+
+    def remember(self, call: Call, lobby_id: str) -> LobbyInfo:
+        """Answer ``call`` with the lobby as it stands (calls whose effect is elsewhere or nothing)."""
+        with self._write(call) as s:
+            return self._reply(s, call, lobby_id)
+
+    def answer_pending(self, account_id: str, request_id: str, response: bytes, code: int = 0) -> bool:
+        with self.session() as s, s.begin():
+            return rq.answer(s, REQUESTS, rq.Claim(account_id, request_id, "", ""), response, code)
 
     # ------------------------------------------------------------------ lobbies
 
@@ -196,7 +233,9 @@ class LobbyStore:
             seats=lobby.seats, public=lobby.public, invite_code=lobby.invite_code, host_id=lobby.host_id,
             status=lobby.status, game_id=lobby.game_id, seed=lobby.seed, resumed_from=lobby.resumed_from,
             created_at=lobby.created_at, started_at=lobby.started_at,
-            seated=tuple(SeatInfo(x.seat_no, x.account_id, x.bot_level, x.name, x.ready) for x in seats))
+            seated=tuple(SeatInfo(x.seat_no, x.account_id, x.bot_level, x.name, x.ready) for x in seats),
+            start_rid=lobby.start_rid, start_error=lobby.start_error, starting_at=lobby.starting_at,
+            start_account=lobby.start_account, start_request=lobby.start_request)
 
     def lobby(self, lobby_id: str) -> LobbyInfo:
         check_text(lobby_id, "lobby_id", 36)
@@ -226,17 +265,18 @@ class LobbyStore:
         return row
 
     def create_lobby(self, host: Account, game: str, options: Mapping[str, Any], online: bool, ante: int,
-                     seats: int, public: bool, resumed_from: str | None = None) -> LobbyInfo:
+                     seats: int, public: bool, resumed_from: str | None = None, call: Call | None = None
+                     ) -> LobbyInfo:
         """A new open lobby with the host in seat 0 (private lobbies get an invite code)."""
         lobby = Lobby(id=str(uuid.uuid4()), game=game, options=json.dumps(dict(options), sort_keys=True),
                       online=online, ante=ante, seats=seats, public=public,
                       invite_code=None if public else secrets.token_hex(4).upper(), host_id=host.id,
                       resumed_from=resumed_from)
-        with self.session() as s, s.begin():
+        with self._write(call) as s:
             s.add(lobby)
             s.flush()
             s.add(Seat(lobby_id=lobby.id, seat_no=0, account_id=host.id, name=host.name))
-        return self.lobby(lobby.id)
+            return self._reply(s, call, lobby.id)
 
     def list_open(self, game: str | None = None, ante: int | None = None, online: bool | None = None,
                   with_free_seat: bool = True, limit: int = 50, offset: int = 0) -> list[LobbyInfo]:
@@ -256,14 +296,15 @@ class LobbyStore:
         with self.session() as s:
             return [self._info(s, row) for row in s.exec(q)]
 
-    def join(self, lobby_id: str, account: Account, invite_code: str = "", seat_no: int | None = None) -> LobbyInfo:
+    def join(self, lobby_id: str, account: Account, invite_code: str = "", seat_no: int | None = None,
+             call: Call | None = None) -> LobbyInfo:
         """Take ``seat_no`` or the lowest free seat. Joining a lobby one already sits in changes nothing."""
         try:
-            with self.session() as s, s.begin():
+            with self._write(call) as s:
                 lobby = self._take(s, lobby_id)
                 info = self._info(s, lobby)
                 if info.seat_of(account.id):
-                    return info
+                    return self._reply(s, call, lobby_id)
                 if not lobby.public and not secrets.compare_digest(
                         (invite_code or "").upper().encode(), (lobby.invite_code or "").encode()):
                     raise PermissionDenied(f"lobby {lobby_id} is private: a correct invite code is required")
@@ -278,14 +319,14 @@ class LobbyStore:
                         raise FailedPrecondition(f"seat {seat_no} of lobby {lobby_id} is taken; free: {free}")
                     free = [seat_no]
                 s.add(Seat(lobby_id=lobby_id, seat_no=free[0], account_id=account.id, name=account.name))
+                return self._reply(s, call, lobby_id)
         except IntegrityError:
             # only reachable if the lobby row lock was bypassed; the unique seat constraints hold the line
             raise Aborted(f"lost the race for a seat in lobby {lobby_id}; look again") from None
-        return self.lobby(lobby_id)
 
-    def leave(self, lobby_id: str, account: Account) -> LobbyInfo | None:
+    def leave(self, lobby_id: str, account: Account, call: Call | None = None) -> LobbyInfo | None:
         """Give up one's seat; the host leaving hands the lobby to the next person, or closes it."""
-        with self.session() as s, s.begin():
+        with self._write(call) as s:
             lobby = self._take(s, lobby_id)
             gone = s.execute(delete(Seat).where(Seat.lobby_id == lobby_id, Seat.account_id == account.id))
             if gone.rowcount == 0:
@@ -298,16 +339,16 @@ class LobbyStore:
                 else:
                     lobby.host_id = heir.account_id
                 s.add(lobby)
-        return self.lobby(lobby_id)
+            return self._reply(s, call, lobby_id)
 
-    def set_ready(self, lobby_id: str, account: Account, ready: bool) -> LobbyInfo:
-        with self.session() as s, s.begin():
+    def set_ready(self, lobby_id: str, account: Account, ready: bool, call: Call | None = None) -> LobbyInfo:
+        with self._write(call) as s:
             self._take(s, lobby_id)
             done = s.execute(update(Seat).where(Seat.lobby_id == lobby_id, Seat.account_id == account.id)
                              .values(ready=ready))
             if done.rowcount == 0:
                 raise FailedPrecondition(f"you have no seat in lobby {lobby_id}")
-        return self.lobby(lobby_id)
+            return self._reply(s, call, lobby_id)
 
     def _host_take(self, s: Session, lobby_id: str, account: Account, what: str) -> Lobby:
         lobby = self._take(s, lobby_id)
@@ -315,11 +356,12 @@ class LobbyStore:
             raise PermissionDenied(f"only the lobby's host may {what}")
         return lobby
 
-    def add_bot(self, lobby_id: str, account: Account, level: str, seat_no: int | None = None) -> LobbyInfo:
+    def add_bot(self, lobby_id: str, account: Account, level: str, seat_no: int | None = None,
+                call: Call | None = None) -> LobbyInfo:
         """Seat a bot (host only) at ``level`` in ``seat_no`` or the lowest free seat."""
         if level not in BOT_LEVELS:
             raise InvalidArgument(f"unknown bot level {quote(level)}; use one of {', '.join(BOT_LEVELS)}")
-        with self.session() as s, s.begin():
+        with self._write(call) as s:
             lobby = self._host_take(s, lobby_id, account, "add a bot")
             taken = {x.seat_no for x in self._info(s, lobby).seated}
             if seat_no is None:
@@ -332,11 +374,12 @@ class LobbyStore:
             elif seat_no in taken:
                 raise FailedPrecondition(f"seat {seat_no} of lobby {lobby_id} is taken")
             s.add(Seat(lobby_id=lobby_id, seat_no=seat_no, bot_level=level, name=f"Bot ({level})", ready=True))
-        return self.lobby(lobby_id)
+            return self._reply(s, call, lobby_id)
 
-    def kick(self, lobby_id: str, account: Account, seat_no: int, bots_only: bool = False) -> LobbyInfo:
+    def kick(self, lobby_id: str, account: Account, seat_no: int, bots_only: bool = False,
+             call: Call | None = None) -> LobbyInfo:
         """Empty a seat (host only): a person is removed, a bot taken away (``bots_only``: bots alone)."""
-        with self.session() as s, s.begin():
+        with self._write(call) as s:
             lobby = self._host_take(s, lobby_id, account, "kick a player or remove a bot")
             seat = next((x for x in self._info(s, lobby).seated if x.seat_no == seat_no), None)
             if seat is None:
@@ -346,14 +389,17 @@ class LobbyStore:
             if bots_only and seat.bot_level is None:
                 raise FailedPrecondition(f"seat {seat_no} holds a person, not a bot; use KickPlayer")
             s.execute(delete(Seat).where(Seat.lobby_id == lobby_id, Seat.seat_no == seat_no))
-        return self.lobby(lobby_id)
+            return self._reply(s, call, lobby_id)
 
-    def begin_start(self, lobby_id: str, account: Account, seed: int) -> LobbyInfo:
-        """open -> starting (host only, every seat filled), fixing the new game's seed.
+    def begin_start(self, lobby_id: str, account: Account, call: Call | None = None) -> LobbyInfo:
+        """open -> starting (host only, every seat filled): the start saga's identity fixed in one go.
 
-        Exactly one of two concurrent calls gets here; the other sees ``FailedPrecondition``.
+        The new game's id and seed, the saga's id (the rules service's request id) and the StartGame
+        request that gets the saga's answer are stored on the row in this transaction, together with
+        the request's claim; every later step, by any replica, uses them. Exactly one of two
+        concurrent starts gets here; the other sees ``FailedPrecondition``.
         """
-        with self.session() as s, s.begin():
+        with self._write(call) as s:
             lobby = s.get(Lobby, lobby_id)
             if lobby is None:
                 raise NotFound(f"no lobby {quote(lobby_id)}")
@@ -363,32 +409,107 @@ class LobbyStore:
             if lobby.status == OPEN and n < lobby.seats:
                 raise FailedPrecondition(f"lobby {lobby_id} has {lobby.seats - n} empty seat(s); "
                                          "wait for players or add bots")
-            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == OPEN)
-                             .values(status=STARTING, version=Lobby.version + 1, seed=seed))
+            seed = secrets.randbits(52)  # the rules service takes seeds below 2**53 (JSON-safe)
+            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == OPEN).values(
+                status=STARTING, version=Lobby.version + 1, seed=seed, game_id=new_game_id(),
+                start_rid=f"lobby-start-{uuid.uuid4().hex}", starting_at=utcnow(), start_error=None,
+                start_account=call.claim.caller if call else None,
+                start_request=call.claim.request_id if call else None, lease_owner=None, lease_until=None))
             if done.rowcount != 1:
                 raise FailedPrecondition(f"lobby {lobby_id} is {lobby.status}: its game was already started")
-            row = s.get(Lobby, lobby_id, populate_existing=True)
-            return self._info(s, row)
+            s.flush()
+            return self._info(s, s.get(Lobby, lobby_id, populate_existing=True))  # answered when the saga ends
 
-    def finish_start(self, lobby_id: str, game_id: str) -> LobbyInfo:
-        """starting -> started, with the id the rules service gave the game."""
-        with self.session() as s, s.begin():
-            lobby = self._take(s, lobby_id, STARTING)
-            lobby.status, lobby.started_at, lobby.game_id = STARTED, utcnow(), game_id
-            s.add(lobby)
-        return self.lobby(lobby_id)
+    # the saga's lease: one driver at a time, taken over once it expires
 
-    def undo_start(self, lobby_id: str) -> None:
-        """starting -> open again when the game could not be created."""
+    def acquire_lease(self, lobby_id: str, owner: str, ttl: float) -> LobbyInfo | None:
+        """The starting lobby, leased to ``owner`` for ``ttl`` seconds; None when it is not starting
+        or another driver holds an unexpired lease."""
+        now = utcnow()
         with self.session() as s, s.begin():
-            s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTING)
-                      .values(status=OPEN, seed=None, version=Lobby.version + 1))
+            done = s.execute(update(Lobby).where(
+                Lobby.id == lobby_id, Lobby.status == STARTING,
+                (Lobby.lease_until.is_(None)) | (Lobby.lease_until < now) | (Lobby.lease_owner == owner))
+                .values(lease_owner=owner, lease_until=now + timedelta(seconds=ttl)))
+            if done.rowcount != 1:
+                return None
+            return self._info(s, s.get(Lobby, lobby_id, populate_existing=True))
+
+    def renew_lease(self, lobby_id: str, owner: str, ttl: float) -> bool:
+        with self.session() as s, s.begin():
+            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTING,
+                                                 Lobby.lease_owner == owner)
+                             .values(lease_until=utcnow() + timedelta(seconds=ttl)))
+            return done.rowcount == 1
+
+    def release_lease(self, lobby_id: str, owner: str) -> None:
+        with self.session() as s, s.begin():
+            s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.lease_owner == owner)
+                      .values(lease_owner=None, lease_until=None))
+
+    def starting(self, limit: int = 50) -> list[str]:
+        """Lobbies in ``starting`` whose lease is free or expired, oldest first (the sweep's work)."""
+        now = utcnow()
+        with self.session() as s:
+            return list(s.exec(select(Lobby.id).where(
+                Lobby.status == STARTING, (Lobby.lease_until.is_(None)) | (Lobby.lease_until < now))
+                .order_by(Lobby.starting_at, Lobby.id).limit(limit)))
+
+    def mark_compensating(self, lobby_id: str, start_rid: str, reason: str) -> bool:
+        """Record that this start is being undone (so whoever drives it next undoes it too)."""
+        with self.session() as s, s.begin():
+            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTING,
+                                                 Lobby.start_rid == start_rid)
+                             .values(start_error=(COMPENSATING + reason)[:300]))
+            return done.rowcount == 1
+
+    def _answer_start(self, s: Session, lobby: Lobby, response: bytes, code: int) -> None:
+        if lobby.start_account and lobby.start_request:
+            rq.answer(s, REQUESTS, rq.Claim(lobby.start_account, lobby.start_request, "", ""), response, code)
+
+    def finish_start(self, lobby_id: str, start_rid: str, render: Callable[[LobbyInfo], bytes]) -> LobbyInfo:
+        """starting -> started (the saga's last step; the StartGame request's answer is stored with it)."""
+        with self.session() as s, s.begin():
+            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTING,
+                                                 Lobby.start_rid == start_rid)
+                             .values(status=STARTED, started_at=utcnow(), version=Lobby.version + 1,
+                                     lease_owner=None, lease_until=None, start_error=None))
+            lobby = s.get(Lobby, lobby_id, populate_existing=True)
+            if lobby is None:
+                raise NotFound(f"no lobby {quote(lobby_id)}")
+            info = self._info(s, lobby)
+            if done.rowcount == 1:
+                self._answer_start(s, lobby, render(info), 0)
+            return info
+
+    def fail_start(self, lobby_id: str, start_rid: str, reason: str, code: int) -> bool:
+        """starting -> open again with ``reason`` shown to its members (the antes are back by now)."""
+        with self.session() as s, s.begin():
+            lobby = s.get(Lobby, lobby_id)
+            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTING,
+                                                 Lobby.start_rid == start_rid)
+                             .values(status=OPEN, version=Lobby.version + 1, seed=None, game_id=None,
+                                     start_rid=None, starting_at=None, start_error=reason[:300],
+                                     lease_owner=None, lease_until=None))
+            if done.rowcount == 1 and lobby is not None:
+                self._answer_start(s, lobby, reason.encode()[:1000], code)  # lobby: the row as it was
+                s.execute(update(Lobby).where(Lobby.id == lobby_id).values(start_account=None, start_request=None))
+            return done.rowcount == 1
 
     def set_status(self, lobby_id: str, from_status: str, to_status: str) -> bool:
         with self.session() as s, s.begin():
             done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == from_status)
                              .values(status=to_status, version=Lobby.version + 1))
             return done.rowcount == 1
+
+    def abandon(self, lobby_id: str, call: Call | None = None) -> LobbyInfo:
+        """started -> abandoned (its antes are refunded by then), answering ``call`` with it."""
+        with self._write(call) as s:
+            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTED)
+                             .values(status=ABANDONED, version=Lobby.version + 1))
+            if done.rowcount != 1:
+                raise Aborted(f"lobby {lobby_id} changed state meanwhile; look again")
+            return self._reply(s, call, lobby_id)
 
     def resumed_lobby(self, game_id: str) -> LobbyInfo | None:
         """The lobby of the game that resumed ``game_id``, if it was resumed."""
@@ -397,7 +518,8 @@ class LobbyStore:
             row = s.exec(select(Lobby).where(Lobby.resumed_from == game_id)).first()
             return None if row is None else self._info(s, row)
 
-    def record_resume(self, old: LobbyInfo, host: Account, seats: Sequence[SeatInfo], game_id: str) -> LobbyInfo:
+    def record_resume(self, old: LobbyInfo, host: Account, seats: Sequence[SeatInfo], game_id: str,
+                      call: Call | None = None) -> LobbyInfo:
         """The started lobby of ``game_id``, resumed from ``old``'s game; ``old`` becomes abandoned.
 
         The new lobby's id is derived from the old game's id, so of two racing resumes one row is
@@ -405,7 +527,7 @@ class LobbyStore:
         """
         lobby_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"court-lobby-resume:{old.game_id}"))
         try:
-            with self.session() as s, s.begin():
+            with self._write(call) as s:
                 s.add(Lobby(id=lobby_id, game=old.game, options=json.dumps(old.options, sort_keys=True), online=False,
                             ante=0, seats=old.seats, public=False, invite_code=secrets.token_hex(4).upper(),
                             host_id=host.id, status=STARTED, game_id=game_id, resumed_from=old.game_id,
@@ -416,9 +538,10 @@ class LobbyStore:
                                name=x.name, ready=True))
                 s.execute(update(Lobby).where(Lobby.id == old.id, Lobby.status == STARTED)
                           .values(status=ABANDONED, version=Lobby.version + 1))
+                return self._reply(s, call, lobby_id)
         except IntegrityError:
             pass  # a concurrent resume of the same game wrote it first
-        return self.lobby(lobby_id)
+        return self.remember(call, lobby_id) if call is not None else self.lobby(lobby_id)
 
     def my_games(self, account_id: str, statuses: Sequence[str] = (STARTED,)) -> list[LobbyInfo]:
         """Lobbies whose game ``account_id`` sits in, newest first."""

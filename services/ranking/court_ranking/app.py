@@ -2,7 +2,12 @@
 
 Settings come from the environment (court_kit.settings): COURT_DATABASE_URL (default a SQLite
 file under COURT_STATE_DIR), COURT_NATS_URL, COURT_LISTEN (default 127.0.0.1:50053),
-COURT_TOKEN_KEYS (the public token keys: ranking verifies tokens and mints none). The schema is migrated at start (Alembic; ``migrate`` runs only that).
+COURT_TOKEN_KEYS (the public token keys: ranking verifies tokens and mints none), COURT_SETTLE_SWEEP
+(seconds between sweeps that settle any active game whose end the consumer has not settled, reading
+its events back from the stream; default 30, one runs at start-up) and COURT_SETTLE_LEASE (seconds a
+replica holds a game while settling it, default 60). The schema is migrated at start (Alembic;
+``migrate`` runs only that) unless COURT_MIGRATE_ON_START=false, which only checks it is current
+(deploy/ migrates in a Job).
 ``RankingApp.start(settings)`` is what tests use (port 0, in process).
 """
 
@@ -11,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import uuid
 from dataclasses import dataclass, field
 
 import court_store
@@ -18,7 +24,7 @@ from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
-from court_kit.settings import Settings
+from court_kit.settings import ConfigError, Settings
 from court_kit.tokens import Verifier, preflight
 from court_proto.court.ranking.v1 import ranking_pb2, ranking_pb2_grpc
 from grpc_health.v1._async import HealthServicer
@@ -27,16 +33,22 @@ from sqlalchemy.engine import Engine
 
 from .consumer import EventConsumer
 from .servicer import RankingServicer
-from .store import RankingStore, migrate
+from .store import RankingStore, check_schema, migrate
 
 log = klog.get_logger("court_ranking")
 
 SERVICE_NAME = ranking_pb2.DESCRIPTOR.services_by_name["RankingService"].full_name
 
 
-def open_database(settings: Settings) -> Engine:
-    """The engine for COURT_DATABASE_URL, its schema migrated to the newest revision."""
-    engine, revision = court_store.open_database(settings.database_url, migrate)
+def open_database(settings: Settings, *, migrate_schema: bool | None = None) -> Engine:
+    """The engine for COURT_DATABASE_URL, its schema migrated to the newest revision; with
+    COURT_MIGRATE_ON_START=false (or ``migrate_schema=False``) only checked to be at it."""
+    if migrate_schema is None:
+        migrate_schema = settings.migrate_on_start
+    try:
+        engine, revision = court_store.open_database(settings.database_url, migrate if migrate_schema else check_schema)
+    except court_store.SchemaNotCurrent as exc:
+        raise ConfigError(str(exc)) from None
     log.info("database ready", backend=engine.dialect.name, revision=revision)
     return engine
 
@@ -54,6 +66,8 @@ class RankingApp:
     metrics: MetricsServer | None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task | None = None
+    _sweeper: asyncio.Task | None = None
+    swept: int = 0  # games the settle sweep has looked at (tests)
 
     @property
     def address(self) -> str:
@@ -82,15 +96,46 @@ class RankingApp:
         metrics = start_metrics_server(settings.metrics_listen)
         app = cls(settings, engine, nc, store, consumer, server, port, health, metrics)
         app._task = asyncio.create_task(consumer.run(app._stop))
+        app._sweeper = asyncio.create_task(app._sweep_loop(settings.extra_float("SETTLE_SWEEP", 30.0, lo=0.05),
+                                                           settings.extra_float("SETTLE_LEASE", 60.0, lo=0.1)))
         log.info("ranking service listening", port=port, metrics_port=metrics.port if metrics else None)
         return app
 
+    async def sweep(self, lease: float = 60.0) -> int:
+        """Settle every active online game whose lease is free: its events read back from the stream
+        (whatever the consumer missed), then settled; under the game row's lease, so two replicas
+        never settle one game at once. Returns how many games it looked at."""
+        n = 0
+        for game, game_id in await asyncio.to_thread(self.store.unsettled):
+            owner = uuid.uuid4().hex
+            if not await asyncio.to_thread(self.store.acquire_lease, game_id, owner, lease):
+                continue
+            try:
+                await self.consumer.backfill(game, game_id)
+                await asyncio.to_thread(self.store.settle, game_id)
+                n += 1
+            finally:
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread(self.store.release_lease, game_id, owner)
+        self.swept += n
+        return n
+
+    async def _sweep_loop(self, every: float, lease: float) -> None:
+        while not self._stop.is_set():
+            try:
+                await self.sweep(lease)
+            except Exception as exc:  # noqa: BLE001 - NATS or the database away for a moment
+                log.warning("settle sweep failed", error=str(exc)[:200] or type(exc).__name__)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), every)
+
     async def _stop_background(self) -> None:
         self._stop.set()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+        for task in (self._task, self._sweeper):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         if self.metrics is not None:
             self.metrics.close()
 
@@ -116,7 +161,7 @@ class RankingApp:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_service("ranking", RankingApp.start, argv, migrate=lambda settings: open_database(settings).dispose())
+    return run_service("ranking", RankingApp.start, argv, migrate=lambda settings: open_database(settings, migrate_schema=True).dispose())
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import BigInteger, Column, Index, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, Index, LargeBinary, Text, UniqueConstraint
 from sqlalchemy.orm import registry
 from sqlmodel import Field, SQLModel
 
@@ -62,11 +62,13 @@ class RankedGame(RankingModel, table=True):
     ante: int = 0
     seed: int = Field(sa_column=Column(BigInteger, nullable=False))
     players: str = Field(sa_column=Column(Text, nullable=False))  # JSON list: player id per seat
-    status: str = Field(default="active", max_length=16)  # active | finished | abandoned
+    status: str = Field(default="active", max_length=16)  # active | finished | abandoned | void
     winner: int | None = None
     rated: bool = False
     created_at: datetime = Field(default_factory=utcnow)
     ended_at: datetime | None = None
+    lease_owner: str | None = Field(default=None, max_length=64)  # the settle sweep driving it now ...
+    lease_until: datetime | None = None  # ... until when
 
 
 class GameChallenge(RankingModel, table=True):
@@ -106,6 +108,20 @@ class Rating(RankingModel, table=True):
     ordinal: float  # mu - 3 sigma: the conservative skill the leaderboard sorts by
     games: int = 0
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class RequestLog(RankingModel, table=True):
+    """The first answer to each (caller, request id) of a mutating call, claimed with its effect."""
+
+    __tablename__ = "rk_request"
+
+    caller: str = Field(primary_key=True, max_length=64)
+    request_id: str = Field(primary_key=True, max_length=64)
+    method: str = Field(max_length=64)
+    body_hash: str = Field(default="", max_length=64)
+    code: int = 0
+    response: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
+    created_at: datetime = Field(default_factory=utcnow)
 
 
 metadata = RankingModel.metadata

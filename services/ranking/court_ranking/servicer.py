@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from court_games import GAME_NAMES
+from court_kit import logging as klog
 from court_kit.checks import page_offset, quote
 from court_kit.errors import InvalidArgument, NotFound, PermissionDenied
 from court_kit.server import current_identity
@@ -17,12 +18,14 @@ from court_kit.tokens import Identity
 from court_proto.court.ranking.v1 import ranking_pb2 as pb
 from court_proto.court.ranking.v1 import ranking_pb2_grpc
 from court_store import check_text
+from court_store import requests as rq
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from . import settle
 from .models import LedgerEntry
 from .store import RankingStore
 
+log = klog.get_logger("court_ranking.servicer")
 TRUSTED = ("service", "admin")
 KINDS = {"opening": pb.ENTRY_KIND_GRANT, "ante_paid": pb.ENTRY_KIND_ANTE, "ante_refunded": pb.ENTRY_KIND_ANTE_REFUND,
          "ante_won": pb.ENTRY_KIND_ANTE_PAYOUT, "round": pb.ENTRY_KIND_ROUND}
@@ -183,32 +186,76 @@ class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
             out.ratings.append(pb.GameStats(game=game, played=r.games, rating=r.ordinal, mu=r.mu, sigma=r.sigma))
         return out
 
+    def _claim(self, ident: Identity, request: Any, method: str) -> rq.Claim:
+        if not request.request_id:
+            raise InvalidArgument("request_id is required: choose one per change and reuse it on retries")
+        return rq.Claim(ident.sub, request.request_id, method, rq.body_hash(method, request))
+
+    @staticmethod
+    def _render_register(info: settle.GameInfo, created: bool, balances: dict[str, int]) -> bytes:
+        out = pb.RegisterGameResponse(created=created)
+        out.balances.extend(pb.Balance(player_id=p, points=v) for p, v in balances.items())
+        return out.SerializeToString()
+
+    @staticmethod
+    def _render_abandon(info: settle.GameInfo, refunded: bool, balances: dict[str, int]) -> bytes:
+        out = pb.AbandonGameResponse(refunds=sum(1 for p in info.players if not settle.is_bot(p)) if refunded else 0)
+        out.balances.extend(pb.Balance(player_id=p, points=v) for p, v in balances.items())
+        return out.SerializeToString()
+
     async def RegisterGame(self, request: pb.RegisterGameRequest, context: Any) -> pb.RegisterGameResponse:
-        _require_trusted(current_identity(), "register a game")
+        """Takes every ante once per game; atomic on (caller, request id): a duplicate gets the first answer."""
+        ident = current_identity()
+        _require_trusted(ident, "register a game")
         game = _game(request.game)
         if not request.seats:
             raise InvalidArgument("seats are required, in seat order")
         seats = [(s.player_id, s.name) for s in request.seats]
         if any(not p for p, _ in seats):
             raise InvalidArgument("every seat needs a player id (or bot:<level>)")
-        info, created = await self._run(self.store.open_game, request.game_id, game, request.online, request.ante,
-                                        request.seed, seats)
+        claim = self._claim(ident, request, "RegisterGame")
+        stored = await self._run(self.store.recall, claim)
+        if stored is not None:
+            return pb.RegisterGameResponse.FromString(stored.response or b"")
+        try:
+            info, created = await self._run(self.store.open_game, request.game_id, game, request.online, request.ante,
+                                            request.seed, seats, claim, self._render_register)
+        except rq.Replayed as again:
+            return pb.RegisterGameResponse.FromString(again.stored.response or b"")
         if created and self.backfill is not None and info.online:
-            await self.backfill(game, request.game_id)  # events the rules service published before this call
-            await self._run(self.store.settle, request.game_id)
-        out = pb.RegisterGameResponse(created=created)
-        for pid in dict.fromkeys(p for p in info.players if not settle.is_bot(p)):
-            out.balances.append(pb.Balance(player_id=pid, points=await self._run(self.store.balance, pid)))
-        return out
+            try:  # events the rules service published before this call
+                await self.backfill(game, request.game_id)
+                await self._run(self.store.settle, request.game_id)
+            except Exception as exc:  # noqa: BLE001 - the antes are committed: never answer an error now
+                # (the consumer and the settle sweep read the events back later)
+                log.warning("backfill after registration failed", game_id=request.game_id,
+                            error=str(exc)[:200] or type(exc).__name__)
+        stored = await self._run(self.store.recall, claim)
+        return pb.RegisterGameResponse.FromString(stored.response or b"")
 
     async def AbandonGame(self, request: pb.AbandonGameRequest, context: Any) -> pb.AbandonGameResponse:
-        _require_trusted(current_identity(), "abandon a game")
+        """Refunds every ante once per game (keyed by the game id); atomic on (caller, request id)."""
+        ident = current_identity()
+        _require_trusted(ident, "abandon a game")
         if not request.game_id:
             raise InvalidArgument("game_id is required")
         check_text(request.game_id, "game_id", MAX_ID)
-        refunds = await self._run(self.store.abandon_game, request.game_id)
-        info = await self._run(self.store.game_info, request.game_id)
-        out = pb.AbandonGameResponse(refunds=refunds)
-        for pid in dict.fromkeys(p for p in info.players if not settle.is_bot(p)):
-            out.balances.append(pb.Balance(player_id=pid, points=await self._run(self.store.balance, pid)))
+        claim = self._claim(ident, request, "AbandonGame")
+        stored = await self._run(self.store.recall, claim)
+        if stored is None:
+            try:
+                await self._run(self.store.abandon_game, request.game_id, claim, self._render_abandon)
+            except rq.Replayed:
+                pass
+            stored = await self._run(self.store.recall, claim)
+        return pb.AbandonGameResponse.FromString(stored.response or b"")
+
+    async def Audit(self, request: pb.AuditRequest, context: Any) -> pb.AuditResponse:
+        """Admin only: the ledger's invariants across the whole database (store.audit)."""
+        if current_identity().role != "admin":
+            raise PermissionDenied("the audit is for operators: call it with an admin token")
+        found = await self._run(self.store.audit)
+        out = pb.AuditResponse(accounts=found["accounts"], games=found["games"], entries=found["entries"],
+                               total_points=found["total_points"])
+        out.violations.extend(pb.AuditViolation(**v) for v in found["violations"])
         return out

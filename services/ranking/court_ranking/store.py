@@ -8,15 +8,18 @@ so two games starting at once cannot spend the same points twice.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from court_games.games import queens_court_accounting as qca
 from court_kit.checks import quote
 from court_kit.errors import FailedPrecondition, InvalidArgument, NotFound
-from court_store import check_text, insert_ignore, upgrade
+from court_store import check_text, insert_ignore, require_head, upgrade
+from court_store import requests as rq
 from openskill.models import PlackettLuce
 from sqlalchemy import func, update
 from sqlalchemy.engine import Engine
@@ -33,6 +36,7 @@ from .models import (
     Player,
     RankedGame,
     Rating,
+    RequestLog,
     utcnow,
 )
 
@@ -43,6 +47,10 @@ OPENING_REASON = "opening"
 SETTLING_EVENTS = frozenset({"RoundEnded", "GameEnded"})
 FIRST_SEQ = 0  # the rules service's GameCreated is seq 0, the n-th move's events seq n
 MAX_ID = 64
+REQUESTS = RequestLog.__table__
+ACTIVE, FINISHED, ABANDONED, VOID = "active", "finished", "abandoned", "void"
+# (info, created, balance per person) -> the serialised answer stored with the call's claim
+Render = Callable[[settle.GameInfo, bool, dict[str, int]], bytes]
 
 _model = PlackettLuce()
 
@@ -50,6 +58,11 @@ _model = PlackettLuce()
 def migrate(engine: Engine) -> str | None:
     """Bring the ranking schema to the newest revision (service start and ``court-ranking migrate``)."""
     return upgrade(engine, MIGRATIONS, SERVICE)
+
+
+def check_schema(engine: Engine) -> str | None:
+    """Start-up with COURT_MIGRATE_ON_START=false: the schema must already be at the newest revision."""
+    return require_head(engine, MIGRATIONS, SERVICE)
 
 
 def _check_id(value: str, what: str) -> str:
@@ -130,13 +143,42 @@ class RankingStore:
 
     # ------------------------------------------------------------------ ranked games
 
+    @contextmanager
+    def _write(self, claim: rq.Claim | None) -> Iterator[Session]:
+        """A write transaction that first claims ``claim``'s request id (``Replayed``: claimed before)."""
+        with self.session() as s, s.begin():
+            if claim is not None:
+                check_text(claim.request_id, "request_id", rq.MAX_REQUEST_ID)
+                stored = rq.claim(s, REQUESTS, claim)
+                if stored is not None:
+                    raise rq.Replayed(stored)
+            yield s
+
+    def recall(self, claim: rq.Claim) -> rq.Stored | None:
+        check_text(claim.request_id, "request_id", rq.MAX_REQUEST_ID)
+        with self.session() as s:
+            return rq.recall(s, REQUESTS, claim)
+
+    def _answer(self, s: Session, claim: rq.Claim | None, render: Render | None, info: settle.GameInfo,
+                created: bool) -> bytes | None:
+        if render is None:
+            return None
+        balances = {p: self._balance(s, p) for p in dict.fromkeys(info.players) if not settle.is_bot(p)}
+        out = render(info, created, balances)
+        if claim is not None:
+            rq.answer(s, REQUESTS, claim, out)
+        return out
+
     def open_game(self, game_id: str, game: str, online: bool, ante: int, seed: int,
-                  players: Sequence[tuple[str, str]]) -> tuple[settle.GameInfo, bool]:
-        """Register a game as it starts: deduct every ante (once) and assign the challenges.
+                  players: Sequence[tuple[str, str]], claim: rq.Claim | None = None,
+                  render: Render | None = None) -> tuple[settle.GameInfo, bool]:
+        """Register a game as it starts: take every ante (once, keyed by game and player) and assign
+        the challenges, in one transaction with the call's claim and answer.
 
         Idempotent on ``game_id``: a second call with the same game changes nothing and returns
         ``(info, False)``. Raises ``FailedPrecondition`` naming any player who holds less than the
-        ante (nothing is deducted then) and ``InvalidArgument`` for an ante outside Queen's Court.
+        ante (nothing is deducted then) or when the game was abandoned or voided before it was
+        registered, and ``InvalidArgument`` for an ante outside Queen's Court.
         """
         _check_id(game_id, "game id")
         if ante < 0:
@@ -146,37 +188,47 @@ class RankingStore:
         people = [p for p, _ in players if not settle.is_bot(p)]
         if len(set(people)) != len(people) or not 1 <= len(players) <= 4:
             raise InvalidArgument("a ranked game has 1 to 4 seats and no person in two of them")
-        existing = self.game_info(game_id, missing_ok=True)
-        if existing is not None:
-            return existing, False
-        assignment = settle.assign(game, seed, len(players)) if online else {}
-        info = settle.GameInfo(game_id=game_id, game=game, online=online, ante=ante, seed=seed,
-                               players=tuple(p for p, _ in players), assignment=assignment)
-        try:
-            with self.session() as s, s.begin():
-                self._ensure(s, players)
-                s.add(RankedGame(game_id=game_id, game=game, online=online, ante=ante, seed=seed,
-                                 players=json.dumps(list(info.players))))
-                s.flush()  # the primary key settles a race between two registrations of one game
-                for seat, ids in assignment.items():
-                    for cid in ids:
-                        s.add(GameChallenge(game_id=game_id, seat=seat, challenge_id=cid,
-                                            tier=qca.CHALLENGES[cid].tier))
-                if online and ante:
-                    # lock the players' rows in a fixed order, then check and deduct
-                    s.exec(select(Player).where(Player.player_id.in_(sorted(people)))
-                           .order_by(Player.player_id).with_for_update()).all()
-                    short = [p for p in people if not qca.can_join(self._balance(s, p), ante)]
-                    if short:
-                        raise FailedPrecondition(
-                            f"player(s) {', '.join(short)} hold fewer than the ante of {ante} rank points")
-                    insert_ignore(s, LedgerEntry.__table__, settle.ante_entries(info))
-        except IntegrityError:
-            existing = self.game_info(game_id, missing_ok=True)
-            if existing is None:
-                raise
-            return existing, False
-        return info, True
+        for attempt in range(3):
+            try:
+                return self._open_game(game_id, game, online, ante, seed, players, people, claim, render)
+            except IntegrityError:
+                if attempt == 2:
+                    raise  # a concurrent registration of the same game committed first: look again
+        raise AssertionError("unreachable")
+
+    def _open_game(self, game_id: str, game: str, online: bool, ante: int, seed: int,
+                   players: Sequence[tuple[str, str]], people: list[str], claim: rq.Claim | None,
+                   render: Render | None) -> tuple[settle.GameInfo, bool]:
+        with self._write(claim) as s:
+            row = s.get(RankedGame, game_id, with_for_update=True)
+            if row is not None:
+                if row.status in (ABANDONED, VOID):
+                    raise FailedPrecondition(f"game {game_id} was abandoned before it was registered here; "
+                                             "nothing was taken")
+                info = self._info(s, row)
+                self._answer(s, claim, render, info, False)
+                return info, False
+            assignment = settle.assign(game, seed, len(players)) if online else {}
+            info = settle.GameInfo(game_id=game_id, game=game, online=online, ante=ante, seed=seed,
+                                   players=tuple(p for p, _ in players), assignment=assignment)
+            self._ensure(s, players)
+            s.add(RankedGame(game_id=game_id, game=game, online=online, ante=ante, seed=seed,
+                             players=json.dumps(list(info.players))))
+            s.flush()  # the primary key settles a race between two registrations of one game
+            for seat, ids in assignment.items():
+                for cid in ids:
+                    s.add(GameChallenge(game_id=game_id, seat=seat, challenge_id=cid, tier=qca.CHALLENGES[cid].tier))
+            if online and ante:
+                # lock the players' rows in a fixed order, then check and deduct
+                s.exec(select(Player).where(Player.player_id.in_(sorted(people)))
+                       .order_by(Player.player_id).with_for_update()).all()
+                short = [p for p in people if not qca.can_join(self._balance(s, p), ante)]
+                if short:
+                    raise FailedPrecondition(
+                        f"player(s) {', '.join(short)} hold fewer than the ante of {ante} rank points")
+                insert_ignore(s, LedgerEntry.__table__, settle.ante_entries(info))
+            self._answer(s, claim, render, info, True)
+            return info, True
 
     def game_info(self, game_id: str, missing_ok: bool = False) -> settle.GameInfo | None:
         with self.session() as s:
@@ -290,11 +342,13 @@ class RankingStore:
         ranks = settle.standings(events, len(info.players)) if info.online else None
         ended = settle.game_ended(events)
         with self.session() as s, s.begin():
+            # the game's row lock orders this against AbandonGame: refund or payout, never both
+            locked = s.get(RankedGame, game_id, with_for_update=True, populate_existing=True)
+            if locked.status in (ABANDONED, VOID):
+                return 0
             if ended is not None:
-                done = s.execute(update(RankedGame).where(RankedGame.game_id == game_id, RankedGame.status == "active")
-                                 .values(status="finished", winner=ended.get("winner"), ended_at=utcnow()))
-                if done.rowcount == 0 and s.get(RankedGame, game_id).status == "abandoned":
-                    return 0
+                s.execute(update(RankedGame).where(RankedGame.game_id == game_id, RankedGame.status == ACTIVE)
+                          .values(status=FINISHED, winner=ended.get("winner"), ended_at=utcnow()))
             added = insert_ignore(s, LedgerEntry.__table__, [{**e, "created_at": utcnow()} for e in entries])
             if ranks is not None:
                 won = s.execute(update(RankedGame).where(RankedGame.game_id == game_id, RankedGame.rated.is_(False))
@@ -303,18 +357,61 @@ class RankingStore:
                     self._rate(s, info, ranks)
         return added
 
-    def abandon_game(self, game_id: str) -> int:
-        """An unfinished game given up: every ante comes back, no payout, no challenges."""
+    def abandon_game(self, game_id: str, claim: rq.Claim | None = None,
+                     render: Render | None = None) -> int:
+        """An unfinished game given up: every ante comes back (once, keyed by the game id), no
+        payout, no challenges. A game never registered is recorded as ``void`` so a late
+        registration takes nothing. Returns the refund entries written now."""
+        _check_id(game_id, "game id")
+        for attempt in range(3):
+            try:
+                with self._write(claim) as s:
+                    row = s.get(RankedGame, game_id, with_for_update=True)
+                    if row is None:
+                        row = RankedGame(game_id=game_id, game="", online=False, ante=0, seed=0, players="[]",
+                                         status=VOID, ended_at=utcnow())
+                        s.add(row)
+                        s.flush()
+                        self._answer(s, claim, render, self._info(s, row), False)
+                        return 0
+                    if row.status == FINISHED:
+                        raise FailedPrecondition(f"game {game_id} has already ended; it cannot be abandoned")
+                    s.execute(update(RankedGame).where(RankedGame.game_id == game_id, RankedGame.status == ACTIVE)
+                              .values(status=ABANDONED, ended_at=utcnow()))
+                    info = self._info(s, row)
+                    n = 0 if row.status == VOID else insert_ignore(
+                        s, LedgerEntry.__table__, [{**e, "created_at": utcnow()} for e in settle.refund_entries(info)])
+                    self._answer(s, claim, render, info, bool(n))
+                    return n
+            except IntegrityError:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    # ------------------------------------------------------------------ the settle sweep's lease
+
+    def unsettled(self, limit: int = 100) -> list[tuple[str, str]]:
+        """(game, game id) of active online games whose lease is free: the settle sweep's work."""
+        now = utcnow()
+        with self.session() as s:
+            return [(g, i) for i, g in s.exec(select(RankedGame.game_id, RankedGame.game).where(
+                RankedGame.status == ACTIVE, RankedGame.online.is_(True),
+                (RankedGame.lease_until.is_(None)) | (RankedGame.lease_until < now))
+                .order_by(RankedGame.created_at).limit(limit))]
+
+    def acquire_lease(self, game_id: str, owner: str, ttl: float) -> bool:
+        now = utcnow()
         with self.session() as s, s.begin():
-            row = s.get(RankedGame, game_id)
-            if row is None:
-                raise NotFound(f"no ranked game {quote(game_id)}")
-            if row.status == "finished":
-                raise FailedPrecondition(f"game {game_id} has already ended; it cannot be abandoned")
-            s.execute(update(RankedGame).where(RankedGame.game_id == game_id, RankedGame.status == "active")
-                      .values(status="abandoned", ended_at=utcnow()))
-            return insert_ignore(s, LedgerEntry.__table__,
-                                 [{**e, "created_at": utcnow()} for e in settle.refund_entries(self._info(s, row))])
+            done = s.execute(update(RankedGame).where(
+                RankedGame.game_id == game_id, RankedGame.status == ACTIVE,
+                (RankedGame.lease_until.is_(None)) | (RankedGame.lease_until < now))
+                .values(lease_owner=owner, lease_until=now + timedelta(seconds=ttl)))
+            return done.rowcount == 1
+
+    def release_lease(self, game_id: str, owner: str) -> None:
+        with self.session() as s, s.begin():
+            s.execute(update(RankedGame).where(RankedGame.game_id == game_id, RankedGame.lease_owner == owner)
+                      .values(lease_owner=None, lease_until=None))
 
     def challenges(self, game_id: str) -> tuple[settle.GameInfo, dict[int, list[dict[str, Any]]]]:
         info = self.game_info(game_id)
@@ -322,6 +419,96 @@ class RankingStore:
         if not info.assignment:
             return info, {}
         return info, qca.challenge_progress(self.events(game_id), len(info.players), info.assignment)
+
+    # ------------------------------------------------------------------ the audit
+
+    def audit(self) -> dict[str, Any]:
+        """Check the ledger's invariants across the whole database; every violation found, in words.
+
+        * ``grant``: every account holds exactly one starting grant of 1,000 points;
+        * ``balance``: every account's balance (the sum the service answers with) equals its grant
+          plus the sum of its other entries, and no entry belongs to an unknown account;
+        * ``bot_entry``: no ledger entry names a bot seat;
+        * ``duplicate_entry``: at most one entry per (game, player, round, kind);
+        * ``ante_mismatch``: every person at an ante table paid the ante once, bots nothing;
+        * ``refund_and_payout``: no game's antes are both refunded and paid out;
+        * ``unsettled_antes``: an ended game's antes are paid out per RULES.md, an abandoned one's
+          all refunded (never neither), and no game whose end was recorded is still unsettled.
+        """
+        out: list[dict[str, str]] = []
+
+        def bad(kind: str, detail: str, player_id: str = "", game_id: str = "") -> None:
+            out.append({"kind": kind, "player_id": player_id, "game_id": game_id, "detail": detail})
+
+        L = LedgerEntry  # noqa: N806
+        with self.session() as s:
+            players = set(s.exec(select(Player.player_id)))
+            grants = {p: (int(n), int(t)) for p, n, t in s.exec(
+                select(L.player_id, func.count(), func.sum(L.amount)).where(L.reason == OPENING_REASON)
+                .group_by(L.player_id))}
+            others = {p: (int(n), int(t)) for p, n, t in s.exec(
+                select(L.player_id, func.count(), func.sum(L.amount)).where(L.reason != OPENING_REASON)
+                .group_by(L.player_id))}
+            for p in sorted(players):
+                n, t = grants.get(p, (0, 0))
+                if (n, t) != (1, STARTING_POINTS):
+                    bad("grant", f"{n} starting grant entries totalling {t} (expected one of {STARTING_POINTS})", p)
+                balance = self._balance(s, p)
+                expected = STARTING_POINTS + others.get(p, (0, 0))[1]
+                if balance != expected:
+                    bad("balance", f"balance {balance} != starting grant {STARTING_POINTS} + entries "
+                                   f"{others.get(p, (0, 0))[1]} = {expected}", p)
+            for p in sorted((set(grants) | set(others)) - players):
+                kind = "bot_entry" if settle.is_bot(p) else "balance"
+                bad(kind, f"ledger entries for {'a bot seat' if settle.is_bot(p) else 'an unknown account'}", p)
+            for g, p, r, reason, n in s.exec(
+                    select(L.game_id, L.player_id, L.round, L.reason, func.count())
+                    .group_by(L.game_id, L.player_id, L.round, L.reason).having(func.count() > 1)):
+                bad("duplicate_entry", f"{n} entries of kind {reason} (round {r})", p, g)
+            entries = int(s.exec(select(func.count()).select_from(L)).one())
+            total = int(s.exec(select(func.coalesce(func.sum(L.amount), 0))).one())
+            ante_kinds = (settle.ANTE_PAID, settle.ANTE_REFUNDED, settle.ANTE_WON)
+            by_game: dict[str, list[LedgerEntry]] = {}
+            for e in s.exec(select(L).where(L.reason.in_(ante_kinds))):
+                by_game.setdefault(e.game_id, []).append(e)
+            ended_ids = set(s.exec(select(GameEvent.game_id).where(GameEvent.type == "GameEnded").distinct()))
+            games = 0
+            for row in s.exec(select(RankedGame).order_by(RankedGame.game_id)):
+                games += 1
+                g = row.game_id
+                if row.status == ACTIVE and g in ended_ids:
+                    bad("unsettled_antes", "the game's end was recorded but it was never settled", game_id=g)
+                if row.status == VOID:
+                    if g in by_game:
+                        bad("ante_mismatch", "a voided (never registered) game has ante entries", game_id=g)
+                    continue
+                info = self._info(s, row)
+                ents = by_game.get(g, [])
+                kinds = {k: {e.player_id: e.amount for e in ents if e.reason == k} for k in ante_kinds}
+                persons = [p for p in info.players if not settle.is_bot(p)]
+                if not (row.online and row.ante):
+                    if ents:
+                        bad("ante_mismatch", "ante entries in a game without an ante", game_id=g)
+                    continue
+                want_paid = {p: -row.ante for p in persons}
+                if kinds[settle.ANTE_PAID] != want_paid:
+                    bad("ante_mismatch", f"antes taken {kinds[settle.ANTE_PAID]}, expected {want_paid}", game_id=g)
+                refunded, won = kinds[settle.ANTE_REFUNDED], kinds[settle.ANTE_WON]
+                if refunded and won:
+                    bad("refund_and_payout", f"refunded {refunded} and paid out {won}", game_id=g)
+                if row.status == ABANDONED:
+                    want = {p: row.ante for p in persons}
+                    if refunded != want:
+                        bad("unsettled_antes", f"abandoned: refunded {refunded}, expected {want}", game_id=g)
+                elif row.status == FINISHED:
+                    want = {info.players[k]: v for k, v in settle.ante_payout(info, row.winner).items()}
+                    if won != want or refunded:
+                        bad("unsettled_antes", f"ended: paid out {won}, refunded {refunded}, expected payout {want}",
+                            game_id=g)
+                elif refunded or won:
+                    bad("ante_mismatch", f"a running game has refunds {refunded} or payouts {won}", game_id=g)
+        return {"violations": out, "accounts": len(players), "games": games, "entries": entries,
+                "total_points": total}
 
     # ------------------------------------------------------------------ ratings and leaderboards
 
@@ -407,4 +594,4 @@ class RankingStore:
                     "ratings": ratings, "games": int(games), "since": p.created_at}
 
 
-__all__ = ["GAME_LEVEL", "MIGRATIONS", "RankingStore", "Standing", "migrate"]
+__all__ = ["GAME_LEVEL", "MIGRATIONS", "RankingStore", "Standing", "check_schema", "migrate"]

@@ -28,6 +28,7 @@ position, and a retry with the same id is cheap and safe.
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable
@@ -66,6 +67,7 @@ REPLAYED = Counter("court_rules_idempotent_replays_total", "Retries answered wit
 
 MAX_SEED = 2**53  # seeds stay exact in JSON and in the full events' Struct payloads
 MAX_ID = 128
+CHOSEN_GAME_ID = re.compile(r"g[0-9a-f]{24}")  # the shape of every game id (games.game_id_for)
 WATCH_POLL = 5.0  # a watcher re-reads the log this often when no notification came
 
 
@@ -173,7 +175,14 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             if ident.sub not in seats or any(s != ident.sub and not s.startswith(BOT_PREFIX) for s in seats):
                 raise PermissionDenied("a player may create only local games: every seat must be you or a bot "
                                        "(\"bot:<level>\"); games with other players start from the lobby")
-        game_id = game_id_for(self._secret, ident.sub, rid)
+        if request.game_id:
+            if ident.role not in ("service", "admin"):
+                raise PermissionDenied("only a trusted caller (service, admin) may choose the game id")
+            if not CHOSEN_GAME_ID.fullmatch(request.game_id):
+                raise InvalidArgument(f"game_id {quote(request.game_id)} must be 'g' and 24 lowercase hex digits")
+            game_id = request.game_id
+        else:
+            game_id = game_id_for(self._secret, ident.sub, rid)
         resume: dict[str, Any] = {}
         old: GameEntry | None = None
         if request.resume_from:

@@ -297,6 +297,7 @@ class Lobby(_message.Message):
     PRIVATE_FIELD_NUMBER: _builtins.int
     INVITE_CODE_FIELD_NUMBER: _builtins.int
     RESUMED_FROM_FIELD_NUMBER: _builtins.int
+    START_ERROR_FIELD_NUMBER: _builtins.int
     lobby_id: _builtins.str
     game: _builtins.str
     host: _builtins.str
@@ -312,6 +313,10 @@ class Lobby(_message.Message):
     """private lobbies, shown to seated players only"""
     resumed_from: _builtins.str
     """the game this lobby resumes"""
+    start_error: _builtins.str
+    """Why the last start did not happen (the lobby is open again and every
+    ante taken for it was refunded); empty once a game starts.
+    """
     @_builtins.property
     def options(self) -> _struct_pb2.Struct: ...
     @_builtins.property
@@ -336,10 +341,11 @@ class Lobby(_message.Message):
         private: _builtins.bool = ...,
         invite_code: _builtins.str = ...,
         resumed_from: _builtins.str = ...,
+        start_error: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ante", b"ante", "created", b"created", "game", b"game", "game_id", b"game_id", "host", b"host", "invite_code", b"invite_code", "lobby_id", b"lobby_id", "online", b"online", "options", b"options", "private", b"private", "resumed_from", b"resumed_from", "seats", b"seats", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ante", b"ante", "created", b"created", "game", b"game", "game_id", b"game_id", "host", b"host", "invite_code", b"invite_code", "lobby_id", b"lobby_id", "online", b"online", "options", b"options", "private", b"private", "resumed_from", b"resumed_from", "seats", b"seats", "start_error", b"start_error", "state", b"state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

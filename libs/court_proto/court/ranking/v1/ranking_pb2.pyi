@@ -730,3 +730,88 @@ class AbandonGameResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___AbandonGameResponse: _TypeAlias = AbandonGameResponse  # noqa: Y015
+
+@_typing.final
+class AuditRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AuditRequest: _TypeAlias = AuditRequest  # noqa: Y015
+
+@_typing.final
+class AuditViolation(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KIND_FIELD_NUMBER: _builtins.int
+    PLAYER_ID_FIELD_NUMBER: _builtins.int
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    DETAIL_FIELD_NUMBER: _builtins.int
+    kind: _builtins.str
+    """balance | grant | duplicate_entry | refund_and_payout | unsettled_antes |
+    ante_mismatch | bot_entry
+    """
+    player_id: _builtins.str
+    """empty when the violation is a game's"""
+    game_id: _builtins.str
+    """empty when the violation is an account's"""
+    detail: _builtins.str
+    """what was found, in words"""
+    def __init__(
+        self,
+        *,
+        kind: _builtins.str = ...,
+        player_id: _builtins.str = ...,
+        game_id: _builtins.str = ...,
+        detail: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["detail", b"detail", "game_id", b"game_id", "kind", b"kind", "player_id", b"player_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AuditViolation: _TypeAlias = AuditViolation  # noqa: Y015
+
+@_typing.final
+class AuditResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VIOLATIONS_FIELD_NUMBER: _builtins.int
+    ACCOUNTS_FIELD_NUMBER: _builtins.int
+    GAMES_FIELD_NUMBER: _builtins.int
+    ENTRIES_FIELD_NUMBER: _builtins.int
+    TOTAL_POINTS_FIELD_NUMBER: _builtins.int
+    accounts: _builtins.int
+    """accounts checked"""
+    games: _builtins.int
+    """ranked games checked"""
+    entries: _builtins.int
+    """ledger entries checked"""
+    total_points: _builtins.int
+    """the sum of every balance"""
+    @_builtins.property
+    def violations(self) -> _containers.RepeatedCompositeFieldContainer[Global___AuditViolation]: ...
+    def __init__(
+        self,
+        *,
+        violations: _abc.Iterable[Global___AuditViolation] | None = ...,
+        accounts: _builtins.int = ...,
+        games: _builtins.int = ...,
+        entries: _builtins.int = ...,
+        total_points: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accounts", b"accounts", "entries", b"entries", "games", b"games", "total_points", b"total_points", "violations", b"violations"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AuditResponse: _TypeAlias = AuditResponse  # noqa: Y015

@@ -74,6 +74,11 @@ class RankingServiceStub:
                 request_serializer=court_dot_ranking_dot_v1_dot_ranking__pb2.AbandonGameRequest.SerializeToString,
                 response_deserializer=court_dot_ranking_dot_v1_dot_ranking__pb2.AbandonGameResponse.FromString,
                 _registered_method=True)
+        self.Audit = channel.unary_unary(
+                '/court.ranking.v1.RankingService/Audit',
+                request_serializer=court_dot_ranking_dot_v1_dot_ranking__pb2.AuditRequest.SerializeToString,
+                response_deserializer=court_dot_ranking_dot_v1_dot_ranking__pb2.AuditResponse.FromString,
+                _registered_method=True)
 
 
 class RankingServiceServicer:
@@ -133,7 +138,21 @@ class RankingServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def AbandonGame(self, request, context):
-        """Lobby only: an unfinished game is given up; every ante is refunded once.
+        """Lobby only: an unfinished game is given up; every ante is refunded once
+        (keyed by the game id). A game that has ended answers FAILED_PRECONDITION
+        (a game is refunded or paid out, never both). A game never registered is
+        marked void, so a late RegisterGame of it answers FAILED_PRECONDITION and
+        takes nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Audit(self, request, context):
+        """Admin only: checks the ledger's invariants across the whole database
+        (balance = starting grant + entries; at most one entry per game, player
+        and kind; every ended or abandoned game's antes refunded or paid out,
+        never both, never neither) and lists every violation found.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -181,6 +200,11 @@ def add_RankingServiceServicer_to_server(servicer, server):
                     servicer.AbandonGame,
                     request_deserializer=court_dot_ranking_dot_v1_dot_ranking__pb2.AbandonGameRequest.FromString,
                     response_serializer=court_dot_ranking_dot_v1_dot_ranking__pb2.AbandonGameResponse.SerializeToString,
+            ),
+            'Audit': grpc.unary_unary_rpc_method_handler(
+                    servicer.Audit,
+                    request_deserializer=court_dot_ranking_dot_v1_dot_ranking__pb2.AuditRequest.FromString,
+                    response_serializer=court_dot_ranking_dot_v1_dot_ranking__pb2.AuditResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -399,6 +423,33 @@ class RankingService:
             '/court.ranking.v1.RankingService/AbandonGame',
             court_dot_ranking_dot_v1_dot_ranking__pb2.AbandonGameRequest.SerializeToString,
             court_dot_ranking_dot_v1_dot_ranking__pb2.AbandonGameResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Audit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/court.ranking.v1.RankingService/Audit',
+            court_dot_ranking_dot_v1_dot_ranking__pb2.AuditRequest.SerializeToString,
+            court_dot_ranking_dot_v1_dot_ranking__pb2.AuditResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -76,7 +76,18 @@ class RankingServiceStub:
     Idempotent on game_id: registering a game again changes nothing.
     """
     AbandonGame: _grpc.UnaryUnaryMultiCallable[_ranking_pb2.AbandonGameRequest, _ranking_pb2.AbandonGameResponse]
-    """Lobby only: an unfinished game is given up; every ante is refunded once."""
+    """Lobby only: an unfinished game is given up; every ante is refunded once
+    (keyed by the game id). A game that has ended answers FAILED_PRECONDITION
+    (a game is refunded or paid out, never both). A game never registered is
+    marked void, so a late RegisterGame of it answers FAILED_PRECONDITION and
+    takes nothing.
+    """
+    Audit: _grpc.UnaryUnaryMultiCallable[_ranking_pb2.AuditRequest, _ranking_pb2.AuditResponse]
+    """Admin only: checks the ledger's invariants across the whole database
+    (balance = starting grant + entries; at most one entry per game, player
+    and kind; every ended or abandoned game's antes refunded or paid out,
+    never both, never neither) and lists every violation found.
+    """
 
 @_typing.type_check_only
 class RankingServiceAsyncStub(RankingServiceStub):
@@ -103,7 +114,18 @@ class RankingServiceAsyncStub(RankingServiceStub):
     Idempotent on game_id: registering a game again changes nothing.
     """
     AbandonGame: _aio.UnaryUnaryMultiCallable[_ranking_pb2.AbandonGameRequest, _ranking_pb2.AbandonGameResponse]  # type: ignore[assignment]
-    """Lobby only: an unfinished game is given up; every ante is refunded once."""
+    """Lobby only: an unfinished game is given up; every ante is refunded once
+    (keyed by the game id). A game that has ended answers FAILED_PRECONDITION
+    (a game is refunded or paid out, never both). A game never registered is
+    marked void, so a late RegisterGame of it answers FAILED_PRECONDITION and
+    takes nothing.
+    """
+    Audit: _aio.UnaryUnaryMultiCallable[_ranking_pb2.AuditRequest, _ranking_pb2.AuditResponse]  # type: ignore[assignment]
+    """Admin only: checks the ledger's invariants across the whole database
+    (balance = starting grant + entries; at most one entry per game, player
+    and kind; every ended or abandoned game's antes refunded or paid out,
+    never both, never neither) and lists every violation found.
+    """
 
 class RankingServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -175,6 +197,23 @@ class RankingServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _ranking_pb2.AbandonGameRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_ranking_pb2.AbandonGameResponse, _abc.Awaitable[_ranking_pb2.AbandonGameResponse]]:
-        """Lobby only: an unfinished game is given up; every ante is refunded once."""
+        """Lobby only: an unfinished game is given up; every ante is refunded once
+        (keyed by the game id). A game that has ended answers FAILED_PRECONDITION
+        (a game is refunded or paid out, never both). A game never registered is
+        marked void, so a late RegisterGame of it answers FAILED_PRECONDITION and
+        takes nothing.
+        """
+
+    @_abc_1.abstractmethod
+    def Audit(
+        self,
+        request: _ranking_pb2.AuditRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_ranking_pb2.AuditResponse, _abc.Awaitable[_ranking_pb2.AuditResponse]]:
+        """Admin only: checks the ledger's invariants across the whole database
+        (balance = starting grant + entries; at most one entry per game, player
+        and kind; every ended or abandoned game's antes refunded or paid out,
+        never both, never neither) and lists every violation found.
+        """
 
 def add_RankingServiceServicer_to_server(servicer: RankingServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -62,6 +62,7 @@ class CreateGameRequest(_message.Message):
     SEATS_FIELD_NUMBER: _builtins.int
     SEED_FIELD_NUMBER: _builtins.int
     RESUME_FROM_FIELD_NUMBER: _builtins.int
+    GAME_ID_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     game: _builtins.str
     """"queens_court" | "hearts" | "the_court" | "court_wars" """
@@ -79,6 +80,14 @@ class CreateGameRequest(_message.Message):
     "resumed_into" naming the new game, and refuses moves
     (FAILED_PRECONDITION); a second resume of it (another request_id) is
     FAILED_PRECONDITION. Games without save points answer INVALID_ARGUMENT.
+    """
+    game_id: _builtins.str
+    """Service and admin callers only: the new game's id, chosen by the caller
+    before the game exists (the lobby fixes it when a lobby starts, so the
+    antes can be keyed by it): "g" and 24 lowercase hex digits. A second
+    CreateGame with this id and the same request id returns the existing game;
+    with another request id it answers ALREADY_EXISTS. Empty: the service
+    derives the id from (caller, request id).
     """
     @_builtins.property
     def options(self) -> _struct_pb2.Struct:
@@ -99,10 +108,11 @@ class CreateGameRequest(_message.Message):
         seats: _abc.Iterable[_builtins.str] | None = ...,
         seed: _builtins.int | None = ...,
         resume_from: _builtins.str = ...,
+        game_id: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "options", b"options", "seed", b"seed"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "game", b"game", "options", b"options", "request_id", b"request_id", "resume_from", b"resume_from", "seats", b"seats", "seed", b"seed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "game", b"game", "game_id", b"game_id", "options", b"options", "request_id", b"request_id", "resume_from", b"resume_from", "seats", b"seats", "seed", b"seed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seed: _TypeAlias = _typing.Literal["seed"]  # noqa: Y015
     _WhichOneofArgType__seed: _TypeAlias = _typing.Literal["_seed", b"_seed"]  # noqa: Y015

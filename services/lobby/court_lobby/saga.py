@@ -1,0 +1,160 @@
+"""Starting a game as a saga with a fixed identity, driven by any lobby replica under a lease.
+
+``StartGame`` moves the lobby from ``open`` to ``starting`` in one transaction that fixes the new
+game's id, its seed and the saga's id (``LobbyStore.begin_start``). From then on every step uses
+exactly those, so any step may run again, on any replica, any number of times:
+
+1. online games: the ranking service registers the game and takes every ante, keyed by (game id,
+   player) (``RegisterGame``; a second call is a no-op answering the first answer);
+2. the rules service creates the game under that id, with the saga's id as its request id (a
+   second create returns the existing game);
+3. the lobby row goes to ``started`` (``finish_start``), storing the StartGame request's answer.
+
+If a step answers a permanent error (anything but UNAVAILABLE / DEADLINE_EXCEEDED), the saga
+compensates: the intent is recorded on the row first (``start_error`` = "compensating: ..."), then
+the ranking service refunds every ante once, keyed by the game id (``AbandonGame``: a game never
+registered is marked void, so a late registration takes nothing), then the lobby goes back to
+``open`` with the reason in ``start_error``, visible to its members. A transient error leaves the
+lobby in ``starting``: the next drive carries on where it stopped.
+
+A drive holds the lobby row's lease (``lease_owner``/``lease_until``, renewed before every step),
+so two replicas never drive one lobby at once, and a driver that died is replaced once its lease
+expires. Every replica drives its leftover work at start-up and then every ``sweep`` seconds
+(``COURT_START_SWEEP``, default 10 s; lease ``COURT_START_LEASE``, default 30 s).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+from court_kit import errors as kerr
+from court_kit import logging as klog
+
+from .clients import Backends, is_transient
+from .store import COMPENSATING, STARTING, LobbyInfo, LobbyStore
+
+log = klog.get_logger("court_lobby.saga")
+BOT_PREFIX = "bot:"
+FAILED_PRECONDITION = int(grpc.StatusCode.FAILED_PRECONDITION.value[0])
+
+
+class Faults:
+    """Fault injection points for tests (the production instance does nothing)."""
+
+    async def before_antes(self, info: LobbyInfo) -> None:
+        """The lobby is starting (its identity fixed), nothing else done yet."""
+
+    async def after_antes(self, info: LobbyInfo) -> None:
+        """After the antes were taken, before the game is created."""
+
+    async def after_game(self, info: LobbyInfo) -> None:
+        """After the game was created, before the lobby is marked started."""
+
+
+def _code(exc: BaseException) -> int:
+    """The status code the StartGame caller gets for a start undone by ``exc`` (never OK)."""
+    code = getattr(exc, "code", None)
+    if not isinstance(code, grpc.StatusCode) or code == grpc.StatusCode.OK:
+        return FAILED_PRECONDITION
+    return int(code.value[0])
+
+
+class Starter:
+    def __init__(self, store: LobbyStore, backends: Backends, render: Callable[[LobbyInfo], bytes], *,
+                 lease: float = 30.0, sweep: float = 10.0, faults: Faults | None = None):
+        self.store = store
+        self.backends = backends
+        self.render = render
+        self.lease = lease
+        self.sweep_every = sweep
+        self.faults = faults or Faults()
+        self.drives = 0  # drives that ended the saga (tests, metrics)
+
+    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.to_thread(fn, *args)
+
+    async def drive(self, lobby_id: str) -> bool:
+        """Carry the lobby's start on, under its lease. True when it is no longer starting."""
+        owner = uuid.uuid4().hex
+        info = await self._run(self.store.acquire_lease, lobby_id, owner, self.lease)
+        if info is None:
+            return (await self._run(self.store.lobby, lobby_id)).status != STARTING
+        try:
+            await self._steps(info, owner)
+            self.drives += 1
+            return True
+        except kerr.Unavailable as exc:
+            log.warning("start saga paused; it goes on at the next drive", lobby_id=lobby_id, error=str(exc)[:200])
+            return False
+        finally:
+            with contextlib.suppress(Exception):
+                await self._run(self.store.release_lease, lobby_id, owner)
+
+    async def _renew(self, info: LobbyInfo, owner: str) -> None:
+        if not await self._run(self.store.renew_lease, info.id, owner, self.lease):
+            raise kerr.Unavailable(f"lost the lease on lobby {info.id}; another replica drives it")
+
+    async def _steps(self, info: LobbyInfo, owner: str) -> None:
+        assert info.game_id and info.start_rid and info.seed is not None
+        if info.start_error and info.start_error.startswith(COMPENSATING):
+            await self._compensate(info, owner, info.start_error[len(COMPENSATING):], None)
+            return
+        seats = [s.account_id or f"{BOT_PREFIX}{s.bot_level}" for s in info.seated]
+        try:
+            await self.faults.before_antes(info)
+            if info.online:
+                await self.backends.register_game(info.game_id, info.game, True, info.ante, info.seed,
+                                                  [(p, s.name) for p, s in zip(seats, info.seated, strict=True)])
+                await self.faults.after_antes(info)
+            await self._renew(info, owner)
+            await self.backends.create_game(info.game, seats, info.options, info.seed,
+                                            request_id=info.start_rid, game_id=info.game_id)
+            await self.faults.after_game(info)
+        except kerr.ServiceError as exc:
+            if is_transient(exc):
+                raise
+            await self._compensate(info, owner, f"the game could not start: {str(exc)[:200]}", exc)
+            return
+        await self._renew(info, owner)
+        await self._run(self.store.finish_start, info.id, info.start_rid, self.render)
+        log.info("game started", lobby_id=info.id, game_id=info.game_id, online=info.online, ante=info.ante)
+
+    async def _compensate(self, info: LobbyInfo, owner: str, reason: str, exc: BaseException | None) -> None:
+        await self._run(self.store.mark_compensating, info.id, info.start_rid, reason)
+        if info.online:
+            await self._renew(info, owner)
+            try:
+                await self.backends.abandon_game(info.game_id)  # every ante back, once, keyed by the game id
+            except kerr.FailedPrecondition as err:
+                # the game has ended in ranking: it was created and played, so it did start
+                log.error("a failed start's game has ended; marking the lobby started", lobby_id=info.id,
+                          error=str(err)[:200])
+                await self._run(self.store.finish_start, info.id, info.start_rid, self.render)
+                return
+        code = _code(exc) if exc is not None else FAILED_PRECONDITION
+        await self._run(self.store.fail_start, info.id, info.start_rid, reason, code)
+        log.warning("start undone; the lobby is open again", lobby_id=info.id, game_id=info.game_id,
+                    reason=reason[:200])
+
+    async def sweep(self) -> int:
+        """Drive every lobby left in ``starting`` whose lease is free; returns how many ended."""
+        ended = 0
+        for lobby_id in await self._run(self.store.starting):
+            with contextlib.suppress(Exception):
+                ended += bool(await self.drive(lobby_id))
+        return ended
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """At start-up and then every ``sweep_every`` seconds, until ``stop`` is set."""
+        while not stop.is_set():
+            try:
+                await self.sweep()
+            except Exception as exc:  # noqa: BLE001 - the database away for a moment: next round
+                log.warning("start sweep failed", error=str(exc)[:200] or type(exc).__name__)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.sweep_every)
