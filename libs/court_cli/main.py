@@ -878,7 +878,6 @@ def _banner(out: Console, config: StackConfig) -> None:
 async def _up(stack: LocalStack, out: Console, fancy: bool, *, demo: bool, demo_games: int, pace: float,
               level: str) -> int:
     from .demo import run_demo
-    from .stack import SERVICES
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -903,7 +902,9 @@ async def _up(stack: LocalStack, out: Console, fancy: bool, *, demo: bool, demo_
     async def show() -> None:
         if not demo:
             return
-        endpoints = Endpoints(**{s: stack.config.address(s) for s in SERVICES}, nats_url=stack.config.nats_url,
+        from .session import SERVICES as CLIENT_SERVICES  # the four a client calls (not court-analytics)
+
+        endpoints = Endpoints(**{s: stack.config.address(s) for s in CLIENT_SERVICES}, nats_url=stack.config.nats_url,
                               source="stack")
         footer = "Ctrl-C stops the stack · sit down and play: make play (in another terminal)"
         try:
@@ -1003,6 +1004,14 @@ def stack_status() -> None:
         out.print(f"  {name:<8} {svc['address']:<22} pid {svc['pid']:<8} {word}")
     out.print(f"  {'nats':<8} {info['nats_url']:<22} pid {info['nats_pid']}")
     raise typer.Exit(1 if bad else 0)
+
+
+# commands that live in their own modules (kept out of this file to keep it short)
+from . import simulate as _simulate  # noqa: E402
+from .analytics import analytics_app  # noqa: E402
+
+app.command("simulate")(_simulate.command)
+app.add_typer(analytics_app, name="analytics")
 
 
 def main() -> None:

@@ -10,7 +10,8 @@
   its JetStream bounded in the same config: ``max_file_store`` 8 GiB and ``max_memory_store`` 256 MiB
   (``COURT_NATS_MAX_FILE_STORE``, ``COURT_NATS_MAX_MEMORY_STORE``), which every stream's default
   limits fit (court_kit.jetstream.STREAM_LIMITS, 6 GiB together);
-* ``court-rules``, ``court-ranking``, ``court-lobby`` and ``court-bot`` (their console scripts)
+* ``court-rules``, ``court-ranking``, ``court-lobby``, ``court-bot`` and ``court-analytics`` (the
+  lake of game records in ``<state>/lake`` that ``court analytics report`` reads; console scripts)
   with ``COURT_ENV=dev`` (development token keys generated under ``<state>/keys/``), SQLite files
   under ``<state>/``, each in
   its own session so a terminal's Ctrl-C reaches only the launcher, which then stops them in
@@ -54,7 +55,9 @@ from court_kit.natsauth import SERVICE_USERS, authorization_block, ensure_dev_us
 from court_kit.settings import GRPC_PORTS, METRICS_PORTS
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-SERVICES = ("rules", "ranking", "lobby", "bot")  # start order (lobby calls rules and ranking; bot calls rules)
+# start order (lobby calls rules and ranking; bot calls rules; analytics reads the stream into <state>/lake)
+SERVICES = ("rules", "ranking", "lobby", "bot", "analytics")
+STACK_USERS = {**SERVICE_USERS, "analytics": "analytics"}  # court-analytics consumes as the analytics identity
 NATS_PORT = 4222
 START_TIMEOUT = 60.0
 STOP_GRACE = 10.0
@@ -155,8 +158,8 @@ class StackConfig:
             "COURT_LOG_FORMAT": "json",
             "PYTHONUNBUFFERED": "1",
         })
-        if service in SERVICE_USERS:
-            user = SERVICE_USERS[service]
+        if service in STACK_USERS:
+            user = STACK_USERS[service]
             env.update(COURT_NATS_USER=user, COURT_NATS_PASSWORD=ensure_dev_users(self.state_dir)[user])
         env.update(self.extra_env)
         return env

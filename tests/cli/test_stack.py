@@ -61,7 +61,7 @@ def stop(proc: subprocess.Popen[str], out: Output, pids: list[int]) -> None:
     """Ctrl-C: the launcher stops everything, exits 0, and leaves no process behind."""
     proc.send_signal(signal.SIGINT)
     assert proc.wait(120) == 0, out.text[-3000:]
-    out.wait_for(r"^Stopped: rules \(0\), ranking \(0\), lobby \(0\), bot \(0\), nats \(0\)$", 10)
+    out.wait_for(r"^Stopped: rules \(0\), ranking \(0\), lobby \(0\), bot \(0\), analytics \(0\), nats \(0\)$", 10)
     left = [p for p in pids if alive(p)]
     assert not left, f"still running after Ctrl-C: {left}"
 
@@ -98,7 +98,7 @@ def test_make_run_plays_a_bot_game_stops_on_ctrl_c_and_finds_it_again(tmp_path: 
             out.wait_for(rf"^  {name}\s+{re.escape(env[f'COURT_{name.upper()}_ADDR'])}$", 5)
         out.wait_for(r"make play", 5)
         pids = running_pids(state)
-        assert len(pids) == 6 and all(alive(p) for p in pids)
+        assert len(pids) == 2 + len(SERVICES) and all(alive(p) for p in pids)
 
         game = out.wait_for(r"^New demo game (g[0-9a-f]+): Queen's Court for four", 120)[0].group(1)
         out.wait_for(rf"^\[{game[:9]}\] watching Queen's Court at move 0: Demo Autopilot, Blue Otter \(bot, heuristic\)",

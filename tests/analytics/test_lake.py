@@ -1,0 +1,286 @@
+"""court-analytics: the records of a real JetStream stream landed in Parquet exactly once.
+
+The consumers are the real ``court-analytics`` console script (processes, killed with SIGKILL at
+random moments and at injected points: right after staging a batch before its acks, right after
+writing a game's tables before its done marker), on a real nats-server. The records are
+``court.events.v1.GameEvent`` messages in the rules service's shape (creation, moves of
+ActionApplied + an engine event + TurnStarted, a final GameEnded, ``Court-End`` on each move's
+last event), published interleaved across games while the consumers run. Afterwards the tables,
+read by DuckDB, hold every (game_id, seq, index) exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+from court_analytics.lake import Lake
+from court_kit.structs import to_struct
+from court_proto.court.events.v1 import events_pb2
+from nats.aio.client import Client as NATS
+from nats.js.api import StorageType, StreamConfig
+from nats.js.errors import NotFoundError
+
+from tests.fixtures.nats import BinaryNats
+
+ANALYTICS = str(Path(sys.executable).parent / "court-analytics")
+GAMES = 24
+WAIT = 180.0
+
+
+def game_records(game_id: str, moves: int, seats: int = 3) -> list[tuple[str, bytes, dict[str, str]]]:
+    """One game's public messages, in order: (subject, body, headers)."""
+    out = []
+    t0 = 1_790_000_000 + random.randrange(3) * 86_400  # three days, so there are several day partitions
+
+    def add(seq: int, events: list[tuple[str, dict]]) -> None:
+        for index, (etype, payload) in enumerate(events):
+            ev = events_pb2.GameEvent(event_id=f"{game_id}-{seq}-{index}", schema_version=1, game="hearts",
+                                      game_id=game_id, seq=seq, index=index, type=etype,
+                                      visibility=events_pb2.VISIBILITY_PUBLIC)
+            ev.time.FromSeconds(t0 + seq)
+            to_struct({"type": etype, **payload}, ev.payload)
+            headers = {"Nats-Msg-Id": ev.event_id, "Court-Seq": str(seq)}
+            if index == len(events) - 1:
+                headers["Court-End"] = "1"
+            out.append((f"court.events.hearts.{game_id}.{etype}", ev.SerializeToString(), headers))
+
+    players = [f"p{game_id}", *(f"bot:{lv}" for lv in ("random", "heuristic")[: seats - 1])]
+    add(0, [("GameCreated", {"game": "hearts", "options": {}, "seats": players}), ("GameStarted", {}),
+            ("TurnStarted", {"to_act": [0], "players": players[:1]})])
+    for seq in range(1, moves + 1):
+        seat = (seq - 1) % seats
+        events = [("ActionApplied", {"seat": seat, "action_type": "play"}),
+                  ("CardPlayed", {"seat": seat, "card": f"{(seq % 13) + 1}H"})]
+        if seq == moves:
+            events.append(("GameEnded", {"winners": [seq % seats], "scores": [seq, 2 * seq, 3 * seq]}))
+        else:
+            events.append(("TurnStarted", {"to_act": [seq % seats], "players": [players[seq % seats]]}))
+        add(seq, events)
+    return out
+
+
+def interleave(games: list[list[tuple[str, bytes, dict[str, str]]]]) -> list[tuple[str, bytes, dict[str, str]]]:
+    """All games' messages mixed, each game's own order kept (as concurrent games publish)."""
+    cursors = [list(reversed(g)) for g in games]
+    out = []
+    while any(cursors):
+        c = random.choice([c for c in cursors if c])
+        out.append(c.pop())
+    return out
+
+
+async def publish(url: str, messages: list[tuple[str, bytes, dict[str, str]]]) -> None:
+    nc = NATS()
+    await nc.connect(url)
+    js = nc.jetstream()
+    for subject, body, headers in messages:
+        await js.publish(subject, body, headers=headers)
+    await nc.close()
+
+
+async def make_stream(url: str) -> None:
+    nc = NATS()
+    await nc.connect(url)
+    await nc.jetstream().add_stream(StreamConfig(name="COURT_EVENTS", subjects=["court.events.>"],
+                                                 storage=StorageType.FILE))
+    await nc.close()
+
+
+async def consumer_left(url: str, durable: str) -> int:
+    nc = NATS()
+    await nc.connect(url)
+    try:
+        info = await nc.jetstream().consumer_info("COURT_EVENTS", durable)
+    except NotFoundError:
+        return -1  # not created yet
+    finally:
+        await nc.close()
+    return info.num_pending + info.num_ack_pending
+
+
+@pytest.fixture
+def nats(tmp_path: Path) -> Iterator[BinaryNats]:
+    server = BinaryNats(tmp_path / "nats")
+    server.start()
+    asyncio.run(make_stream(server.url))
+    yield server
+    server.stop()
+
+
+class Consumers:
+    """court-analytics processes on one lake."""
+
+    def __init__(self, tmp: Path, nats_url: str, lake: Path):
+        self.tmp, self.nats_url, self.lake = tmp, nats_url, lake
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self, durable: str = "analytics", fault: str = "") -> subprocess.Popen[bytes]:
+        env = {"PATH": os.environ.get("PATH", ""), "COURT_ENV": "dev", "COURT_NATS_URL": self.nats_url,
+               "COURT_LISTEN": "127.0.0.1:0", "COURT_METRICS_LISTEN": "", "COURT_STATE_DIR": str(self.tmp),
+               "COURT_ANALYTICS_LAKE": str(self.lake), "COURT_ANALYTICS_DURABLE": durable,
+               "COURT_ANALYTICS_ACK_WAIT": "1", "COURT_ANALYTICS_BATCH": "32", "COURT_ANALYTICS_SWEEP": "0.2",
+               "COURT_ANALYTICS_COMPACT_EVERY": "3600", "COURT_ANALYTICS_FAULT": fault, "COURT_LOG_LEVEL": "warning"}
+        log = open(self.tmp / f"analytics-{len(self.procs)}.log", "wb")  # noqa: SIM115 - the process's log
+        proc = subprocess.Popen([ANALYTICS], env=env, stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(proc)
+        return proc
+
+    def kill(self, proc: subprocess.Popen[bytes]) -> None:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+
+    def stop_all(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+@pytest.fixture
+def consumers(tmp_path: Path, nats: BinaryNats) -> Iterator[Consumers]:
+    c = Consumers(tmp_path, nats.url, tmp_path / "lake")
+    yield c
+    c.stop_all()
+
+
+def wait_done(lake: Path, games: int, timeout: float = WAIT) -> None:
+    """Until ``games`` done markers exist (the lake offers no event; look every 100 ms)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done = len(list((lake / "_done").glob("*"))) if (lake / "_done").exists() else 0
+        if done >= games:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{done} of {games} games landed in {timeout:.0f}s")
+        time.sleep(0.1)
+
+
+def read(lake: Path, table: str) -> duckdb.DuckDBPyRelation:
+    return duckdb.sql(f"SELECT * FROM read_parquet('{lake}/{table}/**/*.parquet', hive_partitioning = true, "
+                      "union_by_name = true)")
+
+
+def check_exactly_once(lake: Path, published: list[tuple[str, bytes, dict[str, str]]], moves: dict[str, int]) -> None:
+    keys = sorted((h["Nats-Msg-Id"]) for _, _, h in published)
+    tables = [p.name for p in lake.iterdir() if p.name.startswith("events_")]
+    rows = []
+    for t in tables:
+        rows += [f"{g}-{s}-{i}" for g, s, i in read(lake, t).select("game_id, seq, index").fetchall()]
+    assert len(rows) == len(set(rows)), "a record landed twice"
+    assert sorted(rows) == keys, "a record is missing"
+    games = read(lake, "games").select("game_id, moves, game").fetchall()
+    assert sorted((g, m) for g, m, _ in games) == sorted(moves.items())
+    assert {g for _, _, g in games} == {"hearts"}
+    mv = read(lake, "moves").select("game_id, seq").fetchall()
+    assert len(mv) == len(set(mv)) == sum(moves.values())
+    assert sorted(mv) == sorted((g, s) for g, n in moves.items() for s in range(1, n + 1))
+
+
+@pytest.mark.slow
+def test_killed_racing_and_replayed_consumers_land_every_record_once(nats: BinaryNats, consumers: Consumers) -> None:
+    rng = random.Random(os.environ.get("COURT_TEST_SEED", "17"))
+    random.seed(rng.random())
+    moves = {f"g{i:04d}": rng.randrange(3, 30) for i in range(GAMES)}
+    records = [game_records(g, n) for g, n in moves.items()]
+    published = records[0] + records[1] + interleave(records[2:])  # two whole games first: the finish faults
+    third = len(published) // 3
+    asyncio.run(publish(nats.url, published[:third]))
+    # injected crash points: after staging a batch, before its acks; after a game's tables, before its done marker
+    for fault in ("staged:1", "staged:3", "finished:1"):
+        assert consumers.start("a", fault).wait(timeout=WAIT) == 17, fault
+    asyncio.run(publish(nats.url, published[third:2 * third]))
+    # two durables at once (each sees every record: a race on every game), SIGKILLed at random moments
+    # while the last third is published
+    pub = threading.Thread(target=lambda: asyncio.run(publish(nats.url, published[2 * third:])))
+    pub.start()
+    for _ in range(6):
+        a, b = consumers.start("a"), consumers.start("b")
+        time.sleep(rng.uniform(0.3, 2.0))  # a random moment to kill at, not a wait for something
+        consumers.kill(a)
+        time.sleep(rng.uniform(0.0, 0.5))
+        consumers.kill(b)
+    pub.join(timeout=WAIT)
+    assert not pub.is_alive()
+    consumers.start("a")
+    consumers.start("b")
+    wait_done(consumers.lake, GAMES)
+    check_exactly_once(consumers.lake, published, moves)
+    consumers.stop_all()
+
+    # a replay from the stream's start (a new durable) lands nothing again
+    before = sorted(p.name for p in consumers.lake.rglob("*.parquet"))
+    proc = consumers.start("replay")
+    deadline = time.monotonic() + WAIT
+    while asyncio.run(consumer_left(nats.url, "replay")) != 0:
+        assert time.monotonic() < deadline, "the replay did not finish"
+        time.sleep(0.2)
+    consumers.stop_all()
+    assert proc.returncode == 0
+    assert sorted(p.name for p in consumers.lake.rglob("*.parquet")) == before
+    check_exactly_once(consumers.lake, published, moves)
+
+
+def test_compaction_merges_small_files_and_finishes_after_a_crash(nats: BinaryNats, consumers: Consumers) -> None:
+    moves = {f"g{i:04d}": 4 + i % 5 for i in range(10)}
+    published = interleave([game_records(g, n) for g, n in moves.items()])
+    asyncio.run(publish(nats.url, published))
+    consumers.start()
+    wait_done(consumers.lake, len(moves))
+    consumers.stop_all()
+    files_before = list(consumers.lake.glob("moves/*/*/*.parquet"))
+    lake = Lake(consumers.lake, settle=0)
+    backup = consumers.lake.parent / "backup"
+    shutil.copytree(consumers.lake, backup)
+    assert lake.compact() > 0
+    for table in ("games", "moves", "events_CardPlayed"):
+        for part in (consumers.lake / table).glob("game=*/day=*"):
+            assert len(list(part.glob("*.parquet"))) == 1, part  # one file a partition
+    assert len(list(consumers.lake.glob("moves/*/*/*.parquet"))) < len(files_before)
+    check_exactly_once(consumers.lake, published, moves)
+    # a crash after writing the merged file, before deleting its inputs: the inputs are back
+    for f in backup.glob("moves/*/*/*.parquet"):
+        shutil.copy(f, consumers.lake / f.relative_to(backup))
+    assert len(read(consumers.lake, "moves").fetchall()) > sum(moves.values())  # the crash's duplicates
+    lake.compact()
+    check_exactly_once(consumers.lake, published, moves)
+    # DuckDB and the partitions: game and day come from the paths
+    days = duckdb.sql(f"SELECT DISTINCT day FROM read_parquet('{consumers.lake}/games/**/*.parquet', "
+                      "hive_partitioning = true)").fetchall()
+    assert 1 <= len(days) <= 3
+
+
+def test_records_that_are_not_game_events_are_dropped_and_the_rest_land(nats: BinaryNats, consumers: Consumers
+                                                                       ) -> None:
+    good = game_records("g0001", 5)
+    bad = [("court.events.hearts.x.Junk", b"\xff\x00not a protobuf", {"Nats-Msg-Id": "junk-1"}),
+           ("court.events.hearts.x.Junk", events_pb2.GameEvent(game_id="../etc", type="X", seq=1).SerializeToString(),
+            {"Nats-Msg-Id": "junk-2"})]
+    asyncio.run(publish(nats.url, [*bad, *good]))
+    consumers.start()
+    wait_done(consumers.lake, 1)
+    deadline = time.monotonic() + WAIT
+    while asyncio.run(consumer_left(nats.url, "analytics")) != 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    consumers.stop_all()
+    check_exactly_once(consumers.lake, good, {"g0001": 5})
+    assert not any(p.name.startswith(".") for p in (consumers.lake / "_staging").glob("*"))
+    assert "not a game record" in (consumers.tmp / "analytics-0.log").read_text()
