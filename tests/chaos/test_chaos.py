@@ -19,7 +19,7 @@ Afterwards, what users and operators would notice:
 * the public events of every game are complete and in order: (move seq, index) run from (0, 0)
   with each move's last event marked, in stream order, no duplicate, through the final move;
 * the ledger is consistent: each person's balance is the opening 1,000 plus exactly what
-  RULES.md says their games paid (computed from the games' full records by tests/ranking/qc_expect,
+  docs/rules/queens_court.md says their games paid (computed from the games' full records by tests/ranking/qc_expect,
   which shares no code with the ranking service), and equals the sum of their ledger entries.
 
 Figures (printed): the run's duration, moves played, and when each fault happened.
@@ -294,7 +294,7 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
         t_ranked = time.monotonic()
         await nc.close()
 
-        # ---- the ledger: every balance as RULES.md says, every balance the sum of its entries
+        # ---- the ledger: every balance as docs/rules/queens_court.md says, every balance the sum of its entries
         deadline = time.monotonic() + 30
         wrong: dict[str, tuple[int, int]] = {}
         while True:

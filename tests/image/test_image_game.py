@@ -2,7 +2,7 @@
 steps and the four services as containers on one container network, started through
 testcontainers on Podman's Docker-compatible API; a full online Queen's Court game with an ante,
 two people and a bot, played from the host through the published ports with the client SDK; the
-rank points it pays are what RULES.md says; then every container is stopped by SIGTERM.
+rank points it pays are what docs/rules/queens_court.md says; then every container is stopped by SIGTERM.
 
 The services run as production runs them: COURT_ENV=prod with a real token secret, migrations
 as a separate step (`court-lobby migrate`, `court-ranking migrate`) and COURT_MIGRATE_ON_START=false,

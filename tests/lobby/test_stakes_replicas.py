@@ -1,6 +1,6 @@
 """Two lobby and two ranking replicas (their own processes) over one PostgreSQL, many online Queen's
 Court games with antes between scripted player accounts, one replica of each SIGKILLed and started
-again half-way: the audit passes and the sum of all balances changes by exactly what RULES.md implies.
+again half-way: the audit passes and the sum of all balances changes by exactly what docs/rules/queens_court.md implies.
 
 Every seat is a person's account; each move is what the bot service's ``Suggest`` advises for that
 seat, submitted with the person's own token. ``COURT_STAKES_GAMES`` sets how many games (default
@@ -155,7 +155,7 @@ class Account:
         self.id, self.token = auth.account.player_id, auth.token
         self.rules = RulesClient(world.rules.address, self.token)
         self.bot = BotClient(f"127.0.0.1:{world.bot.port}", self.token)
-        self.points = 1000  # what RULES.md says this account should hold by now
+        self.points = 1000  # what docs/rules/queens_court.md says this account should hold by now
 
 
 async def play_by_hints(world: World, seats: list[Account], game_id: str) -> None:
@@ -251,7 +251,7 @@ async def test_replicas_killed_mid_play_lose_and_double_nothing(world: World):
         report = await ranking.audit()
         assert [(v.kind, v.game_id, v.player_id, v.detail) for v in report.violations] == []
         assert report.games == GAMES and report.accounts == ACCOUNTS
-        assert report.total_points == 1000 * ACCOUNTS + implied  # exactly what RULES.md's payouts imply
+        assert report.total_points == 1000 * ACCOUNTS + implied  # exactly what docs/rules/queens_court.md's payouts imply
         for p in accounts:
             assert (await ranking.balance(p.id)).points == p.points
     finally:

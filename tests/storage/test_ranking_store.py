@@ -64,7 +64,7 @@ def _expected(events: list[dict], result: dict, ante: int, seed: int) -> dict[in
 
 def _expected_with_bots(events: list[dict], result: dict, ante: int, bots: list[bool],
                         assignment: dict | None = None) -> dict[int, int]:
-    """RULES.md's "Bots and rank points", written out on its own: the people's change per seat."""
+    """docs/rules/queens_court.md's "Bots and rank points", written out on its own: the people's change per seat."""
     n = len(bots)
     people = [s for s in range(n) if not bots[s]]
     total = dict.fromkeys(range(n), 0)
@@ -290,7 +290,7 @@ class TestRankingStore:
 
     @pytest.mark.parametrize("seed", range(101, 113))
     def test_a_person_playing_only_bots_never_ends_above_their_start(self, store, seed):
-        """RULES.md "Bots and rank points": human losers pay, bots never do; beating only bots gets
+        """docs/rules/queens_court.md "Bots and rank points": human losers pay, bots never do; beating only bots gets
         one's own ante back, no more; challenges pay nothing without another person."""
         n = 2 + seed % 3
         events, result = play_queens_court(seed, n, move_seed=seed)

@@ -6,7 +6,7 @@ fixed when the round ends, the payout and challenges when the game ends), and ev
 its unique key, so applying it again and again is harmless: that is what makes redelivery, replay
 and a consumer restarted mid-game safe.
 
-Bots and rank points (RULES.md, "Bots and rank points (ours)"): bots hold no rank points, so a bot
+Bots and rank points (docs/rules/queens_court.md, "Bots and rank points (ours)"): bots hold no rank points, so a bot
 seat stakes no ante, pays nothing and receives nothing. A round's *human* losers pay 100 each,
 shared by its *human* winners (the remainder to the first human winner after the starter); when
 every winner is a bot those payments leave play. The game's winner receives 2 x ante only when

@@ -435,7 +435,7 @@ class RankingStore:
         * ``duplicate_entry``: at most one entry per (game, player, round, kind);
         * ``ante_mismatch``: every person at an ante table paid the ante once, bots nothing;
         * ``refund_and_payout``: no game's antes are both refunded and paid out;
-        * ``unsettled_antes``: an ended game's antes are paid out per RULES.md, an abandoned one's
+        * ``unsettled_antes``: an ended game's antes are paid out per docs/rules/queens_court.md, an abandoned one's
           all refunded (never neither), and no game whose end was recorded is still unsettled.
         """
         out: list[dict[str, str]] = []
