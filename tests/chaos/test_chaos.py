@@ -277,7 +277,7 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
             events = [to_dict(e) for e in h.created_events]
             for mv in h.moves:
                 events.extend(to_dict(e) for e in mv.events)
-            changes = expected_changes(events, 2, ANTE, h.seed)
+            changes = expected_changes(events, 2, ANTE, h.seed, bots=[False, True])  # seat 1 is the bot
             for seat, person in enumerate(idx):
                 expected[people[person][0]] += changes[seat]
         await analyst.close()

@@ -215,7 +215,9 @@ async def test_a_full_online_game_through_the_containers(deployment: Deployment)
     events = [to_dict(e) for e in history.created_events]
     for m in history.moves:
         events.extend(to_dict(e) for e in m.events)
-    want = expected_changes(events, 3, ANTE, history.seed)
+    bots = [False] * 3
+    bots[seats["bot:heuristic"]] = True
+    want = expected_changes(events, 3, ANTE, history.seed, bots=bots)
     expected = {pid: 1000 + want[seat] for pid, seat in seats.items() if not pid.startswith("bot:")}
 
     async def settled() -> dict[str, int]:

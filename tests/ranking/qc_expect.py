@@ -80,14 +80,41 @@ def completed_challenges(events: Sequence[dict[str, Any]], n: int) -> dict[int, 
     return done
 
 
-def expected_changes(events: Sequence[dict[str, Any]], n: int, ante: int, seed: int) -> list[int]:
-    """Every seat's net change over a finished game: rounds, ante, 2 x ante to the winner, challenges."""
-    out = round_points(events, n)
+def expected_changes(events: Sequence[dict[str, Any]], n: int, ante: int, seed: int,
+                     bots: Sequence[bool] | None = None) -> list[int]:
+    """Every seat's net change over a finished game: rounds, ante, 2 x ante to the winner, challenges.
+
+    With ``bots`` (True for a bot seat), docs/rules/queens_court.md's "Bots and rank points": a bot
+    seat stakes, pays and receives nothing; a round's human losers pay 100 each, shared by its
+    human winners (nobody's when every winner is a bot); a person who wins with no other person at
+    the table gets their own ante back; with no other person, challenges pay nothing."""
+    bots = list(bots) if bots is not None else [False] * n
+    people = [s for s in range(n) if not bots[s]]
+    if len(people) == n:
+        out = round_points(events, n)
+    else:
+        out = [0] * n
+        for e in events:
+            if e["type"] != "RoundEnded" or not e["winners"]:
+                continue
+            winners = [s for s in people if s in e["winners"]]
+            losers = [s for s in people if s not in e["winners"]]
+            for s in losers:
+                out[s] -= STAKE
+            if winners:
+                pot = STAKE * len(losers)
+                for w in winners:
+                    out[w] += pot // len(winners)
+                first = next(s for s in ((e["starter"] + k) % n for k in range(1, n + 1)) if s in winners)
+                out[first] += pot % len(winners)
     winner = next(e["winner"] for e in events if e["type"] == "GameEnded")
-    for s in range(n):
+    for s in people:
         out[s] -= ante
-    out[winner] += 2 * ante
-    done = completed_challenges(events, n)
-    for s, ids in assign_challenges(seed, n).items():
-        out[s] += sum(TIER_POINTS[c] for c in ids if c in done[s])
+    if not bots[winner]:
+        out[winner] += 2 * ante if len(people) >= 2 else ante
+    if len(people) >= 2:
+        done = completed_challenges(events, n)
+        for s, ids in assign_challenges(seed, n).items():
+            if not bots[s]:
+                out[s] += sum(TIER_POINTS[c] for c in ids if c in done[s])
     return out
