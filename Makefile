@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.court-setup
 PYTEST_ARGS ?=
 
-.PHONY: setup test bench lint typecheck vectors clean proto token run play image image-test
+.PHONY: setup test bench lint typecheck vectors clean proto token run play image image-test chaos
 
 # Creates or updates .venv (a no-op when pyproject.toml and uv.lock are unchanged).
 setup: $(STAMP)
@@ -83,6 +83,12 @@ image:
 # from the host through the mapped ports; everything stopped after.
 image-test: setup image
 	COURT_IMAGE=$(IMAGE) $(BIN)/pytest -p no:cacheprovider -o addopts="-ra --strict-markers" -q tests/image $(PYTEST_ARGS)
+
+# The chaos suite (tests/chaos: a 3-server NATS cluster, two rules replicas, PostgreSQL restarted
+# under 50 online ante games). Not in `make test` for now: one run here stalled after a rules replica
+# was killed (games stopped moving), which is an open defect, not a flaky test.
+chaos: setup
+	$(BIN)/pytest -p no:cacheprovider -o addopts="-ra --strict-markers" -q tests/chaos $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache
