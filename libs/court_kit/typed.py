@@ -1,0 +1,374 @@
+"""Typed game messages (``court.games.v1``) to and from the engines' JSON forms.
+
+The protos follow the conventions written at the top of protos/court/games/v1/common.proto
+(field name = JSON key; ``optional`` = nullable unless ``omitted_when_unset``; the ``*List`` and
+``NullableInt`` wrappers for nested lists and nulls in lists; ``secret`` = the owner-only part),
+so one converter per message, compiled once from its descriptor, does every message:
+
+* ``event_to_proto(game, event)``: an engine/service event, either a ``court_games.core.Event``
+  (its ``data`` fill the public fields, its ``private`` part the ``secret``, ``owner`` is the
+  owner or -1 for "nobody") or one of its dict forms: ``Event.full()`` (with ``"owner"``),
+  ``Event.for_seat(None)`` (public) or ``Event.for_seat(seat)`` (private keys merged, no owner).
+* ``event_from_proto(msg)``: the dict form the message holds: ``full()`` when ``owner`` is set,
+  otherwise the public or owner's form. ``event_from_proto(event_to_proto(g, d)) == d`` for
+  every form of every event (tests/kit/test_typed.py plays random games of all four games).
+* ``public_event(msg)`` / ``event_for_seat(msg, seat)``: the projections of a full-form message
+  (what ``Event.for_seat`` does to dicts), without going through dicts.
+* ``options_to_proto`` / ``options_from_proto``, ``result_to_proto`` / ``result_from_proto``: the
+  per-game ``GameOptions`` and ``GameResult`` oneofs.
+
+Conversion errors (a missing or unknown key, a value of the wrong type) raise ``TypedError``
+naming the message and the key: they mean an engine and its proto disagree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from court_games.core import Event as EngineEvent
+from court_proto.court.games.v1 import common_pb2, events_pb2
+from google.protobuf.message import Message
+
+from . import actions as kactions
+
+Descriptor = Any  # google.protobuf.descriptor.Descriptor (upb's has no stubs mypy can follow)
+FieldDescriptor = Any
+
+Event = events_pb2.Event
+GameOptions = events_pb2.GameOptions
+GameResult = events_pb2.GameResult
+
+GAMES = ("queens_court", "hearts", "the_court", "court_wars")
+NOBODY = -1  # Event.owner of a secret no player may see (GameCreated's seed)
+SERVICE_KINDS = {"GameCreated": "game_created", "ActionApplied": "action_applied",
+                 "TurnStarted": "turn_started"}
+_SERVICE_GAME_ENDED = "game_ended"  # the service's GameEnded {result, winners}; engines' have their own
+
+
+class TypedError(ValueError):
+    """A value that does not fit its typed message (an engine and its proto disagree)."""
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _camel(snake: str) -> str:
+    return "".join(p.capitalize() for p in snake.split("_"))
+
+
+# ------------------------------------------------------------------------------- the kinds
+
+_EVENT_FIELDS = Event.DESCRIPTOR.oneofs_by_name["kind"].fields
+# (game, "CardPlayed") -> oneof case "hearts_card_played"; case -> "CardPlayed"
+KIND_OF: dict[tuple[str, str], str] = {}
+TYPE_OF: dict[str, str] = {}
+for _fd in _EVENT_FIELDS:
+    _name = _fd.name
+    if _name in SERVICE_KINDS.values() or _name == _SERVICE_GAME_ENDED:
+        TYPE_OF[_name] = _camel(_name)
+        continue
+    _game = next(g for g in GAMES if _name.startswith(g + "_"))
+    _type = _fd.message_type.name[len(_camel(_game)):]  # type: ignore[union-attr]
+    KIND_OF[(_game, _type)] = _name
+    TYPE_OF[_name] = _type
+del _fd, _name
+
+
+# ------------------------------------------------------------------------------- converters
+
+_LIST_WRAPPERS = {common_pb2.CardList.DESCRIPTOR.full_name: "cards",
+                  common_pb2.StringList.DESCRIPTOR.full_name: "values",
+                  common_pb2.IntList.DESCRIPTOR.full_name: "values",
+                  common_pb2.BoolList.DESCRIPTOR.full_name: "values"}
+_NULLABLE_INT = common_pb2.NullableInt.DESCRIPTOR.full_name
+_ACTION = "court.rules.v1.Action"
+_PER_GAME = {events_pb2.GameOptions.DESCRIPTOR.full_name, events_pb2.GameResult.DESCRIPTOR.full_name}
+_OMITTED = common_pb2.omitted_when_unset
+
+ToProto = Callable[[Any, str], Any]  # (JSON value, game) -> a value protobuf accepts
+FromProto = Callable[[Any], Any]  # field value -> JSON value
+
+
+class _Field:
+    __slots__ = ("name", "omitted", "nullable", "to", "frm", "repeated", "message")
+
+    def __init__(self, fd: FieldDescriptor):
+        self.name = fd.name
+        self.repeated = fd.is_repeated
+        self.message = fd.message_type is not None
+        self.omitted = bool(fd.GetOptions().Extensions[_OMITTED])
+        self.nullable = not self.repeated and (fd.has_presence)
+        self.to: ToProto | None = None
+        self.frm: FromProto | None = None
+        if self.message:
+            self.to, self.frm = _value_converters(fd.message_type)
+
+
+class _Plan:
+    """How one message converts: its public fields and its ``secret`` part."""
+
+    __slots__ = ("cls", "name", "fields", "secret", "secret_keys")
+
+    def __init__(self, desc: Descriptor):
+        self.cls = desc._concrete_class
+        self.name = desc.full_name
+        self.fields: list[_Field] = []
+        self.secret: _Plan | None = None
+        for fd in desc.fields:
+            if fd.name == "secret":
+                self.secret = _plan(fd.message_type)
+            else:
+                self.fields.append(_Field(fd))
+        self.secret_keys = frozenset(f.name for f in self.secret.fields) if self.secret else frozenset()
+
+    # dict -> message ------------------------------------------------------------------------
+
+    def kwargs(self, d: Mapping[str, Any], game: str, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
+        """The constructor arguments of the fields in ``d`` (keys in ``skip`` are left to the caller)."""
+        out: dict[str, Any] = {}
+        used = 0
+        for f in self.fields:
+            name = f.name
+            if name in skip:
+                continue
+            if name in d:
+                v = d[name]
+                used += 1
+            elif f.omitted:
+                continue
+            else:
+                raise TypedError(f"{self.name}: the key {name!r} is missing from {dict(d)!r}")
+            if v is None:
+                if not f.nullable:
+                    raise TypedError(f"{self.name}.{name} cannot be null")
+                continue
+            to = f.to
+            if to is None:
+                out[name] = v
+            elif f.repeated:
+                out[name] = [to(x, game) for x in v]
+            else:
+                out[name] = to(v, game)
+        if used + len(skip & d.keys()) != len(d):
+            extra = sorted(set(d) - {f.name for f in self.fields} - skip)
+            raise TypedError(f"{self.name} has no field for the key(s) {', '.join(map(repr, extra))}")
+        return out
+
+    def build(self, d: Mapping[str, Any], game: str) -> Any:
+        if not isinstance(d, Mapping):
+            raise TypedError(f"{self.name}: expected an object, got {d!r}")
+        try:
+            return self.cls(**self.kwargs(d, game))
+        except (TypeError, ValueError) as exc:
+            if isinstance(exc, TypedError):
+                raise
+            raise TypedError(f"{self.name}: {exc} (from {dict(d)!r})") from None
+
+    # message -> dict ------------------------------------------------------------------------
+
+    def fill(self, msg: Any, out: dict[str, Any]) -> dict[str, Any]:
+        for f in self.fields:
+            name = f.name
+            if f.nullable and not msg.HasField(name):
+                if not f.omitted:
+                    out[name] = None
+                continue
+            v = getattr(msg, name)
+            frm = f.frm
+            if f.repeated:
+                out[name] = list(v) if frm is None else [frm(x) for x in v]
+            else:
+                out[name] = v if frm is None else frm(v)
+        return out
+
+    def to_dict(self, msg: Any) -> dict[str, Any]:
+        return self.fill(msg, {})
+
+
+_PLANS: dict[str, _Plan] = {}
+
+
+def _plan(desc: Descriptor) -> _Plan:
+    plan = _PLANS.get(desc.full_name)
+    if plan is None:
+        plan = _PLANS[desc.full_name] = _Plan.__new__(_Plan)
+        plan.__init__(desc)  # type: ignore[misc]  # registered first: messages may nest
+    return plan
+
+
+def _value_converters(desc: Descriptor) -> tuple[ToProto, FromProto]:
+    name = desc.full_name
+    cls = desc._concrete_class
+    if name in _LIST_WRAPPERS or (desc.name.endswith("List") and len(desc.fields) == 1
+                                  and desc.fields[0].is_repeated):
+        key = desc.fields[0].name
+        if desc.fields[0].message_type is not None:
+            to_item, from_item = _value_converters(desc.fields[0].message_type)
+            return (lambda v, game: cls(**{key: [to_item(x, game) for x in v]})), (
+                lambda m: [from_item(x) for x in getattr(m, key)])
+        return (lambda v, game: cls(**{key: v})), (lambda m: list(getattr(m, key)))
+    if name == _NULLABLE_INT:
+        return (lambda v, game: cls(value=v) if v is not None else cls()), (
+            lambda m: m.value if m.HasField("value") else None)
+    if name == _ACTION:
+        return (lambda v, game: kactions.from_json(game, v)), kactions.to_json
+    if name in _PER_GAME:
+        def to(v: Any, game: str) -> Any:
+            return cls(**{game: _plan(desc.fields_by_name[game].message_type).build(v, game)})
+
+        def frm(m: Any) -> Any:
+            game = m.WhichOneof("game")
+            if game is None:
+                raise TypedError(f"{name} names no game")
+            return _plan(desc.fields_by_name[game].message_type).to_dict(getattr(m, game))
+        return to, frm
+    def to_msg(v: Any, game: str) -> Any:
+        return _plan(desc).build(v, game)
+
+    def from_msg(m: Any) -> Any:
+        return _plan(desc).to_dict(m)
+    return to_msg, from_msg
+
+
+_KIND_PLANS: dict[str, _Plan] = {fd.name: _plan(fd.message_type) for fd in _EVENT_FIELDS}
+
+
+# ------------------------------------------------------------------------------- events
+
+def kind_of(game: str, type_: str, data: Mapping[str, Any]) -> str:
+    """The ``Event.kind`` oneof case of an event of ``game``."""
+    if type_ == "GameEnded" and "result" in data:
+        return _SERVICE_GAME_ENDED
+    kind = SERVICE_KINDS.get(type_) or KIND_OF.get((game, type_))
+    if kind is None:
+        raise TypedError(f"no typed event for {game} {type_!r}: add a message to protos/court/games/v1/{game}.proto")
+    return kind
+
+
+def event_to_proto(game: str, event: EngineEvent | Mapping[str, Any]) -> Any:
+    """The typed ``Event`` of an engine or service event (see the module doc for the forms)."""
+    if isinstance(event, EngineEvent):
+        kind = kind_of(game, event.type, event.data)
+        plan = _KIND_PLANS[kind]
+        try:
+            kw = plan.kwargs(event.data, game)
+            if event.private and plan.secret is not None:
+                kw["secret"] = plan.secret.cls(**plan.secret.kwargs(event.private, game))
+                return Event(owner=NOBODY if event.owner is None else event.owner, **{kind: plan.cls(**kw)})
+            if event.private:
+                raise TypedError(f"{plan.name} has no secret part for {dict(event.private)!r}")
+            return Event(**{kind: plan.cls(**kw)})
+        except (TypeError, ValueError) as exc:
+            if isinstance(exc, TypedError):
+                raise
+            raise TypedError(f"{plan.name}: {exc} (from {event!r})") from None
+    d = event
+    type_ = d.get("type")
+    if not isinstance(type_, str):
+        raise TypedError(f"an event needs a string \"type\", got {dict(d)!r}")
+    body = {k: v for k, v in d.items() if k != "type" and k != "owner"}
+    kind = kind_of(game, type_, body)
+    plan = _KIND_PLANS[kind]
+    secret = plan.secret
+    try:
+        if "owner" in d:  # the full form: the secret's keys are its own
+            if secret is None:
+                raise TypedError(f"{plan.name} has no secret part, yet the event names an owner: {dict(d)!r}")
+            kw = plan.kwargs(body, game, plan.secret_keys)
+            kw["secret"] = secret.cls(**secret.kwargs({k: body[k] for k in plan.secret_keys if k in body}, game))
+            owner = d["owner"]
+            return Event(owner=NOBODY if owner is None else owner, **{kind: plan.cls(**kw)})
+        # public or owner's form: keys fill the public fields first, the rest is the secret
+        public_names = {f.name for f in plan.fields}
+        rest = {k: v for k, v in body.items() if k not in public_names}
+        if rest and secret is not None and rest.keys() <= plan.secret_keys:
+            kw = plan.kwargs({k: v for k, v in body.items() if k in public_names}, game)
+            kw["secret"] = secret.cls(**secret.kwargs(rest, game))
+        else:
+            kw = plan.kwargs(body, game)
+        return Event(**{kind: plan.cls(**kw)})
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, TypedError):
+            raise
+        raise TypedError(f"{plan.name}: {exc} (from {dict(d)!r})") from None
+
+
+def event_from_proto(msg: Any) -> dict[str, Any]:
+    """The event's dict form (``full()`` with ``"owner"`` when the message names one)."""
+    kind = msg.WhichOneof("kind")
+    if kind is None:
+        raise TypedError("the event sets no kind")
+    plan = _KIND_PLANS[kind]
+    inner = getattr(msg, kind)
+    out = plan.fill(inner, {"type": TYPE_OF[kind]})
+    if plan.secret is not None and inner.HasField("secret"):
+        plan.secret.fill(inner.secret, out)
+    if msg.HasField("owner"):
+        out["owner"] = None if msg.owner == NOBODY else msg.owner
+    return out
+
+
+def public_event(msg: Any) -> Any:
+    """The public form of an event: without its secret part and owner (a copy)."""
+    kind = msg.WhichOneof("kind")
+    if kind is None or (not msg.HasField("owner") and (_KIND_PLANS[kind].secret is None
+                                                         or not getattr(msg, kind).HasField("secret"))):
+        return msg
+    out = Event()
+    out.CopyFrom(msg)
+    out.ClearField("owner")
+    inner = getattr(out, kind)
+    if _KIND_PLANS[kind].secret is not None:
+        inner.ClearField("secret")
+    return out
+
+
+def event_for_seat(msg: Any, seat: int | None) -> Any:
+    """The event as ``seat`` may see it (``None``: a spectator), like ``Event.for_seat``."""
+    if seat is not None and msg.HasField("owner") and msg.owner == seat:
+        out = Event()
+        out.CopyFrom(msg)
+        out.ClearField("owner")
+        return out
+    return public_event(msg)
+
+
+# ------------------------------------------------------------------------------- options, results
+
+_OPTIONS_PLAN = _plan(GameOptions.DESCRIPTOR)
+_OPTIONS_TO, _OPTIONS_FROM = _value_converters(GameOptions.DESCRIPTOR)
+_RESULT_TO, _RESULT_FROM = _value_converters(GameResult.DESCRIPTOR)
+
+
+def options_to_proto(game: str, options: Mapping[str, Any]) -> Any:
+    """``GameOptions`` from an engine's ``options_to_dict`` form (every key present)."""
+    if game not in GAMES:
+        raise TypedError(f"unknown game {game!r}")
+    return _OPTIONS_TO(options, game)
+
+
+def options_from_proto(msg: Any) -> dict[str, Any]:
+    return _OPTIONS_FROM(msg)  # type: ignore[no-any-return]
+
+
+def result_to_proto(game: str, result: Mapping[str, Any]) -> Any:
+    if game not in GAMES:
+        raise TypedError(f"unknown game {game!r}")
+    return _RESULT_TO(result, game)
+
+
+def result_from_proto(msg: Any) -> dict[str, Any]:
+    return _RESULT_FROM(msg)  # type: ignore[no-any-return]
+
+
+def message_to_dict(msg: Message) -> dict[str, Any]:
+    """Any ``court.games.v1`` message to its JSON form (views, results' parts)."""
+    return _plan(msg.DESCRIPTOR).to_dict(msg)
+
+
+def message_from_dict(cls: Any, d: Mapping[str, Any], game: str) -> Any:
+    """A ``court.games.v1`` message of class ``cls`` from its JSON form."""
+    return _plan(cls.DESCRIPTOR).build(d, game)
