@@ -23,12 +23,13 @@ naming the message and the key: they mean an engine and its proto disagree.
 
 from __future__ import annotations
 
+import keyword
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from court_games.core import Event as EngineEvent
-from court_proto.court.games.v1 import common_pb2, events_pb2
+from court_proto.court.games.v1 import common_pb2, events_pb2, views_pb2
 from google.protobuf.message import Message
 
 from . import actions as kactions
@@ -83,7 +84,6 @@ _LIST_WRAPPERS = {common_pb2.CardList.DESCRIPTOR.full_name: "cards",
                   common_pb2.StringList.DESCRIPTOR.full_name: "values",
                   common_pb2.IntList.DESCRIPTOR.full_name: "values",
                   common_pb2.BoolList.DESCRIPTOR.full_name: "values"}
-_NULLABLE_INT = common_pb2.NullableInt.DESCRIPTOR.full_name
 _ACTION = "court.rules.v1.Action"
 _PER_GAME = {events_pb2.GameOptions.DESCRIPTOR.full_name, events_pb2.GameResult.DESCRIPTOR.full_name}
 _OMITTED = common_pb2.omitted_when_unset
@@ -93,24 +93,29 @@ FromProto = Callable[[Any], Any]  # field value -> JSON value
 
 
 class _Field:
-    __slots__ = ("name", "omitted", "nullable", "to", "frm", "repeated", "message")
+    __slots__ = ("name", "omitted", "nullable", "to", "frm", "repeated", "null_wrapper")
 
     def __init__(self, fd: FieldDescriptor):
         self.name = fd.name
         self.repeated = fd.is_repeated
-        self.message = fd.message_type is not None
         self.omitted = bool(fd.GetOptions().Extensions[_OMITTED])
-        self.nullable = not self.repeated and (fd.has_presence)
+        self.nullable = not self.repeated and fd.has_presence
         self.to: ToProto | None = None
         self.frm: FromProto | None = None
-        if self.message:
+        self.null_wrapper = fd.message_type is not None and fd.message_type.name.startswith("Nullable")
+        if fd.message_type is not None:
             self.to, self.frm = _value_converters(fd.message_type)
 
 
 class _Plan:
-    """How one message converts: its public fields and its ``secret`` part."""
+    """How one message converts: its public fields and its ``secret`` part.
 
-    __slots__ = ("cls", "name", "fields", "secret", "secret_keys")
+    ``kwargs`` and ``fill`` are compiled per message (Python source built from the descriptor),
+    so a conversion is a straight run of dict lookups and attribute reads; a value that does not
+    fit is diagnosed afterwards by the field-by-field ``_slow_kwargs``.
+    """
+
+    __slots__ = ("cls", "name", "fields", "secret", "secret_keys", "_kw", "fill")
 
     def __init__(self, desc: Descriptor):
         self.cls = desc._concrete_class
@@ -123,11 +128,81 @@ class _Plan:
             else:
                 self.fields.append(_Field(fd))
         self.secret_keys = frozenset(f.name for f in self.secret.fields) if self.secret else frozenset()
+        self._compile()
+
+    def _compile(self) -> None:
+        env: dict[str, Any] = {"_Extra": _Extra}
+        kw = ["def kw(d, game):", "    out = {}"]
+        fill = ["def fill(m, out):"]
+        required = 0
+        omitted = any(f.omitted for f in self.fields)
+        if omitted:
+            kw.append("    n = 0")
+        for i, f in enumerate(self.fields):
+            key = repr(f.name)
+            attr = f"getattr(m, {key})" if keyword.iskeyword(f.name) else f"m.{f.name}"
+            if f.to is not None:
+                env[f"to{i}"], env[f"frm{i}"] = f.to, f.frm
+            # dict -> kwargs
+            ind = "    "
+            if f.omitted:
+                kw.append(f"    if {key} in d:")
+                kw.append(f"        n += 1")
+                ind = "        "
+            else:
+                required += 1
+            kw.append(f"{ind}v = d[{key}]")
+            if f.repeated:
+                value = "v" if f.to is None else f"[to{i}(x, game) for x in v]"
+                kw.append(f"{ind}out[{key}] = {value}")
+            else:
+                value = "v" if f.to is None else f"to{i}(v, game)"
+                if f.nullable and not f.null_wrapper:
+                    kw.append(f"{ind}if v is not None:")
+                    kw.append(f"{ind}    out[{key}] = {value}")
+                elif f.null_wrapper:
+                    kw.append(f"{ind}out[{key}] = {value}")
+                else:  # protobuf takes None for "unset": it would come back as 0 or ""
+                    kw.append(f"{ind}if v is None:")
+                    kw.append(f"{ind}    raise _Extra")
+                    kw.append(f"{ind}out[{key}] = {value}")
+            # message -> dict
+            if f.repeated:
+                fill.append(f"    out[{key}] = list({attr})" if f.frm is None
+                            else f"    out[{key}] = [frm{i}(x) for x in {attr}]")
+                continue
+            value = attr if f.frm is None else f"frm{i}({attr})"
+            if f.nullable:
+                fill.append(f"    if m.HasField({key}):")
+                fill.append(f"        out[{key}] = {value}")
+                if not f.omitted:
+                    fill.append("    else:")
+                    fill.append(f"        out[{key}] = None")
+            else:
+                fill.append(f"    out[{key}] = {value}")
+        kw.append(f"    if len(d) != {required}{' + n' if omitted else ''}:")
+        kw.append("        raise _Extra")
+        kw.append("    return out")
+        fill.append("    return out")
+        exec(compile("\n".join(kw) + "\n\n" + "\n".join(fill), f"<court_kit.typed {self.name}>", "exec"), env)
+        self._kw = env["kw"]
+        self.fill = env["fill"]
 
     # dict -> message ------------------------------------------------------------------------
 
     def kwargs(self, d: Mapping[str, Any], game: str, skip: frozenset[str] = frozenset()) -> dict[str, Any]:
         """The constructor arguments of the fields in ``d`` (keys in ``skip`` are left to the caller)."""
+        if not skip:
+            try:
+                return self._kw(d, game)  # type: ignore[no-any-return]
+            except (KeyError, TypeError, ValueError, AttributeError, _Extra) as exc:
+                if isinstance(exc, TypedError):
+                    raise
+        return self._slow_kwargs(d, game, skip)
+
+    def _slow_kwargs(self, d: Mapping[str, Any], game: str, skip: frozenset[str]) -> dict[str, Any]:
+        if not isinstance(d, Mapping):
+            raise TypedError(f"{self.name}: expected an object, got {d!r}")
         out: dict[str, Any] = {}
         used = 0
         for f in self.fields:
@@ -141,7 +216,7 @@ class _Plan:
                 continue
             else:
                 raise TypedError(f"{self.name}: the key {name!r} is missing from {dict(d)!r}")
-            if v is None:
+            if v is None and not f.null_wrapper:
                 if not f.nullable:
                     raise TypedError(f"{self.name}.{name} cannot be null")
                 continue
@@ -149,6 +224,8 @@ class _Plan:
             if to is None:
                 out[name] = v
             elif f.repeated:
+                if not isinstance(v, list | tuple):
+                    raise TypedError(f"{self.name}.{name} must be a list, got {v!r}")
                 out[name] = [to(x, game) for x in v]
             else:
                 out[name] = to(v, game)
@@ -158,34 +235,27 @@ class _Plan:
         return out
 
     def build(self, d: Mapping[str, Any], game: str) -> Any:
-        if not isinstance(d, Mapping):
-            raise TypedError(f"{self.name}: expected an object, got {d!r}")
         try:
-            return self.cls(**self.kwargs(d, game))
+            return self.cls(**self._kw(d, game))
+        except TypedError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, _Extra) as exc:
+            first = exc
+        kw = self._slow_kwargs(d, game, frozenset())
+        try:
+            return self.cls(**kw)
         except (TypeError, ValueError) as exc:
-            if isinstance(exc, TypedError):
-                raise
             raise TypedError(f"{self.name}: {exc} (from {dict(d)!r})") from None
+        raise TypedError(f"{self.name}: {first!r} (from {d!r})")  # pragma: no cover
 
     # message -> dict ------------------------------------------------------------------------
 
-    def fill(self, msg: Any, out: dict[str, Any]) -> dict[str, Any]:
-        for f in self.fields:
-            name = f.name
-            if f.nullable and not msg.HasField(name):
-                if not f.omitted:
-                    out[name] = None
-                continue
-            v = getattr(msg, name)
-            frm = f.frm
-            if f.repeated:
-                out[name] = list(v) if frm is None else [frm(x) for x in v]
-            else:
-                out[name] = v if frm is None else frm(v)
-        return out
-
     def to_dict(self, msg: Any) -> dict[str, Any]:
-        return self.fill(msg, {})
+        return self.fill(msg, {})  # type: ignore[no-any-return]
+
+
+class _Extra(Exception):
+    """Raised by compiled converters: the dict has keys no field takes."""
 
 
 _PLANS: dict[str, _Plan] = {}
@@ -210,27 +280,25 @@ def _value_converters(desc: Descriptor) -> tuple[ToProto, FromProto]:
             return (lambda v, game: cls(**{key: [to_item(x, game) for x in v]})), (
                 lambda m: [from_item(x) for x in getattr(m, key)])
         return (lambda v, game: cls(**{key: v})), (lambda m: list(getattr(m, key)))
-    if name == _NULLABLE_INT:
+    if desc.name.startswith("Nullable"):
         return (lambda v, game: cls(value=v) if v is not None else cls()), (
             lambda m: m.value if m.HasField("value") else None)
     if name == _ACTION:
         return (lambda v, game: kactions.from_json(game, v)), kactions.to_json
-    if name in _PER_GAME:
+    if name in _PER_GAME or (desc.oneofs and desc.oneofs[0].name == "game" and len(desc.fields) == len(GAMES)):
+        plans = {fd.name: _plan(fd.message_type) for fd in desc.fields}
+
         def to(v: Any, game: str) -> Any:
-            return cls(**{game: _plan(desc.fields_by_name[game].message_type).build(v, game)})
+            return cls(**{game: plans[game].build(v, game)})
 
         def frm(m: Any) -> Any:
             game = m.WhichOneof("game")
             if game is None:
                 raise TypedError(f"{name} names no game")
-            return _plan(desc.fields_by_name[game].message_type).to_dict(getattr(m, game))
+            return plans[game].to_dict(getattr(m, game))
         return to, frm
-    def to_msg(v: Any, game: str) -> Any:
-        return _plan(desc).build(v, game)
-
-    def from_msg(m: Any) -> Any:
-        return _plan(desc).to_dict(m)
-    return to_msg, from_msg
+    plan = _plan(desc)
+    return plan.build, plan.to_dict
 
 
 _KIND_PLANS: dict[str, _Plan] = {fd.name: _plan(fd.message_type) for fd in _EVENT_FIELDS}
@@ -372,3 +440,21 @@ def message_to_dict(msg: Message) -> dict[str, Any]:
 def message_from_dict(cls: Any, d: Mapping[str, Any], game: str) -> Any:
     """A ``court.games.v1`` message of class ``cls`` from its JSON form."""
     return _plan(cls.DESCRIPTOR).build(d, game)
+
+
+# ------------------------------------------------------------------------------- views
+
+View = views_pb2.View
+_VIEW_TO, _VIEW_FROM = _value_converters(View.DESCRIPTOR)
+
+
+def view_to_proto(game: str, view: Mapping[str, Any]) -> Any:
+    """The typed ``View`` of an engine's ``view(state, seat)``."""
+    if game not in GAMES:
+        raise TypedError(f"unknown game {game!r}")
+    return _VIEW_TO(view, game)
+
+
+def view_from_proto(msg: Any) -> dict[str, Any]:
+    """The engine's view dict back from a ``View`` (equal to ``module.view(state, seat)``)."""
+    return _VIEW_FROM(msg)  # type: ignore[no-any-return]

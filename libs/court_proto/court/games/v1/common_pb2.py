@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import descriptor_pb2 as google_dot_protobuf_dot_descriptor__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x63ourt/games/v1/common.proto\x12\x0e\x63ourt.games.v1\x1a google/protobuf/descriptor.proto\"\x19\n\x08\x43\x61rdList\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\x1c\n\nStringList\x12\x0e\n\x06values\x18\x01 \x03(\t\"\x19\n\x07IntList\x12\x0e\n\x06values\x18\x01 \x03(\x05\"\x1a\n\x08\x42oolList\x12\x0e\n\x06values\x18\x01 \x03(\x08\"+\n\x0bNullableInt\x12\x12\n\x05value\x18\x01 \x01(\x05H\x00\x88\x01\x01\x42\x08\n\x06_value:;\n\x12omitted_when_unset\x12\x1d.google.protobuf.FieldOptions\x18\xe4\x90\x03 \x01(\x08\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x63ourt/games/v1/common.proto\x12\x0e\x63ourt.games.v1\x1a google/protobuf/descriptor.proto\"\x19\n\x08\x43\x61rdList\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\x1c\n\nStringList\x12\x0e\n\x06values\x18\x01 \x03(\t\"\x19\n\x07IntList\x12\x0e\n\x06values\x18\x01 \x03(\x05\"\x1a\n\x08\x42oolList\x12\x0e\n\x06values\x18\x01 \x03(\x08\"+\n\x0bNullableInt\x12\x12\n\x05value\x18\x01 \x01(\x05H\x00\x88\x01\x01\x42\x08\n\x06_value\".\n\x0eNullableString\x12\x12\n\x05value\x18\x01 \x01(\tH\x00\x88\x01\x01\x42\x08\n\x06_value:;\n\x12omitted_when_unset\x12\x1d.google.protobuf.FieldOptions\x18\xe4\x90\x03 \x01(\x08\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -42,4 +42,6 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_BOOLLIST']._serialized_end=191
   _globals['_NULLABLEINT']._serialized_start=193
   _globals['_NULLABLEINT']._serialized_end=236
+  _globals['_NULLABLESTRING']._serialized_start=238
+  _globals['_NULLABLESTRING']._serialized_end=284
 # @@protoc_insertion_point(module_scope)

@@ -17,7 +17,8 @@ does it in Python):
 * JSON has lists of lists and lists with nulls; protobuf has neither, so
   wrapper messages stand for them: a message named `...List` with one
   repeated field (`CardList`, `IntList`, `CourtWarsCourtList`, ...) is one
-  JSON list wherever it appears, a `NullableInt` is a number or `null`.
+  JSON list wherever it appears; a `Nullable...` message is its `value` or
+  `null`.
 * A field named `secret` holds the parts of an event only its owner may see
   (Event.owner); its fields are keys of the same JSON object. The public
   form of an event is the event without `secret`.
@@ -150,6 +151,31 @@ class NullableInt(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__value) -> _WhichOneofReturnType__value | None: ...
 
 Global___NullableInt: _TypeAlias = NullableInt  # noqa: Y015
+
+@_typing.final
+class NullableString(_message.Message):
+    """A string or null, where the key may also be absent (a field with
+    omitted_when_unset: unset = absent, set without value = null).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VALUE_FIELD_NUMBER: _builtins.int
+    value: _builtins.str
+    def __init__(
+        self,
+        *,
+        value: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_value", b"_value", "value", b"value"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_value", b"_value", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__value: _TypeAlias = _typing.Literal["value"]  # noqa: Y015
+    _WhichOneofArgType__value: _TypeAlias = _typing.Literal["_value", b"_value"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__value) -> _WhichOneofReturnType__value | None: ...
+
+Global___NullableString: _TypeAlias = NullableString  # noqa: Y015
 
 OMITTED_WHEN_UNSET_FIELD_NUMBER: _builtins.int
 omitted_when_unset: _extension_dict._ExtensionFieldDescriptor[_descriptor_pb2.FieldOptions, _builtins.bool]

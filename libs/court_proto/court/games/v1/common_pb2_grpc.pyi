@@ -17,7 +17,8 @@ does it in Python):
 * JSON has lists of lists and lists with nulls; protobuf has neither, so
   wrapper messages stand for them: a message named `...List` with one
   repeated field (`CardList`, `IntList`, `CourtWarsCourtList`, ...) is one
-  JSON list wherever it appears, a `NullableInt` is a number or `null`.
+  JSON list wherever it appears; a `Nullable...` message is its `value` or
+  `null`.
 * A field named `secret` holds the parts of an event only its owner may see
   (Event.owner); its fields are keys of the same JSON object. The public
   form of an event is the event without `secret`.

@@ -727,3 +727,168 @@ class CourtWarsResult(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__winner) -> _WhichOneofReturnType__winner | None: ...
 
 Global___CourtWarsResult: _TypeAlias = CourtWarsResult  # noqa: Y015
+
+@_typing.final
+class CourtWarsSetupPick(_message.Message):
+    """Setup: which pick is being made."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PICK_FIELD_NUMBER: _builtins.int
+    PASS_FIELD_NUMBER: _builtins.int
+    OF_FIELD_NUMBER: _builtins.int
+    pick: _builtins.int
+    of: _builtins.int
+    """picks in all"""
+    def __init__(
+        self,
+        *,
+        pick: _builtins.int = ...,
+        of: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["of", b"of", "pass", b"pass", "pick", b"pick"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CourtWarsSetupPick: _TypeAlias = CourtWarsSetupPick  # noqa: Y015
+
+@_typing.final
+class CourtWarsSeat(_message.Message):
+    """One seat's side of the table."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    OUT_FIELD_NUMBER: _builtins.int
+    COURTS_FIELD_NUMBER: _builtins.int
+    STANDING_FIELD_NUMBER: _builtins.int
+    TOTAL_DEFENCE_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    out: _builtins.bool
+    standing: _builtins.int
+    """courts standing"""
+    total_defence: _builtins.int
+    @_builtins.property
+    def courts(self) -> _containers.RepeatedCompositeFieldContainer[Global___CourtWarsCourt]: ...
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        out: _builtins.bool = ...,
+        courts: _abc.Iterable[Global___CourtWarsCourt] | None = ...,
+        standing: _builtins.int = ...,
+        total_defence: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["courts", b"courts", "out", b"out", "seat", b"seat", "standing", b"standing", "total_defence", b"total_defence"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CourtWarsSeat: _TypeAlias = CourtWarsSeat  # noqa: Y015
+
+@_typing.final
+class CourtWarsView(_message.Message):
+    """What anyone sees of a Court Wars game (everything but the draw pile)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    OPTIONS_FIELD_NUMBER: _builtins.int
+    PHASE_FIELD_NUMBER: _builtins.int
+    TO_ACT_FIELD_NUMBER: _builtins.int
+    SETUP_PICK_FIELD_NUMBER: _builtins.int
+    TURN_FIELD_NUMBER: _builtins.int
+    TURNS_FIELD_NUMBER: _builtins.int
+    TURN_LIMIT_FIELD_NUMBER: _builtins.int
+    PENDING_FIELD_NUMBER: _builtins.int
+    ACES_THIS_TURN_FIELD_NUMBER: _builtins.int
+    DRAW_SIZE_FIELD_NUMBER: _builtins.int
+    DISCARD_FIELD_NUMBER: _builtins.int
+    DISCARD_TOP_FIELD_NUMBER: _builtins.int
+    DISCARD_SIZE_FIELD_NUMBER: _builtins.int
+    PLAYERS_FIELD_NUMBER: _builtins.int
+    WINNERS_FIELD_NUMBER: _builtins.int
+    END_FIELD_NUMBER: _builtins.int
+    game: _builtins.str
+    """"court_wars" """
+    seat: _builtins.int
+    """null for a spectator"""
+    phase: _builtins.str
+    turn: _builtins.int
+    """the turn number; null in setup and when over"""
+    turns: _builtins.int
+    turn_limit: _builtins.int
+    pending: _builtins.str
+    """the card drawn and not yet resolved"""
+    aces_this_turn: _builtins.int
+    draw_size: _builtins.int
+    discard_top: _builtins.str
+    discard_size: _builtins.int
+    end: _builtins.str
+    """why the game ended; null until then"""
+    @_builtins.property
+    def options(self) -> Global___CourtWarsOptions: ...
+    @_builtins.property
+    def to_act(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def setup_pick(self) -> Global___CourtWarsSetupPick:
+        """null outside setup"""
+
+    @_builtins.property
+    def discard(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def players(self) -> _containers.RepeatedCompositeFieldContainer[Global___CourtWarsSeat]: ...
+    @_builtins.property
+    def winners(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def __init__(
+        self,
+        *,
+        game: _builtins.str = ...,
+        seat: _builtins.int | None = ...,
+        options: Global___CourtWarsOptions | None = ...,
+        phase: _builtins.str = ...,
+        to_act: _abc.Iterable[_builtins.int] | None = ...,
+        setup_pick: Global___CourtWarsSetupPick | None = ...,
+        turn: _builtins.int | None = ...,
+        turns: _builtins.int = ...,
+        turn_limit: _builtins.int = ...,
+        pending: _builtins.str | None = ...,
+        aces_this_turn: _builtins.int = ...,
+        draw_size: _builtins.int = ...,
+        discard: _abc.Iterable[_builtins.str] | None = ...,
+        discard_top: _builtins.str | None = ...,
+        discard_size: _builtins.int = ...,
+        players: _abc.Iterable[Global___CourtWarsSeat] | None = ...,
+        winners: _abc.Iterable[_builtins.int] | None = ...,
+        end: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_discard_top", b"_discard_top", "_end", b"_end", "_pending", b"_pending", "_seat", b"_seat", "_turn", b"_turn", "discard_top", b"discard_top", "end", b"end", "options", b"options", "pending", b"pending", "seat", b"seat", "setup_pick", b"setup_pick", "turn", b"turn"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_discard_top", b"_discard_top", "_end", b"_end", "_pending", b"_pending", "_seat", b"_seat", "_turn", b"_turn", "aces_this_turn", b"aces_this_turn", "discard", b"discard", "discard_size", b"discard_size", "discard_top", b"discard_top", "draw_size", b"draw_size", "end", b"end", "game", b"game", "options", b"options", "pending", b"pending", "phase", b"phase", "players", b"players", "seat", b"seat", "setup_pick", b"setup_pick", "to_act", b"to_act", "turn", b"turn", "turn_limit", b"turn_limit", "turns", b"turns", "winners", b"winners"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__discard_top: _TypeAlias = _typing.Literal["discard_top"]  # noqa: Y015
+    _WhichOneofArgType__discard_top: _TypeAlias = _typing.Literal["_discard_top", b"_discard_top"]  # noqa: Y015
+    _WhichOneofReturnType__end: _TypeAlias = _typing.Literal["end"]  # noqa: Y015
+    _WhichOneofArgType__end: _TypeAlias = _typing.Literal["_end", b"_end"]  # noqa: Y015
+    _WhichOneofReturnType__pending: _TypeAlias = _typing.Literal["pending"]  # noqa: Y015
+    _WhichOneofArgType__pending: _TypeAlias = _typing.Literal["_pending", b"_pending"]  # noqa: Y015
+    _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
+    _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    _WhichOneofReturnType__turn: _TypeAlias = _typing.Literal["turn"]  # noqa: Y015
+    _WhichOneofArgType__turn: _TypeAlias = _typing.Literal["_turn", b"_turn"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__discard_top) -> _WhichOneofReturnType__discard_top | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__end) -> _WhichOneofReturnType__end | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__pending) -> _WhichOneofReturnType__pending | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__turn) -> _WhichOneofReturnType__turn | None: ...
+
+Global___CourtWarsView: _TypeAlias = CourtWarsView  # noqa: Y015

@@ -22,45 +22,66 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from court_proto.court.games.v1 import common_pb2 as court_dot_games_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x63ourt/games/v1/hearts.proto\x12\x0e\x63ourt.games.v1\"\x1e\n\rHeartsOptions\x12\r\n\x05limit\x18\x01 \x01(\x05\"\x80\x01\n\x11HeartsGameStarted\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\x0f\n\x07players\x18\x02 \x01(\x05\x12.\n\x07options\x18\x03 \x01(\x0b\x32\x1d.court.games.v1.HeartsOptions\x12\x0c\n\x04hand\x18\x04 \x01(\x05\x12\x0e\n\x06totals\x18\x05 \x03(\x05\"\xa1\x01\n\x0fHeartsHandDealt\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04hand\x18\x02 \x01(\x05\x12\x0c\n\x04pass\x18\x03 \x01(\t\x12\x13\n\x0b\x63\x61rds_dealt\x18\x04 \x01(\x05\x12\x36\n\x06secret\x18\x05 \x01(\x0b\x32&.court.games.v1.HeartsHandDealt.Secret\x1a\x17\n\x06Secret\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\xaa\x01\n\x15HeartsPassCardsChosen\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\x12\x0e\n\x06\x63hosen\x18\x03 \x01(\x05\x12\r\n\x05ready\x18\x04 \x01(\x08\x12<\n\x06secret\x18\x05 \x01(\x0b\x32,.court.games.v1.HeartsPassCardsChosen.Secret\x1a\x17\n\x06Secret\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\x93\x01\n\x11HeartsCardsPassed\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\n\n\x02to\x18\x02 \x01(\x05\x12\x11\n\tdirection\x18\x03 \x01(\t\x12\x38\n\x06secret\x18\x04 \x01(\x0b\x32(.court.games.v1.HeartsCardsPassed.Secret\x1a\x17\n\x06Secret\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"/\n\x11HeartsPlayStarted\x12\x0c\n\x04hand\x18\x01 \x01(\x05\x12\x0c\n\x04seat\x18\x02 \x01(\x05\"]\n\x10HeartsCardPlayed\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04\x63\x61rd\x18\x02 \x01(\t\x12\x0c\n\x04hand\x18\x03 \x01(\x05\x12\r\n\x05trick\x18\x04 \x01(\x05\x12\x10\n\x08position\x18\x05 \x01(\x05\">\n\x12HeartsHeartsBroken\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04\x63\x61rd\x18\x02 \x01(\t\x12\x0c\n\x04hand\x18\x03 \x01(\x05\"l\n\x10HeartsTrickTaken\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04hand\x18\x02 \x01(\x05\x12\r\n\x05trick\x18\x03 \x01(\x05\x12\x0e\n\x06leader\x18\x04 \x01(\x05\x12\r\n\x05\x63\x61rds\x18\x05 \x03(\t\x12\x0e\n\x06points\x18\x06 \x01(\x05\"j\n\x0fHeartsHandEnded\x12\x0c\n\x04hand\x18\x01 \x01(\x05\x12\r\n\x05taken\x18\x02 \x03(\x05\x12\x0e\n\x06points\x18\x03 \x03(\x05\x12\x11\n\x04moon\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x0e\n\x06totals\x18\x05 \x03(\x05\x42\x07\n\x05_moon\"A\n\x0fHeartsGameEnded\x12\x0e\n\x06totals\x18\x01 \x03(\x05\x12\x0f\n\x07winners\x18\x02 \x03(\x05\x12\r\n\x05hands\x18\x03 \x01(\x05\"\"\n\x10HeartsHandResult\x12\x0e\n\x06points\x18\x01 \x03(\x05\"r\n\x0cHeartsResult\x12/\n\x05hands\x18\x01 \x03(\x0b\x32 .court.games.v1.HeartsHandResult\x12\x0e\n\x06totals\x18\x02 \x03(\x05\x12\x0f\n\x07winners\x18\x03 \x03(\x05\x12\x10\n\x08\x66inished\x18\x04 \x01(\x08\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1b\x63ourt/games/v1/hearts.proto\x12\x0e\x63ourt.games.v1\x1a\x1b\x63ourt/games/v1/common.proto\"\x1e\n\rHeartsOptions\x12\r\n\x05limit\x18\x01 \x01(\x05\"\x80\x01\n\x11HeartsGameStarted\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\x0f\n\x07players\x18\x02 \x01(\x05\x12.\n\x07options\x18\x03 \x01(\x0b\x32\x1d.court.games.v1.HeartsOptions\x12\x0c\n\x04hand\x18\x04 \x01(\x05\x12\x0e\n\x06totals\x18\x05 \x03(\x05\"\xa1\x01\n\x0fHeartsHandDealt\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04hand\x18\x02 \x01(\x05\x12\x0c\n\x04pass\x18\x03 \x01(\t\x12\x13\n\x0b\x63\x61rds_dealt\x18\x04 \x01(\x05\x12\x36\n\x06secret\x18\x05 \x01(\x0b\x32&.court.games.v1.HeartsHandDealt.Secret\x1a\x17\n\x06Secret\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\xaa\x01\n\x15HeartsPassCardsChosen\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\x12\x0e\n\x06\x63hosen\x18\x03 \x01(\x05\x12\r\n\x05ready\x18\x04 \x01(\x08\x12<\n\x06secret\x18\x05 \x01(\x0b\x32,.court.games.v1.HeartsPassCardsChosen.Secret\x1a\x17\n\x06Secret\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\x93\x01\n\x11HeartsCardsPassed\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\n\n\x02to\x18\x02 \x01(\x05\x12\x11\n\tdirection\x18\x03 \x01(\t\x12\x38\n\x06secret\x18\x04 \x01(\x0b\x32(.court.games.v1.HeartsCardsPassed.Secret\x1a\x17\n\x06Secret\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"/\n\x11HeartsPlayStarted\x12\x0c\n\x04hand\x18\x01 \x01(\x05\x12\x0c\n\x04seat\x18\x02 \x01(\x05\"]\n\x10HeartsCardPlayed\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04\x63\x61rd\x18\x02 \x01(\t\x12\x0c\n\x04hand\x18\x03 \x01(\x05\x12\r\n\x05trick\x18\x04 \x01(\x05\x12\x10\n\x08position\x18\x05 \x01(\x05\">\n\x12HeartsHeartsBroken\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04\x63\x61rd\x18\x02 \x01(\t\x12\x0c\n\x04hand\x18\x03 \x01(\x05\"l\n\x10HeartsTrickTaken\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x0c\n\x04hand\x18\x02 \x01(\x05\x12\r\n\x05trick\x18\x03 \x01(\x05\x12\x0e\n\x06leader\x18\x04 \x01(\x05\x12\r\n\x05\x63\x61rds\x18\x05 \x03(\t\x12\x0e\n\x06points\x18\x06 \x01(\x05\"j\n\x0fHeartsHandEnded\x12\x0c\n\x04hand\x18\x01 \x01(\x05\x12\r\n\x05taken\x18\x02 \x03(\x05\x12\x0e\n\x06points\x18\x03 \x03(\x05\x12\x11\n\x04moon\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x0e\n\x06totals\x18\x05 \x03(\x05\x42\x07\n\x05_moon\"A\n\x0fHeartsGameEnded\x12\x0e\n\x06totals\x18\x01 \x03(\x05\x12\x0f\n\x07winners\x18\x02 \x03(\x05\x12\r\n\x05hands\x18\x03 \x01(\x05\"\"\n\x10HeartsHandResult\x12\x0e\n\x06points\x18\x01 \x03(\x05\"r\n\x0cHeartsResult\x12/\n\x05hands\x18\x01 \x03(\x0b\x32 .court.games.v1.HeartsHandResult\x12\x0e\n\x06totals\x18\x02 \x03(\x05\x12\x0f\n\x07winners\x18\x03 \x03(\x05\x12\x10\n\x08\x66inished\x18\x04 \x01(\x08\",\n\x0bHeartsTrick\x12\x0e\n\x06leader\x18\x01 \x01(\x05\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\t\"A\n\x10HeartsTakenTrick\x12\x0e\n\x06leader\x18\x01 \x01(\x05\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\t\x12\x0e\n\x06winner\x18\x03 \x01(\x05\".\n\x11HeartsPassedCards\x12\n\n\x02to\x18\x01 \x01(\x05\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\t\"2\n\x13HeartsReceivedCards\x12\x0c\n\x04\x66rom\x18\x01 \x01(\x05\x12\r\n\x05\x63\x61rds\x18\x02 \x03(\t\"\xf3\x04\n\nHeartsView\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\r\n\x05phase\x18\x02 \x01(\t\x12\x0c\n\x04hand\x18\x03 \x01(\x05\x12\x0c\n\x04pass\x18\x04 \x01(\t\x12\r\n\x05limit\x18\x05 \x01(\x05\x12\x0e\n\x06to_act\x18\x06 \x03(\x05\x12\x12\n\nhand_sizes\x18\x07 \x03(\x05\x12\r\n\x05ready\x18\x08 \x03(\x08\x12*\n\x05trick\x18\t \x01(\x0b\x32\x1b.court.games.v1.HeartsTrick\x12\x30\n\x06tricks\x18\n \x03(\x0b\x32 .court.games.v1.HeartsTakenTrick\x12\r\n\x05taken\x18\x0b \x03(\x05\x12\x12\n\ntricks_won\x18\x0c \x03(\x05\x12\x15\n\rhearts_broken\x18\r \x01(\x08\x12\x0e\n\x06totals\x18\x0e \x03(\x05\x12(\n\x07history\x18\x0f \x03(\x0b\x32\x17.court.games.v1.IntList\x12\x10\n\x08\x66inished\x18\x10 \x01(\x08\x12\x0f\n\x07winners\x18\x11 \x03(\x05\x12\x17\n\x04seat\x18\x12 \x01(\x05\x42\x04\xa0\x86\x19\x01H\x00\x88\x01\x01\x12-\n\x05\x63\x61rds\x18\x13 \x01(\x0b\x32\x18.court.games.v1.CardListB\x04\xa0\x86\x19\x01\x12.\n\x06\x63hosen\x18\x14 \x01(\x0b\x32\x18.court.games.v1.CardListB\x04\xa0\x86\x19\x01\x12\x37\n\x06passed\x18\x15 \x01(\x0b\x32!.court.games.v1.HeartsPassedCardsB\x04\xa0\x86\x19\x01\x12;\n\x08received\x18\x16 \x01(\x0b\x32#.court.games.v1.HeartsReceivedCardsB\x04\xa0\x86\x19\x01\x42\x07\n\x05_seatb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'court_proto.court.games.v1.hearts_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_HEARTSOPTIONS']._serialized_start=47
-  _globals['_HEARTSOPTIONS']._serialized_end=77
-  _globals['_HEARTSGAMESTARTED']._serialized_start=80
-  _globals['_HEARTSGAMESTARTED']._serialized_end=208
-  _globals['_HEARTSHANDDEALT']._serialized_start=211
-  _globals['_HEARTSHANDDEALT']._serialized_end=372
-  _globals['_HEARTSHANDDEALT_SECRET']._serialized_start=349
-  _globals['_HEARTSHANDDEALT_SECRET']._serialized_end=372
-  _globals['_HEARTSPASSCARDSCHOSEN']._serialized_start=375
-  _globals['_HEARTSPASSCARDSCHOSEN']._serialized_end=545
-  _globals['_HEARTSPASSCARDSCHOSEN_SECRET']._serialized_start=349
-  _globals['_HEARTSPASSCARDSCHOSEN_SECRET']._serialized_end=372
-  _globals['_HEARTSCARDSPASSED']._serialized_start=548
-  _globals['_HEARTSCARDSPASSED']._serialized_end=695
-  _globals['_HEARTSCARDSPASSED_SECRET']._serialized_start=349
-  _globals['_HEARTSCARDSPASSED_SECRET']._serialized_end=372
-  _globals['_HEARTSPLAYSTARTED']._serialized_start=697
-  _globals['_HEARTSPLAYSTARTED']._serialized_end=744
-  _globals['_HEARTSCARDPLAYED']._serialized_start=746
-  _globals['_HEARTSCARDPLAYED']._serialized_end=839
-  _globals['_HEARTSHEARTSBROKEN']._serialized_start=841
-  _globals['_HEARTSHEARTSBROKEN']._serialized_end=903
-  _globals['_HEARTSTRICKTAKEN']._serialized_start=905
-  _globals['_HEARTSTRICKTAKEN']._serialized_end=1013
-  _globals['_HEARTSHANDENDED']._serialized_start=1015
-  _globals['_HEARTSHANDENDED']._serialized_end=1121
-  _globals['_HEARTSGAMEENDED']._serialized_start=1123
-  _globals['_HEARTSGAMEENDED']._serialized_end=1188
-  _globals['_HEARTSHANDRESULT']._serialized_start=1190
-  _globals['_HEARTSHANDRESULT']._serialized_end=1224
-  _globals['_HEARTSRESULT']._serialized_start=1226
-  _globals['_HEARTSRESULT']._serialized_end=1340
+  _globals['_HEARTSVIEW'].fields_by_name['seat']._loaded_options = None
+  _globals['_HEARTSVIEW'].fields_by_name['seat']._serialized_options = b'\240\206\031\001'
+  _globals['_HEARTSVIEW'].fields_by_name['cards']._loaded_options = None
+  _globals['_HEARTSVIEW'].fields_by_name['cards']._serialized_options = b'\240\206\031\001'
+  _globals['_HEARTSVIEW'].fields_by_name['chosen']._loaded_options = None
+  _globals['_HEARTSVIEW'].fields_by_name['chosen']._serialized_options = b'\240\206\031\001'
+  _globals['_HEARTSVIEW'].fields_by_name['passed']._loaded_options = None
+  _globals['_HEARTSVIEW'].fields_by_name['passed']._serialized_options = b'\240\206\031\001'
+  _globals['_HEARTSVIEW'].fields_by_name['received']._loaded_options = None
+  _globals['_HEARTSVIEW'].fields_by_name['received']._serialized_options = b'\240\206\031\001'
+  _globals['_HEARTSOPTIONS']._serialized_start=76
+  _globals['_HEARTSOPTIONS']._serialized_end=106
+  _globals['_HEARTSGAMESTARTED']._serialized_start=109
+  _globals['_HEARTSGAMESTARTED']._serialized_end=237
+  _globals['_HEARTSHANDDEALT']._serialized_start=240
+  _globals['_HEARTSHANDDEALT']._serialized_end=401
+  _globals['_HEARTSHANDDEALT_SECRET']._serialized_start=378
+  _globals['_HEARTSHANDDEALT_SECRET']._serialized_end=401
+  _globals['_HEARTSPASSCARDSCHOSEN']._serialized_start=404
+  _globals['_HEARTSPASSCARDSCHOSEN']._serialized_end=574
+  _globals['_HEARTSPASSCARDSCHOSEN_SECRET']._serialized_start=378
+  _globals['_HEARTSPASSCARDSCHOSEN_SECRET']._serialized_end=401
+  _globals['_HEARTSCARDSPASSED']._serialized_start=577
+  _globals['_HEARTSCARDSPASSED']._serialized_end=724
+  _globals['_HEARTSCARDSPASSED_SECRET']._serialized_start=378
+  _globals['_HEARTSCARDSPASSED_SECRET']._serialized_end=401
+  _globals['_HEARTSPLAYSTARTED']._serialized_start=726
+  _globals['_HEARTSPLAYSTARTED']._serialized_end=773
+  _globals['_HEARTSCARDPLAYED']._serialized_start=775
+  _globals['_HEARTSCARDPLAYED']._serialized_end=868
+  _globals['_HEARTSHEARTSBROKEN']._serialized_start=870
+  _globals['_HEARTSHEARTSBROKEN']._serialized_end=932
+  _globals['_HEARTSTRICKTAKEN']._serialized_start=934
+  _globals['_HEARTSTRICKTAKEN']._serialized_end=1042
+  _globals['_HEARTSHANDENDED']._serialized_start=1044
+  _globals['_HEARTSHANDENDED']._serialized_end=1150
+  _globals['_HEARTSGAMEENDED']._serialized_start=1152
+  _globals['_HEARTSGAMEENDED']._serialized_end=1217
+  _globals['_HEARTSHANDRESULT']._serialized_start=1219
+  _globals['_HEARTSHANDRESULT']._serialized_end=1253
+  _globals['_HEARTSRESULT']._serialized_start=1255
+  _globals['_HEARTSRESULT']._serialized_end=1369
+  _globals['_HEARTSTRICK']._serialized_start=1371
+  _globals['_HEARTSTRICK']._serialized_end=1415
+  _globals['_HEARTSTAKENTRICK']._serialized_start=1417
+  _globals['_HEARTSTAKENTRICK']._serialized_end=1482
+  _globals['_HEARTSPASSEDCARDS']._serialized_start=1484
+  _globals['_HEARTSPASSEDCARDS']._serialized_end=1530
+  _globals['_HEARTSRECEIVEDCARDS']._serialized_start=1532
+  _globals['_HEARTSRECEIVEDCARDS']._serialized_end=1582
+  _globals['_HEARTSVIEW']._serialized_start=1585
+  _globals['_HEARTSVIEW']._serialized_end=2212
 # @@protoc_insertion_point(module_scope)

@@ -7,6 +7,7 @@ direction is "left", "across", "right" or "none".
 """
 
 from collections import abc as _abc
+from court_proto.court.games.v1 import common_pb2 as _common_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
@@ -511,3 +512,221 @@ class HeartsResult(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___HeartsResult: _TypeAlias = HeartsResult  # noqa: Y015
+
+@_typing.final
+class HeartsTrick(_message.Message):
+    """The trick being played."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEADER_FIELD_NUMBER: _builtins.int
+    CARDS_FIELD_NUMBER: _builtins.int
+    leader: _builtins.int
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """in playing order, the leader's first"""
+
+    def __init__(
+        self,
+        *,
+        leader: _builtins.int = ...,
+        cards: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "leader", b"leader"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HeartsTrick: _TypeAlias = HeartsTrick  # noqa: Y015
+
+@_typing.final
+class HeartsTakenTrick(_message.Message):
+    """A completed trick of the current hand."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LEADER_FIELD_NUMBER: _builtins.int
+    CARDS_FIELD_NUMBER: _builtins.int
+    WINNER_FIELD_NUMBER: _builtins.int
+    leader: _builtins.int
+    winner: _builtins.int
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        leader: _builtins.int = ...,
+        cards: _abc.Iterable[_builtins.str] | None = ...,
+        winner: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "leader", b"leader", "winner", b"winner"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HeartsTakenTrick: _TypeAlias = HeartsTakenTrick  # noqa: Y015
+
+@_typing.final
+class HeartsPassedCards(_message.Message):
+    """The three cards a seat passed, and to whom."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TO_FIELD_NUMBER: _builtins.int
+    CARDS_FIELD_NUMBER: _builtins.int
+    to: _builtins.int
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        to: _builtins.int = ...,
+        cards: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "to", b"to"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HeartsPassedCards: _TypeAlias = HeartsPassedCards  # noqa: Y015
+
+@_typing.final
+class HeartsReceivedCards(_message.Message):
+    """The three cards a seat received, and from whom."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FROM_FIELD_NUMBER: _builtins.int
+    CARDS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        cards: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "from", b"from"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HeartsReceivedCards: _TypeAlias = HeartsReceivedCards  # noqa: Y015
+
+@_typing.final
+class HeartsView(_message.Message):
+    """What one seat (or a spectator) sees of a Hearts game: never another hand."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_FIELD_NUMBER: _builtins.int
+    PHASE_FIELD_NUMBER: _builtins.int
+    HAND_FIELD_NUMBER: _builtins.int
+    PASS_FIELD_NUMBER: _builtins.int
+    LIMIT_FIELD_NUMBER: _builtins.int
+    TO_ACT_FIELD_NUMBER: _builtins.int
+    HAND_SIZES_FIELD_NUMBER: _builtins.int
+    READY_FIELD_NUMBER: _builtins.int
+    TRICK_FIELD_NUMBER: _builtins.int
+    TRICKS_FIELD_NUMBER: _builtins.int
+    TAKEN_FIELD_NUMBER: _builtins.int
+    TRICKS_WON_FIELD_NUMBER: _builtins.int
+    HEARTS_BROKEN_FIELD_NUMBER: _builtins.int
+    TOTALS_FIELD_NUMBER: _builtins.int
+    HISTORY_FIELD_NUMBER: _builtins.int
+    FINISHED_FIELD_NUMBER: _builtins.int
+    WINNERS_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    CARDS_FIELD_NUMBER: _builtins.int
+    CHOSEN_FIELD_NUMBER: _builtins.int
+    PASSED_FIELD_NUMBER: _builtins.int
+    RECEIVED_FIELD_NUMBER: _builtins.int
+    game: _builtins.str
+    """"hearts" """
+    phase: _builtins.str
+    """"pass" | "play" | "over" """
+    hand: _builtins.int
+    limit: _builtins.int
+    hearts_broken: _builtins.bool
+    finished: _builtins.bool
+    seat: _builtins.int
+    """The viewer's own parts; absent for a spectator."""
+    @_builtins.property
+    def to_act(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def hand_sizes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def ready(self) -> _containers.RepeatedScalarFieldContainer[_builtins.bool]:
+        """per seat: has chosen its pass (true outside passing)"""
+
+    @_builtins.property
+    def trick(self) -> Global___HeartsTrick:
+        """null outside play"""
+
+    @_builtins.property
+    def tricks(self) -> _containers.RepeatedCompositeFieldContainer[Global___HeartsTakenTrick]: ...
+    @_builtins.property
+    def taken(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """penalty points taken this hand, per seat"""
+
+    @_builtins.property
+    def tricks_won(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def totals(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def history(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.IntList]:
+        """points of every completed hand"""
+
+    @_builtins.property
+    def winners(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def cards(self) -> _common_pb2.CardList:
+        """the viewer's hand"""
+
+    @_builtins.property
+    def chosen(self) -> _common_pb2.CardList:
+        """passing: the cards chosen so far"""
+
+    @_builtins.property
+    def passed(self) -> Global___HeartsPassedCards:
+        """after the exchange"""
+
+    @_builtins.property
+    def received(self) -> Global___HeartsReceivedCards: ...
+    def __init__(
+        self,
+        *,
+        game: _builtins.str = ...,
+        phase: _builtins.str = ...,
+        hand: _builtins.int = ...,
+        limit: _builtins.int = ...,
+        to_act: _abc.Iterable[_builtins.int] | None = ...,
+        hand_sizes: _abc.Iterable[_builtins.int] | None = ...,
+        ready: _abc.Iterable[_builtins.bool] | None = ...,
+        trick: Global___HeartsTrick | None = ...,
+        tricks: _abc.Iterable[Global___HeartsTakenTrick] | None = ...,
+        taken: _abc.Iterable[_builtins.int] | None = ...,
+        tricks_won: _abc.Iterable[_builtins.int] | None = ...,
+        hearts_broken: _builtins.bool = ...,
+        totals: _abc.Iterable[_builtins.int] | None = ...,
+        history: _abc.Iterable[_common_pb2.IntList] | None = ...,
+        finished: _builtins.bool = ...,
+        winners: _abc.Iterable[_builtins.int] | None = ...,
+        seat: _builtins.int | None = ...,
+        cards: _common_pb2.CardList | None = ...,
+        chosen: _common_pb2.CardList | None = ...,
+        passed: Global___HeartsPassedCards | None = ...,
+        received: Global___HeartsReceivedCards | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "cards", b"cards", "chosen", b"chosen", "passed", b"passed", "received", b"received", "seat", b"seat", "trick", b"trick"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "cards", b"cards", "chosen", b"chosen", "finished", b"finished", "game", b"game", "hand", b"hand", "hand_sizes", b"hand_sizes", "hearts_broken", b"hearts_broken", "history", b"history", "limit", b"limit", "pass", b"pass", "passed", b"passed", "phase", b"phase", "ready", b"ready", "received", b"received", "seat", b"seat", "taken", b"taken", "to_act", b"to_act", "totals", b"totals", "trick", b"trick", "tricks", b"tricks", "tricks_won", b"tricks_won", "winners", b"winners"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
+    _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+
+Global___HeartsView: _TypeAlias = HeartsView  # noqa: Y015

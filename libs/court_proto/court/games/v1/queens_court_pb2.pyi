@@ -544,3 +544,165 @@ class QueensCourtResult(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__winner) -> _WhichOneofReturnType__winner | None: ...
 
 Global___QueensCourtResult: _TypeAlias = QueensCourtResult  # noqa: Y015
+
+@_typing.final
+class QueensCourtPile(_message.Message):
+    """One pile on the table (every pile card is face up)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CARDS_FIELD_NUMBER: _builtins.int
+    SHOWING_FIELD_NUMBER: _builtins.int
+    GLOVED_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    showing: _builtins.str
+    """the card that counts"""
+    gloved: _builtins.bool
+    """ends in the glove"""
+    count: _builtins.int
+    """cards, the glove not counted"""
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """bottom first"""
+
+    def __init__(
+        self,
+        *,
+        cards: _abc.Iterable[_builtins.str] | None = ...,
+        showing: _builtins.str = ...,
+        gloved: _builtins.bool = ...,
+        count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "count", b"count", "gloved", b"gloved", "showing", b"showing"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueensCourtPile: _TypeAlias = QueensCourtPile  # noqa: Y015
+
+@_typing.final
+class QueensCourtSeat(_message.Message):
+    """One seat's place at the table."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    LEFT_FIELD_NUMBER: _builtins.int
+    RIGHT_FIELD_NUMBER: _builtins.int
+    SPREAD_FIELD_NUMBER: _builtins.int
+    DOUBLE_QUEEN_FIELD_NUMBER: _builtins.int
+    PILE_COUNT_FIELD_NUMBER: _builtins.int
+    LOCKED_FIELD_NUMBER: _builtins.int
+    HAND_SIZE_FIELD_NUMBER: _builtins.int
+    HOLDS_GLOVE_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    spread: _builtins.int
+    """null: double queen"""
+    double_queen: _builtins.bool
+    pile_count: _builtins.int
+    locked: _builtins.bool
+    hand_size: _builtins.int
+    holds_glove: _builtins.bool
+    @_builtins.property
+    def left(self) -> Global___QueensCourtPile: ...
+    @_builtins.property
+    def right(self) -> Global___QueensCourtPile: ...
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        left: Global___QueensCourtPile | None = ...,
+        right: Global___QueensCourtPile | None = ...,
+        spread: _builtins.int | None = ...,
+        double_queen: _builtins.bool = ...,
+        pile_count: _builtins.int = ...,
+        locked: _builtins.bool = ...,
+        hand_size: _builtins.int = ...,
+        holds_glove: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_spread", b"_spread", "left", b"left", "right", b"right", "spread", b"spread"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_spread", b"_spread", "double_queen", b"double_queen", "hand_size", b"hand_size", "holds_glove", b"holds_glove", "left", b"left", "locked", b"locked", "pile_count", b"pile_count", "right", b"right", "seat", b"seat", "spread", b"spread"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__spread: _TypeAlias = _typing.Literal["spread"]  # noqa: Y015
+    _WhichOneofArgType__spread: _TypeAlias = _typing.Literal["_spread", b"_spread"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__spread) -> _WhichOneofReturnType__spread | None: ...
+
+Global___QueensCourtSeat: _TypeAlias = QueensCourtSeat  # noqa: Y015
+
+@_typing.final
+class QueensCourtView(_message.Message):
+    """What one seat (or a spectator) sees of a Queen's Court game."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    PLAYERS_FIELD_NUMBER: _builtins.int
+    ROUND_FIELD_NUMBER: _builtins.int
+    STARTER_FIELD_NUMBER: _builtins.int
+    PHASE_FIELD_NUMBER: _builtins.int
+    TO_ACT_FIELD_NUMBER: _builtins.int
+    DECK_SIZE_FIELD_NUMBER: _builtins.int
+    TABLE_FIELD_NUMBER: _builtins.int
+    ROUND_WINS_FIELD_NUMBER: _builtins.int
+    ROUNDS_FIELD_NUMBER: _builtins.int
+    WINNER_FIELD_NUMBER: _builtins.int
+    FINISHED_FIELD_NUMBER: _builtins.int
+    HAND_FIELD_NUMBER: _builtins.int
+    game: _builtins.str
+    """"queens_court" """
+    seat: _builtins.int
+    """null for a spectator"""
+    players: _builtins.int
+    round: _builtins.int
+    starter: _builtins.int
+    phase: _builtins.str
+    deck_size: _builtins.int
+    winner: _builtins.int
+    finished: _builtins.bool
+    @_builtins.property
+    def to_act(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def table(self) -> _containers.RepeatedCompositeFieldContainer[Global___QueensCourtSeat]: ...
+    @_builtins.property
+    def round_wins(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def rounds(self) -> _containers.RepeatedCompositeFieldContainer[Global___QueensCourtRoundResult]: ...
+    @_builtins.property
+    def hand(self) -> _common_pb2.CardList:
+        """the viewer's hand; absent for a spectator"""
+
+    def __init__(
+        self,
+        *,
+        game: _builtins.str = ...,
+        seat: _builtins.int | None = ...,
+        players: _builtins.int = ...,
+        round: _builtins.int = ...,
+        starter: _builtins.int = ...,
+        phase: _builtins.str = ...,
+        to_act: _abc.Iterable[_builtins.int] | None = ...,
+        deck_size: _builtins.int = ...,
+        table: _abc.Iterable[Global___QueensCourtSeat] | None = ...,
+        round_wins: _abc.Iterable[_builtins.int] | None = ...,
+        rounds: _abc.Iterable[Global___QueensCourtRoundResult] | None = ...,
+        winner: _builtins.int | None = ...,
+        finished: _builtins.bool = ...,
+        hand: _common_pb2.CardList | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "_winner", b"_winner", "hand", b"hand", "seat", b"seat", "winner", b"winner"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "_winner", b"_winner", "deck_size", b"deck_size", "finished", b"finished", "game", b"game", "hand", b"hand", "phase", b"phase", "players", b"players", "round", b"round", "round_wins", b"round_wins", "rounds", b"rounds", "seat", b"seat", "starter", b"starter", "table", b"table", "to_act", b"to_act", "winner", b"winner"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
+    _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    _WhichOneofReturnType__winner: _TypeAlias = _typing.Literal["winner"]  # noqa: Y015
+    _WhichOneofArgType__winner: _TypeAlias = _typing.Literal["_winner", b"_winner"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__winner) -> _WhichOneofReturnType__winner | None: ...
+
+Global___QueensCourtView: _TypeAlias = QueensCourtView  # noqa: Y015

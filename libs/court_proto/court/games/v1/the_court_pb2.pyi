@@ -936,3 +936,380 @@ class TheCourtResult(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__won) -> _WhichOneofReturnType__won | None: ...
 
 Global___TheCourtResult: _TypeAlias = TheCourtResult  # noqa: Y015
+
+@_typing.final
+class TheCourtTower(_message.Message):
+    """An open tower."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CARDS_FIELD_NUMBER: _builtins.int
+    FROZEN_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    frozen: _builtins.bool
+    value: _builtins.int
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        cards: _abc.Iterable[_builtins.str] | None = ...,
+        frozen: _builtins.bool = ...,
+        value: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "frozen", b"frozen", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TheCourtTower: _TypeAlias = TheCourtTower  # noqa: Y015
+
+@_typing.final
+class TheCourtClosedTower(_message.Message):
+    """A closed (or swept) tower."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CARDS_FIELD_NUMBER: _builtins.int
+    POINTS_FIELD_NUMBER: _builtins.int
+    points: _builtins.int
+    @_builtins.property
+    def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        cards: _abc.Iterable[_builtins.str] | None = ...,
+        points: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "points", b"points"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TheCourtClosedTower: _TypeAlias = TheCourtClosedTower  # noqa: Y015
+
+@_typing.final
+class TheCourtMoat(_message.Message):
+    """A seat's moat: its cards only to its owner (and once the owner finished)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    COUNT_FIELD_NUMBER: _builtins.int
+    SEALED_FIELD_NUMBER: _builtins.int
+    CARDS_FIELD_NUMBER: _builtins.int
+    count: _builtins.int
+    sealed: _builtins.bool
+    @_builtins.property
+    def cards(self) -> _common_pb2.CardList:
+        """null when hidden from the viewer"""
+
+    def __init__(
+        self,
+        *,
+        count: _builtins.int = ...,
+        sealed: _builtins.bool = ...,
+        cards: _common_pb2.CardList | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "count", b"count", "sealed", b"sealed"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TheCourtMoat: _TypeAlias = TheCourtMoat  # noqa: Y015
+
+@_typing.final
+class TheCourtSeatEnd(_message.Message):
+    """How a finished seat ended."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REASON_FIELD_NUMBER: _builtins.int
+    TOWER_PENALTY_FIELD_NUMBER: _builtins.int
+    MOAT_PENALTY_FIELD_NUMBER: _builtins.int
+    reason: _builtins.str
+    tower_penalty: _builtins.int
+    moat_penalty: _builtins.int
+    def __init__(
+        self,
+        *,
+        reason: _builtins.str = ...,
+        tower_penalty: _builtins.int = ...,
+        moat_penalty: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["moat_penalty", b"moat_penalty", "reason", b"reason", "tower_penalty", b"tower_penalty"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TheCourtSeatEnd: _TypeAlias = TheCourtSeatEnd  # noqa: Y015
+
+@_typing.final
+class TheCourtSeat(_message.Message):
+    """One seat's side of the table."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    COLOUR_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    FINISHED_FIELD_NUMBER: _builtins.int
+    TOWERS_FIELD_NUMBER: _builtins.int
+    CLOSED_FIELD_NUMBER: _builtins.int
+    SKIPS_FIELD_NUMBER: _builtins.int
+    DECK_SIZE_FIELD_NUMBER: _builtins.int
+    MOAT_FIELD_NUMBER: _builtins.int
+    KINGS_RESOLVED_FIELD_NUMBER: _builtins.int
+    QUEENS_ACES_LEFT_FIELD_NUMBER: _builtins.int
+    END_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    colour: _builtins.str
+    score: _builtins.int
+    finished: _builtins.bool
+    skips: _builtins.int
+    """"shared" only"""
+    deck_size: _builtins.int
+    """not in "shared" """
+    kings_resolved: _builtins.int
+    """not in "shared" """
+    queens_aces_left: _builtins.int
+    """not in "shared" """
+    @_builtins.property
+    def towers(self) -> _containers.RepeatedCompositeFieldContainer[Global___TheCourtTower]: ...
+    @_builtins.property
+    def closed(self) -> _containers.RepeatedCompositeFieldContainer[Global___TheCourtClosedTower]: ...
+    @_builtins.property
+    def moat(self) -> Global___TheCourtMoat:
+        """not in "shared" """
+
+    @_builtins.property
+    def end(self) -> Global___TheCourtSeatEnd:
+        """null until the seat finished"""
+
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        colour: _builtins.str = ...,
+        score: _builtins.int = ...,
+        finished: _builtins.bool = ...,
+        towers: _abc.Iterable[Global___TheCourtTower] | None = ...,
+        closed: _abc.Iterable[Global___TheCourtClosedTower] | None = ...,
+        skips: _builtins.int | None = ...,
+        deck_size: _builtins.int | None = ...,
+        moat: Global___TheCourtMoat | None = ...,
+        kings_resolved: _builtins.int | None = ...,
+        queens_aces_left: _builtins.int | None = ...,
+        end: Global___TheCourtSeatEnd | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_deck_size", b"_deck_size", "_kings_resolved", b"_kings_resolved", "_queens_aces_left", b"_queens_aces_left", "_skips", b"_skips", "deck_size", b"deck_size", "end", b"end", "kings_resolved", b"kings_resolved", "moat", b"moat", "queens_aces_left", b"queens_aces_left", "skips", b"skips"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_deck_size", b"_deck_size", "_kings_resolved", b"_kings_resolved", "_queens_aces_left", b"_queens_aces_left", "_skips", b"_skips", "closed", b"closed", "colour", b"colour", "deck_size", b"deck_size", "end", b"end", "finished", b"finished", "kings_resolved", b"kings_resolved", "moat", b"moat", "queens_aces_left", b"queens_aces_left", "score", b"score", "seat", b"seat", "skips", b"skips", "towers", b"towers"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__deck_size: _TypeAlias = _typing.Literal["deck_size"]  # noqa: Y015
+    _WhichOneofArgType__deck_size: _TypeAlias = _typing.Literal["_deck_size", b"_deck_size"]  # noqa: Y015
+    _WhichOneofReturnType__kings_resolved: _TypeAlias = _typing.Literal["kings_resolved"]  # noqa: Y015
+    _WhichOneofArgType__kings_resolved: _TypeAlias = _typing.Literal["_kings_resolved", b"_kings_resolved"]  # noqa: Y015
+    _WhichOneofReturnType__queens_aces_left: _TypeAlias = _typing.Literal["queens_aces_left"]  # noqa: Y015
+    _WhichOneofArgType__queens_aces_left: _TypeAlias = _typing.Literal["_queens_aces_left", b"_queens_aces_left"]  # noqa: Y015
+    _WhichOneofReturnType__skips: _TypeAlias = _typing.Literal["skips"]  # noqa: Y015
+    _WhichOneofArgType__skips: _TypeAlias = _typing.Literal["_skips", b"_skips"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__deck_size) -> _WhichOneofReturnType__deck_size | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__kings_resolved) -> _WhichOneofReturnType__kings_resolved | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__queens_aces_left) -> _WhichOneofReturnType__queens_aces_left | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__skips) -> _WhichOneofReturnType__skips | None: ...
+
+Global___TheCourtSeat: _TypeAlias = TheCourtSeat  # noqa: Y015
+
+@_typing.final
+class TheCourtPending(_message.Message):
+    """A drawn card waiting to be resolved."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CARD_FIELD_NUMBER: _builtins.int
+    OWNER_FIELD_NUMBER: _builtins.int
+    HOLDER_FIELD_NUMBER: _builtins.int
+    card: _builtins.str
+    """null when the viewer may not see it"""
+    owner: _builtins.int
+    """the seat it belongs to"""
+    holder: _builtins.int
+    """the seat that holds it now"""
+    def __init__(
+        self,
+        *,
+        card: _builtins.str | None = ...,
+        owner: _builtins.int = ...,
+        holder: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_card", b"_card", "card", b"card"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_card", b"_card", "card", b"card", "holder", b"holder", "owner", b"owner"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__card: _TypeAlias = _typing.Literal["card"]  # noqa: Y015
+    _WhichOneofArgType__card: _TypeAlias = _typing.Literal["_card", b"_card"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__card) -> _WhichOneofReturnType__card | None: ...
+
+Global___TheCourtPending: _TypeAlias = TheCourtPending  # noqa: Y015
+
+@_typing.final
+class TheCourtVote(_message.Message):
+    """Mutual Swap: one seat's vote on the pair drawn."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    VOTED_FIELD_NUMBER: _builtins.int
+    AGREE_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    voted: _builtins.bool
+    agree: _builtins.bool
+    """the viewer's own vote only; null otherwise"""
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        voted: _builtins.bool = ...,
+        agree: _builtins.bool | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_agree", b"_agree", "agree", b"agree"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_agree", b"_agree", "agree", b"agree", "seat", b"seat", "voted", b"voted"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__agree: _TypeAlias = _typing.Literal["agree"]  # noqa: Y015
+    _WhichOneofArgType__agree: _TypeAlias = _typing.Literal["_agree", b"_agree"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__agree) -> _WhichOneofReturnType__agree | None: ...
+
+Global___TheCourtVote: _TypeAlias = TheCourtVote  # noqa: Y015
+
+@_typing.final
+class TheCourtVoteList(_message.Message):
+    """The votes of a Mutual Swap."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VOTES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def votes(self) -> _containers.RepeatedCompositeFieldContainer[Global___TheCourtVote]: ...
+    def __init__(
+        self,
+        *,
+        votes: _abc.Iterable[Global___TheCourtVote] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["votes", b"votes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TheCourtVoteList: _TypeAlias = TheCourtVoteList  # noqa: Y015
+
+@_typing.final
+class TheCourtView(_message.Message):
+    """What one seat (or a spectator) sees of a game of The Court."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
+    TARGET_FIELD_NUMBER: _builtins.int
+    PHASE_FIELD_NUMBER: _builtins.int
+    TO_ACT_FIELD_NUMBER: _builtins.int
+    TURN_FIELD_NUMBER: _builtins.int
+    PLAYERS_FIELD_NUMBER: _builtins.int
+    PENDING_FIELD_NUMBER: _builtins.int
+    DISCARDS_FIELD_NUMBER: _builtins.int
+    VOTES_FIELD_NUMBER: _builtins.int
+    DECK_SIZE_FIELD_NUMBER: _builtins.int
+    PILE_FIELD_NUMBER: _builtins.int
+    PILE_TOP_FIELD_NUMBER: _builtins.int
+    QUEENS_ACES_LEFT_FIELD_NUMBER: _builtins.int
+    RESULT_FIELD_NUMBER: _builtins.int
+    game: _builtins.str
+    """"the_court" """
+    seat: _builtins.int
+    """null for a spectator"""
+    mode: _builtins.str
+    target: _builtins.int
+    """null in "shared" """
+    phase: _builtins.str
+    turn: _builtins.int
+    """the seat whose turn it is; null when none"""
+    deck_size: _builtins.int
+    """"shared" only (absent otherwise):"""
+    queens_aces_left: _builtins.int
+    @_builtins.property
+    def to_act(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def players(self) -> _containers.RepeatedCompositeFieldContainer[Global___TheCourtSeat]: ...
+    @_builtins.property
+    def pending(self) -> _containers.RepeatedCompositeFieldContainer[Global___TheCourtPending]: ...
+    @_builtins.property
+    def discards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def votes(self) -> Global___TheCourtVoteList:
+        """Mutual Swap: only while voting"""
+
+    @_builtins.property
+    def pile(self) -> _common_pb2.CardList: ...
+    @_builtins.property
+    def pile_top(self) -> _common_pb2.NullableString:
+        """null: the pile is empty"""
+
+    @_builtins.property
+    def result(self) -> Global___TheCourtResult: ...
+    def __init__(
+        self,
+        *,
+        game: _builtins.str = ...,
+        seat: _builtins.int | None = ...,
+        mode: _builtins.str = ...,
+        target: _builtins.int | None = ...,
+        phase: _builtins.str = ...,
+        to_act: _abc.Iterable[_builtins.int] | None = ...,
+        turn: _builtins.int | None = ...,
+        players: _abc.Iterable[Global___TheCourtSeat] | None = ...,
+        pending: _abc.Iterable[Global___TheCourtPending] | None = ...,
+        discards: _abc.Iterable[_builtins.str] | None = ...,
+        votes: Global___TheCourtVoteList | None = ...,
+        deck_size: _builtins.int | None = ...,
+        pile: _common_pb2.CardList | None = ...,
+        pile_top: _common_pb2.NullableString | None = ...,
+        queens_aces_left: _builtins.int | None = ...,
+        result: Global___TheCourtResult | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_deck_size", b"_deck_size", "_queens_aces_left", b"_queens_aces_left", "_seat", b"_seat", "_target", b"_target", "_turn", b"_turn", "deck_size", b"deck_size", "pile", b"pile", "pile_top", b"pile_top", "queens_aces_left", b"queens_aces_left", "result", b"result", "seat", b"seat", "target", b"target", "turn", b"turn", "votes", b"votes"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_deck_size", b"_deck_size", "_queens_aces_left", b"_queens_aces_left", "_seat", b"_seat", "_target", b"_target", "_turn", b"_turn", "deck_size", b"deck_size", "discards", b"discards", "game", b"game", "mode", b"mode", "pending", b"pending", "phase", b"phase", "pile", b"pile", "pile_top", b"pile_top", "players", b"players", "queens_aces_left", b"queens_aces_left", "result", b"result", "seat", b"seat", "target", b"target", "to_act", b"to_act", "turn", b"turn", "votes", b"votes"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__deck_size: _TypeAlias = _typing.Literal["deck_size"]  # noqa: Y015
+    _WhichOneofArgType__deck_size: _TypeAlias = _typing.Literal["_deck_size", b"_deck_size"]  # noqa: Y015
+    _WhichOneofReturnType__queens_aces_left: _TypeAlias = _typing.Literal["queens_aces_left"]  # noqa: Y015
+    _WhichOneofArgType__queens_aces_left: _TypeAlias = _typing.Literal["_queens_aces_left", b"_queens_aces_left"]  # noqa: Y015
+    _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
+    _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    _WhichOneofReturnType__target: _TypeAlias = _typing.Literal["target"]  # noqa: Y015
+    _WhichOneofArgType__target: _TypeAlias = _typing.Literal["_target", b"_target"]  # noqa: Y015
+    _WhichOneofReturnType__turn: _TypeAlias = _typing.Literal["turn"]  # noqa: Y015
+    _WhichOneofArgType__turn: _TypeAlias = _typing.Literal["_turn", b"_turn"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__deck_size) -> _WhichOneofReturnType__deck_size | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__queens_aces_left) -> _WhichOneofReturnType__queens_aces_left | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__target) -> _WhichOneofReturnType__target | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__turn) -> _WhichOneofReturnType__turn | None: ...
+
+Global___TheCourtView: _TypeAlias = TheCourtView  # noqa: Y015
