@@ -147,7 +147,7 @@ class _Plan:
             ind = "    "
             if f.omitted:
                 kw.append(f"    if {key} in d:")
-                kw.append(f"        n += 1")
+                kw.append("        n += 1")
                 ind = "        "
             else:
                 required += 1
@@ -371,7 +371,7 @@ def event_from_proto(msg: Any) -> dict[str, Any]:
         raise TypedError("the event sets no kind")
     plan = _KIND_PLANS[kind]
     inner = getattr(msg, kind)
-    out = plan.fill(inner, {"type": TYPE_OF[kind]})
+    out: dict[str, Any] = plan.fill(inner, {"type": TYPE_OF[kind]})
     if plan.secret is not None and inner.HasField("secret"):
         plan.secret.fill(inner.secret, out)
     if msg.HasField("owner"):
