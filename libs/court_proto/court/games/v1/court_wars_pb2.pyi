@@ -24,7 +24,9 @@ DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
 class CourtWarsOptions(_message.Message):
-    """Rule variants."""
+    """Rule variants. Every field is set in a game's options as the engine
+    reports them; a request may leave any out to take its default.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -40,16 +42,31 @@ class CourtWarsOptions(_message.Message):
     def __init__(
         self,
         *,
-        players: _builtins.int = ...,
-        jokers: _builtins.bool = ...,
-        equal_guards: _builtins.bool = ...,
-        turn_limit: _builtins.int = ...,
+        players: _builtins.int | None = ...,
+        jokers: _builtins.bool | None = ...,
+        equal_guards: _builtins.bool | None = ...,
+        turn_limit: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_equal_guards", b"_equal_guards", "_jokers", b"_jokers", "_players", b"_players", "_turn_limit", b"_turn_limit", "equal_guards", b"equal_guards", "jokers", b"jokers", "players", b"players", "turn_limit", b"turn_limit"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["equal_guards", b"equal_guards", "jokers", b"jokers", "players", b"players", "turn_limit", b"turn_limit"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_equal_guards", b"_equal_guards", "_jokers", b"_jokers", "_players", b"_players", "_turn_limit", b"_turn_limit", "equal_guards", b"equal_guards", "jokers", b"jokers", "players", b"players", "turn_limit", b"turn_limit"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__equal_guards: _TypeAlias = _typing.Literal["equal_guards"]  # noqa: Y015
+    _WhichOneofArgType__equal_guards: _TypeAlias = _typing.Literal["_equal_guards", b"_equal_guards"]  # noqa: Y015
+    _WhichOneofReturnType__jokers: _TypeAlias = _typing.Literal["jokers"]  # noqa: Y015
+    _WhichOneofArgType__jokers: _TypeAlias = _typing.Literal["_jokers", b"_jokers"]  # noqa: Y015
+    _WhichOneofReturnType__players: _TypeAlias = _typing.Literal["players"]  # noqa: Y015
+    _WhichOneofArgType__players: _TypeAlias = _typing.Literal["_players", b"_players"]  # noqa: Y015
+    _WhichOneofReturnType__turn_limit: _TypeAlias = _typing.Literal["turn_limit"]  # noqa: Y015
+    _WhichOneofArgType__turn_limit: _TypeAlias = _typing.Literal["_turn_limit", b"_turn_limit"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__equal_guards) -> _WhichOneofReturnType__equal_guards | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__jokers) -> _WhichOneofReturnType__jokers | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__players) -> _WhichOneofReturnType__players | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__turn_limit) -> _WhichOneofReturnType__turn_limit | None: ...
 
 Global___CourtWarsOptions: _TypeAlias = CourtWarsOptions  # noqa: Y015
 

@@ -25,47 +25,51 @@ _sym_db = _symbol_database.Default()
 from court_proto.court.games.v1 import common_pb2 as court_dot_games_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!court/games/v1/queens_court.proto\x12\x0e\x63ourt.games.v1\x1a\x1b\x63ourt/games/v1/common.proto\"6\n\x12QueensCourtOptions\x12\x0f\n\x07players\x18\x01 \x01(\x05\x12\x0f\n\x07starter\x18\x02 \x01(\x05\"}\n\x16QueensCourtGameStarted\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\x0f\n\x07players\x18\x02 \x01(\x05\x12\x0f\n\x07starter\x18\x03 \x01(\x05\x12\x33\n\x07options\x18\x04 \x01(\x0b\x32\".court.games.v1.QueensCourtOptions\"\xc9\x01\n\x15QueensCourtRoundDealt\x12\r\n\x05round\x18\x01 \x01(\x05\x12\x0f\n\x07starter\x18\x02 \x01(\x05\x12\'\n\x05piles\x18\x03 \x03(\x0b\x32\x18.court.games.v1.CardList\x12,\n\x07spreads\x18\x04 \x03(\x0b\x32\x1b.court.games.v1.NullableInt\x12\x12\n\nhand_sizes\x18\x05 \x03(\x05\x12\x11\n\tdeck_size\x18\x06 \x01(\x05\x12\x12\n\nround_wins\x18\x07 \x03(\x05\"\x9a\x01\n\x14QueensCourtHandDealt\x12\r\n\x05round\x18\x01 \x01(\x05\x12\x0e\n\x06player\x18\x02 \x01(\x05\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\x12;\n\x06secret\x18\x04 \x01(\x0b\x32+.court.games.v1.QueensCourtHandDealt.Secret\x1a\x17\n\x06Secret\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\x95\x02\n\x15QueensCourtCardPlayed\x12\r\n\x05round\x18\x01 \x01(\x05\x12\x0e\n\x06player\x18\x02 \x01(\x05\x12\x0c\n\x04\x63\x61rd\x18\x03 \x01(\t\x12\x0e\n\x06target\x18\x04 \x01(\x05\x12\x0c\n\x04pile\x18\x05 \x01(\t\x12\r\n\x05phase\x18\x06 \x01(\t\x12\x1a\n\rspread_before\x18\x07 \x01(\x05H\x00\x88\x01\x01\x12\x19\n\x0cspread_after\x18\x08 \x01(\x05H\x01\x88\x01\x01\x12\x15\n\rzero_by_queen\x18\t \x01(\x08\x12\r\n\x05glove\x18\n \x01(\x08\x12\x0f\n\x07showing\x18\x0b \x03(\t\x12\x11\n\thand_size\x18\x0c \x01(\x05\x42\x10\n\x0e_spread_beforeB\x0f\n\r_spread_after\"\xbc\x01\n\x15QueensCourtCardsDrawn\x12\r\n\x05round\x18\x01 \x01(\x05\x12\x0e\n\x06player\x18\x02 \x01(\x05\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\x12\x0b\n\x03\x64ue\x18\x04 \x01(\x05\x12\x11\n\tdeck_size\x18\x05 \x01(\x05\x12<\n\x06secret\x18\x06 \x01(\x0b\x32,.court.games.v1.QueensCourtCardsDrawn.Secret\x1a\x17\n\x06Secret\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"z\n\x1cQueensCourtSecondHalfStarted\x12\r\n\x05round\x18\x01 \x01(\x05\x12\x12\n\nemptied_by\x18\x02 \x01(\x05\x12\x13\n\x0bnext_player\x18\x03 \x01(\x05\x12\x0e\n\x06gloves\x18\x04 \x01(\x05\x12\x12\n\nhand_sizes\x18\x05 \x03(\x05\"j\n\x15QueensCourtPileLocked\x12\r\n\x05round\x18\x01 \x01(\x05\x12\x0e\n\x06player\x18\x02 \x01(\x05\x12\x13\n\x06spread\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x12\n\npile_count\x18\x04 \x01(\x05\x42\t\n\x07_spread\"\xce\x02\n\x15QueensCourtRoundEnded\x12\r\n\x05round\x18\x01 \x01(\x05\x12\x0f\n\x07starter\x18\x02 \x01(\x05\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12,\n\x07spreads\x18\x04 \x03(\x0b\x32\x1b.court.games.v1.NullableInt\x12\x13\n\x0bpile_counts\x18\x05 \x03(\x05\x12\x0f\n\x07winners\x18\x06 \x03(\x05\x12\x0e\n\x06losers\x18\x07 \x03(\x05\x12\x0e\n\x06gained\x18\x08 \x03(\x05\x12\x14\n\x0c\x64ouble_queen\x18\t \x03(\x05\x12\x12\n\nround_wins\x18\n \x03(\x05\x12)\n\x07showing\x18\x0b \x03(\x0b\x32\x18.court.games.v1.CardList\x12(\n\x06gloved\x18\x0c \x03(\x0b\x32\x18.court.games.v1.BoolList\x12\x12\n\ncards_left\x18\r \x03(\x05\"J\n\x14QueensCourtGameEnded\x12\x0e\n\x06winner\x18\x01 \x01(\x05\x12\x12\n\nround_wins\x18\x02 \x03(\x05\x12\x0e\n\x06rounds\x18\x03 \x01(\x05\"l\n\x16QueensCourtRoundResult\x12,\n\x07spreads\x18\x01 \x03(\x0b\x32\x1b.court.games.v1.NullableInt\x12\x13\n\x0bpile_counts\x18\x02 \x03(\x05\x12\x0f\n\x07winners\x18\x03 \x03(\x05\"\x91\x01\n\x11QueensCourtResult\x12\x36\n\x06rounds\x18\x01 \x03(\x0b\x32&.court.games.v1.QueensCourtRoundResult\x12\x12\n\nround_wins\x18\x02 \x03(\x05\x12\x13\n\x06winner\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x10\n\x08\x66inished\x18\x04 \x01(\x08\x42\t\n\x07_winner\"P\n\x0fQueensCourtPile\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\x12\x0f\n\x07showing\x18\x02 \x01(\t\x12\x0e\n\x06gloved\x18\x03 \x01(\x08\x12\r\n\x05\x63ount\x18\x04 \x01(\x05\"\x80\x02\n\x0fQueensCourtSeat\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12-\n\x04left\x18\x02 \x01(\x0b\x32\x1f.court.games.v1.QueensCourtPile\x12.\n\x05right\x18\x03 \x01(\x0b\x32\x1f.court.games.v1.QueensCourtPile\x12\x13\n\x06spread\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x14\n\x0c\x64ouble_queen\x18\x05 \x01(\x08\x12\x12\n\npile_count\x18\x06 \x01(\x05\x12\x0e\n\x06locked\x18\x07 \x01(\x08\x12\x11\n\thand_size\x18\x08 \x01(\x05\x12\x13\n\x0bholds_glove\x18\t \x01(\x08\x42\t\n\x07_spread\"\xfa\x02\n\x0fQueensCourtView\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x0f\n\x07players\x18\x03 \x01(\x05\x12\r\n\x05round\x18\x04 \x01(\x05\x12\x0f\n\x07starter\x18\x05 \x01(\x05\x12\r\n\x05phase\x18\x06 \x01(\t\x12\x0e\n\x06to_act\x18\x07 \x03(\x05\x12\x11\n\tdeck_size\x18\x08 \x01(\x05\x12.\n\x05table\x18\t \x03(\x0b\x32\x1f.court.games.v1.QueensCourtSeat\x12\x12\n\nround_wins\x18\n \x03(\x05\x12\x36\n\x06rounds\x18\x0b \x03(\x0b\x32&.court.games.v1.QueensCourtRoundResult\x12\x13\n\x06winner\x18\x0c \x01(\x05H\x01\x88\x01\x01\x12\x10\n\x08\x66inished\x18\r \x01(\x08\x12,\n\x04hand\x18\x0e \x01(\x0b\x32\x18.court.games.v1.CardListB\x04\xa0\x86\x19\x01\x42\x07\n\x05_seatB\t\n\x07_winnerb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!court/games/v1/queens_court.proto\x12\x0e\x63ourt.games.v1\x1a\x1b\x63ourt/games/v1/common.proto\"d\n\x12QueensCourtOptions\x12\x1a\n\x07players\x18\x01 \x01(\x05\x42\x04\xa0\x86\x19\x01H\x00\x88\x01\x01\x12\x1a\n\x07starter\x18\x02 \x01(\x05\x42\x04\xa0\x86\x19\x01H\x01\x88\x01\x01\x42\n\n\x08_playersB\n\n\x08_starter\"}\n\x16QueensCourtGameStarted\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\x0f\n\x07players\x18\x02 \x01(\x05\x12\x0f\n\x07starter\x18\x03 \x01(\x05\x12\x33\n\x07options\x18\x04 \x01(\x0b\x32\".court.games.v1.QueensCourtOptions\"\xc9\x01\n\x15QueensCourtRoundDealt\x12\r\n\x05round\x18\x01 \x01(\x05\x12\x0f\n\x07starter\x18\x02 \x01(\x05\x12\'\n\x05piles\x18\x03 \x03(\x0b\x32\x18.court.games.v1.CardList\x12,\n\x07spreads\x18\x04 \x03(\x0b\x32\x1b.court.games.v1.NullableInt\x12\x12\n\nhand_sizes\x18\x05 \x03(\x05\x12\x11\n\tdeck_size\x18\x06 \x01(\x05\x12\x12\n\nround_wins\x18\x07 \x03(\x05\"\x9a\x01\n\x14QueensCourtHandDealt\x12\r\n\x05round\x18\x01 \x01(\x05\x12\x0e\n\x06player\x18\x02 \x01(\x05\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\x12;\n\x06secret\x18\x04 \x01(\x0b\x32+.court.games.v1.QueensCourtHandDealt.Secret\x1a\x17\n\x06Secret\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"\x95\x02\n\x15QueensCourtCardPlayed\x12\r\n\x05round\x18\x01 \x01(\x05\x12\x0e\n\x06player\x18\x02 \x01(\x05\x12\x0c\n\x04\x63\x61rd\x18\x03 \x01(\t\x12\x0e\n\x06target\x18\x04 \x01(\x05\x12\x0c\n\x04pile\x18\x05 \x01(\t\x12\r\n\x05phase\x18\x06 \x01(\t\x12\x1a\n\rspread_before\x18\x07 \x01(\x05H\x00\x88\x01\x01\x12\x19\n\x0cspread_after\x18\x08 \x01(\x05H\x01\x88\x01\x01\x12\x15\n\rzero_by_queen\x18\t \x01(\x08\x12\r\n\x05glove\x18\n \x01(\x08\x12\x0f\n\x07showing\x18\x0b \x03(\t\x12\x11\n\thand_size\x18\x0c \x01(\x05\x42\x10\n\x0e_spread_beforeB\x0f\n\r_spread_after\"\xbc\x01\n\x15QueensCourtCardsDrawn\x12\r\n\x05round\x18\x01 \x01(\x05\x12\x0e\n\x06player\x18\x02 \x01(\x05\x12\r\n\x05\x63ount\x18\x03 \x01(\x05\x12\x0b\n\x03\x64ue\x18\x04 \x01(\x05\x12\x11\n\tdeck_size\x18\x05 \x01(\x05\x12<\n\x06secret\x18\x06 \x01(\x0b\x32,.court.games.v1.QueensCourtCardsDrawn.Secret\x1a\x17\n\x06Secret\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\"z\n\x1cQueensCourtSecondHalfStarted\x12\r\n\x05round\x18\x01 \x01(\x05\x12\x12\n\nemptied_by\x18\x02 \x01(\x05\x12\x13\n\x0bnext_player\x18\x03 \x01(\x05\x12\x0e\n\x06gloves\x18\x04 \x01(\x05\x12\x12\n\nhand_sizes\x18\x05 \x03(\x05\"j\n\x15QueensCourtPileLocked\x12\r\n\x05round\x18\x01 \x01(\x05\x12\x0e\n\x06player\x18\x02 \x01(\x05\x12\x13\n\x06spread\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x12\n\npile_count\x18\x04 \x01(\x05\x42\t\n\x07_spread\"\xce\x02\n\x15QueensCourtRoundEnded\x12\r\n\x05round\x18\x01 \x01(\x05\x12\x0f\n\x07starter\x18\x02 \x01(\x05\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12,\n\x07spreads\x18\x04 \x03(\x0b\x32\x1b.court.games.v1.NullableInt\x12\x13\n\x0bpile_counts\x18\x05 \x03(\x05\x12\x0f\n\x07winners\x18\x06 \x03(\x05\x12\x0e\n\x06losers\x18\x07 \x03(\x05\x12\x0e\n\x06gained\x18\x08 \x03(\x05\x12\x14\n\x0c\x64ouble_queen\x18\t \x03(\x05\x12\x12\n\nround_wins\x18\n \x03(\x05\x12)\n\x07showing\x18\x0b \x03(\x0b\x32\x18.court.games.v1.CardList\x12(\n\x06gloved\x18\x0c \x03(\x0b\x32\x18.court.games.v1.BoolList\x12\x12\n\ncards_left\x18\r \x03(\x05\"J\n\x14QueensCourtGameEnded\x12\x0e\n\x06winner\x18\x01 \x01(\x05\x12\x12\n\nround_wins\x18\x02 \x03(\x05\x12\x0e\n\x06rounds\x18\x03 \x01(\x05\"l\n\x16QueensCourtRoundResult\x12,\n\x07spreads\x18\x01 \x03(\x0b\x32\x1b.court.games.v1.NullableInt\x12\x13\n\x0bpile_counts\x18\x02 \x03(\x05\x12\x0f\n\x07winners\x18\x03 \x03(\x05\"\x91\x01\n\x11QueensCourtResult\x12\x36\n\x06rounds\x18\x01 \x03(\x0b\x32&.court.games.v1.QueensCourtRoundResult\x12\x12\n\nround_wins\x18\x02 \x03(\x05\x12\x13\n\x06winner\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x10\n\x08\x66inished\x18\x04 \x01(\x08\x42\t\n\x07_winner\"P\n\x0fQueensCourtPile\x12\r\n\x05\x63\x61rds\x18\x01 \x03(\t\x12\x0f\n\x07showing\x18\x02 \x01(\t\x12\x0e\n\x06gloved\x18\x03 \x01(\x08\x12\r\n\x05\x63ount\x18\x04 \x01(\x05\"\x80\x02\n\x0fQueensCourtSeat\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12-\n\x04left\x18\x02 \x01(\x0b\x32\x1f.court.games.v1.QueensCourtPile\x12.\n\x05right\x18\x03 \x01(\x0b\x32\x1f.court.games.v1.QueensCourtPile\x12\x13\n\x06spread\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x14\n\x0c\x64ouble_queen\x18\x05 \x01(\x08\x12\x12\n\npile_count\x18\x06 \x01(\x05\x12\x0e\n\x06locked\x18\x07 \x01(\x08\x12\x11\n\thand_size\x18\x08 \x01(\x05\x12\x13\n\x0bholds_glove\x18\t \x01(\x08\x42\t\n\x07_spread\"\xfa\x02\n\x0fQueensCourtView\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x0f\n\x07players\x18\x03 \x01(\x05\x12\r\n\x05round\x18\x04 \x01(\x05\x12\x0f\n\x07starter\x18\x05 \x01(\x05\x12\r\n\x05phase\x18\x06 \x01(\t\x12\x0e\n\x06to_act\x18\x07 \x03(\x05\x12\x11\n\tdeck_size\x18\x08 \x01(\x05\x12.\n\x05table\x18\t \x03(\x0b\x32\x1f.court.games.v1.QueensCourtSeat\x12\x12\n\nround_wins\x18\n \x03(\x05\x12\x36\n\x06rounds\x18\x0b \x03(\x0b\x32&.court.games.v1.QueensCourtRoundResult\x12\x13\n\x06winner\x18\x0c \x01(\x05H\x01\x88\x01\x01\x12\x10\n\x08\x66inished\x18\r \x01(\x08\x12,\n\x04hand\x18\x0e \x01(\x0b\x32\x18.court.games.v1.CardListB\x04\xa0\x86\x19\x01\x42\x07\n\x05_seatB\t\n\x07_winnerb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'court_proto.court.games.v1.queens_court_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
+  _globals['_QUEENSCOURTOPTIONS'].fields_by_name['players']._loaded_options = None
+  _globals['_QUEENSCOURTOPTIONS'].fields_by_name['players']._serialized_options = b'\240\206\031\001'
+  _globals['_QUEENSCOURTOPTIONS'].fields_by_name['starter']._loaded_options = None
+  _globals['_QUEENSCOURTOPTIONS'].fields_by_name['starter']._serialized_options = b'\240\206\031\001'
   _globals['_QUEENSCOURTVIEW'].fields_by_name['hand']._loaded_options = None
   _globals['_QUEENSCOURTVIEW'].fields_by_name['hand']._serialized_options = b'\240\206\031\001'
   _globals['_QUEENSCOURTOPTIONS']._serialized_start=82
-  _globals['_QUEENSCOURTOPTIONS']._serialized_end=136
-  _globals['_QUEENSCOURTGAMESTARTED']._serialized_start=138
-  _globals['_QUEENSCOURTGAMESTARTED']._serialized_end=263
-  _globals['_QUEENSCOURTROUNDDEALT']._serialized_start=266
-  _globals['_QUEENSCOURTROUNDDEALT']._serialized_end=467
-  _globals['_QUEENSCOURTHANDDEALT']._serialized_start=470
-  _globals['_QUEENSCOURTHANDDEALT']._serialized_end=624
-  _globals['_QUEENSCOURTHANDDEALT_SECRET']._serialized_start=601
-  _globals['_QUEENSCOURTHANDDEALT_SECRET']._serialized_end=624
-  _globals['_QUEENSCOURTCARDPLAYED']._serialized_start=627
-  _globals['_QUEENSCOURTCARDPLAYED']._serialized_end=904
-  _globals['_QUEENSCOURTCARDSDRAWN']._serialized_start=907
-  _globals['_QUEENSCOURTCARDSDRAWN']._serialized_end=1095
-  _globals['_QUEENSCOURTCARDSDRAWN_SECRET']._serialized_start=601
-  _globals['_QUEENSCOURTCARDSDRAWN_SECRET']._serialized_end=624
-  _globals['_QUEENSCOURTSECONDHALFSTARTED']._serialized_start=1097
-  _globals['_QUEENSCOURTSECONDHALFSTARTED']._serialized_end=1219
-  _globals['_QUEENSCOURTPILELOCKED']._serialized_start=1221
-  _globals['_QUEENSCOURTPILELOCKED']._serialized_end=1327
-  _globals['_QUEENSCOURTROUNDENDED']._serialized_start=1330
-  _globals['_QUEENSCOURTROUNDENDED']._serialized_end=1664
-  _globals['_QUEENSCOURTGAMEENDED']._serialized_start=1666
-  _globals['_QUEENSCOURTGAMEENDED']._serialized_end=1740
-  _globals['_QUEENSCOURTROUNDRESULT']._serialized_start=1742
-  _globals['_QUEENSCOURTROUNDRESULT']._serialized_end=1850
-  _globals['_QUEENSCOURTRESULT']._serialized_start=1853
-  _globals['_QUEENSCOURTRESULT']._serialized_end=1998
-  _globals['_QUEENSCOURTPILE']._serialized_start=2000
-  _globals['_QUEENSCOURTPILE']._serialized_end=2080
-  _globals['_QUEENSCOURTSEAT']._serialized_start=2083
-  _globals['_QUEENSCOURTSEAT']._serialized_end=2339
-  _globals['_QUEENSCOURTVIEW']._serialized_start=2342
-  _globals['_QUEENSCOURTVIEW']._serialized_end=2720
+  _globals['_QUEENSCOURTOPTIONS']._serialized_end=182
+  _globals['_QUEENSCOURTGAMESTARTED']._serialized_start=184
+  _globals['_QUEENSCOURTGAMESTARTED']._serialized_end=309
+  _globals['_QUEENSCOURTROUNDDEALT']._serialized_start=312
+  _globals['_QUEENSCOURTROUNDDEALT']._serialized_end=513
+  _globals['_QUEENSCOURTHANDDEALT']._serialized_start=516
+  _globals['_QUEENSCOURTHANDDEALT']._serialized_end=670
+  _globals['_QUEENSCOURTHANDDEALT_SECRET']._serialized_start=647
+  _globals['_QUEENSCOURTHANDDEALT_SECRET']._serialized_end=670
+  _globals['_QUEENSCOURTCARDPLAYED']._serialized_start=673
+  _globals['_QUEENSCOURTCARDPLAYED']._serialized_end=950
+  _globals['_QUEENSCOURTCARDSDRAWN']._serialized_start=953
+  _globals['_QUEENSCOURTCARDSDRAWN']._serialized_end=1141
+  _globals['_QUEENSCOURTCARDSDRAWN_SECRET']._serialized_start=647
+  _globals['_QUEENSCOURTCARDSDRAWN_SECRET']._serialized_end=670
+  _globals['_QUEENSCOURTSECONDHALFSTARTED']._serialized_start=1143
+  _globals['_QUEENSCOURTSECONDHALFSTARTED']._serialized_end=1265
+  _globals['_QUEENSCOURTPILELOCKED']._serialized_start=1267
+  _globals['_QUEENSCOURTPILELOCKED']._serialized_end=1373
+  _globals['_QUEENSCOURTROUNDENDED']._serialized_start=1376
+  _globals['_QUEENSCOURTROUNDENDED']._serialized_end=1710
+  _globals['_QUEENSCOURTGAMEENDED']._serialized_start=1712
+  _globals['_QUEENSCOURTGAMEENDED']._serialized_end=1786
+  _globals['_QUEENSCOURTROUNDRESULT']._serialized_start=1788
+  _globals['_QUEENSCOURTROUNDRESULT']._serialized_end=1896
+  _globals['_QUEENSCOURTRESULT']._serialized_start=1899
+  _globals['_QUEENSCOURTRESULT']._serialized_end=2044
+  _globals['_QUEENSCOURTPILE']._serialized_start=2046
+  _globals['_QUEENSCOURTPILE']._serialized_end=2126
+  _globals['_QUEENSCOURTSEAT']._serialized_start=2129
+  _globals['_QUEENSCOURTSEAT']._serialized_end=2385
+  _globals['_QUEENSCOURTVIEW']._serialized_start=2388
+  _globals['_QUEENSCOURTVIEW']._serialized_end=2766
 # @@protoc_insertion_point(module_scope)

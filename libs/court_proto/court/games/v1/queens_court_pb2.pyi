@@ -24,7 +24,9 @@ DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
 class QueensCourtOptions(_message.Message):
-    """Rule variants."""
+    """Rule variants. Every field is set in a game's options as the engine
+    reports them; a request may leave any out to take its default.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -37,14 +39,21 @@ class QueensCourtOptions(_message.Message):
     def __init__(
         self,
         *,
-        players: _builtins.int = ...,
-        starter: _builtins.int = ...,
+        players: _builtins.int | None = ...,
+        starter: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_players", b"_players", "_starter", b"_starter", "players", b"players", "starter", b"starter"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["players", b"players", "starter", b"starter"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_players", b"_players", "_starter", b"_starter", "players", b"players", "starter", b"starter"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__players: _TypeAlias = _typing.Literal["players"]  # noqa: Y015
+    _WhichOneofArgType__players: _TypeAlias = _typing.Literal["_players", b"_players"]  # noqa: Y015
+    _WhichOneofReturnType__starter: _TypeAlias = _typing.Literal["starter"]  # noqa: Y015
+    _WhichOneofArgType__starter: _TypeAlias = _typing.Literal["_starter", b"_starter"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__players) -> _WhichOneofReturnType__players | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__starter) -> _WhichOneofReturnType__starter | None: ...
 
 Global___QueensCourtOptions: _TypeAlias = QueensCourtOptions  # noqa: Y015
 

@@ -24,7 +24,9 @@ DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
 class TheCourtOptions(_message.Message):
-    """Rule variants."""
+    """Rule variants. Every field is set in a game's options as the engine
+    reports them; a request may leave any out to take its default.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -34,13 +36,15 @@ class TheCourtOptions(_message.Message):
     def __init__(
         self,
         *,
-        mode: _builtins.str = ...,
+        mode: _builtins.str | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_mode", b"_mode", "mode", b"mode"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["mode", b"mode"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_mode", b"_mode", "mode", b"mode"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__mode: _TypeAlias = _typing.Literal["mode"]  # noqa: Y015
+    _WhichOneofArgType__mode: _TypeAlias = _typing.Literal["_mode", b"_mode"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__mode) -> _WhichOneofReturnType__mode | None: ...
 
 Global___TheCourtOptions: _TypeAlias = TheCourtOptions  # noqa: Y015
 
