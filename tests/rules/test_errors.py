@@ -167,7 +167,7 @@ async def test_permission_denied(replicas: Any, rules: Any, table: dict[str, Any
 
 async def test_aborted_on_a_lost_race(replicas: Any, rules: Any, table: dict[str, Any]) -> None:
     gid = table["gid"]
-    other = await replicas.start(sweep_delay=0.2)
+    other = await replicas.start()
     alice_a = replicas.client(rules, "alice", retries=0)
     alice_b = replicas.client(other, "alice", retries=0)
     view = await alice_a.get_view(gid)

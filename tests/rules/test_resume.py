@@ -101,7 +101,7 @@ async def test_a_player_cannot_read_the_hands_of_a_live_game_through_resume(repl
     admin = replicas.client(rules, "root", "admin")
     before = await admin.history(gid)
     ann_move = (await ann.get_view(gid)).legal_actions[0]
-    other = await replicas.start(sweep_delay=0.2)  # holds the original in its cache
+    other = await replicas.start()  # holds the original in its cache
     ann_on_other = replicas.client(other, "ann", retries=0)
     assert not (await ann_on_other.get_view(gid)).finished
     code = grpc.StatusCode
@@ -146,5 +146,5 @@ async def test_a_player_cannot_read_the_hands_of_a_live_game_through_resume(repl
     for seat in (1, 2, 3):
         assert await _code(ann.get_view(new.game_id, seat)) == code.PERMISSION_DENIED
     # and one that loads the original afresh
-    third = await replicas.start(sweep_delay=0.2)
+    third = await replicas.start()
     assert (await replicas.client(third, "ann").get_view(gid)).finished
