@@ -29,10 +29,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from court_games.core import Event as EngineEvent
+from court_games.core import InvalidOptions
 from court_proto.court.games.v1 import common_pb2, events_pb2, views_pb2
 from google.protobuf.message import Message
-
-from . import actions as kactions
 
 Descriptor = Any  # google.protobuf.descriptor.Descriptor (upb's has no stubs mypy can follow)
 FieldDescriptor = Any
@@ -42,9 +41,8 @@ GameOptions = events_pb2.GameOptions
 GameResult = events_pb2.GameResult
 
 GAMES = ("queens_court", "hearts", "the_court", "court_wars")
-NOBODY = -1  # Event.owner of a secret no player may see (GameCreated's seed)
-SERVICE_KINDS = {"GameCreated": "game_created", "ActionApplied": "action_applied",
-                 "TurnStarted": "turn_started"}
+NOBODY = -1  # Event.owner of a secret no player may see
+SERVICE_KINDS = {"TurnStarted": "turn_started"}
 _SERVICE_GAME_ENDED = "game_ended"  # the service's GameEnded {result, winners}; engines' have their own
 
 
@@ -84,7 +82,6 @@ _LIST_WRAPPERS = {common_pb2.CardList.DESCRIPTOR.full_name: "cards",
                   common_pb2.StringList.DESCRIPTOR.full_name: "values",
                   common_pb2.IntList.DESCRIPTOR.full_name: "values",
                   common_pb2.BoolList.DESCRIPTOR.full_name: "values"}
-_ACTION = "court.rules.v1.Action"
 _PER_GAME = {events_pb2.GameOptions.DESCRIPTOR.full_name, events_pb2.GameResult.DESCRIPTOR.full_name}
 _OMITTED = common_pb2.omitted_when_unset
 
@@ -283,8 +280,6 @@ def _value_converters(desc: Descriptor) -> tuple[ToProto, FromProto]:
     if desc.name.startswith("Nullable"):
         return (lambda v, game: cls(value=v) if v is not None else cls()), (
             lambda m: m.value if m.HasField("value") else None)
-    if name == _ACTION:
-        return (lambda v, game: kactions.from_json(game, v)), kactions.to_json
     if name in _PER_GAME or (desc.oneofs and desc.oneofs[0].name == "game" and len(desc.fields) == len(GAMES)):
         plans = {fd.name: _plan(fd.message_type) for fd in desc.fields}
 
@@ -316,23 +311,35 @@ def kind_of(game: str, type_: str, data: Mapping[str, Any]) -> str:
     return kind
 
 
+def _from_engine(game: str, event: EngineEvent, secret: bool, owner: bool) -> Any:
+    kind = kind_of(game, event.type, event.data)
+    plan = _KIND_PLANS[kind]
+    try:
+        kw = plan.kwargs(event.data, game)
+        if event.private:
+            if plan.secret is None:
+                raise TypedError(f"{plan.name} has no secret part for {dict(event.private)!r}")
+            if secret:
+                kw["secret"] = plan.secret.cls(**plan.secret.kwargs(event.private, game))
+                if owner:
+                    return Event(owner=NOBODY if event.owner is None else event.owner, **{kind: plan.cls(**kw)})
+        return Event(**{kind: plan.cls(**kw)})
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, TypedError):
+            raise
+        raise TypedError(f"{plan.name}: {exc} (from {event!r})") from None
+
+
+def event_for_seat_to_proto(game: str, event: EngineEvent, seat: int | None) -> Any:
+    """``event.for_seat(seat)`` as a message, straight from the engine event (no owner field)."""
+    mine = seat is not None and bool(event.private) and seat == event.owner
+    return _from_engine(game, event, mine, False)
+
+
 def event_to_proto(game: str, event: EngineEvent | Mapping[str, Any]) -> Any:
     """The typed ``Event`` of an engine or service event (see the module doc for the forms)."""
     if isinstance(event, EngineEvent):
-        kind = kind_of(game, event.type, event.data)
-        plan = _KIND_PLANS[kind]
-        try:
-            kw = plan.kwargs(event.data, game)
-            if event.private and plan.secret is not None:
-                kw["secret"] = plan.secret.cls(**plan.secret.kwargs(event.private, game))
-                return Event(owner=NOBODY if event.owner is None else event.owner, **{kind: plan.cls(**kw)})
-            if event.private:
-                raise TypedError(f"{plan.name} has no secret part for {dict(event.private)!r}")
-            return Event(**{kind: plan.cls(**kw)})
-        except (TypeError, ValueError) as exc:
-            if isinstance(exc, TypedError):
-                raise
-            raise TypedError(f"{plan.name}: {exc} (from {event!r})") from None
+        return _from_engine(game, event, True, True)
     d = event
     type_ = d.get("type")
     if not isinstance(type_, str):
@@ -379,6 +386,21 @@ def event_from_proto(msg: Any) -> dict[str, Any]:
     return out
 
 
+def engine_event_from_proto(msg: Any) -> EngineEvent:
+    """The ``court_games.core.Event`` a message holds (its secret as ``private``; ``owner`` None
+    when the message names none or names nobody)."""
+    kind = msg.WhichOneof("kind")
+    if kind is None:
+        raise TypedError("the event sets no kind")
+    plan = _KIND_PLANS[kind]
+    inner = getattr(msg, kind)
+    private = None
+    if plan.secret is not None and inner.HasField("secret"):
+        private = plan.secret.fill(inner.secret, {})
+    owner = msg.owner if msg.HasField("owner") and msg.owner != NOBODY else None
+    return EngineEvent(TYPE_OF[kind], plan.fill(inner, {}), private, owner)
+
+
 def public_event(msg: Any) -> Any:
     """The public form of an event: without its secret part and owner (a copy)."""
     kind = msg.WhichOneof("kind")
@@ -419,6 +441,19 @@ def options_to_proto(game: str, options: Mapping[str, Any]) -> Any:
 
 
 def options_from_proto(msg: Any) -> dict[str, Any]:
+    """The options a ``GameOptions`` sets (a request's may leave fields out: their defaults)."""
+    return _OPTIONS_FROM(msg)  # type: ignore[no-any-return]
+
+
+def requested_options(game: str, msg: Any) -> dict[str, Any]:
+    """A request's options for ``game`` as the engine's dict of the fields set (``{}``: no case set,
+    every default). ``InvalidOptions`` (INVALID_ARGUMENT) when they are another game's."""
+    case = msg.WhichOneof("game")
+    if case is None:
+        return {}
+    if case != game:
+        raise InvalidOptions(f"the options are for {case} but the game is {game}: set options.{game} "
+                             f"(or no options, for the defaults)")
     return _OPTIONS_FROM(msg)  # type: ignore[no-any-return]
 
 

@@ -6,8 +6,9 @@ rules service's own events around them. Conventions: common.proto.
 
 An engine dict {"type": "CardPlayed", ...} of game G is the oneof case
 "<G>_<type in snake case>" (hearts CardPlayed: hearts_card_played); the
-service's events have cases of their own (game_created, action_applied,
-turn_started, game_ended).
+service's own have cases of their own (turn_started, game_ended). The
+creation and the move themselves are the record's envelope
+(court.events.v2: GameCreated, MoveRecorded), not events.
 """
 
 from collections import abc as _abc
@@ -15,7 +16,6 @@ from court_proto.court.games.v1 import court_wars_pb2 as _court_wars_pb2
 from court_proto.court.games.v1 import hearts_pb2 as _hearts_pb2
 from court_proto.court.games.v1 import queens_court_pb2 as _queens_court_pb2
 from court_proto.court.games.v1 import the_court_pb2 as _the_court_pb2
-from court_proto.court.rules.v1 import actions_pb2 as _actions_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
@@ -37,8 +37,6 @@ class Event(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     OWNER_FIELD_NUMBER: _builtins.int
-    GAME_CREATED_FIELD_NUMBER: _builtins.int
-    ACTION_APPLIED_FIELD_NUMBER: _builtins.int
     TURN_STARTED_FIELD_NUMBER: _builtins.int
     GAME_ENDED_FIELD_NUMBER: _builtins.int
     QUEENS_COURT_GAME_STARTED_FIELD_NUMBER: _builtins.int
@@ -103,17 +101,13 @@ class Event(_message.Message):
     COURT_WARS_GAME_ENDED_FIELD_NUMBER: _builtins.int
     owner: _builtins.int
     """The seat that may see `secret` (the kind's Secret part). Set in the
-    full-information form only, -1 when no player may see it (the seed);
-    unset in the public form and in the owner's own form.
+    full-information form only (-1: no player may see it); unset in the
+    public form and in the owner's own form.
     """
     @_builtins.property
-    def game_created(self) -> Global___GameCreated:
+    def turn_started(self) -> Global___TurnStarted:
         """the rules service's own events (every game)"""
 
-    @_builtins.property
-    def action_applied(self) -> Global___ActionApplied: ...
-    @_builtins.property
-    def turn_started(self) -> Global___TurnStarted: ...
     @_builtins.property
     def game_ended(self) -> Global___GameEnded: ...
     @_builtins.property
@@ -248,8 +242,6 @@ class Event(_message.Message):
         self,
         *,
         owner: _builtins.int | None = ...,
-        game_created: Global___GameCreated | None = ...,
-        action_applied: Global___ActionApplied | None = ...,
         turn_started: Global___TurnStarted | None = ...,
         game_ended: Global___GameEnded | None = ...,
         queens_court_game_started: _queens_court_pb2.QueensCourtGameStarted | None = ...,
@@ -313,13 +305,13 @@ class Event(_message.Message):
         court_wars_turn_ended: _court_wars_pb2.CourtWarsTurnEnded | None = ...,
         court_wars_game_ended: _court_wars_pb2.CourtWarsGameEnded | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_owner", b"_owner", "action_applied", b"action_applied", "court_wars_attack_skipped", b"court_wars_attack_skipped", "court_wars_card_discarded", b"court_wars_card_discarded", "court_wars_card_drawn", b"court_wars_card_drawn", "court_wars_court_attacked", b"court_wars_court_attacked", "court_wars_court_defeated", b"court_wars_court_defeated", "court_wars_court_revived", b"court_wars_court_revived", "court_wars_defended", b"court_wars_defended", "court_wars_discard_pile_turned", b"court_wars_discard_pile_turned", "court_wars_draw_again_ended", b"court_wars_draw_again_ended", "court_wars_game_ended", b"court_wars_game_ended", "court_wars_game_started", b"court_wars_game_started", "court_wars_guard_placed", b"court_wars_guard_placed", "court_wars_player_out", b"court_wars_player_out", "court_wars_setup_card_drawn", b"court_wars_setup_card_drawn", "court_wars_setup_ended", b"court_wars_setup_ended", "court_wars_setup_pick_lapsed", b"court_wars_setup_pick_lapsed", "court_wars_turn_ended", b"court_wars_turn_ended", "court_wars_turn_passed", b"court_wars_turn_passed", "game_created", b"game_created", "game_ended", b"game_ended", "hearts_card_played", b"hearts_card_played", "hearts_cards_passed", b"hearts_cards_passed", "hearts_game_ended", b"hearts_game_ended", "hearts_game_started", b"hearts_game_started", "hearts_hand_dealt", b"hearts_hand_dealt", "hearts_hand_ended", b"hearts_hand_ended", "hearts_hearts_broken", b"hearts_hearts_broken", "hearts_pass_cards_chosen", b"hearts_pass_cards_chosen", "hearts_play_started", b"hearts_play_started", "hearts_trick_taken", b"hearts_trick_taken", "kind", b"kind", "owner", b"owner", "queens_court_card_played", b"queens_court_card_played", "queens_court_cards_drawn", b"queens_court_cards_drawn", "queens_court_game_ended", b"queens_court_game_ended", "queens_court_game_started", b"queens_court_game_started", "queens_court_hand_dealt", b"queens_court_hand_dealt", "queens_court_pile_locked", b"queens_court_pile_locked", "queens_court_round_dealt", b"queens_court_round_dealt", "queens_court_round_ended", b"queens_court_round_ended", "queens_court_second_half_started", b"queens_court_second_half_started", "the_court_card_accepted", b"the_court_card_accepted", "the_court_card_burned", b"the_court_card_burned", "the_court_card_declined", b"the_court_card_declined", "the_court_card_discarded", b"the_court_card_discarded", "the_court_card_drawn", b"the_court_card_drawn", "the_court_card_handed_off", b"the_court_card_handed_off", "the_court_card_kept", b"the_court_card_kept", "the_court_card_offered", b"the_court_card_offered", "the_court_card_placed", b"the_court_card_placed", "the_court_card_shown", b"the_court_card_shown", "the_court_cards_swapped", b"the_court_cards_swapped", "the_court_game_ended", b"the_court_game_ended", "the_court_game_started", b"the_court_game_started", "the_court_moat_banked", b"the_court_moat_banked", "the_court_moat_deployed", b"the_court_moat_deployed", "the_court_moat_sealed", b"the_court_moat_sealed", "the_court_player_finished", b"the_court_player_finished", "the_court_swap_vetoed", b"the_court_swap_vetoed", "the_court_swap_voted", b"the_court_swap_voted", "the_court_tower_closed", b"the_court_tower_closed", "the_court_tower_started", b"the_court_tower_started", "the_court_tower_swept", b"the_court_tower_swept", "the_court_turn_skipped", b"the_court_turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_owner", b"_owner", "court_wars_attack_skipped", b"court_wars_attack_skipped", "court_wars_card_discarded", b"court_wars_card_discarded", "court_wars_card_drawn", b"court_wars_card_drawn", "court_wars_court_attacked", b"court_wars_court_attacked", "court_wars_court_defeated", b"court_wars_court_defeated", "court_wars_court_revived", b"court_wars_court_revived", "court_wars_defended", b"court_wars_defended", "court_wars_discard_pile_turned", b"court_wars_discard_pile_turned", "court_wars_draw_again_ended", b"court_wars_draw_again_ended", "court_wars_game_ended", b"court_wars_game_ended", "court_wars_game_started", b"court_wars_game_started", "court_wars_guard_placed", b"court_wars_guard_placed", "court_wars_player_out", b"court_wars_player_out", "court_wars_setup_card_drawn", b"court_wars_setup_card_drawn", "court_wars_setup_ended", b"court_wars_setup_ended", "court_wars_setup_pick_lapsed", b"court_wars_setup_pick_lapsed", "court_wars_turn_ended", b"court_wars_turn_ended", "court_wars_turn_passed", b"court_wars_turn_passed", "game_ended", b"game_ended", "hearts_card_played", b"hearts_card_played", "hearts_cards_passed", b"hearts_cards_passed", "hearts_game_ended", b"hearts_game_ended", "hearts_game_started", b"hearts_game_started", "hearts_hand_dealt", b"hearts_hand_dealt", "hearts_hand_ended", b"hearts_hand_ended", "hearts_hearts_broken", b"hearts_hearts_broken", "hearts_pass_cards_chosen", b"hearts_pass_cards_chosen", "hearts_play_started", b"hearts_play_started", "hearts_trick_taken", b"hearts_trick_taken", "kind", b"kind", "owner", b"owner", "queens_court_card_played", b"queens_court_card_played", "queens_court_cards_drawn", b"queens_court_cards_drawn", "queens_court_game_ended", b"queens_court_game_ended", "queens_court_game_started", b"queens_court_game_started", "queens_court_hand_dealt", b"queens_court_hand_dealt", "queens_court_pile_locked", b"queens_court_pile_locked", "queens_court_round_dealt", b"queens_court_round_dealt", "queens_court_round_ended", b"queens_court_round_ended", "queens_court_second_half_started", b"queens_court_second_half_started", "the_court_card_accepted", b"the_court_card_accepted", "the_court_card_burned", b"the_court_card_burned", "the_court_card_declined", b"the_court_card_declined", "the_court_card_discarded", b"the_court_card_discarded", "the_court_card_drawn", b"the_court_card_drawn", "the_court_card_handed_off", b"the_court_card_handed_off", "the_court_card_kept", b"the_court_card_kept", "the_court_card_offered", b"the_court_card_offered", "the_court_card_placed", b"the_court_card_placed", "the_court_card_shown", b"the_court_card_shown", "the_court_cards_swapped", b"the_court_cards_swapped", "the_court_game_ended", b"the_court_game_ended", "the_court_game_started", b"the_court_game_started", "the_court_moat_banked", b"the_court_moat_banked", "the_court_moat_deployed", b"the_court_moat_deployed", "the_court_moat_sealed", b"the_court_moat_sealed", "the_court_player_finished", b"the_court_player_finished", "the_court_swap_vetoed", b"the_court_swap_vetoed", "the_court_swap_voted", b"the_court_swap_voted", "the_court_tower_closed", b"the_court_tower_closed", "the_court_tower_started", b"the_court_tower_started", "the_court_tower_swept", b"the_court_tower_swept", "the_court_turn_skipped", b"the_court_turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_owner", b"_owner", "action_applied", b"action_applied", "court_wars_attack_skipped", b"court_wars_attack_skipped", "court_wars_card_discarded", b"court_wars_card_discarded", "court_wars_card_drawn", b"court_wars_card_drawn", "court_wars_court_attacked", b"court_wars_court_attacked", "court_wars_court_defeated", b"court_wars_court_defeated", "court_wars_court_revived", b"court_wars_court_revived", "court_wars_defended", b"court_wars_defended", "court_wars_discard_pile_turned", b"court_wars_discard_pile_turned", "court_wars_draw_again_ended", b"court_wars_draw_again_ended", "court_wars_game_ended", b"court_wars_game_ended", "court_wars_game_started", b"court_wars_game_started", "court_wars_guard_placed", b"court_wars_guard_placed", "court_wars_player_out", b"court_wars_player_out", "court_wars_setup_card_drawn", b"court_wars_setup_card_drawn", "court_wars_setup_ended", b"court_wars_setup_ended", "court_wars_setup_pick_lapsed", b"court_wars_setup_pick_lapsed", "court_wars_turn_ended", b"court_wars_turn_ended", "court_wars_turn_passed", b"court_wars_turn_passed", "game_created", b"game_created", "game_ended", b"game_ended", "hearts_card_played", b"hearts_card_played", "hearts_cards_passed", b"hearts_cards_passed", "hearts_game_ended", b"hearts_game_ended", "hearts_game_started", b"hearts_game_started", "hearts_hand_dealt", b"hearts_hand_dealt", "hearts_hand_ended", b"hearts_hand_ended", "hearts_hearts_broken", b"hearts_hearts_broken", "hearts_pass_cards_chosen", b"hearts_pass_cards_chosen", "hearts_play_started", b"hearts_play_started", "hearts_trick_taken", b"hearts_trick_taken", "kind", b"kind", "owner", b"owner", "queens_court_card_played", b"queens_court_card_played", "queens_court_cards_drawn", b"queens_court_cards_drawn", "queens_court_game_ended", b"queens_court_game_ended", "queens_court_game_started", b"queens_court_game_started", "queens_court_hand_dealt", b"queens_court_hand_dealt", "queens_court_pile_locked", b"queens_court_pile_locked", "queens_court_round_dealt", b"queens_court_round_dealt", "queens_court_round_ended", b"queens_court_round_ended", "queens_court_second_half_started", b"queens_court_second_half_started", "the_court_card_accepted", b"the_court_card_accepted", "the_court_card_burned", b"the_court_card_burned", "the_court_card_declined", b"the_court_card_declined", "the_court_card_discarded", b"the_court_card_discarded", "the_court_card_drawn", b"the_court_card_drawn", "the_court_card_handed_off", b"the_court_card_handed_off", "the_court_card_kept", b"the_court_card_kept", "the_court_card_offered", b"the_court_card_offered", "the_court_card_placed", b"the_court_card_placed", "the_court_card_shown", b"the_court_card_shown", "the_court_cards_swapped", b"the_court_cards_swapped", "the_court_game_ended", b"the_court_game_ended", "the_court_game_started", b"the_court_game_started", "the_court_moat_banked", b"the_court_moat_banked", "the_court_moat_deployed", b"the_court_moat_deployed", "the_court_moat_sealed", b"the_court_moat_sealed", "the_court_player_finished", b"the_court_player_finished", "the_court_swap_vetoed", b"the_court_swap_vetoed", "the_court_swap_voted", b"the_court_swap_voted", "the_court_tower_closed", b"the_court_tower_closed", "the_court_tower_started", b"the_court_tower_started", "the_court_tower_swept", b"the_court_tower_swept", "the_court_turn_skipped", b"the_court_turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_owner", b"_owner", "court_wars_attack_skipped", b"court_wars_attack_skipped", "court_wars_card_discarded", b"court_wars_card_discarded", "court_wars_card_drawn", b"court_wars_card_drawn", "court_wars_court_attacked", b"court_wars_court_attacked", "court_wars_court_defeated", b"court_wars_court_defeated", "court_wars_court_revived", b"court_wars_court_revived", "court_wars_defended", b"court_wars_defended", "court_wars_discard_pile_turned", b"court_wars_discard_pile_turned", "court_wars_draw_again_ended", b"court_wars_draw_again_ended", "court_wars_game_ended", b"court_wars_game_ended", "court_wars_game_started", b"court_wars_game_started", "court_wars_guard_placed", b"court_wars_guard_placed", "court_wars_player_out", b"court_wars_player_out", "court_wars_setup_card_drawn", b"court_wars_setup_card_drawn", "court_wars_setup_ended", b"court_wars_setup_ended", "court_wars_setup_pick_lapsed", b"court_wars_setup_pick_lapsed", "court_wars_turn_ended", b"court_wars_turn_ended", "court_wars_turn_passed", b"court_wars_turn_passed", "game_ended", b"game_ended", "hearts_card_played", b"hearts_card_played", "hearts_cards_passed", b"hearts_cards_passed", "hearts_game_ended", b"hearts_game_ended", "hearts_game_started", b"hearts_game_started", "hearts_hand_dealt", b"hearts_hand_dealt", "hearts_hand_ended", b"hearts_hand_ended", "hearts_hearts_broken", b"hearts_hearts_broken", "hearts_pass_cards_chosen", b"hearts_pass_cards_chosen", "hearts_play_started", b"hearts_play_started", "hearts_trick_taken", b"hearts_trick_taken", "kind", b"kind", "owner", b"owner", "queens_court_card_played", b"queens_court_card_played", "queens_court_cards_drawn", b"queens_court_cards_drawn", "queens_court_game_ended", b"queens_court_game_ended", "queens_court_game_started", b"queens_court_game_started", "queens_court_hand_dealt", b"queens_court_hand_dealt", "queens_court_pile_locked", b"queens_court_pile_locked", "queens_court_round_dealt", b"queens_court_round_dealt", "queens_court_round_ended", b"queens_court_round_ended", "queens_court_second_half_started", b"queens_court_second_half_started", "the_court_card_accepted", b"the_court_card_accepted", "the_court_card_burned", b"the_court_card_burned", "the_court_card_declined", b"the_court_card_declined", "the_court_card_discarded", b"the_court_card_discarded", "the_court_card_drawn", b"the_court_card_drawn", "the_court_card_handed_off", b"the_court_card_handed_off", "the_court_card_kept", b"the_court_card_kept", "the_court_card_offered", b"the_court_card_offered", "the_court_card_placed", b"the_court_card_placed", "the_court_card_shown", b"the_court_card_shown", "the_court_cards_swapped", b"the_court_cards_swapped", "the_court_game_ended", b"the_court_game_ended", "the_court_game_started", b"the_court_game_started", "the_court_moat_banked", b"the_court_moat_banked", "the_court_moat_deployed", b"the_court_moat_deployed", "the_court_moat_sealed", b"the_court_moat_sealed", "the_court_player_finished", b"the_court_player_finished", "the_court_swap_vetoed", b"the_court_swap_vetoed", "the_court_swap_voted", b"the_court_swap_voted", "the_court_tower_closed", b"the_court_tower_closed", "the_court_tower_started", b"the_court_tower_started", "the_court_tower_swept", b"the_court_tower_swept", "the_court_turn_skipped", b"the_court_turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__owner: _TypeAlias = _typing.Literal["owner"]  # noqa: Y015
     _WhichOneofArgType__owner: _TypeAlias = _typing.Literal["_owner", b"_owner"]  # noqa: Y015
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["game_created", "action_applied", "turn_started", "game_ended", "queens_court_game_started", "queens_court_round_dealt", "queens_court_hand_dealt", "queens_court_card_played", "queens_court_cards_drawn", "queens_court_second_half_started", "queens_court_pile_locked", "queens_court_round_ended", "queens_court_game_ended", "hearts_game_started", "hearts_hand_dealt", "hearts_pass_cards_chosen", "hearts_cards_passed", "hearts_play_started", "hearts_card_played", "hearts_hearts_broken", "hearts_trick_taken", "hearts_hand_ended", "hearts_game_ended", "the_court_game_started", "the_court_card_drawn", "the_court_card_shown", "the_court_card_offered", "the_court_card_accepted", "the_court_card_declined", "the_court_card_kept", "the_court_card_burned", "the_court_swap_voted", "the_court_cards_swapped", "the_court_swap_vetoed", "the_court_tower_started", "the_court_card_placed", "the_court_tower_closed", "the_court_tower_swept", "the_court_moat_banked", "the_court_moat_deployed", "the_court_moat_sealed", "the_court_card_discarded", "the_court_card_handed_off", "the_court_turn_skipped", "the_court_player_finished", "the_court_game_ended", "court_wars_game_started", "court_wars_setup_pick_lapsed", "court_wars_setup_card_drawn", "court_wars_setup_ended", "court_wars_guard_placed", "court_wars_card_drawn", "court_wars_card_discarded", "court_wars_discard_pile_turned", "court_wars_defended", "court_wars_court_attacked", "court_wars_court_defeated", "court_wars_court_revived", "court_wars_player_out", "court_wars_attack_skipped", "court_wars_turn_passed", "court_wars_draw_again_ended", "court_wars_turn_ended", "court_wars_game_ended"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["turn_started", "game_ended", "queens_court_game_started", "queens_court_round_dealt", "queens_court_hand_dealt", "queens_court_card_played", "queens_court_cards_drawn", "queens_court_second_half_started", "queens_court_pile_locked", "queens_court_round_ended", "queens_court_game_ended", "hearts_game_started", "hearts_hand_dealt", "hearts_pass_cards_chosen", "hearts_cards_passed", "hearts_play_started", "hearts_card_played", "hearts_hearts_broken", "hearts_trick_taken", "hearts_hand_ended", "hearts_game_ended", "the_court_game_started", "the_court_card_drawn", "the_court_card_shown", "the_court_card_offered", "the_court_card_accepted", "the_court_card_declined", "the_court_card_kept", "the_court_card_burned", "the_court_swap_voted", "the_court_cards_swapped", "the_court_swap_vetoed", "the_court_tower_started", "the_court_card_placed", "the_court_tower_closed", "the_court_tower_swept", "the_court_moat_banked", "the_court_moat_deployed", "the_court_moat_sealed", "the_court_card_discarded", "the_court_card_handed_off", "the_court_turn_skipped", "the_court_player_finished", "the_court_game_ended", "court_wars_game_started", "court_wars_setup_pick_lapsed", "court_wars_setup_card_drawn", "court_wars_setup_ended", "court_wars_guard_placed", "court_wars_card_drawn", "court_wars_card_discarded", "court_wars_discard_pile_turned", "court_wars_defended", "court_wars_court_attacked", "court_wars_court_defeated", "court_wars_court_revived", "court_wars_player_out", "court_wars_attack_skipped", "court_wars_turn_passed", "court_wars_draw_again_ended", "court_wars_turn_ended", "court_wars_game_ended"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__owner) -> _WhichOneofReturnType__owner | None: ...
@@ -399,123 +391,6 @@ class GameResult(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType_game) -> _WhichOneofReturnType_game | None: ...
 
 Global___GameResult: _TypeAlias = GameResult  # noqa: Y015
-
-@_typing.final
-class GameCreated(_message.Message):
-    """A game was created (seq 0, before the engine's opening events)."""
-
-    DESCRIPTOR: _descriptor.Descriptor
-
-    @_typing.final
-    class Secret(_message.Message):
-        DESCRIPTOR: _descriptor.Descriptor
-
-        SEED_FIELD_NUMBER: _builtins.int
-        seed: _builtins.int
-        """the shuffle seed (below 2**53)"""
-        def __init__(
-            self,
-            *,
-            seed: _builtins.int = ...,
-        ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["seed", b"seed"]  # noqa: Y015
-        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-        def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-    GAME_FIELD_NUMBER: _builtins.int
-    OPTIONS_FIELD_NUMBER: _builtins.int
-    SEATS_FIELD_NUMBER: _builtins.int
-    RESUMED_FROM_FIELD_NUMBER: _builtins.int
-    SECRET_FIELD_NUMBER: _builtins.int
-    game: _builtins.str
-    """"queens_court" | "hearts" | "the_court" | "court_wars" """
-    resumed_from: _builtins.str
-    """the game this one resumes (from its save point); absent otherwise"""
-    @_builtins.property
-    def options(self) -> Global___GameOptions: ...
-    @_builtins.property
-    def seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """per seat: the player's subject ("bot:<level>" for a bot)"""
-
-    @_builtins.property
-    def secret(self) -> Global___GameCreated.Secret:
-        """owner: nobody (-1)"""
-
-    def __init__(
-        self,
-        *,
-        game: _builtins.str = ...,
-        options: Global___GameOptions | None = ...,
-        seats: _abc.Iterable[_builtins.str] | None = ...,
-        resumed_from: _builtins.str | None = ...,
-        secret: Global___GameCreated.Secret | None = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_resumed_from", b"_resumed_from", "options", b"options", "resumed_from", b"resumed_from", "secret", b"secret"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_resumed_from", b"_resumed_from", "game", b"game", "options", b"options", "resumed_from", b"resumed_from", "seats", b"seats", "secret", b"secret"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType__resumed_from: _TypeAlias = _typing.Literal["resumed_from"]  # noqa: Y015
-    _WhichOneofArgType__resumed_from: _TypeAlias = _typing.Literal["_resumed_from", b"_resumed_from"]  # noqa: Y015
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__resumed_from) -> _WhichOneofReturnType__resumed_from | None: ...
-
-Global___GameCreated: _TypeAlias = GameCreated  # noqa: Y015
-
-@_typing.final
-class ActionApplied(_message.Message):
-    """A move was accepted (first event of every move)."""
-
-    DESCRIPTOR: _descriptor.Descriptor
-
-    @_typing.final
-    class Secret(_message.Message):
-        DESCRIPTOR: _descriptor.Descriptor
-
-        ACTION_FIELD_NUMBER: _builtins.int
-        BY_FIELD_NUMBER: _builtins.int
-        by: _builtins.str
-        """the subject that submitted it"""
-        @_builtins.property
-        def action(self) -> _actions_pb2.Action:
-            """the action, as submitted"""
-
-        def __init__(
-            self,
-            *,
-            action: _actions_pb2.Action | None = ...,
-            by: _builtins.str = ...,
-        ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action"]  # noqa: Y015
-        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "by", b"by"]  # noqa: Y015
-        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-        def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-    SEAT_FIELD_NUMBER: _builtins.int
-    ACTION_TYPE_FIELD_NUMBER: _builtins.int
-    SECRET_FIELD_NUMBER: _builtins.int
-    seat: _builtins.int
-    action_type: _builtins.str
-    """the action's canonical type ("play", "pass", ...)"""
-    @_builtins.property
-    def secret(self) -> Global___ActionApplied.Secret:
-        """owner: seat"""
-
-    def __init__(
-        self,
-        *,
-        seat: _builtins.int = ...,
-        action_type: _builtins.str = ...,
-        secret: Global___ActionApplied.Secret | None = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["secret", b"secret"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action_type", b"action_type", "seat", b"seat", "secret", b"secret"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___ActionApplied: _TypeAlias = ActionApplied  # noqa: Y015
 
 @_typing.final
 class TurnStarted(_message.Message):

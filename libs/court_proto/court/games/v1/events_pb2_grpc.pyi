@@ -6,8 +6,9 @@ rules service's own events around them. Conventions: common.proto.
 
 An engine dict {"type": "CardPlayed", ...} of game G is the oneof case
 "<G>_<type in snake case>" (hearts CardPlayed: hearts_card_played); the
-service's events have cases of their own (game_created, action_applied,
-turn_started, game_ended).
+service's own have cases of their own (turn_started, game_ended). The
+creation and the move themselves are the record's envelope
+(court.events.v2: GameCreated, MoveRecorded), not events.
 """
 
 from collections import abc as _abc
