@@ -14,8 +14,8 @@ import grpc
 import pytest
 from court_client import action, action_json, result_dict
 from court_games.registry import get_game
+from court_kit import records as krec
 from court_kit import typed
-from court_kit.structs import to_dict
 from court_proto.court.rules.v1 import rules_pb2
 from court_rules.games import start_game
 
@@ -90,8 +90,9 @@ async def test_no_response_leaks_hidden_cards_or_the_seed(replicas: Any, rules: 
             view = reply.view
         await asyncio.wait_for(asyncio.gather(*watchers), 15)
         await public.wait_until(has_game_end(view.seq))
-        for e in public.events:
-            seen.events["public"].append((e.seq, to_dict(e.payload)))
+        for r in public.events:  # the public records (court.events.v2): their events, no seed
+            assert r.WhichOneof("body") != "created" or r.created.seed == 0
+            seen.events["public"].append((r.seq, [e.full() for e in krec.events_of(r)]))
     hist = await replicas.client(rules, "root", "admin").history(gid)
     _check(game, options, hist, seen, n)
 
