@@ -56,6 +56,10 @@ vectors: setup
 proto: setup
 	$(BIN)/python protos/generate.py libs/court_proto
 
+# docs/contract.md from the protos' comments (protos/contract_doc.py; tests check it is in step).
+contract: setup
+	$(BIN)/python protos/contract_doc.py
+
 # buf lint, and buf breaking against main's previous commit (BASE=<rev> to choose another):
 # scripts/proto-check.sh, with buf from tools/buf (npm ci there on first use).
 BASE ?= HEAD~1
