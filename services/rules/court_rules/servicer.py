@@ -422,6 +422,11 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         out.created.FromMilliseconds(entry.created_t)
         for seq, _state, events in entry.replay(-1, entry.seq):
             if seq == 0:
+                created = {"type": "GameCreated", "game": entry.game, "options": entry.options_dict,
+                           "seats": list(entry.seats), "seed": entry.seed}
+                if entry.resumed_from is not None:
+                    created["resumed_from"] = entry.resumed_from
+                to_struct(created, out.created_events.add())  # the record's body, as v1 showed it
                 for e in events:
                     to_struct(e.full(), out.created_events.add())
                 continue
