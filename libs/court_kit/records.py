@@ -27,6 +27,7 @@ from court_games.core import Event
 from court_proto.court.events.v2 import records_pb2 as pb
 from court_proto.court.games.v1 import events_pb2 as games_pb
 
+from . import typed
 from .settings import ConfigError
 
 GAMES_STREAM_PREFIX = "COURT_GAMES_"  # COURT_GAMES_0 .. COURT_GAMES_<n-1>
@@ -93,24 +94,15 @@ def msg_id(game_id: str, seq: int, closed: bool = False) -> str:
 
 
 # ---------------------------------------------------------------------------- events
-# The only two functions that know court.games.v1.Event's shape.
+# court.games.v1.Event is typed per event kind (court_kit.typed converts).
 
-def event_to_proto(e: Event, into: games_pb.Event | None = None) -> games_pb.Event:
-    out = games_pb.Event() if into is None else into
-    out.type = e.type
-    if e.data:
-        out.data_json = json.dumps(e.data, separators=(",", ":"), sort_keys=True)
-    if e.private:
-        out.private_json = json.dumps(e.private, separators=(",", ":"), sort_keys=True)
-        if e.owner is not None:
-            out.owner = e.owner
-    return out
+def event_to_proto(game: str, e: Event) -> games_pb.Event:
+    msg: games_pb.Event = typed.event_to_proto(game, e)
+    return msg
 
 
 def event_from_proto(p: games_pb.Event) -> Event:
-    data = json.loads(p.data_json) if p.data_json else {}
-    private = json.loads(p.private_json) if p.private_json else None
-    return Event(p.type, data, private, p.owner if p.HasField("owner") else None)
+    return typed.engine_event_from_proto(p)
 
 
 def public_event(e: Event) -> Event:
@@ -145,7 +137,7 @@ def created_record(game: str, game_id: str, t_ms: int, *, seats: Sequence[str], 
     _header(rec, game, game_id, 0, t_ms, to_act, seats, finished)
     c = rec.created
     c.seats.extend(seats)
-    c.options_json = json.dumps(options, separators=(",", ":"), sort_keys=True)
+    c.options.CopyFrom(typed.options_to_proto(game, options))
     c.seed = seed
     c.created_by = by
     c.request_id = request_id
@@ -154,7 +146,7 @@ def created_record(game: str, game_id: str, t_ms: int, *, seats: Sequence[str], 
     if save is not None:
         c.save_json = json.dumps(save, separators=(",", ":"), sort_keys=True)
     for e in events:
-        event_to_proto(e, c.events.add())
+        c.events.append(event_to_proto(game, e))
     return rec
 
 
@@ -171,7 +163,7 @@ def move_record(game: str, game_id: str, seq: int, t_ms: int, *, seat: int, acti
     m.by = by
     m.request_id = request_id
     for e in events:
-        event_to_proto(e, m.events.add())
+        m.events.append(event_to_proto(game, e))
     return rec
 
 
@@ -200,10 +192,7 @@ def decode(data: bytes) -> pb.Record:
 
 def _public_events(src: Iterable[games_pb.Event], into: Any) -> None:
     for p in src:
-        if p.private_json or p.HasField("owner"):
-            event_to_proto(public_event(event_from_proto(p)), into.add())
-        else:
-            into.add().CopyFrom(p)
+        into.append(typed.public_event(p))
 
 
 def redact(full: pb.Record) -> pb.Record:
@@ -224,7 +213,7 @@ def redact(full: pb.Record) -> pb.Record:
         c = full.created
         oc = out.created
         oc.seats.extend(c.seats)
-        oc.options_json = c.options_json
+        oc.options.CopyFrom(c.options)
         if c.resumed_from:
             oc.resumed_from = c.resumed_from
         _public_events(c.events, oc.events)

@@ -6,9 +6,8 @@ import random
 from typing import Any
 
 import pytest
-from court_client import view_dict
+from court_client import result_dict, view_dict
 from court_kit import records as krec
-from court_kit.structs import to_dict
 
 from .helpers import GAMES, EventLog, assert_complete, has_game_end, play_out
 
@@ -26,7 +25,7 @@ async def test_full_game_between_scripted_clients(replicas: Any, rules: Any, gam
             EventLog(replicas.nats.url, game, gid, full=True) as full:
         final = await play_out(clients, gid, random.Random(f"{game}-1"))
         assert final.finished and final.HasField("result") and final.result.finished
-        result = to_dict(final.result.result)
+        result = result_dict(final.result)
         assert result["finished"] is True
         # every seat sees the same finished game
         for seat, c in clients.items():
@@ -47,7 +46,7 @@ async def test_full_game_between_scripted_clients(replicas: Any, rules: Any, gam
         admin = replicas.client(rules, "root", "admin")
         hist = await admin.history(gid)
         assert len(hist.moves) == final.seq
-        assert to_dict(hist.result.result) == result
+        assert result_dict(hist.result) == result
         assert [m.seq for m in hist.moves] == list(range(1, final.seq + 1))
         spectator = await lobby.get_view(gid)
         assert spectator.finished and view_dict(spectator) == view_dict(await admin.get_view(gid))

@@ -30,9 +30,9 @@ from court_games.core import Event
 from court_games.registry import get_game
 from court_kit import actions as kactions
 from court_kit import records as krec
+from court_kit import typed
 from court_kit.checks import quote
 from court_kit.errors import InvalidArgument, NotFound
-from court_kit.structs import struct_bytes
 from court_proto.court.events.v2 import records_pb2
 
 from .store import GameStore, Record
@@ -88,7 +88,7 @@ class Move:
 def create_of(rec: records_pb2.Record) -> dict[str, Any]:
     """A GameCreated record as the creation dict ``GameEntry`` takes."""
     c = rec.created
-    out: dict[str, Any] = {"k": "c", "game": rec.game, "options": json.loads(c.options_json or "{}"),
+    out: dict[str, Any] = {"k": "c", "game": rec.game, "options": typed.options_from_proto(c.options),
                            "seed": int(c.seed), "seats": list(c.seats), "by": c.created_by, "rid": c.request_id,
                            "t": krec.time_ms(rec)}
     if c.save_json:
@@ -109,7 +109,8 @@ class GameEntry:
         self.module = get_game(self.game)
         self.options_dict: dict[str, Any] = create["options"]
         self.options = self.module.options_from_dict(self.options_dict)
-        self.options_bytes = struct_bytes(self.options_dict)  # every view carries them
+        # every view carries them (court.games.v1.GameOptions, serialized once)
+        self.options_bytes = typed.options_to_proto(self.game, self.options_dict).SerializeToString()
         self.seed: int = create["seed"]
         self.seats: tuple[str, ...] = tuple(create["seats"])
         self.created_by: str = create["by"]

@@ -38,6 +38,7 @@ from court_games.core import IllegalAction
 from court_games.registry import get_game
 from court_kit import actions as kactions
 from court_kit import logging as klog
+from court_kit import typed
 from court_kit.checks import quote
 from court_kit.errors import (
     Aborted,
@@ -47,7 +48,6 @@ from court_kit.errors import (
     PermissionDenied,
 )
 from court_kit.server import current_identity
-from court_kit.structs import fill_struct, to_dict, to_struct
 from court_kit.tokens import Identity
 from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from nats.errors import TimeoutError as NatsTimeout
@@ -63,7 +63,7 @@ MOVES = Counter("court_rules_moves_total", "Moves accepted, by game", ["game"])
 CONFLICTS = Counter("court_rules_conflicts_total", "Appends that lost a race (answered ABORTED or replayed)")
 REPLAYED = Counter("court_rules_idempotent_replays_total", "Retries answered with the first answer")
 
-MAX_SEED = 2**53  # seeds stay exact in JSON and in the full events' Struct payloads
+MAX_SEED = 2**53  # seeds stay exact in JSON (records, saves, clients in other languages)
 MAX_ID = 128
 CHOSEN_GAME_ID = re.compile(r"g[0-9a-f]{24}")  # the shape of every game id (games.game_id_for)
 WATCH_POLL = 5.0  # a watcher re-reads the log this often when no notification came
@@ -155,7 +155,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             raise PermissionDenied(f"the {ident.role} role may not create games")
         rid = _require_id(request.request_id, "request_id")
         module = get_game(request.game)  # InvalidOptions -> INVALID_ARGUMENT
-        options = module.options_to_dict(module.options_from_dict(to_dict(request.options)))
+        options = module.options_to_dict(module.options_from_dict(typed.requested_options(request.game, request.options)))
         seats = list(request.seats)
         for s in seats:
             if not s or len(s) > MAX_ID or (s.startswith(BOT_PREFIX) and len(s) == len(BOT_PREFIX)):
@@ -184,7 +184,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         old: GameEntry | None = None
         if request.resume_from:
             old, old_seq, resume = await self._save_point(request, ident, module, seats, game_id)
-            if request.options.fields and options != resume["save"]["options"]:
+            if request.options.WhichOneof("game") is not None and options != resume["save"]["options"]:
                 raise InvalidArgument("a resumed game keeps the options of its save point: leave options out")
             options, seed = resume["save"]["options"], resume["save"]["seed"]
         klog.bind(game_id=game_id)
@@ -353,8 +353,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
     def _submit_answer(self, entry: GameEntry, seq: int, seat: int, ident: Identity, state: Any, events: Any
                        ) -> rules_pb2.SubmitActionResponse:
         out = rules_pb2.SubmitActionResponse(seq=seq, view=game_view(entry, self.codec, state, seq, seat))
-        for e in events:
-            fill_struct(out.events.add(), e.for_seat(seat))
+        out.events.extend([typed.event_for_seat_to_proto(entry.game, e, seat) for e in events])
         for s in entry.module.to_act(state):
             if s != seat and _may_act(entry, ident, s):
                 out.next.append(game_view(entry, self.codec, state, seq, s))
@@ -380,8 +379,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                     # materialised first: the entry may move on (and forget recent states) meanwhile
                     for s, state, events in list(entry.replay(sent, entry.seq)):
                         update = rules_pb2.GameUpdate(seq=s, view=game_view(entry, self.codec, state, s, seat))
-                        for e in events:
-                            fill_struct(update.events.add(), e.for_seat(seat))
+                        update.events.extend([typed.event_for_seat_to_proto(entry.game, e, seat) for e in events])
                         yield update
                         sent = s
                     continue
@@ -418,23 +416,17 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             game=entry.game, game_id=entry.game_id, seed=entry.seed, seats=entry.seats,
             created_by=entry.created_by, to_act=entry.to_act(),
         )
-        to_struct(entry.options_dict, out.options)
+        out.options.MergeFromString(entry.options_bytes)
         out.created.FromMilliseconds(entry.created_t)
         for seq, _state, events in entry.replay(-1, entry.seq):
             if seq == 0:
-                created = {"type": "GameCreated", "game": entry.game, "options": entry.options_dict,
-                           "seats": list(entry.seats), "seed": entry.seed}
-                if entry.resumed_from is not None:
-                    created["resumed_from"] = entry.resumed_from
-                to_struct(created, out.created_events.add())  # the record's body, as v1 showed it
-                for e in events:
-                    to_struct(e.full(), out.created_events.add())
+                out.created_events.extend([typed.event_to_proto(entry.game, e) for e in events])
                 continue
             m = entry.moves[seq - 1]
             hm = out.moves.add(seq=seq, seat=m.seat, player=m.by, request_id=m.rid,
                                action=kactions.from_json(entry.game, m.action))
             hm.time.FromMilliseconds(m.t)
-            for e in events:
-                to_struct(e.full(), hm.events.add())
+            hm.events.extend([typed.event_to_proto(entry.game, e) for e in events])
         result_proto(entry, entry.state, out.result, entry.closed_into is not None)
         return out
+
