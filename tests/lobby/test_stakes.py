@@ -264,6 +264,28 @@ async def test_a_caller_who_gives_up_does_not_stop_the_start(stack: Stack):
     await clean_audit(stack)
 
 
+async def test_the_replica_answering_start_game_drives_it_and_another_replica_s_sweep_keeps_off(stack: Stack):
+    """The lobby enters ``starting`` leased to the replica that answers StartGame, in the same
+    transaction; before, another replica's sweep could take the lobby in the moment between that
+    transaction and the answering replica's own lease, and drive the start in its place (the
+    SIGKILL test below then saw its doomed replica answer instead of dying)."""
+    from court_lobby.saga import Starter
+
+    players, lid = await full_table(stack)
+    here = stack.lobby.starter
+    host = await asyncio.to_thread(stack.lobby.store.account, players[0].id)
+    # a long lease, so a slow machine cannot let it run out while the other replica looks
+    await asyncio.to_thread(stack.lobby.store.begin_start, lid, host, None, lease_owner=here.owner, lease=120)
+    other = Starter(stack.lobby.store, stack.lobby.backends, here.render, lease=here.lease, sweep=3600)
+    assert await other.sweep() == 0 and not await other.drive(lid)  # leased to ``here``: not its work
+    assert (await asyncio.to_thread(stack.lobby.store.lobby, lid)).status == "starting"
+    assert await balances(players) == [1000] * 3  # nothing taken by the replica that keeps off
+    assert await here.drive(lid)
+    info = await asyncio.to_thread(stack.lobby.store.lobby, lid)
+    assert info.status == "started" and await balances(players) == [1000 - ANTE] * 3
+    await clean_audit(stack)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("step", ["after_antes", "after_game"])
 async def test_the_lobby_sigkilled_mid_start_is_finished_by_another_replica(stack: Stack, step: str):
@@ -275,7 +297,9 @@ async def test_the_lobby_sigkilled_mid_start_is_finished_by_another_replica(stac
         "COURT_DATABASE_URL": settings.database_url, "COURT_RULES_ADDR": stack.rules.address,
         "COURT_RANKING_ADDR": stack.ranking.address, **keys.env("lobby"), "COURT_ENV": "test",
         "COURT_LOGIN_RATE": "0", "COURT_LOGIN_NAME_RATE": "0", "COURT_SIGNUP_RATE": "0",
-        "COURT_LISTEN": "127.0.0.1:0", "COURT_METRICS_LISTEN": "", "COURT_START_LEASE": "1.5",
+        "COURT_LISTEN": "127.0.0.1:0", "COURT_METRICS_LISTEN": "",
+        # renewed every third of it while the doomed replica lives; the survivor takes over once it runs out
+        "COURT_START_LEASE": "4",
         "COURT_START_SWEEP": "3600", "COURT_STATE_DIR": str(stack.tmp_path / "doomed")})
     try:
         port = await asyncio.to_thread(doomed.wait_ready)
