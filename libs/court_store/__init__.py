@@ -14,7 +14,7 @@
 * ``insert_ignore`` is the idempotent insert both services build on (``ON CONFLICT DO NOTHING``).
 """
 
-from .db import check_text, database_url, insert_ignore, make_engine, normalize_url
+from .db import check_text, database_url, insert_ignore, insert_ignore_returning, make_engine, normalize_url
 from .migrate import (
     SchemaNotCurrent,
     current_revision,
@@ -33,6 +33,7 @@ __all__ = [
     "database_url",
     "head_revision",
     "insert_ignore",
+    "insert_ignore_returning",
     "make_engine",
     "normalize_url",
     "open_database",
