@@ -182,3 +182,32 @@ async def test_start_game_and_cancel_lobby_sent_together_end_in_exactly_one_outc
 
 async def _status(store: Any, lobby_id: str, statuses: tuple[str, ...]) -> bool:
     return (await asyncio.to_thread(store.lobby, lobby_id)).status in statuses
+
+
+async def test_court_lobby_cancel_closes_the_hosts_lobby_and_prints_why(stack: Stack, tmp_path):
+    """The CLI as a host uses it: signed in with `court login`, `court lobby cancel LOBBY --reason`."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    players, lid = await full_table(stack)
+    court = str(Path(sys.executable).parent / "court")
+    env = {"COURT_RANKING_ADDR": stack.ranking.address, "COURT_LOBBY_ADDR": stack.lobby.address,
+           "COURT_RULES_ADDR": stack.rules.address, "COURT_CONFIG_DIR": str(tmp_path / "cfg"), "PATH": "/usr/bin:/bin"}
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([court, "--plain", *args], env=env, capture_output=True, text=True, timeout=120)
+
+    def as_player(name: str) -> None:
+        signed = run("login", name, "--password", "correct horse battery")
+        assert signed.returncode == 0, signed.stdout + signed.stderr
+
+    await asyncio.to_thread(as_player, players[1].name)
+    refused = await asyncio.to_thread(run, "lobby", "cancel", lid)
+    assert refused.returncode != 0 and "only the lobby's host" in refused.stdout + refused.stderr
+    await asyncio.to_thread(as_player, players[0].name)
+    done = await asyncio.to_thread(run, "lobby", "cancel", lid, "--reason", "see you tomorrow")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cancelled by the host: see you tomorrow" in done.stdout, done.stdout
+    seen = await players[2].call("GetLobby", lpb.GetLobbyRequest(lobby_id=lid))
+    assert (seen.state, seen.start_error) == (lpb.LOBBY_STATE_CLOSED, "cancelled by the host: see you tomorrow")
