@@ -137,6 +137,18 @@ class Consumers:
         self.procs.append(proc)
         return proc
 
+    def log_of(self, proc: subprocess.Popen[bytes]) -> str:
+        """The last lines a process wrote (for a failing assertion's message)."""
+        text = (self.tmp / f"analytics-{self.procs.index(proc)}.log").read_text(errors="replace")
+        return "\n".join(text.splitlines()[-15:])
+
+    def wait_exit(self, proc: subprocess.Popen[bytes], timeout: float = WAIT) -> int:
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"court-analytics still running after {timeout:.0f}s; its log:\n"
+                                 f"{self.log_of(proc)}") from None
+
     def kill(self, proc: subprocess.Popen[bytes]) -> None:
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
@@ -161,7 +173,7 @@ def consumers(tmp_path: Path, nats: BinaryNats) -> Iterator[Consumers]:
     c.stop_all()
 
 
-def wait_done(lake: Path, games: int, timeout: float = WAIT) -> None:
+def wait_done(lake: Path, games: int, timeout: float = WAIT, consumers: Consumers | None = None) -> None:
     """Until ``games`` done markers exist (the lake offers no event; look every 100 ms)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -169,7 +181,9 @@ def wait_done(lake: Path, games: int, timeout: float = WAIT) -> None:
         if done >= games:
             return
         if time.monotonic() > deadline:
-            raise AssertionError(f"{done} of {games} games landed in {timeout:.0f}s")
+            logs = "".join(f"\n-- {p.args} ({p.poll()}):\n{consumers.log_of(p)}" for p in consumers.procs[-2:]) \
+                if consumers else ""
+            raise AssertionError(f"{done} of {games} games landed in {timeout:.0f}s{logs}")
         time.sleep(0.1)
 
 
@@ -205,7 +219,8 @@ def test_killed_racing_and_replayed_consumers_land_every_record_once(nats: Binar
     asyncio.run(publish(nats.url, published[:third]))
     # injected crash points: after staging a batch, before its acks; after a game's tables, before its done marker
     for fault in ("staged:1", "staged:3", "finished:1"):
-        assert consumers.start("a", fault).wait(timeout=WAIT) == 17, fault
+        proc = consumers.start("a", fault)
+        assert consumers.wait_exit(proc) == 17, f"{fault}: {consumers.log_of(proc)}"
     asyncio.run(publish(nats.url, published[third:2 * third]))
     # two durables at once (each sees every record: a race on every game), SIGKILLed at random moments
     # while the last third is published
@@ -221,7 +236,7 @@ def test_killed_racing_and_replayed_consumers_land_every_record_once(nats: Binar
     assert not pub.is_alive()
     consumers.start("a")
     consumers.start("b")
-    wait_done(consumers.lake, GAMES)
+    wait_done(consumers.lake, GAMES, consumers=consumers)
     check_exactly_once(consumers.lake, published, moves)
     consumers.stop_all()
 
@@ -230,10 +245,10 @@ def test_killed_racing_and_replayed_consumers_land_every_record_once(nats: Binar
     proc = consumers.start("replay")
     deadline = time.monotonic() + WAIT
     while asyncio.run(consumer_left(nats.url, "replay")) != 0:
-        assert time.monotonic() < deadline, "the replay did not finish"
+        assert time.monotonic() < deadline, f"the replay did not finish: {consumers.log_of(proc)}"
         time.sleep(0.2)
     consumers.stop_all()
-    assert proc.returncode == 0
+    assert proc.returncode == 0, consumers.log_of(proc)  # SIGTERM: a graceful exit
     assert sorted(p.name for p in consumers.lake.rglob("*.parquet")) == before
     check_exactly_once(consumers.lake, published, moves)
 

@@ -24,7 +24,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from prometheus_client import Counter, Gauge
 
 from . import records
-from .lake import Lake
+from .lake import WROTE, Lake
 
 log = klog.get_logger("court_analytics.consumer")
 
@@ -32,6 +32,7 @@ INGESTED = Counter("court_analytics_records_ingested_total", "records staged and
 REJECTED = Counter("court_analytics_records_rejected_total", "messages that are not game records (acknowledged)")
 GAMES = Counter("court_analytics_games_landed_total", "games whose tables were written by this process")
 LAG = Gauge("court_analytics_lag_records", "records in the stream not yet acknowledged by the durable consumer")
+FINISH_FAILED = Counter("court_analytics_finish_failures_total", "attempts to land a game that failed (retried)")
 COMPACTED = Counter("court_analytics_files_compacted_total", "per-game files merged into part files")
 
 
@@ -55,15 +56,24 @@ class LakeConsumer:
         point, _, count = fault.partition(":")
         self._fault = (point, int(count or 0)) if point else None
         self._batches = 0
+        self.alive_at = time.monotonic()  # the last time the loop went round without an error
+        self.failing = ""  # the last error while the loop keeps failing, "" once it goes round again
 
     async def run(self, stop: asyncio.Event) -> None:
-        await asyncio.to_thread(self._sweep)  # games left complete-but-unfinished by a crash
+        """Consume until ``stop`` is set. Never ends on an error: every failure (NATS away, the
+        stream not there yet, a lake write that fails, a staging file a racing replica removed) is
+        logged, the subscription dropped, and the loop goes on a second later, so the process is
+        never left running with a dead consumer."""
         try:
             await self._loop(stop)
         finally:
-            if self._psub is not None:
-                with contextlib.suppress(Exception):
-                    await self._psub.unsubscribe()
+            await self._drop_subscription()
+
+    async def _drop_subscription(self) -> None:
+        psub, self._psub = self._psub, None
+        if psub is not None:
+            with contextlib.suppress(Exception):
+                await psub.unsubscribe()
 
     def _handle_batch(self, msgs: list[Any]) -> None:
         """Stage every record, finish what may be complete: the part done before acknowledging."""
@@ -82,8 +92,20 @@ class LakeConsumer:
             self._finish(game_id)
 
     def _finish(self, game_id: str) -> None:
-        if self.lake.try_finish(game_id, before_done=lambda: self._maybe_fail("finished", self.landed + 1)):
+        """Land one game if it is complete. A failure is this game's alone: it is logged and the game
+        stays staged for the next sweep; the batch is acknowledged (its records are staged) and the
+        other games go on."""
+        try:
+            outcome = self.lake.try_finish(game_id,
+                                           before_done=lambda: self._maybe_fail("finished", self.landed + 1))
+        except Exception as exc:  # noqa: BLE001 - a lake write failing, a staging file that does not decode
+            FINISH_FAILED.inc()
+            log.warning("game not landed yet; the next sweep tries again", game_id=game_id,
+                        error=str(exc)[:300] or type(exc).__name__)
+            return
+        if outcome:
             self._ended.discard(game_id)
+        if outcome == WROTE:
             self.landed += 1
             GAMES.inc()
 
@@ -97,32 +119,32 @@ class LakeConsumer:
             self._finish(game_id)
 
     async def _loop(self, stop: asyncio.Event) -> None:
-        psub = None
-        next_sweep = time.monotonic() + self.sweep_every
+        next_sweep = time.monotonic()  # the first pass at once: games a crash left complete-but-unfinished
         next_compact = time.monotonic() + self.compact_every
         while not stop.is_set():
             try:
-                if psub is None:
-                    psub = await self.js.pull_subscribe(
+                now = time.monotonic()
+                if now >= next_sweep:
+                    await asyncio.to_thread(self._sweep)
+                    next_sweep = time.monotonic() + self.sweep_every
+                    if self._psub is not None:
+                        with contextlib.suppress(Exception):
+                            info = await self._psub.consumer_info()
+                            LAG.set(info.num_pending + info.num_ack_pending)
+                if self._psub is None:
+                    self._psub = await self.js.pull_subscribe(
                         records.SUBJECTS, durable=self.durable, stream=records.STREAM,
                         config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=self.ack_wait,
                                               deliver_policy=DeliverPolicy.ALL, max_deliver=-1,
                                               max_ack_pending=4096, max_waiting=512))
-                    self._psub = psub
                     log.info("consuming game records", stream=records.STREAM, durable=self.durable,
                              lake=self.lake.root)
-                now = time.monotonic()
-                if now >= next_sweep:
-                    next_sweep = now + self.sweep_every
-                    await asyncio.to_thread(self._sweep)
-                    with contextlib.suppress(Exception):
-                        info = await psub.consumer_info()
-                        LAG.set(info.num_pending + info.num_ack_pending)
                 if now >= next_compact:
                     next_compact = now + self.compact_every
                     COMPACTED.inc(await asyncio.to_thread(self.lake.compact))
+                self.alive_at = time.monotonic()
                 try:
-                    msgs = await psub.fetch(self.batch, timeout=1.0)
+                    msgs = await self._psub.fetch(self.batch, timeout=1.0)
                 except (TimeoutError, NatsTimeout):
                     continue
                 if stop.is_set():
@@ -132,10 +154,13 @@ class LakeConsumer:
                     await msg.ack()
                 self.ingested += len(msgs)
                 INGESTED.inc(len(msgs))
+                self.alive_at = time.monotonic()
+                self.failing = ""
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - NATS restarting, the stream not created yet, a lake hiccup
-                log.warning("record consumer waiting", error=str(exc) or type(exc).__name__)
-                psub = None
+                self.failing = str(exc) or type(exc).__name__
+                log.warning("record consumer waiting", error=self.failing)
+                await self._drop_subscription()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), 1.0)

@@ -33,6 +33,7 @@ from re-creating a per-game file that was already compacted.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import uuid
@@ -46,13 +47,20 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+from court_kit import logging as klog
+from prometheus_client import Counter
 
 from .records import Record, decode
+
+log = klog.get_logger("court_analytics.lake")
+UNREADABLE = Counter("court_analytics_staging_unreadable_total",
+                     "staging files that did not decode (another version's records, or damage), set aside")
 
 STAGING = "_staging"
 DONE = "_done"
 META_INPUTS = b"court.compacted_from"
 SETTLE = 600.0
+WROTE, DONE_ALREADY = "wrote", "done"  # try_finish: this call wrote the tables / they were there
 
 
 def open_fs(where: str | Path) -> tuple[pafs.FileSystem, str]:
@@ -168,11 +176,19 @@ class Lake:
     def _put(self, path: str, data: bytes) -> None:
         """Write whole or not at all: a temporary name in the same folder, then a move."""
         folder = path.rsplit("/", 1)[0]
-        self.fs.create_dir(folder, recursive=True)
         tmp = f"{folder}/.tmp-{uuid.uuid4().hex}"
-        with self.fs.open_output_stream(tmp) as f:
-            f.write(data)
-        self.fs.move(tmp, path)
+        for attempt in (1, 2):
+            self.fs.create_dir(folder, recursive=True)
+            try:
+                with self.fs.open_output_stream(tmp) as f:
+                    f.write(data)
+                self.fs.move(tmp, path)
+                return
+            except FileNotFoundError:
+                # the folder went between create_dir and here: a racing replica finished the game and
+                # removed its staging folder; make it again (the record is dropped as done later)
+                if attempt == 2:
+                    raise
 
     def _put_table(self, path: str, table: pa.Table, metadata: dict[bytes, bytes] | None = None) -> None:
         if metadata:
@@ -227,36 +243,53 @@ class Lake:
         for info in infos:
             if info.type != pafs.FileType.File or not info.base_name.endswith(".pb"):
                 continue
-            with self.fs.open_input_stream(info.path) as f:
-                body = f.read()
-            at = 0
-            while at + 5 <= len(body):
-                n = int.from_bytes(body[at:at + 4], "big")
-                end = body[at + 4:at + 5] == b"e"
-                rec = decode(body[at + 5:at + 5 + n], {"Court-End": "1"} if end else None)
+            try:
+                with self.fs.open_input_stream(info.path) as f:
+                    body = f.read()
+            except FileNotFoundError:
+                continue  # a racing replica finished the game and removed its staging meanwhile
+            try:
+                recs = _unpack(body)
+            except ValueError as exc:
+                # written whole (a move), so not torn: another version's records, or damage. Kept
+                # aside under a name nothing reads; its records count as never received
+                UNREADABLE.inc()
+                log.warning("unreadable staging file set aside", path=info.path[-120:], error=str(exc)[:200])
+                with contextlib.suppress(OSError):
+                    self.fs.move(info.path, f"{folder}/.{info.base_name}.unreadable")
+                continue
+            for rec in recs:
                 keyed[(rec.seq, rec.index)] = rec
-                at += 5 + n
         return [keyed[k] for k in sorted(keyed)]
 
-    def try_finish(self, game_id: str, before_done: Callable[[], None] | None = None) -> bool:
-        """Write the game's tables if its records are complete; True when the game is done."""
+    def try_finish(self, game_id: str, before_done: Callable[[], None] | None = None) -> str:
+        """Write the game's tables if its records are complete. Returns ``WROTE`` (this call wrote
+        them), ``DONE`` (they were there already) or ``""`` (the game is not complete yet)."""
         if self.done(game_id):
-            return True
+            self._drop_staging(game_id)
+            return DONE_ALREADY
         records = self.staged(game_id)
         if not records or records[-1].type != "GameEnded" or not _complete(records):
-            return False
+            return ""
         tables = build_tables(records)
         for name, table in tables.tables.items():
             self._put_table(self._p(name, f"game={tables.game}", f"day={tables.day}", f"{game_id}.parquet"), table)
         if before_done is not None:
             before_done()
         self._put(self._p(DONE, game_id), _json({"records": len(records), "moves": records[-1].seq}).encode())
-        self.fs.delete_dir_contents(self._p(STAGING, game_id), missing_dir_ok=True)
+        self._done.add(game_id)
+        self._drop_staging(game_id)
+        return WROTE
+
+    def _drop_staging(self, game_id: str) -> None:
+        """Remove a done game's staging folder; a racing replica removing files of it at the same
+        time is no error (whatever is left is removed by the next pass)."""
+        folder = self._p(STAGING, game_id)
         try:
-            self.fs.delete_dir(self._p(STAGING, game_id))
+            self.fs.delete_dir_contents(folder, missing_dir_ok=True)
+            self.fs.delete_dir(folder)
         except OSError:
-            pass  # a racing consumer removed it first
-        return True
+            pass
 
     def pending(self) -> list[str]:
         """Games with staged records and no tables yet."""
@@ -317,7 +350,22 @@ class Lake:
         """Staging folders of games already done (a late redelivery staged after the game finished)."""
         for game_id in self.pending():
             if self.done(game_id):
-                self.fs.delete_dir(self._p(STAGING, game_id))
+                self._drop_staging(game_id)
+
+
+def _unpack(body: bytes) -> list[Record]:
+    """The records of one staging file (``ValueError`` when it is not one)."""
+    out, at = [], 0
+    while at < len(body):
+        if at + 5 > len(body):
+            raise ValueError("a staging file that ends inside a record's header")
+        n = int.from_bytes(body[at:at + 4], "big")
+        end = body[at + 4:at + 5]
+        if end not in (b"e", b"m") or at + 5 + n > len(body):
+            raise ValueError("a staging file that is not a list of records")
+        out.append(decode(body[at + 5:at + 5 + n], {"Court-End": "1"} if end == b"e" else None))
+        at += 5 + n
+    return out
 
 
 def _check_id(game_id: str) -> None:
