@@ -299,3 +299,22 @@ def test_records_that_are_not_game_events_are_dropped_and_the_rest_land(nats: Bi
     check_exactly_once(consumers.lake, good, {"g0001": 5})
     assert not any(p.name.startswith(".") for p in (consumers.lake / "_staging").glob("*"))
     assert "not a game record" in (consumers.tmp / "analytics-0.log").read_text()
+
+
+def test_an_unreadable_staging_file_neither_stops_the_consumer_nor_lands(nats: BinaryNats, consumers: Consumers
+                                                                         ) -> None:
+    """A staging file that does not decode (another version's records, damage) is set aside at the
+    start-up sweep, and the consumer goes on landing other games (it used to end the consumer
+    task while the process ran on: nothing landed any more)."""
+    bad = consumers.lake / "_staging" / "g0009"
+    bad.mkdir(parents=True)
+    (bad / "0000000000-00000-0123456789abcdef01234567.pb").write_bytes(b"\x00\x00\x00\x09mnot a rec" * 3)
+    good = game_records("g0001", 4)
+    asyncio.run(publish(nats.url, good))
+    proc = consumers.start()
+    wait_done(consumers.lake, 1, consumers=consumers)
+    consumers.stop_all()
+    assert proc.returncode == 0, consumers.log_of(proc)
+    check_exactly_once(consumers.lake, good, {"g0001": 4})
+    assert [p.name for p in bad.iterdir()] == [".0000000000-00000-0123456789abcdef01234567.pb.unreadable"]
+    assert "unreadable staging file set aside" in consumers.log_of(proc)
