@@ -52,23 +52,27 @@ FROM t""",
 
 # name -> (title, SQL). The SQL reads the views above and below.
 QUERIES: dict[str, tuple[str, str]] = {
-    "games_per_hour": ("Games per hour, by game", """
+    "games_per_hour": ("Games finished per hour, by game", """
 SELECT strftime(date_trunc('hour', started_at), '%Y-%m-%d %H:00') AS hour, game, count(*) AS games
-FROM games GROUP BY ALL ORDER BY hour, game"""),
-    "length": ("Game length (moves), by game", """
+FROM games WHERE status = 'finished' GROUP BY ALL ORDER BY hour, game"""),
+    "games_by_status": ("Games by status (unfinished: quiet past the retention; resumed: continued as another game)",
+                        """
+SELECT game, status, count(*) AS games, sum(moves) AS moves
+FROM games GROUP BY ALL ORDER BY game, status"""),
+    "length": ("Game length (moves) of finished games, by game", """
 SELECT game, count(*) AS games, min(moves) AS min, quantile_disc(moves, 0.5) AS median,
        quantile_disc(moves, 0.9) AS p90, max(moves) AS max
-FROM games GROUP BY game ORDER BY game"""),
+FROM games WHERE status = 'finished' GROUP BY game ORDER BY game"""),
     "win_by_seat": ("Win rate by seat (first-player advantage), by game and table size", """
 SELECT game, len(seats) AS players, s.seat, count(*) AS games,
        count(*) FILTER (WHERE list_contains(winners, s.seat)) AS wins
 FROM games, (SELECT unnest(range(0, 8)) AS seat) s
-WHERE s.seat < len(seats) GROUP BY ALL ORDER BY game, players, s.seat"""),
+WHERE s.seat < len(seats) AND status = 'finished' GROUP BY ALL ORDER BY game, players, s.seat"""),
     "win_by_level": ("Win rate by bot level (people: the simulated or real players)", """
 SELECT game, coalesce(bot_levels[s.seat + 1], 'person') AS level, count(*) AS seats,
        count(*) FILTER (WHERE list_contains(winners, s.seat)) AS wins
 FROM games, (SELECT unnest(range(0, 8)) AS seat) s
-WHERE s.seat < len(seats) GROUP BY ALL ORDER BY game, level"""),
+WHERE s.seat < len(seats) AND status = 'finished' GROUP BY ALL ORDER BY game, level"""),
     "hearts_points": ("Hearts: points per hand and shoot-the-moon frequency", """
 SELECT count(*) AS hands, avg(list_sum(CAST(p_points AS BIGINT[]))) AS points_per_hand,
        count(*) FILTER (WHERE p_moon IS NOT NULL) AS moons
@@ -109,7 +113,11 @@ def connect(lake: Path, since: datetime | None = None) -> Any:
     for t in sorted(tables, key=lambda t: t != "games"):  # games first: the others filter on it
         src = f"read_parquet('{lake / t}/**/*.parquet', hive_partitioning = true, union_by_name = true)"
         if t == "games":
-            db.execute(f"CREATE VIEW games AS SELECT * FROM {src} WHERE started_at >= TIMESTAMPTZ '{floor}'")
+            # status: finished, unfinished or resumed (court_analytics.lake.Lake.close_out); files
+            # written before it existed hold finished games only
+            cols = {r[0] for r in db.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
+            status = "" if "status" in cols else ", 'finished' AS status"
+            db.execute(f"CREATE VIEW games AS SELECT *{status} FROM {src} WHERE started_at >= TIMESTAMPTZ '{floor}'")
         else:
             db.execute(f"CREATE VIEW \"{t}\" AS SELECT * FROM {src} WHERE game_id IN (SELECT game_id FROM games)")
     for t in ("events_HandEnded", "events_RoundEnded", "events_PlayerOut", "events_PlayerFinished"):
@@ -197,6 +205,9 @@ def _figure(name: str, data: dict[str, list[dict[str, Any]]]) -> str:
                      ci=[wilson(r["wins"], r[n_key]) for r in rows], rate=True)
     elif name == "qc_rounds":
         plot = _bars([(f"seat {r['seat']}", r["round_wins"], f"{r['shared_wins']} shared") for r in rows])
+    elif name == "games_by_status":
+        plot = _bars([(f"{r['game']} {r['status']}", r["games"], f"{r['games']} games, {r['moves']} moves")
+                      for r in rows])
     elif name == "qc_rank_points":
         paid = sum(r["paid"] or 0 for r in rows)
         received = sum(r["received"] or 0 for r in rows)
@@ -278,10 +289,11 @@ DOC_HEAD = """# Analytics: the lake and the report
 decoding lives in `court_analytics/records.py` alone) as Parquet under `COURT_ANALYTICS_LAKE`
 (default `<state>/lake`; any pyarrow.fs URL such as `s3://bucket/lake`):
 
-* `games/game=<game>/day=<YYYY-MM-DD>/...parquet`: one row per game: `game_id`, `options` (JSON),
-  `seats` (player ids, `bot:<level>` for bots), `players`, `bot_levels` (null for people),
-  `started_at`, `ended_at`, `moves`, `winners` (seats; Queen's Court's single `winner` as a
-  one-element list), `result` (the GameEnded payload as JSON);
+* `games/game=<game>/day=<YYYY-MM-DD>/...parquet`: one row per game: `game_id`, `status`,
+  `options` (JSON), `seats` (player ids, `bot:<level>` for bots), `players`, `bot_levels` (null for
+  people), `started_at`, `ended_at`, `last_move_at`, `moves`, `winners` (seats; Queen's Court's
+  single `winner` as a one-element list), `result` (the GameEnded payload as JSON),
+  `resumed_from`, `resumed_into`;
 * `moves/...`: one row per move (seq >= 1): `game_id`, `seq`, `time`, `seat`, `action_type`,
   `events`, `event_types`;
 * `events_<Type>/...`: one row per event of that type: `game_id`, `seq`, `index`, `time` and the
@@ -289,7 +301,16 @@ decoding lives in `court_analytics/records.py` alone) as Parquet under `COURT_AN
 
 `game` and `day` (the game's creation day, UTC) are Hive partitions. Rows are unique on
 (`game_id`, `seq`, `index`); a game's rows appear once it has ended (its records complete from seq
-0 to GameEnded); unfinished and abandoned games stay in `_staging/`.
+0 to GameEnded), with `status` `finished`. A game that never ends does not stay in `_staging/` for
+ever: when none of its records arrived for `COURT_ANALYTICS_STAGING_RETENTION` (default 7 days) or,
+once another game's `GameCreated` says it `resumed_from` it, for `COURT_ANALYTICS_RESUMED_AFTER`
+(default 10 minutes), and the consumer has nothing undelivered, its complete moves from seq 0 land
+with `status` `unfinished` or `resumed` (`resumed_into` names the new game), `ended_at`, `result`
+and `winners` empty, `last_move_at` its last landed move. Records after a gap, or of a game whose
+creation never arrived, land nowhere (`court_analytics_records_dropped_total{reason}`); records of
+a closed game arriving later are dropped (`court_analytics_records_late_total`);
+`court_analytics_games_closed_out_total{status}` and `court_analytics_staged_games` show it.
+Figures about results (length, win rates) count finished games only.
 
 ## Reading the lake
 

@@ -126,12 +126,13 @@ class Consumers:
         self.tmp, self.nats_url, self.lake = tmp, nats_url, lake
         self.procs: list[subprocess.Popen[bytes]] = []
 
-    def start(self, durable: str = "analytics", fault: str = "") -> subprocess.Popen[bytes]:
+    def start(self, durable: str = "analytics", fault: str = "", extra: dict[str, str] | None = None
+              ) -> subprocess.Popen[bytes]:
         env = {"PATH": os.environ.get("PATH", ""), "COURT_ENV": "dev", "COURT_NATS_URL": self.nats_url,
                "COURT_LISTEN": "127.0.0.1:0", "COURT_METRICS_LISTEN": "", "COURT_STATE_DIR": str(self.tmp),
                "COURT_ANALYTICS_LAKE": str(self.lake), "COURT_ANALYTICS_DURABLE": durable,
                "COURT_ANALYTICS_ACK_WAIT": "1", "COURT_ANALYTICS_BATCH": "32", "COURT_ANALYTICS_SWEEP": "0.2",
-               "COURT_ANALYTICS_COMPACT_EVERY": "3600", "COURT_ANALYTICS_FAULT": fault, "COURT_LOG_LEVEL": "warning"}
+               "COURT_ANALYTICS_COMPACT_EVERY": "3600", "COURT_ANALYTICS_FAULT": fault, "COURT_LOG_LEVEL": "warning", **(extra or {})}
         log = open(self.tmp / f"analytics-{len(self.procs)}.log", "wb")  # noqa: SIM115 - the process's log
         proc = subprocess.Popen([ANALYTICS], env=env, stdout=log, stderr=subprocess.STDOUT)
         self.procs.append(proc)
@@ -318,3 +319,22 @@ def test_an_unreadable_staging_file_neither_stops_the_consumer_nor_lands(nats: B
     check_exactly_once(consumers.lake, good, {"g0001": 4})
     assert [p.name for p in bad.iterdir()] == [".0000000000-00000-0123456789abcdef01234567.pb.unreadable"]
     assert "unreadable staging file set aside" in consumers.log_of(proc)
+
+
+def test_the_consumer_closes_out_an_abandoned_game_once_caught_up(nats: BinaryNats, consumers: Consumers) -> None:
+    """Through the process: the durable has nothing undelivered, the game's staging has been quiet for
+    COURT_ANALYTICS_STAGING_RETENTION (2 s here): it lands as unfinished, the finished one as finished."""
+    abandoned = [m for m in game_records("g0001", 10) if int(m[2]["Court-Seq"]) <= 6]
+    done = game_records("g0002", 5)
+    asyncio.run(publish(nats.url, abandoned + done))
+    proc = consumers.start(extra={"COURT_ANALYTICS_STAGING_RETENTION": "2"})
+    deadline = time.monotonic() + WAIT
+    while not (consumers.lake / "_done" / "g0001").exists():
+        assert time.monotonic() < deadline, consumers.log_of(proc)
+        time.sleep(0.1)  # the lake offers no event to wait on
+    consumers.stop_all()
+    assert proc.returncode == 0
+    status = dict(read(consumers.lake, "games").select("game_id, status").fetchall())
+    assert status == {"g0001": "unfinished", "g0002": "finished"}
+    check_exactly_once(consumers.lake, abandoned + done, {"g0001": 6, "g0002": 5})
+    assert not (consumers.lake / "_staging" / "g0001").exists()

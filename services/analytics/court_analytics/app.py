@@ -10,7 +10,12 @@ only, default 127.0.0.1:50055), ``COURT_METRICS_LISTEN`` (default 127.0.0.1:9105
   replicas;
 * ``COURT_ANALYTICS_BATCH`` (256 records a fetch), ``COURT_ANALYTICS_ACK_WAIT`` (30 s), ``COURT_ANALYTICS_SWEEP`` (5 s),
   ``COURT_ANALYTICS_COMPACT_EVERY`` (300 s), ``COURT_ANALYTICS_SETTLE`` (600 s: how long a game
-  has been done before its files are compacted).
+  has been done before its files are compacted), ``COURT_ANALYTICS_STALL`` (60 s, readiness);
+* ``COURT_ANALYTICS_STAGING_RETENTION`` (``7d``; seconds or 30m/12h/7d): a game none of whose
+  records arrived for that long is closed out: its complete moves land with ``status``
+  ``unfinished`` (an abandoned game, one nobody finishes); ``COURT_ANALYTICS_RESUMED_AFTER``
+  (``10m``): the same for a game another game resumed (``status`` ``resumed``). Keep the retention
+  longer than any pause a game may take and shorter than the stream keeps records; 0: never.
 
 Health: readiness is NATS answering and the consumer coming round (``dependencies``;
 ``COURT_ANALYTICS_STALL``, default 60 s), liveness the process; ``COURT_HEALTH_LISTEN`` serves
@@ -43,6 +48,13 @@ log = klog.get_logger("court_analytics.app")
 SERVICE_NAME = "court.analytics.v1.Analytics"
 
 
+# the settings of its own it reads (COURT_ANALYTICS_*; the deploy tests check manifests against it)
+SETTINGS = ("COURT_ANALYTICS_LAKE", "COURT_ANALYTICS_DURABLE", "COURT_ANALYTICS_BATCH", "COURT_ANALYTICS_ACK_WAIT",
+            "COURT_ANALYTICS_SWEEP", "COURT_ANALYTICS_COMPACT_EVERY", "COURT_ANALYTICS_SETTLE",
+            "COURT_ANALYTICS_STALL", "COURT_ANALYTICS_STAGING_RETENTION", "COURT_ANALYTICS_RESUMED_AFTER",
+            "COURT_ANALYTICS_FAULT")
+
+
 def lake_location(settings: Settings) -> str:
     return settings.extra.get("COURT_ANALYTICS_LAKE") or str(settings.state_dir / "lake")
 
@@ -67,6 +79,10 @@ class AnalyticsApp:
             lake = Lake(lake_location(settings), settle=settings.extra_float("ANALYTICS_SETTLE", SETTLE))
         except (OSError, ValueError) as exc:
             raise ConfigError(f"COURT_ANALYTICS_LAKE {lake_location(settings)[:80]!r}: {exc}") from None
+        retention = kjs.parse_age("COURT_ANALYTICS_STAGING_RETENTION",
+                                  settings.extra.get("COURT_ANALYTICS_STAGING_RETENTION", "7d"))
+        resumed_after = kjs.parse_age("COURT_ANALYTICS_RESUMED_AFTER",
+                                      settings.extra.get("COURT_ANALYTICS_RESUMED_AFTER", "10m"))
         nc = await kjs.connect(settings.nats_servers(), name=f"court-analytics@{settings.listen}",
                                **kjs.connect_options(settings))
         try:
@@ -76,6 +92,7 @@ class AnalyticsApp:
                 batch=settings.extra_int("ANALYTICS_BATCH", 256, 1, 4096),
                 sweep_every=settings.extra_float("ANALYTICS_SWEEP", 5.0, 0.05),
                 compact_every=settings.extra_float("ANALYTICS_COMPACT_EVERY", 300.0, 0.1),
+                retention=retention, resumed_after=resumed_after,
                 fault=settings.extra.get("COURT_ANALYTICS_FAULT", ""))
             server, port = create_server(settings.listen, settings=settings)
             health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection,

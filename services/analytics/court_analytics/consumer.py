@@ -6,7 +6,9 @@ every record is staged (``Lake.stage``, idempotent), every game of the batch tha
 complete is finished (``Lake.try_finish``), and only then is the batch acknowledged, so a crash at
 any point leaves work that a redelivery repeats to the same result. A sweep every
 ``sweep_every`` seconds finishes games whose last missing record was staged by another consumer
-(or before a crash), and compacts the lake every ``compact_every`` seconds.
+(or before a crash), closes out games whose staging has been quiet for ``retention`` seconds
+(``Lake.close_out``: unfinished and resumed games land with that status) when the durable has
+nothing undelivered, and compacts the lake every ``compact_every`` seconds.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from prometheus_client import Counter, Gauge
 
 from . import records
-from .lake import WROTE, Lake
+from .lake import RETENTION, WROTE, Lake
 
 log = klog.get_logger("court_analytics.consumer")
 
 INGESTED = Counter("court_analytics_records_ingested_total", "records staged and acknowledged")
 REJECTED = Counter("court_analytics_records_rejected_total", "messages that are not game records (acknowledged)")
 GAMES = Counter("court_analytics_games_landed_total", "games whose tables were written by this process")
+STAGED_GAMES = Gauge("court_analytics_staged_games", "games with staged records and no tables yet")
 LAG = Gauge("court_analytics_lag_records", "records in the stream not yet acknowledged by the durable consumer")
 FINISH_FAILED = Counter("court_analytics_finish_failures_total", "attempts to land a game that failed (retried)")
 COMPACTED = Counter("court_analytics_files_compacted_total", "per-game files merged into part files")
@@ -38,7 +41,8 @@ COMPACTED = Counter("court_analytics_files_compacted_total", "per-game files mer
 
 class LakeConsumer:
     def __init__(self, nc: NATS, lake: Lake, *, durable: str = "analytics", batch: int = 256, ack_wait: float = 30.0,
-                 sweep_every: float = 5.0, compact_every: float = 300.0, fault: str = ""):
+                 sweep_every: float = 5.0, compact_every: float = 300.0, retention: float = RETENTION,
+                 resumed_after: float | None = None, fault: str = ""):
         self.nc = nc
         self.js = nc.jetstream()
         self.lake = lake
@@ -47,6 +51,9 @@ class LakeConsumer:
         self.ack_wait = ack_wait
         self.sweep_every = sweep_every
         self.compact_every = compact_every
+        self.retention = retention
+        self.resumed_after = resumed_after
+        self._undelivered: int | None = None  # the durable's records not yet delivered, at the last sweep
         self.ingested = 0
         self.landed = 0
         self._ended: set[str] = set()  # games whose GameEnded this process staged, not yet finished
@@ -117,6 +124,15 @@ class LakeConsumer:
     def _sweep(self) -> None:
         for game_id in self.lake.pending():
             self._finish(game_id)
+        STAGED_GAMES.set(len(self.lake.pending()))
+        if self._undelivered == 0:  # caught up: a quiet staging folder is a game that stopped, not a backlog
+            try:
+                closed = self.lake.close_out(retention=self.retention, resumed_after=self.resumed_after)
+            except Exception as exc:  # noqa: BLE001 - the next sweep tries again
+                log.warning("closing out quiet games failed; the next sweep tries again", error=str(exc)[:300])
+                return
+            if closed:
+                log.info("games closed out", **closed)
 
     async def _loop(self, stop: asyncio.Event) -> None:
         next_sweep = time.monotonic()  # the first pass at once: games a crash left complete-but-unfinished
@@ -125,12 +141,14 @@ class LakeConsumer:
             try:
                 now = time.monotonic()
                 if now >= next_sweep:
-                    await asyncio.to_thread(self._sweep)
-                    next_sweep = time.monotonic() + self.sweep_every
+                    self._undelivered = None
                     if self._psub is not None:
                         with contextlib.suppress(Exception):
                             info = await self._psub.consumer_info()
                             LAG.set(info.num_pending + info.num_ack_pending)
+                            self._undelivered = info.num_pending
+                    await asyncio.to_thread(self._sweep)
+                    next_sweep = time.monotonic() + self.sweep_every
                 if self._psub is None:
                     self._psub = await self.js.pull_subscribe(
                         records.SUBJECTS, durable=self.durable, stream=records.STREAM,

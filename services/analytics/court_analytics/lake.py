@@ -55,9 +55,18 @@ from .records import Record, decode
 log = klog.get_logger("court_analytics.lake")
 UNREADABLE = Counter("court_analytics_staging_unreadable_total",
                      "staging files that did not decode (another version's records, or damage), set aside")
+CLOSED_OUT = Counter("court_analytics_games_closed_out_total",
+                     "games landed without a GameEnded after their staging went quiet, by status", ["status"])
+DROPPED = Counter("court_analytics_records_dropped_total",
+                  "staged records that landed nowhere when a game was closed out, by reason", ["reason"])
+LATE = Counter("court_analytics_records_late_total",
+               "records of a game already closed out as unfinished or resumed, past what landed (dropped)")
 
 STAGING = "_staging"
 DONE = "_done"
+RESUMED = "_resumed"
+FINISHED, UNFINISHED, RESUMED_AS, NO_CREATION = "finished", "unfinished", "resumed", "dropped"
+RETENTION = 7 * 86_400.0  # seconds a game's staging stays quiet before it is closed out as unfinished
 META_INPUTS = b"court.compacted_from"
 SETTLE = 600.0
 WROTE, DONE_ALREADY = "wrote", "done"  # try_finish: this call wrote the tables / they were there
@@ -91,30 +100,38 @@ class GameTables:
     tables: dict[str, pa.Table]
 
 
-def build_tables(records: list[Record]) -> GameTables:
-    """The rows of one complete game (records in (seq, index) order, GameCreated first)."""
+def build_tables(records: list[Record], status: str = FINISHED, resumed_into: str | None = None) -> GameTables:
+    """The rows of one game: records in (seq, index) order from GameCreated, complete moves only.
+    ``status`` ``finished``: they end with GameEnded; ``unfinished`` / ``resumed`` (closed out): they
+    end wherever the game stopped, and the game has no end time, result or winners."""
     created = records[0]
-    ended = records[-1]
-    assert created.type == "GameCreated" and ended.type == "GameEnded"
+    last = records[-1]
+    assert created.type == "GameCreated" and (last.type == "GameEnded") == (status == FINISHED)
     game, game_id = created.game, created.game_id
     day = created.time.strftime("%Y-%m-%d")
     seats = [str(s) for s in created.payload.get("seats", [])]
-    result = {k: v for k, v in ended.payload.items() if k != "type"}
-    winners = result.get("winners")
-    if winners is None and isinstance(result.get("winner"), int):  # Queen's Court's GameEnded names one winner
-        winners = [result["winner"]]
+    result = {k: v for k, v in last.payload.items() if k != "type"} if status == FINISHED else None
+    winners = (result or {}).get("winners")
+    single = (result or {}).get("winner")
+    if winners is None and isinstance(single, int):  # Queen's Court's GameEnded names one winner
+        winners = [single]
+    resumed_from = created.payload.get("resumed_from")
     games = pa.table({
         "game_id": [game_id],
+        "status": [status],
         "options": [_json(created.payload.get("options", {}))],
         "seats": pa.array([seats], pa.list_(pa.string())),
         "players": pa.array([[s for s in seats if not s.startswith("bot:")]], pa.list_(pa.string())),
         "bot_levels": pa.array([[s.removeprefix("bot:") if s.startswith("bot:") else None for s in seats]],
                                pa.list_(pa.string())),
         "started_at": pa.array([created.time], pa.timestamp("us", tz="UTC")),
-        "ended_at": pa.array([ended.time], pa.timestamp("us", tz="UTC")),
-        "moves": pa.array([ended.seq], pa.int64()),
+        "ended_at": pa.array([last.time if status == FINISHED else None], pa.timestamp("us", tz="UTC")),
+        "last_move_at": pa.array([last.time], pa.timestamp("us", tz="UTC")),
+        "moves": pa.array([last.seq], pa.int64()),
         "winners": pa.array([[int(w) for w in winners or []]], pa.list_(pa.int64())),
-        "result": [_json(result)],
+        "result": pa.array([None if result is None else _json(result)], pa.string()),
+        "resumed_from": pa.array([resumed_from if isinstance(resumed_from, str) else None], pa.string()),
+        "resumed_into": pa.array([resumed_into], pa.string()),
     })
     by_seq: dict[int, list[Record]] = defaultdict(list)
     for r in records:
@@ -166,6 +183,7 @@ class Lake:
         self.fs, self.root = open_fs(where)
         self.settle = settle
         self._done: set[str] = set()
+        self._done_info: dict[str, dict[str, Any]] = {}
 
     def _p(self, *parts: str) -> str:
         return "/".join((self.root, *parts))
@@ -207,6 +225,15 @@ class Lake:
             return True
         return False
 
+    def done_info(self, game_id: str) -> dict[str, Any]:
+        """A done game's marker: ``status`` (finished when absent: markers before closing out existed)
+        and ``moves`` (the last move whose rows landed)."""
+        if game_id not in self._done_info:
+            with self.fs.open_input_stream(self._p(DONE, game_id)) as f:
+                info = json.loads(f.read() or b"{}")
+            self._done_info[game_id] = {"status": info.get("status", FINISHED), "moves": info.get("moves", -1)}
+        return self._done_info[game_id]
+
     def stage(self, data: bytes, headers: dict[str, str] | None) -> Record:
         """Keep one record (idempotent). The caller acknowledges after this returns."""
         return self.stage_batch([(data, headers)])[0]
@@ -226,8 +253,15 @@ class Lake:
                 continue
             out.append(rec)
             by_game[rec.game_id].append((rec, data))
+            resumed_from = rec.payload.get("resumed_from") if rec.type == "GameCreated" else None
+            if isinstance(resumed_from, str) and resumed_from.isascii() and resumed_from.isalnum() \
+                    and len(resumed_from) <= 64 and not self._exists(self._p(RESUMED, resumed_from)):
+                self._put(self._p(RESUMED, resumed_from), rec.game_id.encode())  # the old game is over
         for game_id, recs in by_game.items():
             if self.done(game_id):
+                info = self.done_info(game_id)
+                if info["status"] != FINISHED:  # closed out: what comes after what landed is late
+                    LATE.inc(sum(1 for r, _ in recs if r.seq > info["moves"]))
                 continue
             body = b"".join(len(d).to_bytes(4, "big") + (b"e" if r.end else b"m") + d for r, d in recs)
             first = min(r.key[1:] for r, _ in recs)
@@ -276,7 +310,8 @@ class Lake:
             self._put_table(self._p(name, f"game={tables.game}", f"day={tables.day}", f"{game_id}.parquet"), table)
         if before_done is not None:
             before_done()
-        self._put(self._p(DONE, game_id), _json({"records": len(records), "moves": records[-1].seq}).encode())
+        self._put(self._p(DONE, game_id), _json({"records": len(records), "moves": records[-1].seq,
+                                                 "status": FINISHED}).encode())
         self._done.add(game_id)
         self._drop_staging(game_id)
         return WROTE
@@ -290,6 +325,68 @@ class Lake:
             self.fs.delete_dir(folder)
         except OSError:
             pass
+
+    def close_out(self, *, retention: float = RETENTION, resumed_after: float | None = None,
+                  now: datetime | None = None) -> dict[str, int]:
+        """Land the games that will never end, so staging does not keep them for ever. A staged game
+        none of whose records arrived for ``retention`` seconds (its last staging file's time), or
+        for ``resumed_after`` seconds (default ``settle``) once another game says it resumed it
+        (``resumed_from`` in its GameCreated), is closed out: its complete moves from seq 0 land
+        like a finished game's, with ``status`` ``unfinished`` or ``resumed`` (``resumed_into``
+        names the new game) and no end, result or winners; records after a gap are dropped
+        (``court_analytics_records_dropped_total{reason="after_gap"}``), and a game whose creation
+        never arrived lands nothing (``reason="no_creation"``). Its done marker holds the status, so
+        a record arriving later is dropped and counted (``court_analytics_records_late_total``).
+        The caller runs this only when its consumer has no undelivered records (so a backlog being
+        read after downtime is not mistaken for silence). A wait of 0 never closes. Returns closed
+        games per status."""
+        now = now or datetime.now(UTC)
+        resumed_after = self.settle if resumed_after is None else resumed_after
+        closed: dict[str, int] = defaultdict(int)
+        for game_id in self.pending():
+            if self.try_finish(game_id):
+                continue
+            files = [i for i in self.fs.get_file_info(pafs.FileSelector(self._p(STAGING, game_id),
+                                                                        allow_not_found=True))
+                     if i.type == pafs.FileType.File and i.mtime is not None]
+            if not files:
+                continue
+            quiet = (now - max(i.mtime for i in files).astimezone(UTC)).total_seconds()
+            into = self._read_text(self._p(RESUMED, game_id))
+            wait = resumed_after if into else retention
+            if wait <= 0 or quiet < wait:  # 0: never
+                continue
+            closed[self._close(game_id, into)] += 1
+        return dict(closed)
+
+    def _read_text(self, path: str) -> str | None:
+        try:
+            with self.fs.open_input_stream(path) as f:
+                return f.read().decode()
+        except FileNotFoundError:
+            return None
+
+    def _close(self, game_id: str, resumed_into: str | None) -> str:
+        records = self.staged(game_id)
+        prefix = _complete_prefix(records)
+        if not prefix:
+            status, moves = NO_CREATION, -1
+            DROPPED.labels("no_creation").inc(len(records))
+        else:
+            status = FINISHED if prefix[-1].type == "GameEnded" else RESUMED_AS if resumed_into else UNFINISHED
+            tables = build_tables(prefix, status, resumed_into if status == RESUMED_AS else None)
+            for name, table in tables.tables.items():
+                self._put_table(self._p(name, f"game={tables.game}", f"day={tables.day}", f"{game_id}.parquet"),
+                                table)
+            moves = prefix[-1].seq
+            DROPPED.labels("after_gap").inc(len(records) - len(prefix))
+        self._put(self._p(DONE, game_id), _json({"records": len(prefix), "moves": moves, "status": status}).encode())
+        self._done.add(game_id)
+        self._drop_staging(game_id)
+        CLOSED_OUT.labels(status).inc()
+        log.info("game closed out", game_id=game_id, status=status, moves=moves, records=len(prefix),
+                 dropped=len(records) - len(prefix))
+        return status
 
     def pending(self) -> list[str]:
         """Games with staged records and no tables yet."""
@@ -371,6 +468,27 @@ def _unpack(body: bytes) -> list[Record]:
 def _check_id(game_id: str) -> None:
     if not game_id.isascii() or not game_id.isalnum() or len(game_id) > 64:
         raise ValueError(f"game_id must be letters and digits, got {game_id[:20]!r}")
+
+
+def _complete_prefix(records: list[Record]) -> list[Record]:
+    """The records of the moves from 0 on that are complete (indices 0..k, the k-th marked as the
+    move's end), up to the first move that is not: what a game that will not end can land."""
+    by_seq: dict[int, list[Record]] = defaultdict(list)
+    for r in records:
+        by_seq[r.seq].append(r)
+    out: list[Record] = []
+    seq = 0
+    while seq in by_seq:
+        evs = sorted(by_seq[seq], key=lambda e: e.index)
+        if [e.index for e in evs] != list(range(len(evs))) or not evs[-1].end:
+            break
+        if seq == 0 and evs[0].type != "GameCreated":
+            break
+        out += evs
+        if evs[-1].type == "GameEnded":
+            break
+        seq += 1
+    return out
 
 
 def _complete(records: list[Record]) -> bool:
