@@ -59,7 +59,9 @@ def test_quiet_games_land_with_a_status_after_the_retention(tmp_path: Path) -> N
 
     # within the retention nothing is closed (the resumed one waits only resumed_after)
     assert lake.close_out(retention=DAY, resumed_after=DAY, now=now + timedelta(seconds=DAY / 2)) == {}
-    assert lake.done("g0006") and lake.done_info("g0006")["status"] == "finished"
+    # the sweep reads only games whose GameEnded is staged
+    assert lake.pending_ended() == ["g0003", "g0006"] and len(lake.staging_index()) == 6  # g0003: no creation
+    assert lake.try_finish("g0006") == "wrote" and lake.done_info("g0006")["status"] == "finished"
     assert not any(lake.done(g) for g in ("g0001", "g0002", "g0003", "g0004"))
     assert lake.close_out(retention=DAY, resumed_after=60, now=now + timedelta(seconds=120)) == {"resumed": 1}
     assert lake.done("g0004") and not lake.done("g0001")

@@ -54,6 +54,7 @@ class LakeConsumer:
         self.retention = retention
         self.resumed_after = resumed_after
         self._undelivered: int | None = None  # the durable's records not yet delivered, at the last sweep
+        self._next_close = 0.0
         self.ingested = 0
         self.landed = 0
         self._ended: set[str] = set()  # games whose GameEnded this process staged, not yet finished
@@ -122,10 +123,15 @@ class LakeConsumer:
             os._exit(17)
 
     def _sweep(self) -> None:
-        for game_id in self.lake.pending():
+        index = self.lake.staging_index()
+        for game_id in self.lake.pending_ended(index):
             self._finish(game_id)
-        STAGED_GAMES.set(len(self.lake.pending()))
-        if self._undelivered == 0:  # caught up: a quiet staging folder is a game that stopped, not a backlog
+        STAGED_GAMES.set(len(index))
+        if self._undelivered == 0 and time.monotonic() >= self._next_close:
+            # caught up: a quiet staging folder is a game that stopped, not a backlog. At most once a
+            # minute (a quarter of the shortest wait when that is less): it lists the staging area
+            waits = [w for w in (self.retention, self.resumed_after or self.lake.settle) if w > 0]
+            self._next_close = time.monotonic() + min([60.0, *(w / 4 for w in waits)])
             try:
                 closed = self.lake.close_out(retention=self.retention, resumed_after=self.resumed_after)
             except Exception as exc:  # noqa: BLE001 - the next sweep tries again

@@ -7,8 +7,10 @@ Layout under the root (a local folder, or a URL pyarrow.fs understands: ``s3://b
     moves/game=<game>/day=<YYYY-MM-DD>/<game_id>.parquet     one row per move (seq >= 1)
     events_<type>/game=<game>/day=<YYYY-MM-DD>/<game_id>.parquet   one row per event of that type
     .../part-<digest>.parquet                                compacted files (many games)
-    _staging/<game_id>/<seq>-<index>-<digest>.pb            records of games still being played
-    _done/<game_id>                                          the game's tables are written
+    _staging/<game_id>/<seq>-<index>-<digest>[-e].pb        records of games still being played
+                                                             (-e: the file holds the GameEnded)
+    _done/<game_id>                                          the game's tables are written (its status)
+    _resumed/<game_id>                                       another game resumed it (that game's id)
 
 ``game`` and ``day`` (the game's creation day, UTC) are Hive partition columns, so DuckDB
 (``hive_partitioning``), Spark and Trino read them from the paths.
@@ -65,6 +67,7 @@ LATE = Counter("court_analytics_records_late_total",
 STAGING = "_staging"
 DONE = "_done"
 RESUMED = "_resumed"
+ENDED_SUFFIX = "-e"  # a staging file holding a GameEnded: <seq>-<index>-<digest>-e.pb
 FINISHED, UNFINISHED, RESUMED_AS, NO_CREATION = "finished", "unfinished", "resumed", "dropped"
 RETENTION = 7 * 86_400.0  # seconds a game's staging stays quiet before it is closed out as unfinished
 META_INPUTS = b"court.compacted_from"
@@ -265,7 +268,8 @@ class Lake:
                 continue
             body = b"".join(len(d).to_bytes(4, "big") + (b"e" if r.end else b"m") + d for r, d in recs)
             first = min(r.key[1:] for r, _ in recs)
-            name = f"{first[0]:010d}-{first[1]:05d}-{hashlib.sha256(body).hexdigest()[:24]}.pb"
+            ended = ENDED_SUFFIX if any(r.type == "GameEnded" for r, _ in recs) else ""
+            name = f"{first[0]:010d}-{first[1]:05d}-{hashlib.sha256(body).hexdigest()[:24]}{ended}.pb"
             self._put(self._p(STAGING, game_id, name), body)
         return out
 
@@ -343,15 +347,18 @@ class Lake:
         now = now or datetime.now(UTC)
         resumed_after = self.settle if resumed_after is None else resumed_after
         closed: dict[str, int] = defaultdict(int)
-        for game_id in self.pending():
-            if self.try_finish(game_id):
-                continue
-            files = [i for i in self.fs.get_file_info(pafs.FileSelector(self._p(STAGING, game_id),
-                                                                        allow_not_found=True))
-                     if i.type == pafs.FileType.File and i.mtime is not None]
+        waits = [w for w in (retention, resumed_after) if w > 0]
+        if not waits:
+            return {}
+        for game_id, infos in sorted(self.staging_index().items()):
+            files = [i for i in infos if i.mtime is not None]
             if not files:
                 continue
             quiet = (now - max(i.mtime for i in files).astimezone(UTC)).total_seconds()
+            if quiet < min(waits):
+                continue  # too recent for either wait (most games, most of the time): not read
+            if self.try_finish(game_id):
+                continue  # complete after all (or done, its staging left over: removed)
             into = self._read_text(self._p(RESUMED, game_id))
             wait = resumed_after if into else retention
             if wait <= 0 or quiet < wait:  # 0: never
@@ -392,6 +399,22 @@ class Lake:
         """Games with staged records and no tables yet."""
         infos = self.fs.get_file_info(pafs.FileSelector(self._p(STAGING), allow_not_found=True))
         return sorted(i.base_name for i in infos if i.type == pafs.FileType.Directory)
+
+    def staging_index(self) -> dict[str, list[pafs.FileInfo]]:
+        """Every staged game's files, from one listing of the staging area (one request on an
+        object store, however many games are in play)."""
+        out: dict[str, list[pafs.FileInfo]] = defaultdict(list)
+        prefix = self._p(STAGING) + "/"
+        for info in self.fs.get_file_info(pafs.FileSelector(self._p(STAGING), recursive=True, allow_not_found=True)):
+            if info.type == pafs.FileType.File and info.path.startswith(prefix) and "/" in info.path[len(prefix):]:
+                out[info.path[len(prefix):].split("/", 1)[0]].append(info)
+        return dict(out)
+
+    def pending_ended(self, index: dict[str, list[pafs.FileInfo]] | None = None) -> list[str]:
+        """Staged games with their GameEnded among the staged records (a staging file named
+        ``...-e.pb``): the only ones that may be complete. Games still being played are not read."""
+        index = self.staging_index() if index is None else index
+        return sorted(g for g, files in index.items() if any(f.base_name.endswith(ENDED_SUFFIX + ".pb") for f in files))
 
     # ------------------------------------------------------------------ compaction
 
