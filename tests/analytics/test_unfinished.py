@@ -104,3 +104,32 @@ def test_quiet_games_land_with_a_status_after_the_retention(tmp_path: Path) -> N
     # compaction treats them like any landed game
     assert Lake(root, settle=0).compact() > 0
     assert len(read(root, "games").fetchall()) == 5
+
+
+def test_a_message_may_hold_a_whole_moves_records(tmp_path: Path, monkeypatch) -> None:
+    """``records.decode`` may return a move's records from one message (the v2 records): staging,
+    finishing and the tables are the same as with one message per event."""
+    import base64
+    import json
+    from collections import defaultdict
+
+    from court_analytics import records
+
+    def decode_move(data: bytes, headers: dict[str, str] | None) -> list:
+        bodies = json.loads(data)
+        return [records.decode(base64.b64decode(b), {"Court-End": "1"} if i == len(bodies) - 1 else None)
+                for i, b in enumerate(bodies)]
+
+    monkeypatch.setattr(lake_mod, "decode", decode_move)
+    per_event = game_records("g0007", 9)
+    moves: dict[int, list[bytes]] = defaultdict(list)
+    for _, body, headers in per_event:
+        moves[int(headers["Court-Seq"])].append(body)
+    messages = [(json.dumps([base64.b64encode(b).decode() for b in moves[s]]).encode(), {}) for s in sorted(moves)]
+    lake = Lake(tmp_path / "lake")
+    got = lake.stage_batch(messages[:4]) + lake.stage_batch(messages[4:] + messages[2:5])  # a redelivery too
+    assert [len(r) for r in got] == [len(moves[s]) for s in sorted(moves)] + [len(moves[s]) for s in (2, 3, 4)]
+    assert lake.pending_ended() == ["g0007"] and lake.try_finish("g0007") == "wrote"
+    rows = read(tmp_path / "lake", "moves").select("seq").fetchall()
+    assert sorted(r[0] for r in rows) == list(range(1, 10))
+    assert read(tmp_path / "lake", "games").select("moves, status").fetchall() == [(9, "finished")]

@@ -237,38 +237,40 @@ class Lake:
             self._done_info[game_id] = {"status": info.get("status", FINISHED), "moves": info.get("moves", -1)}
         return self._done_info[game_id]
 
-    def stage(self, data: bytes, headers: dict[str, str] | None) -> Record:
-        """Keep one record (idempotent). The caller acknowledges after this returns."""
-        return self.stage_batch([(data, headers)])[0]
-
-    def stage_batch(self, messages: list[tuple[bytes, dict[str, str] | None]]) -> list[Record | ValueError]:
-        """Keep a batch of records, one staging file per game (idempotent: a file's name is the
-        digest of its contents, and its records are keyed). Returns each message's Record, or the
-        ValueError saying why it is not one. The caller acknowledges after this returns."""
-        out: list[Record | ValueError] = []
-        by_game: dict[str, list[tuple[Record, bytes]]] = defaultdict(list)
+    def stage_batch(self, messages: list[tuple[bytes, dict[str, str] | None]]) -> list[list[Record] | ValueError]:
+        """Keep a batch of messages, one staging file per game (idempotent: a file's name is the
+        digest of its contents, and its records are keyed). Returns each message's Records (one for
+        a v1 event; ``records.decode`` may return a list, one message holding a move's records), or
+        the ValueError saying why it holds none. The caller acknowledges after this returns."""
+        out: list[list[Record] | ValueError] = []
+        by_game: dict[str, list[tuple[list[Record], bytes]]] = defaultdict(list)
         for data, headers in messages:
             try:
-                rec = decode(data, headers)
-                _check_id(rec.game_id)
+                decoded = decode(data, headers)
+                recs = list(decoded) if isinstance(decoded, list) else [decoded]
+                if not recs or len({r.game_id for r in recs}) != 1:
+                    raise ValueError("a message must hold the records of one game")
+                _check_id(recs[0].game_id)
             except ValueError as exc:
                 out.append(exc)
                 continue
-            out.append(rec)
-            by_game[rec.game_id].append((rec, data))
-            resumed_from = rec.payload.get("resumed_from") if rec.type == "GameCreated" else None
-            if isinstance(resumed_from, str) and resumed_from.isascii() and resumed_from.isalnum() \
-                    and len(resumed_from) <= 64 and not self._exists(self._p(RESUMED, resumed_from)):
-                self._put(self._p(RESUMED, resumed_from), rec.game_id.encode())  # the old game is over
-        for game_id, recs in by_game.items():
+            out.append(recs)
+            by_game[recs[0].game_id].append((recs, data))
+            for rec in recs:
+                resumed_from = rec.payload.get("resumed_from") if rec.type == "GameCreated" else None
+                if isinstance(resumed_from, str) and resumed_from.isascii() and resumed_from.isalnum() \
+                        and len(resumed_from) <= 64 and not self._exists(self._p(RESUMED, resumed_from)):
+                    self._put(self._p(RESUMED, resumed_from), rec.game_id.encode())  # the old game is over
+        for game_id, msgs in by_game.items():
+            recs = [r for rs, _ in msgs for r in rs]
             if self.done(game_id):
                 info = self.done_info(game_id)
                 if info["status"] != FINISHED:  # closed out: what comes after what landed is late
-                    LATE.inc(sum(1 for r, _ in recs if r.seq > info["moves"]))
+                    LATE.inc(sum(1 for r in recs if r.seq > info["moves"]))
                 continue
-            body = b"".join(len(d).to_bytes(4, "big") + (b"e" if r.end else b"m") + d for r, d in recs)
-            first = min(r.key[1:] for r, _ in recs)
-            ended = ENDED_SUFFIX if any(r.type == "GameEnded" for r, _ in recs) else ""
+            body = b"".join(len(d).to_bytes(4, "big") + (b"e" if rs[-1].end else b"m") + d for rs, d in msgs)
+            first = min(r.key[1:] for r in recs)
+            ended = ENDED_SUFFIX if any(r.type == "GameEnded" for r in recs) else ""
             name = f"{first[0]:010d}-{first[1]:05d}-{hashlib.sha256(body).hexdigest()[:24]}{ended}.pb"
             self._put(self._p(STAGING, game_id, name), body)
         return out
@@ -483,7 +485,8 @@ def _unpack(body: bytes) -> list[Record]:
         end = body[at + 4:at + 5]
         if end not in (b"e", b"m") or at + 5 + n > len(body):
             raise ValueError("a staging file that is not a list of records")
-        out.append(decode(body[at + 5:at + 5 + n], {"Court-End": "1"} if end == b"e" else None))
+        decoded = decode(body[at + 5:at + 5 + n], {"Court-End": "1"} if end == b"e" else None)
+        out += decoded if isinstance(decoded, list) else [decoded]
         at += 5 + n
     return out
 
