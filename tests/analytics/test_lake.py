@@ -309,7 +309,8 @@ def test_an_unreadable_staging_file_neither_stops_the_consumer_nor_lands(nats: B
     task while the process ran on: nothing landed any more)."""
     bad = consumers.lake / "_staging" / "g0009"
     bad.mkdir(parents=True)
-    (bad / "0000000000-00000-0123456789abcdef01234567.pb").write_bytes(b"\x00\x00\x00\x09mnot a rec" * 3)
+    # named as a file holding the game's GameEnded, so the start-up sweep reads it
+    (bad / "0000000000-00000-0123456789abcdef01234567-e.pb").write_bytes(b"\x00\x00\x00\x09mnot a rec" * 3)
     good = game_records("g0001", 4)
     asyncio.run(publish(nats.url, good))
     proc = consumers.start()
@@ -317,7 +318,7 @@ def test_an_unreadable_staging_file_neither_stops_the_consumer_nor_lands(nats: B
     consumers.stop_all()
     assert proc.returncode == 0, consumers.log_of(proc)
     check_exactly_once(consumers.lake, good, {"g0001": 4})
-    assert [p.name for p in bad.iterdir()] == [".0000000000-00000-0123456789abcdef01234567.pb.unreadable"]
+    assert [p.name for p in bad.iterdir()] == [".0000000000-00000-0123456789abcdef01234567-e.pb.unreadable"]
     assert "unreadable staging file set aside" in consumers.log_of(proc)
 
 
