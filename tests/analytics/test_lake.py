@@ -126,16 +126,29 @@ class Consumers:
         self.tmp, self.nats_url, self.lake = tmp, nats_url, lake
         self.procs: list[subprocess.Popen[bytes]] = []
 
-    def start(self, durable: str = "analytics", fault: str = "") -> subprocess.Popen[bytes]:
+    def start(self, durable: str = "analytics", fault: str = "", extra: dict[str, str] | None = None
+              ) -> subprocess.Popen[bytes]:
         env = {"PATH": os.environ.get("PATH", ""), "COURT_ENV": "dev", "COURT_NATS_URL": self.nats_url,
                "COURT_LISTEN": "127.0.0.1:0", "COURT_METRICS_LISTEN": "", "COURT_STATE_DIR": str(self.tmp),
                "COURT_ANALYTICS_LAKE": str(self.lake), "COURT_ANALYTICS_DURABLE": durable,
                "COURT_ANALYTICS_ACK_WAIT": "1", "COURT_ANALYTICS_BATCH": "32", "COURT_ANALYTICS_SWEEP": "0.2",
-               "COURT_ANALYTICS_COMPACT_EVERY": "3600", "COURT_ANALYTICS_FAULT": fault, "COURT_LOG_LEVEL": "warning"}
+               "COURT_ANALYTICS_COMPACT_EVERY": "3600", "COURT_ANALYTICS_FAULT": fault, "COURT_LOG_LEVEL": "warning", **(extra or {})}
         log = open(self.tmp / f"analytics-{len(self.procs)}.log", "wb")  # noqa: SIM115 - the process's log
         proc = subprocess.Popen([ANALYTICS], env=env, stdout=log, stderr=subprocess.STDOUT)
         self.procs.append(proc)
         return proc
+
+    def log_of(self, proc: subprocess.Popen[bytes]) -> str:
+        """The last lines a process wrote (for a failing assertion's message)."""
+        text = (self.tmp / f"analytics-{self.procs.index(proc)}.log").read_text(errors="replace")
+        return "\n".join(text.splitlines()[-15:])
+
+    def wait_exit(self, proc: subprocess.Popen[bytes], timeout: float = WAIT) -> int:
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"court-analytics still running after {timeout:.0f}s; its log:\n"
+                                 f"{self.log_of(proc)}") from None
 
     def kill(self, proc: subprocess.Popen[bytes]) -> None:
         if proc.poll() is None:
@@ -161,7 +174,7 @@ def consumers(tmp_path: Path, nats: BinaryNats) -> Iterator[Consumers]:
     c.stop_all()
 
 
-def wait_done(lake: Path, games: int, timeout: float = WAIT) -> None:
+def wait_done(lake: Path, games: int, timeout: float = WAIT, consumers: Consumers | None = None) -> None:
     """Until ``games`` done markers exist (the lake offers no event; look every 100 ms)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -169,7 +182,9 @@ def wait_done(lake: Path, games: int, timeout: float = WAIT) -> None:
         if done >= games:
             return
         if time.monotonic() > deadline:
-            raise AssertionError(f"{done} of {games} games landed in {timeout:.0f}s")
+            logs = "".join(f"\n-- {p.args} ({p.poll()}):\n{consumers.log_of(p)}" for p in consumers.procs[-2:]) \
+                if consumers else ""
+            raise AssertionError(f"{done} of {games} games landed in {timeout:.0f}s{logs}")
         time.sleep(0.1)
 
 
@@ -205,7 +220,8 @@ def test_killed_racing_and_replayed_consumers_land_every_record_once(nats: Binar
     asyncio.run(publish(nats.url, published[:third]))
     # injected crash points: after staging a batch, before its acks; after a game's tables, before its done marker
     for fault in ("staged:1", "staged:3", "finished:1"):
-        assert consumers.start("a", fault).wait(timeout=WAIT) == 17, fault
+        proc = consumers.start("a", fault)
+        assert consumers.wait_exit(proc) == 17, f"{fault}: {consumers.log_of(proc)}"
     asyncio.run(publish(nats.url, published[third:2 * third]))
     # two durables at once (each sees every record: a race on every game), SIGKILLed at random moments
     # while the last third is published
@@ -221,7 +237,7 @@ def test_killed_racing_and_replayed_consumers_land_every_record_once(nats: Binar
     assert not pub.is_alive()
     consumers.start("a")
     consumers.start("b")
-    wait_done(consumers.lake, GAMES)
+    wait_done(consumers.lake, GAMES, consumers=consumers)
     check_exactly_once(consumers.lake, published, moves)
     consumers.stop_all()
 
@@ -230,10 +246,10 @@ def test_killed_racing_and_replayed_consumers_land_every_record_once(nats: Binar
     proc = consumers.start("replay")
     deadline = time.monotonic() + WAIT
     while asyncio.run(consumer_left(nats.url, "replay")) != 0:
-        assert time.monotonic() < deadline, "the replay did not finish"
+        assert time.monotonic() < deadline, f"the replay did not finish: {consumers.log_of(proc)}"
         time.sleep(0.2)
     consumers.stop_all()
-    assert proc.returncode == 0
+    assert proc.returncode == 0, consumers.log_of(proc)  # SIGTERM: a graceful exit
     assert sorted(p.name for p in consumers.lake.rglob("*.parquet")) == before
     check_exactly_once(consumers.lake, published, moves)
 
@@ -284,3 +300,42 @@ def test_records_that_are_not_game_events_are_dropped_and_the_rest_land(nats: Bi
     check_exactly_once(consumers.lake, good, {"g0001": 5})
     assert not any(p.name.startswith(".") for p in (consumers.lake / "_staging").glob("*"))
     assert "not a game record" in (consumers.tmp / "analytics-0.log").read_text()
+
+
+def test_an_unreadable_staging_file_neither_stops_the_consumer_nor_lands(nats: BinaryNats, consumers: Consumers
+                                                                         ) -> None:
+    """A staging file that does not decode (another version's records, damage) is set aside at the
+    start-up sweep, and the consumer goes on landing other games (it used to end the consumer
+    task while the process ran on: nothing landed any more)."""
+    bad = consumers.lake / "_staging" / "g0009"
+    bad.mkdir(parents=True)
+    # named as a file holding the game's GameEnded, so the start-up sweep reads it
+    (bad / "0000000000-00000-0123456789abcdef01234567-e.pb").write_bytes(b"\x00\x00\x00\x09mnot a rec" * 3)
+    good = game_records("g0001", 4)
+    asyncio.run(publish(nats.url, good))
+    proc = consumers.start()
+    wait_done(consumers.lake, 1, consumers=consumers)
+    consumers.stop_all()
+    assert proc.returncode == 0, consumers.log_of(proc)
+    check_exactly_once(consumers.lake, good, {"g0001": 4})
+    assert [p.name for p in bad.iterdir()] == [".0000000000-00000-0123456789abcdef01234567-e.pb.unreadable"]
+    assert "unreadable staging file set aside" in consumers.log_of(proc)
+
+
+def test_the_consumer_closes_out_an_abandoned_game_once_caught_up(nats: BinaryNats, consumers: Consumers) -> None:
+    """Through the process: the durable has nothing undelivered, the game's staging has been quiet for
+    COURT_ANALYTICS_STAGING_RETENTION (2 s here): it lands as unfinished, the finished one as finished."""
+    abandoned = [m for m in game_records("g0001", 10) if int(m[2]["Court-Seq"]) <= 6]
+    done = game_records("g0002", 5)
+    asyncio.run(publish(nats.url, abandoned + done))
+    proc = consumers.start(extra={"COURT_ANALYTICS_STAGING_RETENTION": "2"})
+    deadline = time.monotonic() + WAIT
+    while not (consumers.lake / "_done" / "g0001").exists():
+        assert time.monotonic() < deadline, consumers.log_of(proc)
+        time.sleep(0.1)  # the lake offers no event to wait on
+    consumers.stop_all()
+    assert proc.returncode == 0
+    status = dict(read(consumers.lake, "games").select("game_id, status").fetchall())
+    assert status == {"g0001": "unfinished", "g0002": "finished"}
+    check_exactly_once(consumers.lake, abandoned + done, {"g0001": 6, "g0002": 5})
+    assert not (consumers.lake / "_staging" / "g0001").exists()
