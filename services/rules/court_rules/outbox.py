@@ -158,9 +158,12 @@ class Outbox:
                 enc = encode(entry, seq, events, event_time(entry, seq))
                 await self.store.publish_events((enc.public if seq > pub else []) + (enc.full if seq > full else []))
                 REPUBLISHED.inc()
-            log.info("republished missing events", game_id=entry.game_id, after=done, upto=upto)
-        entry.published = max(entry.published, upto)
-        entry.unconfirmed = None
+            log.info("republished missing events", game_id=entry.game_id, after=done, upto=min(upto, entry.seq))
+        # only what was replayed is vouched for: a replica whose read of the log came back short (a
+        # stream follower still catching up) must not mark a later move's events as stored
+        entry.published = max(entry.published, min(upto, entry.seq))
+        if entry.published >= upto:
+            entry.unconfirmed = None
 
     def _schedule_repair(self, entry: GameEntry) -> None:
         """Republish a move whose publish failed part-way, in the background, until it is stored:
@@ -253,6 +256,7 @@ class Outbox:
         for m in msgs:
             gid = m.subject[len(GAMES_PREFIX):]
             latest[gid] = max(latest.get(gid, 0), int((m.headers or {}).get(SEQ_HEADER, "0")))
+        behind: set[str] = set()
         for gid, seq in latest.items():
             entry = self.cache.peek(gid)
             if entry is not None and entry.published >= seq:
@@ -263,12 +267,17 @@ class Outbox:
                     if entry.seq < seq:
                         await self.cache.refresh(entry)
                     await self.catch_up(entry, seq)
+                    if entry.published < seq:  # our read of the log is behind the record: not yet
+                        behind.add(gid)
             except Unavailable:
                 raise
             except Exception:  # noqa: BLE001 - one broken game must not stop the sweep
                 log.exception("sweeping a game failed", game_id=gid)
         for m in msgs:
-            await m.ack()
+            if m.subject[len(GAMES_PREFIX):] in behind:
+                await m.nak(delay=delay)  # checked again (here or on another replica) a little later
+            else:
+                await m.ack()
 
 
 async def _quietly_unsubscribe(sub: Any) -> None:
