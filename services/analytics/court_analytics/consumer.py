@@ -68,14 +68,14 @@ class LakeConsumer:
     def _handle_batch(self, msgs: list[Any]) -> None:
         """Stage every record, finish what may be complete: the part done before acknowledging."""
         touched: set[str] = set()
-        for msg, rec in zip(msgs, self.lake.stage_batch([(m.data, m.headers) for m in msgs]), strict=True):
-            if isinstance(rec, ValueError):
+        for msg, recs in zip(msgs, self.lake.stage_batch([(m.data, m.headers) for m in msgs]), strict=True):
+            if isinstance(recs, ValueError):
                 REJECTED.inc()
-                log.warning("not a game record; acknowledged and dropped", subject=msg.subject[:80], error=str(rec))
+                log.warning("not a game record; acknowledged and dropped", subject=msg.subject[:80], error=str(recs))
                 continue
-            if rec.type == "GameEnded":
-                self._ended.add(rec.game_id)
-            touched.add(rec.game_id)
+            if any(r.type == "GameEnded" for r in recs):
+                self._ended.add(recs[0].game_id)
+            touched.add(recs[0].game_id)
         self._batches += 1
         self._maybe_fail("staged", self._batches)
         for game_id in touched & self._ended:

@@ -195,25 +195,25 @@ class Lake:
         """Keep one record (idempotent). The caller acknowledges after this returns."""
         return self.stage_batch([(data, headers)])[0]
 
-    def stage_batch(self, messages: list[tuple[bytes, dict[str, str] | None]]) -> list[Record | ValueError]:
+    def stage_batch(self, messages: list[tuple[bytes, dict[str, str] | None]]) -> list[list[Record] | ValueError]:
         """Keep a batch of records, one staging file per game (idempotent: a file's name is the
         digest of its contents, and its records are keyed). Returns each message's Record, or the
         ValueError saying why it is not one. The caller acknowledges after this returns."""
-        out: list[Record | ValueError] = []
+        out: list[list[Record] | ValueError] = []
         by_game: dict[str, list[tuple[Record, bytes]]] = defaultdict(list)
         for data, headers in messages:
             try:
-                rec = decode(data, headers)
-                _check_id(rec.game_id)
+                recs = decode(data, headers)
+                _check_id(recs[0].game_id)
             except ValueError as exc:
                 out.append(exc)
                 continue
-            out.append(rec)
-            by_game[rec.game_id].append((rec, data))
+            out.append(recs)
+            by_game[recs[0].game_id].append((recs[0], data))
         for game_id, recs in by_game.items():
             if self.done(game_id):
                 continue
-            body = b"".join(len(d).to_bytes(4, "big") + (b"e" if r.end else b"m") + d for r, d in recs)
+            body = b"".join(len(d).to_bytes(4, "big") + b"e" + d for _r, d in recs)  # a record is whole
             first = min(r.key[1:] for r, _ in recs)
             name = f"{first[0]:010d}-{first[1]:05d}-{hashlib.sha256(body).hexdigest()[:24]}.pb"
             self._put(self._p(STAGING, game_id, name), body)
@@ -232,9 +232,8 @@ class Lake:
             at = 0
             while at + 5 <= len(body):
                 n = int.from_bytes(body[at:at + 4], "big")
-                end = body[at + 4:at + 5] == b"e"
-                rec = decode(body[at + 5:at + 5 + n], {"Court-End": "1"} if end else None)
-                keyed[(rec.seq, rec.index)] = rec
+                for rec in decode(body[at + 5:at + 5 + n]):
+                    keyed[(rec.seq, rec.index)] = rec
                 at += 5 + n
         return [keyed[k] for k in sorted(keyed)]
 
