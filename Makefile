@@ -56,7 +56,7 @@ vectors: setup
 proto: setup
 	$(BIN)/python protos/generate.py libs/court_proto
 
-# docs/contract.md from the protos' comments (protos/contract_doc.py; tests check it is in step).
+# docs/contract-reference.md from the protos' comments (protos/contract_doc.py; tests check it is in step).
 contract: setup
 	$(BIN)/python protos/contract_doc.py
 

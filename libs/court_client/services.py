@@ -105,6 +105,11 @@ class LobbyClient(ServiceClient):
         return await self._write(self.stub.StartGame, lpb.StartGameRequest(
             request_id=request_id or new_request_id(), lobby_id=lobby_id))
 
+    async def cancel(self, lobby_id: str, reason: str = "", *, request_id: str | None = None) -> lpb.Lobby:
+        """Cancel an open or starting lobby (host only): closed, every ante taken for it refunded."""
+        return await self._write(self.stub.CancelLobby, lpb.CancelLobbyRequest(
+            request_id=request_id or new_request_id(), lobby_id=lobby_id, reason=reason))
+
     async def quick_match(self, game: str, options: Mapping[str, Any] | None = None, *, ante: int = 0,
                           request_id: str | None = None) -> lpb.Lobby:
         req = lpb.QuickMatchRequest(request_id=request_id or new_request_id(), game=game, ante=ante)

@@ -75,7 +75,7 @@ def infra(tmp_path: Path) -> Iterator[tuple[NatsCluster, Postgres]]:
         pg.stop()
 
 
-async def _wait_jetstream(urls: str, timeout: float = 60) -> None:
+async def _wait_jetstream(urls: str, timeout: float = 300) -> None:
     """Until the cluster's JetStream answers (a meta leader is elected)."""
     nc = await nats.connect(urls.split(","), max_reconnect_attempts=-1)
     try:
@@ -93,7 +93,9 @@ async def _wait_jetstream(urls: str, timeout: float = 60) -> None:
         await nc.close()
 
 
-async def _serving(address: str, timeout: float = 60) -> None:
+async def _serving(address: str, timeout: float = 300) -> None:
+    """Until the service answers SERVING (a start-up wait, not a speed check: on a loaded machine a
+    service's imports and migrations alone have taken a minute)."""
     async with grpc.aio.insecure_channel(address) as ch:
         reply = await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), wait_for_ready=True,
                                                            timeout=timeout)

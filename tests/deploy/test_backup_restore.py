@@ -11,7 +11,9 @@ profiles, the leaderboard and the players' open games.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import random
 import shutil
 import subprocess
 from pathlib import Path
@@ -167,3 +169,90 @@ def test_restore_fails_loudly_when_there_is_no_dump(tmp_path):
     stamped = subprocess.run(["sh", str(SCRIPTS / "restore.sh")], env={**env, "RESTORE_STAMP": "20260101T000000Z"},
                              capture_output=True, text=True, timeout=60, check=False)
     assert stamped.returncode == 1 and "stamped 20260101T000000Z" in stamped.stderr
+
+
+async def test_games_finished_after_the_dump_are_settled_again_by_the_runbooks_replay(tmp_path, split_databases):
+    """deploy/README.md, "Restore the database", step 6: a game that was running when the dump was
+    taken and finished after it is missing from the restored ledger; deleting the ranking durable
+    consumer before the writers start again makes ranking re-apply every event the stream holds,
+    which settles that game and applies nothing twice for the games already in the dump."""
+    from court_lobby.app import LobbyApp
+    from court_ranking.app import RankingApp
+    from court_ranking.consumer import DURABLE
+    from court_rules.store import FULL_STREAM
+
+    from tests.ranking.test_ranking_e2e import play_some
+
+    urls, names = split_databases
+    stack = SplitStack(tmp_path / "stack", urls)
+    try:
+        await stack.start()
+        players = [await stack.player(n, PASSWORD) for n in ("Ann", "Bob", "Cy")]
+        done_before = await online_lobby(stack, players, ANTE)  # settled before the dump
+        assert (await play(players, done_before, 5)).finished
+        await stack.wait_ranked(lambda st: st.game_status(done_before) == "finished", "the first game settled")
+        after_dump = await online_lobby(stack, players, ANTE)  # running at the dump (antes taken)
+        await play_some(players, after_dump, random.Random(6), rounds=1)
+
+        backups = tmp_path / "backups"
+        env = {**libpq_env(urls["lobby"]), "BACKUP_DIR": str(backups),
+               "BACKUP_DATABASES": f"{names['lobby']} {names['ranking']}"}
+        run_script("backup.sh", env)
+
+        assert (await play(players, after_dump, 7)).finished  # it ends after the dump
+        await stack.wait_ranked(lambda st: st.game_status(after_dump) == "finished", "the second game settled")
+        truth = await snapshot(stack, ["Ann", "Bob", "Cy"])
+        assert any(e[4] == after_dump for e in truth["Ann"]["ledger"]), "the second game paid out"
+
+        # Step 1: stop the writers (rules and NATS stay up: game logs are not part of the restore).
+        await stack.lobby.stop(0)
+        await stack.ranking.stop(0)
+        await stack.lobby_channel.close()
+        await stack.ranking_channel.close()
+        # Steps 3-4: the volume is lost; the restore Job's script brings back the dump.
+        admin = make_url(normalize_url(urls["lobby"])).set(drivername="postgresql", database="postgres")
+        with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as conn:
+            for name in names.values():
+                conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+                conn.execute(f'CREATE DATABASE "{name}"')
+        out = run_script("restore.sh", {**env, "RESTORE_DATABASES": env["BACKUP_DATABASES"]})
+        assert out.strip().endswith("restore: done"), out
+
+        async def writers_again() -> None:
+            stack.ranking = await RankingApp.start(stack.settings("ranking", migrate_on_start=False))
+            stack.lobby = await LobbyApp.start(stack.settings("lobby", migrate_on_start=False))
+            stack.lobby_channel = stack.channel(stack.lobby.address)
+            stack.ranking_channel = stack.channel(stack.ranking.address)
+
+        # Without step 6 the ranking consumer has nothing left to deliver: the game that ended
+        # after the dump stays unsettled in the restored ledger (this is what the step is for).
+        await writers_again()
+        assert stack.ranking.store.game_status(after_dump) != "finished"
+        assert stack.ranking.store.game_status(done_before) == "finished"
+        restored = await snapshot(stack, ["Ann", "Bob", "Cy"])
+        assert restored != truth
+        assert sum(len([e for e in restored[n]["ledger"] if e[4] == after_dump]) for n in ("Ann", "Bob", "Cy")) < \
+            sum(len([e for e in truth[n]["ledger"] if e[4] == after_dump]) for n in ("Ann", "Bob", "Cy"))
+
+        # Step 6, as written: stop ranking, delete its durable consumer, start it again.
+        await stack.ranking.stop(0)
+        await stack.ranking_channel.close()
+        await stack.lobby.stop(0)
+        await stack.lobby_channel.close()
+        js = stack.rules.nc.jetstream()
+        await js.delete_consumer(FULL_STREAM, DURABLE)
+        await writers_again()
+        await stack.wait_ranked(lambda st: st.game_status(after_dump) == "finished", "the replay to settle it")
+        info = None
+        for _ in range(600):  # until every event the stream holds is applied and acknowledged
+            info = await js.consumer_info(FULL_STREAM, DURABLE)
+            if info.num_pending == 0 and info.num_ack_pending == 0:
+                break
+            await asyncio.sleep(0.1)  # JetStream has no "drained" notification for a pull consumer
+        assert info is not None and info.num_pending == 0 and info.num_ack_pending == 0, info
+        replayed = await snapshot(stack, ["Ann", "Bob", "Cy"])
+        assert replayed == truth, "the replay settled the late game and paid nothing twice"
+        audit = await stack.audit()
+        assert not audit.violations, audit
+    finally:
+        await stack.close()

@@ -50,8 +50,9 @@ async def test_resume_a_hearts_game_from_its_save_point(replicas: Any, rules: An
     assert nv["hand"] == ov["hand"] and nv["totals"] == ov["totals"] and nv["phase"] == "pass"
     hist = await admin.history(new.game_id)
     assert hist.seed == before.seed and typed.options_from_proto(hist.options) == {"limit": 40}
-    created = typed.event_from_proto(hist.created_events[0])
-    assert created["type"] == "GameCreated" and created["resumed_from"] == old.game_id
+    assert typed.event_from_proto(hist.created_events[0])["type"] == "GameStarted"
+    log = await rules.store.records(new.game_id)  # the GameCreated record names where it came from
+    assert log[0].body.created.resumed_from == old.game_id and log[0].body.created.save_json
     # the same hand is dealt again: ana holds what she held at the start of it
     ana_now = view_dict(await replicas.client(rules, "ana").get_view(new.game_id))
     assert len(ana_now["cards"]) == 13

@@ -22,7 +22,15 @@ before acking, or an ack was lost):
   identity every replica shares, so two handlers of one position send the same id and the rules
   service applies it once (a repeat gets the first answer; the same id with another action, as
   a time-bounded search may produce, is refused with INVALID_ARGUMENT, counted as ``duplicate``);
-* a submit that finds the game moved on (FAILED_PRECONDITION, ABORTED) is stale, not retried.
+* a turn is stale only when the game has moved on **as the log says**: a view past the event's
+  ``seq``, or the game over. A rules replica may answer from behind: its cache was loaded before
+  other replicas wrote (it took over from a replica that died), or its NATS server is a stream
+  follower still catching up (direct gets may be served by any replica). So a view *behind* the
+  event is retried shortly (``BEHIND_DELAY``), not dropped; and a submit refused with ABORTED or
+  FAILED_PRECONDITION is checked against a fresh view: moved on, it is stale; still this
+  position, the same move is sent again under the same request id (the rules service applies it
+  once), and if that keeps failing the turn is put back. Dropping such a turn would stall the game
+  for good: nothing else brings that position's TurnStarted again.
 
 One event plays one move: the first bot seat in ``to_act`` the service can play. In a
 simultaneous phase (Hearts passing, Mutual Swap votes) the next bot seat moves on the next event.
@@ -68,11 +76,14 @@ BOT_PREFIX = "bot:"
 FETCH_WAIT = 1.0  # seconds one pull request lingers (also how soon an idle worker notices a stop)
 RECENT = 20_000  # handled turns remembered for tests and debugging
 UNAVAILABLE_DELAY = 1.0  # seconds before a turn is retried when the rules service did not answer
+BEHIND_DELAY = 0.25  # seconds before a turn is retried when the rules replica had not seen it yet
+RESUBMITS = 3  # same-id resubmits of a move refused by a replica that was behind (ABORTED, ...)
 
 
 class Outcome(StrEnum):
     PLAYED = "played"
     STALE = "stale"
+    BEHIND = "behind"  # the rules replica had not seen the turn yet: put back for a moment
     DUPLICATE = "duplicate"
     NOT_BOT = "not_bot"
     RETRY = "retry"
@@ -136,6 +147,9 @@ class Faults:
 
     async def before_submit(self, turn: Turn, seat: int) -> None:
         """Called after deciding, before the move is submitted."""
+
+    async def decided(self, turn: Turn, seat: int, action: Any) -> None:
+        """Called with the decided action (``actions_pb2.Action``) just before ``before_submit``."""
 
     async def after_submit(self, turn: Turn, seat: int, reply: rules_pb2.SubmitActionResponse) -> None:
         """Called after the rules service accepted the move, before the event is acked."""
@@ -201,29 +215,48 @@ class TurnHandler:
                 view = await self.rules.view(turn.game_id, seat)
             except grpc.aio.AioRpcError as err:
                 return self._rules_failed("reading the view", err, done, seat, level)
-            if view.seq != turn.seq or view.finished:
+            if view.finished or view.seq > turn.seq:
                 log.debug("stale turn", now=view.seq)
                 return done(Outcome.STALE, seat, level)
+            if view.seq < turn.seq:
+                # the replica that answered has not caught up with the log yet: not stale, early
+                log.info("the rules replica is behind this turn; retrying shortly", now=view.seq)
+                return done(Outcome.BEHIND, seat, level, retry_after=BEHIND_DELAY)
             if seat not in view.to_act:  # cannot happen at the event's own seq; keep the guard
                 continue
             rng = position_rng(self._secret, turn.game_id, turn.seq, seat)
             choice = await self.decider.decide(turn.game, typed.view_from_proto(view.view), seat, level,
                                                list(view.legal_actions), rng, purpose="turn")
             rid = request_id(turn.game_id, turn.seq, seat)
+            await self.faults.decided(turn, seat, choice.action)
             await self.faults.before_submit(turn, seat)
-            try:
-                reply = await self.rules.submit(turn.game_id, seat, choice.action, rid)
-            except grpc.aio.AioRpcError as err:
-                code = err.code()
-                if code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.ABORTED):
-                    log.info("the game moved on before the bot's move", seat=seat, reason=err.details())
-                    return done(Outcome.STALE, seat, level)
-                if code == grpc.StatusCode.INVALID_ARGUMENT:
-                    # our action comes from the legal list of this very position: the request id
-                    # was used already (another handler of this turn played it)
-                    log.info("another handler played this turn", seat=seat, reason=err.details())
-                    return done(Outcome.DUPLICATE, seat, level)
-                return self._rules_failed("submitting", err, done, seat, level)
+            reply = None
+            for attempt in range(RESUBMITS + 1):
+                try:
+                    reply = await self.rules.submit(turn.game_id, seat, choice.action, rid)
+                    break
+                except grpc.aio.AioRpcError as err:
+                    code = err.code()
+                    if code == grpc.StatusCode.INVALID_ARGUMENT:
+                        # our action comes from the legal list of this very position: the request id
+                        # was used already (another handler of this turn played it)
+                        log.info("another handler played this turn", seat=seat, reason=err.details())
+                        return done(Outcome.DUPLICATE, seat, level)
+                    if code not in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.ABORTED):
+                        return self._rules_failed("submitting", err, done, seat, level)
+                    # refused: either the game moved on, or the replica judged on a cached position
+                    # older than the log's (ABORTED: "retry with the same request_id"). Ask again.
+                    try:
+                        now = await self.rules.view(turn.game_id, seat)
+                    except grpc.aio.AioRpcError as err2:
+                        return self._rules_failed("reading the view", err2, done, seat, level)
+                    if now.finished or now.seq > turn.seq:
+                        log.info("the game moved on before the bot's move", seat=seat, reason=err.details())
+                        return done(Outcome.STALE, seat, level)
+                    log.info("the rules replica refused the move on an older position; sending it again",
+                             seat=seat, code=code.name, reason=err.details(), now=now.seq, attempt=attempt + 1)
+            if reply is None:
+                return done(Outcome.BEHIND, seat, level, retry_after=BEHIND_DELAY)
             TURN_SECONDS.observe(time.perf_counter() - t0)
             log.debug("played", seat=seat, level=level, move=reply.seq, ms=round(choice.seconds * 1000, 2))
             await self.faults.after_submit(turn, seat, reply)
@@ -382,7 +415,7 @@ class TurnConsumer:
         finally:
             keepalive.cancel()
         try:
-            if handled.outcome is Outcome.RETRY:
+            if handled.outcome in (Outcome.RETRY, Outcome.BEHIND):
                 await msg.nak(delay=handled.retry_after)
             else:
                 await msg.ack()

@@ -57,8 +57,10 @@ class BotRules:
                      ) -> rules_pb2.SubmitActionResponse:
         """Submit under ``request_id``, retrying only while the rules service is unreachable.
 
-        ABORTED (another move came first) is not retried: the bot decided on a position that is
-        gone, and the new position brings its own turn event.
+        ABORTED and FAILED_PRECONDITION are not retried here: they mean either that the game moved
+        on (the new position brings its own turn event) or that the replica judged the move on a
+        cached position older than the log's; the turn handler tells the two apart with a fresh
+        view (``court_bot.turns``) and resubmits under the same request id only in the second case.
         """
         client = self._fresh()
         req = rules_pb2.SubmitActionRequest(game_id=game_id, request_id=request_id, seat=seat, action=action)

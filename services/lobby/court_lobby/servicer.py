@@ -38,7 +38,9 @@ from .models import Account
 from .saga import Starter
 from .store import (
     BOT_LEVELS,
+    CANCELLED,
     FINISHED,
+    MAX_CANCEL_REASON,
     OPEN,
     STARTED,
     STARTING,
@@ -56,7 +58,7 @@ BOT_PREFIX = "bot:"
 QUICK_MATCH_CANDIDATES = 20
 RESUME_BOT_LEVEL = "heuristic"  # takes a resumed game's seat whose player's account is gone
 STATES = {OPEN: pb.LOBBY_STATE_OPEN, STARTING: pb.LOBBY_STATE_STARTING, STARTED: pb.LOBBY_STATE_STARTED,
-          FINISHED: pb.LOBBY_STATE_FINISHED}
+          FINISHED: pb.LOBBY_STATE_FINISHED, CANCELLED: pb.LOBBY_STATE_CLOSED}
 CODES = {c.value[0]: c for c in grpc.StatusCode}
 START_WAIT = 25.0  # seconds a StartGame call waits for its saga before answering UNAVAILABLE (retry: same id)
 PUBLIC_METHODS = tuple(f"/court.lobby.v1.LobbyService/{m}" for m in
@@ -138,23 +140,40 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                 stored = await self._run(self.store.recall, call.claim)
                 if stored is None:
                     raise
-        if stored.pending:  # a StartGame whose saga has not ended yet
-            return await self._await_start(call, request.lobby_id)
+        if stored.pending:  # a StartGame whose saga has not ended yet, or a CancelLobby undoing one
+            return await self._await_start(call, request.lobby_id, method == "CancelLobby")
         return self._replay(stored)
 
-    async def _await_start(self, call: Call, lobby_id: str) -> pb.Lobby:
-        """Drive the lobby's start saga (or wait for whoever drives it) until its answer is stored."""
+    async def _await_start(self, call: Call, lobby_id: str, cancel: bool = False) -> pb.Lobby:
+        """Drive the lobby's start saga (or wait for whoever drives it) until its answer is stored.
+
+        ``cancel``: the call is a CancelLobby that caught the lobby starting; the saga answers only
+        StartGame, so once the lobby no longer starts this call stores its own answer (the closed
+        lobby, or FAILED_PRECONDITION had the game started regardless); any retry, on any replica,
+        stores the same one, and the first stored is every retry's answer."""
         loop = asyncio.get_running_loop()
         deadline, pause = loop.time() + START_WAIT, 0.02
         while True:
             # shielded: a caller who gives up does not stop the saga half-way (the sweep would finish it)
-            await asyncio.shield(asyncio.ensure_future(self.starter.drive(lobby_id)))
+            ended = await asyncio.shield(asyncio.ensure_future(self.starter.drive(lobby_id)))
             stored = await self._run(self.store.recall, call.claim)
             if stored is not None and not stored.pending:
                 return self._replay(stored)
+            if cancel and ended:
+                info = await self._run(self.store.lobby, lobby_id)
+                if info.status != STARTING:
+                    if info.status == CANCELLED:
+                        await self._run(self.store.answer_pending, call.claim.caller, call.claim.request_id,
+                                        call.render(info))
+                    else:
+                        await self._run(self.store.answer_pending, call.claim.caller, call.claim.request_id,
+                                        f"lobby {lobby_id}'s game started before the cancel could undo it "
+                                        f"(it is {info.status}); a seated player may AbandonGame".encode(),
+                                        int(grpc.StatusCode.FAILED_PRECONDITION.value[0]))
+                    continue
             if loop.time() > deadline:
-                raise Unavailable(f"the game of lobby {lobby_id} is still starting; retry StartGame with the same "
-                                  "request_id")
+                raise Unavailable(f"the game of lobby {lobby_id} is still starting; retry "
+                                  f"{'CancelLobby' if cancel else 'StartGame'} with the same request_id")
             await asyncio.sleep(pause)
             pause = min(pause * 2, 0.5)
 
@@ -367,10 +386,30 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                         if balance < info.ante:
                             raise FailedPrecondition(
                                 f"{s.name} holds {balance} rank points, less than the ante of {info.ante}")
-            await self._run(self.store.begin_start, request.lobby_id, me, call)
+            await self._run(self.store.begin_start, request.lobby_id, me, call,
+                            lease_owner=self.starter.owner, lease=self.starter.lease)
             raise rq.Replayed(rq.Stored(0, None))  # claimed and pending: the saga answers
 
         return await self._once(me, request, "StartGame", work)
+
+    async def CancelLobby(self, request: pb.CancelLobbyRequest, context: Any) -> pb.Lobby:
+        """open -> cancelled at once; starting -> undone by the start saga (every ante refunded once,
+        keyed by the game id), then cancelled. The answer is the closed lobby, its ``start_error``
+        the host's reason."""
+        me = await self._me()
+        reason = request.reason.strip()
+        if len(reason) > MAX_CANCEL_REASON:
+            raise InvalidArgument(f"the reason has at most {MAX_CANCEL_REASON} characters, got {len(reason)}")
+
+        async def work(call: Call) -> LobbyInfo:
+            info = await self._run(self.store.cancel, request.lobby_id, me, reason, call)
+            if info is not None:
+                log.info("lobby cancelled", lobby_id=info.id, by=me.id)
+                return info
+            log.info("lobby cancelled while starting; undoing the start", lobby_id=request.lobby_id, by=me.id)
+            raise rq.Replayed(rq.Stored(0, None))  # claimed and pending: answered once the start is undone
+
+        return await self._once(me, request, "CancelLobby", work)
 
     async def QuickMatch(self, request: pb.QuickMatchRequest, context: Any) -> pb.Lobby:
         me = await self._me()

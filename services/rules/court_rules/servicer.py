@@ -28,6 +28,7 @@ position, and a retry with the same id is cheap and safe.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import secrets
 import time
@@ -45,6 +46,7 @@ from court_kit.errors import (
     AlreadyExists,
     FailedPrecondition,
     InvalidArgument,
+    NotFound,
     PermissionDenied,
 )
 from court_kit.server import current_identity
@@ -53,7 +55,7 @@ from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from nats.errors import TimeoutError as NatsTimeout
 from prometheus_client import Counter
 
-from .games import BOT_PREFIX, GameCache, GameEntry, game_id_for
+from .games import BOT_PREFIX, GameCache, GameEntry, game_id_for, valid_game_id
 from .store import CLOSED_HEADER, SEQ_HEADER, Conflict, GameStore
 from .views import ActionCodec, game_view, result_proto
 
@@ -67,6 +69,7 @@ MAX_SEED = 2**53  # seeds stay exact in JSON (records, saves, clients in other l
 MAX_ID = 128
 CHOSEN_GAME_ID = re.compile(r"g[0-9a-f]{24}")  # the shape of every game id (games.game_id_for)
 WATCH_POLL = 5.0  # a watcher re-reads the log this often when no notification came
+BEHIND_POLL = 0.1  # how soon a watcher re-reads a log that did not yet show a move it was told of
 
 
 class Faults:
@@ -362,11 +365,15 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
     async def WatchGame(self, request: rules_pb2.WatchGameRequest, context: Any
                         ) -> AsyncIterator[rules_pb2.GameUpdate]:
         ident = current_identity()
-        entry = await self.cache.fresh(request.game_id)
-        klog.bind(game_id=entry.game_id)
-        seat = self._viewer_seat(entry, ident, request.seat if request.HasField("seat") else None)
-        wake = await self.store.nc.subscribe(self.store.subject(entry.game_id))
+        if not valid_game_id(request.game_id):
+            raise NotFound(f"no game {quote(request.game_id)}")
+        # subscribed before the log is read: a move appended between the read and the subscription
+        # would otherwise reach this watcher only at the next poll (WATCH_POLL seconds late)
+        wake = await self.store.nc.subscribe(self.store.subject(request.game_id))
         try:
+            entry = await self.cache.fresh(request.game_id)
+            klog.bind(game_id=entry.game_id)
+            seat = self._viewer_seat(entry, ident, request.seat if request.HasField("seat") else None)
             if request.HasField("after_seq"):
                 sent = int(request.after_seq)
             else:
@@ -400,6 +407,14 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 if behind:
                     async with entry.lock:
                         await self.cache.refresh(entry)
+                    # told of a move our read of the log does not show yet (a stream follower
+                    # still catching up, or a writer that lost its append): look again shortly,
+                    # for up to one poll period, rather than only at the next poll
+                    deadline = time.monotonic() + WATCH_POLL
+                    while hint is not None and hint > entry.seq and time.monotonic() < deadline:
+                        await asyncio.sleep(BEHIND_POLL)
+                        async with entry.lock:
+                            await self.cache.refresh(entry)
         finally:
             try:
                 await wake.unsubscribe()

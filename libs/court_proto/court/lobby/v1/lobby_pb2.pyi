@@ -315,7 +315,8 @@ class Lobby(_message.Message):
     """the game this lobby resumes"""
     start_error: _builtins.str
     """Why the last start did not happen (the lobby is open again and every
-    ante taken for it was refunded); empty once a game starts.
+    ante taken for it was refunded), or why the host cancelled the lobby
+    (closed); empty once a game starts.
     """
     @_builtins.property
     def options(self) -> _events_pb2.GameOptions:
@@ -638,6 +639,32 @@ class StartGameRequest(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___StartGameRequest: _TypeAlias = StartGameRequest  # noqa: Y015
+
+@_typing.final
+class CancelLobbyRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    LOBBY_ID_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    lobby_id: _builtins.str
+    reason: _builtins.str
+    """shown to the lobby's members (at most 200 characters; may be empty)"""
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        lobby_id: _builtins.str = ...,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["lobby_id", b"lobby_id", "reason", b"reason", "request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CancelLobbyRequest: _TypeAlias = CancelLobbyRequest  # noqa: Y015
 
 @_typing.final
 class QuickMatchRequest(_message.Message):
