@@ -19,6 +19,9 @@
   within COURT_SHUTDOWN_GRACE + 3 s (the process exits then even if a clean-up hangs). This holds
   for a service running as PID 1 in a container too (no init needed): PID 1 ignores only signals
   it has no handler for. A second SIGTERM/SIGINT exits at once.
+* ``run_loop(main, loop)``: run a coroutine to completion on the event loop COURT_EVENT_LOOP names
+  (``uvloop``, the default, or ``asyncio``); ``run_service`` and make bench's ceiling use it, so
+  both run on the same loop.
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from typing import Any, Protocol, TypeVar
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -49,6 +52,7 @@ from .settings import ConfigError, Settings, listen_host_port
 from .tokens import Identity, TokenError, Verifier, preflight
 
 log = klog.get_logger("court_kit.server")
+T = TypeVar("T")
 
 _IDENTITY: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("court_identity", default=None)
 _REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("court_request_id", default="")
@@ -56,6 +60,31 @@ _REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("court_request
 OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 MAX_MESSAGE = 8 * 1024 * 1024
 MAX_STREAMS = 100
+
+
+def loop_factory(loop: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop factory COURT_EVENT_LOOP names (``None``: the standard library's)."""
+    if loop == "asyncio":
+        return None
+    if loop != "uvloop":
+        raise ConfigError(f"COURT_EVENT_LOOP must be uvloop or asyncio, got {loop[:20]!r}")
+    try:
+        import uvloop  # noqa: PLC0415 - only the processes that run on it import it
+    except ImportError:
+        raise ConfigError("COURT_EVENT_LOOP is uvloop but uvloop is not installed here: install it "
+                          "(it is a dependency of court) or set COURT_EVENT_LOOP=asyncio") from None
+    return uvloop.new_event_loop
+
+
+def run_loop(main: Coroutine[Any, Any, T], loop: str = "uvloop") -> T:
+    """``asyncio.run(main)`` on the event loop named ``loop`` (``uvloop`` or ``asyncio``)."""
+    try:
+        factory = loop_factory(loop)
+    except ConfigError:
+        main.close()
+        raise
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(main)
 
 
 def current_identity() -> Identity:
@@ -485,7 +514,7 @@ def run_service(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], a
                 if signals.received is None:
                     migrate(settings)
                 return 0
-            asyncio.run(_serve(name, start, settings, signals))
+            run_loop(_serve(name, start, settings, signals), settings.event_loop)
         except ConfigError as exc:
             log.error("cannot start", error=str(exc))
             return 2
