@@ -235,36 +235,39 @@ def _frame(f: str) -> str:
     return f"{name} ({where.rsplit('/', 1)[-1].split(':', 1)[0]}" + (")" if where else "")
 
 
-async def _measure_service(target: str, mode: str, rng: random.Random) -> Stats:
+async def _measure_service(target: str, mode: str, rng: random.Random, span: Any) -> Stats:
     stats = Stats()
-    async with RulesClient(target, keys.token("bench-lobby", "service")) as lobby:
-        bots = RulesClient(lobby.channel, keys.token("bench-bots", "bot"))
-        # warm up (caches, channels), then measure
-        warm = time.perf_counter() + 1.0
-        await asyncio.gather(*(_bot_driver(lobby, bots, warm, random.Random(i), Stats(), i) for i in range(4)))
-        deadline = time.perf_counter() + SECONDS
-        t0 = time.perf_counter()
-        if mode == "players":
-            await asyncio.gather(*(_player_driver(lobby, deadline, random.Random(rng.random()), stats, i)
-                                   for i in range(GAMES)))
-        else:
-            # watchers on connections of their own, as real clients: a server takes at most
-            # COURT_MAX_STREAMS (100) concurrent calls per connection, and streams stay open
-            channels = [grpc.aio.insecure_channel(target, options=[("grpc.use_local_subchannel_pool", 1)])
-                        for _ in range(-(-GAMES // WATCH_GAMES_PER_CONNECTION))] if mode == "watch" else []
+    # watchers on connections of their own, as real clients: a server takes at most
+    # COURT_MAX_STREAMS (100) concurrent calls per connection, and the streams stay open
+    channels = [grpc.aio.insecure_channel(target, options=[("grpc.use_local_subchannel_pool", 1)])
+                for _ in range(-(-GAMES // WATCH_GAMES_PER_CONNECTION))] if mode == "watch" else []
+    try:
+        async with RulesClient(target, keys.token("bench-lobby", "service")) as lobby:
+            bots = RulesClient(lobby.channel, keys.token("bench-bots", "bot"))
             watchers = [RulesClient(ch, bots.token) for ch in channels]
-            try:
-                await asyncio.gather(*(_bot_driver(lobby, bots, deadline, random.Random(rng.random()), stats, i,
-                                                   watchers[i // WATCH_GAMES_PER_CONNECTION] if watchers else None)
-                                       for i in range(GAMES)))
-            finally:
-                for ch in channels:
-                    await ch.close()
-        stats.elapsed = time.perf_counter() - t0
+            # warm up (caches, channels, the watchers' connections), then measure
+            warm = time.perf_counter() + 1.0
+            await asyncio.gather(*(_bot_driver(lobby, bots, warm, random.Random(i), Stats(), i,
+                                               watchers[i] if i < len(watchers) else None) for i in range(4)))
+            async with span():
+                deadline = time.perf_counter() + SECONDS
+                t0 = time.perf_counter()
+                if mode == "players":
+                    await asyncio.gather(*(_player_driver(lobby, deadline, random.Random(rng.random()), stats, i)
+                                           for i in range(GAMES)))
+                else:
+                    await asyncio.gather(*(
+                        _bot_driver(lobby, bots, deadline, random.Random(rng.random()), stats, i,
+                                    watchers[i // WATCH_GAMES_PER_CONNECTION] if watchers else None)
+                        for i in range(GAMES)))
+                stats.elapsed = time.perf_counter() - t0
+    finally:
+        for ch in channels:
+            await ch.close()
     return stats
 
 
-async def _measure_ceiling(target: str) -> Stats:
+async def _measure_ceiling(target: str, span: Any) -> Stats:
     stats = Stats()
     async with grpc.aio.insecure_channel(target) as ch:
         call = ch.unary_unary("/bench.Ceiling/Call")
@@ -281,9 +284,10 @@ async def _measure_ceiling(target: str) -> Stats:
                 stats.latencies.append(time.perf_counter() - t0)
                 stats.moves += 1
 
-        t0 = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(GAMES)))
-        stats.elapsed = time.perf_counter() - t0
+        async with span():
+            t0 = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(GAMES)))
+            stats.elapsed = time.perf_counter() - t0
     return stats
 
 
@@ -320,16 +324,22 @@ async def run() -> dict[str, Any]:
             return _cpu(server), time.process_time(), _cpu(npid)
 
         async def measured(phase: str, server: int, measure: Any) -> Stats:
-            load0 = os.getloadavg()[0]
-            before = cpus(server)
-            if profiler is not None:
-                with profiler.record(phase, {"server": server, "driver": os.getpid()}):
-                    st: Stats = await measure
-            else:
-                st = await measure
-            after = cpus(server)
-            st.cpu = tuple((b - a) / max(1, st.moves) for a, b in zip(before, after, strict=True))  # type: ignore[assignment]
-            st.load = (load0, os.getloadavg()[0])
+            """``measure(span)`` warms up, then measures inside ``async with span``: CPU, load and the
+            profile cover that part only."""
+            got: dict[str, Any] = {}
+
+            @contextlib.asynccontextmanager
+            async def span() -> Any:
+                got["load0"], got["before"] = os.getloadavg()[0], cpus(server)
+                with profiler.record(phase, {"server": server, "driver": os.getpid()}) if profiler \
+                        else contextlib.nullcontext():
+                    yield
+                got["after"] = cpus(server)
+
+            st: Stats = await measure(span)
+            st.cpu = tuple((b - a) / max(1, st.moves)  # type: ignore[assignment]
+                           for a, b in zip(got["before"], got["after"], strict=True))
+            st.load = (got["load0"], os.getloadavg()[0])
             return st
 
         # warm-up moves and calls are not counted in a run's CPU: a slight overestimate
@@ -337,10 +347,12 @@ async def run() -> dict[str, Any]:
         services: dict[str, Stats] = {}
         rng = random.Random(13)
         for mode in MODES:
-            ceilings.append(await measured(f"ceiling{len(ceilings)}", ceiling.pid, _measure_ceiling(ceiling_target)))
-            services[mode] = await measured(mode, rules.pid, _measure_service(target, mode, rng))
+            ceilings.append(await measured(f"ceiling{len(ceilings)}", ceiling.pid,
+                                           lambda span: _measure_ceiling(ceiling_target, span)))
+            services[mode] = await measured(mode, rules.pid,
+                                            lambda span, mode=mode: _measure_service(target, mode, rng, span))
         if not MODES:
-            ceilings.append(await measured("ceiling0", ceiling.pid, _measure_ceiling(ceiling_target)))
+            ceilings.append(await measured("ceiling0", ceiling.pid, lambda span: _measure_ceiling(ceiling_target, span)))
         return {"ceilings": ceilings, "services": services}
     finally:
         for p in procs:
