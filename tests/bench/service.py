@@ -12,7 +12,10 @@ comma-separated, default all three):
   (real clients do): one view per watcher per move on top. Printed: its moves/s and the CPU per
   move the streams add over ``bot``;
 * ``players``: one player token per seat; each move is GetView (the next seat's legal actions)
-  then SubmitAction: two RPCs per move.
+  then SubmitAction: two RPCs per move;
+* ``edge``: not the service: the ceiling's handler behind the services' shared gRPC edge
+  (``court_kit.server.EdgeInterceptor``), called with a bearer token and a request id as the
+  clients send them: what the edge costs a call.
 
 The ceiling: a bare grpc.aio handler doing one JetStream publish per call (tests/bench/_ceiling.py),
 in its own process on the same event loop as the service (``COURT_EVENT_LOOP``, default uvloop;
@@ -39,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +58,7 @@ from tests.fixtures.nats import BinaryNats, free_port
 
 GAMES = int(os.environ.get("BENCH_GAMES", "64"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))
-MODES = tuple(m.strip() for m in os.environ.get("BENCH_MODES", "bot,watch,players").split(",") if m.strip())
+MODES = tuple(m.strip() for m in os.environ.get("BENCH_MODES", "bot,watch,players,edge").split(",") if m.strip())
 LOOP = os.environ.get("COURT_EVENT_LOOP", "uvloop")
 PROFILE = os.environ.get("BENCH_PROFILE", "")
 PROFILE_NATIVE = os.environ.get("BENCH_PROFILE_NATIVE", "") not in ("", "0")
@@ -65,8 +69,9 @@ GAME_MIX = [("hearts", {"limit": 20}, 4), ("queens_court", {"players": 3}, 3),
 BUDGET = (1.7, 1.3, 1.5)
 GOAL_RATIO = 0.6
 WATCH_GAMES_PER_CONNECTION = 16  # at most 4 seats each: 64 streams, within a connection's 100
-LABELS = {"bot": "bot identity, 1 RPC per move", "watch": "bot, + a WatchGame stream per seat",
-          "players": "a token per seat, 2 RPCs per move"}
+LABELS = {"bot": "service (bot identity, 1 RPC per move)", "watch": "service (bot, + a WatchGame stream per seat)",
+          "players": "service (a token per seat, 2 RPCs per move)",
+          "edge": "ceiling behind court_kit's EdgeInterceptor"}
 
 
 def _cpu(pid: int) -> float:
@@ -189,7 +194,7 @@ class Profiler:
         for name, pid in pids.items():
             path = self.out / f"{phase}-{name}.txt"
             cmd = [self.exe, "record", "--pid", str(pid), "--rate", "250", "--format", "raw", "--output", str(path),
-                   "--nonblocking", *(["--native"] if PROFILE_NATIVE else [])]
+                   *(["--native"] if PROFILE_NATIVE else ["--nonblocking"])]  # native frames need pauses
             procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             self.files.append(path)
         try:
@@ -267,20 +272,25 @@ async def _measure_service(target: str, mode: str, rng: random.Random, span: Any
     return stats
 
 
-async def _measure_ceiling(target: str, span: Any) -> Stats:
+async def _measure_ceiling(target: str, span: Any, edge: bool = False) -> Stats:
     stats = Stats()
+    token = f"Bearer {keys.token('bench-bots', 'bot')}"
+
+    def metadata() -> Any:  # what court_client sends: a request id, the bearer token
+        return (("x-request-id", uuid.uuid4().hex), ("authorization", token)) if edge else None
+
     async with grpc.aio.insecure_channel(target) as ch:
         call = ch.unary_unary("/bench.Ceiling/Call")
         payload = b"x" * 120  # about a SubmitActionRequest
         deadline = time.perf_counter() + 1.0
         while time.perf_counter() < deadline:
-            await call(payload)
+            await call(payload, metadata=metadata())
         deadline = time.perf_counter() + SECONDS
 
         async def worker() -> None:
             while time.perf_counter() < deadline:
                 t0 = time.perf_counter()
-                await call(payload)
+                await call(payload, metadata=metadata())
                 stats.latencies.append(time.perf_counter() - t0)
                 stats.moves += 1
 
@@ -313,6 +323,14 @@ async def run() -> dict[str, Any]:
         procs.append(ceiling)
         assert ceiling.stdout is not None
         ceiling_target = f"127.0.0.1:{int(ceiling.stdout.readline())}"
+        edge = None
+        if "edge" in MODES:
+            edge = subprocess.Popen([sys.executable, "-m", "tests.bench._ceiling", nats.url, "edge"],
+                                    stdout=subprocess.PIPE, env={**os.environ, **keys.env("rules"), "COURT_ENV": "bench",
+                                                                 "COURT_LOG_LEVEL": "warning", "COURT_EVENT_LOOP": LOOP})
+            procs.append(edge)
+            assert edge.stdout is not None
+            edge_target = f"127.0.0.1:{int(edge.stdout.readline())}"
         rules, target = _start_rules(nats.url, tmp / "state")
         procs.append(rules)
         await _await_serving(target)
@@ -347,11 +365,15 @@ async def run() -> dict[str, Any]:
         services: dict[str, Stats] = {}
         rng = random.Random(13)
         for mode in MODES:
+            if mode == "edge":
+                assert edge is not None
+                services[mode] = await measured(mode, edge.pid, lambda span: _measure_ceiling(edge_target, span, True))
+                continue
             ceilings.append(await measured(f"ceiling{len(ceilings)}", ceiling.pid,
                                            lambda span: _measure_ceiling(ceiling_target, span)))
             services[mode] = await measured(mode, rules.pid,
                                             lambda span, mode=mode: _measure_service(target, mode, rng, span))
-        if not MODES:
+        if not ceilings:
             ceilings.append(await measured("ceiling0", ceiling.pid, lambda span: _measure_ceiling(ceiling_target, span)))
         return {"ceilings": ceilings, "services": services}
     finally:
@@ -399,13 +421,18 @@ def report(r: dict[str, Any]) -> list[str]:
                   " ".join(f"{c.load[0]:.1f}" for c in ceilings))]
     for mode, s in services.items():
         mult = tuple(c / b if b else float("nan") for c, b in zip(s.cpu, ccpu, strict=True))
-        lines.append(_row(f"service ({LABELS[mode]})", s.rate, s.latencies, s.lag, s.rate / rate, s.cpu, mult,
+        lines.append(_row(LABELS[mode], s.rate, s.latencies, s.lag, s.rate / rate, s.cpu, mult,
                           f"{s.load[0]:.1f}-{s.load[1]:.1f}"))
-        lines.append(f"      {s.moves} moves, {s.games} games"
+        lines.append(f"      {s.moves} calls" if mode == "edge" else f"      {s.moves} moves, {s.games} games"
                      + (f", {s.updates / max(1, s.moves):.2f} watch updates per move" if mode == "watch" else ""))
     lines.append("  lag: a move accepted (its log record stored) to its public record readable (stored), "
                  "both by nats-server's clock" if any(s.lag for s in services.values()) else
                  "  lag: n/a (no projector publishes public records on this branch)")
+    if "edge" in services:
+        e = services["edge"]
+        lines.append("  the shared gRPC edge (EdgeInterceptor) adds per call: " + ", ".join(
+            f"{name} {(x - y) * 1e6:.0f} us" for name, x, y in zip(("server", "driver", "nats-server"), e.cpu, ccpu,
+                                                                    strict=True)))
     if "watch" in services and "bot" in services:
         w, b = services["watch"], services["bot"]
         lines.append("  the WatchGame streams add per move: " + ", ".join(
