@@ -53,6 +53,7 @@ from court_client import RulesClient
 from court_kit.server import run_loop
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from tests.bench.slim import SlimRules
 from tests.fixtures import keys
 from tests.fixtures.nats import BinaryNats, free_port
 
@@ -101,6 +102,7 @@ class Stats:
     games: int = 0
     elapsed: float = 0.0
     updates: int = 0  # watch mode: updates the WatchGame streams delivered
+    rpcs: int = 0  # calls the driver made (a move's submit, views it had to ask for, creations)
     lag: list[float] = field(default_factory=list)  # seconds from a move accepted to its public record
     cpu: tuple[float, float, float] = (0.0, 0.0, 0.0)  # per move: server, driver, nats-server
     load: tuple[float, float] = (0.0, 0.0)  # 1-minute load average before and after
@@ -115,8 +117,9 @@ async def _watch(client: RulesClient, gid: str, seat: int, stats: Stats) -> None
         stats.updates += 1
 
 
-async def _bot_driver(lobby: RulesClient, client: RulesClient, deadline: float, rng: random.Random, stats: Stats,
+async def _bot_driver(lobby: RulesClient, client: SlimRules, deadline: float, rng: random.Random, stats: Stats,
                       k: int, watcher: RulesClient | None = None) -> None:
+    """Plays games with every seat a bot's; reads of each answer what it needs (tests/bench/slim.py)."""
     while time.perf_counter() < deadline:
         game, options, n = GAME_MIX[(k + stats.games) % len(GAME_MIX)]
         created = await lobby.create_game(game, [f"bot:{i}" for i in range(n)], options)
@@ -155,20 +158,20 @@ async def _bot_driver(lobby: RulesClient, client: RulesClient, deadline: float, 
 
 
 async def _player_driver(lobby: RulesClient, deadline: float, rng: random.Random, stats: Stats, k: int) -> None:
-    clients: dict[str, RulesClient] = {}
+    slim: dict[str, SlimRules] = {}
     while time.perf_counter() < deadline:
         game, options, n = GAME_MIX[(k + stats.games) % len(GAME_MIX)]
         players = [f"p{k}-{i}" for i in range(n)]
         for p in players:
-            if p not in clients:
-                clients[p] = RulesClient(lobby.channel, keys.token(p, "player"))
+            if p not in slim:
+                slim[p] = SlimRules(RulesClient(lobby.channel, keys.token(p, "player")))
         created = await lobby.create_game(game, players, options)
         gid = created.game_id
         stats.games += 1
         to_act = list(created.view.to_act)
         while to_act and time.perf_counter() < deadline:
             seat = rng.choice(to_act)
-            c = clients[players[seat]]
+            c = slim[players[seat]]
             t0 = time.perf_counter()
             mine = await c.get_view(gid, seat)
             reply = await c.submit(gid, rng.choice(mine.legal_actions), seat)
@@ -248,13 +251,15 @@ async def _measure_service(target: str, mode: str, rng: random.Random, span: Any
                 for _ in range(-(-GAMES // WATCH_GAMES_PER_CONNECTION))] if mode == "watch" else []
     try:
         async with RulesClient(target, keys.token("bench-lobby", "service")) as lobby:
-            bots = RulesClient(lobby.channel, keys.token("bench-bots", "bot"))
-            watchers = [RulesClient(ch, bots.token) for ch in channels]
+            bot_client = RulesClient(lobby.channel, keys.token("bench-bots", "bot"))
+            bots = SlimRules(bot_client)
+            watchers = [RulesClient(ch, bot_client.token) for ch in channels]
             # warm up (caches, channels, the watchers' connections), then measure
             warm = time.perf_counter() + 1.0
             await asyncio.gather(*(_bot_driver(lobby, bots, warm, random.Random(i), Stats(), i,
                                                watchers[i] if i < len(watchers) else None) for i in range(4)))
             async with span():
+                calls = SlimRules.calls
                 deadline = time.perf_counter() + SECONDS
                 t0 = time.perf_counter()
                 if mode == "players":
@@ -266,6 +271,7 @@ async def _measure_service(target: str, mode: str, rng: random.Random, span: Any
                                     watchers[i // WATCH_GAMES_PER_CONNECTION] if watchers else None)
                         for i in range(GAMES)))
                 stats.elapsed = time.perf_counter() - t0
+                stats.rpcs = SlimRules.calls - calls + stats.games  # each game's CreateGame too
     finally:
         for ch in channels:
             await ch.close()
@@ -423,7 +429,7 @@ def report(r: dict[str, Any]) -> list[str]:
         mult = tuple(c / b if b else float("nan") for c, b in zip(s.cpu, ccpu, strict=True))
         lines.append(_row(LABELS[mode], s.rate, s.latencies, s.lag, s.rate / rate, s.cpu, mult,
                           f"{s.load[0]:.1f}-{s.load[1]:.1f}"))
-        lines.append(f"      {s.moves} calls" if mode == "edge" else f"      {s.moves} moves, {s.games} games"
+        lines.append(f"      {s.moves} calls" if mode == "edge" else f"      {s.moves} moves, {s.games} games, {s.rpcs / max(1, s.moves):.2f} RPCs per move"
                      + (f", {s.updates / max(1, s.moves):.2f} watch updates per move" if mode == "watch" else ""))
     lines.append("  lag: a move accepted (its log record stored) to its public record readable (stored), "
                  "both by nats-server's clock" if any(s.lag for s in services.values()) else
