@@ -19,7 +19,7 @@ from typing import Any
 import grpc
 import pytest
 from court_client import BotClient, RulesClient
-from court_kit.structs import to_struct
+from court_kit import typed
 from court_lobby.saga import Faults
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
@@ -64,7 +64,7 @@ async def clean_audit(stack: Stack) -> rpb.AuditResponse:
 
 def qc_lobby(ante: int = ANTE, players: int = 3) -> lpb.CreateLobbyRequest:
     req = lpb.CreateLobbyRequest(request_id=rid(), game="queens_court", online=True, ante=ante)
-    to_struct({"players": players}, req.options)
+    req.options.CopyFrom(typed.options_to_proto("queens_court", {"players": players}))
     return req
 
 

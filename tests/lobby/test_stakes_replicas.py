@@ -22,8 +22,8 @@ import pytest
 from court_bot.app import BotApp
 from court_bot.config import BotConfig
 from court_client import BotClient, RankingClient, RulesClient
+from court_kit import typed
 from court_kit.settings import Settings
-from court_kit.structs import to_dict, to_struct
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.lobby.v1 import lobby_pb2_grpc
 from court_rules.app import RulesApp
@@ -192,7 +192,7 @@ async def test_replicas_killed_mid_play_lose_and_double_nothing(world: World):
             seats = [idle.pop(0) for _ in range(3)]
         try:
             create = lpb.CreateLobbyRequest(request_id=rid(), game="queens_court", online=True, ante=ANTE)
-            to_struct({"players": 3}, create.options)
+            create.options.CopyFrom(typed.options_to_proto("queens_court", {"players": 3}))
             lobby = await world.lobby("CreateLobby", create, seats[0].token, prefer=k)
             for j, p in enumerate(seats[1:]):
                 await world.lobby("JoinLobby", lpb.JoinLobbyRequest(request_id=rid(), lobby_id=lobby.lobby_id),
@@ -242,9 +242,9 @@ async def test_replicas_killed_mid_play_lose_and_double_nothing(world: World):
         implied = 0
         for game_id, seats in played:
             h = await analyst.history(game_id)
-            events = [to_dict(e) for e in h.created_events]
+            events = [typed.event_from_proto(e) for e in h.created_events]
             for m in h.moves:
-                events.extend(to_dict(e) for e in m.events)
+                events.extend(typed.event_from_proto(e) for e in m.events)
             for p, d in zip(seats, expected_changes(events, 3, ANTE, h.seed), strict=True):
                 p.points += d
                 implied += d

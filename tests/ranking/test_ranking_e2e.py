@@ -10,7 +10,7 @@ from typing import Any
 import nats
 import pytest
 from court_client import RulesClient
-from court_kit.structs import to_dict
+from court_kit import typed
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 
 from tests.rules.helpers import play_out
@@ -27,9 +27,9 @@ async def full_events(stack: Stack, game_id: str) -> tuple[list[dict[str, Any]],
     """The game's full-information events in order, and its seed (the analytics role's history)."""
     async with RulesClient(stack.rules.address, stack.token("analyst", "analytics")) as analyst:
         h = await analyst.history(game_id)
-    events = [to_dict(e) for e in h.created_events]
+    events = [typed.event_from_proto(e) for e in h.created_events]
     for m in h.moves:
-        events.extend(to_dict(e) for e in m.events)
+        events.extend(typed.event_from_proto(e) for e in m.events)
     return events, h.seed
 
 
@@ -98,7 +98,7 @@ async def play_some(players: list[Player], game_id: str, rng: random.Random, *, 
         seat = view.to_act[0]
         mine = await clients[seat].get_view(game_id, seat)
         reply = await clients[seat].submit(game_id, rng.choice(list(mine.legal_actions)), seat)
-        ended += sum(1 for e in reply.events if to_dict(e).get("type") == "RoundEnded")
+        ended += sum(1 for e in reply.events if typed.event_from_proto(e).get("type") == "RoundEnded")
         view = reply.view
 
 

@@ -44,7 +44,7 @@ async def test_a_finished_game_moves_to_the_archive_and_still_reads(replicas: An
     # the unfinished game is untouched
     assert await kjs.direct_get_last(nc, "COURT_GAMES", f"court.games.{running}") is not None
     # a replica that never saw the game reads it from the archive: same view, same history
-    cold = await replicas.start(sweep_delay=0.2)
+    cold = await replicas.start()
     c = replicas.client(cold, "ann")
     view = await c.get_view(done, 0)
     assert view.finished and view.seq == final.seq

@@ -35,8 +35,8 @@ def _clients(replicas: Any, app: Any, players: list[str], **kw: Any) -> dict[int
 
 @pytest.mark.slow
 async def test_replica_killed_mid_game_other_finishes(replicas: Any) -> None:
-    a = await replicas.start(sweep_delay=0.2)
-    b = await replicas.start(sweep_delay=0.2)
+    a = await replicas.start()
+    b = await replicas.start()
     players = ["gil", "hal", "ida"]
     created = await replicas.client(a, "lobby", "service").create_game("court_wars", players,
                                                                        {"players": 3, "turn_limit": 80})
@@ -66,7 +66,7 @@ async def test_replica_killed_mid_game_other_finishes(replicas: Any) -> None:
 
 @pytest.mark.slow
 async def test_nats_restart_mid_game_service_recovers(replicas: Any) -> None:
-    app = await replicas.start(sweep_delay=0.2)
+    app = await replicas.start()
     players = ["jo", "kim"]
     created = await replicas.client(app, "lobby", "service").create_game("the_court", players,
                                                                          {"mode": "burn"})
@@ -97,7 +97,7 @@ async def test_crash_between_state_write_and_publish(replicas: Any, where: str) 
     """The move survives (it is in the log) and its events are published by someone else:
     the next writer (mid-game) or the sweeper (after the last move nobody touches the game)."""
     players = ["lu", "mo"]
-    probe = await replicas.start(sweep_delay=0.2, sweep_ack_wait=1.0)
+    probe = await replicas.start(sweep_ack_wait=1.0)
     created = await replicas.client(probe, "lobby", "service").create_game("queens_court", players,
                                                                            {"players": 2})
     gid = created.game_id
@@ -113,7 +113,7 @@ async def test_crash_between_state_write_and_publish(replicas: Any, where: str) 
                                                                                {"players": 2}, seed=seed)
         gid = created.game_id
     faults = CrashAfterAppend(seq_of_crash)
-    doomed = await replicas.start(sweep_delay=0.2, sweep_ack_wait=1.0, faults=faults)
+    doomed = await replicas.start(sweep_ack_wait=1.0, faults=faults)
     clients = _clients(replicas, doomed, players, retries=0)
     async with EventLog(replicas.nats.url, "queens_court", gid) as events, \
             EventLog(replicas.nats.url, "queens_court", gid, full=True) as full:
@@ -132,7 +132,7 @@ async def test_crash_between_state_write_and_publish(replicas: Any, where: str) 
                 break
         assert crashed is not None
         await doomed.kill()
-        survivor = await replicas.start(sweep_delay=0.2, sweep_ack_wait=1.0)
+        survivor = await replicas.start(sweep_ack_wait=1.0)
         if where == "mid_game":
             # the client retries on another replica: the first answer, nothing applied twice
             seat, act, rid = crashed

@@ -44,6 +44,7 @@ from typing import Any
 
 import grpc
 from court_kit import logging as klog
+from court_kit import typed
 from court_kit.checks import quote
 from court_kit.structs import to_dict
 from court_proto.court.events.v1 import events_pb2
@@ -208,7 +209,7 @@ class TurnHandler:
             if seat not in view.to_act:  # cannot happen at the event's own seq; keep the guard
                 continue
             rng = position_rng(self._secret, turn.game_id, turn.seq, seat)
-            choice = await self.decider.decide(turn.game, to_dict(view.view), seat, level,
+            choice = await self.decider.decide(turn.game, typed.view_from_proto(view.view), seat, level,
                                                list(view.legal_actions), rng, purpose="turn")
             rid = request_id(turn.game_id, turn.seq, seat)
             await self.faults.before_submit(turn, seat)

@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 from court_games import GAME_NAMES, get_game
 from court_kit import logging as klog
+from court_kit import typed
 from court_kit.checks import page_offset, quote
 from court_kit.errors import (
     Aborted,
@@ -26,7 +27,6 @@ from court_kit.errors import (
     Unavailable,
 )
 from court_kit.server import current_identity
-from court_kit.structs import to_dict, to_struct
 from court_proto.court.lobby.v1 import lobby_pb2 as pb
 from court_proto.court.lobby.v1 import lobby_pb2_grpc
 from court_store import requests as rq
@@ -167,7 +167,8 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             out.start_error = info.start_error
         if info.status in (OPEN, STARTING):
             out.game_id = ""  # fixed at the start, shown once the game exists
-        to_struct(info.options, out.options)
+        if info.options:
+            out.options.CopyFrom(typed.options_to_proto(info.game, info.options))
         if info.invite_code and viewer is not None and info.seat_of(viewer):
             out.invite_code = info.invite_code
         seated = {s.seat_no: s for s in info.seated}
@@ -256,7 +257,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         me = await self._me()
 
         async def work(call: Call) -> LobbyInfo:
-            options = to_dict(request.options)
+            options = typed.requested_options(request.game, request.options)
             seats = self._validate_new_lobby(request.game, options, request.seats, request.ante, request.online)
             self._check_online(me, request.online)
             await self._check_ante(me, request.ante)
@@ -376,7 +377,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
 
         async def work(call: Call) -> LobbyInfo:
             self._check_online(me, True)
-            options = to_dict(request.options)
+            options = typed.requested_options(request.game, request.options)
             seats = self._validate_new_lobby(request.game, options, 0, request.ante, True)
             await self._check_ante(me, request.ante)
             candidates = await self._run(self.store.list_open, request.game, request.ante, True, True,

@@ -28,9 +28,9 @@ unreachable: retry with the same request_id).
 """
 
 from collections import abc as _abc
+from court_proto.court.games.v1 import events_pb2 as _events_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -318,7 +318,9 @@ class Lobby(_message.Message):
     ante taken for it was refunded); empty once a game starts.
     """
     @_builtins.property
-    def options(self) -> _struct_pb2.Struct: ...
+    def options(self) -> _events_pb2.GameOptions:
+        """the case is `game`"""
+
     @_builtins.property
     def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___LobbySeat]:
         """every seat, open ones included"""
@@ -330,7 +332,7 @@ class Lobby(_message.Message):
         *,
         lobby_id: _builtins.str = ...,
         game: _builtins.str = ...,
-        options: _struct_pb2.Struct | None = ...,
+        options: _events_pb2.GameOptions | None = ...,
         host: _builtins.str = ...,
         ante: _builtins.int = ...,
         seats: _abc.Iterable[Global___LobbySeat] | None = ...,
@@ -373,15 +375,17 @@ class CreateLobbyRequest(_message.Message):
     private: _builtins.bool
     """private: joined only with the invite code"""
     @_builtins.property
-    def options(self) -> _struct_pb2.Struct:
-        """the game's options (docs/rules/)"""
+    def options(self) -> _events_pb2.GameOptions:
+        """The game's options (docs/rules/): the case must be `game`; unset fields
+        (or no case at all) take their defaults.
+        """
 
     def __init__(
         self,
         *,
         request_id: _builtins.str = ...,
         game: _builtins.str = ...,
-        options: _struct_pb2.Struct | None = ...,
+        options: _events_pb2.GameOptions | None = ...,
         seats: _builtins.int = ...,
         ante: _builtins.int = ...,
         online: _builtins.bool = ...,
@@ -647,15 +651,15 @@ class QuickMatchRequest(_message.Message):
     game: _builtins.str
     ante: _builtins.int
     @_builtins.property
-    def options(self) -> _struct_pb2.Struct:
-        """used when a new lobby is opened"""
+    def options(self) -> _events_pb2.GameOptions:
+        """used when a new lobby is opened (as CreateLobbyRequest)"""
 
     def __init__(
         self,
         *,
         request_id: _builtins.str = ...,
         game: _builtins.str = ...,
-        options: _struct_pb2.Struct | None = ...,
+        options: _events_pb2.GameOptions | None = ...,
         ante: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
