@@ -50,8 +50,11 @@ from typing import Any
 
 import grpc
 from court_client import RulesClient
+from court_kit import records as krec
 from court_kit.server import run_loop
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from nats import connect as nats_connect
+from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from tests.bench.slim import SlimRules
 from tests.fixtures import keys
@@ -62,6 +65,7 @@ SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))
 MODES = tuple(m.strip() for m in os.environ.get("BENCH_MODES", "bot,watch,players,edge").split(",") if m.strip())
 LOOP = os.environ.get("COURT_EVENT_LOOP", "uvloop")
 PROFILE = os.environ.get("BENCH_PROFILE", "")
+PROJECTOR = os.environ.get("BENCH_PROJECTOR", "process")  # process (court-projector, as deployed) | inside
 PROFILE_NATIVE = os.environ.get("BENCH_PROFILE_NATIVE", "") not in ("", "0")
 # short games keep creation in the mix without dominating it
 GAME_MIX = [("hearts", {"limit": 20}, 4), ("queens_court", {"players": 3}, 3),
@@ -104,7 +108,7 @@ class Stats:
     updates: int = 0  # watch mode: updates the WatchGame streams delivered
     rpcs: int = 0  # calls the driver made (a move's submit, views it had to ask for, creations)
     lag: list[float] = field(default_factory=list)  # seconds from a move accepted to its public record
-    cpu: tuple[float, float, float] = (0.0, 0.0, 0.0)  # per move: server, driver, nats-server
+    cpu: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)  # per move: server, driver, nats-server, projector
     load: tuple[float, float] = (0.0, 0.0)  # 1-minute load average before and after
 
     @property
@@ -307,14 +311,76 @@ async def _measure_ceiling(target: str, span: Any, edge: bool = False) -> Stats:
     return stats
 
 
-def _start_rules(nats_url: str, state_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _start(service: str, nats_url: str, state_dir: Path, **extra: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``court-<service>`` (rules, projector) as deployed, on a free port."""
     port = free_port()
     env = {**os.environ, "COURT_NATS_URL": nats_url, "COURT_LISTEN": f"127.0.0.1:{port}",
-           "COURT_METRICS_LISTEN": "", **keys.env("rules"), "COURT_LOG_LEVEL": "warning",
-           "COURT_STATE_DIR": str(state_dir), "COURT_ENV": "bench", "COURT_EVENT_LOOP": LOOP}
-    exe = Path(sys.executable).parent / "court-rules"
+           "COURT_METRICS_LISTEN": "", **keys.env(service), "COURT_LOG_LEVEL": "warning",
+           "COURT_STATE_DIR": str(state_dir), "COURT_ENV": "bench", "COURT_EVENT_LOOP": LOOP, **extra}
+    exe = Path(sys.executable).parent / f"court-{service}"
     proc = subprocess.Popen([str(exe)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return proc, f"127.0.0.1:{port}"
+
+
+async def _last_seqs(nc: Any) -> dict[str, int]:
+    """The last stream sequence of the public stream and of every game-log stream."""
+    out = {}
+    for info in await nc.jetstream().streams_info():
+        name = info.config.name
+        if name == krec.PUBLIC_STREAM or name.startswith(krec.GAMES_STREAM_PREFIX):
+            out[name] = int(info.state.last_seq)
+    return out
+
+
+async def _messages(nc: Any, stream: str, subjects: str, after: int, upto: int) -> list[Any]:
+    """The stream's messages after sequence ``after`` through ``upto`` (an ordered consumer)."""
+    if upto <= after:
+        return []
+    js = nc.jetstream()
+    sub = await js.subscribe(subjects, stream=stream, ordered_consumer=True,
+                             config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                                                   opt_start_seq=after + 1, headers_only=stream != krec.PUBLIC_STREAM))
+    out = []
+    try:
+        while True:
+            msg = await sub.next_msg(timeout=10)
+            out.append(msg)
+            if msg.metadata.sequence.stream >= upto:
+                return out
+    finally:
+        await sub.unsubscribe()
+
+
+async def _projector_lag(nats_url: str, before: dict[str, int], settle: float = 10.0) -> list[float]:
+    """Seconds from each log record stored (the move accepted) to its public record stored, both by
+    nats-server's clock, for the records appended since ``before`` (waits for the projector to
+    catch up, at most ``settle`` s)."""
+    nc = await nats_connect(nats_url)
+    try:
+        after = await _last_seqs(nc)
+        logs = {n: (before.get(n, 0), after[n]) for n in after if n != krec.PUBLIC_STREAM}
+        appended = sum(b - a for a, b in logs.values())
+        deadline = time.monotonic() + settle
+        while True:  # the records appended during the run, all public (or the settle time is up)
+            now = await _last_seqs(nc)
+            if now[krec.PUBLIC_STREAM] - before.get(krec.PUBLIC_STREAM, 0) >= appended or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.05)
+        stored: dict[tuple[str, int], float] = {}
+        for name, (a, b) in logs.items():
+            for m in await _messages(nc, name, f"{krec.GAMES_SUBJECT_PREFIX}>", a, b):
+                stored[(name, m.metadata.sequence.stream)] = m.metadata.timestamp.timestamp()
+        lags = []
+        for m in await _messages(nc, krec.PUBLIC_STREAM, f"{krec.PUBLIC_PREFIX}>", before.get(krec.PUBLIC_STREAM, 0),
+                                 now[krec.PUBLIC_STREAM]):
+            game_id = m.subject.rsplit(".", 1)[1]
+            log_stream = krec.game_stream(krec.shard_of(game_id, len(logs)))
+            t = stored.get((log_stream, int(m.headers.get(krec.LOG_SEQ_HEADER, "0"))))
+            if t is not None:
+                lags.append(m.metadata.timestamp.timestamp() - t)
+        return lags
+    finally:
+        await nc.close()
 
 
 async def run() -> dict[str, Any]:
@@ -337,30 +403,48 @@ async def run() -> dict[str, Any]:
             procs.append(edge)
             assert edge.stdout is not None
             edge_target = f"127.0.0.1:{int(edge.stdout.readline())}"
-        rules, target = _start_rules(nats.url, tmp / "state")
+        rules, target = _start("rules", nats.url, tmp / "state",
+                               COURT_PROJECTOR="on" if PROJECTOR == "inside" else "off")
         procs.append(rules)
         await _await_serving(target)
+        projector = None
+        if PROJECTOR == "process":
+            projector, projector_target = _start("projector", nats.url, tmp / "state")
+            procs.append(projector)
+            await _await_serving(projector_target)
         assert nats.proc is not None
         npid = nats.proc.pid
 
-        def cpus(server: int) -> tuple[float, float, float]:
-            """CPU seconds so far of (the server under test, this driving process, nats-server)."""
-            return _cpu(server), time.process_time(), _cpu(npid)
+        def cpus(server: int) -> tuple[float, ...]:
+            """CPU seconds so far of (the server under test, this driving process, nats-server, the
+            projector's process)."""
+            return (_cpu(server), time.process_time(), _cpu(npid),
+                    _cpu(projector.pid) if projector is not None and server == rules.pid else 0.0)
 
         async def measured(phase: str, server: int, measure: Any) -> Stats:
             """``measure(span)`` warms up, then measures inside ``async with span``: CPU, load and the
             profile cover that part only."""
             got: dict[str, Any] = {}
 
+            service = server == rules.pid
+
             @contextlib.asynccontextmanager
             async def span() -> Any:
+                if service:
+                    nc = await nats_connect(nats.url)
+                    got["seqs"] = await _last_seqs(nc)
+                    await nc.close()
                 got["load0"], got["before"] = os.getloadavg()[0], cpus(server)
-                with profiler.record(phase, {"server": server, "driver": os.getpid()}) if profiler \
-                        else contextlib.nullcontext():
+                pids = {"server": server, "driver": os.getpid()}
+                if service and projector is not None:
+                    pids["projector"] = projector.pid
+                with profiler.record(phase, pids) if profiler else contextlib.nullcontext():
                     yield
                 got["after"] = cpus(server)
 
             st: Stats = await measure(span)
+            if service:
+                st.lag = await _projector_lag(nats.url, got["seqs"])
             st.cpu = tuple((b - a) / max(1, st.moves)  # type: ignore[assignment]
                            for a, b in zip(got["before"], got["after"], strict=True))
             st.load = (got["load0"], os.getloadavg()[0])
@@ -404,9 +488,11 @@ def _ms(x: float | None) -> str:
 
 def _row(name: str, rate: float, lat: list[float], lag: list[float] | None, ratio: float,
          cpu: tuple[float, ...], mult: tuple[float, ...], load: str) -> str:
+    projector = f"{_us(cpu[3])}" if len(cpu) > 3 and cpu[3] else "      "
     return (f"  {name:<46}{rate:8.0f} {_ms(_pct(lat, .5))} {_ms(_pct(lat, .99))} "
             f"{_ms(_pct(lag, .5) if lag else None)} {_ms(_pct(lag, .99) if lag else None)} {ratio:6.2f} "
-            + " ".join(f"{_us(c)} ({m:4.2f}x)" for c, m in zip(cpu, mult, strict=True)) + f"  {load}")
+            + " ".join(f"{_us(c)} ({m:4.2f}x)" for c, m in zip(cpu[:3], mult[:3], strict=True))
+            + f"  {projector:>9}  {load}")
 
 
 def report(r: dict[str, Any]) -> list[str]:
@@ -418,41 +504,44 @@ def report(r: dict[str, Any]) -> list[str]:
     ccpu = tuple(sum(c.cpu[i] * c.moves for c in ceilings) / max(1, calls) for i in range(3))
     lat = [x for c in ceilings for x in c.latencies]
     lines = [f"rules service: {GAMES} concurrent games, {SECONDS:.0f} s per measurement, {os.cpu_count()} CPUs shared "
-             f"by the driver, the server and nats-server; event loop {LOOP}",
+             f"by the driver, the server and nats-server; event loop {LOOP}; projector "
+             + ("its own process (court-projector, as deployed)" if PROJECTOR == "process" else "inside the rules process"),
              f"  {'':<46}{'':>8} {'submit':>7} {'':>7} {'lag':>7} {'':>7} {'':>6} "
-             f"{'CPU us per move (multiple of the ceiling per call)':^47}",
+             f"{'CPU us per move (multiple of the ceiling per call)':^47}  {'(own process)':>9}",
              f"  {'':<46}{'moves/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'p50 ms':>7} {'p99 ms':>7} {'ratio':>6} "
-             f"{'server':>15} {'driver':>15} {'nats-server':>15}  load 1m",
+             f"{'server':>15} {'driver':>15} {'nats-server':>15}  {'projector':>9}  load 1m",
              _row("ceiling (bare grpc.aio + 1 JetStream publish)", rate, lat, None, 1.0, ccpu, (1.0, 1.0, 1.0),
                   " ".join(f"{c.load[0]:.1f}" for c in ceilings))]
     for mode, s in services.items():
-        mult = tuple(c / b if b else float("nan") for c, b in zip(s.cpu, ccpu, strict=True))
+        mult = tuple(c / b if b else float("nan") for c, b in zip(s.cpu, ccpu, strict=False))
         lines.append(_row(LABELS[mode], s.rate, s.latencies, s.lag, s.rate / rate, s.cpu, mult,
                           f"{s.load[0]:.1f}-{s.load[1]:.1f}"))
         lines.append(f"      {s.moves} calls" if mode == "edge" else f"      {s.moves} moves, {s.games} games, {s.rpcs / max(1, s.moves):.2f} RPCs per move"
                      + (f", {s.updates / max(1, s.moves):.2f} watch updates per move" if mode == "watch" else ""))
     lines.append("  lag: a move accepted (its log record stored) to its public record readable (stored), "
                  "both by nats-server's clock" if any(s.lag for s in services.values()) else
-                 "  lag: n/a (no projector publishes public records on this branch)")
+                 "  lag: n/a (no public records were found)")
     if "edge" in services:
         e = services["edge"]
         lines.append("  the shared gRPC edge (EdgeInterceptor) adds per call: " + ", ".join(
             f"{name} {(x - y) * 1e6:.0f} us" for name, x, y in zip(("server", "driver", "nats-server"), e.cpu, ccpu,
-                                                                    strict=True)))
+                                                                    strict=False)))
     if "watch" in services and "bot" in services:
         w, b = services["watch"], services["bot"]
         lines.append("  the WatchGame streams add per move: " + ", ".join(
-            f"{name} {(x - y) * 1e6:.0f} us" for name, x, y in zip(("server", "driver", "nats-server"), w.cpu, b.cpu,
-                                                                    strict=True))
+            f"{name} {(x - y) * 1e6:.0f} us" for name, x, y in zip(("server", "driver", "nats-server", "projector"),
+                                                                    w.cpu, b.cpu, strict=True))
             + f" ({w.updates / max(1, w.moves):.2f} views per move); moves/s {w.rate:.0f} against {b.rate:.0f}")
     if "bot" in services:
         s = services["bot"]
         verdict = []
-        for name, c, b, limit in zip(("server", "driver", "nats-server"), s.cpu, ccpu, BUDGET, strict=True):
+        for name, c, b, limit in zip(("server", "driver", "nats-server"), s.cpu, ccpu, BUDGET, strict=False):
             m = c / b if b else float("nan")
             verdict.append(f"{name} {m:.2f}x (<= {limit}x: {'within' if m <= limit else 'over'})")
         lines.append("  budget, CPU per move of the 1-RPC driver as a multiple of the ceiling's per call: "
                      + "; ".join(verdict))
+        if s.cpu[3]:
+            lines.append(f"  with the projector's process: server + projector {(s.cpu[0] + s.cpu[3]) / ccpu[0]:.2f}x")
         lines.append(f"  ratio service/ceiling {s.rate / rate:.2f} (goal >= {GOAL_RATIO}, then 0.8)")
     return lines
 
