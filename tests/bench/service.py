@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import random
 import shutil
@@ -42,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -65,6 +67,8 @@ SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))
 MODES = tuple(m.strip() for m in os.environ.get("BENCH_MODES", "bot,watch,players,edge").split(",") if m.strip())
 LOOP = os.environ.get("COURT_EVENT_LOOP", "uvloop")
 PROFILE = os.environ.get("BENCH_PROFILE", "")
+# the processes py-spy records (server, driver, projector): each sampler takes CPU from the others
+PROFILE_WHO = set(os.environ.get("BENCH_PROFILE_WHO", "server,projector").split(","))
 PROJECTOR = os.environ.get("BENCH_PROJECTOR", "process")  # process (court-projector, as deployed) | inside
 PROFILE_NATIVE = os.environ.get("BENCH_PROFILE_NATIVE", "") not in ("", "0")
 # short games keep creation in the mix without dominating it
@@ -106,6 +110,7 @@ class Stats:
     games: int = 0
     elapsed: float = 0.0
     updates: int = 0  # watch mode: updates the WatchGame streams delivered
+    nats_msgs: dict[str, tuple[float, float]] = field(default_factory=dict)  # per move: in from, out to
     rpcs: int = 0  # calls the driver made (a move's submit, views it had to ask for, creations)
     lag: list[float] = field(default_factory=list)  # seconds from a move accepted to its public record
     cpu: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)  # per move: server, driver, nats-server, projector
@@ -200,7 +205,7 @@ class Profiler:
         procs = []
         for name, pid in pids.items():
             path = self.out / f"{phase}-{name}.txt"
-            cmd = [self.exe, "record", "--pid", str(pid), "--rate", "250", "--format", "raw", "--output", str(path),
+            cmd = [self.exe, "record", "--pid", str(pid), "--rate", "100", "--format", "raw", "--output", str(path),
                    *(["--native"] if PROFILE_NATIVE else ["--nonblocking"])]  # native frames need pauses
             procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             self.files.append(path)
@@ -383,9 +388,24 @@ async def _projector_lag(nats_url: str, before: dict[str, int], settle: float = 
         await nc.close()
 
 
+def _connz(port: int) -> dict[str, tuple[int, int]]:
+    """nats-server's monitoring: (messages in from, messages out to) each client, by its name's
+    first word (court-rules, court-projector; the driver's and the ceiling's connections have
+    none and are summed under ``other``)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/connz?limit=1000", timeout=10) as r:
+        doc = json.load(r)
+    out: dict[str, tuple[int, int]] = {}
+    for c in doc.get("connections", []):
+        name = (c.get("name") or "other").split("@", 1)[0]
+        i, o = out.get(name, (0, 0))
+        out[name] = (i + int(c.get("in_msgs", 0)), o + int(c.get("out_msgs", 0)))
+    return out
+
+
 async def run() -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="court-bench-"))
-    nats = BinaryNats(tmp / "nats")
+    monitor = free_port()
+    nats = BinaryNats(tmp / "nats", config=f"http: 127.0.0.1:{monitor}\n")
     nats.start()
     procs: list[subprocess.Popen[Any]] = []
     profiler = Profiler(Path(PROFILE)) if PROFILE else None
@@ -434,13 +454,16 @@ async def run() -> dict[str, Any]:
                     nc = await nats_connect(nats.url)
                     got["seqs"] = await _last_seqs(nc)
                     await nc.close()
+                got["connz"] = await asyncio.to_thread(_connz, monitor)
                 got["load0"], got["before"] = os.getloadavg()[0], cpus(server)
                 pids = {"server": server, "driver": os.getpid()}
                 if service and projector is not None:
                     pids["projector"] = projector.pid
+                pids = {k: v for k, v in pids.items() if k in PROFILE_WHO}
                 with profiler.record(phase, pids) if profiler else contextlib.nullcontext():
                     yield
                 got["after"] = cpus(server)
+                got["connz_after"] = await asyncio.to_thread(_connz, monitor)
 
             st: Stats = await measure(span)
             if service:
@@ -448,6 +471,9 @@ async def run() -> dict[str, Any]:
             st.cpu = tuple((b - a) / max(1, st.moves)  # type: ignore[assignment]
                            for a, b in zip(got["before"], got["after"], strict=True))
             st.load = (got["load0"], os.getloadavg()[0])
+            a, b = got["connz"], got["connz_after"]
+            st.nats_msgs = {k: ((v[0] - a.get(k, (0, 0))[0]) / max(1, st.moves), (v[1] - a.get(k, (0, 0))[1]) / max(1, st.moves))
+                            for k, v in b.items()}
             return st
 
         # warm-up moves and calls are not counted in a run's CPU: a slight overestimate
@@ -511,13 +537,18 @@ def report(r: dict[str, Any]) -> list[str]:
              f"  {'':<46}{'moves/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'p50 ms':>7} {'p99 ms':>7} {'ratio':>6} "
              f"{'server':>15} {'driver':>15} {'nats-server':>15}  {'projector':>9}  load 1m",
              _row("ceiling (bare grpc.aio + 1 JetStream publish)", rate, lat, None, 1.0, ccpu, (1.0, 1.0, 1.0),
-                  " ".join(f"{c.load[0]:.1f}" for c in ceilings))]
+                  " ".join(f"{c.load[0]:.1f}" for c in ceilings)),
+             f"      {calls} calls; NATS messages per call (from/to): " + ", ".join(
+                 f"{k} {i:.2f}/{o:.2f}" for k, (i, o) in sorted(ceilings[0].nats_msgs.items()) if i or o)]
     for mode, s in services.items():
         mult = tuple(c / b if b else float("nan") for c, b in zip(s.cpu, ccpu, strict=False))
         lines.append(_row(LABELS[mode], s.rate, s.latencies, s.lag, s.rate / rate, s.cpu, mult,
                           f"{s.load[0]:.1f}-{s.load[1]:.1f}"))
-        lines.append(f"      {s.moves} calls" if mode == "edge" else f"      {s.moves} moves, {s.games} games, {s.rpcs / max(1, s.moves):.2f} RPCs per move"
-                     + (f", {s.updates / max(1, s.moves):.2f} watch updates per move" if mode == "watch" else ""))
+        lines.append((f"      {s.moves} calls" if mode == "edge" else
+                      f"      {s.moves} moves, {s.games} games, {s.rpcs / max(1, s.moves):.2f} RPCs per move")
+                     + (f", {s.updates / max(1, s.moves):.2f} watch updates per move" if mode == "watch" else "")
+                     + "; NATS messages per move (from/to): "
+                     + ", ".join(f"{k} {i:.2f}/{o:.2f}" for k, (i, o) in sorted(s.nats_msgs.items()) if i or o))
     lines.append("  lag: a move accepted (its log record stored) to its public record readable (stored), "
                  "both by nats-server's clock" if any(s.lag for s in services.values()) else
                  "  lag: n/a (no public records were found)")
