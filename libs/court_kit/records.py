@@ -137,7 +137,7 @@ def created_record(game: str, game_id: str, t_ms: int, *, seats: Sequence[str], 
     _header(rec, game, game_id, 0, t_ms, to_act, seats, finished)
     c = rec.created
     c.seats.extend(seats)
-    c.options_json = json.dumps(options, separators=(",", ":"), sort_keys=True)
+    c.options.CopyFrom(typed.options_to_proto(game, options))
     c.seed = seed
     c.created_by = by
     c.request_id = request_id
@@ -213,7 +213,7 @@ def redact(full: pb.Record) -> pb.Record:
         c = full.created
         oc = out.created
         oc.seats.extend(c.seats)
-        oc.options_json = c.options_json
+        oc.options.CopyFrom(c.options)
         if c.resumed_from:
             oc.resumed_from = c.resumed_from
         _public_events(c.events, oc.events)

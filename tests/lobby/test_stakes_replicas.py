@@ -86,8 +86,7 @@ class World:
         self.nats.start()
         base = dict(nats_url=self.nats.url, listen="127.0.0.1:0", metrics_listen="", env="test",
                     state_dir=self.tmp / "state")
-        self.rules = await RulesApp.start(Settings.load("rules", {}, **base, **keys.overrides("rules")),
-                                          sweep_delay=0.5)
+        self.rules = await RulesApp.start(Settings.load("rules", {}, **base, **keys.overrides("rules")))
         bot_settings = Settings.load("bot", {}, **base, **keys.overrides("bot"), rules_addr=self.rules.address)
         self.bot = await BotApp.start(bot_settings, config=BotConfig.from_settings(
             bot_settings, budgets_ms={"random": 5.0, "heuristic": 10.0, "expert": 20.0}))

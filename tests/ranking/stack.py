@@ -133,7 +133,7 @@ class Stack:
 
     async def start(self, lobby_faults: Any = None) -> None:
         self.nats.start()
-        self.rules = await RulesApp.start(self.settings("rules"), sweep_delay=0.5)
+        self.rules = await RulesApp.start(self.settings("rules"))
         self.ranking = await self.start_ranking()
         self.lobby = await LobbyApp.start(self.settings("lobby"), faults=lobby_faults)
         self.lobby_channel = self.channel(self.lobby.address)

@@ -256,6 +256,8 @@ async def test_actions_are_stored_in_canonical_form(replicas: Any, rules: Any, t
     reply = await alice.submit(gid, action("queens_court", sent), request_id="lower")
     history = await admin.history(gid)
     assert action_json(history.moves[0].action) == legal
+    log = await rules.store.records(gid)
+    assert action_json(log[1].body.move.action) == legal, "the log record holds the canonical action"
     played = typed.event_from_proto(history.moves[0].events[0])
     assert played["type"] == "CardPlayed" and played["card"] == legal["card"]
     # a retry in either spelling is the same move

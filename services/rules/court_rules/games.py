@@ -88,7 +88,7 @@ class Move:
 def create_of(rec: records_pb2.Record) -> dict[str, Any]:
     """A GameCreated record as the creation dict ``GameEntry`` takes."""
     c = rec.created
-    out: dict[str, Any] = {"k": "c", "game": rec.game, "options": json.loads(c.options_json or "{}"),
+    out: dict[str, Any] = {"k": "c", "game": rec.game, "options": typed.options_from_proto(c.options),
                            "seed": int(c.seed), "seats": list(c.seats), "by": c.created_by, "rid": c.request_id,
                            "t": krec.time_ms(rec)}
     if c.save_json:

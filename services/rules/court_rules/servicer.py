@@ -184,7 +184,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         old: GameEntry | None = None
         if request.resume_from:
             old, old_seq, resume = await self._save_point(request, ident, module, seats, game_id)
-            if request.options.fields and options != resume["save"]["options"]:
+            if request.options.WhichOneof("game") is not None and options != resume["save"]["options"]:
                 raise InvalidArgument("a resumed game keeps the options of its save point: leave options out")
             options, seed = resume["save"]["options"], resume["save"]["seed"]
         klog.bind(game_id=game_id)

@@ -144,15 +144,13 @@ class GameCreated(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     SEATS_FIELD_NUMBER: _builtins.int
-    OPTIONS_JSON_FIELD_NUMBER: _builtins.int
+    OPTIONS_FIELD_NUMBER: _builtins.int
     SEED_FIELD_NUMBER: _builtins.int
     RESUMED_FROM_FIELD_NUMBER: _builtins.int
     SAVE_JSON_FIELD_NUMBER: _builtins.int
     CREATED_BY_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     EVENTS_FIELD_NUMBER: _builtins.int
-    options_json: _builtins.str
-    """The game's options, canonical JSON (docs/rules/<game>.md)."""
     seed: _builtins.int
     """full only: the deck order follows from it"""
     resumed_from: _builtins.str
@@ -170,12 +168,16 @@ class GameCreated(_message.Message):
         """player ids; "bot:<level>" for bots"""
 
     @_builtins.property
+    def options(self) -> _events_pb2.GameOptions:
+        """The game's options, every field set (docs/rules/<game>.md)."""
+
+    @_builtins.property
     def events(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.Event]: ...
     def __init__(
         self,
         *,
         seats: _abc.Iterable[_builtins.str] | None = ...,
-        options_json: _builtins.str = ...,
+        options: _events_pb2.GameOptions | None = ...,
         seed: _builtins.int = ...,
         resumed_from: _builtins.str = ...,
         save_json: _builtins.str = ...,
@@ -183,9 +185,9 @@ class GameCreated(_message.Message):
         request_id: _builtins.str = ...,
         events: _abc.Iterable[_events_pb2.Event] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_by", b"created_by", "events", b"events", "options_json", b"options_json", "request_id", b"request_id", "resumed_from", b"resumed_from", "save_json", b"save_json", "seats", b"seats", "seed", b"seed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_by", b"created_by", "events", b"events", "options", b"options", "request_id", b"request_id", "resumed_from", b"resumed_from", "save_json", b"save_json", "seats", b"seats", "seed", b"seed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
