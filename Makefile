@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.court-setup
 PYTEST_ARGS ?=
 
-.PHONY: setup test bench lint typecheck vectors clean proto token run play image image-test chaos
+.PHONY: setup test bench lint typecheck vectors clean proto proto-check contract token run play image image-test chaos
 
 # Creates or updates .venv (a no-op when pyproject.toml and uv.lock are unchanged).
 setup: $(STAMP)
@@ -55,6 +55,12 @@ vectors: setup
 # Regenerates libs/court_proto/ (Python + gRPC + .pyi stubs) from protos/; checked in, never hand-edited.
 proto: setup
 	$(BIN)/python protos/generate.py libs/court_proto
+
+# buf lint, and buf breaking against main's previous commit (BASE=<rev> to choose another):
+# scripts/proto-check.sh, with buf from tools/buf (npm ci there on first use).
+BASE ?= HEAD~1
+proto-check:
+	scripts/proto-check.sh $(BASE)
 
 # A development bearer token: make token SUB=alice ROLE=player (TTL=seconds); signed with the lobby's
 # key (COURT_SIGNING_KEY) or, with COURT_ENV=dev (the default here), the dev key under .state/keys/.
