@@ -539,7 +539,8 @@ def report(r: dict[str, Any]) -> list[str]:
              _row("ceiling (bare grpc.aio + 1 JetStream publish)", rate, lat, None, 1.0, ccpu, (1.0, 1.0, 1.0),
                   " ".join(f"{c.load[0]:.1f}" for c in ceilings)),
              f"      {calls} calls; NATS messages per call (from/to): " + ", ".join(
-                 f"{k} {i:.2f}/{o:.2f}" for k, (i, o) in sorted(ceilings[0].nats_msgs.items()) if i or o)]
+                 f"{k} {i:.2f}/{o:.2f}" for k, (i, o) in sorted(ceilings[0].nats_msgs.items())
+                 if i >= 0.005 or o >= 0.005)]
     for mode, s in services.items():
         mult = tuple(c / b if b else float("nan") for c, b in zip(s.cpu, ccpu, strict=False))
         lines.append(_row(LABELS[mode], s.rate, s.latencies, s.lag, s.rate / rate, s.cpu, mult,
@@ -547,8 +548,9 @@ def report(r: dict[str, Any]) -> list[str]:
         lines.append((f"      {s.moves} calls" if mode == "edge" else
                       f"      {s.moves} moves, {s.games} games, {s.rpcs / max(1, s.moves):.2f} RPCs per move")
                      + (f", {s.updates / max(1, s.moves):.2f} watch updates per move" if mode == "watch" else "")
-                     + "; NATS messages per move (from/to): "
-                     + ", ".join(f"{k} {i:.2f}/{o:.2f}" for k, (i, o) in sorted(s.nats_msgs.items()) if i or o))
+                     + f"; NATS messages per {'call' if mode == 'edge' else 'move'} (from/to): "
+                     + ", ".join(f"{k} {i:.2f}/{o:.2f}" for k, (i, o) in sorted(s.nats_msgs.items())
+                                 if i >= 0.005 or o >= 0.005))
     lines.append("  lag: a move accepted (its log record stored) to its public record readable (stored), "
                  "both by nats-server's clock" if any(s.lag for s in services.values()) else
                  "  lag: n/a (no public records were found)")
