@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import nats.errors
 from court_client import RulesClient
 from court_kit import records as krec
 from court_kit.server import run_loop
@@ -348,10 +349,13 @@ async def _messages(nc: Any, stream: str, subjects: str, after: int, upto: int) 
     out = []
     try:
         while True:
-            msg = await sub.next_msg(timeout=10)
-            out.append(msg)
-            if msg.metadata.sequence.stream >= upto:
+            try:
+                msg = await sub.next_msg(timeout=5)
+            except nats.errors.TimeoutError:
                 return out
+            out.append(msg)
+            if msg.metadata.sequence.stream >= upto or not msg.metadata.num_pending:
+                return out  # (a finished game's log may be purged meanwhile: the stream ends sooner)
     finally:
         await sub.unsubscribe()
 

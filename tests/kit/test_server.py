@@ -21,7 +21,6 @@ from court_kit import logging as klog
 from court_kit.metrics import GRPC, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, current_identity
 from court_kit.settings import ConfigError
-from court_kit.structs import to_dict, to_struct
 from court_kit.tokens import Signer, Verifier, issue_token
 from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -52,7 +51,7 @@ class Probe(rules_pb2_grpc.RulesServiceServicer):
             # what a log line written now carries, then what this handler binds (as the servicer does)
             context_now = klog.bound()
             klog.bind(game_id=request.game_id)
-            return rules_pb2.GameView(game_id=request.game_id, options=to_struct(context_now))
+            return rules_pb2.GameView(game_id=request.game_id, seats=[f"{k}={v}" for k, v in context_now.items()])
         return rules_pb2.GameView(game_id=request.game_id, seats=[ident.sub, ident.role])
 
     async def WatchGame(self, request: Any, context: Any) -> Any:
@@ -109,12 +108,14 @@ async def test_each_call_logs_with_its_own_request_id_caller_and_nothing_of_earl
     stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
     method = "/court.rules.v1.RulesService/GetView"
     first = await stub.GetView(rules_pb2.GetViewRequest(game_id="g-log-1"), metadata=_md("alice", "player"))
-    assert to_dict(first.options) == {"request_id": "req-42", "method": method, "sub": "alice", "role": "player"}
+    assert dict(x.split("=", 1) for x in first.seats) == {"request_id": "req-42", "method": method, "sub": "alice",
+                                                          "role": "player"}
     md = (("authorization", f"Bearer {keys.token('bob', 'bot')}"), ("x-request-id", "req-43"))
     second = await stub.GetView(rules_pb2.GetViewRequest(game_id="g-log-2"), metadata=md)
-    assert to_dict(second.options) == {"request_id": "req-43", "method": method, "sub": "bob", "role": "bot"}
+    assert dict(x.split("=", 1) for x in second.seats) == {"request_id": "req-43", "method": method, "sub": "bob",
+                                                           "role": "bot"}
     anonymous = await stub.GetView(rules_pb2.GetViewRequest(game_id="g-log-3"), metadata=_md()[:1])
-    rid = to_dict(anonymous.options)["request_id"]
+    rid = dict(x.split("=", 1) for x in anonymous.seats)["request_id"]
     assert len(rid) == 32 and rid not in ("req-42", "req-43"), "a call without x-request-id gets an id of its own"
 
 
