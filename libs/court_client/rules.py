@@ -57,12 +57,16 @@ class RulesClient(ServiceClient):
 
     async def create_game(self, game: str, seats: Sequence[str], options: Mapping[str, Any] | None = None, *,
                           seed: int | None = None, request_id: str | None = None, resume_from: str = "",
-                          game_id: str = "") -> rules_pb2.CreateGameResponse:
+                          game_id: str = "", clock: rules_pb2.TurnClock | None = None
+                          ) -> rules_pb2.CreateGameResponse:
         """``game_id`` (service and admin callers only): create the game under this id, e.g. one the
-        lobby fixed before taking the antes; a retry with the same request id returns that game."""
+        lobby fixed before taking the antes; a retry with the same request id returns that game.
+        ``clock``: the game's turn clock (docs/clock.md)."""
         rid = request_id or new_request_id()
         req = rules_pb2.CreateGameRequest(request_id=rid, game=game, seats=list(seats), resume_from=resume_from,
                                           game_id=game_id)
+        if clock is not None:
+            req.clock.CopyFrom(clock)
         to_struct(options or {}, req.options)
         if seed is not None:
             req.seed = seed
@@ -87,6 +91,24 @@ class RulesClient(ServiceClient):
         if seat is not None:
             req.seat = seat
         return await self._call(self.stub.SubmitAction, req, RETRY_MOVE, rid)
+
+    async def return_to_seat(self, game_id: str, seat: int | None = None, *,
+                             request_id: str | None = None) -> rules_pb2.SeatResponse:
+        """Turn clock: take back a seat marked away (the bot stops playing it)."""
+        rid = request_id or new_request_id()
+        req = rules_pb2.ReturnToSeatRequest(game_id=game_id, request_id=rid)
+        if seat is not None:
+            req.seat = seat
+        return await self._call(self.stub.ReturnToSeat, req, RETRY_MOVE, rid)
+
+    async def leave_seat(self, game_id: str, seat: int | None = None, *,
+                         request_id: str | None = None) -> rules_pb2.SeatResponse:
+        """Turn clock: mark a seat away (the autoplay bot plays its turns at once)."""
+        rid = request_id or new_request_id()
+        req = rules_pb2.LeaveSeatRequest(game_id=game_id, request_id=rid)
+        if seat is not None:
+            req.seat = seat
+        return await self._call(self.stub.LeaveSeat, req, RETRY_MOVE, rid)
 
     async def history(self, game_id: str) -> rules_pb2.GetHistoryResponse:
         return await self._call(self.stub.GetHistory, rules_pb2.GetHistoryRequest(game_id=game_id), RETRY_READ)

@@ -7,6 +7,11 @@ Settings come from the environment (court_kit.settings); the service's own:
     COURT_GAME_CACHE           games kept in memory per replica (default 20000)
     COURT_FINISHED_RETENTION   how long a finished game stays in the hot streams before the
                                janitor purges it (it stays readable from the archive; default 2d)
+    COURT_CLOCK_ACK_WAIT       seconds before a due clock record a replica took (and died with)
+                               goes to another replica (default 10)
+    COURT_CLOCK_MAX_PENDING    clock records JetStream holds for the replicas at once (default 100000)
+    COURT_CLOCK_SECOND_MS      dev/test only: milliseconds one clock second lasts (default 1000;
+                               docs/clock.md)
 
 ``RulesApp.start(settings)`` is what tests use (port 0, in process); ``main``
 adds logging, signals and graceful shutdown.
@@ -17,10 +22,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import nats.errors
 import nats.js.errors
+from court_kit import clock as kitclock
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.health import Check, nats_check
@@ -33,6 +41,7 @@ from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
 
 from .archive import run_janitor
+from .clockdriver import ClockDriver
 from .games import GameCache
 from .outbox import Outbox
 from .servicer import Faults, RulesServicer
@@ -79,6 +88,8 @@ class RulesApp:
     _stop_sweeper: asyncio.Event = field(default_factory=asyncio.Event)
     _sweeper: asyncio.Task | None = None
     _janitor: asyncio.Task | None = None
+    _clock: asyncio.Task | None = None
+    driver: ClockDriver | None = None
 
     @property
     def address(self) -> str:
@@ -92,8 +103,10 @@ class RulesApp:
 
     @classmethod
     async def start(cls, settings: Settings, *, faults: Faults | None = None,
-                    sweep_delay: float | None = None, sweep_ack_wait: float | None = None) -> RulesApp:
+                    sweep_delay: float | None = None, sweep_ack_wait: float | None = None,
+                    clock: Callable[[], float] = time.time) -> RulesApp:
         retention = kjs.parse_age("COURT_FINISHED_RETENTION", settings.extra.get("COURT_FINISHED_RETENTION", "2d"))
+        second_ms = kitclock.second_ms(settings.env, settings.extra)
         preflight(settings)
         nc = await kjs.connect(settings.nats_servers(), name=f"court-rules@{settings.listen}",
                                **kjs.connect_options(settings))
@@ -103,7 +116,8 @@ class RulesApp:
             cache = GameCache(store, capacity=settings.extra_int("GAME_CACHE", 20_000, lo=1))
             outbox = Outbox(store, cache)
             cache.on_load = outbox.on_load
-            servicer = RulesServicer(store, cache, outbox, id_secret=settings.id_secret, faults=faults)
+            servicer = RulesServicer(store, cache, outbox, id_secret=settings.id_secret, faults=faults, clock=clock,
+                                     clock_second_ms=second_ms)
             server, port = create_server(settings.listen, settings=settings,
                                          interceptors=[EdgeInterceptor(Verifier.for_service(settings))])
             rules_pb2_grpc.add_RulesServiceServicer_to_server(servicer, server)
@@ -119,13 +133,17 @@ class RulesApp:
         app._sweeper = asyncio.create_task(outbox.run_sweeper(app._stop_sweeper, delay=delay,
                                                               ack_wait=sweep_ack_wait))
         app._janitor = asyncio.create_task(run_janitor(store, app._stop_sweeper, retention=retention))
+        app.driver = ClockDriver(servicer, cache, secret=settings.id_secret, clock=clock,
+                                 ack_wait=settings.extra_float("CLOCK_ACK_WAIT", 10.0, lo=1.0),
+                                 max_pending=settings.extra_int("CLOCK_MAX_PENDING", 100_000, lo=1))
+        app._clock = asyncio.create_task(app.driver.run(app._stop_sweeper))
         log.info("rules service listening", port=port, metrics_port=metrics.port if metrics else None)
         return app
 
     async def _stop_background(self) -> None:
         self._stop_sweeper.set()
         await self.outbox.close()
-        for task in (self._sweeper, self._janitor):
+        for task in (self._sweeper, self._janitor, self._clock):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):

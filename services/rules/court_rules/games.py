@@ -8,6 +8,12 @@ A game's log (``store.Record`` bodies, JSON) is::
      "rid": request_id, "t": ms}                                 # seq n: a move
     {"k": "x", "into": game_id, "by": sub, "rid": request_id, "t": ms}
                                  # closed: resumed as game ``into`` (last, no seq)
+    {"k": "s", "seq": n, "seat": p, "kind": "seat_away" | "seat_returned", "by": sub,
+     "rid": request_id, "t": ms}                                 # seq n: a seat record (clock)
+
+A game with a turn clock has ``"clock"`` in its creation record (``court_kit.clock.to_record``),
+and every record then carries ``"dl"``, the deadline of every seat to act after it; a move the
+clock made has ``"kind": "timeout" | "away"`` (see ``clock``).
 
 State is the engine's replay of that log (deterministic given the seed), so
 any replica rebuilds any game, and a request id is found again in the log: a
@@ -23,7 +29,7 @@ import hashlib
 import hmac
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -33,6 +39,7 @@ from court_kit.checks import quote
 from court_kit.errors import InvalidArgument, NotFound
 from court_kit.structs import struct_bytes
 
+from . import clock as kclock
 from .store import GameStore, Record
 
 RECORD_VERSION = 1
@@ -82,10 +89,34 @@ class Move:
     by: str
     rid: str
     t: int  # ms since the epoch
+    kind: str = kclock.MOVE  # see clock.KINDS
+    dl: tuple[tuple[int, int], ...] | None = None  # (seat, deadline ms) of the seats to act after it
+    due: int | None = field(default=None, compare=False)  # when the clock has work after it (not stored)
+
+    @property
+    def is_seat_record(self) -> bool:
+        return self.kind in (kclock.SEAT_AWAY, kclock.SEAT_RETURNED)
 
     def body(self) -> dict[str, Any]:
-        return {"k": "m", "seq": self.seq, "seat": self.seat, "a": self.action, "by": self.by, "rid": self.rid,
-                "t": self.t}
+        if self.is_seat_record:
+            out: dict[str, Any] = {"k": "s", "seq": self.seq, "seat": self.seat, "kind": self.kind, "by": self.by,
+                                   "rid": self.rid, "t": self.t}
+        else:
+            out = {"k": "m", "seq": self.seq, "seat": self.seat, "a": self.action, "by": self.by, "rid": self.rid,
+                   "t": self.t}
+            if self.kind != kclock.MOVE:
+                out["kind"] = self.kind
+        if self.dl is not None:
+            out["dl"] = [list(x) for x in self.dl]
+        return out
+
+    @classmethod
+    def from_body(cls, b: dict[str, Any]) -> Move:
+        dl = tuple((int(x[0]), int(x[1])) for x in b["dl"]) if "dl" in b else None
+        kind = b.get("kind", kclock.MOVE)
+        if kind not in kclock.KINDS:
+            raise ValueError(f"record {b.get('seq')!r} has an unknown kind {kind!r}")
+        return cls(b["seq"], b["seat"], b.get("a", {}), b["by"], b["rid"], b["t"], kind, dl)
 
 
 class GameEntry:
@@ -112,6 +143,11 @@ class GameEntry:
         n = self.module.num_players(self.state)
         if n != len(self.seats):
             raise InvalidArgument(f"{self.game} with these options seats {n} players; got {len(self.seats)} seats")
+        self.clock_settings = kclock.Settings.from_record(create.get("clock"))
+        self.humans = tuple(i for i, s in enumerate(self.seats) if not s.startswith(BOT_PREFIX))
+        # the clock after every seq, and the seat events of that record (index: seq)
+        self.clocks: list[tuple[kclock.Clock, tuple[str, ...]]] = [
+            (kclock.opening(self.clock_settings, n, self.module.to_act(self.state), self.created_t), ())]
         self.closed_into: str | None = None  # the game that resumed this one, which is then over
         self.seq = 0
         self.last_sseq = sseq
@@ -151,42 +187,110 @@ class GameEntry:
     def bot_seats(self) -> list[int]:
         return [i for i, s in enumerate(self.seats) if s.startswith(BOT_PREFIX)]
 
+    @property
+    def clock(self) -> kclock.Clock:
+        """The seats' clocks as of the last record."""
+        return self.clocks[self.seq][0]
+
+    def clock_at(self, seq: int) -> kclock.Clock:
+        return self.clocks[seq][0]
+
+    def next_due(self) -> int | None:
+        """When the clock next has something to do here (ms since the epoch), or None."""
+        if self.finished:
+            return None
+        return kclock.next_due(self.clock, self.to_act(), self.humans)
+
+    def _advance(self, move: Move, prev_state: Any, state: Any) -> tuple[kclock.Clock, tuple[str, ...]]:
+        prev_clock = self.clocks[move.seq - 1][0]
+        recorded = dict(move.dl) if move.dl is not None else None
+        clk, notes = kclock.advance(self.clock_settings, prev_clock, self.module.to_act(prev_state),
+                                    self.module.to_act(state), move.seq, move.t, move.seat, move.kind, recorded)
+        return clk, tuple(notes)
+
+    def _apply_move(self, state: Any, move: Move, emit: bool) -> tuple[Any, tuple[Event, ...]]:
+        if move.is_seat_record:
+            return state, ()
+        return self.module.apply(state, move.seat, self.module.action_from_json(move.action), emit=emit)
+
     # ---------------------------------------------------------------- events
 
-    def service_events(self, seq: int, move: Move | None, engine: Sequence[Event], state: Any = None
-                       ) -> tuple[Event, ...]:
-        """A record's events: the service's own around the engine's (see protos/court/events/v1/README.md)."""
+    def service_events(self, seq: int, move: Move | None, engine: Sequence[Event], state: Any = None,
+                       clock: tuple[kclock.Clock, tuple[str, ...]] | None = None) -> tuple[Event, ...]:
+        """A record's events: the service's own around the engine's (see protos/court/events/v1/README.md).
+
+        Turn clock: a move the clock made starts with ``TurnTimedOut`` (a timeout) and its
+        ``ActionApplied`` says ``autoplay``; ``SeatReturned`` comes before the move of a seat back
+        from away, ``SeatAway`` after the move that marked it; ``TurnStarted`` lists the deadlines
+        and the away seats."""
         state = self.state if state is None else state
+        clk, notes = self.clocks[seq] if clock is None else clock
         out: list[Event] = []
         if move is None:
             created = {"game": self.game, "options": self.options_dict, "seats": list(self.seats)}
             if self.resumed_from is not None:
                 created["resumed_from"] = self.resumed_from
+            if self.clock_settings.on or self.create_record.get("clock"):
+                cs = self.clock_settings
+                created["clock"] = {"turn_seconds": cs.turn_s, "time_bank_seconds": cs.bank_s,
+                                    "autoplay_level": cs.level, "abandon_after_seconds": cs.abandon_s,
+                                    "turn_ms": cs.turn_ms, "bank_ms": cs.bank_ms}
             out.append(Event("GameCreated", created, private={"seed": self.seed}, owner=None))
+        elif move.is_seat_record:
+            for note in notes:
+                out.append(Event(note, {"seat": move.seat, "player": self.seats[move.seat]}))
         else:
-            out.append(Event("ActionApplied", {"seat": move.seat, "action_type": move.action.get("type")},
-                             private={"action": move.action, "by": move.by}, owner=move.seat))
+            prev = self.clocks[seq - 1][0][move.seat]
+            if move.kind == kclock.TIMEOUT:
+                out.append(Event("TurnTimedOut", {"seat": move.seat, "turn_seq": prev.turn_seq,
+                                                  "deadline_ms": prev.deadline}))
+            if "SeatReturned" in notes:
+                out.append(Event("SeatReturned", {"seat": move.seat, "player": self.seats[move.seat]}))
+            applied: dict[str, Any] = {"seat": move.seat, "action_type": move.action.get("type")}
+            if move.kind != kclock.MOVE:
+                applied["autoplay"] = move.kind
+            out.append(Event("ActionApplied", applied, private={"action": move.action, "by": move.by},
+                             owner=move.seat))
         out.extend(engine)
+        if move is not None and not move.is_seat_record and "SeatAway" in notes:
+            out.append(Event("SeatAway", {"seat": move.seat, "player": self.seats[move.seat]}))
         if self.module.is_terminal(state):
             if not any(e.type == "GameEnded" for e in engine):
                 result = self.module.result(state)
                 out.append(Event("GameEnded", {"result": result, "winners": winners_of(result)}))
         else:
             acting = list(self.module.to_act(state))
-            out.append(Event("TurnStarted", {"to_act": acting, "players": [self.seats[i] for i in acting]}))
+            turn: dict[str, Any] = {"to_act": acting, "players": [self.seats[i] for i in acting]}
+            dls = kclock.deadlines(clk)
+            if dls:
+                turn["deadlines"] = [{"seat": i, "deadline_ms": dls[i]} for i in acting if i in dls]
+            away = [i for i, x in enumerate(clk) if x.away]
+            if away:
+                turn["away"] = away
+            out.append(Event("TurnStarted", turn))
         return tuple(out)
 
     # ---------------------------------------------------------------- writing
 
-    def propose(self, seat: int, action: Any, action_json: dict[str, Any], by: str, rid: str, t: int
-                ) -> tuple[Move, Any, tuple[Event, ...]]:
-        """The move, new state and events of ``action`` (IllegalAction propagates); commits nothing."""
-        state, engine = self.module.apply(self.state, seat, action)
-        move = Move(self.seq + 1, seat, action_json, by, rid, t)
-        return move, state, self.service_events(move.seq, move, engine, state)
+    def propose(self, seat: int, action: Any, action_json: dict[str, Any], by: str, rid: str, t: int,
+                kind: str = kclock.MOVE) -> tuple[Move, Any, tuple[Event, ...]]:
+        """The move, new state and events of ``action`` (IllegalAction propagates); commits nothing.
+        ``action`` is None for a seat record (``kind`` seat_away / seat_returned)."""
+        if action is None:
+            state, engine = self.state, ()
+        else:
+            state, engine = self.module.apply(self.state, seat, action)
+        move = Move(self.seq + 1, seat, action_json, by, rid, t, kind)
+        clk = self._advance(move, self.state, state)
+        dl = tuple(sorted(kclock.deadlines(clk[0]).items())) if self.clock_settings.on else None
+        due = None if self.module.is_terminal(state) else kclock.next_due(clk[0], self.module.to_act(state),
+                                                                           self.humans)
+        move = Move(move.seq, seat, action_json, by, rid, t, kind, dl, due)
+        return move, state, self.service_events(move.seq, move, engine, state, clk)
 
     def commit(self, move: Move, state: Any, events: tuple[Event, ...], sseq: int) -> None:
         assert move.seq == self.seq + 1, "moves commit in order"
+        self.clocks.append(self._advance(move, self.state, state))
         self.state = state
         self.seq = move.seq
         self.last_sseq = sseq
@@ -202,12 +306,13 @@ class GameEntry:
         if b.get("k") == "x" and self.closed_into is None:
             self.close(b["into"], rec.sseq)
             return
-        if self.closed_into is not None or b.get("k") != "m" or b.get("seq") != self.seq + 1:
+        if self.closed_into is not None or b.get("k") not in ("m", "s") or b.get("seq") != self.seq + 1:
             raise ValueError(f"game {self.game_id}: record {b.get('seq')!r} does not follow move {self.seq}")
-        move = Move(b["seq"], b["seat"], b["a"], b["by"], b["rid"], b["t"])
-        action = self.module.action_from_json(move.action)
-        state, engine = self.module.apply(self.state, move.seat, action, emit=emit)
-        events = self.service_events(move.seq, move, engine, state) if emit else ()
+        move = Move.from_body(b)
+        state, engine = self._apply_move(self.state, move, emit)
+        clk = self._advance(move, self.state, state)
+        self.clocks.append(clk)
+        events = self.service_events(move.seq, move, engine, state, clk) if emit else ()
         self.state = state
         self.seq = move.seq
         self.last_sseq = rec.sseq
@@ -245,7 +350,7 @@ class GameEntry:
             yield 0, state, self.service_events(0, None, opening, state)
         for move in self.moves[:upto]:
             emit = move.seq > after
-            state, engine = self.module.apply(state, move.seat, self.module.action_from_json(move.action), emit=emit)
+            state, engine = self._apply_move(state, move, emit)
             if emit:
                 yield move.seq, state, self.service_events(move.seq, move, engine, state)
 

@@ -49,6 +49,7 @@ DUPLICATE_WINDOW = 120.0  # seconds JetStream de-duplicates Nats-Msg-Id (the def
 SEQ_HEADER = "Court-Seq"
 END_HEADER = "Court-End"  # on the last event of a move, per stream
 CLOSED_HEADER = "Court-Closed"  # on a game's closing record (it was resumed as another game)
+DUE_HEADER = "Court-Due"  # the turn clock has work in the position after this record from then (ms)
 
 
 class Conflict(Exception):
@@ -100,12 +101,15 @@ class GameStore:
     # ------------------------------------------------------------------ state log
 
     async def append(self, game_id: str, body: dict[str, Any], seq: int, expected_sseq: int, *,
-                     closing: bool = False) -> int:
-        """Append one record; returns its stream sequence. ``Conflict`` when someone else was first."""
+                     closing: bool = False, due: int | None = None) -> int:
+        """Append one record; returns its stream sequence. ``Conflict`` when someone else was first.
+        ``due``: when the turn clock has work in the position after it (``clockdriver``)."""
         data = json.dumps(body, separators=(",", ":")).encode()
         headers = {"Nats-Expected-Last-Subject-Sequence": str(expected_sseq), SEQ_HEADER: str(seq)}
         if closing:
             headers[CLOSED_HEADER] = "1"
+        if due is not None:
+            headers[DUE_HEADER] = str(due)
         fut = None
         try:
             fut = await self.publisher.publish(game_subject(game_id), data, headers)

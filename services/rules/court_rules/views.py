@@ -57,4 +57,24 @@ def game_view(entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: 
         v.legal_actions.extend([codec.proto(entry, a, seat) for a in module.legal_actions(state, seat)])
     if finished:
         result_proto(entry, state, v.result, closed)
+    clock_proto(entry, seq, v)
     return v
+
+
+def clock_proto(entry: GameEntry, seq: int, v: rules_pb2.GameView) -> None:
+    """The turn clock as of ``seq``: settings, and every seat's deadline, bank and away mark."""
+    cs = entry.clock_settings
+    if cs.on or entry.create_record.get("clock"):
+        v.clock.turn_seconds = cs.turn_s
+        v.clock.time_bank_seconds = cs.bank_s
+        v.clock.autoplay_level = cs.level
+        v.clock.abandon_after_seconds = cs.abandon_s
+    if seq >= len(entry.clocks):
+        return
+    over = v.finished
+    for i, s in enumerate(entry.clock_at(seq)):
+        c = v.seat_clocks.add(seat=i, bank_ms=s.bank_ms, away=s.away, timeouts_in_row=s.timeouts)
+        if s.deadline is not None and not over:
+            c.deadline.FromMilliseconds(s.deadline)
+        if s.away_since is not None:
+            c.away_since.FromMilliseconds(s.away_since)

@@ -53,6 +53,88 @@ else:
 DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
+class TurnClock(_message.Message):
+    """The turn clock of a game (docs/clock.md). Fixed at creation, in the game's
+    creation record. turn_seconds 0: no clock (no deadlines, nothing times out).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TURN_SECONDS_FIELD_NUMBER: _builtins.int
+    TIME_BANK_SECONDS_FIELD_NUMBER: _builtins.int
+    AUTOPLAY_LEVEL_FIELD_NUMBER: _builtins.int
+    ABANDON_AFTER_SECONDS_FIELD_NUMBER: _builtins.int
+    turn_seconds: _builtins.int
+    """5-600, or 0 for no clock"""
+    time_bank_seconds: _builtins.int
+    """0-3600: extra time each seat may draw on once per game"""
+    autoplay_level: _builtins.str
+    """random | heuristic | expert (default heuristic)"""
+    abandon_after_seconds: _builtins.int
+    """every human seat away this long: the lobby abandons (0: never)"""
+    def __init__(
+        self,
+        *,
+        turn_seconds: _builtins.int = ...,
+        time_bank_seconds: _builtins.int = ...,
+        autoplay_level: _builtins.str = ...,
+        abandon_after_seconds: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["abandon_after_seconds", b"abandon_after_seconds", "autoplay_level", b"autoplay_level", "time_bank_seconds", b"time_bank_seconds", "turn_seconds", b"turn_seconds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TurnClock: _TypeAlias = TurnClock  # noqa: Y015
+
+@_typing.final
+class SeatClock(_message.Message):
+    """One seat's clock in a view."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    DEADLINE_FIELD_NUMBER: _builtins.int
+    BANK_MS_FIELD_NUMBER: _builtins.int
+    AWAY_FIELD_NUMBER: _builtins.int
+    AWAY_SINCE_FIELD_NUMBER: _builtins.int
+    TIMEOUTS_IN_ROW_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    bank_ms: _builtins.int
+    """time bank left"""
+    away: _builtins.bool
+    """the autoplay bot plays this seat's turns at once"""
+    timeouts_in_row: _builtins.int
+    @_builtins.property
+    def deadline(self) -> _timestamp_pb2.Timestamp:
+        """When the seat's turn times out (server time; bank included): set only
+        while the seat is to act and the game has a clock.
+        """
+
+    @_builtins.property
+    def away_since(self) -> _timestamp_pb2.Timestamp:
+        """set while away"""
+
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        deadline: _timestamp_pb2.Timestamp | None = ...,
+        bank_ms: _builtins.int = ...,
+        away: _builtins.bool = ...,
+        away_since: _timestamp_pb2.Timestamp | None = ...,
+        timeouts_in_row: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["away_since", b"away_since", "deadline", b"deadline"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["away", b"away", "away_since", b"away_since", "bank_ms", b"bank_ms", "deadline", b"deadline", "seat", b"seat", "timeouts_in_row", b"timeouts_in_row"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatClock: _TypeAlias = SeatClock  # noqa: Y015
+
+@_typing.final
 class CreateGameRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -63,6 +145,7 @@ class CreateGameRequest(_message.Message):
     SEED_FIELD_NUMBER: _builtins.int
     RESUME_FROM_FIELD_NUMBER: _builtins.int
     GAME_ID_FIELD_NUMBER: _builtins.int
+    CLOCK_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     game: _builtins.str
     """"queens_court" | "hearts" | "the_court" | "court_wars" """
@@ -99,6 +182,13 @@ class CreateGameRequest(_message.Message):
         The seat count must agree with the game's options (e.g. "players").
         """
 
+    @_builtins.property
+    def clock(self) -> Global___TurnClock:
+        """The turn clock (absent: none). Any caller that may create the game may
+        give it; INVALID_ARGUMENT outside the documented ranges. A resumed game
+        takes the clock given here.
+        """
+
     def __init__(
         self,
         *,
@@ -109,10 +199,11 @@ class CreateGameRequest(_message.Message):
         seed: _builtins.int | None = ...,
         resume_from: _builtins.str = ...,
         game_id: _builtins.str = ...,
+        clock: Global___TurnClock | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "options", b"options", "seed", b"seed"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "clock", b"clock", "options", b"options", "seed", b"seed"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "game", b"game", "game_id", b"game_id", "options", b"options", "request_id", b"request_id", "resume_from", b"resume_from", "seats", b"seats", "seed", b"seed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "clock", b"clock", "game", b"game", "game_id", b"game_id", "options", b"options", "request_id", b"request_id", "resume_from", b"resume_from", "seats", b"seats", "seed", b"seed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seed: _TypeAlias = _typing.Literal["seed"]  # noqa: Y015
     _WhichOneofArgType__seed: _TypeAlias = _typing.Literal["_seed", b"_seed"]  # noqa: Y015
@@ -220,6 +311,8 @@ class GameView(_message.Message):
     LEGAL_ACTIONS_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
+    CLOCK_FIELD_NUMBER: _builtins.int
+    SEAT_CLOCKS_FIELD_NUMBER: _builtins.int
     game: _builtins.str
     game_id: _builtins.str
     seq: _builtins.int
@@ -245,6 +338,14 @@ class GameView(_message.Message):
     def result(self) -> Global___GameResult: ...
     @_builtins.property
     def options(self) -> _struct_pb2.Struct: ...
+    @_builtins.property
+    def clock(self) -> Global___TurnClock:
+        """Turn clock: the game's settings (absent: no clock) and every seat's clock
+        (deadlines of the seats to act, banks, away marks), as of seq.
+        """
+
+    @_builtins.property
+    def seat_clocks(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatClock]: ...
     def __init__(
         self,
         *,
@@ -259,10 +360,12 @@ class GameView(_message.Message):
         legal_actions: _abc.Iterable[_actions_pb2.Action] | None = ...,
         result: Global___GameResult | None = ...,
         options: _struct_pb2.Struct | None = ...,
+        clock: Global___TurnClock | None = ...,
+        seat_clocks: _abc.Iterable[Global___SeatClock] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_your_seat", b"_your_seat", "options", b"options", "result", b"result", "view", b"view", "your_seat", b"your_seat"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_your_seat", b"_your_seat", "clock", b"clock", "options", b"options", "result", b"result", "view", b"view", "your_seat", b"your_seat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_your_seat", b"_your_seat", "finished", b"finished", "game", b"game", "game_id", b"game_id", "legal_actions", b"legal_actions", "options", b"options", "result", b"result", "seats", b"seats", "seq", b"seq", "to_act", b"to_act", "view", b"view", "your_seat", b"your_seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_your_seat", b"_your_seat", "clock", b"clock", "finished", b"finished", "game", b"game", "game_id", b"game_id", "legal_actions", b"legal_actions", "options", b"options", "result", b"result", "seat_clocks", b"seat_clocks", "seats", b"seats", "seq", b"seq", "to_act", b"to_act", "view", b"view", "your_seat", b"your_seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__your_seat: _TypeAlias = _typing.Literal["your_seat"]  # noqa: Y015
     _WhichOneofArgType__your_seat: _TypeAlias = _typing.Literal["_your_seat", b"_your_seat"]  # noqa: Y015
@@ -462,6 +565,93 @@ class GameUpdate(_message.Message):
 Global___GameUpdate: _TypeAlias = GameUpdate  # noqa: Y015
 
 @_typing.final
+class ReturnToSeatRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    request_id: _builtins.str
+    seat: _builtins.int
+    """absent: the caller's only seat"""
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        request_id: _builtins.str = ...,
+        seat: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "seat", b"seat"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "game_id", b"game_id", "request_id", b"request_id", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
+    _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+
+Global___ReturnToSeatRequest: _TypeAlias = ReturnToSeatRequest  # noqa: Y015
+
+@_typing.final
+class LeaveSeatRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    request_id: _builtins.str
+    seat: _builtins.int
+    """The seat (the service role must name it; a player may leave it out when
+    they hold one seat).
+    """
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        request_id: _builtins.str = ...,
+        seat: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "seat", b"seat"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "game_id", b"game_id", "request_id", b"request_id", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
+    _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+
+Global___LeaveSeatRequest: _TypeAlias = LeaveSeatRequest  # noqa: Y015
+
+@_typing.final
+class SeatResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEQ_FIELD_NUMBER: _builtins.int
+    VIEW_FIELD_NUMBER: _builtins.int
+    CHANGED_FIELD_NUMBER: _builtins.int
+    seq: _builtins.int
+    """the record that changed the seat (or the current seq when nothing changed)"""
+    changed: _builtins.bool
+    @_builtins.property
+    def view(self) -> Global___GameView:
+        """the seat's view"""
+
+    def __init__(
+        self,
+        *,
+        seq: _builtins.int = ...,
+        view: Global___GameView | None = ...,
+        changed: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["view", b"view"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changed", b"changed", "seq", b"seq", "view", b"view"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatResponse: _TypeAlias = SeatResponse  # noqa: Y015
+
+@_typing.final
 class GetHistoryRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -491,11 +681,17 @@ class HistoryMove(_message.Message):
     TIME_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     EVENTS_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
     seq: _builtins.int
     seat: _builtins.int
     player: _builtins.str
     """the token sub that acted"""
     request_id: _builtins.str
+    kind: _builtins.str
+    """"move" (a seat's own action), "timeout" (the clock played it: TurnTimedOut),
+    "away" (the clock played an away seat), "seat_away" / "seat_returned"
+    (a seat record: no action).
+    """
     @_builtins.property
     def action(self) -> _actions_pb2.Action: ...
     @_builtins.property
@@ -514,10 +710,11 @@ class HistoryMove(_message.Message):
         time: _timestamp_pb2.Timestamp | None = ...,
         request_id: _builtins.str = ...,
         events: _abc.Iterable[_struct_pb2.Struct] | None = ...,
+        kind: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "time", b"time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "events", b"events", "player", b"player", "request_id", b"request_id", "seat", b"seat", "seq", b"seq", "time", b"time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "events", b"events", "kind", b"kind", "player", b"player", "request_id", b"request_id", "seat", b"seat", "seq", b"seq", "time", b"time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
