@@ -85,11 +85,14 @@ class RulesClient(ServiceClient):
         return await self._call(self.stub.ListLegalActions, req, RETRY_READ)
 
     async def submit(self, game_id: str, act: actions_pb2.Action, seat: int | None = None, *,
-                     request_id: str | None = None) -> rules_pb2.SubmitActionResponse:
+                     request_id: str | None = None, turn_seq: int | None = None) -> rules_pb2.SubmitActionResponse:
+        """``turn_seq``: the turn the move is for (turn clock): refused once that turn timed out."""
         rid = request_id or new_request_id()
         req = rules_pb2.SubmitActionRequest(game_id=game_id, request_id=rid, action=act)
         if seat is not None:
             req.seat = seat
+        if turn_seq is not None:
+            req.turn_seq = turn_seq
         return await self._call(self.stub.SubmitAction, req, RETRY_MOVE, rid)
 
     async def return_to_seat(self, game_id: str, seat: int | None = None, *,

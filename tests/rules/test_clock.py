@@ -176,13 +176,13 @@ async def test_a_late_move_racing_its_timeout_applies_exactly_one(replicas: Repl
             mine = await clients[seat].get_view(gid, seat)
             if seat not in mine.to_act or mine.seat_clocks[seat].away:
                 continue
-            turn_seq = mine.seq
+            turn_seq = mine.seat_clocks[seat].turn_seq
             deadline = mine.seat_clocks[seat].deadline.ToMilliseconds() / 1000
             act = rng.choice(list(mine.legal_actions))
             rid = f"race-{races}"
             await asyncio.sleep(max(0.0, deadline - time.time()))  # sent at the deadline, give or take a few ms
             try:
-                await clients[seat].submit(gid, act, seat, request_id=rid)
+                await clients[seat].submit(gid, act, seat, request_id=rid, turn_seq=turn_seq)
                 mine_applied = True
             except grpc.aio.AioRpcError as err:
                 assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, err.details()

@@ -323,6 +323,13 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                     raise FailedPrecondition(f"game {entry.game_id} was resumed as game {entry.closed_into} "
                                              "and is over: play on there")
                 seat = self._acting_seat(entry, ident, requested)
+                if request.HasField("turn_seq") and seat in entry.to_act() \
+                        and entry.clock[seat].turn_seq != request.turn_seq:
+                    if attempt == 0 and await self.cache.refresh(entry):
+                        continue
+                    raise FailedPrecondition(
+                        f"the turn of seat {seat} that started at record {request.turn_seq} is over (it timed out "
+                        f"and the clock played it); its turn now started at record {entry.clock[seat].turn_seq}")
                 try:
                     move, state, events = entry.propose(seat, action, action_json, ident.sub, rid,
                                                         int(self._clock() * 1000))

@@ -76,5 +76,7 @@ def clock_proto(entry: GameEntry, seq: int, v: rules_pb2.GameView) -> None:
         c = v.seat_clocks.add(seat=i, bank_ms=s.bank_ms, away=s.away, timeouts_in_row=s.timeouts)
         if s.deadline is not None and not over:
             c.deadline.FromMilliseconds(s.deadline)
+        if s.turn_seq >= 0 and not over:
+            c.turn_seq = s.turn_seq
         if s.away_since is not None:
             c.away_since.FromMilliseconds(s.away_since)

@@ -100,12 +100,17 @@ class SeatClock(_message.Message):
     AWAY_FIELD_NUMBER: _builtins.int
     AWAY_SINCE_FIELD_NUMBER: _builtins.int
     TIMEOUTS_IN_ROW_FIELD_NUMBER: _builtins.int
+    TURN_SEQ_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     bank_ms: _builtins.int
     """time bank left"""
     away: _builtins.bool
     """the autoplay bot plays this seat's turns at once"""
     timeouts_in_row: _builtins.int
+    turn_seq: _builtins.int
+    """The record that started the seat's current turn (while to act): the
+    clock's move for it has request id "clock-<game_id>-<turn_seq>-<seat>".
+    """
     @_builtins.property
     def deadline(self) -> _timestamp_pb2.Timestamp:
         """When the seat's turn times out (server time; bank included): set only
@@ -125,10 +130,11 @@ class SeatClock(_message.Message):
         away: _builtins.bool = ...,
         away_since: _timestamp_pb2.Timestamp | None = ...,
         timeouts_in_row: _builtins.int = ...,
+        turn_seq: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["away_since", b"away_since", "deadline", b"deadline"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["away", b"away", "away_since", b"away_since", "bank_ms", b"bank_ms", "deadline", b"deadline", "seat", b"seat", "timeouts_in_row", b"timeouts_in_row"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["away", b"away", "away_since", b"away_since", "bank_ms", b"bank_ms", "deadline", b"deadline", "seat", b"seat", "timeouts_in_row", b"timeouts_in_row", "turn_seq", b"turn_seq"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -434,11 +440,18 @@ class SubmitActionRequest(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     SEAT_FIELD_NUMBER: _builtins.int
     ACTION_FIELD_NUMBER: _builtins.int
+    TURN_SEQ_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     request_id: _builtins.str
     """required; a retry reuses it"""
     seat: _builtins.int
     """absent: the caller's only seat that is to act"""
+    turn_seq: _builtins.int
+    """Turn clock: the turn this move is for (the view's seat_clocks[seat].turn_seq).
+    Given, the move is refused with FAILED_PRECONDITION when that turn is over
+    (it timed out and the clock played it), even if the seat is to act again;
+    absent, the move is judged on the position as it is when it arrives.
+    """
     @_builtins.property
     def action(self) -> _actions_pb2.Action: ...
     def __init__(
@@ -448,14 +461,20 @@ class SubmitActionRequest(_message.Message):
         request_id: _builtins.str = ...,
         seat: _builtins.int | None = ...,
         action: _actions_pb2.Action | None = ...,
+        turn_seq: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "action", b"action", "seat", b"seat"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "_turn_seq", b"_turn_seq", "action", b"action", "seat", b"seat", "turn_seq", b"turn_seq"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "action", b"action", "game_id", b"game_id", "request_id", b"request_id", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "_turn_seq", b"_turn_seq", "action", b"action", "game_id", b"game_id", "request_id", b"request_id", "seat", b"seat", "turn_seq", b"turn_seq"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
     _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    _WhichOneofReturnType__turn_seq: _TypeAlias = _typing.Literal["turn_seq"]  # noqa: Y015
+    _WhichOneofArgType__turn_seq: _TypeAlias = _typing.Literal["_turn_seq", b"_turn_seq"]  # noqa: Y015
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__turn_seq) -> _WhichOneofReturnType__turn_seq | None: ...
 
 Global___SubmitActionRequest: _TypeAlias = SubmitActionRequest  # noqa: Y015
 
