@@ -8,7 +8,9 @@ spaces the moves out so that people can follow a bot game, which otherwise plays
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
+from typing import Any
 
 import grpc
 from court_client import view_dict
@@ -20,7 +22,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from .catalog import court_command
-from .render import GAME_TITLES, Names, describe_event, render_view, result_line
+from .render import GAME_TITLES, Names, clock_line, describe_event, render_view, result_line
 from .session import CliError, Court, explain
 
 LOG_LINES = 8
@@ -53,6 +55,9 @@ class Spectator:
         head = Text(f"{self.title or GAME_TITLES.get(view.game, view.game)} · game {view.game_id} · move {view.seq}",
                     style="bold")
         parts: list[RenderableType] = [head, render_view(view.game, view_dict(view), list(view.to_act), names, True)]
+        clock = clock_line(view, names)
+        if clock:
+            parts.append(Text(clock, style="yellow"))
         parts.append(Panel(Text("\n".join(log) or "…"), title="latest", title_align="left", border_style="dim"))
         if view.finished:
             parts.append(Text("Game over. " + result_line(view.game, to_dict(view.result.result),
@@ -67,6 +72,15 @@ class Spectator:
         log: deque[str] = deque(maxlen=LOG_LINES)
         live: Live | None = None
         short = game_id[:9]
+        latest: list[Any] = []
+
+        async def tick() -> None:  # the countdown: the screen redrawn every second between moves
+            while True:
+                await asyncio.sleep(1.0)
+                if live is not None and latest and names is not None:
+                    live.update(self._screen(latest[0], names, log), refresh=True)
+
+        ticker = asyncio.create_task(tick()) if self.fancy else None
         try:
             async for update in court.rules.watch(game_id, seat=seat):
                 view = update.view
@@ -83,6 +97,7 @@ class Spectator:
                          if (line := describe_event(view.game, to_dict(e), names, self.fancy)) is not None]
                 if live is not None:
                     log.extend(lines)
+                    latest[:] = [view]
                     live.update(self._screen(view, names, log), refresh=True)
                 else:
                     for line in lines:
@@ -100,6 +115,10 @@ class Spectator:
                                "games)") from None
             raise CliError("the game stream broke: " + explain(err, "rules", court.endpoints.rules)) from None
         finally:
+            if ticker is not None:
+                ticker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await ticker
             if live is not None:
                 live.stop()
         if self.final is None:

@@ -56,9 +56,16 @@ class LobbyClient(ServiceClient):
     # lobbies
     async def create_lobby(self, game: str, options: Mapping[str, Any] | None = None, *, seats: int = 0,
                            ante: int = 0, online: bool = False, private: bool = False,
-                           request_id: str | None = None) -> lpb.Lobby:
+                           request_id: str | None = None, turn_seconds: int | None = None,
+                           time_bank_seconds: int | None = None, autoplay_level: str | None = None,
+                           abandon_after_seconds: int | None = None) -> lpb.Lobby:
+        """The turn clock's fields (docs/clock.md): None takes the lobby's default."""
         req = lpb.CreateLobbyRequest(request_id=request_id or new_request_id(), game=game, seats=seats, ante=ante,
                                      online=online, private=private)
+        for name, value in (("turn_seconds", turn_seconds), ("time_bank_seconds", time_bank_seconds),
+                            ("autoplay_level", autoplay_level), ("abandon_after_seconds", abandon_after_seconds)):
+            if value is not None:
+                setattr(req, name, value)
         to_struct(options or {}, req.options)
         return await self._write(self.stub.CreateLobby, req)
 
