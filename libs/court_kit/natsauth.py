@@ -11,7 +11,7 @@ identity   may
 rules      publish game logs and public records (``court.games.>``, ``court.events.>``; the
            v1 full-information ``court.full.>`` until events v2 retires it); create, update
            and read streams (never delete or purge); direct-get; its outbox consumer
-           ``rules-outbox``; subscribe to ``court.games.>`` (WatchGame wake-ups)
+           ``rules-outbox`` and turn clock consumer ``rules-clock``; subscribe to ``court.games.>`` (WatchGame wake-ups)
 ranking    consume only: its durable ``ranking`` on any stream, direct-get, stream info
 bot        read only the public records: its durable ``court-bot`` on COURT_EVENTS, stream info
            of COURT_EVENTS; no direct get, nothing full-information
@@ -77,6 +77,7 @@ PERMISSIONS: Mapping[str, Permissions] = {
         "$JS.API.STREAM.CREATE.*", "$JS.API.STREAM.UPDATE.*", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES",
         "$JS.API.DIRECT.GET.*", "$JS.API.DIRECT.GET.*.>",
         *_consumer("*", "rules-outbox"),
+        *_consumer("*", "rules-clock"),  # the turn clock's due records (court_rules.clockdriver)
         # finished games: written once to the archive, and the janitor purges them from the hot streams
         *ARCHIVE_SUBJECTS, "$JS.API.STREAM.PURGE.*", *_consumer("COURT_GAMES_ARCHIVE", "rules-janitor"),
     ], subscribe=GAME_LOG_SUBJECTS),
