@@ -49,6 +49,7 @@ from .store import DUE_HEADER, GAMES_PREFIX, GAMES_STREAM
 log = klog.get_logger("court_rules.clock")
 
 DURABLE = "rules-clock"
+MAX_CHAIN = 64  # clock moves (and lost races) one delivery may make in one game before yielding
 CLOCK_MOVES = Counter("court_rules_clock_moves_total", "Moves the turn clock made", ["game", "kind"])
 LATENESS = Histogram("court_rules_clock_lateness_seconds", "Deadline to the clock's appended move",
                      buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
@@ -175,12 +176,15 @@ class ClockDriver:
         entry = await self.cache.get(game_id)
         async with entry.lock:
             await self.cache.refresh(entry)
-            for _attempt in range(8):
+            played = 0
+            for _attempt in range(MAX_CHAIN):
                 if entry.last_sseq > sseq or entry.finished:
                     return None  # a newer record carries its own due time
                 now = self.now_ms()
                 due = kclock.due(entry.clock, entry.to_act(), entry.humans, now)
                 if not due:
+                    if played:
+                        return None  # the newest record (ours) carries the next due time
                     nd = entry.next_due()
                     return None if nd is None else max(1, nd - now)
                 seat, kind = due[0]
@@ -196,5 +200,9 @@ class ClockDriver:
                 if kind == kclock.TIMEOUT and state.deadline is not None:
                     LATENESS.observe(max(0.0, (entry.moves[seq - 1].t - state.deadline) / 1000))
                 log.info("clock played a seat", seat=seat, kind=kind, seq=seq, turn_seq=state.turn_seq)
-                return None
-            return 50  # kept losing races: look again shortly
+                # go on with this game at once (other seats due in a simultaneous phase, an away
+                # seat to act again) rather than wait for the new record's own delivery; that
+                # delivery then finds nothing left to do
+                sseq = entry.last_sseq
+                played += 1
+            return None if played else 50  # 50: kept losing races, look again shortly
