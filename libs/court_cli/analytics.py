@@ -146,8 +146,12 @@ def _figure(name: str, data: dict[str, list[dict[str, Any]]]) -> str:
                       for r in rows])
     elif name in ("win_by_seat", "win_by_level"):
         n_key = "games" if name == "win_by_seat" else "seats"
-        what = (lambda r: f"{r['game']} {r['players']}p seat {r['seat']}") if name == "win_by_seat" else \
-            (lambda r: f"{r['game']} {r['level']}")
+
+        def what(r: dict[str, Any]) -> str:
+            if name == "win_by_seat":
+                return f"{r['game']} {r['players']}p seat {r['seat']}"
+            return f"{r['game']} {r['level']}"
+
         plot = _bars([(what(r), r["wins"] / r[n_key] if r[n_key] else 0.0,
                        f"{r['wins']} of {r[n_key]}; 95% CI {wilson(r['wins'], r[n_key])[0]:.1%}.."
                        f"{wilson(r['wins'], r[n_key])[1]:.1%}") for r in rows],

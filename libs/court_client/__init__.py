@@ -7,7 +7,8 @@ safe retries (the terminal client, the bot service, tests and benchmarks use it)
 * ``view_dict(view)``: a view's engine part as a dict
 """
 
-from .rules import RulesClient, action, action_json, new_request_id, view_dict
+from .base import new_request_id
+from .rules import RulesClient, action, action_json, view_dict
 from .services import BotClient, LobbyClient, RankingClient
 
 __all__ = ["BotClient", "LobbyClient", "RankingClient", "RulesClient", "action", "action_json", "new_request_id",
