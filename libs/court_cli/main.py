@@ -178,6 +178,8 @@ def show_lobby(out: Console, lb: lpb.Lobby) -> None:
                    f"{'online' if lb.online else 'local'}, ante {lb.ante}, {state_name(lb.state)}"
                    + (f", invite code {lb.invite_code}" if lb.invite_code else "")
                    + (f", game {lb.game_id}" if lb.game_id else ""), style="bold"))
+    if lb.start_error:
+        out.print(f"  {lb.start_error}")
     for s in lb.seats:
         who = s.name or s.player_id or "(open)"
         out.print(f"  seat {s.seat}: {who}" + (" (host)" if s.player_id and s.player_id == lb.host else ""))
@@ -448,6 +450,17 @@ def lobby_leave(lobby_id: str) -> None:
     async def body(court: Court, out: Console, fancy: bool) -> None:
         await court.require()
         show_lobby(out, await court.call(court.lobby.leave, lobby_id))
+
+    run(body)
+
+
+@lobby_app.command("cancel")
+def lobby_cancel(lobby_id: str, reason: Annotated[str, typer.Option(help="shown to the lobby's members")] = "") -> None:
+    """Cancel a lobby that has not started (host only): it closes, every ante taken is refunded."""
+
+    async def body(court: Court, out: Console, fancy: bool) -> None:
+        await court.require()
+        show_lobby(out, await court.call(court.lobby.cancel, lobby_id, reason))
 
     run(body)
 

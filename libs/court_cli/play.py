@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import grpc
-from court_client import action, action_json, view_dict
+from court_client import action, action_json, event_dict, result_dict, view_dict
 from court_games.core import GameError
-from court_kit.structs import to_dict
 from court_proto.court.rules.v1 import rules_pb2
 from rich.columns import Columns
 from rich.console import Console
@@ -57,7 +56,7 @@ class Table:
     def show_events(self, events: Sequence[Any]) -> None:
         assert self.view is not None and self.names is not None
         for e in events:
-            d = dict(e) if isinstance(e, dict) else _struct(e)
+            d = dict(e) if isinstance(e, dict) else event_dict(e)
             line = describe_event(self.view.game, d, self.names, self.fancy)
             if line:
                 self.say(Text("  • " + line, style="cyan" if d.get("type", "").endswith("Ended") else ""))
@@ -122,7 +121,7 @@ class Table:
             assert v is not None and self.names is not None
             if v.finished:
                 self.show_table()
-                self.say(Text("Game over. " + result_line(v.game, _struct(v.result.result), list(v.result.winners),
+                self.say(Text("Game over. " + result_line(v.game, result_dict(v.result), list(v.result.winners),
                                                           self.names), style="bold green"))
                 return "finished"
             if seat in v.to_act and v.legal_actions:
@@ -245,6 +244,3 @@ def _stage(v: dict[str, Any]) -> tuple[Any, ...]:
     hand = v.get("hand")
     return (v.get("round"), v.get("phase"), hand if isinstance(hand, int | float) else None)
 
-
-def _struct(s: Any) -> dict[str, Any]:
-    return to_dict(s)

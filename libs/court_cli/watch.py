@@ -11,8 +11,7 @@ import asyncio
 from collections import deque
 
 import grpc
-from court_client import view_dict
-from court_kit.structs import to_dict
+from court_client import event_dict, result_dict, view_dict
 from court_proto.court.rules.v1 import rules_pb2
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -55,7 +54,7 @@ class Spectator:
         parts: list[RenderableType] = [head, render_view(view.game, view_dict(view), list(view.to_act), names, True)]
         parts.append(Panel(Text("\n".join(log) or "…"), title="latest", title_align="left", border_style="dim"))
         if view.finished:
-            parts.append(Text("Game over. " + result_line(view.game, to_dict(view.result.result),
+            parts.append(Text("Game over. " + result_line(view.game, result_dict(view.result),
                                                           list(view.result.winners), names), style="bold green"))
         if self.footer:
             parts.append(Text(self.footer, style="dim"))
@@ -80,7 +79,7 @@ class Spectator:
                         live = Live(console=self.console, auto_refresh=False, transient=False)
                         live.start()
                 lines = [line for e in update.events
-                         if (line := describe_event(view.game, to_dict(e), names, self.fancy)) is not None]
+                         if (line := describe_event(view.game, event_dict(e), names, self.fancy)) is not None]
                 if live is not None:
                     log.extend(lines)
                     live.update(self._screen(view, names, log), refresh=True)
@@ -106,6 +105,6 @@ class Spectator:
             raise CliError(f"game {game_id} sent nothing")
         if not self.fancy and self.final.finished and names is not None:
             self.console.print(f"[{short}] Game over. " + result_line(
-                self.final.game, to_dict(self.final.result.result), list(self.final.result.winners), names),
+                self.final.game, result_dict(self.final.result), list(self.final.result.winners), names),
                 markup=False, soft_wrap=True)
         return self.final

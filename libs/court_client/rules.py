@@ -21,7 +21,7 @@ from typing import Any
 
 import grpc
 from court_kit import actions as kactions
-from court_kit.structs import to_dict, to_struct
+from court_kit import typed
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2, rules_pb2_grpc
 
 from .base import RETRY_MUTATING, RETRY_READ, ServiceClient, new_request_id
@@ -40,8 +40,29 @@ def action_json(a: actions_pb2.Action) -> dict[str, Any]:
 
 
 def view_dict(view: rules_pb2.GameView) -> dict[str, Any]:
-    """The engine's view as a dict (integers as ints)."""
-    return to_dict(view.view)
+    """The engine's view as a dict (the typed ``court.games.v1.View`` in its JSON form)."""
+    return typed.view_from_proto(view.view)
+
+
+def event_dict(event: Any) -> dict[str, Any]:
+    """A typed ``court.games.v1.Event`` as the engine's dict (``{"type": ..., ...}``)."""
+    return typed.event_from_proto(event)
+
+
+def result_dict(result: rules_pb2.GameResult) -> dict[str, Any]:
+    """A game's result as the engine's dict; a game closed by a resume adds ``resumed_into``."""
+    if result.result.WhichOneof("game") is None:
+        return {}
+    out = typed.result_from_proto(result.result)
+    if result.resumed_into:
+        out["resumed_into"] = result.resumed_into
+    return out
+
+
+def options_proto(game: str, options: Mapping[str, Any] | None) -> Any:
+    """Typed ``court.games.v1.GameOptions`` from the options' JSON (docs/rules/); keys left out
+    take their defaults. ``typed.TypedError`` (a ValueError) names a key the game does not have."""
+    return typed.options_to_proto(game, options) if options else typed.GameOptions()
 
 
 class RulesClient(ServiceClient):
@@ -63,7 +84,7 @@ class RulesClient(ServiceClient):
         rid = request_id or new_request_id()
         req = rules_pb2.CreateGameRequest(request_id=rid, game=game, seats=list(seats), resume_from=resume_from,
                                           game_id=game_id)
-        to_struct(options or {}, req.options)
+        req.options.CopyFrom(options_proto(game, options))
         if seed is not None:
             req.seed = seed
         return await self._call(self.stub.CreateGame, req, RETRY_MOVE, rid)

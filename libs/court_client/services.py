@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import grpc
-from court_kit.structs import to_struct
 from court_proto.court.bot.v1 import bot_pb2, bot_pb2_grpc
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.lobby.v1 import lobby_pb2_grpc
@@ -25,6 +24,7 @@ from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 from court_proto.court.ranking.v1 import ranking_pb2_grpc
 
 from .base import RETRY_READ, ServiceClient, new_request_id
+from .rules import options_proto
 
 
 class LobbyClient(ServiceClient):
@@ -59,7 +59,7 @@ class LobbyClient(ServiceClient):
                            request_id: str | None = None) -> lpb.Lobby:
         req = lpb.CreateLobbyRequest(request_id=request_id or new_request_id(), game=game, seats=seats, ante=ante,
                                      online=online, private=private)
-        to_struct(options or {}, req.options)
+        req.options.CopyFrom(options_proto(game, options))
         return await self._write(self.stub.CreateLobby, req)
 
     async def list_lobbies(self, game: str = "", *, online: bool | None = None, ante: int | None = None,
@@ -105,10 +105,15 @@ class LobbyClient(ServiceClient):
         return await self._write(self.stub.StartGame, lpb.StartGameRequest(
             request_id=request_id or new_request_id(), lobby_id=lobby_id))
 
+    async def cancel(self, lobby_id: str, reason: str = "", *, request_id: str | None = None) -> lpb.Lobby:
+        """Cancel an open or starting lobby (host only): closed, every ante taken for it refunded."""
+        return await self._write(self.stub.CancelLobby, lpb.CancelLobbyRequest(
+            request_id=request_id or new_request_id(), lobby_id=lobby_id, reason=reason))
+
     async def quick_match(self, game: str, options: Mapping[str, Any] | None = None, *, ante: int = 0,
                           request_id: str | None = None) -> lpb.Lobby:
         req = lpb.QuickMatchRequest(request_id=request_id or new_request_id(), game=game, ante=ante)
-        to_struct(options or {}, req.options)
+        req.options.CopyFrom(options_proto(game, options))
         return await self._write(self.stub.QuickMatch, req)
 
     async def my_games(self) -> lpb.ListMyGamesResponse:

@@ -183,13 +183,13 @@ class Limits:
 # local stack's max_file_store (8 GiB, court_cli.stack); deploy/ sets production sizes from
 # docs/capacity.md through the environment.
 STREAM_LIMITS: dict[str, Limits] = {
-    # the state logs: one subject per game; a game longer than 20,000 records is refused, never
+    # the game logs (the full records), per shard stream COURT_GAMES_<shard>, each with these
+    # limits: one subject per game; a game longer than 20,000 records is refused, never
     # truncated; finished games leave after COURT_FINISHED_RETENTION (court_rules.archive)
     "COURT_GAMES": Limits(max_bytes=2 * GiB, max_msgs_per_subject=20_000, max_msg_size=256 * KiB,
                           discard=DiscardPolicy.NEW),
-    # the event feeds (public and full): analytics and ranking read them as they come
+    # the public records (the projector's feed): bots, ranking, analytics read them as they come
     "COURT_EVENTS": Limits(max_bytes=1 * GiB, max_age=30 * DAY, max_msg_size=256 * KiB),
-    "COURT_EVENTS_FULL": Limits(max_bytes=1 * GiB, max_age=30 * DAY, max_msg_size=256 * KiB),
     # finished games, one compressed message each, for replay after they left COURT_GAMES
     "COURT_GAMES_ARCHIVE": Limits(max_bytes=2 * GiB, max_age=365 * DAY, max_msgs_per_subject=1,
                                   max_msg_size=4 * MiB, compression=True),

@@ -184,8 +184,7 @@ def _check_decoded(request: Any) -> None:
     if isinstance(request, _Undecodable):
         depth = "MaxDepth" in request.reason
         raise InvalidArgument("the request could not be decoded: "
-                              + ("it nests too deeply (protobuf decodes at most 100 levels of messages; a "
-                                 "Struct such as options spends three on each of its levels)" if depth
+                              + ("it nests too deeply (protobuf decodes at most 100 levels of messages)" if depth
                                  else "it is not a valid message of this method"))
 
 

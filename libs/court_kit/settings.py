@@ -58,9 +58,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SERVICES = ("rules", "lobby", "ranking", "bot", "analytics")
-GRPC_PORTS = {"rules": 50051, "lobby": 50052, "ranking": 50053, "bot": 50054, "analytics": 50055}
-METRICS_PORTS = {"rules": 9101, "lobby": 9102, "ranking": 9103, "bot": 9104, "analytics": 9105}
+SERVICES = ("rules", "lobby", "ranking", "bot", "analytics", "projector")
+GRPC_PORTS = {"rules": 50051, "lobby": 50052, "ranking": 50053, "bot": 50054, "analytics": 50055, "projector": 50056}
+METRICS_PORTS = {"rules": 9101, "lobby": 9102, "ranking": 9103, "bot": 9104, "analytics": 9105, "projector": 9106}
 LOG_FORMATS = ("json", "console")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 

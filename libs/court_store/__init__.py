@@ -9,15 +9,18 @@
 * ``upgrade`` runs a service's Alembic migrations (at service start and from the CLI); there is no
   ``create_all`` anywhere outside the migrations. ``require_head`` is the start-up check instead
   when migrations are their own step (``COURT_MIGRATE_ON_START=false``: deploy/'s migration Jobs).
+* ``open_service_database`` is the lobby's and ranking's start-up: the engine for a service's
+  settings, migrated or checked, a schema behind refused as a ``ConfigError``.
 * ``insert_ignore`` is the idempotent insert both services build on (``ON CONFLICT DO NOTHING``).
 """
 
-from .db import check_text, database_url, insert_ignore, make_engine, normalize_url
+from .db import check_text, database_url, insert_ignore, insert_ignore_returning, make_engine, normalize_url
 from .migrate import (
     SchemaNotCurrent,
     current_revision,
     head_revision,
     open_database,
+    open_service_database,
     require_head,
     run_env,
     upgrade,
@@ -30,9 +33,11 @@ __all__ = [
     "database_url",
     "head_revision",
     "insert_ignore",
+    "insert_ignore_returning",
     "make_engine",
     "normalize_url",
     "open_database",
+    "open_service_database",
     "require_head",
     "run_env",
     "upgrade",

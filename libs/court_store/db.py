@@ -94,21 +94,27 @@ def check_text(value: Any, what: str, max_len: int) -> str:
 
 def insert_ignore(session: Session, table: Table, rows: Iterable[Mapping[str, Any]]) -> int:
     """Insert ``rows``, silently skipping any that clash with a unique key; returns rows inserted."""
+    return len(insert_ignore_returning(session, table, rows))
+
+
+def insert_ignore_returning(session: Session, table: Table, rows: Iterable[Mapping[str, Any]],
+                            *columns: Any) -> list[Any]:
+    """``insert_ignore``, answering ``columns`` (default: the primary key) of the rows really inserted."""
     rows = [dict(r) for r in rows]
     if not rows:
-        return 0
+        return []
     backend = session.get_bind().dialect.name
-    # RETURNING counts the rows really inserted (rowcount is unreliable for multi-row inserts)
-    key = list(table.primary_key.columns)[0]
+    # RETURNING names the rows really inserted (rowcount is unreliable for multi-row inserts)
+    cols = columns or (list(table.primary_key.columns)[0],)
     stmt: Executable
     if backend == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-        stmt = pg_insert(table).values(rows).on_conflict_do_nothing().returning(key)
+        stmt = pg_insert(table).values(rows).on_conflict_do_nothing().returning(*cols)
     elif backend == "sqlite":
         from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-        stmt = sqlite_insert(table).values(rows).on_conflict_do_nothing().returning(key)
+        stmt = sqlite_insert(table).values(rows).on_conflict_do_nothing().returning(*cols)
     else:  # pragma: no cover - make_engine admits only these two
         raise ValueError(f"unsupported backend {backend}")
-    return len(session.execute(stmt).all())
+    return list(session.execute(stmt).all())

@@ -89,6 +89,27 @@ def open_database(url: str, migrate: Callable[[Engine], str | None]) -> tuple[En
         raise
 
 
+def open_service_database(settings: Any, migrate: Callable[[Engine], str | None],
+                          check_schema: Callable[[Engine], str | None], *,
+                          migrate_schema: bool | None = None) -> Engine:
+    """A service's engine for its settings' COURT_DATABASE_URL, the schema migrated to the newest
+    revision with ``migrate``; with COURT_MIGRATE_ON_START=false (or ``migrate_schema=False``) only
+    checked to be at it with ``check_schema`` (a schema behind is a ``ConfigError``: the service
+    refuses to start and says so). The lobby and ranking services' ``open_database``."""
+    from court_kit import logging as klog
+    from court_kit.settings import ConfigError
+
+    if migrate_schema is None:
+        migrate_schema = settings.migrate_on_start
+    try:
+        engine, revision = open_database(settings.database_url, migrate if migrate_schema else check_schema)
+    except SchemaNotCurrent as exc:
+        raise ConfigError(str(exc)) from None
+    klog.get_logger(f"court_{settings.service}").info("database ready", backend=engine.dialect.name,
+                                                          revision=revision)
+    return engine
+
+
 def current_revision(engine: Engine, service: str) -> str | None:
     with engine.connect() as conn:
         ctx = MigrationContext.configure(conn, opts={"version_table": f"alembic_version_{service}"})

@@ -61,3 +61,63 @@ def test_docs_show_the_reports_queries() -> None:
     from court_cli.analytics import docs_markdown
     doc = Path(__file__).parents[2] / "docs" / "analytics.md"
     assert doc.read_text() == docs_markdown(), "regenerate it with court_cli.analytics.docs_markdown()"
+
+
+def qc_game(game_id: str, seats: list[str], rounds: list[tuple[int, list[int]]]) -> list[tuple[bytes, dict]]:
+    """A Queen's Court game's public records as the lake stages them: creation, one RoundEnded per
+    (starter, winners), then GameEnded (the payloads' other keys do not matter to the view)."""
+    from court_kit.structs import to_struct
+    from court_proto.court.events.v1 import events_pb2
+
+    out = []
+
+    def add(seq: int, etype: str, payload: dict) -> None:
+        ev = events_pb2.GameEvent(event_id=f"{game_id}-{seq}-0", game="queens_court", game_id=game_id, seq=seq,
+                                  type=etype, visibility=events_pb2.VISIBILITY_PUBLIC)
+        ev.time.FromSeconds(1_790_000_000 + seq)
+        to_struct({"type": etype, **payload}, ev.payload)
+        out.append((ev.SerializeToString(), {"Court-End": "1"}))
+
+    add(0, "GameCreated", {"game": "queens_court", "options": {"players": len(seats)}, "seats": seats})
+    for i, (starter, winners) in enumerate(rounds, start=1):
+        add(i, "RoundEnded", {"round": i, "starter": starter, "winners": winners})
+    add(len(rounds) + 1, "GameEnded", {"winner": 0, "round_wins": [0] * len(seats)})
+    return out
+
+
+def test_the_round_points_view_is_the_ranking_services_arithmetic(tmp_path: Path) -> None:
+    """qc_round_points (SQL over the public records) against court_ranking.settle.round_points (what
+    the ranking service writes to the ledger), on random tables of people and bots: ties, rounds
+    nobody won, rounds only bots won, remainders."""
+    import random
+    from collections import Counter
+
+    from court_ranking.settle import GameInfo, round_points
+
+    rng = random.Random(17)
+    lake = Lake(tmp_path / "lake")
+    want: Counter[tuple[str, str]] = Counter()
+    for g in range(60):
+        n = rng.randint(2, 4)  # Queen's Court seats two to four
+        seats = ["bot:random" if rng.random() < 0.4 else f"p{g}x{s}" for s in range(n)]
+        if all(s.startswith("bot:") for s in seats):
+            seats[0] = f"p{g}x0"
+        rounds = [(rng.randrange(n), sorted(rng.sample(range(n), rng.choice([0, 1, 1, 2, 3][:n]))))
+                  for _ in range(rng.randint(1, 6))]
+        if g < 4:  # four people, three of them winning: 100 does not split in three (the remainder rule)
+            seats, n = [f"p{g}x{s}" for s in range(4)], 4
+            rounds = [(g, [s for s in range(4) if s != (g + 1) % 4]), (3 - g, [0, 1, 2]), (g, [1, 2, 3])]
+        game_id = f"q{g:03d}"
+        lake.stage_batch(qc_game(game_id, seats, rounds))
+        assert lake.try_finish(game_id)
+        info = GameInfo(game_id, "queens_court", True, 0, 0, tuple(seats), {})
+        for starter, winners in rounds:
+            for seat, d in round_points(info, {"type": "RoundEnded", "starter": starter, "winners": winners}).items():
+                if not seats[seat].startswith("bot:"):
+                    want[(game_id, seats[seat])] += d
+    data = run_queries(tmp_path / "lake")
+    got = {(r["game_id"], r["player_id"]): r["points"] for r in data["qc_rank_points"]}
+    assert got == {k: want[k] for k in got} and set(want) <= set(got)
+    by_player = {r["player_id"]: r["points"] for r in data["qc_rank_points_by_player"]}
+    assert sum(by_player.values()) == sum(want.values())
+    assert any(v < 0 for v in want.values()) and any(v > 0 for v in want.values())

@@ -155,7 +155,7 @@ class Stack:
         self.clients: list[Any] = []
 
     async def start_rules(self, **settings: Any) -> RulesApp:
-        self.rules = await RulesApp.start(settings_for("rules", self.nats.url, **settings), sweep_delay=0.2)
+        self.rules = await RulesApp.start(settings_for("rules", self.nats.url, **settings))
         return self.rules
 
     async def start_bot(self, name: str = "", *, settings: dict[str, Any] | None = None, **config: Any) -> BotApp:

@@ -19,10 +19,11 @@ from court_bot.turns import BOT_PREFIX, DURABLE, STREAM, Faults, Outcome, Turn, 
 from court_bot.upstream import BOT_SUB
 from court_bots.levels import LEVELS
 from court_client import action_json
-from court_proto.court.events.v1 import events_pb2
+from court_kit import records as krec
+from court_proto.court.events.v2 import records_pb2
 from court_proto.court.rules.v1 import rules_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from nats.js.api import AckPolicy
+from nats.js.api import AckPolicy, DeliverPolicy
 from prometheus_client import REGISTRY
 
 from tests.fixtures.nats import free_port
@@ -269,11 +270,17 @@ class Barrier(Faults):
         await self.all_here.wait()
 
 
-async def first_turn_event(stack: Stack, game: str, game_id: str) -> tuple[events_pb2.GameEvent, int]:
-    """The game's first TurnStarted as JetStream stored it (and how many there are so far)."""
+async def first_turn_event(stack: Stack, game: str, game_id: str) -> tuple[records_pb2.Record, int]:
+    """The game's first public record (its creation: the first turn) as JetStream stored it, once
+    the projector has published it, and its stream sequence."""
     js = stack.rules.nc.jetstream()
-    msg = await js.get_last_msg(STREAM, f"court.events.{game}.{game_id}.TurnStarted")
-    return events_pb2.GameEvent.FromString(msg.data), msg.seq
+    sub = await js.subscribe(krec.public_subject(game, game_id), ordered_consumer=True,
+                             deliver_policy=DeliverPolicy.ALL)
+    try:
+        msg = await sub.next_msg(timeout=15)
+    finally:
+        await sub.unsubscribe()
+    return krec.decode(msg.data), msg.metadata.sequence.stream
 
 
 @pytest.mark.parametrize("level", LEVELS if has_adapter("queens_court") else ["random"])
@@ -284,7 +291,7 @@ async def test_two_handlers_of_one_position_play_it_once(stack: Stack, level: st
     created = await lobby.create_game("queens_court", [f"bot:{level}"] * 3, {"players": 3})
     gid = created.game_id
     event, _ = await first_turn_event(stack, "queens_court", gid)
-    turn = Turn.from_event(event)
+    turn = Turn.from_record(event)
     assert turn.seq == 0 and turn.bot_seats()
     # the same delivery twice at once (as when JetStream redelivers while the first is still working)
     results = await asyncio.wait_for(asyncio.gather(app.handler.handle(turn, 1), app.handler.handle(turn, 2)), 30)
@@ -305,7 +312,7 @@ async def test_the_shared_consumer_is_durable_and_explicit_ack(stack: Stack) -> 
     await asyncio.wait_for(bot.consumer.attached.wait(), 15)
     info = await bot.nc.jetstream().consumer_info(STREAM, DURABLE)
     assert info.config.durable_name == DURABLE
-    assert info.config.filter_subject == "court.events.*.*.TurnStarted"
+    assert info.config.filter_subject == "court.events.*.*"
     assert AckPolicy(info.config.ack_policy) is AckPolicy.EXPLICIT
     assert info.config.ack_wait == pytest.approx(1.0)
     # a replica started with another COURT_BOT_ACK_WAIT updates the shared consumer

@@ -41,7 +41,7 @@ import nats
 import pytest
 from court_client import LobbyClient, RankingClient, RulesClient
 from court_kit import jetstream as kjs
-from court_kit.structs import to_dict
+from court_kit import typed
 from court_proto.court.events.v1 import events_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
@@ -276,9 +276,9 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
             assert want_seq == view.seq + 1 and want_idx == 0, f"{gid}: public events end at {want_seq}"
             # what the game paid, from its full record
             h = await analyst.history(gid)
-            events = [to_dict(e) for e in h.created_events]
+            events = [typed.event_from_proto(e) for e in h.created_events]
             for mv in h.moves:
-                events.extend(to_dict(e) for e in mv.events)
+                events.extend(typed.event_from_proto(e) for e in mv.events)
             changes = expected_changes(events, 2, ANTE, h.seed, bots=[False, True])  # seat 1 is the bot
             for seat, person in enumerate(idx):
                 expected[people[person][0]] += changes[seat]

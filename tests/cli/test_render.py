@@ -10,7 +10,7 @@ import re
 import pytest
 from court_cli.render import Names, describe_action, describe_event, render_view, result_line
 from court_games.registry import get_game
-from court_kit.structs import to_dict, to_struct
+from court_kit import typed
 from rich.console import Console
 
 from tests.cli.test_moves import OPTION_SETS
@@ -24,9 +24,11 @@ SILENT = {"TurnStarted", "GameCreated", "ActionApplied", "HandDealt", "PassCards
           "TurnEnded", "Defended", "CardShown", "CourtDefeated", "DrawAgainEnded"}
 
 
-def wire(d: dict) -> dict:
-    """As a client receives it: through a protobuf Struct and back."""
-    return to_dict(to_struct(d))
+def wire(game: str, d: dict) -> dict:
+    """As a client receives it: through its typed message (court.games.v1 View or Event) and back."""
+    if "type" in d:
+        return typed.event_from_proto(typed.event_to_proto(game, d))
+    return typed.view_from_proto(typed.view_to_proto(game, d))
 
 
 @pytest.mark.parametrize(("game", "options"), OPTION_SETS, ids=[f"{g}-{o}" for g, o in OPTION_SETS])
@@ -45,7 +47,7 @@ def test_tables_events_and_results_render(game: str, options: dict) -> None:
         for e in events:
             seen_types.add(e.type)
             for names in (every[0], every[1 + e.owner] if e.owner is not None else every[1]):
-                line = describe_event(game, wire(e.for_seat(names.you)), names, fancy=step % 2 == 0)
+                line = describe_event(game, wire(game, e.for_seat(names.you)), names, fancy=step % 2 == 0)
                 if e.type not in SILENT:
                     assert line and not line.startswith(f"{e.type}:"), (e.type, line)
                 if line:
@@ -54,7 +56,7 @@ def test_tables_events_and_results_render(game: str, options: dict) -> None:
                         assert re.search(r"\((your|\w[\w ]*'s) spread \S+ → \S+\)$", line), line
         if step % 25 == 0 or m.is_terminal(state):
             for names in every:
-                v = wire(m.view(state, names.you))
+                v = wire(game, m.view(state, names.you))
                 for fancy in (True, False):
                     console.print(render_view(game, v, list(m.to_act(state)), names, fancy))
         if m.is_terminal(state):
@@ -62,13 +64,13 @@ def test_tables_events_and_results_render(game: str, options: dict) -> None:
         seat = m.to_act(state)[0]
         legal = m.legal_actions(state, seat)
         if step % 10 == 0:
-            v = wire(m.view(state, seat))
+            v = wire(game, m.view(state, seat))
             for a in legal:
                 words = describe_action(game, m.action_to_json(a, seat), every[1 + seat], v)
                 assert words and not BAD_YOU.search(words), words
         state, events = m.apply(state, seat, legal[rng.randrange(len(legal))])
     assert m.is_terminal(state)
-    result = wire(m.result(state))
+    result = typed.result_from_proto(typed.result_to_proto(game, m.result(state)))
     assert result_line(game, result, result.get("winners", []) or [], every[0])
     assert "GameEnded" in seen_types
     assert "Alice" in console.file.getvalue()
@@ -123,7 +125,7 @@ def test_every_table_column_has_a_header(game: str) -> None:
     m = get_game(game)
     state, _ = m.start(m.options_from_dict({}), 3)
     names = Names.build(["p1", *["bot:heuristic"] * (m.num_players(state) - 1)], {"p1": "Alice"}, None)
-    group = render_view(game, wire(m.view(state, None)), list(m.to_act(state)), names, fancy=False)
+    group = render_view(game, wire(game, m.view(state, None)), list(m.to_act(state)), names, fancy=False)
     tables = [r for r in group.renderables if isinstance(r, Table)]
     assert tables
     for t in tables:

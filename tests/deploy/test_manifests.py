@@ -546,6 +546,7 @@ TALK_PATHS = {
     ("rules", "nats", "client"),
     ("ranking", "nats", "client"),
     ("bot", "nats", "client"),
+    ("analytics", "nats", "client"),
     ("nats", "nats", "cluster"),
     ("lobby", "postgres", "postgres"),
     ("ranking", "postgres", "postgres"),
@@ -553,6 +554,7 @@ TALK_PATHS = {
     ("prometheus", "lobby", "metrics"),
     ("prometheus", "ranking", "metrics"),
     ("prometheus", "bot", "metrics"),
+    ("prometheus", "analytics", "metrics"),
     ("prometheus", "nats", "metrics"),
     # the release's migration Jobs and the backup / restore Jobs
     ("lobby-migrate", "postgres", "postgres"),
@@ -563,8 +565,8 @@ TALK_PATHS = {
 # Game clients reach the four services' gRPC ports from anywhere (through a load balancer).
 CLIENT_FACING = {"rules", "lobby", "ranking", "bot"}
 # These four may open only the connections in TALK_PATHS (plus DNS).
-EGRESS_LIMITED = {"rules", "lobby", "ranking", "bot", "lobby-migrate", "ranking-migrate", "postgres-backup",
-                  "postgres-restore"}
+EGRESS_LIMITED = {"rules", "lobby", "ranking", "bot", "analytics", "lobby-migrate", "ranking-migrate",
+                  "postgres-backup", "postgres-restore"}
 
 
 def _outsiders() -> list[Pod]:
@@ -690,6 +692,13 @@ def pod_environment(docs, dep) -> dict[str, str]:
     return env
 
 
+def own_settings(service: str) -> set[str]:
+    """The COURT_ variables a service reads beyond court_kit.settings' (court-analytics' own)."""
+    if service == "analytics":
+        return set(pytest.importorskip("court_analytics.app").SETTINGS)
+    return set()
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_court_kit_settings_accept_the_manifest_environment(name):
     settings_mod = pytest.importorskip("court_kit.settings")
@@ -701,7 +710,7 @@ def test_court_kit_settings_accept_the_manifest_environment(name):
         env = pod_environment(docs, dep)
         settings = settings_mod.Settings.load(service, env)
         kjs = pytest.importorskip("court_kit.jetstream")
-        unknown = set(settings.extra) - kjs.limit_variables() - {"COURT_FINISHED_RETENTION"}
+        unknown = set(settings.extra) - kjs.limit_variables() - {"COURT_FINISHED_RETENTION"} - own_settings(service)
         assert not unknown, f"{service}: COURT_ variables the services do not know: {sorted(unknown)}"
         for name in kjs.STREAM_LIMITS:  # the limits parse
             kjs.stream_limits(name, settings.extra)

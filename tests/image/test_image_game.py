@@ -22,7 +22,7 @@ from typing import Any
 import grpc
 import pytest
 from court_client import LobbyClient, RankingClient, RulesClient
-from court_kit.structs import to_dict
+from court_kit import typed
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.fixtures import keys
@@ -212,9 +212,9 @@ async def test_a_full_online_game_through_the_containers(deployment: Deployment)
         history = await analyst.history(game_id)
     assert any(m.player == "bot:heuristic" or m.seat == seats["bot:heuristic"] for m in history.moves), \
         "the bot service played its seat"
-    events = [to_dict(e) for e in history.created_events]
+    events = [typed.event_from_proto(e) for e in history.created_events]
     for m in history.moves:
-        events.extend(to_dict(e) for e in m.events)
+        events.extend(typed.event_from_proto(e) for e in m.events)
     bots = [False] * 3
     bots[seats["bot:heuristic"]] = True
     want = expected_changes(events, 3, ANTE, history.seed, bots=bots)

@@ -104,11 +104,9 @@ async def status_of(ch: grpc.aio.Channel, name: str) -> int:
 
 
 def _opts(d: dict[str, Any]) -> Any:
-    from google.protobuf import struct_pb2
+    from court_kit import typed
 
-    st = struct_pb2.Struct()
-    st.update(d)
-    return st
+    return typed.options_to_proto("queens_court", d)
 
 
 # ---------------------------------------------------------------------------------------- signals

@@ -7,7 +7,7 @@ import asyncio
 
 import grpc
 import pytest
-from court_kit.structs import to_struct
+from court_kit import typed
 from court_kit.tokens import Signer, issue_token
 from court_lobby.models import Account, Lobby, Seat
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
@@ -54,7 +54,7 @@ async def test_expired_forged_and_missing_tokens_are_refused(stack: Stack):
     ann = await stack.player("Ann")
     before = counts(stack)
     req = lpb.CreateLobbyRequest(request_id=rid(), game="queens_court", online=True)
-    to_struct({"players": 2}, req.options)
+    req.options.CopyFrom(typed.options_to_proto("queens_court", {"players": 2}))
     expired = issue_token(keys.LOBBY, ann.id, "player", ttl=1, now=0)
     forged = issue_token(Signer.generate("court-lobby", keys.LOBBY.kid), ann.id, "player")
     for token, why in ((expired, "expired"), (forged, "signature"), ("not-a-jwt", "malformed")):
@@ -170,7 +170,7 @@ async def test_racing_for_the_last_seat_and_starting_twice(stack: Stack):
 async def test_a_retry_with_the_same_request_id_applies_nothing_twice(stack: Stack):
     ann = await stack.player("Ann")
     req = lpb.CreateLobbyRequest(request_id="same-id", game="queens_court", online=True)
-    to_struct({"players": 2}, req.options)
+    req.options.CopyFrom(typed.options_to_proto("queens_court", {"players": 2}))
     first, second = await ann.call("CreateLobby", req), await ann.call("CreateLobby", req)
     assert first == second and counts(stack)[1] == 1
     await fails(C.INVALID_ARGUMENT, ann.call("JoinLobby", lpb.JoinLobbyRequest(request_id="same-id",
@@ -199,7 +199,7 @@ async def test_quick_match_joins_a_fitting_lobby_or_opens_one(stack: Stack):
 
     async def quick(p: Player, ante: int) -> lpb.Lobby:
         req = lpb.QuickMatchRequest(request_id=rid(), game="queens_court", ante=ante)
-        to_struct({"players": 3}, req.options)
+        req.options.CopyFrom(typed.options_to_proto("queens_court", {"players": 3}))
         return await p.call("QuickMatch", req)
 
     first = await quick(ann, 100)
@@ -221,7 +221,7 @@ async def test_quick_match_prefers_the_closest_skill(stack: Stack):
 
     async def quick(p: Player) -> lpb.Lobby:
         req = lpb.QuickMatchRequest(request_id=rid(), game="queens_court")
-        to_struct({"players": 3}, req.options)
+        req.options.CopyFrom(typed.options_to_proto("queens_court", {"players": 3}))
         return await p.call("QuickMatch", req)
 
     assert (await quick(newcomer)).lobby_id == newer.lobby_id  # closer in skill, though opened later

@@ -9,7 +9,7 @@ import random
 import grpc
 import pytest
 from court_client import RulesClient
-from court_kit.structs import to_dict
+from court_kit import typed
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 
 from tests.ranking.stack import Player, Stack, fails, rid
@@ -52,14 +52,14 @@ async def test_a_hearts_game_resumes_at_the_start_of_its_hand(stack: Stack):
     view = await ann.rules.get_view(old_id, 0)
     # into the second hand (hand 1), past its passing, and a few plays more
     plays_in_hand_1 = 0
-    while to_dict(view.view)["hand"] < 1 or to_dict(view.view)["phase"] == "pass" or plays_in_hand_1 < 3:
-        if to_dict(view.view)["hand"] >= 1 and to_dict(view.view)["phase"] != "pass":
+    while typed.view_from_proto(view.view)["hand"] < 1 or typed.view_from_proto(view.view)["phase"] == "pass" or plays_in_hand_1 < 3:
+        if typed.view_from_proto(view.view)["hand"] >= 1 and typed.view_from_proto(view.view)["phase"] != "pass":
             plays_in_hand_1 += 1
         seat = rng.choice(list(view.to_act))
         mine = await clients[seat].get_view(old_id, seat)
         view = (await clients[seat].submit(old_id, rng.choice(list(mine.legal_actions)), seat)).view
         assert not view.finished
-    old_view = to_dict(view.view)
+    old_view = typed.view_from_proto(view.view)
     assert old_view["hand"] == 1
 
     first_rid = rid()
@@ -71,7 +71,7 @@ async def test_a_hearts_game_resumes_at_the_start_of_its_hand(stack: Stack):
     assert bob_seat == 1
     nv = await bob.rules.get_view(new.game_id, bob_seat)
     assert nv.your_seat == 1 and nv.seq == 0 and not nv.finished
-    resumed = to_dict(nv.view)
+    resumed = typed.view_from_proto(nv.view)
     assert resumed["hand"] == 1 and resumed["phase"] == "pass" and resumed["totals"] == old_view["totals"]
     assert len(resumed["cards"]) == 13
 
@@ -127,7 +127,7 @@ async def test_an_online_game_resumes_as_a_local_one(stack: Stack):
     new = await resume(ann, started.game_id)
     assert not new.online and new.ante == 0 and new.resumed_from == started.game_id
     assert [s.player_id for s in new.seats] == [ann.id] + ["bot:expert"] * 3
-    view = to_dict((await ann.rules.get_view(new.game_id, 0)).view)
+    view = typed.view_from_proto((await ann.rules.get_view(new.game_id, 0)).view)
     assert view["hand"] == 0 and view["phase"] == "pass"
     old = await ann.call("GetLobby", lpb.GetLobbyRequest(lobby_id=lobby.lobby_id))
     assert old.state == lpb.LOBBY_STATE_ABANDONED

@@ -1,5 +1,5 @@
-"""Two lobby and two ranking replicas (their own processes) over one PostgreSQL, many online Queen's
-Court games with antes between scripted player accounts, one replica of each SIGKILLed and started
+"""Two lobby and two ranking replicas (their own processes) over one PostgreSQL (or SQLite: a file
+per service), many online Queen's Court games with antes between scripted player accounts, one replica of each SIGKILLed and started
 again half-way: the audit passes and the sum of all balances changes by exactly what docs/rules/queens_court.md implies.
 
 Every seat is a person's account; each move is what the bot service's ``Suggest`` advises for that
@@ -22,8 +22,8 @@ import pytest
 from court_bot.app import BotApp
 from court_bot.config import BotConfig
 from court_client import BotClient, RankingClient, RulesClient
+from court_kit import typed
 from court_kit.settings import Settings
-from court_kit.structs import to_dict, to_struct
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.lobby.v1 import lobby_pb2_grpc
 from court_rules.app import RulesApp
@@ -32,7 +32,7 @@ from tests.fixtures import keys
 from tests.fixtures.nats import make_nats
 from tests.ranking.qc_expect import expected_changes
 from tests.ranking.stack import rid
-from tests.storage.db import backend_url
+from tests.storage.db import BACKENDS, backend_url
 
 from .procs import ServiceProcess, free_port, service_script
 
@@ -86,23 +86,31 @@ class World:
         self.nats.start()
         base = dict(nats_url=self.nats.url, listen="127.0.0.1:0", metrics_listen="", env="test",
                     state_dir=self.tmp / "state")
-        self.rules = await RulesApp.start(Settings.load("rules", {}, **base, **keys.overrides("rules")),
-                                          sweep_delay=0.5)
+        self.rules = await RulesApp.start(Settings.load("rules", {}, **base, **keys.overrides("rules")))
         bot_settings = Settings.load("bot", {}, **base, **keys.overrides("bot"), rules_addr=self.rules.address)
         self.bot = await BotApp.start(bot_settings, config=BotConfig.from_settings(
             bot_settings, budgets_ms={"random": 5.0, "heuristic": 10.0, "expert": 20.0}))
-        common = {"COURT_DATABASE_URL": self.db_url, "COURT_NATS_URL": self.nats.url, "COURT_ENV": "test",
+        common = {"COURT_NATS_URL": self.nats.url, "COURT_ENV": "test",
                   "COURT_LOGIN_RATE": "0", "COURT_LOGIN_NAME_RATE": "0", "COURT_SIGNUP_RATE": "0", "COURT_METRICS_LISTEN": "", "COURT_LOG_FORMAT": "json",
                   "COURT_LOG_LEVEL": "info", "PYTHONUNBUFFERED": "1", "COURT_RULES_ADDR": self.rules.address}
         for i in range(2):
-            self.rankings.append(Replica("ranking", {**common, **keys.env("ranking"), "COURT_SETTLE_SWEEP": "1", "COURT_SETTLE_LEASE": "5"},
+            self.rankings.append(Replica("ranking", {**common, **keys.env("ranking"),
+                                                     "COURT_DATABASE_URL": self.url("ranking"), "COURT_SETTLE_SWEEP": "1", "COURT_SETTLE_LEASE": "5"},
                                          self.tmp / f"ranking{i}"))
         await asyncio.gather(*[asyncio.to_thread(r.start) for r in self.rankings])
         for i in range(2):
-            self.lobbies.append(Replica("lobby", {**common, **keys.env("lobby"), "COURT_RANKING_ADDR": self.rankings[i].address,
+            self.lobbies.append(Replica("lobby", {**common, **keys.env("lobby"), "COURT_DATABASE_URL": self.url("lobby"),
+                                                  "COURT_RANKING_ADDR": self.rankings[i].address,
                                                   "COURT_START_SWEEP": "0.5", "COURT_START_LEASE": "3"},
                                         self.tmp / f"lobby{i}"))
         await asyncio.gather(*[asyncio.to_thread(r.start) for r in self.lobbies])
+
+    def url(self, service: str) -> str:
+        """PostgreSQL: one database for every replica of both services; SQLite: one file per
+        service, shared by its two replicas (processes)."""
+        if self.db_url.startswith("sqlite"):
+            return f"sqlite:///{self.tmp / (service + '.db')}"
+        return self.db_url
 
     def channel(self, address: str) -> grpc.aio.Channel:
         if address not in self.channels:
@@ -136,9 +144,9 @@ class World:
         self.nats.stop()
 
 
-@pytest.fixture
-async def world(tmp_path: Path) -> AsyncIterator[World]:
-    gen = backend_url("postgresql", tmp_path)
+@pytest.fixture(params=BACKENDS)
+async def world(request: Any, tmp_path: Path) -> AsyncIterator[World]:
+    gen = backend_url(request.param, tmp_path)
     db_url = next(gen)
     w = World(tmp_path, db_url)
     try:
@@ -192,7 +200,7 @@ async def test_replicas_killed_mid_play_lose_and_double_nothing(world: World):
             seats = [idle.pop(0) for _ in range(3)]
         try:
             create = lpb.CreateLobbyRequest(request_id=rid(), game="queens_court", online=True, ante=ANTE)
-            to_struct({"players": 3}, create.options)
+            create.options.CopyFrom(typed.options_to_proto("queens_court", {"players": 3}))
             lobby = await world.lobby("CreateLobby", create, seats[0].token, prefer=k)
             for j, p in enumerate(seats[1:]):
                 await world.lobby("JoinLobby", lpb.JoinLobbyRequest(request_id=rid(), lobby_id=lobby.lobby_id),
@@ -242,9 +250,9 @@ async def test_replicas_killed_mid_play_lose_and_double_nothing(world: World):
         implied = 0
         for game_id, seats in played:
             h = await analyst.history(game_id)
-            events = [to_dict(e) for e in h.created_events]
+            events = [typed.event_from_proto(e) for e in h.created_events]
             for m in h.moves:
-                events.extend(to_dict(e) for e in m.events)
+                events.extend(typed.event_from_proto(e) for e in m.events)
             for p, d in zip(seats, expected_changes(events, 3, ANTE, h.seed), strict=True):
                 p.points += d
                 implied += d

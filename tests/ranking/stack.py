@@ -13,9 +13,9 @@ from typing import Any
 import grpc
 import pytest
 from court_client import RulesClient
+from court_kit import typed
 from court_kit.natsauth import authorization_block
 from court_kit.settings import Settings
-from court_kit.structs import to_struct
 from court_lobby.app import LobbyApp
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.lobby.v1 import lobby_pb2_grpc
@@ -83,7 +83,7 @@ class Player:
     async def create_lobby(self, game: str, options: dict[str, Any], *, online: bool = True, ante: int = 0,
                            private: bool = False) -> lpb.Lobby:
         req = lpb.CreateLobbyRequest(request_id=rid(), game=game, online=online, ante=ante, private=private)
-        to_struct(options, req.options)
+        req.options.CopyFrom(typed.options_to_proto(game, options))
         return await self.call("CreateLobby", req)
 
     async def join(self, lobby_id: str, code: str = "") -> lpb.Lobby:
@@ -133,7 +133,7 @@ class Stack:
 
     async def start(self, lobby_faults: Any = None) -> None:
         self.nats.start()
-        self.rules = await RulesApp.start(self.settings("rules"), sweep_delay=0.5)
+        self.rules = await RulesApp.start(self.settings("rules"))
         self.ranking = await self.start_ranking()
         self.lobby = await LobbyApp.start(self.settings("lobby"), faults=lobby_faults)
         self.lobby_channel = self.channel(self.lobby.address)

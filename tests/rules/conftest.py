@@ -69,4 +69,4 @@ async def replicas(nats_server: Any) -> AsyncIterator[Replicas]:
 
 @pytest.fixture
 async def rules(replicas: Replicas) -> RulesApp:
-    return await replicas.start(sweep_delay=0.2)
+    return await replicas.start()

@@ -22,8 +22,8 @@ async def _fresh_views(clients: list[Any], gid: str, seat: int) -> Any:
 
 @pytest.mark.slow
 async def test_two_replicas_race_on_every_move(replicas: Any) -> None:
-    a = await replicas.start(sweep_delay=0.2)
-    b = await replicas.start(sweep_delay=0.2)
+    a = await replicas.start()
+    b = await replicas.start()
     players = ["ann", "ben"]
     created = await replicas.client(a, "lobby", "service").create_game("queens_court", players, {"players": 2})
     gid = created.game_id
@@ -64,8 +64,8 @@ async def test_two_replicas_race_on_every_move(replicas: Any) -> None:
 
 @pytest.mark.slow
 async def test_retry_storm_applies_each_move_once(replicas: Any) -> None:
-    a = await replicas.start(sweep_delay=0.2)
-    b = await replicas.start(sweep_delay=0.2)
+    a = await replicas.start()
+    b = await replicas.start()
     players = ["cat", "dan", "eve", "fay"]
     created = await replicas.client(a, "lobby", "service").create_game("hearts", players, {"limit": 10})
     gid = created.game_id
@@ -97,7 +97,7 @@ async def test_retry_storm_applies_each_move_once(replicas: Any) -> None:
         view = replies[0].view
         moves += 1
     # a replica that never saw the game answers a retry from the log alone
-    cold = await replicas.start(sweep_delay=0.2)
+    cold = await replicas.start()
     hist = await replicas.client(cold, "root", "admin").history(gid)
     assert len(hist.moves) == moves
     assert [m.request_id for m in hist.moves] == [f"storm-{i}" for i in range(moves)]
@@ -109,8 +109,8 @@ async def test_retry_storm_applies_each_move_once(replicas: Any) -> None:
 
 
 async def test_create_game_is_idempotent(replicas: Any) -> None:
-    a = await replicas.start(sweep_delay=0.2)
-    b = await replicas.start(sweep_delay=0.2)
+    a = await replicas.start()
+    b = await replicas.start()
     lobby_a = replicas.client(a, "lobby", "service")
     first = await lobby_a.create_game("hearts", ["w", "x", "y", "z"], {"limit": 30}, request_id="start-1")
     # concurrent and late retries, on both replicas, get the first answer: the same game, the same seed
@@ -120,7 +120,7 @@ async def test_create_game_is_idempotent(replicas: Any) -> None:
     w = replicas.client(a, "w")
     view = await w.get_view(first.game_id)
     await w.submit(first.game_id, view.legal_actions[0])
-    cold = await replicas.start(sweep_delay=0.2)
+    cold = await replicas.start()
     late = await replicas.client(cold, "lobby", "service").create_game("hearts", ["w", "x", "y", "z"], {"limit": 30},
                                                                      request_id="start-1")
     assert late.SerializeToString() == first.SerializeToString(), "even after moves, on a cold replica"

@@ -23,8 +23,8 @@ async def _until(ready: Any) -> None:
 
 
 async def test_watchers_on_another_replica_see_every_move(replicas: Any) -> None:
-    a = await replicas.start(sweep_delay=0.2)
-    b = await replicas.start(sweep_delay=0.2)
+    a = await replicas.start()
+    b = await replicas.start()
     players = ["nia", "oz"]
     created = await replicas.client(a, "lobby", "service").create_game("queens_court", players, {"players": 2})
     gid = created.game_id
@@ -80,8 +80,8 @@ async def test_watch_resumes_from_a_sequence_number(replicas: Any, rules: Any) -
 
 
 async def test_client_watch_resumes_after_its_replica_dies(replicas: Any) -> None:
-    a = await replicas.start(sweep_delay=0.2)
-    b = await replicas.start(sweep_delay=0.2)
+    a = await replicas.start()
+    b = await replicas.start()
     players = ["ray", "sol"]
     created = await replicas.client(a, "lobby", "service").create_game("queens_court", players, {"players": 2})
     gid = created.game_id

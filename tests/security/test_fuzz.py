@@ -82,12 +82,6 @@ def scalar(field: Any) -> st.SearchStrategy[Any]:
 @st.composite
 def message(draw: Any, desc: Any, depth: int = 0) -> Any:
     msg = message_factory.GetMessageClass(desc)()
-    if desc.full_name == "google.protobuf.Struct":
-        from court_kit.structs import to_struct
-
-        to_struct(draw(st.dictionaries(st.sampled_from(["players", "limit", "mode", "turn_limit", "x"]), JSON,
-                                       max_size=3)), msg)
-        return msg
     for field in desc.fields:
         if not draw(st.booleans()):
             continue

@@ -212,7 +212,7 @@ async def test_key_rotation_without_downtime(tmp_path: Path) -> None:
     rotating = {"token_keys": str(key_set), "extra": {"COURT_TOKEN_KEYS_RELOAD": "0"}}
     stack = Stack(tmp_path, f"sqlite:///{tmp_path / 'lobby.db'}")
     stack.nats.start()
-    stack.rules = await RulesApp.start(stack.settings("rules", **rotating), sweep_delay=0.5)
+    stack.rules = await RulesApp.start(stack.settings("rules", **rotating))
     stack.ranking = await RankingApp.start(stack.settings("ranking", **rotating))
     stack.lobby = await LobbyApp.start(stack.settings("lobby", **rotating))
     stack.lobby_channel = grpc.aio.insecure_channel(stack.lobby.address)

@@ -98,8 +98,31 @@ class TestRankingStore:
         names = set(inspect(store.engine).get_table_names())
         assert {"rk_ledger", "rk_game", "rk_event", "rk_challenge", "rk_player", "rk_rating",
                 "alembic_version_ranking"} <= names
-        assert current_revision(store.engine, "ranking") == "0002"
-        assert migrate(store.engine) == "0002"
+        assert current_revision(store.engine, "ranking") == "0003"
+        assert migrate(store.engine) == "0003"
+
+    def test_the_balance_migration_keeps_every_existing_balance(self, db_url):  # noqa: F811
+        """0003 puts the balance on rk_player: a database of 0002 keeps every player's points."""
+        from court_ranking.store import MIGRATIONS
+        from court_store import upgrade
+        from sqlalchemy import text
+
+        engine = make_engine(db_url)
+        try:
+            assert upgrade(engine, MIGRATIONS, "ranking", "0002") == "0002"
+            with engine.begin() as conn:
+                for pid, points in (("p-ann", [1000, -150, 450]), ("p-bob", [1000, -150]), ("p-cy", [1000])):
+                    conn.execute(text("INSERT INTO rk_player (player_id, name, created_at) VALUES "
+                                      "(:p, '', CURRENT_TIMESTAMP)"), {"p": pid})
+                    for i, amount in enumerate(points):
+                        conn.execute(text("INSERT INTO rk_ledger (player_id, game_id, game, round, reason, amount, "
+                                          "created_at) VALUES (:p, :g, '', -1, 'x', :a, CURRENT_TIMESTAMP)"),
+                                     {"p": pid, "g": f"g{i}", "a": amount})
+            assert migrate(engine) == "0003"
+            store = RankingStore(engine)
+            assert [store.balance(p, ensure=False) for p in ("p-ann", "p-bob", "p-cy")] == [1300, 850, 1000]
+        finally:
+            engine.dispose()
 
     def test_a_new_player_opens_with_1000_points_once(self, store):
         assert store.balance("p-new") == 1000

@@ -6,7 +6,9 @@ every record is staged (``Lake.stage``, idempotent), every game of the batch tha
 complete is finished (``Lake.try_finish``), and only then is the batch acknowledged, so a crash at
 any point leaves work that a redelivery repeats to the same result. A sweep every
 ``sweep_every`` seconds finishes games whose last missing record was staged by another consumer
-(or before a crash), and compacts the lake every ``compact_every`` seconds.
+(or before a crash), closes out games whose staging has been quiet for ``retention`` seconds
+(``Lake.close_out``: unfinished and resumed games land with that status) when the durable has
+nothing undelivered, and compacts the lake every ``compact_every`` seconds.
 """
 
 from __future__ import annotations
@@ -24,20 +26,23 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from prometheus_client import Counter, Gauge
 
 from . import records
-from .lake import Lake
+from .lake import RETENTION, WROTE, Lake
 
 log = klog.get_logger("court_analytics.consumer")
 
 INGESTED = Counter("court_analytics_records_ingested_total", "records staged and acknowledged")
 REJECTED = Counter("court_analytics_records_rejected_total", "messages that are not game records (acknowledged)")
 GAMES = Counter("court_analytics_games_landed_total", "games whose tables were written by this process")
+STAGED_GAMES = Gauge("court_analytics_staged_games", "games with staged records and no tables yet")
 LAG = Gauge("court_analytics_lag_records", "records in the stream not yet acknowledged by the durable consumer")
+FINISH_FAILED = Counter("court_analytics_finish_failures_total", "attempts to land a game that failed (retried)")
 COMPACTED = Counter("court_analytics_files_compacted_total", "per-game files merged into part files")
 
 
 class LakeConsumer:
     def __init__(self, nc: NATS, lake: Lake, *, durable: str = "analytics", batch: int = 256, ack_wait: float = 30.0,
-                 sweep_every: float = 5.0, compact_every: float = 300.0, fault: str = ""):
+                 sweep_every: float = 5.0, compact_every: float = 300.0, retention: float = RETENTION,
+                 resumed_after: float | None = None, fault: str = ""):
         self.nc = nc
         self.js = nc.jetstream()
         self.lake = lake
@@ -46,6 +51,10 @@ class LakeConsumer:
         self.ack_wait = ack_wait
         self.sweep_every = sweep_every
         self.compact_every = compact_every
+        self.retention = retention
+        self.resumed_after = resumed_after
+        self._undelivered: int | None = None  # the durable's records not yet delivered, at the last sweep
+        self._next_close = 0.0
         self.ingested = 0
         self.landed = 0
         self._ended: set[str] = set()  # games whose GameEnded this process staged, not yet finished
@@ -55,35 +64,57 @@ class LakeConsumer:
         point, _, count = fault.partition(":")
         self._fault = (point, int(count or 0)) if point else None
         self._batches = 0
+        self.alive_at = time.monotonic()  # the last time the loop went round without an error
+        self.failing = ""  # the last error while the loop keeps failing, "" once it goes round again
 
     async def run(self, stop: asyncio.Event) -> None:
-        await asyncio.to_thread(self._sweep)  # games left complete-but-unfinished by a crash
+        """Consume until ``stop`` is set. Never ends on an error: every failure (NATS away, the
+        stream not there yet, a lake write that fails, a staging file a racing replica removed) is
+        logged, the subscription dropped, and the loop goes on a second later, so the process is
+        never left running with a dead consumer."""
         try:
             await self._loop(stop)
         finally:
-            if self._psub is not None:
-                with contextlib.suppress(Exception):
-                    await self._psub.unsubscribe()
+            await self._drop_subscription()
+
+    async def _drop_subscription(self) -> None:
+        psub, self._psub = self._psub, None
+        if psub is not None:
+            with contextlib.suppress(Exception):
+                await psub.unsubscribe()
 
     def _handle_batch(self, msgs: list[Any]) -> None:
         """Stage every record, finish what may be complete: the part done before acknowledging."""
         touched: set[str] = set()
-        for msg, rec in zip(msgs, self.lake.stage_batch([(m.data, m.headers) for m in msgs]), strict=True):
-            if isinstance(rec, ValueError):
+        for msg, recs in zip(msgs, self.lake.stage_batch([(m.data, m.headers) for m in msgs]), strict=True):
+            if isinstance(recs, ValueError):
                 REJECTED.inc()
-                log.warning("not a game record; acknowledged and dropped", subject=msg.subject[:80], error=str(rec))
+                log.warning("not a game record; acknowledged and dropped", subject=msg.subject[:80], error=str(recs))
                 continue
-            if rec.type == "GameEnded":
-                self._ended.add(rec.game_id)
-            touched.add(rec.game_id)
+            for rec in recs:
+                if rec.type == "GameEnded":
+                    self._ended.add(rec.game_id)
+                touched.add(rec.game_id)
         self._batches += 1
         self._maybe_fail("staged", self._batches)
         for game_id in touched & self._ended:
             self._finish(game_id)
 
     def _finish(self, game_id: str) -> None:
-        if self.lake.try_finish(game_id, before_done=lambda: self._maybe_fail("finished", self.landed + 1)):
+        """Land one game if it is complete. A failure is this game's alone: it is logged and the game
+        stays staged for the next sweep; the batch is acknowledged (its records are staged) and the
+        other games go on."""
+        try:
+            outcome = self.lake.try_finish(game_id,
+                                           before_done=lambda: self._maybe_fail("finished", self.landed + 1))
+        except Exception as exc:  # noqa: BLE001 - a lake write failing, a staging file that does not decode
+            FINISH_FAILED.inc()
+            log.warning("game not landed yet; the next sweep tries again", game_id=game_id,
+                        error=str(exc)[:300] or type(exc).__name__)
+            return
+        if outcome:
             self._ended.discard(game_id)
+        if outcome == WROTE:
             self.landed += 1
             GAMES.inc()
 
@@ -93,36 +124,52 @@ class LakeConsumer:
             os._exit(17)
 
     def _sweep(self) -> None:
-        for game_id in self.lake.pending():
+        index = self.lake.staging_index()
+        for game_id in self.lake.pending_ended(index):
             self._finish(game_id)
+        STAGED_GAMES.set(len(index))
+        if self._undelivered == 0 and time.monotonic() >= self._next_close:
+            # caught up: a quiet staging folder is a game that stopped, not a backlog. At most once a
+            # minute (a quarter of the shortest wait when that is less): it lists the staging area
+            waits = [w for w in (self.retention, self.resumed_after or self.lake.settle) if w > 0]
+            self._next_close = time.monotonic() + min([60.0, *(w / 4 for w in waits)])
+            try:
+                closed = self.lake.close_out(retention=self.retention, resumed_after=self.resumed_after)
+            except Exception as exc:  # noqa: BLE001 - the next sweep tries again
+                log.warning("closing out quiet games failed; the next sweep tries again", error=str(exc)[:300])
+                return
+            if closed:
+                log.info("games closed out", **closed)
 
     async def _loop(self, stop: asyncio.Event) -> None:
-        psub = None
-        next_sweep = time.monotonic() + self.sweep_every
+        next_sweep = time.monotonic()  # the first pass at once: games a crash left complete-but-unfinished
         next_compact = time.monotonic() + self.compact_every
         while not stop.is_set():
             try:
-                if psub is None:
-                    psub = await self.js.pull_subscribe(
+                now = time.monotonic()
+                if now >= next_sweep:
+                    self._undelivered = None
+                    if self._psub is not None:
+                        with contextlib.suppress(Exception):
+                            info = await self._psub.consumer_info()
+                            LAG.set(info.num_pending + info.num_ack_pending)
+                            self._undelivered = info.num_pending
+                    await asyncio.to_thread(self._sweep)
+                    next_sweep = time.monotonic() + self.sweep_every
+                if self._psub is None:
+                    self._psub = await self.js.pull_subscribe(
                         records.SUBJECTS, durable=self.durable, stream=records.STREAM,
                         config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=self.ack_wait,
                                               deliver_policy=DeliverPolicy.ALL, max_deliver=-1,
                                               max_ack_pending=4096, max_waiting=512))
-                    self._psub = psub
                     log.info("consuming game records", stream=records.STREAM, durable=self.durable,
                              lake=self.lake.root)
-                now = time.monotonic()
-                if now >= next_sweep:
-                    next_sweep = now + self.sweep_every
-                    await asyncio.to_thread(self._sweep)
-                    with contextlib.suppress(Exception):
-                        info = await psub.consumer_info()
-                        LAG.set(info.num_pending + info.num_ack_pending)
                 if now >= next_compact:
                     next_compact = now + self.compact_every
                     COMPACTED.inc(await asyncio.to_thread(self.lake.compact))
+                self.alive_at = time.monotonic()
                 try:
-                    msgs = await psub.fetch(self.batch, timeout=1.0)
+                    msgs = await self._psub.fetch(self.batch, timeout=1.0)
                 except (TimeoutError, NatsTimeout):
                     continue
                 if stop.is_set():
@@ -132,10 +179,13 @@ class LakeConsumer:
                     await msg.ack()
                 self.ingested += len(msgs)
                 INGESTED.inc(len(msgs))
+                self.alive_at = time.monotonic()
+                self.failing = ""
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - NATS restarting, the stream not created yet, a lake hiccup
-                log.warning("record consumer waiting", error=str(exc) or type(exc).__name__)
-                psub = None
+                self.failing = str(exc) or type(exc).__name__
+                log.warning("record consumer waiting", error=self.failing)
+                await self._drop_subscription()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), 1.0)

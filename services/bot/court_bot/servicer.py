@@ -20,10 +20,10 @@ from typing import Any
 import grpc
 from court_client import RulesClient
 from court_kit import logging as klog
+from court_kit import typed
 from court_kit.checks import quote
 from court_kit.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from court_kit.server import current_identity
-from court_kit.structs import to_dict
 from court_proto.court.bot.v1 import bot_pb2, bot_pb2_grpc
 
 from .decide import Decider, position_rng
@@ -79,7 +79,7 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         remaining = context.time_remaining()
         deadline = None if remaining is None else time.perf_counter() + remaining - DEADLINE_MARGIN_S
         rng = position_rng(self._secret, "suggest", ident.sub, view.game_id, view.seq, seat, level)
-        choice = await self.decider.decide(view.game, to_dict(view.view), seat, level, list(view.legal_actions),
+        choice = await self.decider.decide(view.game, typed.view_from_proto(view.view), seat, level, list(view.legal_actions),
                                            rng, deadline=deadline, purpose="suggest")
         log.info("suggested", seat=seat, level=level, ms=round(choice.seconds * 1000, 2))
         return bot_pb2.SuggestResponse(action=choice.action, seq=view.seq, explanation=choice.explain(seat, view.seq))

@@ -10,6 +10,11 @@ exactly those, so any step may run again, on any replica, any number of times:
    second create returns the existing game);
 3. the lobby row goes to ``started`` (``finish_start``), storing the StartGame request's answer.
 
+The host may cancel a starting lobby (``CancelLobby``): the row is marked ``cancelling: <reason>``
+and the driver, at its next lease renewal (before every step) or when ``finish_start`` is refused
+for it, undoes the start as below, except that the lobby ends ``cancelled`` (closed) rather than
+open. A game the rules service already created stays abandoned in ranking, so it never pays out.
+
 If a step answers a permanent error (anything but UNAVAILABLE / DEADLINE_EXCEEDED), the saga
 compensates: the intent is recorded on the row first (``start_error`` = "compensating: ..."), then
 the ranking service refunds every ante once, keyed by the game id (``AbandonGame``: a game never
@@ -17,9 +22,11 @@ registered is marked void, so a late registration takes nothing), then the lobby
 ``open`` with the reason in ``start_error``, visible to its members. A transient error leaves the
 lobby in ``starting``: the next drive carries on where it stopped.
 
-A drive holds the lobby row's lease (``lease_owner``/``lease_until``, renewed before every step),
-so two replicas never drive one lobby at once, and a driver that died is replaced once its lease
-expires. Every replica drives its leftover work at start-up and then every ``sweep`` seconds
+A drive holds the lobby row's lease (``lease_owner``/``lease_until``, renewed in the background
+every third of its length and checked before every step), so two replicas never drive one lobby
+at once, and a driver that died is replaced once its lease expires. The replica that answers
+StartGame takes the lease in ``begin_start``'s own transaction, so it drives the start it began:
+another replica's sweep cannot slip in between. Every replica drives its leftover work at start-up and then every ``sweep`` seconds
 (``COURT_START_SWEEP``, default 10 s; lease ``COURT_START_LEASE``, default 30 s).
 """
 
@@ -36,7 +43,7 @@ from court_kit import errors as kerr
 from court_kit import logging as klog
 
 from .clients import Backends, is_transient
-from .store import COMPENSATING, STARTING, LobbyInfo, LobbyStore
+from .store import CANCELLING, COMPENSATING, STARTING, LobbyInfo, LobbyStore
 
 log = klog.get_logger("court_lobby.saga")
 BOT_PREFIX = "bot:"
@@ -54,6 +61,14 @@ class Faults:
 
     async def after_game(self, info: LobbyInfo) -> None:
         """After the game was created, before the lobby is marked started."""
+
+
+class Undo(Exception):
+    """The host cancelled the lobby while it was starting: undo the start (its reason attached)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
 
 
 def _code(exc: BaseException) -> int:
@@ -74,16 +89,32 @@ class Starter:
         self.sweep_every = sweep
         self.faults = faults or Faults()
         self.drives = 0  # drives that ended the saga (tests, metrics)
+        # this replica's name as a lease holder: StartGame's transaction leases the lobby to it
+        self.owner = f"lobby-{uuid.uuid4().hex}"
+        self._driving: dict[str, asyncio.Future[bool]] = {}
 
     async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.to_thread(fn, *args)
 
     async def drive(self, lobby_id: str) -> bool:
-        """Carry the lobby's start on, under its lease. True when it is no longer starting."""
-        owner = uuid.uuid4().hex
+        """Carry the lobby's start on, under its lease. True when it is no longer starting.
+
+        Concurrent drives of one lobby in this replica (duplicate StartGame calls, the sweep) share
+        one task; it goes on even when the caller that began it gives up."""
+        task = self._driving.get(lobby_id)
+        if task is None:
+            task = asyncio.ensure_future(self._drive(lobby_id))
+            self._driving[lobby_id] = task
+            task.add_done_callback(lambda t: self._driving.pop(lobby_id, None) if self._driving.get(lobby_id) is t
+                                   else None)
+        return await asyncio.shield(task)
+
+    async def _drive(self, lobby_id: str) -> bool:
+        owner = self.owner
         info = await self._run(self.store.acquire_lease, lobby_id, owner, self.lease)
         if info is None:
             return (await self._run(self.store.lobby, lobby_id)).status != STARTING
+        keep = asyncio.create_task(self._keep(lobby_id, owner))
         try:
             await self._steps(info, owner)
             self.drives += 1
@@ -92,21 +123,39 @@ class Starter:
             log.warning("start saga paused; it goes on at the next drive", lobby_id=lobby_id, error=str(exc)[:200])
             return False
         finally:
+            keep.cancel()
             with contextlib.suppress(Exception):
                 await self._run(self.store.release_lease, lobby_id, owner)
 
-    async def _renew(self, info: LobbyInfo, owner: str) -> None:
-        if not await self._run(self.store.renew_lease, info.id, owner, self.lease):
+    async def _keep(self, lobby_id: str, owner: str) -> None:
+        """Renew the lease every third of its length while the steps run, so a slow step (a backend
+        retrying for longer than the lease) never lets another replica drive the lobby at once;
+        only a dead or stuck driver's lease runs out."""
+        while True:
+            await asyncio.sleep(self.lease / 3)
+            with contextlib.suppress(Exception):  # the database away for a moment: the next renewal
+                if await self._run(self.store.renew_lease, lobby_id, owner, self.lease) is None:
+                    return  # lost (or the start ended): the step's own renewal notices
+
+    async def _renew(self, info: LobbyInfo, owner: str, undoing: bool = False) -> None:
+        """Before each step: still ours, and (unless ``undoing`` already) not cancelled by the host
+        (``Undo``) meanwhile."""
+        mark = await self._run(self.store.renew_lease, info.id, owner, self.lease)
+        if mark is None:
             raise kerr.Unavailable(f"lost the lease on lobby {info.id}; another replica drives it")
+        if mark.startswith(CANCELLING) and not undoing:
+            raise Undo(mark[len(CANCELLING):])
 
     async def _steps(self, info: LobbyInfo, owner: str) -> None:
         assert info.game_id and info.start_rid and info.seed is not None
-        if info.start_error and info.start_error.startswith(COMPENSATING):
-            await self._compensate(info, owner, info.start_error[len(COMPENSATING):], None)
-            return
+        for prefix in (COMPENSATING, CANCELLING):
+            if info.start_error and info.start_error.startswith(prefix):
+                await self._compensate(info, owner, info.start_error[len(prefix):], None)
+                return
         seats = [s.account_id or f"{BOT_PREFIX}{s.bot_level}" for s in info.seated]
         try:
             await self.faults.before_antes(info)
+            await self._renew(info, owner)  # cancelled already? then nothing is taken at all
             if info.online:
                 await self.backends.register_game(info.game_id, info.game, True, info.ante, info.seed,
                                                   [(p, s.name) for p, s in zip(seats, info.seated, strict=True)])
@@ -115,30 +164,36 @@ class Starter:
             await self.backends.create_game(info.game, seats, info.options, info.seed,
                                             request_id=info.start_rid, game_id=info.game_id)
             await self.faults.after_game(info)
+            await self._renew(info, owner)
+        except Undo as undo:
+            await self._compensate(info, owner, undo.reason, None)
+            return
         except kerr.ServiceError as exc:
             if is_transient(exc):
                 raise
             await self._compensate(info, owner, f"the game could not start: {str(exc)[:200]}", exc)
             return
-        await self._renew(info, owner)
-        await self._run(self.store.finish_start, info.id, info.start_rid, self.render)
+        done = await self._run(self.store.finish_start, info.id, info.start_rid, self.render)
+        if done.status == STARTING:  # the host cancelled it after the last renewal: refused, so undo it
+            await self._compensate(info, owner, (done.start_error or "")[len(CANCELLING):], None)
+            return
         log.info("game started", lobby_id=info.id, game_id=info.game_id, online=info.online, ante=info.ante)
 
     async def _compensate(self, info: LobbyInfo, owner: str, reason: str, exc: BaseException | None) -> None:
         await self._run(self.store.mark_compensating, info.id, info.start_rid, reason)
         if info.online:
-            await self._renew(info, owner)
+            await self._renew(info, owner, undoing=True)
             try:
                 await self.backends.abandon_game(info.game_id)  # every ante back, once, keyed by the game id
             except kerr.FailedPrecondition as err:
                 # the game has ended in ranking: it was created and played, so it did start
                 log.error("a failed start's game has ended; marking the lobby started", lobby_id=info.id,
                           error=str(err)[:200])
-                await self._run(self.store.finish_start, info.id, info.start_rid, self.render)
+                await self._run(self.store.finish_start, info.id, info.start_rid, self.render, True)
                 return
         code = _code(exc) if exc is not None else FAILED_PRECONDITION
         await self._run(self.store.fail_start, info.id, info.start_rid, reason, code)
-        log.warning("start undone; the lobby is open again", lobby_id=info.id, game_id=info.game_id,
+        log.warning("start undone; the lobby is open again (or closed, if its host cancelled it)", lobby_id=info.id, game_id=info.game_id,
                     reason=reason[:200])
 
     async def sweep(self) -> int:

@@ -14,6 +14,7 @@ from typing import Any
 import grpc
 from court_games import GAME_NAMES, get_game
 from court_kit import logging as klog
+from court_kit import typed
 from court_kit.checks import page_offset, quote
 from court_kit.errors import (
     Aborted,
@@ -26,7 +27,6 @@ from court_kit.errors import (
     Unavailable,
 )
 from court_kit.server import current_identity
-from court_kit.structs import to_dict, to_struct
 from court_proto.court.lobby.v1 import lobby_pb2 as pb
 from court_proto.court.lobby.v1 import lobby_pb2_grpc
 from court_store import requests as rq
@@ -38,7 +38,9 @@ from .models import Account
 from .saga import Starter
 from .store import (
     BOT_LEVELS,
+    CANCELLED,
     FINISHED,
+    MAX_CANCEL_REASON,
     OPEN,
     STARTED,
     STARTING,
@@ -56,7 +58,7 @@ BOT_PREFIX = "bot:"
 QUICK_MATCH_CANDIDATES = 20
 RESUME_BOT_LEVEL = "heuristic"  # takes a resumed game's seat whose player's account is gone
 STATES = {OPEN: pb.LOBBY_STATE_OPEN, STARTING: pb.LOBBY_STATE_STARTING, STARTED: pb.LOBBY_STATE_STARTED,
-          FINISHED: pb.LOBBY_STATE_FINISHED}
+          FINISHED: pb.LOBBY_STATE_FINISHED, CANCELLED: pb.LOBBY_STATE_CLOSED}
 CODES = {c.value[0]: c for c in grpc.StatusCode}
 START_WAIT = 25.0  # seconds a StartGame call waits for its saga before answering UNAVAILABLE (retry: same id)
 PUBLIC_METHODS = tuple(f"/court.lobby.v1.LobbyService/{m}" for m in
@@ -138,23 +140,40 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                 stored = await self._run(self.store.recall, call.claim)
                 if stored is None:
                     raise
-        if stored.pending:  # a StartGame whose saga has not ended yet
-            return await self._await_start(call, request.lobby_id)
+        if stored.pending:  # a StartGame whose saga has not ended yet, or a CancelLobby undoing one
+            return await self._await_start(call, request.lobby_id, method == "CancelLobby")
         return self._replay(stored)
 
-    async def _await_start(self, call: Call, lobby_id: str) -> pb.Lobby:
-        """Drive the lobby's start saga (or wait for whoever drives it) until its answer is stored."""
+    async def _await_start(self, call: Call, lobby_id: str, cancel: bool = False) -> pb.Lobby:
+        """Drive the lobby's start saga (or wait for whoever drives it) until its answer is stored.
+
+        ``cancel``: the call is a CancelLobby that caught the lobby starting; the saga answers only
+        StartGame, so once the lobby no longer starts this call stores its own answer (the closed
+        lobby, or FAILED_PRECONDITION had the game started regardless); any retry, on any replica,
+        stores the same one, and the first stored is every retry's answer."""
         loop = asyncio.get_running_loop()
         deadline, pause = loop.time() + START_WAIT, 0.02
         while True:
             # shielded: a caller who gives up does not stop the saga half-way (the sweep would finish it)
-            await asyncio.shield(asyncio.ensure_future(self.starter.drive(lobby_id)))
+            ended = await asyncio.shield(asyncio.ensure_future(self.starter.drive(lobby_id)))
             stored = await self._run(self.store.recall, call.claim)
             if stored is not None and not stored.pending:
                 return self._replay(stored)
+            if cancel and ended:
+                info = await self._run(self.store.lobby, lobby_id)
+                if info.status != STARTING:
+                    if info.status == CANCELLED:
+                        await self._run(self.store.answer_pending, call.claim.caller, call.claim.request_id,
+                                        call.render(info))
+                    else:
+                        await self._run(self.store.answer_pending, call.claim.caller, call.claim.request_id,
+                                        f"lobby {lobby_id}'s game started before the cancel could undo it "
+                                        f"(it is {info.status}); a seated player may AbandonGame".encode(),
+                                        int(grpc.StatusCode.FAILED_PRECONDITION.value[0]))
+                    continue
             if loop.time() > deadline:
-                raise Unavailable(f"the game of lobby {lobby_id} is still starting; retry StartGame with the same "
-                                  "request_id")
+                raise Unavailable(f"the game of lobby {lobby_id} is still starting; retry "
+                                  f"{'CancelLobby' if cancel else 'StartGame'} with the same request_id")
             await asyncio.sleep(pause)
             pause = min(pause * 2, 0.5)
 
@@ -167,7 +186,8 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             out.start_error = info.start_error
         if info.status in (OPEN, STARTING):
             out.game_id = ""  # fixed at the start, shown once the game exists
-        to_struct(info.options, out.options)
+        if info.options:
+            out.options.CopyFrom(typed.options_to_proto(info.game, info.options))
         if info.invite_code and viewer is not None and info.seat_of(viewer):
             out.invite_code = info.invite_code
         seated = {s.seat_no: s for s in info.seated}
@@ -256,7 +276,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         me = await self._me()
 
         async def work(call: Call) -> LobbyInfo:
-            options = to_dict(request.options)
+            options = typed.requested_options(request.game, request.options)
             seats = self._validate_new_lobby(request.game, options, request.seats, request.ante, request.online)
             self._check_online(me, request.online)
             await self._check_ante(me, request.ante)
@@ -366,17 +386,37 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                         if balance < info.ante:
                             raise FailedPrecondition(
                                 f"{s.name} holds {balance} rank points, less than the ante of {info.ante}")
-            await self._run(self.store.begin_start, request.lobby_id, me, call)
+            await self._run(self.store.begin_start, request.lobby_id, me, call,
+                            lease_owner=self.starter.owner, lease=self.starter.lease)
             raise rq.Replayed(rq.Stored(0, None))  # claimed and pending: the saga answers
 
         return await self._once(me, request, "StartGame", work)
+
+    async def CancelLobby(self, request: pb.CancelLobbyRequest, context: Any) -> pb.Lobby:
+        """open -> cancelled at once; starting -> undone by the start saga (every ante refunded once,
+        keyed by the game id), then cancelled. The answer is the closed lobby, its ``start_error``
+        the host's reason."""
+        me = await self._me()
+        reason = request.reason.strip()
+        if len(reason) > MAX_CANCEL_REASON:
+            raise InvalidArgument(f"the reason has at most {MAX_CANCEL_REASON} characters, got {len(reason)}")
+
+        async def work(call: Call) -> LobbyInfo:
+            info = await self._run(self.store.cancel, request.lobby_id, me, reason, call)
+            if info is not None:
+                log.info("lobby cancelled", lobby_id=info.id, by=me.id)
+                return info
+            log.info("lobby cancelled while starting; undoing the start", lobby_id=request.lobby_id, by=me.id)
+            raise rq.Replayed(rq.Stored(0, None))  # claimed and pending: answered once the start is undone
+
+        return await self._once(me, request, "CancelLobby", work)
 
     async def QuickMatch(self, request: pb.QuickMatchRequest, context: Any) -> pb.Lobby:
         me = await self._me()
 
         async def work(call: Call) -> LobbyInfo:
             self._check_online(me, True)
-            options = to_dict(request.options)
+            options = typed.requested_options(request.game, request.options)
             seats = self._validate_new_lobby(request.game, options, 0, request.ante, True)
             await self._check_ante(me, request.ante)
             candidates = await self._run(self.store.list_open, request.game, request.ante, True, True,

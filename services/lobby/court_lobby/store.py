@@ -33,7 +33,8 @@ from court_kit.errors import (
 )
 from court_store import check_text, require_head, upgrade
 from court_store import requests as rq
-from sqlalchemy import delete, func, update
+from grpc import StatusCode
+from sqlalchemy import delete, func, true, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
@@ -46,8 +47,21 @@ BOT_LEVELS = ("random", "heuristic", "expert")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.\-]{0,22}[A-Za-z0-9_.\-]$")
 MAX_REQUEST_ID = 64
 OPEN, STARTING, STARTED, FINISHED, ABANDONED = "open", "starting", "started", "finished", "abandoned"
+CANCELLED = "cancelled"  # the host cancelled it (CancelLobby) before its game started
 REQUESTS = RequestLog.__table__
 COMPENSATING = "compensating: "  # start_error's prefix while a failed start is being undone
+CANCELLING = "cancelling: "  # ... while a start is undone because the host cancelled the lobby
+MAX_CANCEL_REASON = 200
+
+
+def cancel_text(reason: str) -> str:
+    """What the lobby's members read on a lobby its host cancelled."""
+    return "cancelled by the host" + (f": {reason}" if reason else "")
+
+
+def _not_cancelling() -> Any:
+    """The lobby's host has not cancelled it while it was starting."""
+    return Lobby.start_error.is_(None) | ~Lobby.start_error.startswith(CANCELLING, autoescape=True)
 
 
 def new_game_id() -> str:
@@ -391,13 +405,18 @@ class LobbyStore:
             s.execute(delete(Seat).where(Seat.lobby_id == lobby_id, Seat.seat_no == seat_no))
             return self._reply(s, call, lobby_id)
 
-    def begin_start(self, lobby_id: str, account: Account, call: Call | None = None) -> LobbyInfo:
+    def begin_start(self, lobby_id: str, account: Account, call: Call | None = None, *,
+                    lease_owner: str | None = None, lease: float = 0.0) -> LobbyInfo:
         """open -> starting (host only, every seat filled): the start saga's identity fixed in one go.
 
         The new game's id and seed, the saga's id (the rules service's request id) and the StartGame
         request that gets the saga's answer are stored on the row in this transaction, together with
         the request's claim; every later step, by any replica, uses them. Exactly one of two
         concurrent starts gets here; the other sees ``FailedPrecondition``.
+
+        ``lease_owner``: the replica answering StartGame holds the saga's lease from this very
+        transaction (for ``lease`` seconds), so it drives the start itself; another replica's sweep
+        takes over only once that lease expires (the replica died).
         """
         with self._write(call) as s:
             lobby = s.get(Lobby, lobby_id)
@@ -414,7 +433,8 @@ class LobbyStore:
                 status=STARTING, version=Lobby.version + 1, seed=seed, game_id=new_game_id(),
                 start_rid=f"lobby-start-{uuid.uuid4().hex}", starting_at=utcnow(), start_error=None,
                 start_account=call.claim.caller if call else None,
-                start_request=call.claim.request_id if call else None, lease_owner=None, lease_until=None))
+                start_request=call.claim.request_id if call else None, lease_owner=lease_owner,
+                lease_until=utcnow() + timedelta(seconds=lease) if lease_owner else None))
             if done.rowcount != 1:
                 raise FailedPrecondition(f"lobby {lobby_id} is {lobby.status}: its game was already started")
             s.flush()
@@ -435,12 +455,16 @@ class LobbyStore:
                 return None
             return self._info(s, s.get(Lobby, lobby_id, populate_existing=True))
 
-    def renew_lease(self, lobby_id: str, owner: str, ttl: float) -> bool:
+    def renew_lease(self, lobby_id: str, owner: str, ttl: float) -> str | None:
+        """Extend ``owner``'s lease; None when it is lost (or the lobby no longer starting), else the
+        row's ``start_error`` ("" if none): a ``cancelling: ...`` one tells the driver to undo the start."""
         with self.session() as s, s.begin():
             done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTING,
                                                  Lobby.lease_owner == owner)
                              .values(lease_until=utcnow() + timedelta(seconds=ttl)))
-            return done.rowcount == 1
+            if done.rowcount != 1:
+                return None
+            return s.exec(select(Lobby.start_error).where(Lobby.id == lobby_id)).one() or ""
 
     def release_lease(self, lobby_id: str, owner: str) -> None:
         with self.session() as s, s.begin():
@@ -456,22 +480,59 @@ class LobbyStore:
                 .order_by(Lobby.starting_at, Lobby.id).limit(limit)))
 
     def mark_compensating(self, lobby_id: str, start_rid: str, reason: str) -> bool:
-        """Record that this start is being undone (so whoever drives it next undoes it too)."""
+        """Record that this start is being undone (so whoever drives it next undoes it too); a
+        cancel's mark (``cancelling: ...``) is kept: the lobby closes when the undoing ends."""
         with self.session() as s, s.begin():
             done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTING,
-                                                 Lobby.start_rid == start_rid)
+                                                 Lobby.start_rid == start_rid, _not_cancelling())
                              .values(start_error=(COMPENSATING + reason)[:300]))
             return done.rowcount == 1
+
+    def cancel(self, lobby_id: str, account: Account, reason: str, call: Call | None = None) -> LobbyInfo | None:
+        """CancelLobby (host only). An open lobby is closed at once (``cancelled``, the reason in
+        ``start_error``) and the lobby returned, its answer stored with the claim. A starting lobby
+        is marked ``cancelling: <reason>`` in the same transaction as the claim and None returned:
+        the start saga's driver sees the mark at its next step (or its ``finish_start`` is refused)
+        and undoes the start, refunding every ante, and the lobby ends ``cancelled``; the caller
+        answers once it does. Any other state is ``FailedPrecondition``."""
+        check_text(reason, "reason", MAX_CANCEL_REASON)
+        text = cancel_text(reason)
+        with self._write(call) as s:
+            lobby = s.get(Lobby, lobby_id)
+            if lobby is None:
+                raise NotFound(f"no lobby {quote(lobby_id)}")
+            if lobby.host_id != account.id:
+                raise PermissionDenied("only the lobby's host may cancel it")
+            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == OPEN)
+                             .values(status=CANCELLED, version=Lobby.version + 1, start_error=text[:300]))
+            if done.rowcount == 1:
+                return self._reply(s, call, lobby_id)
+            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTING)
+                             .values(version=Lobby.version + 1))
+            if done.rowcount == 1:
+                s.execute(update(Lobby).where(Lobby.id == lobby_id, _not_cancelling())
+                          .values(start_error=(CANCELLING + text)[:300]))
+                return None  # a cancel of a cancelling lobby waits for the same end
+            row = s.get(Lobby, lobby_id, populate_existing=True)
+            if row.status == STARTED:
+                raise FailedPrecondition(f"lobby {lobby_id}'s game has started: it can no longer be cancelled "
+                                         "(a seated player may AbandonGame)")
+            raise FailedPrecondition(f"lobby {lobby_id} is {row.status}: only an open or starting lobby can be "
+                                     "cancelled")
 
     def _answer_start(self, s: Session, lobby: Lobby, response: bytes, code: int) -> None:
         if lobby.start_account and lobby.start_request:
             rq.answer(s, REQUESTS, rq.Claim(lobby.start_account, lobby.start_request, "", ""), response, code)
 
-    def finish_start(self, lobby_id: str, start_rid: str, render: Callable[[LobbyInfo], bytes]) -> LobbyInfo:
-        """starting -> started (the saga's last step; the StartGame request's answer is stored with it)."""
+    def finish_start(self, lobby_id: str, start_rid: str, render: Callable[[LobbyInfo], bytes],
+                     force: bool = False) -> LobbyInfo:
+        """starting -> started (the saga's last step; the StartGame request's answer is stored with it).
+
+        Refused (the lobby returned still ``starting``) once the host has cancelled it: the driver
+        undoes the start instead. ``force``: the game has already ended, so it started regardless."""
         with self.session() as s, s.begin():
             done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTING,
-                                                 Lobby.start_rid == start_rid)
+                                                 Lobby.start_rid == start_rid, true() if force else _not_cancelling())
                              .values(status=STARTED, started_at=utcnow(), version=Lobby.version + 1,
                                      lease_owner=None, lease_until=None, start_error=None))
             lobby = s.get(Lobby, lobby_id, populate_existing=True)
@@ -483,16 +544,23 @@ class LobbyStore:
             return info
 
     def fail_start(self, lobby_id: str, start_rid: str, reason: str, code: int) -> bool:
-        """starting -> open again with ``reason`` shown to its members (the antes are back by now)."""
+        """starting -> open again with ``reason`` shown to its members (the antes are back by now);
+        a lobby its host cancelled meanwhile goes to ``cancelled`` with the host's reason instead,
+        and the StartGame request is answered FAILED_PRECONDITION with it."""
         with self.session() as s, s.begin():
-            lobby = s.get(Lobby, lobby_id)
+            lobby = s.get(Lobby, lobby_id, with_for_update=True)
+            status = OPEN
+            if lobby is not None and lobby.start_error and lobby.start_error.startswith(CANCELLING):
+                status, reason = CANCELLED, lobby.start_error[len(CANCELLING):]
+                code = int(StatusCode.FAILED_PRECONDITION.value[0])
             done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTING,
                                                  Lobby.start_rid == start_rid)
-                             .values(status=OPEN, version=Lobby.version + 1, seed=None, game_id=None,
+                             .values(status=status, version=Lobby.version + 1, seed=None, game_id=None,
                                      start_rid=None, starting_at=None, start_error=reason[:300],
                                      lease_owner=None, lease_until=None))
             if done.rowcount == 1 and lobby is not None:
-                self._answer_start(s, lobby, reason.encode()[:1000], code)  # lobby: the row as it was
+                shown = f"lobby {lobby_id} was {reason}" if status == CANCELLED else reason
+                self._answer_start(s, lobby, shown.encode()[:1000], code)  # lobby: the row as it was
                 s.execute(update(Lobby).where(Lobby.id == lobby_id).values(start_account=None, start_request=None))
             return done.rowcount == 1
 
@@ -593,7 +661,7 @@ def purge(store: LobbyStore, *, request_ttl: timedelta, finished_ttl: timedelta,
     out["requests"] = _delete_where(e, RequestLog, RequestLog.created_at < now - request_ttl)
     out["refresh_tokens"] = _delete_batched(e, RefreshToken, RefreshToken.token_hash, RefreshToken.expires_at < now)
     old = now - finished_ttl
-    done = Lobby.status.in_([FINISHED, ABANDONED]) & (func.coalesce(Lobby.started_at, Lobby.created_at) < old)
+    done = Lobby.status.in_([FINISHED, ABANDONED, CANCELLED]) & (func.coalesce(Lobby.started_at, Lobby.created_at) < old)
     while True:
         with Session(e) as s, s.begin():
             ids = [r[0] for r in s.execute(select(Lobby.id).where(done).limit(PURGE_BATCH))]

@@ -30,7 +30,7 @@ from court_kit import logging as klog
 from court_kit.health import Check, database_check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
-from court_kit.settings import ConfigError, Settings
+from court_kit.settings import Settings
 from court_kit.tokens import Verifier, preflight
 from court_proto.court.ranking.v1 import ranking_pb2, ranking_pb2_grpc
 from court_store.purge import PurgeTask
@@ -48,16 +48,8 @@ SERVICE_NAME = ranking_pb2.DESCRIPTOR.services_by_name["RankingService"].full_na
 
 
 def open_database(settings: Settings, *, migrate_schema: bool | None = None) -> Engine:
-    """The engine for COURT_DATABASE_URL, its schema migrated to the newest revision; with
-    COURT_MIGRATE_ON_START=false (or ``migrate_schema=False``) only checked to be at it."""
-    if migrate_schema is None:
-        migrate_schema = settings.migrate_on_start
-    try:
-        engine, revision = court_store.open_database(settings.database_url, migrate if migrate_schema else check_schema)
-    except court_store.SchemaNotCurrent as exc:
-        raise ConfigError(str(exc)) from None
-    log.info("database ready", backend=engine.dialect.name, revision=revision)
-    return engine
+    """The engine for COURT_DATABASE_URL, migrated (or, COURT_MIGRATE_ON_START=false, checked)."""
+    return court_store.open_service_database(settings, migrate, check_schema, migrate_schema=migrate_schema)
 
 
 @dataclass

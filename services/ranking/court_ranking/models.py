@@ -1,8 +1,9 @@
 """The ranking service's tables (SQLModel). The schema itself is made by the Alembic migrations.
 
-The ledger is the only record of rank points: a balance is the sum of a player's entries, and
-every entry is unique on (game, round, player, reason), so an event delivered twice, or a whole
-game replayed, inserts nothing new.
+The ledger is the record of rank points: every entry is unique on (game, round, player, reason),
+so an event delivered twice, or a whole game replayed, inserts nothing new. A player's balance is
+kept on their row, moved by exactly the entries written, in the same transaction; ``court admin
+audit`` checks it equals the starting grant plus the player's other entries.
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ class Player(RankingModel, table=True):
     player_id: str = Field(primary_key=True, max_length=64)
     name: str = Field(default="", max_length=64)
     created_at: datetime = Field(default_factory=utcnow)
+    # the balance players are shown (GetBalance, profiles, ante checks): moved in the same transaction
+    # as every ledger entry written for the player; the audit checks it against the ledger
+    balance: int = Field(default=0, sa_column=Column(BigInteger, nullable=False, server_default="0"))
 
 
 class LedgerEntry(RankingModel, table=True):

@@ -18,7 +18,7 @@ from typing import Any
 from court_games.games import queens_court_accounting as qca
 from court_kit.checks import quote
 from court_kit.errors import FailedPrecondition, InvalidArgument, NotFound
-from court_store import check_text, insert_ignore, require_head, upgrade
+from court_store import check_text, insert_ignore, insert_ignore_returning, require_head, upgrade
 from court_store import requests as rq
 from openskill.models import PlackettLuce
 from sqlalchemy import delete, func, update
@@ -94,7 +94,7 @@ class RankingStore:
         for pid, _ in players:
             _check_id(pid, "player id")
         insert_ignore(s, Player.__table__, [{"player_id": p, "name": n[:64], "created_at": utcnow()} for p, n in players])
-        insert_ignore(s, LedgerEntry.__table__, [
+        self._post(s, [
             {"player_id": p, "game_id": OPENING_GAME, "game": "", "round": 0, "reason": OPENING_REASON,
              "amount": STARTING_POINTS, "created_at": utcnow()} for p, _ in players])
         for pid, name in players:
@@ -111,9 +111,23 @@ class RankingStore:
             return s.get(Player, player_id) is not None
 
     @staticmethod
+    def _post(s: Session, rows: Iterable[Mapping[str, Any]]) -> int:
+        """Write ledger entries (each at most once: a clash with the unique key is skipped) and move
+        the balance of every player by exactly the entries really written, in ``s``'s transaction
+        (players in a fixed order, so two transactions never wait on each other's rows)."""
+        written = insert_ignore_returning(s, LedgerEntry.__table__, rows, LedgerEntry.player_id, LedgerEntry.amount)
+        moved: dict[str, int] = {}
+        for pid, amount in written:
+            moved[pid] = moved.get(pid, 0) + int(amount)
+        for pid in sorted(moved):
+            if moved[pid]:
+                s.execute(update(Player).where(Player.player_id == pid).values(balance=Player.balance + moved[pid]))
+        return len(written)
+
+    @staticmethod
     def _balance(s: Session, player_id: str) -> int:
-        return int(s.exec(select(func.coalesce(func.sum(LedgerEntry.amount), 0))
-                          .where(LedgerEntry.player_id == player_id)).one())
+        """The player's balance as shown (their row's; 0 for an unknown player)."""
+        return int(s.exec(select(Player.balance).where(Player.player_id == player_id)).first() or 0)
 
     def balance(self, player_id: str, ensure: bool = True) -> int:
         """The sum of the player's ledger entries (a new player is opened with 1,000 first, unless
@@ -226,7 +240,7 @@ class RankingStore:
                 if short:
                     raise FailedPrecondition(
                         f"player(s) {', '.join(short)} hold fewer than the ante of {ante} rank points")
-                insert_ignore(s, LedgerEntry.__table__, settle.ante_entries(info))
+                self._post(s, settle.ante_entries(info))
             self._answer(s, claim, render, info, True)
             return info, True
 
@@ -349,7 +363,7 @@ class RankingStore:
             if ended is not None:
                 s.execute(update(RankedGame).where(RankedGame.game_id == game_id, RankedGame.status == ACTIVE)
                           .values(status=FINISHED, winner=ended.get("winner"), ended_at=utcnow()))
-            added = insert_ignore(s, LedgerEntry.__table__, [{**e, "created_at": utcnow()} for e in entries])
+            added = self._post(s, [{**e, "created_at": utcnow()} for e in entries])
             if ranks is not None:
                 won = s.execute(update(RankedGame).where(RankedGame.game_id == game_id, RankedGame.rated.is_(False))
                                 .values(rated=True))
@@ -379,8 +393,8 @@ class RankingStore:
                     s.execute(update(RankedGame).where(RankedGame.game_id == game_id, RankedGame.status == ACTIVE)
                               .values(status=ABANDONED, ended_at=utcnow()))
                     info = self._info(s, row)
-                    n = 0 if row.status == VOID else insert_ignore(
-                        s, LedgerEntry.__table__, [{**e, "created_at": utcnow()} for e in settle.refund_entries(info)])
+                    n = 0 if row.status == VOID else self._post(
+                        s, [{**e, "created_at": utcnow()} for e in settle.refund_entries(info)])
                     self._answer(s, claim, render, info, bool(n))
                     return n
             except IntegrityError:
@@ -428,9 +442,10 @@ class RankingStore:
     def audit(self) -> dict[str, Any]:
         """Check the ledger's invariants across the whole database; every violation found, in words.
 
-        * ``grant``: every account holds exactly one starting grant of 1,000 points;
-        * ``balance``: every account's balance (the sum the service answers with) equals its grant
-          plus the sum of its other entries, and no entry belongs to an unknown account;
+        * ``grant``: every account holds exactly one starting grant entry, of 1,000 points;
+        * ``balance``: every account's balance (the one GetBalance answers and antes are checked
+          against, kept on its row) equals its starting grant of 1,000 plus the sum of its other
+          ledger entries, and no entry belongs to an unknown account;
         * ``bot_entry``: no ledger entry names a bot seat;
         * ``duplicate_entry``: at most one entry per (game, player, round, kind);
         * ``ante_mismatch``: every person at an ante table paid the ante once, bots nothing;
@@ -445,7 +460,8 @@ class RankingStore:
 
         L = LedgerEntry  # noqa: N806
         with self.session() as s:
-            players = set(s.exec(select(Player.player_id)))
+            shown = {p: int(b) for p, b in s.exec(select(Player.player_id, Player.balance))}
+            players = set(shown)
             grants = {p: (int(n), int(t)) for p, n, t in s.exec(
                 select(L.player_id, func.count(), func.sum(L.amount)).where(L.reason == OPENING_REASON)
                 .group_by(L.player_id))}
@@ -456,7 +472,7 @@ class RankingStore:
                 n, t = grants.get(p, (0, 0))
                 if (n, t) != (1, STARTING_POINTS):
                     bad("grant", f"{n} starting grant entries totalling {t} (expected one of {STARTING_POINTS})", p)
-                balance = self._balance(s, p)
+                balance = shown[p]
                 expected = STARTING_POINTS + others.get(p, (0, 0))[1]
                 if balance != expected:
                     bad("balance", f"balance {balance} != starting grant {STARTING_POINTS} + entries "

@@ -2,8 +2,12 @@
 
 Settings come from the environment (court_kit.settings); the service's own:
 
-    COURT_OUTBOX_SWEEP_DELAY   seconds after which the sweeper checks a state
-                               record's events (default 5)
+    COURT_GAME_STREAMS         how many streams the game logs are spread over (default 1;
+                               court_kit.records: fixed for the life of a deployment)
+    COURT_PROJECTOR            on (default): run the projector (court_rules.projector) in this
+                               process; off: a court-projector process runs it
+    COURT_PROJECTOR_BATCH, COURT_PROJECTOR_ACK_WAIT   the projector's fetch size (256) and
+                               ack wait (30 s)
     COURT_GAME_CACHE           games kept in memory per replica (default 20000)
     COURT_FINISHED_RETENTION   how long a finished game stays in the hot streams before the
                                janitor purges it (it stays readable from the archive; default 2d)
@@ -26,7 +30,7 @@ from court_kit import logging as klog
 from court_kit.health import Check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
-from court_kit.settings import Settings
+from court_kit.settings import ConfigError, Settings
 from court_kit.tokens import Verifier, preflight
 from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from grpc_health.v1._async import HealthServicer
@@ -34,7 +38,7 @@ from nats.aio.client import Client as NATS
 
 from .archive import run_janitor
 from .games import GameCache
-from .outbox import Outbox
+from .projector import Projector, projector_for
 from .servicer import Faults, RulesServicer
 from .store import GameStore
 
@@ -70,14 +74,14 @@ class RulesApp:
     nc: NATS
     store: GameStore
     cache: GameCache
-    outbox: Outbox
+    projector: Projector | None
     servicer: RulesServicer
     server: object
     port: int
     health: HealthServicer
     metrics: MetricsServer | None
     _stop_sweeper: asyncio.Event = field(default_factory=asyncio.Event)
-    _sweeper: asyncio.Task | None = None
+    _projecting: asyncio.Task | None = None
     _janitor: asyncio.Task | None = None
 
     @property
@@ -92,7 +96,8 @@ class RulesApp:
 
     @classmethod
     async def start(cls, settings: Settings, *, faults: Faults | None = None,
-                    sweep_delay: float | None = None, sweep_ack_wait: float | None = None) -> RulesApp:
+                    projector: bool | None = None) -> RulesApp:
+        """``projector``: run the projector here (default: ``COURT_PROJECTOR``, on)."""
         retention = kjs.parse_age("COURT_FINISHED_RETENTION", settings.extra.get("COURT_FINISHED_RETENTION", "2d"))
         preflight(settings)
         nc = await kjs.connect(settings.nats_servers(), name=f"court-rules@{settings.listen}",
@@ -101,9 +106,10 @@ class RulesApp:
             store = GameStore(nc, replicas=settings.stream_replicas, environ=settings.extra)
             await _ensure_streams(store)
             cache = GameCache(store, capacity=settings.extra_int("GAME_CACHE", 20_000, lo=1))
-            outbox = Outbox(store, cache)
-            cache.on_load = outbox.on_load
-            servicer = RulesServicer(store, cache, outbox, id_secret=settings.id_secret, faults=faults)
+            if projector is None:
+                projector = _on_off("COURT_PROJECTOR", settings.extra.get("COURT_PROJECTOR", "on"))
+            proj = projector_for(store, settings) if projector else None
+            servicer = RulesServicer(store, cache, id_secret=settings.id_secret, faults=faults)
             server, port = create_server(settings.listen, settings=settings,
                                          interceptors=[EdgeInterceptor(Verifier.for_service(settings))])
             rules_pb2_grpc.add_RulesServiceServicer_to_server(servicer, server)
@@ -114,18 +120,16 @@ class RulesApp:
             await nc.close()
             raise
         metrics = start_metrics_server(settings.metrics_listen)
-        app = cls(settings, nc, store, cache, outbox, servicer, server, port, health, metrics)
-        delay = settings.extra_float("OUTBOX_SWEEP_DELAY", 5.0) if sweep_delay is None else sweep_delay
-        app._sweeper = asyncio.create_task(outbox.run_sweeper(app._stop_sweeper, delay=delay,
-                                                              ack_wait=sweep_ack_wait))
+        app = cls(settings, nc, store, cache, proj, servicer, server, port, health, metrics)
+        if proj is not None:
+            app._projecting = asyncio.create_task(proj.run(app._stop_sweeper))
         app._janitor = asyncio.create_task(run_janitor(store, app._stop_sweeper, retention=retention))
         log.info("rules service listening", port=port, metrics_port=metrics.port if metrics else None)
         return app
 
     async def _stop_background(self) -> None:
         self._stop_sweeper.set()
-        await self.outbox.close()
-        for task in (self._sweeper, self._janitor):
+        for task in (self._projecting, self._janitor):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -152,6 +156,15 @@ class RulesApp:
         await self.server.stop(None)
         with contextlib.suppress(Exception):
             await self.nc.close()
+
+
+def _on_off(name: str, raw: str) -> bool:
+    v = raw.strip().lower()
+    if v in ("on", "1", "true", "yes"):
+        return True
+    if v in ("off", "0", "false", "no"):
+        return False
+    raise ConfigError(f"{name} must be on or off, got {raw[:20]!r}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,15 +1,13 @@
-"""Games as event-sourced entries: the state log replayed through the engine.
+"""Games as event-sourced entries: the game log replayed through the engine.
 
-A game's log (``store.Record`` bodies, JSON) is::
+A game's log is its full-information records (``court.events.v2.Record``, ``court_kit.records``):
+``GameCreated`` at seq 0 (game, options, seed, seats, caller, request id, time, the opening
+events), one ``MoveRecorded`` per accepted move (seat, typed action, caller, request id, time,
+the move's events), and for a game resumed as another a last ``GameClosed``. Inside the
+service a creation is also kept as a small dict (``create``: the keys ``game``, ``options``,
+``seed``, ``seats``, ``by``, ``rid``, ``t``, and for a resumed game ``save``, ``resumed_from``).
 
-    {"k": "c", "v": 1, "game": .., "options": {..}, "seed": n, "seats": [..],
-     "by": sub, "rid": request_id, "t": ms}                     # seq 0: created
-    {"k": "m", "seq": n, "seat": p, "a": {canonical action}, "by": sub,
-     "rid": request_id, "t": ms}                                 # seq n: a move
-    {"k": "x", "into": game_id, "by": sub, "rid": request_id, "t": ms}
-                                 # closed: resumed as game ``into`` (last, no seq)
-
-State is the engine's replay of that log (deterministic given the seed), so
+State is the engine's replay of that log (the actions only: events are written for readers) (deterministic given the seed), so
 any replica rebuilds any game, and a request id is found again in the log: a
 retry on a cold replica still gets the first answer. ``GameCache`` keeps the
 entries a replica has seen, each with the stream sequence of its last record,
@@ -21,21 +19,24 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import json
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 from court_games.core import Event
 from court_games.registry import get_game
+from court_kit import actions as kactions
+from court_kit import records as krec
+from court_kit import typed
 from court_kit.checks import quote
 from court_kit.errors import InvalidArgument, NotFound
-from court_kit.structs import struct_bytes
+from court_proto.court.events.v2 import records_pb2
 
 from .store import GameStore, Record
 
-RECORD_VERSION = 1
 RECENT = 16  # states and events kept for the last moves (watchers, retries)
 BOT_PREFIX = "bot:"
 
@@ -83,16 +84,24 @@ class Move:
     rid: str
     t: int  # ms since the epoch
 
-    def body(self) -> dict[str, Any]:
-        return {"k": "m", "seq": self.seq, "seat": self.seat, "a": self.action, "by": self.by, "rid": self.rid,
-                "t": self.t}
+
+def create_of(rec: records_pb2.Record) -> dict[str, Any]:
+    """A GameCreated record as the creation dict ``GameEntry`` takes."""
+    c = rec.created
+    out: dict[str, Any] = {"k": "c", "game": rec.game, "options": typed.options_from_proto(c.options),
+                           "seed": int(c.seed), "seats": list(c.seats), "by": c.created_by, "rid": c.request_id,
+                           "t": krec.time_ms(rec)}
+    if c.save_json:
+        out["save"] = json.loads(c.save_json)
+    if c.resumed_from:
+        out["resumed_from"] = c.resumed_from
+    return out
 
 
 class GameEntry:
     """One game as this replica knows it (up to stream sequence ``last_sseq``)."""
 
     def __init__(self, game_id: str, create: dict[str, Any], sseq: int):
-        self.create_record = create
         if create.get("k") != "c":
             raise ValueError(f"game {game_id}: the log does not start with a creation record")
         self.game_id = game_id
@@ -100,7 +109,8 @@ class GameEntry:
         self.module = get_game(self.game)
         self.options_dict: dict[str, Any] = create["options"]
         self.options = self.module.options_from_dict(self.options_dict)
-        self.options_bytes = struct_bytes(self.options_dict)  # every view carries them
+        # every view carries them (court.games.v1.GameOptions, serialized once)
+        self.options_bytes = typed.options_to_proto(self.game, self.options_dict).SerializeToString()
         self.seed: int = create["seed"]
         self.seats: tuple[str, ...] = tuple(create["seats"])
         self.created_by: str = create["by"]
@@ -113,13 +123,11 @@ class GameEntry:
         if n != len(self.seats):
             raise InvalidArgument(f"{self.game} with these options seats {n} players; got {len(self.seats)} seats")
         self.closed_into: str | None = None  # the game that resumed this one, which is then over
+        self.closed_by: tuple[str, str, int] = ("", "", 0)
         self.seq = 0
         self.last_sseq = sseq
         self.moves: list[Move] = []
         self.requests: dict[tuple[str, str], int] = {(self.created_by, self.created_rid): 0}
-        self.published = -1  # events known stored (both streams) through this seq
-        self.archived = False  # the finished game's log is in the archive
-        self.unconfirmed: int | None = None  # first seq whose publish failed part-way, if any
         self.lock = asyncio.Lock()
         self.recent: OrderedDict[int, tuple[Any, tuple[Event, ...]]] = OrderedDict()
         self._remember(0, self.state, self.service_events(0, None, opening))
@@ -155,18 +163,11 @@ class GameEntry:
 
     def service_events(self, seq: int, move: Move | None, engine: Sequence[Event], state: Any = None
                        ) -> tuple[Event, ...]:
-        """A record's events: the service's own around the engine's (see protos/court/events/v1/README.md)."""
+        """A record's events: the engine's, then the service's ``TurnStarted`` (or ``GameEnded``
+        for an engine that emits none) (docs/contract.md). The creation and the move themselves
+        are the record's body (GameCreated, MoveRecorded), not events."""
         state = self.state if state is None else state
-        out: list[Event] = []
-        if move is None:
-            created = {"game": self.game, "options": self.options_dict, "seats": list(self.seats)}
-            if self.resumed_from is not None:
-                created["resumed_from"] = self.resumed_from
-            out.append(Event("GameCreated", created, private={"seed": self.seed}, owner=None))
-        else:
-            out.append(Event("ActionApplied", {"seat": move.seat, "action_type": move.action.get("type")},
-                             private={"action": move.action, "by": move.by}, owner=move.seat))
-        out.extend(engine)
+        out: list[Event] = list(engine)
         if self.module.is_terminal(state):
             if not any(e.type == "GameEnded" for e in engine):
                 result = self.module.result(state)
@@ -175,6 +176,40 @@ class GameEntry:
             acting = list(self.module.to_act(state))
             out.append(Event("TurnStarted", {"to_act": acting, "players": [self.seats[i] for i in acting]}))
         return tuple(out)
+
+    # ---------------------------------------------------------------- records
+
+    def created_record(self) -> records_pb2.Record:
+        """The game's full GameCreated record (seq 0)."""
+        state, events = self.at(0)
+        acting = self.module.to_act(state)
+        return krec.created_record(
+            self.game, self.game_id, self.created_t, seats=self.seats, options=self.options_dict, seed=self.seed,
+            by=self.created_by, request_id=self.created_rid, events=events, to_act=acting,
+            finished=self.module.is_terminal(state), resumed_from=self.resumed_from, save=self.save)
+
+    def move_record(self, move: Move, state: Any, events: Sequence[Event], action: Any = None
+                    ) -> records_pb2.Record:
+        """The full MoveRecorded record of ``move`` (``action``: its typed proto, when at hand)."""
+        finished = self.module.is_terminal(state)
+        acting = () if finished else self.module.to_act(state)
+        typed = action if action is not None else kactions.from_json(self.game, move.action)
+        return krec.move_record(
+            self.game, self.game_id, move.seq, move.t, seat=move.seat, action=typed,
+            action_type=str(move.action.get("type", "")), by=move.by, request_id=move.rid, events=events,
+            to_act=acting, seats=self.seats, finished=finished)
+
+    def closed_record(self, into: str, by: str, rid: str, t: int) -> records_pb2.Record:
+        return krec.closed_record(self.game, self.game_id, self.seq, t, into=into, by=by, request_id=rid)
+
+    def records(self) -> list[records_pb2.Record]:
+        """The game's whole full log as records (the archive; replays the engine once)."""
+        out = [self.created_record()]
+        for seq, state, events in self.replay(0, self.seq):
+            out.append(self.move_record(self.moves[seq - 1], state, events))
+        if self.closed_into is not None:
+            out.append(self.closed_record(self.closed_into, *self.closed_by))
+        return out
 
     # ---------------------------------------------------------------- writing
 
@@ -199,13 +234,16 @@ class GameEntry:
     def apply_record(self, rec: Record, *, emit: bool = True) -> None:
         """Apply a record another replica wrote (``ValueError`` when it does not follow on)."""
         b = rec.body
-        if b.get("k") == "x" and self.closed_into is None:
-            self.close(b["into"], rec.sseq)
+        kind = b.WhichOneof("body")
+        if kind == "closed" and self.closed_into is None:
+            self.close(b.closed.into, rec.sseq, (b.closed.by, b.closed.request_id, krec.time_ms(b)))
             return
-        if self.closed_into is not None or b.get("k") != "m" or b.get("seq") != self.seq + 1:
-            raise ValueError(f"game {self.game_id}: record {b.get('seq')!r} does not follow move {self.seq}")
-        move = Move(b["seq"], b["seat"], b["a"], b["by"], b["rid"], b["t"])
-        action = self.module.action_from_json(move.action)
+        if self.closed_into is not None or kind != "move" or b.seq != self.seq + 1:
+            raise ValueError(f"game {self.game_id}: record {b.seq!r} ({kind}) does not follow move {self.seq}")
+        m = b.move
+        action = self.module.action_from_json(kactions.to_json(m.action))
+        canonical = {k: v for k, v in self.module.action_to_json(action, 0).items() if k != "player"}
+        move = Move(int(b.seq), int(m.seat), canonical, m.by, m.request_id, krec.time_ms(b))
         state, engine = self.module.apply(self.state, move.seat, action, emit=emit)
         events = self.service_events(move.seq, move, engine, state) if emit else ()
         self.state = state
@@ -218,9 +256,11 @@ class GameEntry:
         self.changed.set()
         self.changed = asyncio.Event()
 
-    def close(self, into: str, sseq: int) -> None:
-        """The game was resumed as game ``into`` (its closing record is at stream sequence ``sseq``)."""
+    def close(self, into: str, sseq: int, by: tuple[str, str, int] = ("", "", 0)) -> None:
+        """The game was resumed as game ``into`` (its closing record is at stream sequence ``sseq``;
+        ``by``: caller, request id, time of the closing record)."""
         self.closed_into = into
+        self.closed_by = by
         self.last_sseq = sseq
         self.changed.set()
         self.changed = asyncio.Event()
@@ -266,8 +306,6 @@ class GameCache:
         self.capacity = capacity
         self._entries: OrderedDict[str, GameEntry] = OrderedDict()
         self._loading: dict[str, asyncio.Future[GameEntry]] = {}
-        # called with each entry loaded from the log (the outbox checks its events)
-        self.on_load: Callable[[GameEntry], Awaitable[None]] | None = None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -297,8 +335,6 @@ class GameCache:
         self._loading[game_id] = fut
         try:
             entry = await self._load(game_id)
-            if self.on_load is not None:
-                await self.on_load(entry)
             self.put(entry)
             fut.set_result(entry)
             return entry
@@ -315,13 +351,15 @@ class GameCache:
         records = await self.store.records(game_id)
         if not records:
             raise NotFound(f"no game {quote(game_id)}")
-        entry = GameEntry(game_id, records[0].body, records[0].sseq)
+        first = records[0].body
+        if first.WhichOneof("body") != "created":
+            raise ValueError(f"game {game_id}: the log does not start with a GameCreated record")
+        entry = GameEntry(game_id, create_of(first), records[0].sseq)
         rest = records[1:]
         for i, rec in enumerate(rest):
             entry.apply_record(rec, emit=i >= len(rest) - RECENT)
-        if records[0].archived:  # finished and archived: its events were complete before it left
-            entry.archived = True
-            entry.published = entry.seq
+        if records[0].archived:
+            entry.last_sseq = records[-1].sseq
         return entry
 
     async def refresh(self, entry: GameEntry) -> bool:

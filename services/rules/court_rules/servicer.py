@@ -39,6 +39,7 @@ from court_games.core import IllegalAction
 from court_games.registry import get_game
 from court_kit import actions as kactions
 from court_kit import logging as klog
+from court_kit import typed
 from court_kit.checks import quote
 from court_kit.errors import (
     Aborted,
@@ -47,18 +48,15 @@ from court_kit.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
-    Unavailable,
 )
 from court_kit.server import current_identity
-from court_kit.structs import fill_struct, to_dict, to_struct
 from court_kit.tokens import Identity
 from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from nats.errors import TimeoutError as NatsTimeout
 from prometheus_client import Counter
 
-from .games import BOT_PREFIX, RECORD_VERSION, GameCache, GameEntry, game_id_for, valid_game_id
-from .outbox import Encoded, Outbox
-from .store import CLOSED_HEADER, SEQ_HEADER, Conflict, GameStore, game_subject
+from .games import BOT_PREFIX, GameCache, GameEntry, game_id_for, valid_game_id
+from .store import CLOSED_HEADER, SEQ_HEADER, Conflict, GameStore
 from .views import ActionCodec, game_view, result_proto
 
 log = klog.get_logger("court_rules")
@@ -67,7 +65,7 @@ MOVES = Counter("court_rules_moves_total", "Moves accepted, by game", ["game"])
 CONFLICTS = Counter("court_rules_conflicts_total", "Appends that lost a race (answered ABORTED or replayed)")
 REPLAYED = Counter("court_rules_idempotent_replays_total", "Retries answered with the first answer")
 
-MAX_SEED = 2**53  # seeds stay exact in JSON and in the full events' Struct payloads
+MAX_SEED = 2**53  # seeds stay exact in JSON (records, saves, clients in other languages)
 MAX_ID = 128
 CHOSEN_GAME_ID = re.compile(r"g[0-9a-f]{24}")  # the shape of every game id (games.game_id_for)
 WATCH_POLL = 5.0  # a watcher re-reads the log this often when no notification came
@@ -78,7 +76,7 @@ class Faults:
     """Fault injection points for tests (the production instance does nothing)."""
 
     def after_append(self, entry: GameEntry, seq: int) -> None:
-        """Called after a record is durably appended and before its events are published."""
+        """Called after a record is durably appended, before the caller is answered."""
 
 
 def _require_id(value: str, what: str) -> str:
@@ -108,11 +106,10 @@ def _check_seat(entry: GameEntry, seat: int) -> int:
 
 
 class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
-    def __init__(self, store: GameStore, cache: GameCache, outbox: Outbox, *, id_secret: str,
+    def __init__(self, store: GameStore, cache: GameCache, *, id_secret: str,
                  faults: Faults | None = None, clock: Callable[[], float] = time.time):
         self.store = store
         self.cache = cache
-        self.outbox = outbox
         self.codec = ActionCodec()
         self._secret = id_secret  # COURT_ID_SECRET: game ids, never a token key
         self.faults = faults or Faults()
@@ -161,7 +158,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             raise PermissionDenied(f"the {ident.role} role may not create games")
         rid = _require_id(request.request_id, "request_id")
         module = get_game(request.game)  # InvalidOptions -> INVALID_ARGUMENT
-        options = module.options_to_dict(module.options_from_dict(to_dict(request.options)))
+        options = module.options_to_dict(module.options_from_dict(typed.requested_options(request.game, request.options)))
         seats = list(request.seats)
         for s in seats:
             if not s or len(s) > MAX_ID or (s.startswith(BOT_PREFIX) and len(s) == len(BOT_PREFIX)):
@@ -190,28 +187,26 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         old: GameEntry | None = None
         if request.resume_from:
             old, old_seq, resume = await self._save_point(request, ident, module, seats, game_id)
-            if request.options.fields and options != resume["save"]["options"]:
+            if request.options.WhichOneof("game") is not None and options != resume["save"]["options"]:
                 raise InvalidArgument("a resumed game keeps the options of its save point: leave options out")
             options, seed = resume["save"]["options"], resume["save"]["seed"]
         klog.bind(game_id=game_id)
         known = self.cache.peek(game_id)
         if known is not None:
             return self._created_answer(known, ident, rid)
-        record = {"k": "c", "v": RECORD_VERSION, "game": request.game, "options": options, "seed": seed,
+        record = {"k": "c", "game": request.game, "options": options, "seed": seed,
                   "seats": seats, "by": ident.sub, "rid": rid, "t": int(self._clock() * 1000), **resume}
         entry = GameEntry(game_id, record, 0)  # InvalidArgument when the seats do not fit the game
         if old is not None:
             await self._close(old, old_seq, game_id, ident, rid)
         try:
-            entry.last_sseq = await self.store.append(game_id, record, 0, 0)
+            entry.last_sseq = await self.store.append(game_id, entry.created_record().SerializeToString(), 0, 0)
         except Conflict:
             CONFLICTS.inc()
             return self._created_answer(await self.cache.get(game_id), ident, rid)
         self.cache.put(entry)
         log.info("game created", game=request.game, seats=len(seats))
-        async with entry.lock:
-            self.faults.after_append(entry, 0)
-            await self._publish(entry, 0, entry.at(0)[1])
+        self.faults.after_append(entry, 0)
         return self._created_answer(entry, ident, rid)
 
     async def _save_point(self, request: rules_pb2.CreateGameRequest, ident: Identity, module: Any,
@@ -249,9 +244,10 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             if old.closed_into is not None or old.seq != seq:
                 raise Aborted(f"game {old.game_id} changed while it was being resumed; retry with the same "
                               "request_id")
-            body = {"k": "x", "into": into, "by": ident.sub, "rid": rid, "t": int(self._clock() * 1000)}
+            t = int(self._clock() * 1000)
+            data = old.closed_record(into, ident.sub, rid, t).SerializeToString()
             try:
-                sseq = await self.store.append(old.game_id, body, old.seq, old.last_sseq, closing=True)
+                sseq = await self.store.append(old.game_id, data, old.seq, old.last_sseq, closing=True)
             except Conflict:
                 CONFLICTS.inc()
                 await self.cache.refresh(old)
@@ -259,7 +255,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                     return
                 raise Aborted(f"game {old.game_id} changed while it was being resumed; retry with the same "
                               "request_id") from None
-            old.close(into, sseq)
+            old.close(into, sseq, (ident.sub, rid, t))
         log.info("game closed: resumed as another game", closed=old.game_id, into=into)
 
     def _created_answer(self, entry: GameEntry, ident: Identity, rid: str) -> rules_pb2.CreateGameResponse:
@@ -327,8 +323,9 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                     if attempt == 0 and await self.cache.refresh(entry):
                         continue
                     raise
+            data = entry.move_record(move, state, events, self.codec.proto(entry, action, seat)).SerializeToString()
             try:
-                sseq = await self.store.append(entry.game_id, move.body(), move.seq, entry.last_sseq)
+                sseq = await self.store.append(entry.game_id, data, move.seq, entry.last_sseq)
             except Conflict:
                 CONFLICTS.inc()
                 await self.cache.refresh(entry)
@@ -342,22 +339,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             entry.commit(move, state, events, sseq)
             MOVES.labels(entry.game).inc()
             self.faults.after_append(entry, move.seq)
-            if entry.finished:
-                try:
-                    await self.outbox.archive(entry)
-                except Unavailable as exc:  # the move stands; the sweeper's catch-up archives it
-                    log.warning("finished game not archived yet", error=str(exc))
-            enc = await self._publish(entry, move.seq, events)
-            return self._submit_answer(entry, move.seq, seat, ident, state, events,
-                                       enc.payloads if enc is not None else None)
-
-    async def _publish(self, entry: GameEntry, seq: int, events: Any) -> Encoded | None:
-        try:
-            return await self.outbox.publish(entry, seq, events)
-        except Unavailable as exc:
-            # the move stands (it is in the log); the next writer or the sweeper publishes its events
-            log.warning("events not published yet", seq=seq, error=str(exc))
-            return None
+            return self._submit_answer(entry, move.seq, seat, ident, state, events)
 
     def _first_answer(self, entry: GameEntry, seq: int, ident: Identity, action_json: dict[str, Any]
                       ) -> rules_pb2.SubmitActionResponse:
@@ -371,14 +353,10 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         state, events = entry.at(seq)
         return self._submit_answer(entry, seq, move.seat, ident, state, events)
 
-    def _submit_answer(self, entry: GameEntry, seq: int, seat: int, ident: Identity, state: Any, events: Any,
-                       public: list[bytes] | None = None) -> rules_pb2.SubmitActionResponse:
+    def _submit_answer(self, entry: GameEntry, seq: int, seat: int, ident: Identity, state: Any, events: Any
+                       ) -> rules_pb2.SubmitActionResponse:
         out = rules_pb2.SubmitActionResponse(seq=seq, view=game_view(entry, self.codec, state, seq, seat))
-        for i, e in enumerate(events):
-            if public is not None and not (e.private and e.owner == seat):
-                out.events.add().MergeFromString(public[i])  # what the seat sees is the public form
-            else:
-                fill_struct(out.events.add(), e.for_seat(seat))
+        out.events.extend([typed.event_for_seat_to_proto(entry.game, e, seat) for e in events])
         for s in entry.module.to_act(state):
             if s != seat and _may_act(entry, ident, s):
                 out.next.append(game_view(entry, self.codec, state, seq, s))
@@ -391,7 +369,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             raise NotFound(f"no game {quote(request.game_id)}")
         # subscribed before the log is read: a move appended between the read and the subscription
         # would otherwise reach this watcher only at the next poll (WATCH_POLL seconds late)
-        wake = await self.store.nc.subscribe(game_subject(request.game_id))
+        wake = await self.store.nc.subscribe(self.store.subject(request.game_id))
         try:
             entry = await self.cache.fresh(request.game_id)
             klog.bind(game_id=entry.game_id)
@@ -408,8 +386,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                     # materialised first: the entry may move on (and forget recent states) meanwhile
                     for s, state, events in list(entry.replay(sent, entry.seq)):
                         update = rules_pb2.GameUpdate(seq=s, view=game_view(entry, self.codec, state, s, seat))
-                        for e in events:
-                            fill_struct(update.events.add(), e.for_seat(seat))
+                        update.events.extend([typed.event_for_seat_to_proto(entry.game, e, seat) for e in events])
                         yield update
                         sent = s
                     continue
@@ -454,18 +431,17 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             game=entry.game, game_id=entry.game_id, seed=entry.seed, seats=entry.seats,
             created_by=entry.created_by, to_act=entry.to_act(),
         )
-        to_struct(entry.options_dict, out.options)
+        out.options.MergeFromString(entry.options_bytes)
         out.created.FromMilliseconds(entry.created_t)
         for seq, _state, events in entry.replay(-1, entry.seq):
             if seq == 0:
-                for e in events:
-                    to_struct(e.full(), out.created_events.add())
+                out.created_events.extend([typed.event_to_proto(entry.game, e) for e in events])
                 continue
             m = entry.moves[seq - 1]
             hm = out.moves.add(seq=seq, seat=m.seat, player=m.by, request_id=m.rid,
                                action=kactions.from_json(entry.game, m.action))
             hm.time.FromMilliseconds(m.t)
-            for e in events:
-                to_struct(e.full(), hm.events.add())
+            hm.events.extend([typed.event_to_proto(entry.game, e) for e in events])
         result_proto(entry, entry.state, out.result, entry.closed_into is not None)
         return out
+

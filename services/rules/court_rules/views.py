@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from court_kit import actions as kactions
-from court_kit.structs import fill_struct
+from court_kit import typed
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2
 
 from .games import GameEntry, winners_of
@@ -33,11 +33,11 @@ def result_proto(entry: GameEntry, state: Any, into: rules_pb2.GameResult, close
     """The engine's result; for a game closed by a resume: the result as it stood, ``resumed_into``
     naming the game that continues it, no winners, finished."""
     result = entry.module.result(state)
+    into.result.CopyFrom(typed.result_to_proto(entry.game, result))
     if closed:
-        fill_struct(into.result, {**result, "resumed_into": entry.closed_into})
+        into.resumed_into = entry.closed_into or ""
         into.finished = True
         return
-    fill_struct(into.result, result)
     into.winners.extend(winners_of(result))
     into.finished = bool(result.get("finished", entry.module.is_terminal(state)))
 
@@ -48,10 +48,9 @@ def game_view(entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: 
     acting = () if closed else module.to_act(state)
     finished = closed or module.is_terminal(state)
     v = rules_pb2.GameView(game=entry.game, game_id=entry.game_id, seq=seq, to_act=acting, finished=finished,
-                           seats=entry.seats)
+                           seats=entry.seats, view=typed.view_to_proto(entry.game, module.view(state, seat)))
     if seat is not None:
         v.your_seat = seat
-    fill_struct(v.view, module.view(state, seat))
     v.options.MergeFromString(entry.options_bytes)
     if seat is not None and seat in acting:
         v.legal_actions.extend([codec.proto(entry, a, seat) for a in module.legal_actions(state, seat)])

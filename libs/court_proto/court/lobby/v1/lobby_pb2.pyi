@@ -28,9 +28,9 @@ unreachable: retry with the same request_id).
 """
 
 from collections import abc as _abc
+from court_proto.court.games.v1 import events_pb2 as _events_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -315,10 +315,13 @@ class Lobby(_message.Message):
     """the game this lobby resumes"""
     start_error: _builtins.str
     """Why the last start did not happen (the lobby is open again and every
-    ante taken for it was refunded); empty once a game starts.
+    ante taken for it was refunded), or why the host cancelled the lobby
+    (closed); empty once a game starts.
     """
     @_builtins.property
-    def options(self) -> _struct_pb2.Struct: ...
+    def options(self) -> _events_pb2.GameOptions:
+        """the case is `game`"""
+
     @_builtins.property
     def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___LobbySeat]:
         """every seat, open ones included"""
@@ -330,7 +333,7 @@ class Lobby(_message.Message):
         *,
         lobby_id: _builtins.str = ...,
         game: _builtins.str = ...,
-        options: _struct_pb2.Struct | None = ...,
+        options: _events_pb2.GameOptions | None = ...,
         host: _builtins.str = ...,
         ante: _builtins.int = ...,
         seats: _abc.Iterable[Global___LobbySeat] | None = ...,
@@ -373,15 +376,17 @@ class CreateLobbyRequest(_message.Message):
     private: _builtins.bool
     """private: joined only with the invite code"""
     @_builtins.property
-    def options(self) -> _struct_pb2.Struct:
-        """the game's options (docs/rules/)"""
+    def options(self) -> _events_pb2.GameOptions:
+        """The game's options (docs/rules/): the case must be `game`; unset fields
+        (or no case at all) take their defaults.
+        """
 
     def __init__(
         self,
         *,
         request_id: _builtins.str = ...,
         game: _builtins.str = ...,
-        options: _struct_pb2.Struct | None = ...,
+        options: _events_pb2.GameOptions | None = ...,
         seats: _builtins.int = ...,
         ante: _builtins.int = ...,
         online: _builtins.bool = ...,
@@ -636,6 +641,32 @@ class StartGameRequest(_message.Message):
 Global___StartGameRequest: _TypeAlias = StartGameRequest  # noqa: Y015
 
 @_typing.final
+class CancelLobbyRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    LOBBY_ID_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    lobby_id: _builtins.str
+    reason: _builtins.str
+    """shown to the lobby's members (at most 200 characters; may be empty)"""
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        lobby_id: _builtins.str = ...,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["lobby_id", b"lobby_id", "reason", b"reason", "request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CancelLobbyRequest: _TypeAlias = CancelLobbyRequest  # noqa: Y015
+
+@_typing.final
 class QuickMatchRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -647,15 +678,15 @@ class QuickMatchRequest(_message.Message):
     game: _builtins.str
     ante: _builtins.int
     @_builtins.property
-    def options(self) -> _struct_pb2.Struct:
-        """used when a new lobby is opened"""
+    def options(self) -> _events_pb2.GameOptions:
+        """used when a new lobby is opened (as CreateLobbyRequest)"""
 
     def __init__(
         self,
         *,
         request_id: _builtins.str = ...,
         game: _builtins.str = ...,
-        options: _struct_pb2.Struct | None = ...,
+        options: _events_pb2.GameOptions | None = ...,
         ante: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015

@@ -104,6 +104,11 @@ class LobbyServiceStub:
                 request_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.StartGameRequest.SerializeToString,
                 response_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.FromString,
                 _registered_method=True)
+        self.CancelLobby = channel.unary_unary(
+                '/court.lobby.v1.LobbyService/CancelLobby',
+                request_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.CancelLobbyRequest.SerializeToString,
+                response_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.FromString,
+                _registered_method=True)
         self.QuickMatch = channel.unary_unary(
                 '/court.lobby.v1.LobbyService/QuickMatch',
                 request_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.QuickMatchRequest.SerializeToString,
@@ -220,6 +225,20 @@ class LobbyServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CancelLobby(self, request, context):
+        """The host cancels a lobby that is open or starting: it closes
+        (LOBBY_STATE_CLOSED) with the reason in start_error, shown to every
+        member. A lobby caught starting is undone first: every ante taken is
+        refunded once (keyed by the game id) and the game, if the rules service
+        had created it, is abandoned in ranking, so it can never pay out; the
+        pending StartGame answers FAILED_PRECONDITION with the reason.
+        FAILED_PRECONDITION once the game has started (use AbandonGame) or the
+        lobby is closed; PERMISSION_DENIED for anyone but the host.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def QuickMatch(self, request, context):
         """Join the best open public online lobby for a game and ante (closest
         average skill rating first), or open one; answers at once with the lobby.
@@ -326,6 +345,11 @@ def add_LobbyServiceServicer_to_server(servicer, server):
             'StartGame': grpc.unary_unary_rpc_method_handler(
                     servicer.StartGame,
                     request_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.StartGameRequest.FromString,
+                    response_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.SerializeToString,
+            ),
+            'CancelLobby': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelLobby,
+                    request_deserializer=court_dot_lobby_dot_v1_dot_lobby__pb2.CancelLobbyRequest.FromString,
                     response_serializer=court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.SerializeToString,
             ),
             'QuickMatch': grpc.unary_unary_rpc_method_handler(
@@ -726,6 +750,33 @@ class LobbyService:
             target,
             '/court.lobby.v1.LobbyService/StartGame',
             court_dot_lobby_dot_v1_dot_lobby__pb2.StartGameRequest.SerializeToString,
+            court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelLobby(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/court.lobby.v1.LobbyService/CancelLobby',
+            court_dot_lobby_dot_v1_dot_lobby__pb2.CancelLobbyRequest.SerializeToString,
             court_dot_lobby_dot_v1_dot_lobby__pb2.Lobby.FromString,
             options,
             channel_credentials,

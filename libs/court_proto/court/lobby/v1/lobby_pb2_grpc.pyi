@@ -77,6 +77,16 @@ class LobbyServiceStub:
     """The host empties a seat (a person is removed)."""
     StartGame: _grpc.UnaryUnaryMultiCallable[_lobby_pb2.StartGameRequest, _lobby_pb2.Lobby]
     """The host starts the game once every seat is filled."""
+    CancelLobby: _grpc.UnaryUnaryMultiCallable[_lobby_pb2.CancelLobbyRequest, _lobby_pb2.Lobby]
+    """The host cancels a lobby that is open or starting: it closes
+    (LOBBY_STATE_CLOSED) with the reason in start_error, shown to every
+    member. A lobby caught starting is undone first: every ante taken is
+    refunded once (keyed by the game id) and the game, if the rules service
+    had created it, is abandoned in ranking, so it can never pay out; the
+    pending StartGame answers FAILED_PRECONDITION with the reason.
+    FAILED_PRECONDITION once the game has started (use AbandonGame) or the
+    lobby is closed; PERMISSION_DENIED for anyone but the host.
+    """
     QuickMatch: _grpc.UnaryUnaryMultiCallable[_lobby_pb2.QuickMatchRequest, _lobby_pb2.Lobby]
     """Join the best open public online lobby for a game and ante (closest
     average skill rating first), or open one; answers at once with the lobby.
@@ -120,6 +130,16 @@ class LobbyServiceAsyncStub(LobbyServiceStub):
     """The host empties a seat (a person is removed)."""
     StartGame: _aio.UnaryUnaryMultiCallable[_lobby_pb2.StartGameRequest, _lobby_pb2.Lobby]  # type: ignore[assignment]
     """The host starts the game once every seat is filled."""
+    CancelLobby: _aio.UnaryUnaryMultiCallable[_lobby_pb2.CancelLobbyRequest, _lobby_pb2.Lobby]  # type: ignore[assignment]
+    """The host cancels a lobby that is open or starting: it closes
+    (LOBBY_STATE_CLOSED) with the reason in start_error, shown to every
+    member. A lobby caught starting is undone first: every ante taken is
+    refunded once (keyed by the game id) and the game, if the rules service
+    had created it, is abandoned in ranking, so it can never pay out; the
+    pending StartGame answers FAILED_PRECONDITION with the reason.
+    FAILED_PRECONDITION once the game has started (use AbandonGame) or the
+    lobby is closed; PERMISSION_DENIED for anyone but the host.
+    """
     QuickMatch: _aio.UnaryUnaryMultiCallable[_lobby_pb2.QuickMatchRequest, _lobby_pb2.Lobby]  # type: ignore[assignment]
     """Join the best open public online lobby for a game and ante (closest
     average skill rating first), or open one; answers at once with the lobby.
@@ -244,6 +264,22 @@ class LobbyServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_lobby_pb2.Lobby, _abc.Awaitable[_lobby_pb2.Lobby]]:
         """The host starts the game once every seat is filled."""
+
+    @_abc_1.abstractmethod
+    def CancelLobby(
+        self,
+        request: _lobby_pb2.CancelLobbyRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_lobby_pb2.Lobby, _abc.Awaitable[_lobby_pb2.Lobby]]:
+        """The host cancels a lobby that is open or starting: it closes
+        (LOBBY_STATE_CLOSED) with the reason in start_error, shown to every
+        member. A lobby caught starting is undone first: every ante taken is
+        refunded once (keyed by the game id) and the game, if the rules service
+        had created it, is abandoned in ranking, so it can never pay out; the
+        pending StartGame answers FAILED_PRECONDITION with the reason.
+        FAILED_PRECONDITION once the game has started (use AbandonGame) or the
+        lobby is closed; PERMISSION_DENIED for anyone but the host.
+        """
 
     @_abc_1.abstractmethod
     def QuickMatch(

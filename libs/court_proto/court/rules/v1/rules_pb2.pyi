@@ -35,10 +35,11 @@ Errors (each leaves the state unchanged):
 """
 
 from collections import abc as _abc
+from court_proto.court.games.v1 import events_pb2 as _events_pb2
+from court_proto.court.games.v1 import views_pb2 as _views_pb2
 from court_proto.court.rules.v1 import actions_pb2 as _actions_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 import builtins as _builtins
@@ -90,8 +91,10 @@ class CreateGameRequest(_message.Message):
     derives the id from (caller, request id).
     """
     @_builtins.property
-    def options(self) -> _struct_pb2.Struct:
-        """the game's options (docs/rules/), defaults when absent"""
+    def options(self) -> _events_pb2.GameOptions:
+        """The game's options (docs/rules/): the case must be `game`; a field (or
+        the whole message) left unset takes its default.
+        """
 
     @_builtins.property
     def seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -104,7 +107,7 @@ class CreateGameRequest(_message.Message):
         *,
         request_id: _builtins.str = ...,
         game: _builtins.str = ...,
-        options: _struct_pb2.Struct | None = ...,
+        options: _events_pb2.GameOptions | None = ...,
         seats: _abc.Iterable[_builtins.str] | None = ...,
         seed: _builtins.int | None = ...,
         resume_from: _builtins.str = ...,
@@ -179,9 +182,12 @@ class GameResult(_message.Message):
     RESULT_FIELD_NUMBER: _builtins.int
     WINNERS_FIELD_NUMBER: _builtins.int
     FINISHED_FIELD_NUMBER: _builtins.int
+    RESUMED_INTO_FIELD_NUMBER: _builtins.int
     finished: _builtins.bool
+    resumed_into: _builtins.str
+    """A game closed by a resume: the game that continues it (no winners)."""
     @_builtins.property
-    def result(self) -> _struct_pb2.Struct:
+    def result(self) -> _events_pb2.GameResult:
         """the engine's result (its shape per game: docs/rules/)"""
 
     @_builtins.property
@@ -189,13 +195,14 @@ class GameResult(_message.Message):
     def __init__(
         self,
         *,
-        result: _struct_pb2.Struct | None = ...,
+        result: _events_pb2.GameResult | None = ...,
         winners: _abc.Iterable[_builtins.int] | None = ...,
         finished: _builtins.bool = ...,
+        resumed_into: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["finished", b"finished", "result", b"result", "winners", b"winners"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["finished", b"finished", "result", b"result", "resumed_into", b"resumed_into", "winners", b"winners"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -203,8 +210,8 @@ Global___GameResult: _TypeAlias = GameResult  # noqa: Y015
 
 @_typing.final
 class GameView(_message.Message):
-    """What one viewer may see. The typed envelope is common to all games; `view`
-    is the engine's own view (its shape is each engine's: see docs/rules/).
+    """What one viewer may see. The envelope is common to all games; `view` is the
+    engine's own view, typed per game (court.games.v1.View: docs/contract.md).
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -236,7 +243,7 @@ class GameView(_message.Message):
         """the player id of every seat"""
 
     @_builtins.property
-    def view(self) -> _struct_pb2.Struct: ...
+    def view(self) -> _views_pb2.View: ...
     @_builtins.property
     def legal_actions(self) -> _containers.RepeatedCompositeFieldContainer[_actions_pb2.Action]:
         """The legal actions of your_seat when it is among to_act (sorted)."""
@@ -244,7 +251,9 @@ class GameView(_message.Message):
     @_builtins.property
     def result(self) -> Global___GameResult: ...
     @_builtins.property
-    def options(self) -> _struct_pb2.Struct: ...
+    def options(self) -> _events_pb2.GameOptions:
+        """every option set"""
+
     def __init__(
         self,
         *,
@@ -255,10 +264,10 @@ class GameView(_message.Message):
         your_seat: _builtins.int | None = ...,
         finished: _builtins.bool = ...,
         seats: _abc.Iterable[_builtins.str] | None = ...,
-        view: _struct_pb2.Struct | None = ...,
+        view: _views_pb2.View | None = ...,
         legal_actions: _abc.Iterable[_actions_pb2.Action] | None = ...,
         result: Global___GameResult | None = ...,
-        options: _struct_pb2.Struct | None = ...,
+        options: _events_pb2.GameOptions | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_your_seat", b"_your_seat", "options", b"options", "result", b"result", "view", b"view", "your_seat", b"your_seat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
@@ -371,8 +380,8 @@ class SubmitActionResponse(_message.Message):
         """the acting seat's view after the move"""
 
     @_builtins.property
-    def events(self) -> _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]:
-        """The move's events as the acting seat sees them (core.Event.for_seat)."""
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.Event]:
+        """The move's events as the acting seat sees them (its own secrets only)."""
 
     @_builtins.property
     def next(self) -> _containers.RepeatedCompositeFieldContainer[Global___GameView]:
@@ -386,7 +395,7 @@ class SubmitActionResponse(_message.Message):
         *,
         seq: _builtins.int = ...,
         view: Global___GameView | None = ...,
-        events: _abc.Iterable[_struct_pb2.Struct] | None = ...,
+        events: _abc.Iterable[_events_pb2.Event] | None = ...,
         next: _abc.Iterable[Global___GameView] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["view", b"view"]  # noqa: Y015
@@ -443,7 +452,7 @@ class GameUpdate(_message.Message):
     @_builtins.property
     def view(self) -> Global___GameView: ...
     @_builtins.property
-    def events(self) -> _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]:
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.Event]:
         """the move's events as the viewer sees them"""
 
     def __init__(
@@ -451,7 +460,7 @@ class GameUpdate(_message.Message):
         *,
         seq: _builtins.int = ...,
         view: Global___GameView | None = ...,
-        events: _abc.Iterable[_struct_pb2.Struct] | None = ...,
+        events: _abc.Iterable[_events_pb2.Event] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
@@ -501,8 +510,8 @@ class HistoryMove(_message.Message):
     @_builtins.property
     def time(self) -> _timestamp_pb2.Timestamp: ...
     @_builtins.property
-    def events(self) -> _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]:
-        """full-information events"""
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.Event]:
+        """full-information events (with owner)"""
 
     def __init__(
         self,
@@ -513,7 +522,7 @@ class HistoryMove(_message.Message):
         action: _actions_pb2.Action | None = ...,
         time: _timestamp_pb2.Timestamp | None = ...,
         request_id: _builtins.str = ...,
-        events: _abc.Iterable[_struct_pb2.Struct] | None = ...,
+        events: _abc.Iterable[_events_pb2.Event] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "time", b"time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
@@ -543,7 +552,7 @@ class GetHistoryResponse(_message.Message):
     seed: _builtins.int
     created_by: _builtins.str
     @_builtins.property
-    def options(self) -> _struct_pb2.Struct: ...
+    def options(self) -> _events_pb2.GameOptions: ...
     @_builtins.property
     def seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
@@ -555,7 +564,7 @@ class GetHistoryResponse(_message.Message):
     @_builtins.property
     def to_act(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
     @_builtins.property
-    def created_events(self) -> _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]:
+    def created_events(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.Event]:
         """Full-information events of the creation (seq 0): GameCreated (with the
         seed), the engine's opening events (the deal), the first TurnStarted.
         """
@@ -565,7 +574,7 @@ class GetHistoryResponse(_message.Message):
         *,
         game: _builtins.str = ...,
         game_id: _builtins.str = ...,
-        options: _struct_pb2.Struct | None = ...,
+        options: _events_pb2.GameOptions | None = ...,
         seed: _builtins.int = ...,
         seats: _abc.Iterable[_builtins.str] | None = ...,
         created_by: _builtins.str = ...,
@@ -573,7 +582,7 @@ class GetHistoryResponse(_message.Message):
         moves: _abc.Iterable[Global___HistoryMove] | None = ...,
         result: Global___GameResult | None = ...,
         to_act: _abc.Iterable[_builtins.int] | None = ...,
-        created_events: _abc.Iterable[_struct_pb2.Struct] | None = ...,
+        created_events: _abc.Iterable[_events_pb2.Event] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "options", b"options", "result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
