@@ -172,4 +172,5 @@ def call(endpoints: Endpoints, where: str, method: str, request_json: str, token
 
 
 def _as_dict(msg: Any) -> dict[str, Any]:
-    return json.loads(json_format.MessageToJson(msg, preserving_proto_field_name=True))
+    out: dict[str, Any] = json.loads(json_format.MessageToJson(msg, preserving_proto_field_name=True))
+    return out

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import typer
 
@@ -81,7 +81,7 @@ def _load() -> None:
 
 
 def state_name(state: int) -> str:
-    return lpb.LobbyState.Name(state).removeprefix("LOBBY_STATE_").lower() if state in lpb.LobbyState.values() \
+    return lpb.LobbyState.Name(cast("lpb.LobbyState.ValueType", state)).removeprefix("LOBBY_STATE_").lower() if state in lpb.LobbyState.values() \
         else "?"
 
 
@@ -243,7 +243,7 @@ def ask_new_password() -> str:
                        f"{len(password)}); try again.")
             continue
         if typer.prompt("Repeat for confirmation", hide_input=True) == password:
-            return password
+            return str(password)
         typer.echo("The two passwords differ; try again.")
 
 

@@ -93,7 +93,7 @@ def _build(game: str, tokens: list[str], legal: Sequence[Mapping[str, Any]]) -> 
         if game == "hearts" and legal_kinds == {"pass_card"}:
             kind = "pass_card"
         elif len(legal_kinds) == 1:
-            kind = next(iter(legal_kinds))
+            kind = next(iter(legal_kinds)) or ""
         else:
             kind = DEFAULT_TYPE.get(game, "")
         rest = tokens

@@ -166,6 +166,7 @@ class Table:
             if self._catch_up(updates):
                 return "moved"  # the position changed under us: the loop shows it afresh
             v = self.view
+            assert v is not None  # set before the first turn; only ever replaced by a newer view
             choices = f"{len(legal)} choice{'s' if len(legal) != 1 else ''}"
             self.console.print(Text(f"move {v.seq} · your turn ({choices}; h for help) > ",
                                     style="bold yellow"), end="")

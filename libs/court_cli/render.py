@@ -195,7 +195,7 @@ def describe_action(game: str, a: Mapping[str, Any], names: Names, view: Mapping
         if kind == "place":
             i = a.get("tower", 0)
             seat = view.get("seat")
-            towers = []
+            towers: list[Any] = []
             for p in view.get("players") or ():
                 if p.get("seat") == seat:
                     towers = p.get("towers") or []
@@ -242,7 +242,9 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
     """One event in words; ``None`` for bookkeeping events not worth a line."""
     t = e.get("type", "?")
     who = names.short(_seat_of(e))
-    c = (lambda card: card_word(card, fancy))  # noqa: E731
+    def c(card: str | None) -> str:
+        return card_word(card, fancy)
+
     if t in ("TurnStarted", "GameCreated", "ActionApplied", "HandDealt", "PassCardsChosen", "SwapVoted", "TurnEnded",
              "Defended"):
         return None
@@ -381,8 +383,8 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
         if t == "DrawAgainEnded":
             return None
         if t == "GameEnded":
-            winners = e.get("winners") or []
-            return f"Game over after {e.get('turns')} turns: {', '.join(names.short(w) for w in winners) or 'nobody'} won"
+            won = e.get("winners") or []
+            return f"Game over after {e.get('turns')} turns: {', '.join(names.short(w) for w in won) or 'nobody'} won"
     fields = ", ".join(f"{k}={v}" for k, v in e.items() if k != "type")
     return f"{t}: {fields}" if fields else t
 

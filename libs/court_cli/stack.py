@@ -83,7 +83,7 @@ class StackError(Exception):
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 def _port_of(address: str, what: str) -> int:
@@ -329,7 +329,8 @@ class LocalStack:
     @staticmethod
     def read_stack_file(state_dir: Path) -> dict[str, Any] | None:
         try:
-            return json.loads((Path(state_dir) / STACK_FILE).read_text())
+            doc: dict[str, Any] | None = json.loads((Path(state_dir) / STACK_FILE).read_text())
+            return doc
         except (OSError, ValueError):
             return None
 

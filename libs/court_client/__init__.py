@@ -8,12 +8,12 @@ safe retries (the terminal client, the bot service, tests and benchmarks use it)
   in their engine (JSON) form; ``options_proto(game, options)``: typed options from JSON
 """
 
+from .base import new_request_id
 from .rules import (
                     RulesClient,
                     action,
                     action_json,
                     event_dict,
-                    new_request_id,
                     options_proto,
                     result_dict,
                     view_dict,

@@ -145,7 +145,7 @@ class RankingClient(ServiceClient):
     async def profile(self, player_id: str = "") -> rpb.Profile:
         return await self._read(self.stub.GetProfile, rpb.GetProfileRequest(player_id=player_id))
 
-    async def leaderboard(self, game: str, *, limit: int = 10, metric: int = rpb.METRIC_RATING, offset: int = 0,
+    async def leaderboard(self, game: str, *, limit: int = 10, metric: rpb.Metric.ValueType = rpb.METRIC_RATING, offset: int = 0,
                           around: str = "") -> rpb.Leaderboard:
         return await self._read(self.stub.GetLeaderboard, rpb.GetLeaderboardRequest(
             game=game, limit=limit, metric=metric, offset=offset, around=around))

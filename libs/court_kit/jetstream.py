@@ -99,7 +99,7 @@ async def connect(servers: Sequence[str] | str, name: str, *, give_up_after: flo
         name=name,
         allow_reconnect=True,
         max_reconnect_attempts=-1,
-        reconnect_time_wait=0.25,
+        reconnect_time_wait=0.25,  # type: ignore[arg-type]  # nats-py annotates int; it sleeps on a float
         connect_timeout=2,
         ping_interval=10,
         max_outstanding_pings=3,
@@ -412,7 +412,7 @@ class Publisher:
         for result in done:
             if isinstance(result, BaseException):
                 raise result
-        return list(done)
+        return [r for r in done if not isinstance(r, BaseException)]
 
     async def close(self) -> None:
         if self._sub is not None:

@@ -146,7 +146,7 @@ async def add_health_and_reflection(server: grpc.aio.Server, service_names: Sequ
             await main_stop(grace)
             await probe.stop(None)
 
-        server.stop = stop_both  # type: ignore[method-assign]
+        server.stop = stop_both
     for name in ("", LIVENESS, *service_names):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
     if reflection_on:
@@ -199,7 +199,7 @@ def _metadata(details: grpc.HandlerCallDetails) -> tuple[str, str]:
     return token, rid
 
 
-class EdgeInterceptor(grpc.aio.ServerInterceptor):
+class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
     """Auth, request ids, logging context, metrics and error mapping for every call.
 
     ``public_methods`` (full names such as ``/court.lobby.v1.LobbyService/Login``)

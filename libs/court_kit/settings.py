@@ -88,15 +88,6 @@ def _int(name: str, raw: str, lo: int, hi: int) -> int:
     return v
 
 
-def _bool(name: str, raw: str) -> bool:
-    v = raw.strip().lower()
-    if v in ("on", "true", "1", "yes"):
-        return True
-    if v in ("off", "false", "0", "no"):
-        return False
-    raise ConfigError(f"{name} must be on or off, got {raw!r}")
-
-
 def _float(name: str, raw: str, lo: float) -> float:
     try:
         v = float(raw)

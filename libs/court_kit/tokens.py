@@ -144,7 +144,8 @@ class TrustedKey:
     dev: bool = False
 
     def jwk(self) -> dict[str, Any]:
-        out = {"kty": "OKP", "crv": "Ed25519", "alg": ALGORITHM, "use": "sig", "kid": self.kid, "iss": self.issuer,
+        out: dict[str, Any] = {"kty": "OKP", "crv": "Ed25519", "alg": ALGORITHM, "use": "sig", "kid": self.kid,
+               "iss": self.issuer,
                "x": _b64(_raw_public(self.key))}
         if self.dev:
             out["court_dev"] = True
@@ -162,7 +163,7 @@ def _parse_jwk(entry: Any, where: str) -> tuple[str, str, bool]:
     kid, iss = entry.get("kid"), entry.get("iss")
     if not isinstance(kid, str) or not kid or len(kid) > 64:
         raise ConfigError(f"{where}: every key needs a kid (1 to 64 characters)")
-    if iss not in MINTS:
+    if not isinstance(iss, str) or iss not in MINTS:
         raise ConfigError(f"{where}: key {kid!r} belongs to issuer {str(iss)[:32]!r}, which mints no tokens; "
                           f"issuers: {', '.join(MINTS)} (rules and ranking mint nothing)")
     return kid, iss, bool(entry.get("court_dev", False))

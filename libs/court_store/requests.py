@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy import Table, select, update
@@ -36,7 +36,7 @@ from .db import insert_ignore
 MAX_REQUEST_ID = 64
 
 
-def request_columns(caller: str = "account_id") -> list[sa.Column]:
+def request_columns(caller: str = "account_id") -> list[sa.Column[Any]]:
     """The columns every request table has (``caller`` names the caller's column)."""
     return [
         sa.Column(caller, sa.String(64), primary_key=True),
@@ -123,6 +123,6 @@ def claim(s: Session, table: Table, c: Claim) -> Stored | None:
 
 def answer(s: Session, table: Table, c: Claim, response: bytes, code: int = 0) -> bool:
     """Store the answer of a claimed (or pending) request; False when one was stored before."""
-    done = s.execute(update(table).where(_key(table, c), table.c.response.is_(None))
-                     .values(response=response, code=code))
+    done = cast("sa.CursorResult[Any]", s.execute(update(table).where(_key(table, c), table.c.response.is_(None))
+                                                  .values(response=response, code=code)))
     return done.rowcount == 1

@@ -485,7 +485,7 @@ def playout_action(state: State, player: int, legal: tuple[Action, ...], rng: ra
     if ph in (Phase.TURN, Phase.ACE):
         net, ci, k, t, ti, _, _ = best_kill(state.courts, state.out, player, eq)
         if net > 0:
-            a = (ATTACK, ci, k, t, ti, REMOVE_COURT)
+            a: Action = (ATTACK, ci, k, t, ti, REMOVE_COURT)
             if a in legal:
                 return a
         return (DEFEND,) if ph is Phase.TURN and (DEFEND,) in legal else legal[-1]
@@ -949,10 +949,12 @@ def search(pub: Public, rng: random.Random, *, iterations: int | None = None, bu
                         sc = st[1] / st[0] + exploration * sqrt(lt / st[0])
                         if sc > best_s:
                             best_s, action = sc, a
-            st = stats.get(action)
-            fresh = st is None
-            if fresh:
+            got = stats.get(action)
+            fresh = got is None
+            if got is None:
                 st = stats[action] = [0, 0.0, {}]
+            else:
+                st = got
             m.step(action)
             path.append((st, p))
             if fresh:

@@ -530,7 +530,7 @@ def play_card(pub: Public, lm: int) -> int:
     last = len(trick) == 3
     if lm & suit:
         under = lm & (BIT[w] - 1)
-        if shooter >= 0 and winner == shooter and (sum(POINTS[c] for c in trick) or not last):
+        if shooter >= 0 and winner == shooter and (sum(POINTS[c] for c in trick) > 0 or not last):
             over = lm & ~(BIT[w] - 1)
             if over:
                 return _high(over & ~QS_BIT or over)  # take the trick from the shooter

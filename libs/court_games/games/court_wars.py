@@ -555,10 +555,12 @@ def legal_actions(state: State, player: int | None = None) -> tuple[Action, ...]
     ph = state.phase
     mine = state.courts[p]
     eq = state.options.equal_guards
-    if ph is Phase.SETUP:
-        return (*((SETUP_PLACE, i) for i, c in enumerate(mine) if _fits(c, state.pending, eq)), (SETUP_DISCARD,))
-    if ph is Phase.PLACE:
-        return (*((PLACE, i) for i, c in enumerate(mine) if _fits(c, state.pending, eq)), (DISCARD,))
+    if ph is Phase.SETUP or ph is Phase.PLACE:
+        card = state.pending
+        assert card is not None  # a guard is in hand in these phases
+        if ph is Phase.SETUP:
+            return (*((SETUP_PLACE, i) for i, c in enumerate(mine) if _fits(c, card, eq)), (SETUP_DISCARD,))
+        return (*((PLACE, i) for i, c in enumerate(mine) if _fits(c, card, eq)), (DISCARD,))
     if ph is Phase.JOKER:
         down = [(REVIVE, i) for i, c in enumerate(mine) if not c.standing]
         return tuple(down) if down else ((DISCARD,),)
@@ -603,7 +605,7 @@ def _simple_ok(state: State, p: int, a: Action) -> bool:
         place, drop = (SETUP_PLACE, SETUP_DISCARD) if ph is Phase.SETUP else (PLACE, DISCARD)
         if a == (drop,):
             return True
-        return (code == place and court is not None
+        return (code == place and court is not None and state.pending is not None
                 and _fits(state.courts[p][court], state.pending, state.options.equal_guards))
     if ph is Phase.JOKER:
         down = any(not c.standing for c in state.courts[p])
@@ -680,6 +682,7 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
         w.next_setup_pick()
     elif code == SETUP_DISCARD:
         card = w.pending
+        assert card is not None  # legal only with a card in hand
         w.pending = None
         w.put_discard([card], "setup: player's choice")
         w.next_setup_pick()
@@ -698,6 +701,7 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
         w.end_turn()
     elif code == DISCARD:
         card = w.pending
+        assert card is not None  # legal only with a card in hand
         w.pending = None
         w.put_discard([card], "player's choice" if is_guard(card) else "joker: no defeated court")
         w.end_turn()

@@ -165,8 +165,8 @@ class Match:
     options: Options
     seed: int
     hand_no: int  # the hand being played (the last one once the game is over)
-    totals: tuple[int, int, int, int]
-    history: tuple[tuple[int, int, int, int], ...]  # scored points of every completed hand
+    totals: tuple[int, ...]  # one per seat (four)
+    history: tuple[tuple[int, ...], ...]  # scored points of every completed hand, one per seat
     decks: tuple[tuple[int, ...], ...]  # the vector's decks as card ids (empty: shuffle every hand)
 
     @property
@@ -200,7 +200,8 @@ _new_object = object.__new__
 assert State.__slots__ == ("match", "phase", "acting", "hands", "trick", "tricks", "won", "pending")
 
 
-def _state(match, phase, acting, hands, trick, tricks, won, pending) -> State:
+def _state(match: Match, phase: Phase, acting: tuple[int, ...], hands: Any, trick: tuple[int, ...], tricks: Any,
+           won: Any, pending: Any) -> State:
     s = _new_object(State)
     _s_match(s, match)
     _s_phase(s, phase)
@@ -249,7 +250,7 @@ def _game_over(totals: Sequence[int], limit: int) -> bool:
     return max(totals) >= limit
 
 
-def _over_state(match: Match, won=_ZERO4, tricks=(), pending=_ZERO4) -> State:
+def _over_state(match: Match, won: Any = _ZERO4, tricks: Any = (), pending: Any = _ZERO4) -> State:
     return _state(match, _OVER, (), _ZERO4, (), tricks, won, pending)
 
 

@@ -535,7 +535,7 @@ def start(options: Options, seed: int, decks: Sequence[Sequence[str] | None] | N
             d = core.seeded_shuffle(full, seed, "deal", i)
         dks.append(d)
     if mode == "shared":
-        players = (_new_player(()), _new_player(()))
+        players: tuple[Player, ...] = (_new_player(()), _new_player(()))
         qa = sum(1 for c in dks[0] if c[0] in "QA")
         s = State(mode, seed, players, Phase.DRAW, 0, (), (), (), dks[0], (), qa, qa)
     else:
