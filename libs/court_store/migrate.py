@@ -3,13 +3,17 @@
 A service's ``migrations/env.py`` is two lines (``run_env(context, metadata)``); ``upgrade`` runs
 it against an engine. Both services may share one PostgreSQL database: their version tables
 (``alembic_version_<service>``) and table names are distinct. On PostgreSQL the upgrade holds an
-advisory lock, so replicas starting together migrate once.
+advisory lock, so replicas starting together migrate once; on a SQLite file an exclusive lock on
+the file ``<database>.migrate-lock`` beside it does the same (two replicas sharing one file, as in
+the local stack and the replica tests, must not both run a revision's ALTER TABLE).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,9 +49,25 @@ def upgrade(engine: Engine, migrations_dir: str | Path, service: str, revision: 
                 conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
                 conn.commit()
         else:
-            command.upgrade(_config(Path(migrations_dir), service, conn), revision)
-            conn.commit()
+            with _sqlite_file_lock(engine):
+                command.upgrade(_config(Path(migrations_dir), service, conn), revision)
+                conn.commit()
     return current_revision(engine, service)
+
+
+@contextlib.contextmanager
+def _sqlite_file_lock(engine: Engine) -> Iterator[None]:
+    """Holds an exclusive ``flock`` on ``<database>.migrate-lock`` (nothing for an in-memory database)."""
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:" or database.startswith("file:"):
+        yield
+        return
+    with open(f"{database}.migrate-lock", "a+b") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
 
 class SchemaNotCurrent(RuntimeError):
