@@ -61,8 +61,12 @@ def result_dict(result: rules_pb2.GameResult) -> dict[str, Any]:
 
 def options_proto(game: str, options: Mapping[str, Any] | None) -> Any:
     """Typed ``court.games.v1.GameOptions`` from the options' JSON (docs/rules/); keys left out
-    take their defaults. ``typed.TypedError`` (a ValueError) names a key the game does not have."""
-    return typed.options_to_proto(game, options) if options else typed.GameOptions()
+    take their defaults. ``typed.TypedError`` (a ValueError) names a key the game does not have.
+    A game with no options message here (not one of ``typed.GAMES``) gets no options: the
+    service answers INVALID_ARGUMENT naming the games it has."""
+    if not options or game not in typed.GAMES:
+        return typed.GameOptions()
+    return typed.options_to_proto(game, options)
 
 
 class RulesClient(ServiceClient):

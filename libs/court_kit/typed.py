@@ -32,6 +32,7 @@ from court_games.core import Event as EngineEvent
 from court_games.core import InvalidOptions
 from court_proto.court.games.v1 import common_pb2, events_pb2, views_pb2
 from google.protobuf.message import Message
+from google.protobuf.unknown_fields import UnknownFieldSet
 
 Descriptor = Any  # google.protobuf.descriptor.Descriptor (upb's has no stubs mypy can follow)
 FieldDescriptor = Any
@@ -445,15 +446,33 @@ def options_from_proto(msg: Any) -> dict[str, Any]:
     return _OPTIONS_FROM(msg)  # type: ignore[no-any-return]
 
 
+def _unknown_numbers(msg: Message) -> list[int]:
+    fields = UnknownFieldSet(msg)
+    return sorted({fields[i].field_number for i in range(len(fields))})
+
+
 def requested_options(game: str, msg: Any) -> dict[str, Any]:
     """A request's options for ``game`` as the engine's dict of the fields set (``{}``: no case set,
-    every default). ``InvalidOptions`` (INVALID_ARGUMENT) when they are another game's."""
+    every default). ``InvalidOptions`` (INVALID_ARGUMENT) when they are another game's, or carry
+    fields this server does not know (a newer client's option: ignoring it would play other rules)."""
+    unknown = _unknown_numbers(msg)
+    if unknown:
+        raise InvalidOptions(f"options for a game this server does not know (field {', '.join(map(str, unknown[:5]))} "
+                             f"of GameOptions); its games are {', '.join(GAMES)}: set options.{game} "
+                             f"(or no options, for the defaults)")
     case = msg.WhichOneof("game")
     if case is None:
         return {}
     if case != game:
         raise InvalidOptions(f"the options are for {case} but the game is {game}: set options.{game} "
                              f"(or no options, for the defaults)")
+    inner = getattr(msg, case)
+    unknown = _unknown_numbers(inner)
+    if unknown:
+        known = ", ".join(f.name for f in inner.DESCRIPTOR.fields)
+        shown = ", ".join(map(str, unknown[:5])) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        raise InvalidOptions(f"unknown option(s) for {game}: field number(s) {shown} of "
+                             f"{inner.DESCRIPTOR.name}, which this server does not know; known: {known}")
     return _OPTIONS_FROM(msg)  # type: ignore[no-any-return]
 
 

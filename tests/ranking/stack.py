@@ -12,7 +12,7 @@ from typing import Any
 
 import grpc
 import pytest
-from court_client import RulesClient
+from court_client import RulesClient, options_proto
 from court_kit import typed
 from court_kit.natsauth import authorization_block
 from court_kit.settings import Settings
@@ -80,10 +80,12 @@ class Player:
     async def balance(self) -> int:
         return (await self.rank("GetBalance", rpb.GetBalanceRequest())).points
 
-    async def create_lobby(self, game: str, options: dict[str, Any], *, online: bool = True, ante: int = 0,
-                           private: bool = False) -> lpb.Lobby:
+    async def create_lobby(self, game: str, options: dict[str, Any] | typed.GameOptions, *, online: bool = True,
+                           ante: int = 0, private: bool = False) -> lpb.Lobby:
+        """``options``: the JSON form (as a client sends it) or a ready ``GameOptions`` (e.g. one
+        carrying fields this server does not know)."""
         req = lpb.CreateLobbyRequest(request_id=rid(), game=game, online=online, ante=ante, private=private)
-        req.options.CopyFrom(typed.options_to_proto(game, options))
+        req.options.CopyFrom(options if isinstance(options, typed.GameOptions) else options_proto(game, options))
         return await self.call("CreateLobby", req)
 
     async def join(self, lobby_id: str, code: str = "") -> lpb.Lobby:
