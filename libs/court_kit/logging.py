@@ -9,8 +9,11 @@ Standard-library logging (grpc, nats) goes through the same renderer.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import sys
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import structlog
@@ -22,7 +25,7 @@ def configure_logging(service: str, fmt: str = "json", level: str = "info", stre
     """Route structlog and stdlib logging to one renderer on ``stream`` (default stderr)."""
     lvl = _LEVELS.get(level, logging.INFO)
     shared: list[Any] = [
-        structlog.contextvars.merge_contextvars,
+        merge_context,
         structlog.stdlib.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         _add_service(service),
@@ -71,13 +74,36 @@ def get_logger(name: str | None = None, **initial: Any) -> Any:
     return structlog.get_logger(name, **initial)
 
 
+# The bound context: one immutable dict per task (a ContextVar, so it follows the asyncio task
+# and a task's binds never reach its parent), replaced whole on each bind: one set per call,
+# where structlog.contextvars keeps a ContextVar per key.
+_CONTEXT: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar("court_log_context",
+                                                                            default=MappingProxyType({}))
+
+
+def merge_context(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    """The structlog processor adding the bound context (the event's own keys win)."""
+    ctx = _CONTEXT.get()
+    return {**ctx, **event} if ctx else event
+
+
 def bind(**values: Any) -> None:
     """Bind context (``request_id``, ``game_id``, ...) to every log line of this task."""
-    structlog.contextvars.bind_contextvars(**values)
+    _CONTEXT.set({**_CONTEXT.get(), **values})
+
+
+def bind_only(**values: Any) -> None:
+    """``clear()`` then ``bind(**values)``, in one step (the gRPC edge, at the start of each call)."""
+    _CONTEXT.set(values)
+
+
+def bound() -> dict[str, Any]:
+    """The context bound in this task."""
+    return dict(_CONTEXT.get())
 
 
 def clear() -> None:
-    structlog.contextvars.clear_contextvars()
+    _CONTEXT.set({})
 
 
 class StateLog:

@@ -19,6 +19,9 @@
   within COURT_SHUTDOWN_GRACE + 3 s (the process exits then even if a clean-up hangs). This holds
   for a service running as PID 1 in a container too (no init needed): PID 1 ignores only signals
   it has no handler for. A second SIGTERM/SIGINT exits at once.
+* ``run_loop(main, loop)``: run a coroutine to completion on the event loop COURT_EVENT_LOOP names
+  (``uvloop``, the default, or ``asyncio``); ``run_service`` and make bench's ceiling use it, so
+  both run on the same loop.
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from typing import Any, Protocol, TypeVar
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -44,11 +47,12 @@ from grpc_reflection.v1alpha import reflection
 from . import logging as klog
 from .errors import InvalidArgument, Unauthenticated, status_for
 from .health import LIVENESS, Check, Readiness
-from .metrics import GRPC_IN_FLIGHT, GRPC_REQUESTS, GRPC_SECONDS
+from .metrics import GRPC
 from .settings import ConfigError, Settings, listen_host_port
 from .tokens import Identity, TokenError, Verifier, preflight
 
 log = klog.get_logger("court_kit.server")
+T = TypeVar("T")
 
 _IDENTITY: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("court_identity", default=None)
 _REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("court_request_id", default="")
@@ -56,6 +60,31 @@ _REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("court_request
 OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 MAX_MESSAGE = 8 * 1024 * 1024
 MAX_STREAMS = 100
+
+
+def loop_factory(loop: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop factory COURT_EVENT_LOOP names (``None``: the standard library's)."""
+    if loop == "asyncio":
+        return None
+    if loop != "uvloop":
+        raise ConfigError(f"COURT_EVENT_LOOP must be uvloop or asyncio, got {loop[:20]!r}")
+    try:
+        import uvloop  # noqa: PLC0415 - only the processes that run on it import it
+    except ImportError:
+        raise ConfigError("COURT_EVENT_LOOP is uvloop but uvloop is not installed here: install it "
+                          "(it is a dependency of court) or set COURT_EVENT_LOOP=asyncio") from None
+    return uvloop.new_event_loop
+
+
+def run_loop(main: Coroutine[Any, Any, T], loop: str = "uvloop") -> T:
+    """``asyncio.run(main)`` on the event loop named ``loop`` (``uvloop`` or ``asyncio``)."""
+    try:
+        factory = loop_factory(loop)
+    except ConfigError:
+        main.close()
+        raise
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(main)
 
 
 def current_identity() -> Identity:
@@ -188,10 +217,9 @@ def _check_decoded(request: Any) -> None:
                                  else "it is not a valid message of this method"))
 
 
-def _metadata(details: grpc.HandlerCallDetails) -> tuple[str, str]:
+def _metadata(metadata: Iterable[tuple[str, str]] | None) -> tuple[str, str]:
     token = rid = ""
-    for item in details.invocation_metadata or ():
-        key, value = item
+    for key, value in metadata or ():
         if key == "authorization":
             token = value[7:].strip() if value[:7].lower() == "bearer " else value.strip()
         elif key == "x-request-id":
@@ -204,11 +232,17 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc
 
     ``public_methods`` (full names such as ``/court.lobby.v1.LobbyService/Login``)
     run without a token; health and reflection always do.
+
+    Each method's wrapped handler is built once and kept (the servicer's handlers are fixed
+    when it is added to the server): per call the edge reads the metadata, verifies the token
+    (``Verifier`` caches verified tokens), sets the logging context once and counts the call in
+    plain per-method counters (``court_kit.metrics.GRPC``).
     """
 
     def __init__(self, verifier: Verifier, *, public_methods: Iterable[str] = ()):
         self._verifier = verifier
         self._public = frozenset(public_methods)
+        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
     async def intercept_service(
         self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
@@ -216,85 +250,109 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(details)
         method = details.method
+        known = self._wrapped.get(method)
+        if known is not None and known[0] is handler:
+            return known[1]
         if handler is None or method.startswith(OPEN_PREFIXES):
             return handler
-        token, rid = _metadata(details)
         public = method in self._public
         if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                self._unary(handler.unary_unary, method, token, rid, public),
+            wrapped = grpc.unary_unary_rpc_method_handler(
+                self._unary(handler.unary_unary, method, public),
                 request_deserializer=_lenient(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                self._stream(handler.unary_stream, method, token, rid, public),
+        elif handler.unary_stream is not None:
+            wrapped = grpc.unary_stream_rpc_method_handler(
+                self._stream(handler.unary_stream, method, public),
                 request_deserializer=_lenient(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
-        return handler  # client- and bidi-streaming calls: none of ours yet
+        else:
+            return handler  # client- and bidi-streaming calls: none of ours yet
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
 
-    def _enter(self, method: str, token: str, rid: str, public: bool) -> None:
+    def _enter(self, context: grpc.aio.ServicerContext, method: str, public: bool) -> None:
+        token, rid = _metadata(context.invocation_metadata())
         rid = rid or uuid.uuid4().hex
         _REQUEST_ID.set(rid)
-        klog.clear()
-        klog.bind(request_id=rid, method=method)
         if public and not token:
             _IDENTITY.set(None)
+            klog.bind_only(request_id=rid, method=method)
             return
-        ident = self._verifier.verify(token)  # TokenError -> UNAUTHENTICATED
+        try:
+            ident = self._verifier.verify(token)  # TokenError -> UNAUTHENTICATED
+        except TokenError:
+            klog.bind_only(request_id=rid, method=method)
+            raise
         _IDENTITY.set(ident)
-        klog.bind(sub=ident.sub, role=ident.role)
+        klog.bind_only(request_id=rid, method=method, sub=ident.sub, role=ident.role)
 
-    async def _fail(self, context: grpc.aio.ServicerContext, method: str, exc: Exception) -> None:
+    async def _fail(self, context: grpc.aio.ServicerContext, exc: Exception) -> None:
+        """Abort the call with the status ``exc`` maps to (raises ``grpc.aio.AbortError``)."""
         st = status_for(exc)
         if st is None:
             log.exception("unhandled error", error_type=type(exc).__name__)
             st = (grpc.StatusCode.INTERNAL, "internal error (logged with the request id)")
         elif st[0] in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED):
             log.info("call failed", code=st[0].name, reason=st[1])
-        GRPC_REQUESTS.labels(method, st[0].name).inc()
         await context.abort(st[0], st[1])
 
-    def _unary(self, inner: Any, method: str, token: str, rid: str, public: bool) -> Any:
-        in_flight = GRPC_IN_FLIGHT.labels(method)
+    def _unary(self, inner: Any, method: str, public: bool) -> Any:
+        stats = GRPC.method(method)
+        perf_counter = time.perf_counter
 
         async def behavior(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            t0 = time.perf_counter()
-            in_flight.inc()
+            t0 = perf_counter()
+            stats.in_flight += 1
+            code = "OK"
             try:
-                self._enter(method, token, rid, public)
+                self._enter(context, method, public)
                 _check_decoded(request)
-                response = await inner(request, context)
+                return await inner(request, context)
             except grpc.aio.AbortError:
-                GRPC_REQUESTS.labels(method, "ABORTED_BY_HANDLER").inc()
+                code = "ABORTED_BY_HANDLER"
                 raise
-            except TokenError as exc:
-                await self._fail(context, method, exc)
             except Exception as exc:  # noqa: BLE001 - mapped to a status here, once
-                await self._fail(context, method, exc)
+                code = _status_name(exc)
+                await self._fail(context, exc)
             finally:
-                in_flight.dec()
-                GRPC_SECONDS.labels(method).observe(time.perf_counter() - t0)
-            GRPC_REQUESTS.labels(method, "OK").inc()
-            return response
+                stats.in_flight -= 1
+                stats.done(code, perf_counter() - t0)
 
         return behavior
 
-    def _stream(self, inner: Any, method: str, token: str, rid: str, public: bool) -> Any:
+    def _stream(self, inner: Any, method: str, public: bool) -> Any:
+        stats = GRPC.method(method)
+
         async def behavior(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            stats.in_flight += 1
+            code = "OK"
             try:
-                self._enter(method, token, rid, public)
+                self._enter(context, method, public)
                 _check_decoded(request)
                 async for item in inner(request, context):
                     yield item
             except grpc.aio.AbortError:
+                code = "ABORTED_BY_HANDLER"
+                raise
+            except asyncio.CancelledError:
+                code = "CANCELLED"  # the client went away, or the server is stopping
                 raise
             except Exception as exc:  # noqa: BLE001
-                await self._fail(context, method, exc)
-            GRPC_REQUESTS.labels(method, "OK").inc()
+                code = _status_name(exc)
+                await self._fail(context, exc)
+            finally:
+                stats.in_flight -= 1
+                stats.codes[code] = stats.codes.get(code, 0) + 1  # a stream's lifetime is no handling time
 
         return behavior
+
+
+def _status_name(exc: Exception) -> str:
+    st = status_for(exc)
+    return "INTERNAL" if st is None else st[0].name
 
 
 async def serve_until_signalled(
@@ -484,7 +542,7 @@ def run_service(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], a
                 if signals.received is None:
                     migrate(settings)
                 return 0
-            asyncio.run(_serve(name, start, settings, signals))
+            run_loop(_serve(name, start, settings, signals), settings.event_loop)
         except ConfigError as exc:
             log.error("cannot start", error=str(exc))
             return 2

@@ -37,6 +37,8 @@ the same way)::
     COURT_LOG_FORMAT       json | console (default json)
     COURT_LOG_LEVEL        debug | info | warning | error (default info)
     COURT_STREAM_REPLICAS  JetStream replicas of the streams a service creates (default 1)
+    COURT_EVENT_LOOP       uvloop | asyncio: the event loop a service runs on (default uvloop, the
+                           cheaper one per call; asyncio is the standard library's)
     COURT_SHUTDOWN_GRACE   seconds in-flight calls get on SIGTERM (default 6; the process is gone
                            within this + 3 s, see court_kit.server)
     COURT_READY_INTERVAL, COURT_READY_TIMEOUT, COURT_READY_FAILURES
@@ -63,6 +65,7 @@ GRPC_PORTS = {"rules": 50051, "lobby": 50052, "ranking": 50053, "bot": 50054, "a
 METRICS_PORTS = {"rules": 9101, "lobby": 9102, "ranking": 9103, "bot": 9104, "analytics": 9105, "projector": 9106}
 LOG_FORMATS = ("json", "console")
 LOG_LEVELS = ("debug", "info", "warning", "error")
+EVENT_LOOPS = ("uvloop", "asyncio")
 
 
 class ConfigError(Exception):
@@ -143,6 +146,7 @@ class Settings:
     log_level: str = "info"
     stream_replicas: int = 1
     shutdown_grace: float = 6.0
+    event_loop: str = "uvloop"
     migrate_on_start: bool = True
     # COURT_* variables this object does not name, for a service's own settings
     extra: Mapping[str, str] = field(default_factory=dict)
@@ -193,6 +197,7 @@ class Settings:
             "log_level": get("LOG_LEVEL", "info").strip().lower(),
             "stream_replicas": _int("COURT_STREAM_REPLICAS", get("STREAM_REPLICAS", "1"), 1, 5),
             "shutdown_grace": _float("COURT_SHUTDOWN_GRACE", get("SHUTDOWN_GRACE", "6"), 0.0),
+            "event_loop": get("EVENT_LOOP", "uvloop").strip().lower(),
             "migrate_on_start": _bool("COURT_MIGRATE_ON_START", get("MIGRATE_ON_START", "true")),
         }
         known = {f"COURT_{f.name.upper()}" for f in dataclasses.fields(cls)} | {"COURT_ENV"}
@@ -224,6 +229,8 @@ class Settings:
             raise ConfigError(f"COURT_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {self.log_format!r}")
         if self.log_level not in LOG_LEVELS:
             raise ConfigError(f"COURT_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
+        if self.event_loop not in EVENT_LOOPS:
+            raise ConfigError(f"COURT_EVENT_LOOP must be one of {', '.join(EVENT_LOOPS)}, got {self.event_loop[:20]!r}")
         _check_address("COURT_LISTEN", self.listen)
         _check_address("COURT_METRICS_LISTEN", self.metrics_listen, allow_empty=True)
         _check_address("COURT_HEALTH_LISTEN", self.health_listen, allow_empty=True)

@@ -46,6 +46,24 @@ def test_environment_and_overrides() -> None:
     assert s.database_url == "sqlite:////var/lib/court/rules.db"
     assert s.extra_float("OUTBOX_SWEEP_DELAY", 5.0) == 2.5 and s.extra_int("GAME_CACHE", 7) == 7
     assert keys.ID_SECRET not in repr(s), "the secret never shows in logs of the settings"
+    assert s.event_loop == "uvloop", "services run on uvloop unless COURT_EVENT_LOOP says asyncio"
+    assert Settings.load("rules", {**env, "COURT_EVENT_LOOP": "asyncio"}).event_loop == "asyncio"
+
+
+@pytest.mark.parametrize(("name", "loop_type"), [("uvloop", "uvloop.Loop"), ("asyncio", "asyncio.unix_events")])
+def test_run_loop_runs_on_the_named_event_loop(name: str, loop_type: str) -> None:
+    """COURT_EVENT_LOOP's loop is the one run_service (and make bench's ceiling) run on."""
+    import asyncio
+
+    from court_kit.server import run_loop
+
+    async def which() -> str:
+        loop = asyncio.get_running_loop()
+        return f"{type(loop).__module__}.{type(loop).__name__}"
+
+    assert run_loop(which(), name).startswith(loop_type)
+    with pytest.raises(ConfigError, match="COURT_EVENT_LOOP must be uvloop or asyncio"):
+        run_loop(which(), "tokio")
 
 
 @pytest.mark.parametrize(("env", "needle"), [
@@ -56,6 +74,7 @@ def test_environment_and_overrides() -> None:
     ({"COURT_ENV": "dev", "COURT_NATS_URL": "http://x"}, "COURT_NATS_URL"),
     ({"COURT_ENV": "dev", "COURT_STREAM_REPLICAS": "many"}, "COURT_STREAM_REPLICAS"),
     ({"COURT_ENV": "dev", "COURT_RANKING_ADDR": "ranking"}, "COURT_RANKING_ADDR"),
+    ({"COURT_ENV": "dev", "COURT_EVENT_LOOP": "tokio"}, "COURT_EVENT_LOOP must be one of uvloop, asyncio"),
 ])
 def test_bad_settings_fail_at_start_up_naming_the_variable(env: dict, needle: str, tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:

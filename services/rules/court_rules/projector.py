@@ -271,7 +271,10 @@ class Projector:
                 log.error("a game-log message that is no record; skipped", subject=m.subject, error=str(exc))
                 rec = None
             games.setdefault(krec.game_id_of_log_subject(m.subject), []).append((m, rec))
-        await asyncio.gather(*(self._game(items, stop) for items in games.values()))
+        if len(games) == 1:  # the usual batch at low rates: no task per game (make bench: 14% of the CPU)
+            await self._game(next(iter(games.values())), stop)
+        else:
+            await asyncio.gather(*(self._game(items, stop) for items in games.values()))
 
     async def _game(self, items: list[tuple[Any, records_pb2.Record | None]], stop: asyncio.Event) -> None:
         delay = 0.05
