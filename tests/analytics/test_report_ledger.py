@@ -22,8 +22,7 @@ import grpc
 import pytest
 from court_analytics.app import AnalyticsApp
 from court_cli.analytics import render, run_queries
-from court_client import BotClient
-from court_kit.structs import to_struct
+from court_client import BotClient, options_proto
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 
@@ -55,7 +54,7 @@ async def play_seat(stack: Stack, person: Player, game_id: str, seat: int, bot_a
 async def online_game(stack: Stack, people: list[Player], bots: list[str], ante: int, bot_address: str) -> str:
     """An online Queen's Court lobby: the people (the first hosts), then the bots; started and played out."""
     req = lpb.CreateLobbyRequest(request_id=rid(), game="queens_court", online=True, ante=ante)
-    to_struct({"players": len(people) + len(bots)}, req.options)
+    req.options.CopyFrom(options_proto("queens_court", {"players": len(people) + len(bots)}))
     host = people[0]
     lobby = await host.call("CreateLobby", req)
     for p in people[1:]:

@@ -68,6 +68,11 @@ async def test_invalid_argument(replicas: Any, rules: Any, table: dict[str, Any]
             request_id="other-game", game="queens_court", seats=PLAYERS,
             options=typed.options_to_proto("hearts", {"limit": 50})), metadata=lobby0.metadata()),
          "the options are for hearts but the game is queens_court"),
+        (lobby0.stub.CreateGame(rules_pb2.CreateGameRequest(
+            request_id="newer-option", game="queens_court", seats=PLAYERS,
+            options=typed.GameOptions.FromString(bytes([0x0A, 5, 0x08, 3, 0xB8, 0x06, 1]))),  # players 3, field 103: 1
+            metadata=lobby0.metadata()),
+         "unknown option(s) for queens_court: field number(s) 103"),
         (lobby0.create_game("queens_court", ["a", "b"], {"players": 3}), "seats 3 players"),
         (lobby0.create_game("queens_court", ["a", "", "c"], {"players": 3}), "seat id"),
         (lobby0.create_game("queens_court", PLAYERS, {"players": 3}, request_id=""), "request_id"),

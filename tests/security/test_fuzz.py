@@ -184,11 +184,12 @@ async def call(ctx: dict[str, Any], svc: Any, method: Any, request: Any, who: st
             stream = channel.unary_stream(path, request_serializer=lambda m: m.SerializeToString(),
                                           response_deserializer=bytes)(request, metadata=md, timeout=30)
             try:
-                await asyncio.wait_for(stream.read(), 3)  # the first update, or an open stream waiting: fine
+                await asyncio.wait_for(stream.read(), 3)  # the first update, or the end of the stream
             except TimeoutError:
-                pass
-            if stream.done():
-                await stream  # raises its status if it ended with one
+                pass  # an open stream waiting: fine (wait_for cancelled the read, and the call with it)
+            else:
+                if stream.done():
+                    code = await stream.code()  # the status it ended with (a refusal raised from read)
             stream.cancel()
         else:
             await channel.unary_unary(path, request_serializer=lambda m: m.SerializeToString(),

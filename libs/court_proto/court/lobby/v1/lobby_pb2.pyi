@@ -378,7 +378,8 @@ class CreateLobbyRequest(_message.Message):
     @_builtins.property
     def options(self) -> _events_pb2.GameOptions:
         """The game's options (docs/rules/): the case must be `game`; unset fields
-        (or no case at all) take their defaults.
+        (or no case at all) take their defaults. A field this server's protos do
+        not have (a newer client's option) is INVALID_ARGUMENT, never ignored.
         """
 
     def __init__(

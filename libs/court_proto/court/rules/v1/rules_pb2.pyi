@@ -93,7 +93,8 @@ class CreateGameRequest(_message.Message):
     @_builtins.property
     def options(self) -> _events_pb2.GameOptions:
         """The game's options (docs/rules/): the case must be `game`; a field (or
-        the whole message) left unset takes its default.
+        the whole message) left unset takes its default. A field this server's
+        protos do not have (a newer client's option) is INVALID_ARGUMENT.
         """
 
     @_builtins.property
