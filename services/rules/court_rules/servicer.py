@@ -105,6 +105,64 @@ def _check_seat(entry: GameEntry, seat: int) -> int:
     return seat
 
 
+class Wakes:
+    """One NATS subscription per watched game on this replica, fanned out to its watchers in
+    process (each WatchGame stream had its own, so nats-server sent every move once per watcher)."""
+
+    def __init__(self, nc: Any):
+        self.nc = nc
+        self._games: dict[str, tuple[Any, set[asyncio.Queue[Any]]]] = {}
+        self._pending: dict[str, asyncio.Future[Any]] = {}
+
+    async def join(self, subject: str) -> asyncio.Queue[Any]:
+        """A queue of the subject's messages from now on (the subscription is on the connection
+        before this returns, so it precedes any later request of this replica's)."""
+        q: asyncio.Queue[Any] = asyncio.Queue()
+        while True:
+            held = self._games.get(subject)
+            if held is not None:
+                held[1].add(q)
+                return q
+            pending = self._pending.get(subject)
+            if pending is not None:
+                await asyncio.shield(pending)
+                continue
+            fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._pending[subject] = fut
+            queues: set[asyncio.Queue[Any]] = {q}
+
+            async def fan_out(msg: Any, queues: set[asyncio.Queue[Any]] = queues) -> None:
+                for w in queues:
+                    w.put_nowait(msg)
+
+            try:
+                sub = await self.nc.subscribe(subject, cb=fan_out)
+            except BaseException as exc:
+                fut.set_exception(exc)
+                fut.exception()
+                raise
+            finally:
+                del self._pending[subject]
+            self._games[subject] = (sub, queues)
+            fut.set_result(None)
+            return q
+
+    async def leave(self, subject: str, q: asyncio.Queue[Any]) -> None:
+        held = self._games.get(subject)
+        if held is None:
+            return
+        held[1].discard(q)
+        if not held[1]:
+            del self._games[subject]
+            try:
+                await held[0].unsubscribe()
+            except Exception:  # noqa: BLE001 - the connection may be gone already
+                pass
+
+    def __len__(self) -> int:
+        return len(self._games)
+
+
 class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
     def __init__(self, store: GameStore, cache: GameCache, *, id_secret: str,
                  faults: Faults | None = None, clock: Callable[[], float] = time.time):
@@ -114,6 +172,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         self._secret = id_secret  # COURT_ID_SECRET: game ids, never a token key
         self.faults = faults or Faults()
         self._clock = clock
+        self.wakes = Wakes(store.nc)
 
     # ------------------------------------------------------------------ seats
 
@@ -369,7 +428,8 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             raise NotFound(f"no game {quote(request.game_id)}")
         # subscribed before the log is read: a move appended between the read and the subscription
         # would otherwise reach this watcher only at the next poll (WATCH_POLL seconds late)
-        wake = await self.store.nc.subscribe(self.store.subject(request.game_id))
+        subject = self.store.subject(request.game_id)
+        wake = await self.wakes.join(subject)
         try:
             entry = await self.cache.fresh(request.game_id)
             klog.bind(game_id=entry.game_id)
@@ -393,7 +453,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 if entry.finished:
                     return
                 try:
-                    msg = await wake.next_msg(timeout=WATCH_POLL)
+                    msg = await asyncio.wait_for(wake.get(), WATCH_POLL)
                     headers = msg.headers or {}
                     hint = int(headers.get(SEQ_HEADER, "0"))
                     closing = CLOSED_HEADER in headers
@@ -416,10 +476,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                         async with entry.lock:
                             await self.cache.refresh(entry)
         finally:
-            try:
-                await wake.unsubscribe()
-            except Exception:  # noqa: BLE001 - the connection may be gone already
-                pass
+            await self.wakes.leave(subject, wake)
 
     async def GetHistory(self, request: rules_pb2.GetHistoryRequest, context: Any) -> rules_pb2.GetHistoryResponse:
         ident = current_identity()
