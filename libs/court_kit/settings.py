@@ -43,6 +43,9 @@ the same way)::
                            within this + 3 s, see court_kit.server)
     COURT_READY_INTERVAL, COURT_READY_TIMEOUT, COURT_READY_FAILURES
                            readiness checks of the required dependencies (court_kit.health)
+    COURT_PROJECTOR        rules: on (default) runs the projector (court_rules.projector) inside
+                           the rules process; off when court-projector processes run it, as
+                           docker-compose.yml and deploy/ do (the projector Deployment)
     COURT_MIGRATE_ON_START lobby and ranking: true (default) migrates the schema at start; false
                            only checks it is current and refuses to start otherwise (production
                            runs `court-lobby migrate` / `court-ranking migrate` as a Job instead)
@@ -148,6 +151,7 @@ class Settings:
     shutdown_grace: float = 6.0
     event_loop: str = "uvloop"
     migrate_on_start: bool = True
+    projector: bool = True
     # COURT_* variables this object does not name, for a service's own settings
     extra: Mapping[str, str] = field(default_factory=dict)
 
@@ -199,6 +203,7 @@ class Settings:
             "shutdown_grace": _float("COURT_SHUTDOWN_GRACE", get("SHUTDOWN_GRACE", "6"), 0.0),
             "event_loop": get("EVENT_LOOP", "uvloop").strip().lower(),
             "migrate_on_start": _bool("COURT_MIGRATE_ON_START", get("MIGRATE_ON_START", "true")),
+            "projector": _bool("COURT_PROJECTOR", get("PROJECTOR", "on")),
         }
         known = {f"COURT_{f.name.upper()}" for f in dataclasses.fields(cls)} | {"COURT_ENV"}
         values["extra"] = {k: v for k, v in env.items() if k.startswith("COURT_") and k not in known}

@@ -60,7 +60,7 @@ def deployments(name: str):
     return of_kind(docs_for(name), "Deployment")
 
 
-NATS_PASSWORDS = {f"NATS_{u.upper()}_PASSWORD": f"test-{u}" for u in ("rules", "ranking", "bot", "analytics")}
+NATS_PASSWORDS = {f"NATS_{u.upper()}_PASSWORD": f"test-{u}" for u in ("rules", "ranking", "bot", "analytics", "projector")}
 
 
 def nats_conf(docs) -> str:
@@ -547,6 +547,7 @@ TALK_PATHS = {
     ("ranking", "nats", "client"),
     ("bot", "nats", "client"),
     ("analytics", "nats", "client"),
+    ("projector", "nats", "client"),
     ("nats", "nats", "cluster"),
     ("lobby", "postgres", "postgres"),
     ("ranking", "postgres", "postgres"),
@@ -555,6 +556,7 @@ TALK_PATHS = {
     ("prometheus", "ranking", "metrics"),
     ("prometheus", "bot", "metrics"),
     ("prometheus", "analytics", "metrics"),
+    ("prometheus", "projector", "metrics"),
     ("prometheus", "nats", "metrics"),
     # the release's migration Jobs and the backup / restore Jobs
     ("lobby-migrate", "postgres", "postgres"),
@@ -565,7 +567,7 @@ TALK_PATHS = {
 # Game clients reach the four services' gRPC ports from anywhere (through a load balancer).
 CLIENT_FACING = {"rules", "lobby", "ranking", "bot"}
 # These four may open only the connections in TALK_PATHS (plus DNS).
-EGRESS_LIMITED = {"rules", "lobby", "ranking", "bot", "analytics", "lobby-migrate", "ranking-migrate",
+EGRESS_LIMITED = {"rules", "lobby", "ranking", "bot", "analytics", "projector", "lobby-migrate", "ranking-migrate",
                   "postgres-backup", "postgres-restore"}
 
 

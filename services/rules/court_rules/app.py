@@ -5,7 +5,7 @@ Settings come from the environment (court_kit.settings); the service's own:
     COURT_GAME_STREAMS         how many streams the game logs are spread over (default 1;
                                court_kit.records: fixed for the life of a deployment)
     COURT_PROJECTOR            on (default): run the projector (court_rules.projector) in this
-                               process; off: a court-projector process runs it
+                               process; off: a court-projector process runs it (court_kit.settings)
     COURT_PROJECTOR_BATCH, COURT_PROJECTOR_ACK_WAIT   the projector's fetch size (256) and
                                ack wait (30 s)
     COURT_GAME_CACHE           games kept in memory per replica (default 20000)
@@ -30,7 +30,7 @@ from court_kit import logging as klog
 from court_kit.health import Check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
-from court_kit.settings import ConfigError, Settings
+from court_kit.settings import Settings
 from court_kit.tokens import Verifier, preflight
 from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from grpc_health.v1._async import HealthServicer
@@ -107,7 +107,7 @@ class RulesApp:
             await _ensure_streams(store)
             cache = GameCache(store, capacity=settings.extra_int("GAME_CACHE", 20_000, lo=1))
             if projector is None:
-                projector = _on_off("COURT_PROJECTOR", settings.extra.get("COURT_PROJECTOR", "on"))
+                projector = settings.projector
             proj = projector_for(store, settings) if projector else None
             servicer = RulesServicer(store, cache, id_secret=settings.id_secret, faults=faults)
             server, port = create_server(settings.listen, settings=settings,
@@ -156,15 +156,6 @@ class RulesApp:
         await self.server.stop(None)
         with contextlib.suppress(Exception):
             await self.nc.close()
-
-
-def _on_off(name: str, raw: str) -> bool:
-    v = raw.strip().lower()
-    if v in ("on", "1", "true", "yes"):
-        return True
-    if v in ("off", "0", "false", "no"):
-        return False
-    raise ConfigError(f"{name} must be on or off, got {raw[:20]!r}")
 
 
 def main(argv: list[str] | None = None) -> int:

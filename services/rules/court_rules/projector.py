@@ -327,8 +327,9 @@ class ProjectorApp:
 
             await _ensure_streams(store)
             projector = projector_for(store, settings)
-            server, port = create_server(settings.listen)
-            health = await add_health_and_reflection(server, [SERVICE_NAME])
+            server, port = create_server(settings.listen, settings=settings)
+            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection,
+                                                    health_listen=settings.health_listen)
             await server.start()
         except BaseException:
             await nc.close()
