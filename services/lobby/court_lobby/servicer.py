@@ -449,7 +449,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         view = await self.backends.game_view(info.game_id)
         # a game the rules service closed for a resume whose new lobby is not recorded yet (the
         # lobby died in between) counts as running: resuming it again completes that resume
-        if view.finished and "resumed_into" not in view.result.result.fields:
+        if view.finished and not view.result.resumed_into:
             await self._run(self.store.set_status, info.id, STARTED, FINISHED)
             return False
         return True
