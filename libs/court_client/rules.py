@@ -50,12 +50,15 @@ def event_dict(event: Any) -> dict[str, Any]:
 
 
 def result_dict(result: rules_pb2.GameResult) -> dict[str, Any]:
-    """A game's result as the engine's dict; a game closed by a resume adds ``resumed_into``."""
+    """A game's result as the engine's dict; a game closed by a resume adds ``resumed_into``, one
+    closed by its lobby (CloseGame) ``closed_reason``."""
     if result.result.WhichOneof("game") is None:
         return {}
     out = typed.result_from_proto(result.result)
     if result.resumed_into:
         out["resumed_into"] = result.resumed_into
+    if result.closed_reason:
+        out["closed_reason"] = result.closed_reason
     return out
 
 
@@ -92,6 +95,13 @@ class RulesClient(ServiceClient):
         if seed is not None:
             req.seed = seed
         return await self._call(self.stub.CreateGame, req, RETRY_MOVE, rid)
+
+    async def close_game(self, game_id: str, reason: str, *, request_id: str | None = None
+                         ) -> rules_pb2.CloseGameResponse:
+        """Close an unfinished game for good (service callers: the lobby); idempotent."""
+        rid = request_id or new_request_id()
+        req = rules_pb2.CloseGameRequest(game_id=game_id, request_id=rid, reason=reason)
+        return await self._call(self.stub.CloseGame, req, RETRY_MOVE, rid)
 
     async def get_view(self, game_id: str, seat: int | None = None) -> rules_pb2.GameView:
         req = rules_pb2.GetViewRequest(game_id=game_id)

@@ -167,13 +167,16 @@ def move_record(game: str, game_id: str, seq: int, t_ms: int, *, seat: int, acti
     return rec
 
 
-def closed_record(game: str, game_id: str, seq: int, t_ms: int, *, into: str, by: str, request_id: str
-                  ) -> pb.Record:
+def closed_record(game: str, game_id: str, seq: int, t_ms: int, *, into: str, by: str, request_id: str,
+                  reason: str = "") -> pb.Record:
+    """A game's last record: resumed as game ``into``, or (``into`` empty) closed for ``reason``."""
     rec = pb.Record()
     _header(rec, game, game_id, seq, t_ms, (), (), True)
     rec.closed.into = into
     rec.closed.by = by
     rec.closed.request_id = request_id
+    if reason:
+        rec.closed.reason = reason
     return rec
 
 
@@ -219,6 +222,7 @@ def redact(full: pb.Record) -> pb.Record:
         _public_events(c.events, oc.events)
     elif body == "closed":
         out.closed.into = full.closed.into
+        out.closed.reason = full.closed.reason
     return out
 
 

@@ -37,9 +37,30 @@ N = 50
 ANTE = 150
 
 
+TRANSIENT = (C.UNAVAILABLE, C.DEADLINE_EXCEEDED)
+RETRIES = 4  # per duplicate, as a client retries (court_client.base: the same request, so the same id)
+transient_retries: list[str] = []  # the retries the duplicates needed (reported; each is an answer not yet given)
+
+
+async def as_a_client(call: Callable[[], Awaitable[Any]]) -> Any:
+    """``call`` (a request with its request id fixed), retried as a client does when the answer did
+    not come (UNAVAILABLE, DEADLINE_EXCEEDED: a loaded machine, a saga still running): the same
+    request again, so the same request id. Any other error is the answer."""
+    for attempt in range(RETRIES + 1):
+        try:
+            return await call()
+        except grpc.aio.AioRpcError as err:
+            if err.code() not in TRANSIENT or attempt == RETRIES:
+                raise
+            transient_retries.append(err.code().name)
+            await asyncio.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
 async def fifty(call: Callable[[], Awaitable[Any]]) -> Any:
-    """``call`` 50 times at once: every answer must be the same, and none an error."""
-    results = await asyncio.gather(*[call() for _ in range(N)], return_exceptions=True)
+    """``call`` 50 times at once (each retried as a client would, with its one request id, when no
+    answer came): every answer must be the same, and none an error."""
+    results = await asyncio.gather(*[as_a_client(call) for _ in range(N)], return_exceptions=True)
     errors = [r for r in results if isinstance(r, BaseException)]
     assert not errors, [str(e)[:300] for e in errors[:3]]
     assert len({r.SerializeToString(deterministic=True) for r in results}) == 1, "more than one answer"
@@ -84,6 +105,7 @@ async def balances(players: list[Player]) -> list[int]:
 
 
 async def test_fifty_duplicates_of_every_mutating_lobby_rpc_have_one_effect_and_one_answer(stack: Stack):
+    transient_retries.clear()
     ann, bob, cy, dee = [await stack.player(n) for n in ("Ann", "Bob", "Cy", "Dee")]
     create = qc_lobby()
     lobby = await fifty(lambda: ann.call("CreateLobby", create))
@@ -138,9 +160,11 @@ async def test_fifty_duplicates_of_every_mutating_lobby_rpc_have_one_effect_and_
     resumed = await fifty(lambda: dee.call("ResumeGame", resume))
     assert resumed.resumed_from == game and resumed.game_id != game
     await clean_audit(stack)
+    print(f"\nlobby duplicates: {N} of each RPC; retries a client made (no answer in time): {transient_retries}")
 
 
 async def test_fifty_duplicates_of_every_mutating_ranking_rpc_have_one_effect_and_one_answer(stack: Stack):
+    transient_retries.clear()
     stub = ranking_pb2_grpc.RankingServiceStub(stack.ranking_channel)
     meta = (("authorization", f"Bearer {stack.token('service:lobby', 'service')}"),)
     seats = [rpb.RankedSeat(player_id=p, name=p) for p in ("p-ann", "p-bob", "bot:random")]
@@ -157,6 +181,7 @@ async def test_fifty_duplicates_of_every_mutating_ranking_rpc_have_one_effect_an
     changed = rpb.AbandonGameRequest(request_id="abandon:g-dup", game_id="g" + "e" * 24)
     await fails(C.INVALID_ARGUMENT, stub.AbandonGame(changed, metadata=meta, timeout=30), "different request")
     await clean_audit(stack)
+    print(f"\nranking duplicates: {N} of each RPC; retries a client made (no answer in time): {transient_retries}")
 
 
 # ---------------------------------------------------------------------------------------------- saga faults

@@ -258,8 +258,11 @@ async def test_replicas_killed_mid_play_lose_and_double_nothing(world: World):
                 implied += d
         report = await ranking.audit()
         assert [(v.kind, v.game_id, v.player_id, v.detail) for v in report.violations] == []
-        assert report.games == GAMES and report.accounts == ACCOUNTS
-        assert report.total_points == 1000 * ACCOUNTS + implied  # exactly what docs/rules/queens_court.md's payouts imply
+        # ranking holds the accounts that sat at a table (fewer than ACCOUNTS when there are fewer games
+        # than it takes to seat everyone: 3 games at once seat 9); the others hold their grant untouched
+        seated = len({p.id for _, seats in played for p in seats})
+        assert report.games == GAMES and report.accounts == seated
+        assert report.total_points == 1000 * seated + implied  # exactly what docs/rules/queens_court.md's payouts imply
         for p in accounts:
             assert (await ranking.balance(p.id)).points == p.points
     finally:

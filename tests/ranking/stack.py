@@ -72,7 +72,7 @@ class Player:
         return self._rules
 
     async def call(self, method: str, request: Any) -> Any:
-        return await getattr(self.lobby, method)(request, metadata=self.meta, timeout=30)
+        return await getattr(self.lobby, method)(request, metadata=self.meta, timeout=60)  # a loaded 2-core machine
 
     async def rank(self, method: str, request: Any) -> Any:
         return await getattr(self.ranking, method)(request, metadata=self.meta, timeout=30)

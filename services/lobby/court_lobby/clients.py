@@ -95,6 +95,20 @@ class Backends:
             raise translate(err, "rules") from None
         return reply.game_id
 
+    async def close_game(self, game_id: str, reason: str) -> bool:
+        """Close the rules service's game ``game_id`` for good (its start is undone, its antes
+        refunded); the request id is the game's, so every retry, by any replica, is the same call.
+        False when the rules service holds no such game (the start never created it)."""
+        self.rules.token = self.token.get()
+        try:
+            await self.rules.close_game(game_id, reason[:200] or "the game's start was undone",
+                                        request_id=f"lobby-close-{game_id}")
+        except grpc.aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.NOT_FOUND:
+                return False
+            raise translate(err, "rules") from None
+        return True
+
     async def game_view(self, game_id: str) -> rules_pb2.GameView:
         self.rules.token = self.token.get()
         try:

@@ -13,10 +13,14 @@ exactly those, so any step may run again, on any replica, any number of times:
 The host may cancel a starting lobby (``CancelLobby``): the row is marked ``cancelling: <reason>``
 and the driver, at its next lease renewal (before every step) or when ``finish_start`` is refused
 for it, undoes the start as below, except that the lobby ends ``cancelled`` (closed) rather than
-open. A game the rules service already created stays abandoned in ranking, so it never pays out.
+open. A game the rules service already created is closed there (``CloseGame``, keyed by the game
+id: it refuses moves from then on) before any ante is refunded, and stays abandoned in ranking, so
+it never pays out.
 
 If a step answers a permanent error (anything but UNAVAILABLE / DEADLINE_EXCEEDED), the saga
 compensates: the intent is recorded on the row first (``start_error`` = "compensating: ..."), then
+the rules service closes the game if it created it (so a game whose antes are back never takes
+another move; unreachable: the start stays marked and the next drive closes it first), then
 the ranking service refunds every ante once, keyed by the game id (``AbandonGame``: a game never
 registered is marked void, so a late registration takes nothing), then the lobby goes back to
 ``open`` with the reason in ``start_error``, visible to its members. A transient error leaves the
@@ -62,6 +66,9 @@ class Faults:
     async def after_game(self, info: LobbyInfo) -> None:
         """After the game was created, before the lobby is marked started."""
 
+    async def after_close(self, info: LobbyInfo) -> None:
+        """Undoing a start: after the rules service closed its game (or had none), before the refund."""
+
 
 class Undo(Exception):
     """The host cancelled the lobby while it was starting: undo the start (its reason attached)."""
@@ -69,6 +76,12 @@ class Undo(Exception):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
+
+
+def _close_reason(reason: str, online: bool) -> str:
+    """What the players of a closed game read (the rules service takes at most 200 characters)."""
+    text = f"its lobby's start was undone ({reason})" + ("; every ante is refunded" if online else "")
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def _code(exc: BaseException) -> int:
@@ -181,6 +194,21 @@ class Starter:
 
     async def _compensate(self, info: LobbyInfo, owner: str, reason: str, exc: BaseException | None) -> None:
         await self._run(self.store.mark_compensating, info.id, info.start_rid, reason)
+        await self._renew(info, owner, undoing=True)
+        try:
+            # the game first, then the antes: a refunded game is never left accepting moves. Keyed by
+            # the game id (one request id for every retry, any replica); the rules service away: the
+            # start stays marked and the next drive (the sweep) closes it before refunding anything
+            closed = await self.backends.close_game(info.game_id, _close_reason(reason, info.online))
+        except kerr.FailedPrecondition as err:
+            # the rules service's game has ended: it was created and played, so it did start
+            log.error("a failed start's game has ended; marking the lobby started", lobby_id=info.id,
+                      error=str(err)[:200])
+            await self._run(self.store.finish_start, info.id, info.start_rid, self.render, True)
+            return
+        await self.faults.after_close(info)
+        if closed:
+            log.info("the undone start's game is closed", lobby_id=info.id, game_id=info.game_id)
         if info.online:
             await self._renew(info, owner, undoing=True)
             try:

@@ -3,7 +3,8 @@
 A game's log is its full-information records (``court.events.v2.Record``, ``court_kit.records``):
 ``GameCreated`` at seq 0 (game, options, seed, seats, caller, request id, time, the opening
 events), one ``MoveRecorded`` per accepted move (seat, typed action, caller, request id, time,
-the move's events), and for a game resumed as another a last ``GameClosed``. Inside the
+the move's events), and for a game resumed as another (or closed by the lobby, ``CloseGame``)
+a last ``GameClosed``. Inside the
 service a creation is also kept as a small dict (``create``: the keys ``game``, ``options``,
 ``seed``, ``seats``, ``by``, ``rid``, ``t``, and for a resumed game ``save``, ``resumed_from``).
 
@@ -122,7 +123,10 @@ class GameEntry:
         n = self.module.num_players(self.state)
         if n != len(self.seats):
             raise InvalidArgument(f"{self.game} with these options seats {n} players; got {len(self.seats)} seats")
-        self.closed_into: str | None = None  # the game that resumed this one, which is then over
+        # set once the game is closed: the game that resumed this one, or "" for a game the lobby
+        # closed (CloseGame, ``closed_reason`` saying why); either way it is then over
+        self.closed_into: str | None = None
+        self.closed_reason = ""
         self.closed_by: tuple[str, str, int] = ("", "", 0)
         self.seq = 0
         self.last_sseq = sseq
@@ -143,6 +147,12 @@ class GameEntry:
     @property
     def finished(self) -> bool:
         return self.closed_into is not None or self.module.is_terminal(self.state)
+
+    def closed_text(self) -> str:
+        """Why a closed game refuses moves (FAILED_PRECONDITION's message)."""
+        if self.closed_into:
+            return f"game {self.game_id} was resumed as game {self.closed_into} and is over: play on there"
+        return f"game {self.game_id} was closed and is over: {self.closed_reason}"
 
     def closed_at(self, seq: int) -> bool:
         """Whether the position after ``seq`` is closed (a resumed game's last one)."""
@@ -199,8 +209,9 @@ class GameEntry:
             action_type=str(move.action.get("type", "")), by=move.by, request_id=move.rid, events=events,
             to_act=acting, seats=self.seats, finished=finished)
 
-    def closed_record(self, into: str, by: str, rid: str, t: int) -> records_pb2.Record:
-        return krec.closed_record(self.game, self.game_id, self.seq, t, into=into, by=by, request_id=rid)
+    def closed_record(self, into: str, by: str, rid: str, t: int, reason: str = "") -> records_pb2.Record:
+        return krec.closed_record(self.game, self.game_id, self.seq, t, into=into, by=by, request_id=rid,
+                                  reason=reason)
 
     def records(self) -> list[records_pb2.Record]:
         """The game's whole full log as records (the archive; replays the engine once)."""
@@ -208,7 +219,7 @@ class GameEntry:
         for seq, state, events in self.replay(0, self.seq):
             out.append(self.move_record(self.moves[seq - 1], state, events))
         if self.closed_into is not None:
-            out.append(self.closed_record(self.closed_into, *self.closed_by))
+            out.append(self.closed_record(self.closed_into, *self.closed_by, reason=self.closed_reason))
         return out
 
     # ---------------------------------------------------------------- writing
@@ -236,7 +247,8 @@ class GameEntry:
         b = rec.body
         kind = b.WhichOneof("body")
         if kind == "closed" and self.closed_into is None:
-            self.close(b.closed.into, rec.sseq, (b.closed.by, b.closed.request_id, krec.time_ms(b)))
+            self.close(b.closed.into, rec.sseq, (b.closed.by, b.closed.request_id, krec.time_ms(b)),
+                       b.closed.reason)
             return
         if self.closed_into is not None or kind != "move" or b.seq != self.seq + 1:
             raise ValueError(f"game {self.game_id}: record {b.seq!r} ({kind}) does not follow move {self.seq}")
@@ -256,10 +268,12 @@ class GameEntry:
         self.changed.set()
         self.changed = asyncio.Event()
 
-    def close(self, into: str, sseq: int, by: tuple[str, str, int] = ("", "", 0)) -> None:
-        """The game was resumed as game ``into`` (its closing record is at stream sequence ``sseq``;
-        ``by``: caller, request id, time of the closing record)."""
+    def close(self, into: str, sseq: int, by: tuple[str, str, int] = ("", "", 0), reason: str = "") -> None:
+        """The game was resumed as game ``into``, or (``into`` empty) closed for ``reason`` (its
+        closing record is at stream sequence ``sseq``; ``by``: caller, request id, time of the
+        closing record)."""
         self.closed_into = into
+        self.closed_reason = reason
         self.closed_by = by
         self.last_sseq = sseq
         self.changed.set()

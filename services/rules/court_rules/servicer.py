@@ -13,6 +13,9 @@ Who may do what (see protos/court/rules/v1/rules.proto):
   The resumed game is closed in the same step (a closing record in its log,
   before the new game's creation), so two playable copies of one deal never
   exist: it answers finished, its result names the game that continues it;
+* only ``service`` closes a game (``CloseGame``: the lobby, when it undoes a start whose game
+  exists, e.g. its host cancelled the lobby and every ante is refunded): a closing record with the
+  reason ends its log and its public stream; it then answers finished and refuses moves;
 * ``admin`` may read any seat's view; ``admin`` and ``analytics`` read the
   full-information history. Neither acts for a seat.
 
@@ -67,6 +70,7 @@ REPLAYED = Counter("court_rules_idempotent_replays_total", "Retries answered wit
 
 MAX_SEED = 2**53  # seeds stay exact in JSON (records, saves, clients in other languages)
 MAX_ID = 128
+MAX_REASON = 200
 CHOSEN_GAME_ID = re.compile(r"g[0-9a-f]{24}")  # the shape of every game id (games.game_id_for)
 WATCH_POLL = 5.0  # a watcher re-reads the log this often when no notification came
 BEHIND_POLL = 0.1  # how soon a watcher re-reads a log that did not yet show a move it was told of
@@ -289,6 +293,8 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             whose = "a bot's" if was.startswith(BOT_PREFIX) else f"{quote(was)}'s"
             raise InvalidArgument(f"seat {i} of game {old.game_id} is {whose}: a resumed game keeps each person "
                                   f"in their own seat (or gives the seat to a bot), got {quote(now)}")
+        if old.closed_into == "":
+            raise FailedPrecondition(old.closed_text() + ": nothing to resume")
         if old.closed_into is not None and old.closed_into != game_id:
             raise FailedPrecondition(f"game {old.game_id} was resumed already, as game {old.closed_into}")
         if old.module.is_terminal(old.state):
@@ -370,8 +376,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 if first is not None:
                     return self._first_answer(entry, first, ident, action_json)
                 if entry.closed_into is not None:
-                    raise FailedPrecondition(f"game {entry.game_id} was resumed as game {entry.closed_into} "
-                                             "and is over: play on there")
+                    raise FailedPrecondition(entry.closed_text())
                 seat = self._acting_seat(entry, ident, requested)
                 try:
                     move, state, events = entry.propose(seat, action, action_json, ident.sub, rid,
@@ -392,8 +397,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 if first is not None:
                     return self._first_answer(entry, first, ident, action_json)
                 if entry.closed_into is not None:
-                    raise FailedPrecondition(f"game {entry.game_id} was resumed as game {entry.closed_into} "
-                                             "and is over: play on there") from None
+                    raise FailedPrecondition(entry.closed_text()) from None
                 raise Aborted("another move reached this game first; retry with the same request_id") from None
             entry.commit(move, state, events, sseq)
             MOVES.labels(entry.game).inc()
@@ -477,6 +481,45 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                             await self.cache.refresh(entry)
         finally:
             await self.wakes.leave(subject, wake)
+
+    async def CloseGame(self, request: rules_pb2.CloseGameRequest, context: Any) -> rules_pb2.CloseGameResponse:
+        """Close an unfinished game for good (its lobby was cancelled, its antes refunded). Idempotent:
+        a game closed already (by any request, or by a resume) answers its closed view."""
+        ident = current_identity()
+        if ident.role != "service":
+            raise PermissionDenied("only the lobby closes games (when it cancels their lobby); players may "
+                                   "abandon a game through the lobby's AbandonGame")
+        rid = _require_id(request.request_id, "request_id")
+        reason = request.reason.strip()
+        if not reason or len(reason) > MAX_REASON:
+            raise InvalidArgument(f"reason is required (1 to {MAX_REASON} characters): the players read it")
+        entry = await self.cache.fresh(request.game_id)  # NotFound for a game that does not exist
+        klog.bind(game_id=entry.game_id)
+        async with entry.lock:
+            for attempt in (0, 1):
+                if entry.closed_into is not None:
+                    break  # closed already: by this request (a retry), another, or a resume
+                if entry.module.is_terminal(entry.state):
+                    raise FailedPrecondition(f"game {entry.game_id} is finished: there is nothing to close")
+                t = int(self._clock() * 1000)
+                data = entry.closed_record("", ident.sub, rid, t, reason).SerializeToString()
+                try:
+                    sseq = await self.store.append(entry.game_id, data, entry.seq, entry.last_sseq, closing=True)
+                except Conflict:
+                    # a move (or another close) reached the log first: judge again on the latest position
+                    CONFLICTS.inc()
+                    await self.cache.refresh(entry)
+                    if attempt == 1 and entry.closed_into is None:
+                        raise Aborted(f"game {entry.game_id} changed while it was being closed; retry with the "
+                                      "same request_id") from None
+                    continue
+                entry.close("", sseq, (ident.sub, rid, t), reason)
+                log.info("game closed", reason=reason[:200])
+                self.faults.after_append(entry, entry.seq)
+                break
+            now = entry.closed_by[:2] == (ident.sub, rid)
+            return rules_pb2.CloseGameResponse(game_id=entry.game_id, closed_now=now,
+                                               view=game_view(entry, self.codec, entry.state, entry.seq, None))
 
     async def GetHistory(self, request: rules_pb2.GetHistoryRequest, context: Any) -> rules_pb2.GetHistoryResponse:
         ident = current_identity()

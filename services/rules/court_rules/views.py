@@ -30,12 +30,14 @@ class ActionCodec:
 
 
 def result_proto(entry: GameEntry, state: Any, into: rules_pb2.GameResult, closed: bool = False) -> None:
-    """The engine's result; for a game closed by a resume: the result as it stood, ``resumed_into``
-    naming the game that continues it, no winners, finished."""
+    """The engine's result; for a closed game: the result as it stood, ``resumed_into`` naming the
+    game that continues it (a resume) or ``closed_reason`` saying why (CloseGame), no winners,
+    finished."""
     result = entry.module.result(state)
     into.result.CopyFrom(typed.result_to_proto(entry.game, result))
     if closed:
         into.resumed_into = entry.closed_into or ""
+        into.closed_reason = entry.closed_reason
         into.finished = True
         return
     into.winners.extend(winners_of(result))

@@ -239,29 +239,36 @@ Global___MoveRecorded: _TypeAlias = MoveRecorded  # noqa: Y015
 
 @_typing.final
 class GameClosed(_message.Message):
-    """The game was resumed as another game and is over (its log's last record)."""
+    """The game is over without an end of its own (its log's last record): it was
+    resumed as another game (`into`), or closed by the lobby (`reason`, e.g. its
+    lobby was cancelled and every ante refunded: RulesService.CloseGame).
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
     INTO_FIELD_NUMBER: _builtins.int
     BY_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
     into: _builtins.str
-    """the game that continues it"""
+    """the game that continues it; empty for a game closed by CloseGame"""
     by: _builtins.str
     """full only"""
     request_id: _builtins.str
     """full only"""
+    reason: _builtins.str
+    """why CloseGame closed it (public); empty for a resume"""
     def __init__(
         self,
         *,
         into: _builtins.str = ...,
         by: _builtins.str = ...,
         request_id: _builtins.str = ...,
+        reason: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["by", b"by", "into", b"into", "request_id", b"request_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by", b"by", "into", b"into", "reason", b"reason", "request_id", b"request_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -15,7 +15,7 @@ Who may do what:
    ("bot:<level>"): local play. Games with other people come from the lobby.
  * bot: a service identity that sees and acts for "bot:<level>" seats only.
  * service (the lobby): creates games (may choose the seed), resumes them
-   (resume_from), watches as a spectator.
+   (resume_from), closes them (CloseGame), watches as a spectator.
  * admin / analytics: full-information history; admin may also create
    games and read any seat's view.
 A caller without a seat in a game sees the spectator view (no hand).
@@ -184,9 +184,12 @@ class GameResult(_message.Message):
     WINNERS_FIELD_NUMBER: _builtins.int
     FINISHED_FIELD_NUMBER: _builtins.int
     RESUMED_INTO_FIELD_NUMBER: _builtins.int
+    CLOSED_REASON_FIELD_NUMBER: _builtins.int
     finished: _builtins.bool
     resumed_into: _builtins.str
     """A game closed by a resume: the game that continues it (no winners)."""
+    closed_reason: _builtins.str
+    """A game closed by CloseGame: why (no winners)."""
     @_builtins.property
     def result(self) -> _events_pb2.GameResult:
         """the engine's result (its shape per game: docs/rules/)"""
@@ -200,10 +203,11 @@ class GameResult(_message.Message):
         winners: _abc.Iterable[_builtins.int] | None = ...,
         finished: _builtins.bool = ...,
         resumed_into: _builtins.str = ...,
+        closed_reason: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["finished", b"finished", "result", b"result", "resumed_into", b"resumed_into", "winners", b"winners"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["closed_reason", b"closed_reason", "finished", b"finished", "result", b"result", "resumed_into", b"resumed_into", "winners", b"winners"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -592,3 +596,61 @@ class GetHistoryResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetHistoryResponse: _TypeAlias = GetHistoryResponse  # noqa: Y015
+
+@_typing.final
+class CloseGameRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    request_id: _builtins.str
+    """required; a retry reuses it"""
+    reason: _builtins.str
+    """Why, as the game's players read it (1 to 200 characters), e.g. "the lobby
+    was cancelled by its host: every ante is refunded".
+    """
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        request_id: _builtins.str = ...,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game_id", b"game_id", "reason", b"reason", "request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CloseGameRequest: _TypeAlias = CloseGameRequest  # noqa: Y015
+
+@_typing.final
+class CloseGameResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    VIEW_FIELD_NUMBER: _builtins.int
+    CLOSED_NOW_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    closed_now: _builtins.bool
+    """False when the game was closed already (by an earlier request or a resume)."""
+    @_builtins.property
+    def view(self) -> Global___GameView:
+        """the spectator's view of the closed game"""
+
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        view: Global___GameView | None = ...,
+        closed_now: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["view", b"view"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["closed_now", b"closed_now", "game_id", b"game_id", "view", b"view"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CloseGameResponse: _TypeAlias = CloseGameResponse  # noqa: Y015

@@ -64,6 +64,11 @@ class RulesServiceStub:
                 request_serializer=court_dot_rules_dot_v1_dot_rules__pb2.GetHistoryRequest.SerializeToString,
                 response_deserializer=court_dot_rules_dot_v1_dot_rules__pb2.GetHistoryResponse.FromString,
                 _registered_method=True)
+        self.CloseGame = channel.unary_unary(
+                '/court.rules.v1.RulesService/CloseGame',
+                request_serializer=court_dot_rules_dot_v1_dot_rules__pb2.CloseGameRequest.SerializeToString,
+                response_deserializer=court_dot_rules_dot_v1_dot_rules__pb2.CloseGameResponse.FromString,
+                _registered_method=True)
 
 
 class RulesServiceServicer:
@@ -116,6 +121,20 @@ class RulesServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CloseGame(self, request, context):
+        """Closes an unfinished game for good (service role only: the lobby, when a
+        lobby whose game exists is cancelled or its start undone, so its antes are
+        refunded). A GameClosed record (with the reason) ends the game's log and
+        its public stream; afterwards the game answers finished, nobody to act, its
+        result's closed_reason set, and refuses moves (FAILED_PRECONDITION).
+        Idempotent: closing a game closed already (by any request) answers its
+        closed view. A finished game is FAILED_PRECONDITION; an unknown one
+        NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RulesServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -148,6 +167,11 @@ def add_RulesServiceServicer_to_server(servicer, server):
                     servicer.GetHistory,
                     request_deserializer=court_dot_rules_dot_v1_dot_rules__pb2.GetHistoryRequest.FromString,
                     response_serializer=court_dot_rules_dot_v1_dot_rules__pb2.GetHistoryResponse.SerializeToString,
+            ),
+            'CloseGame': grpc.unary_unary_rpc_method_handler(
+                    servicer.CloseGame,
+                    request_deserializer=court_dot_rules_dot_v1_dot_rules__pb2.CloseGameRequest.FromString,
+                    response_serializer=court_dot_rules_dot_v1_dot_rules__pb2.CloseGameResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -312,6 +336,33 @@ class RulesService:
             '/court.rules.v1.RulesService/GetHistory',
             court_dot_rules_dot_v1_dot_rules__pb2.GetHistoryRequest.SerializeToString,
             court_dot_rules_dot_v1_dot_rules__pb2.GetHistoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CloseGame(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/court.rules.v1.RulesService/CloseGame',
+            court_dot_rules_dot_v1_dot_rules__pb2.CloseGameRequest.SerializeToString,
+            court_dot_rules_dot_v1_dot_rules__pb2.CloseGameResponse.FromString,
             options,
             channel_credentials,
             insecure,

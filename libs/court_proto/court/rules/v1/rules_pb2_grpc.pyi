@@ -15,7 +15,7 @@ Who may do what:
    ("bot:<level>"): local play. Games with other people come from the lobby.
  * bot: a service identity that sees and acts for "bot:<level>" seats only.
  * service (the lobby): creates games (may choose the seed), resumes them
-   (resume_from), watches as a spectator.
+   (resume_from), closes them (CloseGame), watches as a spectator.
  * admin / analytics: full-information history; admin may also create
    games and read any seat's view.
 A caller without a seat in a game sees the spectator view (no hand).
@@ -83,6 +83,16 @@ class RulesServiceStub:
     """Full-information history: seed, every move and every full event.
     admin and analytics roles only.
     """
+    CloseGame: _grpc.UnaryUnaryMultiCallable[_rules_pb2.CloseGameRequest, _rules_pb2.CloseGameResponse]
+    """Closes an unfinished game for good (service role only: the lobby, when a
+    lobby whose game exists is cancelled or its start undone, so its antes are
+    refunded). A GameClosed record (with the reason) ends the game's log and
+    its public stream; afterwards the game answers finished, nobody to act, its
+    result's closed_reason set, and refuses moves (FAILED_PRECONDITION).
+    Idempotent: closing a game closed already (by any request) answers its
+    closed view. A finished game is FAILED_PRECONDITION; an unknown one
+    NOT_FOUND.
+    """
 
 @_typing.type_check_only
 class RulesServiceAsyncStub(RulesServiceStub):
@@ -107,6 +117,16 @@ class RulesServiceAsyncStub(RulesServiceStub):
     GetHistory: _aio.UnaryUnaryMultiCallable[_rules_pb2.GetHistoryRequest, _rules_pb2.GetHistoryResponse]  # type: ignore[assignment]
     """Full-information history: seed, every move and every full event.
     admin and analytics roles only.
+    """
+    CloseGame: _aio.UnaryUnaryMultiCallable[_rules_pb2.CloseGameRequest, _rules_pb2.CloseGameResponse]  # type: ignore[assignment]
+    """Closes an unfinished game for good (service role only: the lobby, when a
+    lobby whose game exists is cancelled or its start undone, so its antes are
+    refunded). A GameClosed record (with the reason) ends the game's log and
+    its public stream; afterwards the game answers finished, nobody to act, its
+    result's closed_reason set, and refuses moves (FAILED_PRECONDITION).
+    Idempotent: closing a game closed already (by any request) answers its
+    closed view. A finished game is FAILED_PRECONDITION; an unknown one
+    NOT_FOUND.
     """
 
 class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -165,6 +185,22 @@ class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_rules_pb2.GetHistoryResponse, _abc.Awaitable[_rules_pb2.GetHistoryResponse]]:
         """Full-information history: seed, every move and every full event.
         admin and analytics roles only.
+        """
+
+    @_abc_1.abstractmethod
+    def CloseGame(
+        self,
+        request: _rules_pb2.CloseGameRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_rules_pb2.CloseGameResponse, _abc.Awaitable[_rules_pb2.CloseGameResponse]]:
+        """Closes an unfinished game for good (service role only: the lobby, when a
+        lobby whose game exists is cancelled or its start undone, so its antes are
+        refunded). A GameClosed record (with the reason) ends the game's log and
+        its public stream; afterwards the game answers finished, nobody to act, its
+        result's closed_reason set, and refuses moves (FAILED_PRECONDITION).
+        Idempotent: closing a game closed already (by any request) answers its
+        closed view. A finished game is FAILED_PRECONDITION; an unknown one
+        NOT_FOUND.
         """
 
 def add_RulesServiceServicer_to_server(servicer: RulesServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
