@@ -68,7 +68,11 @@ def clock_proto(entry: GameEntry, seq: int, v: rules_pb2.GameView) -> None:
     if seq >= len(entry.clocks):
         return
     over = v.finished
-    for i, s in enumerate(entry.clock_at(seq)):
+    clk = entry.clock_at(seq)
+    cs = entry.clock_settings
+    if not over and cs.abandon_ms > 0 and entry.humans and all(clk[h].away for h in entry.humans):
+        v.abandon_at.FromMilliseconds(max(clk[h].away_since or 0 for h in entry.humans) + cs.abandon_ms)
+    for i, s in enumerate(clk):
         c = v.seat_clocks.add(seat=i, bank_ms=s.bank_ms, away=s.away, timeouts_in_row=s.timeouts)
         if s.deadline is not None and not over:
             c.deadline.FromMilliseconds(s.deadline)

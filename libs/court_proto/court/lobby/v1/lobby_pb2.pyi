@@ -259,11 +259,14 @@ class LobbySeat(_message.Message):
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     NAME_FIELD_NUMBER: _builtins.int
     READY_FIELD_NUMBER: _builtins.int
+    ABANDON_ASKED_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     player_id: _builtins.str
     """empty: open; "bot:<level>": a bot"""
     name: _builtins.str
     ready: _builtins.bool
+    abandon_asked: _builtins.bool
+    """this seat's person asked to abandon the started game (AbandonGame)"""
     def __init__(
         self,
         *,
@@ -271,10 +274,11 @@ class LobbySeat(_message.Message):
         player_id: _builtins.str = ...,
         name: _builtins.str = ...,
         ready: _builtins.bool = ...,
+        abandon_asked: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "player_id", b"player_id", "ready", b"ready", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["abandon_asked", b"abandon_asked", "name", b"name", "player_id", b"player_id", "ready", b"ready", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

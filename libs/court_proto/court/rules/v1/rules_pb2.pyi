@@ -292,6 +292,7 @@ class GameView(_message.Message):
     OPTIONS_FIELD_NUMBER: _builtins.int
     CLOCK_FIELD_NUMBER: _builtins.int
     SEAT_CLOCKS_FIELD_NUMBER: _builtins.int
+    ABANDON_AT_FIELD_NUMBER: _builtins.int
     game: _builtins.str
     game_id: _builtins.str
     seq: _builtins.int
@@ -327,6 +328,12 @@ class GameView(_message.Message):
 
     @_builtins.property
     def seat_clocks(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatClock]: ...
+    @_builtins.property
+    def abandon_at(self) -> _timestamp_pb2.Timestamp:
+        """Set while every person's seat is away and the clock has an abandon time:
+        when the lobby abandons the game (the last of them away + abandon_after_seconds).
+        """
+
     def __init__(
         self,
         *,
@@ -343,10 +350,11 @@ class GameView(_message.Message):
         options: _events_pb2.GameOptions | None = ...,
         clock: _events_pb2.TurnClock | None = ...,
         seat_clocks: _abc.Iterable[Global___SeatClock] | None = ...,
+        abandon_at: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_your_seat", b"_your_seat", "clock", b"clock", "options", b"options", "result", b"result", "view", b"view", "your_seat", b"your_seat"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_your_seat", b"_your_seat", "abandon_at", b"abandon_at", "clock", b"clock", "options", b"options", "result", b"result", "view", b"view", "your_seat", b"your_seat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_your_seat", b"_your_seat", "clock", b"clock", "finished", b"finished", "game", b"game", "game_id", b"game_id", "legal_actions", b"legal_actions", "options", b"options", "result", b"result", "seat_clocks", b"seat_clocks", "seats", b"seats", "seq", b"seq", "to_act", b"to_act", "view", b"view", "your_seat", b"your_seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_your_seat", b"_your_seat", "abandon_at", b"abandon_at", "clock", b"clock", "finished", b"finished", "game", b"game", "game_id", b"game_id", "legal_actions", b"legal_actions", "options", b"options", "result", b"result", "seat_clocks", b"seat_clocks", "seats", b"seats", "seq", b"seq", "to_act", b"to_act", "view", b"view", "your_seat", b"your_seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__your_seat: _TypeAlias = _typing.Literal["your_seat"]  # noqa: Y015
     _WhichOneofArgType__your_seat: _TypeAlias = _typing.Literal["_your_seat", b"_your_seat"]  # noqa: Y015
