@@ -22,6 +22,7 @@ from typing import Any
 import grpc
 from court_kit import actions as kactions
 from court_kit import typed
+from court_proto.court.games.v1 import events_pb2
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2, rules_pb2_grpc
 
 from .base import RETRY_MUTATING, RETRY_READ, ServiceClient, new_request_id
@@ -85,12 +86,16 @@ class RulesClient(ServiceClient):
 
     async def create_game(self, game: str, seats: Sequence[str], options: Mapping[str, Any] | None = None, *,
                           seed: int | None = None, request_id: str | None = None, resume_from: str = "",
-                          game_id: str = "") -> rules_pb2.CreateGameResponse:
+                          game_id: str = "", clock: events_pb2.TurnClock | None = None
+                          ) -> rules_pb2.CreateGameResponse:
         """``game_id`` (service and admin callers only): create the game under this id, e.g. one the
-        lobby fixed before taking the antes; a retry with the same request id returns that game."""
+        lobby fixed before taking the antes; a retry with the same request id returns that game.
+        ``clock``: the game's turn clock (docs/clock.md)."""
         rid = request_id or new_request_id()
         req = rules_pb2.CreateGameRequest(request_id=rid, game=game, seats=list(seats), resume_from=resume_from,
                                           game_id=game_id)
+        if clock is not None:
+            req.clock.CopyFrom(clock)
         req.options.CopyFrom(options_proto(game, options))
         if seed is not None:
             req.seed = seed
@@ -116,12 +121,33 @@ class RulesClient(ServiceClient):
         return await self._call(self.stub.ListLegalActions, req, RETRY_READ)
 
     async def submit(self, game_id: str, act: actions_pb2.Action, seat: int | None = None, *,
-                     request_id: str | None = None) -> rules_pb2.SubmitActionResponse:
+                     request_id: str | None = None, turn_seq: int | None = None) -> rules_pb2.SubmitActionResponse:
+        """``turn_seq``: the turn the move is for (turn clock): refused once that turn timed out."""
         rid = request_id or new_request_id()
         req = rules_pb2.SubmitActionRequest(game_id=game_id, request_id=rid, action=act)
         if seat is not None:
             req.seat = seat
+        if turn_seq is not None:
+            req.turn_seq = turn_seq
         return await self._call(self.stub.SubmitAction, req, RETRY_MOVE, rid)
+
+    async def return_to_seat(self, game_id: str, seat: int | None = None, *,
+                             request_id: str | None = None) -> rules_pb2.SeatResponse:
+        """Turn clock: take back a seat marked away (the bot stops playing it)."""
+        rid = request_id or new_request_id()
+        req = rules_pb2.ReturnToSeatRequest(game_id=game_id, request_id=rid)
+        if seat is not None:
+            req.seat = seat
+        return await self._call(self.stub.ReturnToSeat, req, RETRY_MOVE, rid)
+
+    async def leave_seat(self, game_id: str, seat: int | None = None, *,
+                         request_id: str | None = None) -> rules_pb2.SeatResponse:
+        """Turn clock: mark a seat away (the autoplay bot plays its turns at once)."""
+        rid = request_id or new_request_id()
+        req = rules_pb2.LeaveSeatRequest(game_id=game_id, request_id=rid)
+        if seat is not None:
+            req.seat = seat
+        return await self._call(self.stub.LeaveSeat, req, RETRY_MOVE, rid)
 
     async def history(self, game_id: str) -> rules_pb2.GetHistoryResponse:
         return await self._call(self.stub.GetHistory, rules_pb2.GetHistoryRequest(game_id=game_id), RETRY_READ)

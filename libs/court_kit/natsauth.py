@@ -12,8 +12,9 @@ rules      append to the game logs (``court.games.>``, the full records: the mov
            write); as the in-process projector (``COURT_PROJECTOR=on``) publish public records
            (``court.events.>``) and archive finished games; create, update and read streams
            (purge only for the janitor, never delete); direct-get; the durables
-           ``court-projector`` (any stream) and ``rules-janitor``; subscribe to
-           ``court.games.>`` (WatchGame wake-ups)
+           ``court-projector`` (any stream), ``rules-clock`` (the turn clock, on every
+           COURT_GAMES_<shard>) and ``rules-janitor``; subscribe to ``court.games.>``
+           (WatchGame wake-ups)
 projector  the ``court-projector`` process: read the game logs through its durable
            ``court-projector``, direct-get, publish public records (``court.events.>``) and the
            archive (``court.archive.>``); create/update streams; never the game logs' subjects
@@ -84,6 +85,7 @@ PERMISSIONS: Mapping[str, Permissions] = {
         "$JS.API.STREAM.CREATE.*", "$JS.API.STREAM.UPDATE.*", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES",
         "$JS.API.DIRECT.GET.*", "$JS.API.DIRECT.GET.*.>",
         *_consumer("*", "court-projector"),
+        *_consumer("*", "rules-clock"),  # the turn clock's due records on every shard (court_rules.clockdriver)
         # finished games: written once to the archive, and the janitor purges them from the hot streams
         *ARCHIVE_SUBJECTS, "$JS.API.STREAM.PURGE.*", *_consumer("COURT_GAMES_ARCHIVE", "rules-janitor"),
     ], subscribe=GAME_LOG_SUBJECTS),

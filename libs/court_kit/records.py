@@ -118,7 +118,7 @@ def _stamp(rec: pb.Record, t_ms: int) -> None:
 
 
 def _header(rec: pb.Record, game: str, game_id: str, seq: int, t_ms: int, to_act: Sequence[int],
-            seats: Sequence[str], finished: bool) -> None:
+            seats: Sequence[str], finished: bool, deadlines: Iterable[tuple[int, int]] = ()) -> None:
     rec.game_id = game_id
     rec.game = game
     rec.seq = seq
@@ -127,14 +127,31 @@ def _header(rec: pb.Record, game: str, game_id: str, seq: int, t_ms: int, to_act
     rec.to_act.extend(to_act)
     rec.to_act_players.extend(seats[i] for i in to_act)
     rec.finished = finished
+    for seat, ms in deadlines:
+        rec.deadlines.add(seat=seat, deadline_ms=ms)
+
+
+CLOCK_KEYS = (("turn_seconds", "turn_s"), ("time_bank_seconds", "bank_s"), ("autoplay_level", "level"),
+              ("abandon_after_seconds", "abandon_s"), ("turn_ms", "turn_ms"), ("bank_ms", "bank_ms"),
+              ("abandon_ms", "abandon_ms"))
+
+
+def clock_to_proto(clock: Mapping[str, Any]) -> games_pb.TurnClock:
+    """A creation's turn clock (``court_kit.clock.to_record``'s dict) as its typed message."""
+    return games_pb.TurnClock(**{f: clock[k] for f, k in CLOCK_KEYS if k in clock})
+
+
+def clock_from_proto(c: games_pb.TurnClock) -> dict[str, Any]:
+    return {k: getattr(c, f) for f, k in CLOCK_KEYS}
 
 
 def created_record(game: str, game_id: str, t_ms: int, *, seats: Sequence[str], options: Mapping[str, Any],
                    seed: int, by: str, request_id: str, events: Iterable[Event], to_act: Sequence[int],
-                   finished: bool, resumed_from: str | None = None, save: Mapping[str, Any] | None = None
+                   finished: bool, resumed_from: str | None = None, save: Mapping[str, Any] | None = None,
+                   clock: Mapping[str, Any] | None = None, deadlines: Iterable[tuple[int, int]] = ()
                    ) -> pb.Record:
     rec = pb.Record()
-    _header(rec, game, game_id, 0, t_ms, to_act, seats, finished)
+    _header(rec, game, game_id, 0, t_ms, to_act, seats, finished, deadlines)
     c = rec.created
     c.seats.extend(seats)
     c.options.CopyFrom(typed.options_to_proto(game, options))
@@ -145,6 +162,8 @@ def created_record(game: str, game_id: str, t_ms: int, *, seats: Sequence[str], 
         c.resumed_from = resumed_from
     if save is not None:
         c.save_json = json.dumps(save, separators=(",", ":"), sort_keys=True)
+    if clock is not None:
+        c.clock.CopyFrom(clock_to_proto(clock))
     for e in events:
         c.events.append(event_to_proto(game, e))
     return rec
@@ -152,18 +171,36 @@ def created_record(game: str, game_id: str, t_ms: int, *, seats: Sequence[str], 
 
 def move_record(game: str, game_id: str, seq: int, t_ms: int, *, seat: int, action: Any, action_type: str,
                 by: str, request_id: str, events: Iterable[Event], to_act: Sequence[int], seats: Sequence[str],
-                finished: bool) -> pb.Record:
-    """``action``: the typed ``court.rules.v1.Action``."""
+                finished: bool, autoplay: str = "", deadlines: Iterable[tuple[int, int]] = ()) -> pb.Record:
+    """``action``: the typed ``court.rules.v1.Action``; ``autoplay``: "timeout" or "away" for a
+    move the turn clock made."""
     rec = pb.Record()
-    _header(rec, game, game_id, seq, t_ms, to_act, seats, finished)
+    _header(rec, game, game_id, seq, t_ms, to_act, seats, finished, deadlines)
     m = rec.move
     m.seat = seat
     m.action.CopyFrom(action)
     m.action_type = action_type
     m.by = by
     m.request_id = request_id
+    m.autoplay = autoplay
     for e in events:
         m.events.append(event_to_proto(game, e))
+    return rec
+
+
+def seat_record(game: str, game_id: str, seq: int, t_ms: int, *, seat: int, kind: str, by: str,
+                request_id: str, events: Iterable[Event], to_act: Sequence[int], seats: Sequence[str],
+                finished: bool, deadlines: Iterable[tuple[int, int]] = ()) -> pb.Record:
+    """A turn clock seat record (``kind`` "seat_away" or "seat_returned"): no action."""
+    rec = pb.Record()
+    _header(rec, game, game_id, seq, t_ms, to_act, seats, finished, deadlines)
+    s = rec.seat_changed
+    s.seat = seat
+    s.kind = kind
+    s.by = by
+    s.request_id = request_id
+    for e in events:
+        s.events.append(event_to_proto(game, e))
     return rec
 
 
@@ -203,7 +240,8 @@ def redact(full: pb.Record) -> pb.Record:
     events' private parts, the seed, a save point, the action itself, who called and with which
     request id)."""
     out = pb.Record(game_id=full.game_id, game=full.game, seq=full.seq, visibility=PUBLIC,
-                    to_act=full.to_act, to_act_players=full.to_act_players, finished=full.finished)
+                    to_act=full.to_act, to_act_players=full.to_act_players, finished=full.finished,
+                    deadlines=full.deadlines)
     out.time.CopyFrom(full.time)
     body = full.WhichOneof("body")
     if body == "move":
@@ -211,6 +249,7 @@ def redact(full: pb.Record) -> pb.Record:
         om = out.move
         om.seat = m.seat
         om.action_type = m.action_type
+        om.autoplay = m.autoplay
         _public_events(m.events, om.events)
     elif body == "created":
         c = full.created
@@ -219,10 +258,17 @@ def redact(full: pb.Record) -> pb.Record:
         oc.options.CopyFrom(c.options)
         if c.resumed_from:
             oc.resumed_from = c.resumed_from
+        if c.HasField("clock"):
+            oc.clock.CopyFrom(c.clock)
         _public_events(c.events, oc.events)
     elif body == "closed":
         out.closed.into = full.closed.into
         out.closed.reason = full.closed.reason
+    elif body == "seat_changed":
+        sc = full.seat_changed
+        out.seat_changed.seat = sc.seat
+        out.seat_changed.kind = sc.kind
+        _public_events(sc.events, out.seat_changed.events)
     return out
 
 
@@ -233,6 +279,8 @@ def events_of(rec: pb.Record) -> list[Event]:
         return [event_from_proto(p) for p in rec.move.events]
     if body == "created":
         return [event_from_proto(p) for p in rec.created.events]
+    if body == "seat_changed":
+        return [event_from_proto(p) for p in rec.seat_changed.events]
     return []
 
 

@@ -43,7 +43,8 @@ GameResult = events_pb2.GameResult
 
 GAMES = ("queens_court", "hearts", "the_court", "court_wars")
 NOBODY = -1  # Event.owner of a secret no player may see
-SERVICE_KINDS = {"TurnStarted": "turn_started"}
+SERVICE_KINDS = {"TurnStarted": "turn_started", "TurnTimedOut": "turn_timed_out", "SeatAway": "seat_away",
+                 "SeatReturned": "seat_returned"}
 _SERVICE_GAME_ENDED = "game_ended"  # the service's GameEnded {result, winners}; engines' have their own
 
 

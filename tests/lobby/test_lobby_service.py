@@ -4,6 +4,7 @@ races, abandoning; every bad input a clear status code, and nothing changed by i
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import grpc
 import pytest
@@ -122,6 +123,44 @@ async def test_bad_lobby_settings_are_refused(stack: Stack):
     assert len(local.seats) == 4 and local.seats[0].player_id == guest.id
 
 
+async def test_turn_clock_options_defaults_validation_and_the_game(stack: Stack):
+    """CreateLobbyRequest's clock fields: defaults (45 s online, none locally; bank 60, heuristic,
+    abandon after 600), INVALID_ARGUMENT outside the ranges (nothing is written), shown on the
+    Lobby, quick match on the online defaults, and given to the game the lobby starts."""
+    ann, bob = await stack.player("Ann"), await stack.player("Bob")
+    before = counts(stack)
+
+    def req(**kw: Any) -> lpb.CreateLobbyRequest:
+        r = lpb.CreateLobbyRequest(request_id=rid(), game="queens_court", online=True, **kw)
+        r.options.CopyFrom(typed.options_to_proto("queens_court", {"players": 2}))
+        return r
+
+    for bad, field in (({"turn_seconds": 4}, "turn_seconds"), ({"turn_seconds": 601}, "turn_seconds"),
+                       ({"turn_seconds": -1}, "turn_seconds"), ({"time_bank_seconds": 3601}, "time_bank_seconds"),
+                       ({"time_bank_seconds": -2}, "time_bank_seconds"), ({"autoplay_level": "god"}, "autoplay_level"),
+                       ({"abandon_after_seconds": 59}, "abandon_after_seconds")):
+        await fails(C.INVALID_ARGUMENT, ann.call("CreateLobby", req(**bad)), field)
+    assert counts(stack) == before
+    online = await ann.call("CreateLobby", req())
+    assert (online.turn_seconds, online.time_bank_seconds, online.autoplay_level, online.abandon_after_seconds) == (
+        45, 60, "heuristic", 600)
+    local = await ann.create_lobby("hearts", {}, online=False)
+    assert local.turn_seconds == 0 and local.time_bank_seconds == 60
+    chosen = await ann.call("CreateLobby", req(turn_seconds=0, time_bank_seconds=0, autoplay_level="expert",
+                                               abandon_after_seconds=0))
+    assert (chosen.turn_seconds, chosen.autoplay_level, chosen.abandon_after_seconds) == (0, "expert", 0)
+    qreq = lpb.QuickMatchRequest(request_id=rid(), game="hearts")
+    quick = await bob.call("QuickMatch", qreq)
+    assert quick.turn_seconds == 45 and quick.abandon_after_seconds == 600
+    timed = await ann.call("CreateLobby", req(turn_seconds=30, time_bank_seconds=10))
+    await bob.join(timed.lobby_id)
+    started = await ann.start(timed.lobby_id)
+    view = await stack.rules_view(started.game_id)
+    assert (view.clock.turn_seconds, view.clock.time_bank_seconds, view.clock.autoplay_level) == (30, 10, "heuristic")
+    acting = [c for c in view.seat_clocks if c.seat in view.to_act]
+    assert acting and all(c.HasField("deadline") and c.bank_ms == 10_000 for c in acting)
+
+
 async def test_joining_full_started_private_lobbies_and_antes(stack: Stack):
     ann, bob, cy, dee = [await stack.player(n) for n in ("Ann", "Bob", "Cy", "Dee")]
     full = await ann.create_lobby("queens_court", {"players": 2})
@@ -204,14 +243,23 @@ async def test_a_retry_with_the_same_request_id_applies_nothing_twice(stack: Sta
                 "already used")
 
 
-async def test_abandoning_refunds_every_ante(stack: Stack):
+async def test_abandoning_refunds_every_ante_only_when_every_person_asks(stack: Stack):
+    """docs/clock.md: one player's AbandonGame alone marks their seat away (the game goes on, the
+    autoplay bot plays the seat, nothing is refunded); once every person at the table has asked,
+    the game is abandoned and every ante comes back, once."""
     ann, bob, cy = [await stack.player(n) for n in ("Ann", "Bob", "Cy")]
     lobby = await ann.create_lobby("queens_court", {"players": 2}, ante=300)
     await bob.join(lobby.lobby_id)
     game = await ann.start(lobby.lobby_id)
     assert [await ann.balance(), await bob.balance()] == [700, 700]
     await fails(C.NOT_FOUND, cy.call("AbandonGame", lpb.AbandonGameRequest(request_id=rid(), game_id=game.game_id)))
-    gone = await bob.call("AbandonGame", lpb.AbandonGameRequest(request_id=rid(), game_id=game.game_id))
+    alone = await bob.call("AbandonGame", lpb.AbandonGameRequest(request_id=rid(), game_id=game.game_id))
+    assert alone.state == lpb.LOBBY_STATE_STARTED
+    assert [s.abandon_asked for s in alone.seats] == [False, True]
+    assert [await ann.balance(), await bob.balance()] == [700, 700]  # no refund: the leader keeps the stake
+    view = await stack.rules_view(game.game_id)
+    assert [c.away for c in view.seat_clocks] == [False, True]  # bob's seat is the bot's now
+    gone = await ann.call("AbandonGame", lpb.AbandonGameRequest(request_id=rid(), game_id=game.game_id))
     assert gone.state == lpb.LOBBY_STATE_ABANDONED
     assert [await ann.balance(), await bob.balance()] == [1000, 1000]
     await fails(C.FAILED_PRECONDITION, ann.call("AbandonGame", lpb.AbandonGameRequest(request_id=rid(),

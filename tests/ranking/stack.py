@@ -197,6 +197,14 @@ class Stack:
         self.bot = app
         return app
 
+    async def rules_view(self, game_id: str) -> Any:
+        """The spectator's view of a game (the lobby's service identity), turn clock included."""
+        c = RulesClient(self.channel(self.rules.address), self.token("service:lobby", "service"))
+        try:
+            return await c.get_view(game_id)
+        finally:
+            await c.close()
+
     def token(self, sub: str, role: str, ttl: float = 3600) -> str:
         return keys.token(sub, role, ttl)
 

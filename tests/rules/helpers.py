@@ -104,6 +104,7 @@ def assert_complete(records: list[records_pb2.Record], last_seq: int, *, public:
     seqs = [r.seq for r in records if r.WhichOneof("body") != "closed"]
     assert seqs == list(range(last_seq + 1)), f"every move once, in order: {seqs[:5]}..{seqs[-5:]} vs 0..{last_seq}"
     assert records[0].WhichOneof("body") == "created"
-    assert all(r.WhichOneof("body") == "move" for r in records[1:] if r.WhichOneof("body") != "closed")
+    assert all(r.WhichOneof("body") in ("move", "seat_changed") for r in records[1:]
+               if r.WhichOneof("body") != "closed")
     want = krec.PUBLIC if public else krec.FULL
     assert all(r.visibility == want for r in records)

@@ -59,8 +59,8 @@ class TestLobbyStore:
     def test_migrations_make_every_table_and_run_again_as_a_no_op(self, store):
         assert {"lb_account", "lb_lobby", "lb_seat", "lb_refresh", "lb_request", "alembic_version_lobby"} <= set(
             inspect(store.engine).get_table_names())
-        assert current_revision(store.engine, "lobby") == "0002"
-        assert migrate(store.engine) == "0002"
+        assert current_revision(store.engine, "lobby") == "0003"
+        assert migrate(store.engine) == "0003"
 
     def test_names_are_unique_whatever_their_case(self, store):
         ann = store.create_account("Ann", "h")

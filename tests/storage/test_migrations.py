@@ -22,7 +22,7 @@ def test_the_migrate_commands_build_both_schemas(db_url, tmp_path):  # noqa: F81
     engine = make_engine(db_url)
     tables = set(inspect(engine).get_table_names())
     assert {"lb_account", "lb_lobby", "rk_ledger", "rk_game", "alembic_version_lobby", "alembic_version_ranking"} <= tables
-    assert (current_revision(engine, "lobby"), current_revision(engine, "ranking")) == ("0002", "0003")
+    assert (current_revision(engine, "lobby"), current_revision(engine, "ranking")) == ("0003", "0003")
     engine.dispose()
 
 
@@ -40,7 +40,7 @@ def test_replicas_migrating_at_once_migrate_once(db_url, tmp_path):  # noqa: F81
         p.stderr.close()
     assert [rc for rc, _ in outcomes] == [0] * 6, [err[-2000:] for _, err in outcomes]
     engine = make_engine(db_url)
-    assert (current_revision(engine, "lobby"), current_revision(engine, "ranking")) == ("0002", "0003")
+    assert (current_revision(engine, "lobby"), current_revision(engine, "ranking")) == ("0003", "0003")
     engine.dispose()
 
 

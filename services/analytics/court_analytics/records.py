@@ -51,7 +51,13 @@ def decode(data: bytes, headers: dict[str, str] | None = None) -> list[Record]:
             created["resumed_from"] = c.resumed_from
         payloads.append(created)
     elif body == "move":
-        payloads.append({"type": "ActionApplied", "seat": int(rec.move.seat), "action_type": rec.move.action_type})
+        applied: dict[str, Any] = {"type": "ActionApplied", "seat": int(rec.move.seat),
+                                   "action_type": rec.move.action_type}
+        if rec.move.autoplay:
+            applied["autoplay"] = rec.move.autoplay  # the turn clock played it
+        payloads.append(applied)
+    elif body == "seat_changed":
+        pass  # a turn clock seat record: its events (SeatAway / SeatReturned, TurnStarted) only
     else:
         raise ValueError(f"a {body} record carries no events")
     payloads.extend(e.full() for e in krec.events_of(rec))

@@ -11,6 +11,8 @@ at start-up) and COURT_START_LEASE (seconds a replica holds a lobby while drivin
 TTL purges (``store.purge``, every COURT_PURGE_INTERVAL seconds, default 3600): request-log rows
 older than COURT_REQUEST_TTL (default 7 days), refresh tokens past their expiry, lobbies of
 finished or abandoned games older than COURT_FINISHED_LOBBY_TTL (default 30 days).
+Turn clock (docs/clock.md): every COURT_ABANDON_SWEEP seconds (default 30) the lobby abandons the
+started games whose every person's seat has been away for the lobby's abandon_after_seconds.
 
 The schema is migrated at start (Alembic; ``migrate`` runs only that) unless
 COURT_MIGRATE_ON_START=false, which only checks it is current (deploy/ migrates in a Job).
@@ -68,6 +70,8 @@ class LobbyApp:
     _task: asyncio.Task | None = None
     purger: PurgeTask | None = None
     _purge_task: asyncio.Task | None = None
+    _away_task: asyncio.Task | None = None
+    servicer: LobbyServicer | None = None
 
     @property
     def address(self) -> str:
@@ -115,13 +119,33 @@ class LobbyApp:
         app.purger = PurgeTask("lobby", lambda: purge(store, request_ttl=request_ttl, finished_ttl=finished_ttl),
                                interval=settings.extra_float("PURGE_INTERVAL", 3600.0, lo=0.05))
         app._purge_task = asyncio.create_task(app.purger.run(app._stop))
+        app.servicer = servicer
+        app._away_task = asyncio.create_task(
+            app._abandon_away(servicer, settings.extra_float("ABANDON_SWEEP", 30.0, lo=0.05)))
         return app
+
+    async def _abandon_away(self, servicer: LobbyServicer, every: float) -> None:
+        """Until stopped: abandon games every person of which has been away for the abandon time."""
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), every)
+            if self._stop.is_set():
+                return
+            try:
+                await servicer.abandon_away_games()
+            except Exception as exc:  # noqa: BLE001 - the database or rules away for a moment: next round
+                log.warning("abandon sweep failed", error=str(exc)[:200] or type(exc).__name__)
 
     async def _stop_background(self) -> None:
         self._stop.set()
         if self._purge_task is not None:
             with contextlib.suppress(Exception):
                 await self._purge_task
+        for t in (self._away_task,):
+            if t is not None:
+                t.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

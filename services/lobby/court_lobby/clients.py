@@ -13,6 +13,7 @@ from court_kit import errors as kerr
 from court_kit.server import client_channel
 from court_kit.settings import Settings
 from court_kit.tokens import Signer, issue_token
+from court_proto.court.games.v1 import events_pb2
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 from court_proto.court.ranking.v1 import ranking_pb2_grpc
 from court_proto.court.rules.v1 import rules_pb2
@@ -77,11 +78,13 @@ class Backends:
     # ---------------------------------------------------------------- rules
 
     async def create_game(self, game: str, seats: Sequence[str], options: Mapping[str, Any], seed: int,
-                          request_id: str, game_id: str = "") -> str:
+                          request_id: str, game_id: str = "", clock: Mapping[str, Any] | None = None) -> str:
+        """``clock``: the lobby's turn clock (court_kit.clock.ClockSettings fields), given to the game."""
         self.rules.token = self.token.get()
+        tc = events_pb2.TurnClock(**clock) if clock else None
         try:
             reply = await self.rules.create_game(game, seats, options, seed=seed, request_id=request_id,
-                                                 game_id=game_id)
+                                                 game_id=game_id, clock=tc)
         except grpc.aio.AioRpcError as err:
             raise translate(err, "rules") from None
         return reply.game_id
@@ -108,6 +111,14 @@ class Backends:
                 return False
             raise translate(err, "rules") from None
         return True
+
+    async def leave_seat(self, game_id: str, seat: int) -> rules_pb2.SeatResponse:
+        """Mark a person's seat away (the autoplay bot plays it on): one player's AbandonGame."""
+        self.rules.token = self.token.get()
+        try:
+            return await self.rules.leave_seat(game_id, seat, request_id=f"lobby-away-{game_id}-{seat}")
+        except grpc.aio.AioRpcError as err:
+            raise translate(err, "rules") from None
 
     async def game_view(self, game_id: str) -> rules_pb2.GameView:
         self.rules.token = self.token.get()

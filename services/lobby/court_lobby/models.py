@@ -73,6 +73,8 @@ class Lobby(LobbyModel, table=True):
     start_error: str | None = Field(default=None, max_length=300)  # why the last start failed
     lease_owner: str | None = Field(default=None, max_length=64)  # who drives the saga now ...
     lease_until: datetime | None = None  # ... until when (a dead driver's lease expires)
+    # the turn clock (court_kit.clock) as JSON; None: no clock (lobbies made before it existed)
+    clock: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class Seat(LobbyModel, table=True):
@@ -86,6 +88,7 @@ class Seat(LobbyModel, table=True):
     bot_level: str | None = Field(default=None, max_length=16)
     name: str = Field(default="", max_length=24)
     ready: bool = False
+    abandon_asked: bool = False  # this seat's person asked to abandon the started game
     joined_at: datetime = Field(default_factory=utcnow)
 
 

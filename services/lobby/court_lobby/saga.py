@@ -175,7 +175,7 @@ class Starter:
                 await self.faults.after_antes(info)
             await self._renew(info, owner)
             await self.backends.create_game(info.game, seats, info.options, info.seed,
-                                            request_id=info.start_rid, game_id=info.game_id)
+                                            request_id=info.start_rid, game_id=info.game_id, clock=info.clock)
             await self.faults.after_game(info)
             await self._renew(info, owner)
         except Undo as undo:

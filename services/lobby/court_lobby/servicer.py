@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
 from court_games import GAME_NAMES, get_game
+from court_kit import clock as kclock
 from court_kit import logging as klog
 from court_kit import typed
 from court_kit.checks import page_offset, quote
@@ -188,6 +190,11 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             out.game_id = ""  # fixed at the start, shown once the game exists
         if info.options:
             out.options.CopyFrom(typed.options_to_proto(info.game, info.options))
+        if info.clock:
+            out.turn_seconds = int(info.clock["turn_seconds"])
+            out.time_bank_seconds = int(info.clock["time_bank_seconds"])
+            out.autoplay_level = str(info.clock["autoplay_level"])
+            out.abandon_after_seconds = int(info.clock["abandon_after_seconds"])
         if info.invite_code and viewer is not None and info.seat_of(viewer):
             out.invite_code = info.invite_code
         seated = {s.seat_no: s for s in info.seated}
@@ -197,7 +204,8 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                 out.seats.append(pb.LobbySeat(seat=n))
             else:
                 pid = s.account_id or f"{BOT_PREFIX}{s.bot_level}"
-                out.seats.append(pb.LobbySeat(seat=n, player_id=pid, name=s.name, ready=s.ready))
+                out.seats.append(pb.LobbySeat(seat=n, player_id=pid, name=s.name, ready=s.ready,
+                                              abandon_asked=s.abandon_asked))
         return out
 
     async def _auth_reply(self, acc: Account) -> pb.AuthResponse:
@@ -272,16 +280,31 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             raise InvalidArgument("an ante is staked only in online Queen's Court lobbies")
         return needed
 
+    @staticmethod
+    def _clock(request: Any, online: bool) -> dict[str, Any]:
+        """The lobby's turn clock from the request's optional fields, defaults for the rest
+        (court_kit.clock: 45 s turns online, none locally); INVALID_ARGUMENT outside the ranges."""
+        def opt(name: str, default: Any) -> Any:
+            return getattr(request, name) if request.HasField(name) else default
+
+        c = kclock.validate(
+            opt("turn_seconds", kclock.ONLINE_TURN_SECONDS if online else kclock.LOCAL_TURN_SECONDS),
+            opt("time_bank_seconds", kclock.DEFAULT_BANK_SECONDS), opt("autoplay_level", kclock.DEFAULT_LEVEL),
+            opt("abandon_after_seconds", kclock.DEFAULT_ABANDON_SECONDS))
+        return {"turn_seconds": c.turn_seconds, "time_bank_seconds": c.time_bank_seconds,
+                "autoplay_level": c.autoplay_level, "abandon_after_seconds": c.abandon_after_seconds}
+
     async def CreateLobby(self, request: pb.CreateLobbyRequest, context: Any) -> pb.Lobby:
         me = await self._me()
 
         async def work(call: Call) -> LobbyInfo:
             options = typed.requested_options(request.game, request.options)
             seats = self._validate_new_lobby(request.game, options, request.seats, request.ante, request.online)
+            clock = self._clock(request, request.online)
             self._check_online(me, request.online)
             await self._check_ante(me, request.ante)
             return await self._run(self.store.create_lobby, me, request.game, options, request.online, request.ante,
-                                   seats, not request.private, None, call)
+                                   seats, not request.private, None, call, clock)
 
         return await self._once(me, request, "CreateLobby", work)
 
@@ -437,8 +460,9 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                     return await self._run(self.store.join, c.id, me, "", None, call)
                 except (FailedPrecondition, Aborted, PermissionDenied):
                     continue  # filled or started meanwhile: the next one
+            clock = self._clock(pb.CreateLobbyRequest(), True)  # quick match: the online defaults
             return await self._run(self.store.create_lobby, me, request.game, options, True, request.ante, seats, True,
-                                   None, call)
+                                   None, call, clock)
 
         return await self._once(me, request, "QuickMatch", work)
 
@@ -477,13 +501,47 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
 
         async def work(call: Call) -> LobbyInfo:
             info = await self._my_started_game(me, request.game_id)
-            if info.online:
-                await self.backends.abandon_game(info.game_id)  # every ante back, once
-            done = await self._run(self.store.abandon, info.id, call)
-            log.info("game abandoned", game_id=info.game_id, by=me.id)
-            return done
+            info = await self._run(self.store.ask_abandon, info.id, me.id)
+            if all(s.abandon_asked for s in info.seated if s.account_id):
+                return await self._abandon(info, call, f"every person asked ({me.id} last)")
+            # alone: the seat is marked away and the autoplay bot plays it to the end; the result stands
+            await self.backends.leave_seat(info.game_id, info.seat_of(me.id).seat_no)
+            log.info("abandon asked: the seat is away, the game goes on", game_id=info.game_id, by=me.id)
+            return await self._run(self.store.remember, call, info.id)
 
         return await self._once(me, request, "AbandonGame", work)
+
+    async def _abandon(self, info: LobbyInfo, call: Call | None, why: str) -> LobbyInfo:
+        """Abandon the started game: every ante back exactly once (the ranking's keyed entries)."""
+        if info.online:
+            await self.backends.abandon_game(info.game_id)  # every ante back, once
+        done = await self._run(self.store.abandon, info.id, call)
+        log.info("game abandoned", game_id=info.game_id, why=why)
+        return done
+
+    async def abandon_away_games(self, now_ms: int | None = None) -> int:
+        """Abandon every started game whose every human seat has been away for the lobby's
+        abandon_after_seconds (the rules view's ``abandon_at`` has passed). Returns how many."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        n, after = 0, ""
+        while True:
+            batch = await self._run(self.store.started_with_clock, 500, after)
+            if not batch:
+                return n
+            after = batch[-1].id
+            for info in batch:
+                if not info.clock or not info.clock.get("abandon_after_seconds") or not info.game_id:
+                    continue
+                try:
+                    view = await self.backends.game_view(info.game_id)
+                    if view.finished or not view.HasField("abandon_at") or view.abandon_at.ToMilliseconds() > now_ms:
+                        continue
+                    await self._abandon(info, None, "every person's seat was away for the abandon time")
+                    n += 1
+                except (Aborted, FailedPrecondition):
+                    continue  # finished or abandoned meanwhile
+                except ServiceError as exc:
+                    log.warning("could not check an away game", game_id=info.game_id, error=str(exc))
 
     async def _resume(self, me: Account, game_id: str, call: Call) -> LobbyInfo:
         """A new started lobby whose game continues ``game_id`` from its save point.

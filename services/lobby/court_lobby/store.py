@@ -108,6 +108,7 @@ class SeatInfo:
     bot_level: str | None
     name: str
     ready: bool
+    abandon_asked: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +134,7 @@ class LobbyInfo:
     starting_at: datetime | None = None
     start_account: str | None = None
     start_request: str | None = None
+    clock: dict[str, Any] | None = None  # court_kit.clock.ClockSettings fields; None: no clock
 
     @property
     def free_seats(self) -> int:
@@ -247,9 +249,11 @@ class LobbyStore:
             seats=lobby.seats, public=lobby.public, invite_code=lobby.invite_code, host_id=lobby.host_id,
             status=lobby.status, game_id=lobby.game_id, seed=lobby.seed, resumed_from=lobby.resumed_from,
             created_at=lobby.created_at, started_at=lobby.started_at,
-            seated=tuple(SeatInfo(x.seat_no, x.account_id, x.bot_level, x.name, x.ready) for x in seats),
+            seated=tuple(SeatInfo(x.seat_no, x.account_id, x.bot_level, x.name, x.ready, x.abandon_asked)
+                         for x in seats),
             start_rid=lobby.start_rid, start_error=lobby.start_error, starting_at=lobby.starting_at,
-            start_account=lobby.start_account, start_request=lobby.start_request)
+            start_account=lobby.start_account, start_request=lobby.start_request,
+            clock=json.loads(lobby.clock) if lobby.clock else None)
 
     def lobby(self, lobby_id: str) -> LobbyInfo:
         check_text(lobby_id, "lobby_id", 36)
@@ -279,13 +283,14 @@ class LobbyStore:
         return row
 
     def create_lobby(self, host: Account, game: str, options: Mapping[str, Any], online: bool, ante: int,
-                     seats: int, public: bool, resumed_from: str | None = None, call: Call | None = None
-                     ) -> LobbyInfo:
-        """A new open lobby with the host in seat 0 (private lobbies get an invite code)."""
+                     seats: int, public: bool, resumed_from: str | None = None, call: Call | None = None,
+                     clock: Mapping[str, Any] | None = None) -> LobbyInfo:
+        """A new open lobby with the host in seat 0 (private lobbies get an invite code).
+        ``clock``: the turn clock's settings (``court_kit.clock.ClockSettings`` fields)."""
         lobby = Lobby(id=str(uuid.uuid4()), game=game, options=json.dumps(dict(options), sort_keys=True),
                       online=online, ante=ante, seats=seats, public=public,
                       invite_code=None if public else secrets.token_hex(4).upper(), host_id=host.id,
-                      resumed_from=resumed_from)
+                      resumed_from=resumed_from, clock=json.dumps(dict(clock), sort_keys=True) if clock else None)
         with self._write(call) as s:
             s.add(lobby)
             s.flush()
@@ -569,6 +574,24 @@ class LobbyStore:
             done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == from_status)
                              .values(status=to_status, version=Lobby.version + 1))
             return done.rowcount == 1
+
+    def ask_abandon(self, lobby_id: str, account_id: str) -> LobbyInfo:
+        """Mark ``account_id``'s seat of the started lobby as asking to abandon its game (kept)."""
+        with self.session() as s:
+            s.execute(update(Seat).where(Seat.lobby_id == lobby_id, Seat.account_id == account_id)
+                      .values(abandon_asked=True))
+            s.commit()
+            row = s.get(Lobby, lobby_id)
+            if row is None:
+                raise NotFound(f"no lobby {quote(lobby_id)}")
+            return self._info(s, row)
+
+    def started_with_clock(self, limit: int = 500, after: str = "") -> list[LobbyInfo]:
+        """Started lobbies that have a turn clock, by id, ``limit`` at a time after ``after``."""
+        q = (select(Lobby).where(Lobby.status == STARTED, Lobby.clock.is_not(None), Lobby.id > after)
+             .order_by(Lobby.id).limit(limit))
+        with self.session() as s:
+            return [self._info(s, row) for row in s.exec(q)]
 
     def abandon(self, lobby_id: str, call: Call | None = None) -> LobbyInfo:
         """started -> abandoned (its antes are refunded by then), answering ``call`` with it."""

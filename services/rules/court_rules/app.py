@@ -11,6 +11,11 @@ Settings come from the environment (court_kit.settings); the service's own:
     COURT_GAME_CACHE           games kept in memory per replica (default 20000)
     COURT_FINISHED_RETENTION   how long a finished game stays in the hot streams before the
                                janitor purges it (it stays readable from the archive; default 2d)
+    COURT_CLOCK_ACK_WAIT       seconds before a due clock record a replica took (and died with)
+                               goes to another replica (default 10)
+    COURT_CLOCK_MAX_PENDING    clock records JetStream holds for the replicas at once (default 100000)
+    COURT_CLOCK_SECOND_MS      dev/test only: milliseconds one clock second lasts (default 1000;
+                               docs/clock.md)
 
 ``RulesApp.start(settings)`` is what tests use (port 0, in process); ``main``
 adds logging, signals and graceful shutdown.
@@ -21,10 +26,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import nats.errors
 import nats.js.errors
+from court_kit import clock as kitclock
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.health import Check, nats_check
@@ -37,6 +45,7 @@ from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
 
 from .archive import run_janitor
+from .clockdriver import ClockDriver
 from .games import GameCache
 from .projector import Projector, projector_for
 from .servicer import Faults, RulesServicer
@@ -83,6 +92,8 @@ class RulesApp:
     _stop_sweeper: asyncio.Event = field(default_factory=asyncio.Event)
     _projecting: asyncio.Task | None = None
     _janitor: asyncio.Task | None = None
+    _clock: asyncio.Task | None = None
+    driver: ClockDriver | None = None
 
     @property
     def address(self) -> str:
@@ -96,9 +107,10 @@ class RulesApp:
 
     @classmethod
     async def start(cls, settings: Settings, *, faults: Faults | None = None,
-                    projector: bool | None = None) -> RulesApp:
+                    projector: bool | None = None, clock: Callable[[], float] = time.time) -> RulesApp:
         """``projector``: run the projector here (default: ``COURT_PROJECTOR``, on)."""
         retention = kjs.parse_age("COURT_FINISHED_RETENTION", settings.extra.get("COURT_FINISHED_RETENTION", "2d"))
+        second_ms = kitclock.second_ms(settings.env, settings.extra)
         preflight(settings)
         nc = await kjs.connect(settings.nats_servers(), name=f"court-rules@{settings.listen}",
                                **kjs.connect_options(settings))
@@ -109,7 +121,8 @@ class RulesApp:
             if projector is None:
                 projector = settings.projector
             proj = projector_for(store, settings) if projector else None
-            servicer = RulesServicer(store, cache, id_secret=settings.id_secret, faults=faults)
+            servicer = RulesServicer(store, cache, id_secret=settings.id_secret, faults=faults, clock=clock,
+                                     clock_second_ms=second_ms)
             server, port = create_server(settings.listen, settings=settings,
                                          interceptors=[EdgeInterceptor(Verifier.for_service(settings))])
             rules_pb2_grpc.add_RulesServiceServicer_to_server(servicer, server)
@@ -124,12 +137,16 @@ class RulesApp:
         if proj is not None:
             app._projecting = asyncio.create_task(proj.run(app._stop_sweeper))
         app._janitor = asyncio.create_task(run_janitor(store, app._stop_sweeper, retention=retention))
+        app.driver = ClockDriver(servicer, cache, secret=settings.id_secret, clock=clock,
+                                 ack_wait=settings.extra_float("CLOCK_ACK_WAIT", 10.0, lo=1.0),
+                                 max_pending=settings.extra_int("CLOCK_MAX_PENDING", 100_000, lo=1))
+        app._clock = asyncio.create_task(app.driver.run(app._stop_sweeper))
         log.info("rules service listening", port=port, metrics_port=metrics.port if metrics else None)
         return app
 
     async def _stop_background(self) -> None:
         self._stop_sweeper.set()
-        for task in (self._projecting, self._janitor):
+        for task in (self._projecting, self._janitor, self._clock):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -23,7 +23,7 @@ import hmac
 import json
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -36,6 +36,7 @@ from court_kit.checks import quote
 from court_kit.errors import InvalidArgument, NotFound
 from court_proto.court.events.v2 import records_pb2
 
+from . import clock as kclock
 from .store import GameStore, Record
 
 RECENT = 16  # states and events kept for the last moves (watchers, retries)
@@ -84,6 +85,18 @@ class Move:
     by: str
     rid: str
     t: int  # ms since the epoch
+    kind: str = kclock.MOVE  # see clock.KINDS
+    dl: tuple[tuple[int, int], ...] | None = None  # (seat, deadline ms) of the seats to act after it
+    due: int | None = field(default=None, compare=False)  # when the clock has work after it (not stored)
+
+    @property
+    def is_seat_record(self) -> bool:
+        return self.kind in (kclock.SEAT_AWAY, kclock.SEAT_RETURNED)
+
+    @property
+    def autoplay(self) -> str:
+        """MoveRecorded.autoplay: "" for the seat's own move, else "timeout" or "away"."""
+        return "" if self.kind == kclock.MOVE else self.kind
 
 
 def create_of(rec: records_pb2.Record) -> dict[str, Any]:
@@ -96,6 +109,8 @@ def create_of(rec: records_pb2.Record) -> dict[str, Any]:
         out["save"] = json.loads(c.save_json)
     if c.resumed_from:
         out["resumed_from"] = c.resumed_from
+    if c.HasField("clock"):
+        out["clock"] = krec.clock_from_proto(c.clock)
     return out
 
 
@@ -123,6 +138,12 @@ class GameEntry:
         n = self.module.num_players(self.state)
         if n != len(self.seats):
             raise InvalidArgument(f"{self.game} with these options seats {n} players; got {len(self.seats)} seats")
+        self.clock_record: dict[str, Any] | None = create.get("clock")
+        self.clock_settings = kclock.Settings.from_record(self.clock_record)
+        self.humans = tuple(i for i, s in enumerate(self.seats) if not s.startswith(BOT_PREFIX))
+        # the clock after every seq, and the seat events of that record (index: seq)
+        self.clocks: list[tuple[kclock.Clock, tuple[str, ...]]] = [
+            (kclock.opening(self.clock_settings, n, self.module.to_act(self.state), self.created_t), ())]
         # set once the game is closed: the game that resumed this one, or "" for a game the lobby
         # closed (CloseGame, ``closed_reason`` saying why); either way it is then over
         self.closed_into: str | None = None
@@ -169,22 +190,83 @@ class GameEntry:
     def bot_seats(self) -> list[int]:
         return [i for i, s in enumerate(self.seats) if s.startswith(BOT_PREFIX)]
 
+    # ---------------------------------------------------------------- turn clock
+
+    @property
+    def clock(self) -> kclock.Clock:
+        """The seats' clocks as of the last record."""
+        return self.clocks[self.seq][0]
+
+    def clock_at(self, seq: int) -> kclock.Clock:
+        return self.clocks[seq][0]
+
+    def next_due(self) -> int | None:
+        """When the clock next has something to do here (ms since the epoch), or None."""
+        if self.finished:
+            return None
+        return kclock.next_due(self.clock, self.to_act(), self.humans)
+
+    def deadlines_at(self, seq: int) -> tuple[tuple[int, int], ...]:
+        """(seat, deadline ms) of the seats to act after ``seq`` (none without a clock)."""
+        if not self.clock_settings.on or seq >= len(self.clocks):
+            return ()
+        return tuple(sorted(kclock.deadlines(self.clocks[seq][0]).items()))
+
+    def _advance(self, move: Move, prev_state: Any, state: Any) -> tuple[kclock.Clock, tuple[str, ...]]:
+        prev_clock = self.clocks[move.seq - 1][0]
+        recorded = dict(move.dl) if move.dl is not None else None
+        clk, notes = kclock.advance(self.clock_settings, prev_clock, self.module.to_act(prev_state),
+                                    self.module.to_act(state), move.seq, move.t, move.seat, move.kind, recorded)
+        return clk, tuple(notes)
+
+    def _apply_move(self, state: Any, move: Move, emit: bool) -> tuple[Any, tuple[Event, ...]]:
+        if move.is_seat_record:
+            return state, ()
+        state, engine = self.module.apply(state, move.seat, self.module.action_from_json(move.action), emit=emit)
+        return state, tuple(engine)
+
     # ---------------------------------------------------------------- events
 
-    def service_events(self, seq: int, move: Move | None, engine: Sequence[Event], state: Any = None
-                       ) -> tuple[Event, ...]:
+    def service_events(self, seq: int, move: Move | None, engine: Sequence[Event], state: Any = None,
+                       clock: tuple[kclock.Clock, tuple[str, ...]] | None = None) -> tuple[Event, ...]:
         """A record's events: the engine's, then the service's ``TurnStarted`` (or ``GameEnded``
         for an engine that emits none) (docs/contract.md). The creation and the move themselves
-        are the record's body (GameCreated, MoveRecorded), not events."""
+        are the record's body (GameCreated, MoveRecorded, SeatChanged), not events.
+
+        Turn clock (docs/clock.md): a move the clock made on a timeout starts with
+        ``TurnTimedOut``; ``SeatReturned`` comes first for a seat back from away, ``SeatAway``
+        after the move that marked it; ``TurnStarted`` lists the deadlines and the away seats."""
         state = self.state if state is None else state
-        out: list[Event] = list(engine)
+        clk, notes = self.clocks[seq] if clock is None else clock
+        out: list[Event] = []
+        if move is not None:
+            if move.is_seat_record:
+                for note in notes:
+                    out.append(Event(note, {"seat": move.seat, "player": self.seats[move.seat]}))
+            else:
+                if move.kind == kclock.TIMEOUT:
+                    prev = self.clocks[seq - 1][0][move.seat]
+                    out.append(Event("TurnTimedOut", {"seat": move.seat, "turn_seq": max(0, prev.turn_seq),
+                                                      "deadline_ms": prev.deadline or 0}))
+                if "SeatReturned" in notes:
+                    out.append(Event("SeatReturned", {"seat": move.seat, "player": self.seats[move.seat]}))
+        out.extend(engine)
+        if move is not None and not move.is_seat_record and "SeatAway" in notes:
+            out.append(Event("SeatAway", {"seat": move.seat, "player": self.seats[move.seat]}))
         if self.module.is_terminal(state):
             if not any(e.type == "GameEnded" for e in engine):
                 result = self.module.result(state)
                 out.append(Event("GameEnded", {"result": result, "winners": winners_of(result)}))
         else:
             acting = list(self.module.to_act(state))
-            out.append(Event("TurnStarted", {"to_act": acting, "players": [self.seats[i] for i in acting]}))
+            turn: dict[str, Any] = {"to_act": acting, "players": [self.seats[i] for i in acting]}
+            dls = kclock.deadlines(clk) if self.clock_settings.on else {}
+            if dls:
+                turn["deadlines"] = [{"seat": i, "deadline_ms": dls[i]} for i in acting if i in dls]
+            away = [i for i, x in enumerate(clk) if x.away]
+            if away:
+                turn["away"] = away
+            out.append(Event("TurnStarted", turn))
         return tuple(out)
 
     # ---------------------------------------------------------------- records
@@ -196,18 +278,25 @@ class GameEntry:
         return krec.created_record(
             self.game, self.game_id, self.created_t, seats=self.seats, options=self.options_dict, seed=self.seed,
             by=self.created_by, request_id=self.created_rid, events=events, to_act=acting,
-            finished=self.module.is_terminal(state), resumed_from=self.resumed_from, save=self.save)
+            finished=self.module.is_terminal(state), resumed_from=self.resumed_from, save=self.save,
+            clock=self.clock_record, deadlines=self.deadlines_at(0))
 
     def move_record(self, move: Move, state: Any, events: Sequence[Event], action: Any = None
                     ) -> records_pb2.Record:
-        """The full MoveRecorded record of ``move`` (``action``: its typed proto, when at hand)."""
+        """The full MoveRecorded record of ``move`` (``action``: its typed proto, when at hand), or
+        the SeatChanged record of a seat record."""
         finished = self.module.is_terminal(state)
         acting = () if finished else self.module.to_act(state)
+        dl = move.dl or ()
+        if move.is_seat_record:
+            return krec.seat_record(
+                self.game, self.game_id, move.seq, move.t, seat=move.seat, kind=move.kind, by=move.by,
+                request_id=move.rid, events=events, to_act=acting, seats=self.seats, finished=finished, deadlines=dl)
         typed = action if action is not None else kactions.from_json(self.game, move.action)
         return krec.move_record(
             self.game, self.game_id, move.seq, move.t, seat=move.seat, action=typed,
             action_type=str(move.action.get("type", "")), by=move.by, request_id=move.rid, events=events,
-            to_act=acting, seats=self.seats, finished=finished)
+            to_act=acting, seats=self.seats, finished=finished, autoplay=move.autoplay, deadlines=dl)
 
     def closed_record(self, into: str, by: str, rid: str, t: int, reason: str = "") -> records_pb2.Record:
         return krec.closed_record(self.game, self.game_id, self.seq, t, into=into, by=by, request_id=rid,
@@ -224,15 +313,25 @@ class GameEntry:
 
     # ---------------------------------------------------------------- writing
 
-    def propose(self, seat: int, action: Any, action_json: dict[str, Any], by: str, rid: str, t: int
-                ) -> tuple[Move, Any, tuple[Event, ...]]:
-        """The move, new state and events of ``action`` (IllegalAction propagates); commits nothing."""
-        state, engine = self.module.apply(self.state, seat, action)
-        move = Move(self.seq + 1, seat, action_json, by, rid, t)
-        return move, state, self.service_events(move.seq, move, engine, state)
+    def propose(self, seat: int, action: Any, action_json: dict[str, Any], by: str, rid: str, t: int,
+                kind: str = kclock.MOVE) -> tuple[Move, Any, tuple[Event, ...]]:
+        """The move, new state and events of ``action`` (IllegalAction propagates); commits nothing.
+        ``action`` is None for a seat record (``kind`` seat_away / seat_returned)."""
+        if action is None:
+            state, engine = self.state, ()
+        else:
+            state, engine = self.module.apply(self.state, seat, action)
+        move = Move(self.seq + 1, seat, action_json, by, rid, t, kind)
+        clk = self._advance(move, self.state, state)
+        dl = tuple(sorted(kclock.deadlines(clk[0]).items())) if self.clock_settings.on else None
+        due = None if self.module.is_terminal(state) else kclock.next_due(clk[0], self.module.to_act(state),
+                                                                           self.humans)
+        move = Move(move.seq, seat, action_json, by, rid, t, kind, dl, due)
+        return move, state, self.service_events(move.seq, move, engine, state, clk)
 
     def commit(self, move: Move, state: Any, events: tuple[Event, ...], sseq: int) -> None:
         assert move.seq == self.seq + 1, "moves commit in order"
+        self.clocks.append(self._advance(move, self.state, state))
         self.state = state
         self.seq = move.seq
         self.last_sseq = sseq
@@ -250,14 +349,27 @@ class GameEntry:
             self.close(b.closed.into, rec.sseq, (b.closed.by, b.closed.request_id, krec.time_ms(b)),
                        b.closed.reason)
             return
-        if self.closed_into is not None or kind != "move" or b.seq != self.seq + 1:
+        if self.closed_into is not None or kind not in ("move", "seat_changed") or b.seq != self.seq + 1:
             raise ValueError(f"game {self.game_id}: record {b.seq!r} ({kind}) does not follow move {self.seq}")
-        m = b.move
-        action = self.module.action_from_json(kactions.to_json(m.action))
-        canonical = {k: v for k, v in self.module.action_to_json(action, 0).items() if k != "player"}
-        move = Move(int(b.seq), int(m.seat), canonical, m.by, m.request_id, krec.time_ms(b))
-        state, engine = self.module.apply(self.state, move.seat, action, emit=emit)
-        events = self.service_events(move.seq, move, engine, state) if emit else ()
+        dl = tuple((int(d.seat), int(d.deadline_ms)) for d in b.deadlines) if self.clock_settings.on else None
+        if kind == "seat_changed":
+            sc = b.seat_changed
+            if sc.kind not in (kclock.SEAT_AWAY, kclock.SEAT_RETURNED):
+                raise ValueError(f"game {self.game_id}: record {b.seq} has an unknown seat change {sc.kind!r}")
+            move = Move(int(b.seq), int(sc.seat), {}, sc.by, sc.request_id, krec.time_ms(b), sc.kind, dl)
+            state, engine = self.state, ()
+        else:
+            m = b.move
+            mkind = m.autoplay or kclock.MOVE
+            if mkind not in (kclock.MOVE, kclock.TIMEOUT, kclock.AWAY_PLAY):
+                raise ValueError(f"game {self.game_id}: record {b.seq} has an unknown autoplay {mkind!r}")
+            action = self.module.action_from_json(kactions.to_json(m.action))
+            canonical = {k: v for k, v in self.module.action_to_json(action, 0).items() if k != "player"}
+            move = Move(int(b.seq), int(m.seat), canonical, m.by, m.request_id, krec.time_ms(b), mkind, dl)
+            state, engine = self.module.apply(self.state, move.seat, action, emit=emit)
+        clk = self._advance(move, self.state, state)
+        self.clocks.append(clk)
+        events = self.service_events(move.seq, move, engine, state, clk) if emit else ()
         self.state = state
         self.seq = move.seq
         self.last_sseq = rec.sseq
@@ -299,7 +411,7 @@ class GameEntry:
             yield 0, state, self.service_events(0, None, opening, state)
         for move in self.moves[:upto]:
             emit = move.seq > after
-            state, engine = self.module.apply(state, move.seat, self.module.action_from_json(move.action), emit=emit)
+            state, engine = self._apply_move(state, move, emit)
             if emit:
                 yield move.seq, state, self.service_events(move.seq, move, engine, state)
 

@@ -90,7 +90,7 @@ def _follows(pos: Position | None, rec: records_pb2.Record) -> bool:
         return kind == "created"
     if pos.closed:
         return False
-    if kind == "move":
+    if kind in ("move", "seat_changed"):
         return rec.seq == pos.seq + 1
     if kind == "closed":
         return rec.seq == pos.seq

@@ -41,6 +41,7 @@ from typing import Any
 from court_games.core import IllegalAction
 from court_games.registry import get_game
 from court_kit import actions as kactions
+from court_kit import clock as kitclock
 from court_kit import logging as klog
 from court_kit import typed
 from court_kit.checks import quote
@@ -58,6 +59,7 @@ from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from nats.errors import TimeoutError as NatsTimeout
 from prometheus_client import Counter
 
+from . import clock as kclock
 from .games import BOT_PREFIX, GameCache, GameEntry, game_id_for, valid_game_id
 from .store import CLOSED_HEADER, SEQ_HEADER, Conflict, GameStore
 from .views import ActionCodec, game_view, result_proto
@@ -169,7 +171,8 @@ class Wakes:
 
 class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
     def __init__(self, store: GameStore, cache: GameCache, *, id_secret: str,
-                 faults: Faults | None = None, clock: Callable[[], float] = time.time):
+                 faults: Faults | None = None, clock: Callable[[], float] = time.time, clock_second_ms: int = 1000):
+        self.clock_second_ms = clock_second_ms  # COURT_CLOCK_SECOND_MS (dev/test only; court_kit.clock)
         self.store = store
         self.cache = cache
         self.codec = ActionCodec()
@@ -259,11 +262,17 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             return self._created_answer(known, ident, rid)
         record = {"k": "c", "game": request.game, "options": options, "seed": seed,
                   "seats": seats, "by": ident.sub, "rid": rid, "t": int(self._clock() * 1000), **resume}
+        if request.HasField("clock"):
+            c = request.clock
+            settings = kitclock.validate(c.turn_seconds, c.time_bank_seconds,
+                                         c.autoplay_level or kitclock.DEFAULT_LEVEL, c.abandon_after_seconds)
+            record["clock"] = kitclock.to_record(settings, self.clock_second_ms)
         entry = GameEntry(game_id, record, 0)  # InvalidArgument when the seats do not fit the game
         if old is not None:
             await self._close(old, old_seq, game_id, ident, rid)
         try:
-            entry.last_sseq = await self.store.append(game_id, entry.created_record().SerializeToString(), 0, 0)
+            entry.last_sseq = await self.store.append(game_id, entry.created_record().SerializeToString(), 0, 0,
+                                                      due=entry.next_due())
         except Conflict:
             CONFLICTS.inc()
             return self._created_answer(await self.cache.get(game_id), ident, rid)
@@ -378,6 +387,13 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 if entry.closed_into is not None:
                     raise FailedPrecondition(entry.closed_text())
                 seat = self._acting_seat(entry, ident, requested)
+                if request.HasField("turn_seq") and seat in entry.to_act() \
+                        and entry.clock[seat].turn_seq != request.turn_seq:
+                    if attempt == 0 and await self.cache.refresh(entry):
+                        continue
+                    raise FailedPrecondition(
+                        f"the turn of seat {seat} that started at record {request.turn_seq} is over (it timed out "
+                        f"and the clock played it); its turn now started at record {entry.clock[seat].turn_seq}")
                 try:
                     move, state, events = entry.propose(seat, action, action_json, ident.sub, rid,
                                                         int(self._clock() * 1000))
@@ -389,7 +405,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                     raise
             data = entry.move_record(move, state, events, self.codec.proto(entry, action, seat)).SerializeToString()
             try:
-                sseq = await self.store.append(entry.game_id, data, move.seq, entry.last_sseq)
+                sseq = await self.store.append(entry.game_id, data, move.seq, entry.last_sseq, due=move.due)
             except Conflict:
                 CONFLICTS.inc()
                 await self.cache.refresh(entry)
@@ -410,6 +426,9 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         if seq == 0:
             raise InvalidArgument("this request_id created the game; use a new one for each move")
         move = entry.moves[seq - 1]
+        if move.is_seat_record:
+            raise InvalidArgument(f"request_id {quote(move.rid)} was already used for a seat change (record {seq}); "
+                                  "use a new request_id for a move")
         if move.action != action_json:
             raise InvalidArgument(f"request_id {quote(move.rid)} was already used for another action "
                                   f"(move {seq}); use a new request_id for a new action")
@@ -538,10 +557,92 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 out.created_events.extend([typed.event_to_proto(entry.game, e) for e in events])
                 continue
             m = entry.moves[seq - 1]
-            hm = out.moves.add(seq=seq, seat=m.seat, player=m.by, request_id=m.rid,
-                               action=kactions.from_json(entry.game, m.action))
+            hm = out.moves.add(seq=seq, seat=m.seat, player=m.by, request_id=m.rid, kind=m.kind)
+            if not m.is_seat_record:
+                hm.action.CopyFrom(kactions.from_json(entry.game, m.action))
             hm.time.FromMilliseconds(m.t)
             hm.events.extend([typed.event_to_proto(entry.game, e) for e in events])
         result_proto(entry, entry.state, out.result, entry.closed_into is not None)
         return out
 
+
+    # ------------------------------------------------------------------ turn clock
+
+    async def write_locked(self, entry: GameEntry, seat: int, action: Any, action_json: dict[str, Any], by: str,
+                           rid: str, kind: str) -> int | None:
+        """Append one record the service itself decided (a clock move, a seat record); the caller
+        holds ``entry.lock`` and has refreshed the entry. Returns its seq, or None when another
+        writer was first (the entry is refreshed: the caller judges again)."""
+        move, state, events = entry.propose(seat, action, action_json, by, rid, int(self._clock() * 1000), kind)
+        typed_action = None if action is None else self.codec.proto(entry, action, seat)
+        data = entry.move_record(move, state, events, typed_action).SerializeToString()
+        try:
+            sseq = await self.store.append(entry.game_id, data, move.seq, entry.last_sseq, due=move.due)
+        except Conflict:
+            CONFLICTS.inc()
+            await self.cache.refresh(entry)
+            return None
+        entry.commit(move, state, events, sseq)
+        if not move.is_seat_record:
+            MOVES.labels(entry.game).inc()
+        self.faults.after_append(entry, move.seq)
+        return move.seq
+
+    async def _seat_change(self, request: Any, kind: str) -> rules_pb2.SeatResponse:
+        ident = current_identity()
+        rid = _require_id(request.request_id, "request_id")
+        entry = await self.cache.get(request.game_id)
+        klog.bind(game_id=entry.game_id)
+        requested = request.seat if request.HasField("seat") else None
+        if ident.role == "service" and kind == kclock.SEAT_AWAY:
+            if requested is None:
+                raise InvalidArgument("name the seat to mark away")
+            seat = _check_seat(entry, requested)
+            if entry.seats[seat].startswith(BOT_PREFIX):
+                raise InvalidArgument(f"seat {seat} is a bot's: only a person's seat can be away")
+        elif ident.role == "player":
+            if requested is not None:
+                _check_seat(entry, requested)
+                if not _may_act(entry, ident, requested):
+                    raise PermissionDenied(f"seat {requested} is not yours")
+                seat = requested
+            else:
+                mine = self._own_seats(entry, ident)
+                if not mine:
+                    raise PermissionDenied("you have no seat in this game")
+                if len(mine) > 1:
+                    raise InvalidArgument(f"you hold several seats ({mine}): name one in `seat`")
+                seat = mine[0]
+        else:
+            what = "LeaveSeat" if kind == kclock.SEAT_AWAY else "ReturnToSeat"
+            raise PermissionDenied(f"the {ident.role} role may not call {what}: a seat's player may "
+                                   "(and the lobby may mark a seat away)")
+        async with entry.lock:
+            await self.cache.refresh(entry)
+            for _attempt in range(5):
+                first = entry.requests.get((ident.sub, rid))
+                if first is not None:
+                    if first == 0 or not entry.moves[first - 1].is_seat_record:
+                        raise InvalidArgument(f"request_id {quote(rid)} was already used for another call")
+                    REPLAYED.inc()
+                    return self._seat_answer(entry, first, entry.moves[first - 1].seat, True)
+                if entry.finished:
+                    raise FailedPrecondition(f"game {entry.game_id} is over")
+                away = entry.clock[seat].away
+                if away == (kind == kclock.SEAT_AWAY):
+                    return self._seat_answer(entry, entry.seq, seat, False)
+                seq = await self.write_locked(entry, seat, None, {}, ident.sub, rid, kind)
+                if seq is not None:
+                    log.info("seat changed", seat=seat, kind=kind)
+                    return self._seat_answer(entry, seq, seat, True)
+        raise Aborted("the game kept moving; retry with the same request_id")
+
+    def _seat_answer(self, entry: GameEntry, seq: int, seat: int, changed: bool) -> rules_pb2.SeatResponse:
+        state = entry.state if seq == entry.seq else entry.at(seq)[0]
+        return rules_pb2.SeatResponse(seq=seq, view=game_view(entry, self.codec, state, seq, seat), changed=changed)
+
+    async def ReturnToSeat(self, request: rules_pb2.ReturnToSeatRequest, context: Any) -> rules_pb2.SeatResponse:
+        return await self._seat_change(request, kclock.SEAT_RETURNED)
+
+    async def LeaveSeat(self, request: rules_pb2.LeaveSeatRequest, context: Any) -> rules_pb2.SeatResponse:
+        return await self._seat_change(request, kclock.SEAT_AWAY)

@@ -48,6 +48,7 @@ DUPLICATE_WINDOW = 120.0  # seconds JetStream de-duplicates Nats-Msg-Id (the def
 
 SEQ_HEADER = krec.SEQ_HEADER
 CLOSED_HEADER = krec.CLOSED_HEADER
+DUE_HEADER = "Court-Due"  # the turn clock has work in the position after this record from then (ms)
 
 
 class Conflict(Exception):
@@ -106,12 +107,15 @@ class GameStore:
     # ------------------------------------------------------------------ game log
 
     async def append(self, game_id: str, data: bytes, seq: int, expected_sseq: int, *,
-                     closing: bool = False) -> int:
+                     closing: bool = False, due: int | None = None) -> int:
         """Append one serialized full record; returns its stream sequence. ``Conflict`` when
-        someone else was first."""
+        someone else was first. ``due``: when the turn clock has work in the position after it
+        (header ``Court-Due``, ms since the epoch; ``court_rules.clockdriver``)."""
         headers = {"Nats-Expected-Last-Subject-Sequence": str(expected_sseq), SEQ_HEADER: str(seq)}
         if closing:
             headers[CLOSED_HEADER] = "1"
+        if due is not None:
+            headers[DUE_HEADER] = str(due)
         fut = None
         try:
             fut = await self.publisher.publish(self.subject(game_id), data, headers)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from court_kit import actions as kactions
+from court_kit import records as krec
 from court_kit import typed
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2
 
@@ -58,4 +59,26 @@ def game_view(entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: 
         v.legal_actions.extend([codec.proto(entry, a, seat) for a in module.legal_actions(state, seat)])
     if finished:
         result_proto(entry, state, v.result, closed)
+    clock_proto(entry, seq, v)
     return v
+
+
+def clock_proto(entry: GameEntry, seq: int, v: rules_pb2.GameView) -> None:
+    """The turn clock as of ``seq``: settings, and every seat's deadline, bank and away mark."""
+    if entry.clock_record is not None:
+        v.clock.CopyFrom(krec.clock_to_proto(entry.clock_record))
+    if seq >= len(entry.clocks):
+        return
+    over = v.finished
+    clk = entry.clock_at(seq)
+    cs = entry.clock_settings
+    if not over and cs.abandon_ms > 0 and entry.humans and all(clk[h].away for h in entry.humans):
+        v.abandon_at.FromMilliseconds(max(clk[h].away_since or 0 for h in entry.humans) + cs.abandon_ms)
+    for i, s in enumerate(clk):
+        c = v.seat_clocks.add(seat=i, bank_ms=s.bank_ms, away=s.away, timeouts_in_row=s.timeouts)
+        if s.deadline is not None and not over:
+            c.deadline.FromMilliseconds(s.deadline)
+        if s.turn_seq >= 0 and not over:
+            c.turn_seq = s.turn_seq
+        if s.away_since is not None:
+            c.away_since.FromMilliseconds(s.away_since)

@@ -80,9 +80,11 @@ class Record(_message.Message):
     TO_ACT_FIELD_NUMBER: _builtins.int
     TO_ACT_PLAYERS_FIELD_NUMBER: _builtins.int
     FINISHED_FIELD_NUMBER: _builtins.int
+    DEADLINES_FIELD_NUMBER: _builtins.int
     CREATED_FIELD_NUMBER: _builtins.int
     MOVE_FIELD_NUMBER: _builtins.int
     CLOSED_FIELD_NUMBER: _builtins.int
+    SEAT_CHANGED_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     game: _builtins.str
     """"queens_court" | "hearts" | "the_court" | "court_wars" """
@@ -107,11 +109,20 @@ class Record(_message.Message):
     @_builtins.property
     def to_act_players(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
+    def deadlines(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.SeatDeadline]:
+        """Turn clock: the deadline of every seat to act after this record (server
+        time; empty in a game without a clock). The log, not a process, is what
+        every replica's clock goes by (docs/clock.md).
+        """
+
+    @_builtins.property
     def created(self) -> Global___GameCreated: ...
     @_builtins.property
     def move(self) -> Global___MoveRecorded: ...
     @_builtins.property
     def closed(self) -> Global___GameClosed: ...
+    @_builtins.property
+    def seat_changed(self) -> Global___SeatChanged: ...
     def __init__(
         self,
         *,
@@ -123,15 +134,17 @@ class Record(_message.Message):
         to_act: _abc.Iterable[_builtins.int] | None = ...,
         to_act_players: _abc.Iterable[_builtins.str] | None = ...,
         finished: _builtins.bool = ...,
+        deadlines: _abc.Iterable[_events_pb2.SeatDeadline] | None = ...,
         created: Global___GameCreated | None = ...,
         move: Global___MoveRecorded | None = ...,
         closed: Global___GameClosed | None = ...,
+        seat_changed: Global___SeatChanged | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "closed", b"closed", "created", b"created", "move", b"move", "time", b"time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "closed", b"closed", "created", b"created", "move", b"move", "seat_changed", b"seat_changed", "time", b"time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "closed", b"closed", "created", b"created", "finished", b"finished", "game", b"game", "game_id", b"game_id", "move", b"move", "seq", b"seq", "time", b"time", "to_act", b"to_act", "to_act_players", b"to_act_players", "visibility", b"visibility"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "closed", b"closed", "created", b"created", "deadlines", b"deadlines", "finished", b"finished", "game", b"game", "game_id", b"game_id", "move", b"move", "seat_changed", b"seat_changed", "seq", b"seq", "time", b"time", "to_act", b"to_act", "to_act_players", b"to_act_players", "visibility", b"visibility"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["created", "move", "closed"]  # noqa: Y015
+    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["created", "move", "closed", "seat_changed"]  # noqa: Y015
     _WhichOneofArgType_body: _TypeAlias = _typing.Literal["body", b"body"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_body) -> _WhichOneofReturnType_body | None: ...
 
@@ -151,6 +164,7 @@ class GameCreated(_message.Message):
     CREATED_BY_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     EVENTS_FIELD_NUMBER: _builtins.int
+    CLOCK_FIELD_NUMBER: _builtins.int
     seed: _builtins.int
     """full only: the deck order follows from it"""
     resumed_from: _builtins.str
@@ -173,6 +187,10 @@ class GameCreated(_message.Message):
 
     @_builtins.property
     def events(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.Event]: ...
+    @_builtins.property
+    def clock(self) -> _events_pb2.TurnClock:
+        """The game's turn clock (absent: none; docs/clock.md)."""
+
     def __init__(
         self,
         *,
@@ -184,10 +202,11 @@ class GameCreated(_message.Message):
         created_by: _builtins.str = ...,
         request_id: _builtins.str = ...,
         events: _abc.Iterable[_events_pb2.Event] | None = ...,
+        clock: _events_pb2.TurnClock | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["created_by", b"created_by", "events", b"events", "options", b"options", "request_id", b"request_id", "resumed_from", b"resumed_from", "save_json", b"save_json", "seats", b"seats", "seed", b"seed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "created_by", b"created_by", "events", b"events", "options", b"options", "request_id", b"request_id", "resumed_from", b"resumed_from", "save_json", b"save_json", "seats", b"seats", "seed", b"seed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -205,6 +224,7 @@ class MoveRecorded(_message.Message):
     BY_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     EVENTS_FIELD_NUMBER: _builtins.int
+    AUTOPLAY_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """the acting seat"""
     action_type: _builtins.str
@@ -213,6 +233,12 @@ class MoveRecorded(_message.Message):
     """full only: the caller's token subject"""
     request_id: _builtins.str
     """full only: the caller's request id"""
+    autoplay: _builtins.str
+    """Turn clock: "" (the seat's own move), "timeout" (its deadline passed: the
+    events start with TurnTimedOut) or "away" (the seat is away: played at
+    once). The clock's moves have by "court:clock" and request id
+    "clock-<game_id>-<turn seq>-<seat>".
+    """
     @_builtins.property
     def action(self) -> _actions_pb2.Action:
         """full only: the action (a Hearts pass names the passed cards)."""
@@ -228,14 +254,55 @@ class MoveRecorded(_message.Message):
         by: _builtins.str = ...,
         request_id: _builtins.str = ...,
         events: _abc.Iterable[_events_pb2.Event] | None = ...,
+        autoplay: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "action_type", b"action_type", "by", b"by", "events", b"events", "request_id", b"request_id", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "action_type", b"action_type", "autoplay", b"autoplay", "by", b"by", "events", b"events", "request_id", b"request_id", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___MoveRecorded: _TypeAlias = MoveRecorded  # noqa: Y015
+
+@_typing.final
+class SeatChanged(_message.Message):
+    """Turn clock: a seat record, no action (LeaveSeat or the lobby's
+    AbandonGame: "seat_away"; ReturnToSeat: "seat_returned"). Its events are
+    SeatAway / SeatReturned (none when nothing changed), then TurnStarted.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    BY_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    EVENTS_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    kind: _builtins.str
+    """"seat_away" | "seat_returned" """
+    by: _builtins.str
+    """full only"""
+    request_id: _builtins.str
+    """full only"""
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.Event]: ...
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        kind: _builtins.str = ...,
+        by: _builtins.str = ...,
+        request_id: _builtins.str = ...,
+        events: _abc.Iterable[_events_pb2.Event] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by", b"by", "events", b"events", "kind", b"kind", "request_id", b"request_id", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatChanged: _TypeAlias = SeatChanged  # noqa: Y015
 
 @_typing.final
 class GameClosed(_message.Message):

@@ -12,6 +12,7 @@ creation and the move themselves are the record's envelope
 """
 
 from collections import abc as _abc
+from court_proto.court.games.v1 import common_pb2 as _common_pb2
 from court_proto.court.games.v1 import court_wars_pb2 as _court_wars_pb2
 from court_proto.court.games.v1 import hearts_pb2 as _hearts_pb2
 from court_proto.court.games.v1 import queens_court_pb2 as _queens_court_pb2
@@ -39,6 +40,9 @@ class Event(_message.Message):
     OWNER_FIELD_NUMBER: _builtins.int
     TURN_STARTED_FIELD_NUMBER: _builtins.int
     GAME_ENDED_FIELD_NUMBER: _builtins.int
+    TURN_TIMED_OUT_FIELD_NUMBER: _builtins.int
+    SEAT_AWAY_FIELD_NUMBER: _builtins.int
+    SEAT_RETURNED_FIELD_NUMBER: _builtins.int
     QUEENS_COURT_GAME_STARTED_FIELD_NUMBER: _builtins.int
     QUEENS_COURT_ROUND_DEALT_FIELD_NUMBER: _builtins.int
     QUEENS_COURT_HAND_DEALT_FIELD_NUMBER: _builtins.int
@@ -110,6 +114,14 @@ class Event(_message.Message):
 
     @_builtins.property
     def game_ended(self) -> Global___GameEnded: ...
+    @_builtins.property
+    def turn_timed_out(self) -> Global___TurnTimedOut:
+        """the turn clock's (docs/clock.md)"""
+
+    @_builtins.property
+    def seat_away(self) -> Global___SeatAway: ...
+    @_builtins.property
+    def seat_returned(self) -> Global___SeatReturned: ...
     @_builtins.property
     def queens_court_game_started(self) -> _queens_court_pb2.QueensCourtGameStarted:
         """queens_court (docs/rules/queens_court.md)"""
@@ -244,6 +256,9 @@ class Event(_message.Message):
         owner: _builtins.int | None = ...,
         turn_started: Global___TurnStarted | None = ...,
         game_ended: Global___GameEnded | None = ...,
+        turn_timed_out: Global___TurnTimedOut | None = ...,
+        seat_away: Global___SeatAway | None = ...,
+        seat_returned: Global___SeatReturned | None = ...,
         queens_court_game_started: _queens_court_pb2.QueensCourtGameStarted | None = ...,
         queens_court_round_dealt: _queens_court_pb2.QueensCourtRoundDealt | None = ...,
         queens_court_hand_dealt: _queens_court_pb2.QueensCourtHandDealt | None = ...,
@@ -305,13 +320,13 @@ class Event(_message.Message):
         court_wars_turn_ended: _court_wars_pb2.CourtWarsTurnEnded | None = ...,
         court_wars_game_ended: _court_wars_pb2.CourtWarsGameEnded | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_owner", b"_owner", "court_wars_attack_skipped", b"court_wars_attack_skipped", "court_wars_card_discarded", b"court_wars_card_discarded", "court_wars_card_drawn", b"court_wars_card_drawn", "court_wars_court_attacked", b"court_wars_court_attacked", "court_wars_court_defeated", b"court_wars_court_defeated", "court_wars_court_revived", b"court_wars_court_revived", "court_wars_defended", b"court_wars_defended", "court_wars_discard_pile_turned", b"court_wars_discard_pile_turned", "court_wars_draw_again_ended", b"court_wars_draw_again_ended", "court_wars_game_ended", b"court_wars_game_ended", "court_wars_game_started", b"court_wars_game_started", "court_wars_guard_placed", b"court_wars_guard_placed", "court_wars_player_out", b"court_wars_player_out", "court_wars_setup_card_drawn", b"court_wars_setup_card_drawn", "court_wars_setup_ended", b"court_wars_setup_ended", "court_wars_setup_pick_lapsed", b"court_wars_setup_pick_lapsed", "court_wars_turn_ended", b"court_wars_turn_ended", "court_wars_turn_passed", b"court_wars_turn_passed", "game_ended", b"game_ended", "hearts_card_played", b"hearts_card_played", "hearts_cards_passed", b"hearts_cards_passed", "hearts_game_ended", b"hearts_game_ended", "hearts_game_started", b"hearts_game_started", "hearts_hand_dealt", b"hearts_hand_dealt", "hearts_hand_ended", b"hearts_hand_ended", "hearts_hearts_broken", b"hearts_hearts_broken", "hearts_pass_cards_chosen", b"hearts_pass_cards_chosen", "hearts_play_started", b"hearts_play_started", "hearts_trick_taken", b"hearts_trick_taken", "kind", b"kind", "owner", b"owner", "queens_court_card_played", b"queens_court_card_played", "queens_court_cards_drawn", b"queens_court_cards_drawn", "queens_court_game_ended", b"queens_court_game_ended", "queens_court_game_started", b"queens_court_game_started", "queens_court_hand_dealt", b"queens_court_hand_dealt", "queens_court_pile_locked", b"queens_court_pile_locked", "queens_court_round_dealt", b"queens_court_round_dealt", "queens_court_round_ended", b"queens_court_round_ended", "queens_court_second_half_started", b"queens_court_second_half_started", "the_court_card_accepted", b"the_court_card_accepted", "the_court_card_burned", b"the_court_card_burned", "the_court_card_declined", b"the_court_card_declined", "the_court_card_discarded", b"the_court_card_discarded", "the_court_card_drawn", b"the_court_card_drawn", "the_court_card_handed_off", b"the_court_card_handed_off", "the_court_card_kept", b"the_court_card_kept", "the_court_card_offered", b"the_court_card_offered", "the_court_card_placed", b"the_court_card_placed", "the_court_card_shown", b"the_court_card_shown", "the_court_cards_swapped", b"the_court_cards_swapped", "the_court_game_ended", b"the_court_game_ended", "the_court_game_started", b"the_court_game_started", "the_court_moat_banked", b"the_court_moat_banked", "the_court_moat_deployed", b"the_court_moat_deployed", "the_court_moat_sealed", b"the_court_moat_sealed", "the_court_player_finished", b"the_court_player_finished", "the_court_swap_vetoed", b"the_court_swap_vetoed", "the_court_swap_voted", b"the_court_swap_voted", "the_court_tower_closed", b"the_court_tower_closed", "the_court_tower_started", b"the_court_tower_started", "the_court_tower_swept", b"the_court_tower_swept", "the_court_turn_skipped", b"the_court_turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_owner", b"_owner", "court_wars_attack_skipped", b"court_wars_attack_skipped", "court_wars_card_discarded", b"court_wars_card_discarded", "court_wars_card_drawn", b"court_wars_card_drawn", "court_wars_court_attacked", b"court_wars_court_attacked", "court_wars_court_defeated", b"court_wars_court_defeated", "court_wars_court_revived", b"court_wars_court_revived", "court_wars_defended", b"court_wars_defended", "court_wars_discard_pile_turned", b"court_wars_discard_pile_turned", "court_wars_draw_again_ended", b"court_wars_draw_again_ended", "court_wars_game_ended", b"court_wars_game_ended", "court_wars_game_started", b"court_wars_game_started", "court_wars_guard_placed", b"court_wars_guard_placed", "court_wars_player_out", b"court_wars_player_out", "court_wars_setup_card_drawn", b"court_wars_setup_card_drawn", "court_wars_setup_ended", b"court_wars_setup_ended", "court_wars_setup_pick_lapsed", b"court_wars_setup_pick_lapsed", "court_wars_turn_ended", b"court_wars_turn_ended", "court_wars_turn_passed", b"court_wars_turn_passed", "game_ended", b"game_ended", "hearts_card_played", b"hearts_card_played", "hearts_cards_passed", b"hearts_cards_passed", "hearts_game_ended", b"hearts_game_ended", "hearts_game_started", b"hearts_game_started", "hearts_hand_dealt", b"hearts_hand_dealt", "hearts_hand_ended", b"hearts_hand_ended", "hearts_hearts_broken", b"hearts_hearts_broken", "hearts_pass_cards_chosen", b"hearts_pass_cards_chosen", "hearts_play_started", b"hearts_play_started", "hearts_trick_taken", b"hearts_trick_taken", "kind", b"kind", "owner", b"owner", "queens_court_card_played", b"queens_court_card_played", "queens_court_cards_drawn", b"queens_court_cards_drawn", "queens_court_game_ended", b"queens_court_game_ended", "queens_court_game_started", b"queens_court_game_started", "queens_court_hand_dealt", b"queens_court_hand_dealt", "queens_court_pile_locked", b"queens_court_pile_locked", "queens_court_round_dealt", b"queens_court_round_dealt", "queens_court_round_ended", b"queens_court_round_ended", "queens_court_second_half_started", b"queens_court_second_half_started", "seat_away", b"seat_away", "seat_returned", b"seat_returned", "the_court_card_accepted", b"the_court_card_accepted", "the_court_card_burned", b"the_court_card_burned", "the_court_card_declined", b"the_court_card_declined", "the_court_card_discarded", b"the_court_card_discarded", "the_court_card_drawn", b"the_court_card_drawn", "the_court_card_handed_off", b"the_court_card_handed_off", "the_court_card_kept", b"the_court_card_kept", "the_court_card_offered", b"the_court_card_offered", "the_court_card_placed", b"the_court_card_placed", "the_court_card_shown", b"the_court_card_shown", "the_court_cards_swapped", b"the_court_cards_swapped", "the_court_game_ended", b"the_court_game_ended", "the_court_game_started", b"the_court_game_started", "the_court_moat_banked", b"the_court_moat_banked", "the_court_moat_deployed", b"the_court_moat_deployed", "the_court_moat_sealed", b"the_court_moat_sealed", "the_court_player_finished", b"the_court_player_finished", "the_court_swap_vetoed", b"the_court_swap_vetoed", "the_court_swap_voted", b"the_court_swap_voted", "the_court_tower_closed", b"the_court_tower_closed", "the_court_tower_started", b"the_court_tower_started", "the_court_tower_swept", b"the_court_tower_swept", "the_court_turn_skipped", b"the_court_turn_skipped", "turn_started", b"turn_started", "turn_timed_out", b"turn_timed_out"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_owner", b"_owner", "court_wars_attack_skipped", b"court_wars_attack_skipped", "court_wars_card_discarded", b"court_wars_card_discarded", "court_wars_card_drawn", b"court_wars_card_drawn", "court_wars_court_attacked", b"court_wars_court_attacked", "court_wars_court_defeated", b"court_wars_court_defeated", "court_wars_court_revived", b"court_wars_court_revived", "court_wars_defended", b"court_wars_defended", "court_wars_discard_pile_turned", b"court_wars_discard_pile_turned", "court_wars_draw_again_ended", b"court_wars_draw_again_ended", "court_wars_game_ended", b"court_wars_game_ended", "court_wars_game_started", b"court_wars_game_started", "court_wars_guard_placed", b"court_wars_guard_placed", "court_wars_player_out", b"court_wars_player_out", "court_wars_setup_card_drawn", b"court_wars_setup_card_drawn", "court_wars_setup_ended", b"court_wars_setup_ended", "court_wars_setup_pick_lapsed", b"court_wars_setup_pick_lapsed", "court_wars_turn_ended", b"court_wars_turn_ended", "court_wars_turn_passed", b"court_wars_turn_passed", "game_ended", b"game_ended", "hearts_card_played", b"hearts_card_played", "hearts_cards_passed", b"hearts_cards_passed", "hearts_game_ended", b"hearts_game_ended", "hearts_game_started", b"hearts_game_started", "hearts_hand_dealt", b"hearts_hand_dealt", "hearts_hand_ended", b"hearts_hand_ended", "hearts_hearts_broken", b"hearts_hearts_broken", "hearts_pass_cards_chosen", b"hearts_pass_cards_chosen", "hearts_play_started", b"hearts_play_started", "hearts_trick_taken", b"hearts_trick_taken", "kind", b"kind", "owner", b"owner", "queens_court_card_played", b"queens_court_card_played", "queens_court_cards_drawn", b"queens_court_cards_drawn", "queens_court_game_ended", b"queens_court_game_ended", "queens_court_game_started", b"queens_court_game_started", "queens_court_hand_dealt", b"queens_court_hand_dealt", "queens_court_pile_locked", b"queens_court_pile_locked", "queens_court_round_dealt", b"queens_court_round_dealt", "queens_court_round_ended", b"queens_court_round_ended", "queens_court_second_half_started", b"queens_court_second_half_started", "the_court_card_accepted", b"the_court_card_accepted", "the_court_card_burned", b"the_court_card_burned", "the_court_card_declined", b"the_court_card_declined", "the_court_card_discarded", b"the_court_card_discarded", "the_court_card_drawn", b"the_court_card_drawn", "the_court_card_handed_off", b"the_court_card_handed_off", "the_court_card_kept", b"the_court_card_kept", "the_court_card_offered", b"the_court_card_offered", "the_court_card_placed", b"the_court_card_placed", "the_court_card_shown", b"the_court_card_shown", "the_court_cards_swapped", b"the_court_cards_swapped", "the_court_game_ended", b"the_court_game_ended", "the_court_game_started", b"the_court_game_started", "the_court_moat_banked", b"the_court_moat_banked", "the_court_moat_deployed", b"the_court_moat_deployed", "the_court_moat_sealed", b"the_court_moat_sealed", "the_court_player_finished", b"the_court_player_finished", "the_court_swap_vetoed", b"the_court_swap_vetoed", "the_court_swap_voted", b"the_court_swap_voted", "the_court_tower_closed", b"the_court_tower_closed", "the_court_tower_started", b"the_court_tower_started", "the_court_tower_swept", b"the_court_tower_swept", "the_court_turn_skipped", b"the_court_turn_skipped", "turn_started", b"turn_started"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_owner", b"_owner", "court_wars_attack_skipped", b"court_wars_attack_skipped", "court_wars_card_discarded", b"court_wars_card_discarded", "court_wars_card_drawn", b"court_wars_card_drawn", "court_wars_court_attacked", b"court_wars_court_attacked", "court_wars_court_defeated", b"court_wars_court_defeated", "court_wars_court_revived", b"court_wars_court_revived", "court_wars_defended", b"court_wars_defended", "court_wars_discard_pile_turned", b"court_wars_discard_pile_turned", "court_wars_draw_again_ended", b"court_wars_draw_again_ended", "court_wars_game_ended", b"court_wars_game_ended", "court_wars_game_started", b"court_wars_game_started", "court_wars_guard_placed", b"court_wars_guard_placed", "court_wars_player_out", b"court_wars_player_out", "court_wars_setup_card_drawn", b"court_wars_setup_card_drawn", "court_wars_setup_ended", b"court_wars_setup_ended", "court_wars_setup_pick_lapsed", b"court_wars_setup_pick_lapsed", "court_wars_turn_ended", b"court_wars_turn_ended", "court_wars_turn_passed", b"court_wars_turn_passed", "game_ended", b"game_ended", "hearts_card_played", b"hearts_card_played", "hearts_cards_passed", b"hearts_cards_passed", "hearts_game_ended", b"hearts_game_ended", "hearts_game_started", b"hearts_game_started", "hearts_hand_dealt", b"hearts_hand_dealt", "hearts_hand_ended", b"hearts_hand_ended", "hearts_hearts_broken", b"hearts_hearts_broken", "hearts_pass_cards_chosen", b"hearts_pass_cards_chosen", "hearts_play_started", b"hearts_play_started", "hearts_trick_taken", b"hearts_trick_taken", "kind", b"kind", "owner", b"owner", "queens_court_card_played", b"queens_court_card_played", "queens_court_cards_drawn", b"queens_court_cards_drawn", "queens_court_game_ended", b"queens_court_game_ended", "queens_court_game_started", b"queens_court_game_started", "queens_court_hand_dealt", b"queens_court_hand_dealt", "queens_court_pile_locked", b"queens_court_pile_locked", "queens_court_round_dealt", b"queens_court_round_dealt", "queens_court_round_ended", b"queens_court_round_ended", "queens_court_second_half_started", b"queens_court_second_half_started", "seat_away", b"seat_away", "seat_returned", b"seat_returned", "the_court_card_accepted", b"the_court_card_accepted", "the_court_card_burned", b"the_court_card_burned", "the_court_card_declined", b"the_court_card_declined", "the_court_card_discarded", b"the_court_card_discarded", "the_court_card_drawn", b"the_court_card_drawn", "the_court_card_handed_off", b"the_court_card_handed_off", "the_court_card_kept", b"the_court_card_kept", "the_court_card_offered", b"the_court_card_offered", "the_court_card_placed", b"the_court_card_placed", "the_court_card_shown", b"the_court_card_shown", "the_court_cards_swapped", b"the_court_cards_swapped", "the_court_game_ended", b"the_court_game_ended", "the_court_game_started", b"the_court_game_started", "the_court_moat_banked", b"the_court_moat_banked", "the_court_moat_deployed", b"the_court_moat_deployed", "the_court_moat_sealed", b"the_court_moat_sealed", "the_court_player_finished", b"the_court_player_finished", "the_court_swap_vetoed", b"the_court_swap_vetoed", "the_court_swap_voted", b"the_court_swap_voted", "the_court_tower_closed", b"the_court_tower_closed", "the_court_tower_started", b"the_court_tower_started", "the_court_tower_swept", b"the_court_tower_swept", "the_court_turn_skipped", b"the_court_turn_skipped", "turn_started", b"turn_started", "turn_timed_out", b"turn_timed_out"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__owner: _TypeAlias = _typing.Literal["owner"]  # noqa: Y015
     _WhichOneofArgType__owner: _TypeAlias = _typing.Literal["_owner", b"_owner"]  # noqa: Y015
-    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["turn_started", "game_ended", "queens_court_game_started", "queens_court_round_dealt", "queens_court_hand_dealt", "queens_court_card_played", "queens_court_cards_drawn", "queens_court_second_half_started", "queens_court_pile_locked", "queens_court_round_ended", "queens_court_game_ended", "hearts_game_started", "hearts_hand_dealt", "hearts_pass_cards_chosen", "hearts_cards_passed", "hearts_play_started", "hearts_card_played", "hearts_hearts_broken", "hearts_trick_taken", "hearts_hand_ended", "hearts_game_ended", "the_court_game_started", "the_court_card_drawn", "the_court_card_shown", "the_court_card_offered", "the_court_card_accepted", "the_court_card_declined", "the_court_card_kept", "the_court_card_burned", "the_court_swap_voted", "the_court_cards_swapped", "the_court_swap_vetoed", "the_court_tower_started", "the_court_card_placed", "the_court_tower_closed", "the_court_tower_swept", "the_court_moat_banked", "the_court_moat_deployed", "the_court_moat_sealed", "the_court_card_discarded", "the_court_card_handed_off", "the_court_turn_skipped", "the_court_player_finished", "the_court_game_ended", "court_wars_game_started", "court_wars_setup_pick_lapsed", "court_wars_setup_card_drawn", "court_wars_setup_ended", "court_wars_guard_placed", "court_wars_card_drawn", "court_wars_card_discarded", "court_wars_discard_pile_turned", "court_wars_defended", "court_wars_court_attacked", "court_wars_court_defeated", "court_wars_court_revived", "court_wars_player_out", "court_wars_attack_skipped", "court_wars_turn_passed", "court_wars_draw_again_ended", "court_wars_turn_ended", "court_wars_game_ended"]  # noqa: Y015
+    _WhichOneofReturnType_kind: _TypeAlias = _typing.Literal["turn_started", "game_ended", "turn_timed_out", "seat_away", "seat_returned", "queens_court_game_started", "queens_court_round_dealt", "queens_court_hand_dealt", "queens_court_card_played", "queens_court_cards_drawn", "queens_court_second_half_started", "queens_court_pile_locked", "queens_court_round_ended", "queens_court_game_ended", "hearts_game_started", "hearts_hand_dealt", "hearts_pass_cards_chosen", "hearts_cards_passed", "hearts_play_started", "hearts_card_played", "hearts_hearts_broken", "hearts_trick_taken", "hearts_hand_ended", "hearts_game_ended", "the_court_game_started", "the_court_card_drawn", "the_court_card_shown", "the_court_card_offered", "the_court_card_accepted", "the_court_card_declined", "the_court_card_kept", "the_court_card_burned", "the_court_swap_voted", "the_court_cards_swapped", "the_court_swap_vetoed", "the_court_tower_started", "the_court_card_placed", "the_court_tower_closed", "the_court_tower_swept", "the_court_moat_banked", "the_court_moat_deployed", "the_court_moat_sealed", "the_court_card_discarded", "the_court_card_handed_off", "the_court_turn_skipped", "the_court_player_finished", "the_court_game_ended", "court_wars_game_started", "court_wars_setup_pick_lapsed", "court_wars_setup_card_drawn", "court_wars_setup_ended", "court_wars_guard_placed", "court_wars_card_drawn", "court_wars_card_discarded", "court_wars_discard_pile_turned", "court_wars_defended", "court_wars_court_attacked", "court_wars_court_defeated", "court_wars_court_revived", "court_wars_player_out", "court_wars_attack_skipped", "court_wars_turn_passed", "court_wars_draw_again_ended", "court_wars_turn_ended", "court_wars_game_ended"]  # noqa: Y015
     _WhichOneofArgType_kind: _TypeAlias = _typing.Literal["kind", b"kind"]  # noqa: Y015
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__owner) -> _WhichOneofReturnType__owner | None: ...
@@ -400,6 +415,8 @@ class TurnStarted(_message.Message):
 
     TO_ACT_FIELD_NUMBER: _builtins.int
     PLAYERS_FIELD_NUMBER: _builtins.int
+    DEADLINES_FIELD_NUMBER: _builtins.int
+    AWAY_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def to_act(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """the seats that may act (several in simultaneous phases)"""
@@ -408,19 +425,204 @@ class TurnStarted(_message.Message):
     def players(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """their subjects"""
 
+    @_builtins.property
+    def deadlines(self) -> Global___SeatDeadlineList:
+        """Turn clock (absent in a game without one): the deadline of every seat to
+        act (server time, ms since the epoch; bank included).
+        """
+
+    @_builtins.property
+    def away(self) -> _common_pb2.IntList:
+        """Turn clock: the seats marked away (the autoplay bot plays them at once)."""
+
     def __init__(
         self,
         *,
         to_act: _abc.Iterable[_builtins.int] | None = ...,
         players: _abc.Iterable[_builtins.str] | None = ...,
+        deadlines: Global___SeatDeadlineList | None = ...,
+        away: _common_pb2.IntList | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["away", b"away", "deadlines", b"deadlines"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["players", b"players", "to_act", b"to_act"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["away", b"away", "deadlines", b"deadlines", "players", b"players", "to_act", b"to_act"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___TurnStarted: _TypeAlias = TurnStarted  # noqa: Y015
+
+@_typing.final
+class TurnClock(_message.Message):
+    """The turn clock of a game (docs/clock.md), fixed at creation (the
+    GameCreated record). turn_seconds 0: no clock (no deadlines, nothing times
+    out). The *_ms fields are what every replica goes by (a clock second may
+    be shorter in development: COURT_CLOCK_SECOND_MS).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TURN_SECONDS_FIELD_NUMBER: _builtins.int
+    TIME_BANK_SECONDS_FIELD_NUMBER: _builtins.int
+    AUTOPLAY_LEVEL_FIELD_NUMBER: _builtins.int
+    ABANDON_AFTER_SECONDS_FIELD_NUMBER: _builtins.int
+    TURN_MS_FIELD_NUMBER: _builtins.int
+    BANK_MS_FIELD_NUMBER: _builtins.int
+    ABANDON_MS_FIELD_NUMBER: _builtins.int
+    turn_seconds: _builtins.int
+    """5-600, or 0 for no clock"""
+    time_bank_seconds: _builtins.int
+    """0-3600: extra time each seat may draw on once per game"""
+    autoplay_level: _builtins.str
+    """random | heuristic | expert (default heuristic)"""
+    abandon_after_seconds: _builtins.int
+    """every human seat away this long: the lobby abandons (0: never)"""
+    turn_ms: _builtins.int
+    bank_ms: _builtins.int
+    abandon_ms: _builtins.int
+    def __init__(
+        self,
+        *,
+        turn_seconds: _builtins.int = ...,
+        time_bank_seconds: _builtins.int = ...,
+        autoplay_level: _builtins.str = ...,
+        abandon_after_seconds: _builtins.int = ...,
+        turn_ms: _builtins.int = ...,
+        bank_ms: _builtins.int = ...,
+        abandon_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["abandon_after_seconds", b"abandon_after_seconds", "abandon_ms", b"abandon_ms", "autoplay_level", b"autoplay_level", "bank_ms", b"bank_ms", "time_bank_seconds", b"time_bank_seconds", "turn_ms", b"turn_ms", "turn_seconds", b"turn_seconds"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TurnClock: _TypeAlias = TurnClock  # noqa: Y015
+
+@_typing.final
+class SeatDeadline(_message.Message):
+    """One seat's deadline: when its turn times out (ms since the epoch)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    DEADLINE_MS_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    deadline_ms: _builtins.int
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        deadline_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deadline_ms", b"deadline_ms", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatDeadline: _TypeAlias = SeatDeadline  # noqa: Y015
+
+@_typing.final
+class SeatDeadlineList(_message.Message):
+    """The deadlines of the seats to act (one JSON list)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DEADLINES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def deadlines(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatDeadline]: ...
+    def __init__(
+        self,
+        *,
+        deadlines: _abc.Iterable[Global___SeatDeadline] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deadlines", b"deadlines"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatDeadlineList: _TypeAlias = SeatDeadlineList  # noqa: Y015
+
+@_typing.final
+class TurnTimedOut(_message.Message):
+    """The seat's deadline passed: the clock plays its move (the record's move,
+    MoveRecorded.autoplay "timeout"), chosen by the autoplay level's bot.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    TURN_SEQ_FIELD_NUMBER: _builtins.int
+    DEADLINE_MS_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    turn_seq: _builtins.int
+    """the record that started the turn"""
+    deadline_ms: _builtins.int
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        turn_seq: _builtins.int = ...,
+        deadline_ms: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["deadline_ms", b"deadline_ms", "seat", b"seat", "turn_seq", b"turn_seq"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TurnTimedOut: _TypeAlias = TurnTimedOut  # noqa: Y015
+
+@_typing.final
+class SeatAway(_message.Message):
+    """The seat is marked away (two timeouts in a row, LeaveSeat, or one player's
+    AbandonGame): the autoplay bot plays each of its turns at once.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    PLAYER_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    player: _builtins.str
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        player: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["player", b"player", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatAway: _TypeAlias = SeatAway  # noqa: Y015
+
+@_typing.final
+class SeatReturned(_message.Message):
+    """The seat's player is back (an accepted action of theirs, or ReturnToSeat)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    PLAYER_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    player: _builtins.str
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        player: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["player", b"player", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatReturned: _TypeAlias = SeatReturned  # noqa: Y015
 
 @_typing.final
 class GameEnded(_message.Message):

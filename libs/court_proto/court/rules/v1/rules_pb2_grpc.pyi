@@ -93,6 +93,18 @@ class RulesServiceStub:
     closed view. A finished game is FAILED_PRECONDITION; an unknown one
     NOT_FOUND.
     """
+    ReturnToSeat: _grpc.UnaryUnaryMultiCallable[_rules_pb2.ReturnToSeatRequest, _rules_pb2.SeatResponse]
+    """Turn clock: the caller's seat is theirs again after it was marked away
+    (two timeouts in a row, or AbandonGame alone): the bot stops playing it.
+    Any accepted action of the seat does the same. A seat that is not away
+    answers OK and changes nothing. Idempotent on (caller, request_id).
+    """
+    LeaveSeat: _grpc.UnaryUnaryMultiCallable[_rules_pb2.LeaveSeatRequest, _rules_pb2.SeatResponse]
+    """Turn clock: mark a seat away, so the autoplay bot plays each of its turns
+    at once until its player acts again. The seat's player, or the lobby
+    (service role: one player's AbandonGame alone). Games without a clock
+    play the away seat at the autoplay level too (heuristic by default).
+    """
 
 @_typing.type_check_only
 class RulesServiceAsyncStub(RulesServiceStub):
@@ -127,6 +139,18 @@ class RulesServiceAsyncStub(RulesServiceStub):
     Idempotent: closing a game closed already (by any request) answers its
     closed view. A finished game is FAILED_PRECONDITION; an unknown one
     NOT_FOUND.
+    """
+    ReturnToSeat: _aio.UnaryUnaryMultiCallable[_rules_pb2.ReturnToSeatRequest, _rules_pb2.SeatResponse]  # type: ignore[assignment]
+    """Turn clock: the caller's seat is theirs again after it was marked away
+    (two timeouts in a row, or AbandonGame alone): the bot stops playing it.
+    Any accepted action of the seat does the same. A seat that is not away
+    answers OK and changes nothing. Idempotent on (caller, request_id).
+    """
+    LeaveSeat: _aio.UnaryUnaryMultiCallable[_rules_pb2.LeaveSeatRequest, _rules_pb2.SeatResponse]  # type: ignore[assignment]
+    """Turn clock: mark a seat away, so the autoplay bot plays each of its turns
+    at once until its player acts again. The seat's player, or the lobby
+    (service role: one player's AbandonGame alone). Games without a clock
+    play the away seat at the autoplay level too (heuristic by default).
     """
 
 class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -201,6 +225,30 @@ class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
         Idempotent: closing a game closed already (by any request) answers its
         closed view. A finished game is FAILED_PRECONDITION; an unknown one
         NOT_FOUND.
+        """
+
+    @_abc_1.abstractmethod
+    def ReturnToSeat(
+        self,
+        request: _rules_pb2.ReturnToSeatRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_rules_pb2.SeatResponse, _abc.Awaitable[_rules_pb2.SeatResponse]]:
+        """Turn clock: the caller's seat is theirs again after it was marked away
+        (two timeouts in a row, or AbandonGame alone): the bot stops playing it.
+        Any accepted action of the seat does the same. A seat that is not away
+        answers OK and changes nothing. Idempotent on (caller, request_id).
+        """
+
+    @_abc_1.abstractmethod
+    def LeaveSeat(
+        self,
+        request: _rules_pb2.LeaveSeatRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_rules_pb2.SeatResponse, _abc.Awaitable[_rules_pb2.SeatResponse]]:
+        """Turn clock: mark a seat away, so the autoplay bot plays each of its turns
+        at once until its player acts again. The seat's player, or the lobby
+        (service role: one player's AbandonGame alone). Games without a clock
+        play the away seat at the autoplay level too (heuristic by default).
         """
 
 def add_RulesServiceServicer_to_server(servicer: RulesServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
