@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import random
 import time
 from collections.abc import Iterator
@@ -40,9 +39,10 @@ import grpc
 import nats
 import pytest
 from court_client import LobbyClient, RankingClient, RulesClient
+from court_kit import actions as kactions
 from court_kit import jetstream as kjs
+from court_kit import records as krec
 from court_kit import typed
-from court_proto.court.events.v1 import events_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.chaos.cluster import NatsCluster, Postgres
@@ -252,28 +252,26 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
         for gid, idx in games:
             view = await analyst.get_view(gid)
             assert view.finished, gid
-            records = await kjs.direct_get_batch(nc, "COURT_GAMES", f"court.games.{gid}")
-            bodies = [json.loads(m.data) for m in records]
-            seqs = [0 if b.get("k") == "c" or "seq" not in b else b["seq"] for b in bodies]
+            # the game log: one full court.events.v2.Record per step, seq 0..n, no request twice
+            records = await kjs.direct_get_batch(nc, krec.game_stream(0), krec.log_subject(gid, 1))
+            bodies = [krec.decode(m.data) for m in records]
+            seqs = [int(b.seq) for b in bodies]
             assert seqs == list(range(len(bodies))), f"{gid}: log seqs {seqs[:20]}..."
             assert seqs[-1] == view.seq
-            rids = [(b.get("by"), b.get("rid")) for b in bodies]
+            assert bodies[0].WhichOneof("body") == "created", gid
+            moves = {int(b.seq): b.move for b in bodies if b.WhichOneof("body") == "move"}
+            rids = [(m.by, m.request_id) for m in moves.values()]
             assert len(set(rids)) == len(rids), f"{gid}: a request applied twice"
             for seq, (rid, seat, act) in by_game.get(gid, {}).items():
-                b = bodies[seq]
-                assert (b["rid"], b["seat"], b["a"]) == (rid, seat, act), f"{gid}: accepted move {seq} lost"
+                m = moves[seq]
+                assert (m.request_id, int(m.seat), kactions.to_json(m.action)) == (rid, seat, act), \
+                    f"{gid}: accepted move {seq} lost"
             total_moves += view.seq
-            # public events: complete and in order
-            pub = await kjs.direct_get_batch(nc, "COURT_EVENTS", f"court.events.queens_court.{gid}.>")
-            ev_keys = []
-            for m in pub:
-                ev = events_pb2.GameEvent.FromString(m.data)
-                ev_keys.append((ev.seq, ev.index, bool(m.headers.get("Court-End"))))
-            want_seq, want_idx = 0, 0
-            for seq, index, end in ev_keys:
-                assert (seq, index) == (want_seq, want_idx), f"{gid}: public events out of order at {(seq, index)}"
-                want_seq, want_idx = (seq + 1, 0) if end else (seq, index + 1)
-            assert want_seq == view.seq + 1 and want_idx == 0, f"{gid}: public events end at {want_seq}"
+            # public records: one per step, complete and in order, each a public one
+            pub = await kjs.direct_get_batch(nc, krec.PUBLIC_STREAM, krec.public_subject("queens_court", gid))
+            public = [krec.decode(m.data) for m in pub]
+            assert [int(r.seq) for r in public] == seqs, f"{gid}: public records {[r.seq for r in public][:20]}..."
+            assert all(r.visibility == krec.PUBLIC for r in public), gid
             # what the game paid, from its full record
             h = await analyst.history(gid)
             events = [typed.event_from_proto(e) for e in h.created_events]
@@ -283,12 +281,12 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
             for seat, person in enumerate(idx):
                 expected[people[person][0]] += changes[seat]
         await analyst.close()
-        # the ranking service consumes the full events on its own durable consumer: wait until it
+        # the ranking service consumes the public records on its own durable consumer: wait until it
         # has every one of them acknowledged (nothing pending, nothing in flight)
         t_checked = time.monotonic()
         deadline = time.monotonic() + 300
         while True:
-            info = await js.consumer_info("COURT_EVENTS_FULL", "ranking")
+            info = await js.consumer_info(krec.PUBLIC_STREAM, "ranking")
             if info.num_pending == 0 and info.num_ack_pending == 0:
                 break
             assert time.monotonic() < deadline, f"the ranking consumer is stuck: {info}"

@@ -179,7 +179,7 @@ async def test_games_finished_after_the_dump_are_settled_again_by_the_runbooks_r
     from court_lobby.app import LobbyApp
     from court_ranking.app import RankingApp
     from court_ranking.consumer import DURABLE
-    from court_rules.store import FULL_STREAM
+    from court_rules.store import EVENTS_STREAM
 
     from tests.ranking.test_ranking_e2e import play_some
 
@@ -224,15 +224,15 @@ async def test_games_finished_after_the_dump_are_settled_again_by_the_runbooks_r
             stack.lobby_channel = stack.channel(stack.lobby.address)
             stack.ranking_channel = stack.channel(stack.ranking.address)
 
-        # Without step 6 the ranking consumer has nothing left to deliver: the game that ended
-        # after the dump stays unsettled in the restored ledger (this is what the step is for).
+        # Without step 6: on v2 the ranking service may settle the late game by itself (a game it
+        # meets again is backfilled from its public records) or leave it for step 6; either way
+        # the restored ledger never holds an entry twice, and the game settled before the dump is.
         await writers_again()
-        assert stack.ranking.store.game_status(after_dump) != "finished"
         assert stack.ranking.store.game_status(done_before) == "finished"
         restored = await snapshot(stack, ["Ann", "Bob", "Cy"])
-        assert restored != truth
-        assert sum(len([e for e in restored[n]["ledger"] if e[4] == after_dump]) for n in ("Ann", "Bob", "Cy")) < \
-            sum(len([e for e in truth[n]["ledger"] if e[4] == after_dump]) for n in ("Ann", "Bob", "Cy"))
+        for n in ("Ann", "Bob", "Cy"):
+            assert len(restored[n]["ledger"]) == len(set(restored[n]["ledger"])), f"{n}: an entry twice"
+            assert set(restored[n]["ledger"]) <= set(truth[n]["ledger"]), f"{n}: an entry the truth lacks"
 
         # Step 6, as written: stop ranking, delete its durable consumer, start it again.
         await stack.ranking.stop(0)
@@ -240,12 +240,12 @@ async def test_games_finished_after_the_dump_are_settled_again_by_the_runbooks_r
         await stack.lobby.stop(0)
         await stack.lobby_channel.close()
         js = stack.rules.nc.jetstream()
-        await js.delete_consumer(FULL_STREAM, DURABLE)
+        await js.delete_consumer(EVENTS_STREAM, DURABLE)
         await writers_again()
         await stack.wait_ranked(lambda st: st.game_status(after_dump) == "finished", "the replay to settle it")
         info = None
         for _ in range(600):  # until every event the stream holds is applied and acknowledged
-            info = await js.consumer_info(FULL_STREAM, DURABLE)
+            info = await js.consumer_info(EVENTS_STREAM, DURABLE)
             if info.num_pending == 0 and info.num_ack_pending == 0:
                 break
             await asyncio.sleep(0.1)  # JetStream has no "drained" notification for a pull consumer
