@@ -30,6 +30,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,7 +67,10 @@ EXPECTED_MOVES_PER_GAME = 90  # a 2-player random game of Queen's Court plays ab
 @pytest.fixture
 def infra(tmp_path: Path) -> Iterator[tuple[NatsCluster, Postgres]]:
     cluster = NatsCluster(tmp_path / "nats")
-    pg = Postgres(tmp_path)
+    # the server's folder outside pytest's base folder: pytest makes /tmp/pytest-of-<user> private
+    # (0700) again whenever another pytest session starts, which would lock the postgres user out
+    pg_root = Path(tempfile.mkdtemp(prefix="court-chaos-pg-"))
+    pg = Postgres(pg_root)
     try:
         pg.init()
         cluster.start()
@@ -73,6 +78,7 @@ def infra(tmp_path: Path) -> Iterator[tuple[NatsCluster, Postgres]]:
     finally:
         cluster.stop()
         pg.stop()
+        shutil.rmtree(pg_root, ignore_errors=True)
 
 
 async def _wait_jetstream(urls: str, timeout: float = 300) -> None:

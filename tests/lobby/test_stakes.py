@@ -141,8 +141,16 @@ async def test_fifty_duplicates_of_every_mutating_lobby_rpc_have_one_effect_and_
     assert started.state == lpb.LOBBY_STATE_STARTED and started.game_id
     assert await balances([ann, bob, cy]) == [1000 - ANTE] * 3  # one ante each, once
 
+    # a game is abandoned only when every person at the table asks (docs/clock.md): fifty of Bob's
+    # asks are one ask (his seat away, nothing refunded); then Ann's and Cy's abandon it, once
     abandon = lpb.AbandonGameRequest(request_id=rid(), game_id=started.game_id)
-    gone = await fifty(lambda: bob.call("AbandonGame", abandon))
+    asked = await fifty(lambda: bob.call("AbandonGame", abandon))
+    assert asked.state == lpb.LOBBY_STATE_STARTED
+    assert [s.abandon_asked for s in asked.seats] == [False, True, False]
+    assert await balances([ann, bob, cy]) == [1000 - ANTE] * 3
+    await ann.call("AbandonGame", lpb.AbandonGameRequest(request_id=rid(), game_id=started.game_id))
+    last = lpb.AbandonGameRequest(request_id=rid(), game_id=started.game_id)
+    gone = await fifty(lambda: cy.call("AbandonGame", last))
     assert gone.state == lpb.LOBBY_STATE_ABANDONED
     assert await balances([ann, bob, cy]) == [1000] * 3  # every ante back, once
 

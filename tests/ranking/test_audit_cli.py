@@ -44,7 +44,8 @@ def drop_ledger_uniqueness(stack: Stack) -> None:
 async def test_court_admin_audit_names_every_kind_of_ledger_damage_and_passes_a_sound_one(stack: Stack, tmp_path):
     players, lid = await full_table(stack)
     gone = (await players[0].start(lid)).game_id
-    await players[1].call("AbandonGame", lpb.AbandonGameRequest(request_id=rid(), game_id=gone))  # refunded
+    for p in players:  # every person asks: abandoned, antes refunded
+        await p.call("AbandonGame", lpb.AbandonGameRequest(request_id=rid(), game_id=gone))
     lobby = await players[0].call("CreateLobby", qc_lobby())
     for p in players[1:]:
         await p.join(lobby.lobby_id)
