@@ -19,7 +19,9 @@ def token(sub: str, role: str = "player", ttl: float = 3600, **kw: Any) -> str:
     return keys.token(sub, role, ttl, **kw)
 
 
-def settings_for(nats_url: str, **overrides: Any) -> Settings:
+def settings_for(nats_url: str, extra: dict[str, str] | None = None, **overrides: Any) -> Settings:
+    if extra:
+        overrides["extra"] = extra
     return Settings.load("rules", {}, nats_url=nats_url, listen="127.0.0.1:0", metrics_listen="",
                          env="test", **{**keys.overrides("rules"), **overrides})
 
@@ -40,8 +42,9 @@ class Replicas:
         self.apps: list[RulesApp] = []
         self.clients: list[RulesClient] = []
 
-    async def start(self, **kw: Any) -> RulesApp:
-        app = await RulesApp.start(settings_for(self.nats.url), **kw)
+    async def start(self, extra: dict[str, str] | None = None, **kw: Any) -> RulesApp:
+        """``extra``: COURT_* settings of the replica (``Settings.extra``)."""
+        app = await RulesApp.start(settings_for(self.nats.url, extra), **kw)
         self.apps.append(app)
         return app
 

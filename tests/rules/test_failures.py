@@ -97,7 +97,11 @@ async def test_crash_between_log_append_and_answer(replicas: Any, where: str) ->
     replica gets the first answer and applies nothing twice; the projector makes every record
     public once, the final one included when nobody touches the game again."""
     players = ["lu", "mo"]
-    probe = await replicas.start()
+    # the doomed replica's projector may die with the crashed move's record fetched, unacknowledged:
+    # JetStream gives it to the survivor's projector after the durable's ack wait (30 s by default;
+    # 2 here, set by the first projector, which creates the durable)
+    quick = {"COURT_PROJECTOR_ACK_WAIT": "2"}
+    probe = await replicas.start(quick)
     created = await replicas.client(probe, "lobby", "service").create_game("queens_court", players,
                                                                            {"players": 2})
     gid = created.game_id
@@ -114,7 +118,7 @@ async def test_crash_between_log_append_and_answer(replicas: Any, where: str) ->
         gid = created.game_id
     await probe.kill()  # the doomed replica's own projector is the only one until it dies
     faults = CrashAfterAppend(seq_of_crash)
-    doomed = await replicas.start(faults=faults)
+    doomed = await replicas.start(quick, faults=faults)
     clients = _clients(replicas, doomed, players, retries=0)
     async with EventLog(replicas.nats.url, "queens_court", gid) as events, \
             EventLog(replicas.nats.url, "queens_court", gid, full=True) as full:
@@ -133,7 +137,7 @@ async def test_crash_between_log_append_and_answer(replicas: Any, where: str) ->
                 break
         assert crashed is not None
         await doomed.kill()
-        survivor = await replicas.start()
+        survivor = await replicas.start(quick)
         if where == "mid_game":
             # the client retries on another replica: the first answer, nothing applied twice
             seat, act, rid = crashed
