@@ -77,6 +77,7 @@ token: setup
 # ruff check (CI runs it); `ruff format --check` is not enforced yet (the tree is not formatted).
 lint: setup
 	$(BIN)/ruff check libs services tests
+	$(BIN)/ruff format --check .
 
 # mypy: strict on libs/ ([tool.mypy] in pyproject.toml; generated court_proto is not checked).
 typecheck: setup

@@ -15,9 +15,15 @@ PAGE = ROOT / "docs" / "contract-reference.md"
 
 def test_the_contract_page_matches_the_protos(tmp_path: Path) -> None:
     out = tmp_path / "contract.md"
-    subprocess.run([sys.executable, str(ROOT / "protos" / "contract_doc.py"), str(out)], check=True,
-                   capture_output=True, timeout=300)
-    assert out.read_text() == PAGE.read_text(), "docs/contract-reference.md is out of step with protos/: run `make contract`"
+    subprocess.run(
+        [sys.executable, str(ROOT / "protos" / "contract_doc.py"), str(out)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    assert out.read_text() == PAGE.read_text(), (
+        "docs/contract-reference.md is out of step with protos/: run `make contract`"
+    )
 
 
 def test_every_event_and_view_message_is_listed_with_its_fields() -> None:

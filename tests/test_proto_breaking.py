@@ -24,8 +24,11 @@ HEARTS = "court/games/v1/hearts.proto"
 @pytest.fixture(scope="module")
 def buf() -> Path:
     if not BUF.exists():
-        subprocess.run(["npm", "ci", "--prefix", str(BUF.parents[2]), "--no-audit", "--no-fund",
-                        "--loglevel=error"], check=True, timeout=600)
+        subprocess.run(
+            ["npm", "ci", "--prefix", str(BUF.parents[2]), "--no-audit", "--no-fund", "--loglevel=error"],
+            check=True,
+            timeout=600,
+        )
     return BUF
 
 
@@ -43,22 +46,37 @@ def edit(protos: Path, old: str, new: str, rel: str = HEARTS) -> None:
 
 
 def breaking(buf: Path, changed: Path, against: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(buf), "breaking", str(changed), "--against", str(against)],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [str(buf), "breaking", str(changed), "--against", str(against)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_the_protos_lint_clean(buf: Path) -> None:
-    done = subprocess.run([str(buf), "lint", str(ROOT / "protos")], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(buf), "lint", str(ROOT / "protos")], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize(("old", "new", "says"), [
-    ("  int32 position = 5;  // the card's place", "  int32 position = 6;  // the card's place", "position"),
-    ("  int32 position = 5;  // the card's place in the trick, 0 for the lead\n", "", "5"),
-    ("  int32 position = 5;", "  string position = 5;", "position"),
-], ids=["renumbered", "removed", "retyped"])
-def test_a_field_renumbered_removed_or_retyped_breaks(buf: Path, tmp_path: Path, old: str, new: str,
-                                                       says: str) -> None:
+@pytest.mark.parametrize(
+    ("old", "new", "says"),
+    [
+        (
+            "  int32 position = 5;  // the card's place",
+            "  int32 position = 6;  // the card's place",
+            "position",
+        ),
+        ("  int32 position = 5;  // the card's place in the trick, 0 for the lead\n", "", "5"),
+        ("  int32 position = 5;", "  string position = 5;", "position"),
+    ],
+    ids=["renumbered", "removed", "retyped"],
+)
+def test_a_field_renumbered_removed_or_retyped_breaks(
+    buf: Path, tmp_path: Path, old: str, new: str, says: str
+) -> None:
     base = copy_protos(tmp_path / "base")
     changed = copy_protos(tmp_path / "changed")
     edit(changed, old, new)
@@ -70,21 +88,35 @@ def test_a_field_renumbered_removed_or_retyped_breaks(buf: Path, tmp_path: Path,
 def test_a_field_added_does_not_break(buf: Path, tmp_path: Path) -> None:
     base = copy_protos(tmp_path / "base")
     changed = copy_protos(tmp_path / "changed")
-    edit(changed, "  int32 position = 5;  // the card's place in the trick, 0 for the lead\n",
-         "  int32 position = 5;  // the card's place in the trick, 0 for the lead\n  bool led = 6;\n")
+    edit(
+        changed,
+        "  int32 position = 5;  // the card's place in the trick, 0 for the lead\n",
+        "  int32 position = 5;  // the card's place in the trick, 0 for the lead\n  bool led = 6;\n",
+    )
     done = breaking(buf, changed, base)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def _git(repo: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, env=env, timeout=60)
 
 
 def _check(repo: Path, buf: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(repo / "scripts" / "proto-check.sh")], cwd=repo, capture_output=True, text=True,
-                          env={**os.environ, "BUF": str(buf)}, timeout=300)
+    return subprocess.run(
+        [str(repo / "scripts" / "proto-check.sh")],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BUF": str(buf)},
+        timeout=300,
+    )
 
 
 def test_the_script_skips_a_base_without_buf_then_enforces_breaking(buf: Path, tmp_path: Path) -> None:
@@ -115,7 +147,9 @@ def test_the_script_skips_a_base_without_buf_then_enforces_breaking(buf: Path, t
     assert _check(repo, buf).returncode != 0
     _git(repo, "commit", "-q", "--allow-empty", "-m", "nothing")
     done = _check(repo, buf)
-    assert done.returncode == 0 and "buf breaking: no breaking change against HEAD~1" in done.stdout, done.stdout
+    assert done.returncode == 0 and "buf breaking: no breaking change against HEAD~1" in done.stdout, (
+        done.stdout
+    )
 
 
 def test_lint_findings_fail_the_script(buf: Path, tmp_path: Path) -> None:

@@ -46,8 +46,9 @@ def lines_for(rec: records_pb2.Record) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     body = rec.WhichOneof("body")
     if body == "created":
-        out.append(("GameCreated", f"{head} #{rec.seq}.0 GameCreated "
-                                   + _fields({"seats": list(rec.created.seats)})))
+        out.append(
+            ("GameCreated", f"{head} #{rec.seq}.0 GameCreated " + _fields({"seats": list(rec.created.seats)}))
+        )
     elif body == "closed":
         out.append(("GameClosed", f"{head} #{rec.seq}.0 GameClosed " + _fields({"into": rec.closed.into})))
     first = len(out)
@@ -58,35 +59,64 @@ def lines_for(rec: records_pb2.Record) -> list[tuple[str, str]]:
     return out
 
 
-async def tail(nats_url: str, console: Console, *, game: str = "", game_id: str = "", types: Sequence[str] = (),
-               from_start: bool = False, count: int = 0, as_json: bool = False, idle_exit: float = 0.0,
-               user: str = "", password: str = "") -> int:
+async def tail(
+    nats_url: str,
+    console: Console,
+    *,
+    game: str = "",
+    game_id: str = "",
+    types: Sequence[str] = (),
+    from_start: bool = False,
+    count: int = 0,
+    as_json: bool = False,
+    idle_exit: float = 0.0,
+    user: str = "",
+    password: str = "",
+) -> int:
     """Print matching events as they come (``count``: stop after that many lines, with ``as_json``
     records; ``idle_exit``: stop after that many quiet seconds). Returns how many were printed."""
     subject = subject_for(game, game_id)
     wanted = set(types)
+
     async def quiet(_exc: Exception) -> None:  # failures are told once, below, not as tracebacks
         return None
 
     try:
         auth = {"user": user, "password": password, "inbox_prefix": f"_INBOX_{user}"} if user else {}
-        nc = await nats.connect(nats_url, connect_timeout=3, max_reconnect_attempts=2, allow_reconnect=True,
-                                error_cb=quiet, **auth)
+        nc = await nats.connect(
+            nats_url,
+            connect_timeout=3,
+            max_reconnect_attempts=2,
+            allow_reconnect=True,
+            error_cb=quiet,
+            **auth,
+        )
     except Exception as exc:  # noqa: BLE001 - any connection failure is told the same way
-        raise CliError(f"cannot reach NATS at {nats_url} ({exc or type(exc).__name__}): is the stack running? "
-                       "Start it with `make run`.") from None
+        raise CliError(
+            f"cannot reach NATS at {nats_url} ({exc or type(exc).__name__}): is the stack running? "
+            "Start it with `make run`."
+        ) from None
     shown = 0
     try:
         js = nc.jetstream()
         try:
-            sub = await js.subscribe(subject, stream=STREAM, ordered_consumer=True,
-                                     deliver_policy=DeliverPolicy.ALL if from_start else DeliverPolicy.NEW)
+            sub = await js.subscribe(
+                subject,
+                stream=STREAM,
+                ordered_consumer=True,
+                deliver_policy=DeliverPolicy.ALL if from_start else DeliverPolicy.NEW,
+            )
         except Exception as exc:  # noqa: BLE001
-            raise CliError(f"cannot read the {STREAM} stream: {exc} (has the rules service ever run?)") from None
+            raise CliError(
+                f"cannot read the {STREAM} stream: {exc} (has the rules service ever run?)"
+            ) from None
         if not as_json:
-            console.print(f"tailing {subject}" + (f" types {', '.join(sorted(wanted))}" if len(wanted) > 1 else "")
-                          + (" from the start" if from_start else " (new events; --from-start for history)"),
-                          style="dim")
+            console.print(
+                f"tailing {subject}"
+                + (f" types {', '.join(sorted(wanted))}" if len(wanted) > 1 else "")
+                + (" from the start" if from_start else " (new events; --from-start for history)"),
+                style="dim",
+            )
         while count == 0 or shown < count:
             try:
                 msg = await (sub.next_msg(timeout=idle_exit) if idle_exit else sub.next_msg(timeout=None))
@@ -102,8 +132,11 @@ async def tail(nats_url: str, console: Console, *, game: str = "", game_id: str 
             if not lines:
                 continue
             if as_json:
-                console.print(json.dumps(MessageToDict(rec, preserving_proto_field_name=True), sort_keys=True),
-                              soft_wrap=True, markup=False)
+                console.print(
+                    json.dumps(MessageToDict(rec, preserving_proto_field_name=True), sort_keys=True),
+                    soft_wrap=True,
+                    markup=False,
+                )
                 shown += 1
                 continue
             for _t, line in lines:

@@ -10,15 +10,26 @@ safe retries (the terminal client, the bot service, tests and benchmarks use it)
 
 from .base import new_request_id
 from .rules import (
-                    RulesClient,
-                    action,
-                    action_json,
-                    event_dict,
-                    options_proto,
-                    result_dict,
-                    view_dict,
+    RulesClient,
+    action,
+    action_json,
+    event_dict,
+    options_proto,
+    result_dict,
+    view_dict,
 )
 from .services import BotClient, LobbyClient, RankingClient
 
-__all__ = ["BotClient", "LobbyClient", "RankingClient", "RulesClient", "action", "action_json", "event_dict",
-           "new_request_id", "options_proto", "result_dict", "view_dict"]
+__all__ = [
+    "BotClient",
+    "LobbyClient",
+    "RankingClient",
+    "RulesClient",
+    "action",
+    "action_json",
+    "event_dict",
+    "new_request_id",
+    "options_proto",
+    "result_dict",
+    "view_dict",
+]

@@ -74,9 +74,19 @@ def options_proto(game: str, options: Mapping[str, Any] | None) -> Any:
 
 
 class RulesClient(ServiceClient):
-    def __init__(self, target: str | grpc.aio.Channel, token: str, *, retries: int = 8,
-                 backoff: float = 0.02, max_backoff: float = 1.0, timeout: float | None = 15.0):
-        super().__init__(target, token, retries=retries, backoff=backoff, max_backoff=max_backoff, timeout=timeout)
+    def __init__(
+        self,
+        target: str | grpc.aio.Channel,
+        token: str,
+        *,
+        retries: int = 8,
+        backoff: float = 0.02,
+        max_backoff: float = 1.0,
+        timeout: float | None = 15.0,
+    ):
+        super().__init__(
+            target, token, retries=retries, backoff=backoff, max_backoff=max_backoff, timeout=timeout
+        )
         self.stub = rules_pb2_grpc.RulesServiceStub(self.channel)
 
     async def __aenter__(self) -> RulesClient:
@@ -84,16 +94,25 @@ class RulesClient(ServiceClient):
 
     # ------------------------------------------------------------------ calls
 
-    async def create_game(self, game: str, seats: Sequence[str], options: Mapping[str, Any] | None = None, *,
-                          seed: int | None = None, request_id: str | None = None, resume_from: str = "",
-                          game_id: str = "", clock: events_pb2.TurnClock | None = None
-                          ) -> rules_pb2.CreateGameResponse:
+    async def create_game(
+        self,
+        game: str,
+        seats: Sequence[str],
+        options: Mapping[str, Any] | None = None,
+        *,
+        seed: int | None = None,
+        request_id: str | None = None,
+        resume_from: str = "",
+        game_id: str = "",
+        clock: events_pb2.TurnClock | None = None,
+    ) -> rules_pb2.CreateGameResponse:
         """``game_id`` (service and admin callers only): create the game under this id, e.g. one the
         lobby fixed before taking the antes; a retry with the same request id returns that game.
         ``clock``: the game's turn clock (docs/clock.md)."""
         rid = request_id or new_request_id()
-        req = rules_pb2.CreateGameRequest(request_id=rid, game=game, seats=list(seats), resume_from=resume_from,
-                                          game_id=game_id)
+        req = rules_pb2.CreateGameRequest(
+            request_id=rid, game=game, seats=list(seats), resume_from=resume_from, game_id=game_id
+        )
         if clock is not None:
             req.clock.CopyFrom(clock)
         req.options.CopyFrom(options_proto(game, options))
@@ -101,8 +120,9 @@ class RulesClient(ServiceClient):
             req.seed = seed
         return await self._call(self.stub.CreateGame, req, RETRY_MOVE, rid)
 
-    async def close_game(self, game_id: str, reason: str, *, request_id: str | None = None
-                         ) -> rules_pb2.CloseGameResponse:
+    async def close_game(
+        self, game_id: str, reason: str, *, request_id: str | None = None
+    ) -> rules_pb2.CloseGameResponse:
         """Close an unfinished game for good (service callers: the lobby); idempotent."""
         rid = request_id or new_request_id()
         req = rules_pb2.CloseGameRequest(game_id=game_id, request_id=rid, reason=reason)
@@ -114,14 +134,23 @@ class RulesClient(ServiceClient):
             req.seat = seat
         return await self._call(self.stub.GetView, req, RETRY_READ)
 
-    async def legal_actions(self, game_id: str, seat: int | None = None) -> rules_pb2.ListLegalActionsResponse:
+    async def legal_actions(
+        self, game_id: str, seat: int | None = None
+    ) -> rules_pb2.ListLegalActionsResponse:
         req = rules_pb2.ListLegalActionsRequest(game_id=game_id)
         if seat is not None:
             req.seat = seat
         return await self._call(self.stub.ListLegalActions, req, RETRY_READ)
 
-    async def submit(self, game_id: str, act: actions_pb2.Action, seat: int | None = None, *,
-                     request_id: str | None = None, turn_seq: int | None = None) -> rules_pb2.SubmitActionResponse:
+    async def submit(
+        self,
+        game_id: str,
+        act: actions_pb2.Action,
+        seat: int | None = None,
+        *,
+        request_id: str | None = None,
+        turn_seq: int | None = None,
+    ) -> rules_pb2.SubmitActionResponse:
         """``turn_seq``: the turn the move is for (turn clock): refused once that turn timed out."""
         rid = request_id or new_request_id()
         req = rules_pb2.SubmitActionRequest(game_id=game_id, request_id=rid, action=act)
@@ -131,8 +160,9 @@ class RulesClient(ServiceClient):
             req.turn_seq = turn_seq
         return await self._call(self.stub.SubmitAction, req, RETRY_MOVE, rid)
 
-    async def return_to_seat(self, game_id: str, seat: int | None = None, *,
-                             request_id: str | None = None) -> rules_pb2.SeatResponse:
+    async def return_to_seat(
+        self, game_id: str, seat: int | None = None, *, request_id: str | None = None
+    ) -> rules_pb2.SeatResponse:
         """Turn clock: take back a seat marked away (the bot stops playing it)."""
         rid = request_id or new_request_id()
         req = rules_pb2.ReturnToSeatRequest(game_id=game_id, request_id=rid)
@@ -140,8 +170,9 @@ class RulesClient(ServiceClient):
             req.seat = seat
         return await self._call(self.stub.ReturnToSeat, req, RETRY_MOVE, rid)
 
-    async def leave_seat(self, game_id: str, seat: int | None = None, *,
-                         request_id: str | None = None) -> rules_pb2.SeatResponse:
+    async def leave_seat(
+        self, game_id: str, seat: int | None = None, *, request_id: str | None = None
+    ) -> rules_pb2.SeatResponse:
         """Turn clock: mark a seat away (the autoplay bot plays its turns at once)."""
         rid = request_id or new_request_id()
         req = rules_pb2.LeaveSeatRequest(game_id=game_id, request_id=rid)
@@ -150,10 +181,13 @@ class RulesClient(ServiceClient):
         return await self._call(self.stub.LeaveSeat, req, RETRY_MOVE, rid)
 
     async def history(self, game_id: str) -> rules_pb2.GetHistoryResponse:
-        return await self._call(self.stub.GetHistory, rules_pb2.GetHistoryRequest(game_id=game_id), RETRY_READ)
+        return await self._call(
+            self.stub.GetHistory, rules_pb2.GetHistoryRequest(game_id=game_id), RETRY_READ
+        )
 
-    async def watch(self, game_id: str, seat: int | None = None, after_seq: int | None = None, *,
-                    resume: bool = True) -> AsyncIterator[rules_pb2.GameUpdate]:
+    async def watch(
+        self, game_id: str, seat: int | None = None, after_seq: int | None = None, *, resume: bool = True
+    ) -> AsyncIterator[rules_pb2.GameUpdate]:
         """Updates of the caller's view; after a broken stream it reconnects from the last seq seen."""
         last = after_seq
         delay = self.backoff
@@ -173,8 +207,11 @@ class RulesClient(ServiceClient):
                     yield update
                 return
             except grpc.aio.AioRpcError as err:
-                retriable = err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED,
-                                           grpc.StatusCode.INTERNAL)
+                retriable = err.code() in (
+                    grpc.StatusCode.UNAVAILABLE,
+                    grpc.StatusCode.CANCELLED,
+                    grpc.StatusCode.INTERNAL,
+                )
                 failures += 1
                 if not resume or not retriable or failures > self.retries:
                     raise

@@ -50,19 +50,25 @@ class ClockSettings:
         return self.turn_seconds > 0
 
 
-def validate(turn_seconds: int, time_bank_seconds: int, autoplay_level: str,
-             abandon_after_seconds: int) -> ClockSettings:
+def validate(
+    turn_seconds: int, time_bank_seconds: int, autoplay_level: str, abandon_after_seconds: int
+) -> ClockSettings:
     """The settings, or ``InvalidArgument`` naming the field, its range and the value given."""
     if turn_seconds != 0 and not TURN_MIN <= turn_seconds <= TURN_MAX:
-        raise InvalidArgument(f"turn_seconds must be 0 (no clock) or from {TURN_MIN} to {TURN_MAX}, "
-                              f"got {turn_seconds}")
+        raise InvalidArgument(
+            f"turn_seconds must be 0 (no clock) or from {TURN_MIN} to {TURN_MAX}, got {turn_seconds}"
+        )
     if not 0 <= time_bank_seconds <= BANK_MAX:
         raise InvalidArgument(f"time_bank_seconds must be from 0 to {BANK_MAX}, got {time_bank_seconds}")
     if autoplay_level not in LEVELS:
-        raise InvalidArgument(f"autoplay_level must be one of {', '.join(LEVELS)}, got {quote(autoplay_level)}")
+        raise InvalidArgument(
+            f"autoplay_level must be one of {', '.join(LEVELS)}, got {quote(autoplay_level)}"
+        )
     if abandon_after_seconds != 0 and not ABANDON_MIN <= abandon_after_seconds <= ABANDON_MAX:
-        raise InvalidArgument(f"abandon_after_seconds must be 0 (never) or from {ABANDON_MIN} to {ABANDON_MAX}, "
-                              f"got {abandon_after_seconds}")
+        raise InvalidArgument(
+            f"abandon_after_seconds must be 0 (never) or from {ABANDON_MIN} to {ABANDON_MAX}, "
+            f"got {abandon_after_seconds}"
+        )
     return ClockSettings(turn_seconds, time_bank_seconds, autoplay_level, abandon_after_seconds)
 
 
@@ -76,7 +82,9 @@ def second_ms(env: str, environ: Mapping[str, str]) -> int:
     try:
         value = int(raw)
     except ValueError:
-        raise ValueError(f"{SECOND_MS_VARIABLE} must be a whole number of milliseconds, got {raw!r}") from None
+        raise ValueError(
+            f"{SECOND_MS_VARIABLE} must be a whole number of milliseconds, got {raw!r}"
+        ) from None
     if not 1 <= value <= 1000:
         raise ValueError(f"{SECOND_MS_VARIABLE} must be from 1 to 1000, got {value}")
     return value
@@ -84,6 +92,12 @@ def second_ms(env: str, environ: Mapping[str, str]) -> int:
 
 def to_record(c: ClockSettings, ms_per_second: int) -> dict[str, Any]:
     """The creation record's ``clock`` part (milliseconds: what every replica goes by)."""
-    return {"turn_s": c.turn_seconds, "bank_s": c.time_bank_seconds, "level": c.autoplay_level,
-            "abandon_s": c.abandon_after_seconds, "turn_ms": c.turn_seconds * ms_per_second,
-            "bank_ms": c.time_bank_seconds * ms_per_second, "abandon_ms": c.abandon_after_seconds * ms_per_second}
+    return {
+        "turn_s": c.turn_seconds,
+        "bank_s": c.time_bank_seconds,
+        "level": c.autoplay_level,
+        "abandon_s": c.abandon_after_seconds,
+        "turn_ms": c.turn_seconds * ms_per_second,
+        "bank_ms": c.time_bank_seconds * ms_per_second,
+        "abandon_ms": c.abandon_after_seconds * ms_per_second,
+    }

@@ -31,9 +31,7 @@ def configure_logging(service: str, fmt: str = "json", level: str = "info", stre
         _add_service(service),
     ]
     renderer: Any = (
-        structlog.processors.JSONRenderer()
-        if fmt == "json"
-        else structlog.dev.ConsoleRenderer(colors=False)
+        structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=False)
     )
     structlog.configure(
         processors=[
@@ -77,8 +75,9 @@ def get_logger(name: str | None = None, **initial: Any) -> Any:
 # The bound context: one immutable dict per task (a ContextVar, so it follows the asyncio task
 # and a task's binds never reach its parent), replaced whole on each bind: one set per call,
 # where structlog.contextvars keeps a ContextVar per key.
-_CONTEXT: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar("court_log_context",
-                                                                            default=MappingProxyType({}))
+_CONTEXT: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
+    "court_log_context", default=MappingProxyType({})
+)
 
 
 def merge_context(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
@@ -116,8 +115,7 @@ class StateLog:
     goes, one a minute while it stays away, and one when it is back, instead of four a second.
     """
 
-    def __init__(self, logger: Any, what: str, *, summary_every: float = 60.0,
-                 clock: Any = None):
+    def __init__(self, logger: Any, what: str, *, summary_every: float = 60.0, clock: Any = None):
         import time
 
         self.log = logger
@@ -140,8 +138,13 @@ class StateLog:
         self._last = kw
         if now - self._last_summary >= self.summary_every:
             self._last_summary = now
-            self.log.warning(f"{self.what} still failing", failures=self.failures,
-                             failing_for_s=round(now - self._since, 1), last_event=event, **kw)
+            self.log.warning(
+                f"{self.what} still failing",
+                failures=self.failures,
+                failing_for_s=round(now - self._since, 1),
+                last_event=event,
+                **kw,
+            )
 
     def ok(self, event: str, **kw: Any) -> None:
         if self.down:

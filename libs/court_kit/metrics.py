@@ -57,12 +57,17 @@ class GrpcCalls(Collector):
         return stats
 
     def collect(self) -> Iterator[Metric]:
-        requests = CounterMetricFamily("court_grpc_requests", "gRPC calls handled, by method and status code",
-                                       labels=["method", "code"])
-        in_flight = GaugeMetricFamily("court_grpc_in_flight", "gRPC calls being handled right now, by method "
-                                      "(a draining replica counts down)", labels=["method"])
-        seconds = HistogramMetricFamily("court_grpc_request_seconds", "gRPC call handling time, by method",
-                                        labels=["method"])
+        requests = CounterMetricFamily(
+            "court_grpc_requests", "gRPC calls handled, by method and status code", labels=["method", "code"]
+        )
+        in_flight = GaugeMetricFamily(
+            "court_grpc_in_flight",
+            "gRPC calls being handled right now, by method (a draining replica counts down)",
+            labels=["method"],
+        )
+        seconds = HistogramMetricFamily(
+            "court_grpc_request_seconds", "gRPC call handling time, by method", labels=["method"]
+        )
         for name, st in list(self._methods.items()):  # copied: the event loop may add a method meanwhile
             for code, n in list(st.codes.items()):
                 requests.add_metric([name, code], n)

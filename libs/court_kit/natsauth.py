@@ -80,38 +80,84 @@ def _perm(user: str, publish: Sequence[str], subscribe: Sequence[str] = ()) -> P
 
 
 PERMISSIONS: Mapping[str, Permissions] = {
-    "rules": _perm("rules", [
-        *GAME_LOG_SUBJECTS, *PUBLIC_SUBJECTS, *INFO,
-        "$JS.API.STREAM.CREATE.*", "$JS.API.STREAM.UPDATE.*", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES",
-        "$JS.API.DIRECT.GET.*", "$JS.API.DIRECT.GET.*.>",
-        *_consumer("*", "court-projector"),
-        *_consumer("*", "rules-clock"),  # the turn clock's due records on every shard (court_rules.clockdriver)
-        # finished games: written once to the archive, and the janitor purges them from the hot streams
-        *ARCHIVE_SUBJECTS, "$JS.API.STREAM.PURGE.*", *_consumer("COURT_GAMES_ARCHIVE", "rules-janitor"),
-    ], subscribe=GAME_LOG_SUBJECTS),
-    "projector": _perm("projector", [
-        *PUBLIC_SUBJECTS, *ARCHIVE_SUBJECTS, *INFO,
-        "$JS.API.STREAM.CREATE.*", "$JS.API.STREAM.UPDATE.*", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES",
-        "$JS.API.DIRECT.GET.*", "$JS.API.DIRECT.GET.*.>",
-        *_consumer("*", "court-projector"),
-    ]),
-    "ranking": _perm("ranking", [
-        *INFO, f"$JS.API.STREAM.INFO.{PUBLIC_STREAM}", "$JS.API.STREAM.NAMES",
-        f"$JS.API.DIRECT.GET.{PUBLIC_STREAM}", f"$JS.API.DIRECT.GET.{PUBLIC_STREAM}.>",
-        *_consumer(PUBLIC_STREAM, "ranking"),
-    ]),
-    "bot": _perm("bot", [
-        *INFO, f"$JS.API.STREAM.INFO.{PUBLIC_STREAM}", *_consumer(PUBLIC_STREAM, "court-bot"),
-    ]),
-    "analytics": _perm("analytics", [
-        *INFO, "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES", "$JS.API.DIRECT.GET.*", "$JS.API.DIRECT.GET.*.>",
-        "$JS.API.CONSUMER.CREATE.*",  # ephemeral consumers only (the server refuses a durable name here)
-        "$JS.FC.>",  # flow-control replies of ordered push consumers
-        *_consumer("*", "analytics"),
-    ]),
+    "rules": _perm(
+        "rules",
+        [
+            *GAME_LOG_SUBJECTS,
+            *PUBLIC_SUBJECTS,
+            *INFO,
+            "$JS.API.STREAM.CREATE.*",
+            "$JS.API.STREAM.UPDATE.*",
+            "$JS.API.STREAM.INFO.*",
+            "$JS.API.STREAM.NAMES",
+            "$JS.API.DIRECT.GET.*",
+            "$JS.API.DIRECT.GET.*.>",
+            *_consumer("*", "court-projector"),
+            *_consumer(
+                "*", "rules-clock"
+            ),  # the turn clock's due records on every shard (court_rules.clockdriver)
+            # finished games: written once to the archive, and the janitor purges them from the hot streams
+            *ARCHIVE_SUBJECTS,
+            "$JS.API.STREAM.PURGE.*",
+            *_consumer("COURT_GAMES_ARCHIVE", "rules-janitor"),
+        ],
+        subscribe=GAME_LOG_SUBJECTS,
+    ),
+    "projector": _perm(
+        "projector",
+        [
+            *PUBLIC_SUBJECTS,
+            *ARCHIVE_SUBJECTS,
+            *INFO,
+            "$JS.API.STREAM.CREATE.*",
+            "$JS.API.STREAM.UPDATE.*",
+            "$JS.API.STREAM.INFO.*",
+            "$JS.API.STREAM.NAMES",
+            "$JS.API.DIRECT.GET.*",
+            "$JS.API.DIRECT.GET.*.>",
+            *_consumer("*", "court-projector"),
+        ],
+    ),
+    "ranking": _perm(
+        "ranking",
+        [
+            *INFO,
+            f"$JS.API.STREAM.INFO.{PUBLIC_STREAM}",
+            "$JS.API.STREAM.NAMES",
+            f"$JS.API.DIRECT.GET.{PUBLIC_STREAM}",
+            f"$JS.API.DIRECT.GET.{PUBLIC_STREAM}.>",
+            *_consumer(PUBLIC_STREAM, "ranking"),
+        ],
+    ),
+    "bot": _perm(
+        "bot",
+        [
+            *INFO,
+            f"$JS.API.STREAM.INFO.{PUBLIC_STREAM}",
+            *_consumer(PUBLIC_STREAM, "court-bot"),
+        ],
+    ),
+    "analytics": _perm(
+        "analytics",
+        [
+            *INFO,
+            "$JS.API.STREAM.INFO.*",
+            "$JS.API.STREAM.NAMES",
+            "$JS.API.DIRECT.GET.*",
+            "$JS.API.DIRECT.GET.*.>",
+            "$JS.API.CONSUMER.CREATE.*",  # ephemeral consumers only (the server refuses a durable name here)
+            "$JS.FC.>",  # flow-control replies of ordered push consumers
+            *_consumer("*", "analytics"),
+        ],
+    ),
 }
 IDENTITIES = tuple(PERMISSIONS)
-SERVICE_USERS = {"rules": "rules", "ranking": "ranking", "bot": "bot", "projector": "projector"}  # the lobby does not use NATS
+SERVICE_USERS = {
+    "rules": "rules",
+    "ranking": "ranking",
+    "bot": "bot",
+    "projector": "projector",
+}  # the lobby does not use NATS
 
 
 def _q(s: str) -> str:
@@ -132,8 +178,11 @@ def authorization_block(passwords: Mapping[str, str] | None = None) -> str:
     ``passwords`` each password is a reference to the environment (``$NATS_RULES_PASSWORD``, ...),
     which nats-server resolves at start: what deploy/ and docker-compose.yml use, the Secret
     providing the values."""
-    lines = [BEGIN + " (generated from its PERMISSIONS table; tests check it is in step)",
-             "authorization {", "  users = ["]
+    lines = [
+        BEGIN + " (generated from its PERMISSIONS table; tests check it is in step)",
+        "authorization {",
+        "  users = [",
+    ]
     for user, perm in PERMISSIONS.items():
         if passwords is not None and user not in passwords:
             continue

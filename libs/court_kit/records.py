@@ -48,6 +48,7 @@ FULL = pb.VISIBILITY_FULL
 
 # ---------------------------------------------------------------------------- shards and subjects
 
+
 def shard_count(environ: Mapping[str, str]) -> int:
     """``COURT_GAME_STREAMS`` (default 1, 1..64)."""
     raw = environ.get("COURT_GAME_STREAMS", "1")
@@ -56,8 +57,10 @@ def shard_count(environ: Mapping[str, str]) -> int:
     except ValueError:
         n = 0
     if not 1 <= n <= MAX_SHARDS:
-        raise ConfigError(f"COURT_GAME_STREAMS must be a whole number of game-log streams from 1 to {MAX_SHARDS}, "
-                          f"got {raw[:40]!r}")
+        raise ConfigError(
+            f"COURT_GAME_STREAMS must be a whole number of game-log streams from 1 to {MAX_SHARDS}, "
+            f"got {raw[:40]!r}"
+        )
     return n
 
 
@@ -96,6 +99,7 @@ def msg_id(game_id: str, seq: int, closed: bool = False) -> str:
 # ---------------------------------------------------------------------------- events
 # court.games.v1.Event is typed per event kind (court_kit.typed converts).
 
+
 def event_to_proto(game: str, e: Event) -> games_pb.Event:
     msg: games_pb.Event = typed.event_to_proto(game, e)
     return msg
@@ -112,13 +116,23 @@ def public_event(e: Event) -> Event:
 
 # ---------------------------------------------------------------------------- encoding
 
+
 def _stamp(rec: pb.Record, t_ms: int) -> None:
     rec.time.seconds, ms = divmod(t_ms, 1000)
     rec.time.nanos = ms * 1_000_000
 
 
-def _header(rec: pb.Record, game: str, game_id: str, seq: int, t_ms: int, to_act: Sequence[int],
-            seats: Sequence[str], finished: bool, deadlines: Iterable[tuple[int, int]] = ()) -> None:
+def _header(
+    rec: pb.Record,
+    game: str,
+    game_id: str,
+    seq: int,
+    t_ms: int,
+    to_act: Sequence[int],
+    seats: Sequence[str],
+    finished: bool,
+    deadlines: Iterable[tuple[int, int]] = (),
+) -> None:
     rec.game_id = game_id
     rec.game = game
     rec.seq = seq
@@ -131,9 +145,15 @@ def _header(rec: pb.Record, game: str, game_id: str, seq: int, t_ms: int, to_act
         rec.deadlines.add(seat=seat, deadline_ms=ms)
 
 
-CLOCK_KEYS = (("turn_seconds", "turn_s"), ("time_bank_seconds", "bank_s"), ("autoplay_level", "level"),
-              ("abandon_after_seconds", "abandon_s"), ("turn_ms", "turn_ms"), ("bank_ms", "bank_ms"),
-              ("abandon_ms", "abandon_ms"))
+CLOCK_KEYS = (
+    ("turn_seconds", "turn_s"),
+    ("time_bank_seconds", "bank_s"),
+    ("autoplay_level", "level"),
+    ("abandon_after_seconds", "abandon_s"),
+    ("turn_ms", "turn_ms"),
+    ("bank_ms", "bank_ms"),
+    ("abandon_ms", "abandon_ms"),
+)
 
 
 def clock_to_proto(clock: Mapping[str, Any]) -> games_pb.TurnClock:
@@ -145,11 +165,24 @@ def clock_from_proto(c: games_pb.TurnClock) -> dict[str, Any]:
     return {k: getattr(c, f) for f, k in CLOCK_KEYS}
 
 
-def created_record(game: str, game_id: str, t_ms: int, *, seats: Sequence[str], options: Mapping[str, Any],
-                   seed: int, by: str, request_id: str, events: Iterable[Event], to_act: Sequence[int],
-                   finished: bool, resumed_from: str | None = None, save: Mapping[str, Any] | None = None,
-                   clock: Mapping[str, Any] | None = None, deadlines: Iterable[tuple[int, int]] = ()
-                   ) -> pb.Record:
+def created_record(
+    game: str,
+    game_id: str,
+    t_ms: int,
+    *,
+    seats: Sequence[str],
+    options: Mapping[str, Any],
+    seed: int,
+    by: str,
+    request_id: str,
+    events: Iterable[Event],
+    to_act: Sequence[int],
+    finished: bool,
+    resumed_from: str | None = None,
+    save: Mapping[str, Any] | None = None,
+    clock: Mapping[str, Any] | None = None,
+    deadlines: Iterable[tuple[int, int]] = (),
+) -> pb.Record:
     rec = pb.Record()
     _header(rec, game, game_id, 0, t_ms, to_act, seats, finished, deadlines)
     c = rec.created
@@ -169,9 +202,24 @@ def created_record(game: str, game_id: str, t_ms: int, *, seats: Sequence[str], 
     return rec
 
 
-def move_record(game: str, game_id: str, seq: int, t_ms: int, *, seat: int, action: Any, action_type: str,
-                by: str, request_id: str, events: Iterable[Event], to_act: Sequence[int], seats: Sequence[str],
-                finished: bool, autoplay: str = "", deadlines: Iterable[tuple[int, int]] = ()) -> pb.Record:
+def move_record(
+    game: str,
+    game_id: str,
+    seq: int,
+    t_ms: int,
+    *,
+    seat: int,
+    action: Any,
+    action_type: str,
+    by: str,
+    request_id: str,
+    events: Iterable[Event],
+    to_act: Sequence[int],
+    seats: Sequence[str],
+    finished: bool,
+    autoplay: str = "",
+    deadlines: Iterable[tuple[int, int]] = (),
+) -> pb.Record:
     """``action``: the typed ``court.rules.v1.Action``; ``autoplay``: "timeout" or "away" for a
     move the turn clock made."""
     rec = pb.Record()
@@ -188,9 +236,22 @@ def move_record(game: str, game_id: str, seq: int, t_ms: int, *, seat: int, acti
     return rec
 
 
-def seat_record(game: str, game_id: str, seq: int, t_ms: int, *, seat: int, kind: str, by: str,
-                request_id: str, events: Iterable[Event], to_act: Sequence[int], seats: Sequence[str],
-                finished: bool, deadlines: Iterable[tuple[int, int]] = ()) -> pb.Record:
+def seat_record(
+    game: str,
+    game_id: str,
+    seq: int,
+    t_ms: int,
+    *,
+    seat: int,
+    kind: str,
+    by: str,
+    request_id: str,
+    events: Iterable[Event],
+    to_act: Sequence[int],
+    seats: Sequence[str],
+    finished: bool,
+    deadlines: Iterable[tuple[int, int]] = (),
+) -> pb.Record:
     """A turn clock seat record (``kind`` "seat_away" or "seat_returned"): no action."""
     rec = pb.Record()
     _header(rec, game, game_id, seq, t_ms, to_act, seats, finished, deadlines)
@@ -204,8 +265,9 @@ def seat_record(game: str, game_id: str, seq: int, t_ms: int, *, seat: int, kind
     return rec
 
 
-def closed_record(game: str, game_id: str, seq: int, t_ms: int, *, into: str, by: str, request_id: str,
-                  reason: str = "") -> pb.Record:
+def closed_record(
+    game: str, game_id: str, seq: int, t_ms: int, *, into: str, by: str, request_id: str, reason: str = ""
+) -> pb.Record:
     """A game's last record: resumed as game ``into``, or (``into`` empty) closed for ``reason``."""
     rec = pb.Record()
     _header(rec, game, game_id, seq, t_ms, (), (), True)
@@ -230,6 +292,7 @@ def decode(data: bytes) -> pb.Record:
 
 # ---------------------------------------------------------------------------- redaction
 
+
 def _public_events(src: Iterable[games_pb.Event], into: Any) -> None:
     for p in src:
         into.append(typed.public_event(p))
@@ -239,9 +302,16 @@ def redact(full: pb.Record) -> pb.Record:
     """The public form of a full record: the same envelope, every hidden part removed (the
     events' private parts, the seed, a save point, the action itself, who called and with which
     request id)."""
-    out = pb.Record(game_id=full.game_id, game=full.game, seq=full.seq, visibility=PUBLIC,
-                    to_act=full.to_act, to_act_players=full.to_act_players, finished=full.finished,
-                    deadlines=full.deadlines)
+    out = pb.Record(
+        game_id=full.game_id,
+        game=full.game,
+        seq=full.seq,
+        visibility=PUBLIC,
+        to_act=full.to_act,
+        to_act_players=full.to_act_players,
+        finished=full.finished,
+        deadlines=full.deadlines,
+    )
     out.time.CopyFrom(full.time)
     body = full.WhichOneof("body")
     if body == "move":

@@ -71,8 +71,10 @@ def loop_factory(loop: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
     try:
         import uvloop  # noqa: PLC0415 - only the processes that run on it import it
     except ImportError:
-        raise ConfigError("COURT_EVENT_LOOP is uvloop but uvloop is not installed here: install it "
-                          "(it is a dependency of court) or set COURT_EVENT_LOOP=asyncio") from None
+        raise ConfigError(
+            "COURT_EVENT_LOOP is uvloop but uvloop is not installed here: install it "
+            "(it is a dependency of court) or set COURT_EVENT_LOOP=asyncio"
+        ) from None
     return uvloop.new_event_loop
 
 
@@ -110,22 +112,33 @@ def server_credentials(settings: Settings) -> grpc.ServerCredentials | None:
     """TLS for the gRPC server when COURT_TLS_CERT/KEY are set (then plaintext clients are refused)."""
     if not settings.tls_cert:
         return None
-    return grpc.ssl_server_credentials([(_read(settings.tls_key, "COURT_TLS_KEY"),
-                                         _read(settings.tls_cert, "COURT_TLS_CERT"))])
+    return grpc.ssl_server_credentials(
+        [(_read(settings.tls_key, "COURT_TLS_KEY"), _read(settings.tls_cert, "COURT_TLS_CERT"))]
+    )
 
 
-def client_channel(target: str, settings: Settings, options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
+def client_channel(
+    target: str, settings: Settings, options: Sequence[tuple[str, Any]] = ()
+) -> grpc.aio.Channel:
     """A channel to another service: TLS verified against COURT_TLS_CA when set, else plaintext."""
-    opts = [("grpc.max_receive_message_length", settings.max_message_bytes),
-            ("grpc.max_send_message_length", settings.max_message_bytes), *options]
+    opts = [
+        ("grpc.max_receive_message_length", settings.max_message_bytes),
+        ("grpc.max_send_message_length", settings.max_message_bytes),
+        *options,
+    ]
     if settings.tls_ca:
         creds = grpc.ssl_channel_credentials(root_certificates=_read(settings.tls_ca, "COURT_TLS_CA"))
         return grpc.aio.secure_channel(target, creds, options=opts)
     return grpc.aio.insecure_channel(target, options=opts)
 
 
-def create_server(address: str, *, interceptors: Sequence[Any] = (), options: Iterable[tuple[str, Any]] = (),
-                  settings: Settings | None = None) -> tuple[grpc.aio.Server, int]:
+def create_server(
+    address: str,
+    *,
+    interceptors: Sequence[Any] = (),
+    options: Iterable[tuple[str, Any]] = (),
+    settings: Settings | None = None,
+) -> tuple[grpc.aio.Server, int]:
     """A grpc.aio server on ``address``. With ``settings``: its TLS, message size and stream limits."""
     max_message = settings.max_message_bytes if settings is not None else MAX_MESSAGE
     max_streams = settings.max_streams if settings is not None else MAX_STREAMS
@@ -154,8 +167,13 @@ def create_server(address: str, *, interceptors: Sequence[Any] = (), options: It
     return server, port
 
 
-async def add_health_and_reflection(server: grpc.aio.Server, service_names: Sequence[str], *,
-                                    reflection_on: bool = True, health_listen: str = "") -> HealthServicer:
+async def add_health_and_reflection(
+    server: grpc.aio.Server,
+    service_names: Sequence[str],
+    *,
+    reflection_on: bool = True,
+    health_listen: str = "",
+) -> HealthServicer:
     """Health (always) and server reflection (``reflection_on``: COURT_REFLECTION, off in prod).
 
     ``health_listen`` (COURT_HEALTH_LISTEN) also serves the same health, and nothing else, on a
@@ -163,8 +181,13 @@ async def add_health_and_reflection(server: grpc.aio.Server, service_names: Sequ
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     if health_listen:
-        probe = grpc.aio.server(options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", 4096),
-                                         ("grpc.max_concurrent_streams", 16)])
+        probe = grpc.aio.server(
+            options=[
+                ("grpc.so_reuseport", 0),
+                ("grpc.max_receive_message_length", 4096),
+                ("grpc.max_concurrent_streams", 16),
+            ]
+        )
         health_pb2_grpc.add_HealthServicer_to_server(health, probe)
         if not probe.add_insecure_port(listen_host_port(health_listen)):
             raise ConfigError(f"cannot listen on COURT_HEALTH_LISTEN {health_listen!r}")
@@ -179,8 +202,11 @@ async def add_health_and_reflection(server: grpc.aio.Server, service_names: Sequ
     for name in ("", LIVENESS, *service_names):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
     if reflection_on:
-        names = (*service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-                 reflection.SERVICE_NAME)
+        names = (
+            *service_names,
+            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+            reflection.SERVICE_NAME,
+        )
         reflection.enable_server_reflection(names, server)
     return health
 
@@ -212,9 +238,14 @@ def _lenient(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], A
 def _check_decoded(request: Any) -> None:
     if isinstance(request, _Undecodable):
         depth = "MaxDepth" in request.reason
-        raise InvalidArgument("the request could not be decoded: "
-                              + ("it nests too deeply (protobuf decodes at most 100 levels of messages)" if depth
-                                 else "it is not a valid message of this method"))
+        raise InvalidArgument(
+            "the request could not be decoded: "
+            + (
+                "it nests too deeply (protobuf decodes at most 100 levels of messages)"
+                if depth
+                else "it is not a valid message of this method"
+            )
+        )
 
 
 def _metadata(metadata: Iterable[tuple[str, str]] | None) -> tuple[str, str]:
@@ -245,7 +276,8 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc
         self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
     async def intercept_service(
-        self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(details)
@@ -442,6 +474,7 @@ class _Signals:
 def _hard_exit_after(seconds: float, code: int) -> None:
     """A daemon thread that ends the process if a shutdown overruns (a hung clean-up, a thread
     blocked on a dead database): Kubernetes would SIGKILL it anyway, only later."""
+
     def watchdog() -> None:
         time.sleep(seconds)
         os.write(2, f"court: shutdown took longer than {seconds:.0f}s: exiting now\n".encode())
@@ -450,8 +483,9 @@ def _hard_exit_after(seconds: float, code: int) -> None:
     threading.Thread(target=watchdog, name="court-shutdown-watchdog", daemon=True).start()
 
 
-async def _serve(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], settings: Settings,
-                 signals: _Signals) -> None:
+async def _serve(
+    name: str, start: Callable[[Settings], Awaitable[ServiceApp]], settings: Settings, signals: _Signals
+) -> None:
     stop = asyncio.Event()
     signals.attach(asyncio.get_running_loop(), stop)
     grace = settings.shutdown_grace
@@ -469,7 +503,9 @@ async def _serve(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], 
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await asyncio.wait_for(starting, CLEANUP_BUDGET)
         log.info("stopped")
-        if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        if any(
+            t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()
+        ):
             # a start-up thread is still blocked (connecting to a database that does not answer):
             # nothing was serving and nothing needs cleaning, so do not wait for it
             for stream in (sys.stdout, sys.stderr):
@@ -484,10 +520,14 @@ async def _serve(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], 
     ready_task = None
     deps: dict[str, Check] = app.dependencies() if hasattr(app, "dependencies") else {}
     if deps:
-        readiness = Readiness(app.health, getattr(app, "service_names", ()), deps,
-                              interval=settings.extra_float("READY_INTERVAL", 2.0, lo=0.05),
-                              timeout=settings.extra_float("READY_TIMEOUT", 2.0, lo=0.05),
-                              failures=settings.extra_int("READY_FAILURES", 2, lo=1, hi=100))
+        readiness = Readiness(
+            app.health,
+            getattr(app, "service_names", ()),
+            deps,
+            interval=settings.extra_float("READY_INTERVAL", 2.0, lo=0.05),
+            timeout=settings.extra_float("READY_TIMEOUT", 2.0, lo=0.05),
+            failures=settings.extra_int("READY_FAILURES", 2, lo=1, hi=100),
+        )
         ready_task = asyncio.create_task(readiness.run(ready_stop))
     await stop.wait()
     t0 = time.monotonic()
@@ -513,9 +553,14 @@ async def _serve(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], 
     log.info("stopped", shutdown_s=round(time.monotonic() - t0, 2))
 
 
-def run_service(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], argv: Sequence[str] | None = None,
-                *, check: Callable[[Settings], object] | None = None,
-                migrate: Callable[[Settings], None] | None = None) -> int:
+def run_service(
+    name: str,
+    start: Callable[[Settings], Awaitable[ServiceApp]],
+    argv: Sequence[str] | None = None,
+    *,
+    check: Callable[[Settings], object] | None = None,
+    migrate: Callable[[Settings], None] | None = None,
+) -> int:
     """The ``court-<name>`` console script: settings from the environment, logging, serve until
     SIGTERM/SIGINT with a graceful shutdown (see the module doc for the timing). ``check``
     validates the service's own settings before anything starts; ``migrate`` adds the ``migrate``
@@ -525,8 +570,13 @@ def run_service(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], a
     try:
         parser = argparse.ArgumentParser(prog=f"court-{name}", description=f"Court's {name} service.")
         if migrate is not None:
-            parser.add_argument("command", nargs="?", default="serve", choices=("serve", "migrate"),
-                                help="serve (default), or migrate the database schema and exit")
+            parser.add_argument(
+                "command",
+                nargs="?",
+                default="serve",
+                choices=("serve", "migrate"),
+                help="serve (default), or migrate the database schema and exit",
+            )
         args = parser.parse_args(argv)
         try:
             settings = Settings.load(name)

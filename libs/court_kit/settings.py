@@ -64,8 +64,22 @@ from pathlib import Path
 from typing import Any
 
 SERVICES = ("rules", "lobby", "ranking", "bot", "analytics", "projector")
-GRPC_PORTS = {"rules": 50051, "lobby": 50052, "ranking": 50053, "bot": 50054, "analytics": 50055, "projector": 50056}
-METRICS_PORTS = {"rules": 9101, "lobby": 9102, "ranking": 9103, "bot": 9104, "analytics": 9105, "projector": 9106}
+GRPC_PORTS = {
+    "rules": 50051,
+    "lobby": 50052,
+    "ranking": 50053,
+    "bot": 50054,
+    "analytics": 50055,
+    "projector": 50056,
+}
+METRICS_PORTS = {
+    "rules": 9101,
+    "lobby": 9102,
+    "ranking": 9103,
+    "bot": 9104,
+    "analytics": 9105,
+    "projector": 9106,
+}
 LOG_FORMATS = ("json", "console")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 EVENT_LOOPS = ("uvloop", "asyncio")
@@ -188,8 +202,12 @@ class Settings:
             "tls_ca": get("TLS_CA", ""),
             "health_listen": get("HEALTH_LISTEN", ""),
             "reflection": _bool("COURT_REFLECTION", get("REFLECTION", "on" if mode == "dev" else "off")),
-            "max_message_bytes": _int("COURT_MAX_MESSAGE_BYTES", get("MAX_MESSAGE_BYTES", str(8 * 1024 * 1024)),
-                                      1024, 64 * 1024 * 1024),
+            "max_message_bytes": _int(
+                "COURT_MAX_MESSAGE_BYTES",
+                get("MAX_MESSAGE_BYTES", str(8 * 1024 * 1024)),
+                1024,
+                64 * 1024 * 1024,
+            ),
             "max_streams": _int("COURT_MAX_STREAMS", get("MAX_STREAMS", "100"), 1, 10_000),
             "rules_addr": get("RULES_ADDR", cls.rules_addr),
             "lobby_addr": get("LOBBY_ADDR", cls.lobby_addr),
@@ -209,7 +227,9 @@ class Settings:
         values["extra"] = {k: v for k, v in env.items() if k.startswith("COURT_") and k not in known}
         values.update(overrides)
         values["state_dir"] = Path(values["state_dir"])
-        if values["env"] == "dev" and not (values["token_keys"] or values["signing_key"] or values["id_secret"]):
+        if values["env"] == "dev" and not (
+            values["token_keys"] or values["signing_key"] or values["id_secret"]
+        ):
             from .tokens import ensure_dev_keys, signing_services  # noqa: PLC0415 - tokens imports settings
 
             dev = ensure_dev_keys(values["state_dir"])
@@ -231,11 +251,17 @@ class Settings:
         if not self.listen:
             object.__setattr__(self, "listen", f"127.0.0.1:{GRPC_PORTS.get(self.service, 0)}")
         if self.log_format not in LOG_FORMATS:
-            raise ConfigError(f"COURT_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {self.log_format!r}")
+            raise ConfigError(
+                f"COURT_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {self.log_format!r}"
+            )
         if self.log_level not in LOG_LEVELS:
-            raise ConfigError(f"COURT_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
+            raise ConfigError(
+                f"COURT_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}"
+            )
         if self.event_loop not in EVENT_LOOPS:
-            raise ConfigError(f"COURT_EVENT_LOOP must be one of {', '.join(EVENT_LOOPS)}, got {self.event_loop[:20]!r}")
+            raise ConfigError(
+                f"COURT_EVENT_LOOP must be one of {', '.join(EVENT_LOOPS)}, got {self.event_loop[:20]!r}"
+            )
         _check_address("COURT_LISTEN", self.listen)
         _check_address("COURT_METRICS_LISTEN", self.metrics_listen, allow_empty=True)
         _check_address("COURT_HEALTH_LISTEN", self.health_listen, allow_empty=True)

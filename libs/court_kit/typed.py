@@ -43,8 +43,12 @@ GameResult = events_pb2.GameResult
 
 GAMES = ("queens_court", "hearts", "the_court", "court_wars")
 NOBODY = -1  # Event.owner of a secret no player may see
-SERVICE_KINDS = {"TurnStarted": "turn_started", "TurnTimedOut": "turn_timed_out", "SeatAway": "seat_away",
-                 "SeatReturned": "seat_returned"}
+SERVICE_KINDS = {
+    "TurnStarted": "turn_started",
+    "TurnTimedOut": "turn_timed_out",
+    "SeatAway": "seat_away",
+    "SeatReturned": "seat_returned",
+}
 _SERVICE_GAME_ENDED = "game_ended"  # the service's GameEnded {result, winners}; engines' have their own
 
 
@@ -72,7 +76,7 @@ for _fd in _EVENT_FIELDS:
         TYPE_OF[_name] = _camel(_name)
         continue
     _game = next(g for g in GAMES if _name.startswith(g + "_"))
-    _type = _fd.message_type.name[len(_camel(_game)):]  # type: ignore[union-attr]
+    _type = _fd.message_type.name[len(_camel(_game)) :]  # type: ignore[union-attr]
     KIND_OF[(_game, _type)] = _name
     TYPE_OF[_name] = _type
 del _fd, _name
@@ -80,10 +84,12 @@ del _fd, _name
 
 # ------------------------------------------------------------------------------- converters
 
-_LIST_WRAPPERS = {common_pb2.CardList.DESCRIPTOR.full_name: "cards",
-                  common_pb2.StringList.DESCRIPTOR.full_name: "values",
-                  common_pb2.IntList.DESCRIPTOR.full_name: "values",
-                  common_pb2.BoolList.DESCRIPTOR.full_name: "values"}
+_LIST_WRAPPERS = {
+    common_pb2.CardList.DESCRIPTOR.full_name: "cards",
+    common_pb2.StringList.DESCRIPTOR.full_name: "values",
+    common_pb2.IntList.DESCRIPTOR.full_name: "values",
+    common_pb2.BoolList.DESCRIPTOR.full_name: "values",
+}
 _PER_GAME = {events_pb2.GameOptions.DESCRIPTOR.full_name, events_pb2.GameResult.DESCRIPTOR.full_name}
 _OMITTED = common_pb2.omitted_when_unset
 
@@ -167,8 +173,11 @@ class _Plan:
                     kw.append(f"{ind}out[{key}] = {value}")
             # message -> dict
             if f.repeated:
-                fill.append(f"    out[{key}] = list({attr})" if f.frm is None
-                            else f"    out[{key}] = [frm{i}(x) for x in {attr}]")
+                fill.append(
+                    f"    out[{key}] = list({attr})"
+                    if f.frm is None
+                    else f"    out[{key}] = [frm{i}(x) for x in {attr}]"
+                )
                 continue
             value = attr if f.frm is None else f"frm{i}({attr})"
             if f.nullable:
@@ -271,18 +280,23 @@ def _plan(desc: Descriptor) -> _Plan:
 def _value_converters(desc: Descriptor) -> tuple[ToProto, FromProto]:
     name = desc.full_name
     cls = desc._concrete_class
-    if name in _LIST_WRAPPERS or (desc.name.endswith("List") and len(desc.fields) == 1
-                                  and desc.fields[0].is_repeated):
+    if name in _LIST_WRAPPERS or (
+        desc.name.endswith("List") and len(desc.fields) == 1 and desc.fields[0].is_repeated
+    ):
         key = desc.fields[0].name
         if desc.fields[0].message_type is not None:
             to_item, from_item = _value_converters(desc.fields[0].message_type)
             return (lambda v, game: cls(**{key: [to_item(x, game) for x in v]})), (
-                lambda m: [from_item(x) for x in getattr(m, key)])
+                lambda m: [from_item(x) for x in getattr(m, key)]
+            )
         return (lambda v, game: cls(**{key: v})), (lambda m: list(getattr(m, key)))
     if desc.name.startswith("Nullable"):
         return (lambda v, game: cls(value=v) if v is not None else cls()), (
-            lambda m: m.value if m.HasField("value") else None)
-    if name in _PER_GAME or (desc.oneofs and desc.oneofs[0].name == "game" and len(desc.fields) == len(GAMES)):
+            lambda m: m.value if m.HasField("value") else None
+        )
+    if name in _PER_GAME or (
+        desc.oneofs and desc.oneofs[0].name == "game" and len(desc.fields) == len(GAMES)
+    ):
         plans = {fd.name: _plan(fd.message_type) for fd in desc.fields}
 
         def to(v: Any, game: str) -> Any:
@@ -293,6 +307,7 @@ def _value_converters(desc: Descriptor) -> tuple[ToProto, FromProto]:
             if game is None:
                 raise TypedError(f"{name} names no game")
             return plans[game].to_dict(getattr(m, game))
+
         return to, frm
     plan = _plan(desc)
     return plan.build, plan.to_dict
@@ -303,13 +318,16 @@ _KIND_PLANS: dict[str, _Plan] = {fd.name: _plan(fd.message_type) for fd in _EVEN
 
 # ------------------------------------------------------------------------------- events
 
+
 def kind_of(game: str, type_: str, data: Mapping[str, Any]) -> str:
     """The ``Event.kind`` oneof case of an event of ``game``."""
     if type_ == "GameEnded" and "result" in data:
         return _SERVICE_GAME_ENDED
     kind = SERVICE_KINDS.get(type_) or KIND_OF.get((game, type_))
     if kind is None:
-        raise TypedError(f"no typed event for {game} {type_!r}: add a message to protos/court/games/v1/{game}.proto")
+        raise TypedError(
+            f"no typed event for {game} {type_!r}: add a message to protos/court/games/v1/{game}.proto"
+        )
     return kind
 
 
@@ -324,7 +342,9 @@ def _from_engine(game: str, event: EngineEvent, secret: bool, owner: bool) -> An
             if secret:
                 kw["secret"] = plan.secret.cls(**plan.secret.kwargs(event.private, game))
                 if owner:
-                    return Event(owner=NOBODY if event.owner is None else event.owner, **{kind: plan.cls(**kw)})
+                    return Event(
+                        owner=NOBODY if event.owner is None else event.owner, **{kind: plan.cls(**kw)}
+                    )
         return Event(**{kind: plan.cls(**kw)})
     except (TypeError, ValueError) as exc:
         if isinstance(exc, TypedError):
@@ -345,7 +365,7 @@ def event_to_proto(game: str, event: EngineEvent | Mapping[str, Any]) -> Any:
     d = event
     type_ = d.get("type")
     if not isinstance(type_, str):
-        raise TypedError(f"an event needs a string \"type\", got {dict(d)!r}")
+        raise TypedError(f'an event needs a string "type", got {dict(d)!r}')
     body = {k: v for k, v in d.items() if k != "type" and k != "owner"}
     kind = kind_of(game, type_, body)
     plan = _KIND_PLANS[kind]
@@ -355,7 +375,9 @@ def event_to_proto(game: str, event: EngineEvent | Mapping[str, Any]) -> Any:
             if secret is None:
                 raise TypedError(f"{plan.name} has no secret part, yet the event names an owner: {dict(d)!r}")
             kw = plan.kwargs(body, game, plan.secret_keys)
-            kw["secret"] = secret.cls(**secret.kwargs({k: body[k] for k in plan.secret_keys if k in body}, game))
+            kw["secret"] = secret.cls(
+                **secret.kwargs({k: body[k] for k in plan.secret_keys if k in body}, game)
+            )
             owner = d["owner"]
             return Event(owner=NOBODY if owner is None else owner, **{kind: plan.cls(**kw)})
         # public or owner's form: keys fill the public fields first, the rest is the secret
@@ -406,8 +428,10 @@ def engine_event_from_proto(msg: Any) -> EngineEvent:
 def public_event(msg: Any) -> Any:
     """The public form of an event: without its secret part and owner (a copy)."""
     kind = msg.WhichOneof("kind")
-    if kind is None or (not msg.HasField("owner") and (_KIND_PLANS[kind].secret is None
-                                                         or not getattr(msg, kind).HasField("secret"))):
+    if kind is None or (
+        not msg.HasField("owner")
+        and (_KIND_PLANS[kind].secret is None or not getattr(msg, kind).HasField("secret"))
+    ):
         return msg
     out = Event()
     out.CopyFrom(msg)
@@ -458,22 +482,30 @@ def requested_options(game: str, msg: Any) -> dict[str, Any]:
     fields this server does not know (a newer client's option: ignoring it would play other rules)."""
     unknown = _unknown_numbers(msg)
     if unknown:
-        raise InvalidOptions(f"options for a game this server does not know (field {', '.join(map(str, unknown[:5]))} "
-                             f"of GameOptions); its games are {', '.join(GAMES)}: set options.{game} "
-                             f"(or no options, for the defaults)")
+        raise InvalidOptions(
+            f"options for a game this server does not know (field {', '.join(map(str, unknown[:5]))} "
+            f"of GameOptions); its games are {', '.join(GAMES)}: set options.{game} "
+            f"(or no options, for the defaults)"
+        )
     case = msg.WhichOneof("game")
     if case is None:
         return {}
     if case != game:
-        raise InvalidOptions(f"the options are for {case} but the game is {game}: set options.{game} "
-                             f"(or no options, for the defaults)")
+        raise InvalidOptions(
+            f"the options are for {case} but the game is {game}: set options.{game} "
+            f"(or no options, for the defaults)"
+        )
     inner = getattr(msg, case)
     unknown = _unknown_numbers(inner)
     if unknown:
         known = ", ".join(f.name for f in inner.DESCRIPTOR.fields)
-        shown = ", ".join(map(str, unknown[:5])) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
-        raise InvalidOptions(f"unknown option(s) for {game}: field number(s) {shown} of "
-                             f"{inner.DESCRIPTOR.name}, which this server does not know; known: {known}")
+        shown = ", ".join(map(str, unknown[:5])) + (
+            f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        )
+        raise InvalidOptions(
+            f"unknown option(s) for {game}: field number(s) {shown} of "
+            f"{inner.DESCRIPTOR.name}, which this server does not know; known: {known}"
+        )
     return _OPTIONS_FROM(msg)  # type: ignore[no-any-return]
 
 

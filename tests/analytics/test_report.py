@@ -33,8 +33,12 @@ def test_report_figures_are_the_queries_answers(tmp_path: Path) -> None:
     assert sum(r["games"] for r in data["games_per_hour"]) == 9
     assert wilson(0, 0) == (0.0, 0.0) and wilson(5, 10)[0] < 0.5 < wilson(5, 10)[1]
     out = tmp_path / "report.html"
-    run = subprocess.run([COURT, "analytics", "report", "--lake", str(tmp_path / "lake"), "--out", str(out)],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [COURT, "analytics", "report", "--lake", str(tmp_path / "lake"), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "(9 games)" in run.stdout
     page = out.read_text()
@@ -49,17 +53,35 @@ def test_report_since_and_a_missing_lake(tmp_path: Path) -> None:
     make_lake(tmp_path / "lake", {"g0001": 4})
     assert run_queries(tmp_path / "lake")["length"][0]["games"] == 1
     from datetime import UTC, datetime
+
     assert run_queries(tmp_path / "lake", datetime(2100, 1, 1, tzinfo=UTC))["length"] == []
-    run = subprocess.run([COURT, "analytics", "report", "--lake", str(tmp_path / "nowhere"), "--out",
-                          str(tmp_path / "r.html")], capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [
+            COURT,
+            "analytics",
+            "report",
+            "--lake",
+            str(tmp_path / "nowhere"),
+            "--out",
+            str(tmp_path / "r.html"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 1 and "no games table" in run.stdout
-    run = subprocess.run([COURT, "analytics", "report", "--lake", str(tmp_path / "lake"), "--since", "yesterday"],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [COURT, "analytics", "report", "--lake", str(tmp_path / "lake"), "--since", "yesterday"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 2 and "ISO date" in run.stdout + run.stderr
 
 
 def test_docs_show_the_reports_queries() -> None:
     from court_cli.analytics import docs_markdown
+
     doc = Path(__file__).parents[2] / "docs" / "analytics.md"
     assert doc.read_text() == docs_markdown(), "regenerate it with court_cli.analytics.docs_markdown()"
 
@@ -100,20 +122,56 @@ def qc_game(game_id: str, seats: list[str], rounds: list[tuple[int, list[int]]])
     out = []
 
     def add(rec: Any) -> None:
-        out.append((krec.redact(rec).SerializeToString(),
-                    {"Nats-Msg-Id": krec.msg_id(game_id, rec.seq), "Court-Seq": str(rec.seq)}))
+        out.append(
+            (
+                krec.redact(rec).SerializeToString(),
+                {"Nats-Msg-Id": krec.msg_id(game_id, rec.seq), "Court-Seq": str(rec.seq)},
+            )
+        )
 
     def move(seq: int, event: Event, finished: bool) -> Any:
-        return krec.move_record("queens_court", game_id, seq, (t0 + seq) * 1000, seat=0, action=actions_pb2.Action(),
-                                action_type="play", by="x", request_id=f"m{seq}", events=[event],
-                                to_act=[] if finished else [0], seats=seats, finished=finished)
+        return krec.move_record(
+            "queens_court",
+            game_id,
+            seq,
+            (t0 + seq) * 1000,
+            seat=0,
+            action=actions_pb2.Action(),
+            action_type="play",
+            by="x",
+            request_id=f"m{seq}",
+            events=[event],
+            to_act=[] if finished else [0],
+            seats=seats,
+            finished=finished,
+        )
 
-    add(krec.created_record("queens_court", game_id, t0 * 1000, seats=seats, options={"players": len(seats)},
-                            seed=1, by="lobby", request_id="r", events=[real["GameStarted"]], to_act=[0],
-                            finished=False))
+    add(
+        krec.created_record(
+            "queens_court",
+            game_id,
+            t0 * 1000,
+            seats=seats,
+            options={"players": len(seats)},
+            seed=1,
+            by="lobby",
+            request_id="r",
+            events=[real["GameStarted"]],
+            to_act=[0],
+            finished=False,
+        )
+    )
     for i, (starter, winners) in enumerate(rounds, start=1):
-        add(move(i, Event("RoundEnded", {**real["RoundEnded"].data, "round": i, "starter": starter,
-                                         "winners": winners}), False))
+        add(
+            move(
+                i,
+                Event(
+                    "RoundEnded",
+                    {**real["RoundEnded"].data, "round": i, "starter": starter, "winners": winners},
+                ),
+                False,
+            )
+        )
     add(move(len(rounds) + 1, real["GameEnded"], True))
     return out
 
@@ -135,8 +193,10 @@ def test_the_round_points_view_is_the_ranking_services_arithmetic(tmp_path: Path
         seats = ["bot:random" if rng.random() < 0.4 else f"p{g}x{s}" for s in range(n)]
         if all(s.startswith("bot:") for s in seats):
             seats[0] = f"p{g}x0"
-        rounds = [(rng.randrange(n), sorted(rng.sample(range(n), rng.choice([0, 1, 1, 2, 3][:n]))))
-                  for _ in range(rng.randint(1, 6))]
+        rounds = [
+            (rng.randrange(n), sorted(rng.sample(range(n), rng.choice([0, 1, 1, 2, 3][:n]))))
+            for _ in range(rng.randint(1, 6))
+        ]
         if g < 4:  # four people, three of them winning: 100 does not split in three (the remainder rule)
             seats, n = [f"p{g}x{s}" for s in range(4)], 4
             rounds = [(g, [s for s in range(4) if s != (g + 1) % 4]), (3 - g, [0, 1, 2]), (g, [1, 2, 3])]
@@ -145,7 +205,9 @@ def test_the_round_points_view_is_the_ranking_services_arithmetic(tmp_path: Path
         assert lake.try_finish(game_id)
         info = GameInfo(game_id, "queens_court", True, 0, 0, tuple(seats), {})
         for starter, winners in rounds:
-            for seat, d in round_points(info, {"type": "RoundEnded", "starter": starter, "winners": winners}).items():
+            for seat, d in round_points(
+                info, {"type": "RoundEnded", "starter": starter, "winners": winners}
+            ).items():
                 if not seats[seat].startswith("bot:"):
                     want[(game_id, seats[seat])] += d
     data = run_queries(tmp_path / "lake")

@@ -43,8 +43,13 @@ async def serve(nats_url: str, edge: bool = False) -> None:
 
     interceptors = [EdgeInterceptor(Verifier.for_service(Settings.load("rules")))] if edge else []
     server = grpc.aio.server(interceptors=interceptors)
-    server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
-        "bench.Ceiling", {"Call": grpc.unary_unary_rpc_method_handler(call)})])
+    server.add_generic_rpc_handlers(
+        [
+            grpc.method_handlers_generic_handler(
+                "bench.Ceiling", {"Call": grpc.unary_unary_rpc_method_handler(call)}
+            )
+        ]
+    )
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     print(port, flush=True)

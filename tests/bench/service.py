@@ -65,7 +65,9 @@ from tests.fixtures.nats import BinaryNats, free_port
 
 GAMES = int(os.environ.get("BENCH_GAMES", "64"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))
-MODES = tuple(m.strip() for m in os.environ.get("BENCH_MODES", "bot,watch,players,edge").split(",") if m.strip())
+MODES = tuple(
+    m.strip() for m in os.environ.get("BENCH_MODES", "bot,watch,players,edge").split(",") if m.strip()
+)
 LOOP = os.environ.get("COURT_EVENT_LOOP", "uvloop")
 PROFILE = os.environ.get("BENCH_PROFILE", "")
 # the processes py-spy records (server, driver, projector): each sampler takes CPU from the others
@@ -73,15 +75,22 @@ PROFILE_WHO = set(os.environ.get("BENCH_PROFILE_WHO", "server,projector").split(
 PROJECTOR = os.environ.get("BENCH_PROJECTOR", "process")  # process (court-projector, as deployed) | inside
 PROFILE_NATIVE = os.environ.get("BENCH_PROFILE_NATIVE", "") not in ("", "0")
 # short games keep creation in the mix without dominating it
-GAME_MIX = [("hearts", {"limit": 20}, 4), ("queens_court", {"players": 3}, 3),
-            ("court_wars", {"players": 2, "turn_limit": 80}, 2), ("the_court", {"mode": "burn"}, 2)]
+GAME_MIX = [
+    ("hearts", {"limit": 20}, 4),
+    ("queens_court", {"players": 3}, 3),
+    ("court_wars", {"players": 2, "turn_limit": 80}, 2),
+    ("the_court", {"mode": "burn"}, 2),
+]
 # the budget: CPU per move as a multiple of the ceiling's CPU per call (server, driver, nats-server)
 BUDGET = (1.7, 1.3, 1.5)
 GOAL_RATIO = 0.6
 WATCH_GAMES_PER_CONNECTION = 16  # at most 4 seats each: 64 streams, within a connection's 100
-LABELS = {"bot": "service (bot identity, 1 RPC per move)", "watch": "service (bot, + a WatchGame stream per seat)",
-          "players": "service (a token per seat, 2 RPCs per move)",
-          "edge": "ceiling behind court_kit's EdgeInterceptor"}
+LABELS = {
+    "bot": "service (bot identity, 1 RPC per move)",
+    "watch": "service (bot, + a WatchGame stream per seat)",
+    "players": "service (a token per seat, 2 RPCs per move)",
+    "edge": "ceiling behind court_kit's EdgeInterceptor",
+}
 
 
 def _cpu(pid: int) -> float:
@@ -100,7 +109,9 @@ def _pct(values: list[float], p: float) -> float:
 async def _await_serving(target: str, timeout: float = 20.0) -> None:
     async with grpc.aio.insecure_channel(target) as ch:
         stub = health_pb2_grpc.HealthStub(ch)
-        reply = await stub.Check(health_pb2.HealthCheckRequest(service=""), wait_for_ready=True, timeout=timeout)
+        reply = await stub.Check(
+            health_pb2.HealthCheckRequest(service=""), wait_for_ready=True, timeout=timeout
+        )
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
@@ -127,15 +138,24 @@ async def _watch(client: RulesClient, gid: str, seat: int, stats: Stats) -> None
         stats.updates += 1
 
 
-async def _bot_driver(lobby: RulesClient, client: SlimRules, deadline: float, rng: random.Random, stats: Stats,
-                      k: int, watcher: RulesClient | None = None) -> None:
+async def _bot_driver(
+    lobby: RulesClient,
+    client: SlimRules,
+    deadline: float,
+    rng: random.Random,
+    stats: Stats,
+    k: int,
+    watcher: RulesClient | None = None,
+) -> None:
     """Plays games with every seat a bot's; reads of each answer what it needs (tests/bench/slim.py)."""
     while time.perf_counter() < deadline:
         game, options, n = GAME_MIX[(k + stats.games) % len(GAME_MIX)]
         created = await lobby.create_game(game, [f"bot:{i}" for i in range(n)], options)
         gid = created.game_id
         stats.games += 1
-        watchers = [asyncio.ensure_future(_watch(watcher, gid, s, stats)) for s in range(n)] if watcher else []
+        watchers = (
+            [asyncio.ensure_future(_watch(watcher, gid, s, stats)) for s in range(n)] if watcher else []
+        )
         try:
             views = {}
             for s in created.view.to_act:
@@ -167,7 +187,9 @@ async def _bot_driver(lobby: RulesClient, client: SlimRules, deadline: float, rn
                     await w
 
 
-async def _player_driver(lobby: RulesClient, deadline: float, rng: random.Random, stats: Stats, k: int) -> None:
+async def _player_driver(
+    lobby: RulesClient, deadline: float, rng: random.Random, stats: Stats, k: int
+) -> None:
     slim: dict[str, SlimRules] = {}
     while time.perf_counter() < deadline:
         game, options, n = GAME_MIX[(k + stats.games) % len(GAME_MIX)]
@@ -206,8 +228,19 @@ class Profiler:
         procs = []
         for name, pid in pids.items():
             path = self.out / f"{phase}-{name}.txt"
-            cmd = [self.exe, "record", "--pid", str(pid), "--rate", "100", "--format", "raw", "--output", str(path),
-                   *(["--native"] if PROFILE_NATIVE else ["--nonblocking"])]  # native frames need pauses
+            cmd = [
+                self.exe,
+                "record",
+                "--pid",
+                str(pid),
+                "--rate",
+                "100",
+                "--format",
+                "raw",
+                "--output",
+                str(path),
+                *(["--native"] if PROFILE_NATIVE else ["--nonblocking"]),
+            ]  # native frames need pauses
             procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             self.files.append(path)
         try:
@@ -257,8 +290,14 @@ async def _measure_service(target: str, mode: str, rng: random.Random, span: Any
     stats = Stats()
     # watchers on connections of their own, as real clients: a server takes at most
     # COURT_MAX_STREAMS (100) concurrent calls per connection, and the streams stay open
-    channels = [grpc.aio.insecure_channel(target, options=[("grpc.use_local_subchannel_pool", 1)])
-                for _ in range(-(-GAMES // WATCH_GAMES_PER_CONNECTION))] if mode == "watch" else []
+    channels = (
+        [
+            grpc.aio.insecure_channel(target, options=[("grpc.use_local_subchannel_pool", 1)])
+            for _ in range(-(-GAMES // WATCH_GAMES_PER_CONNECTION))
+        ]
+        if mode == "watch"
+        else []
+    )
     try:
         async with RulesClient(target, keys.token("bench-lobby", "service")) as lobby:
             bot_client = RulesClient(lobby.channel, keys.token("bench-bots", "bot"))
@@ -266,20 +305,46 @@ async def _measure_service(target: str, mode: str, rng: random.Random, span: Any
             watchers = [RulesClient(ch, bot_client.token) for ch in channels]
             # warm up (caches, channels, the watchers' connections), then measure
             warm = time.perf_counter() + 1.0
-            await asyncio.gather(*(_bot_driver(lobby, bots, warm, random.Random(i), Stats(), i,
-                                               watchers[i] if i < len(watchers) else None) for i in range(4)))
+            await asyncio.gather(
+                *(
+                    _bot_driver(
+                        lobby,
+                        bots,
+                        warm,
+                        random.Random(i),
+                        Stats(),
+                        i,
+                        watchers[i] if i < len(watchers) else None,
+                    )
+                    for i in range(4)
+                )
+            )
             async with span():
                 calls = SlimRules.calls
                 deadline = time.perf_counter() + SECONDS
                 t0 = time.perf_counter()
                 if mode == "players":
-                    await asyncio.gather(*(_player_driver(lobby, deadline, random.Random(rng.random()), stats, i)
-                                           for i in range(GAMES)))
+                    await asyncio.gather(
+                        *(
+                            _player_driver(lobby, deadline, random.Random(rng.random()), stats, i)
+                            for i in range(GAMES)
+                        )
+                    )
                 else:
-                    await asyncio.gather(*(
-                        _bot_driver(lobby, bots, deadline, random.Random(rng.random()), stats, i,
-                                    watchers[i // WATCH_GAMES_PER_CONNECTION] if watchers else None)
-                        for i in range(GAMES)))
+                    await asyncio.gather(
+                        *(
+                            _bot_driver(
+                                lobby,
+                                bots,
+                                deadline,
+                                random.Random(rng.random()),
+                                stats,
+                                i,
+                                watchers[i // WATCH_GAMES_PER_CONNECTION] if watchers else None,
+                            )
+                            for i in range(GAMES)
+                        )
+                    )
                 stats.elapsed = time.perf_counter() - t0
                 stats.rpcs = SlimRules.calls - calls + stats.games  # each game's CreateGame too
     finally:
@@ -320,9 +385,18 @@ async def _measure_ceiling(target: str, span: Any, edge: bool = False) -> Stats:
 def _start(service: str, nats_url: str, state_dir: Path, **extra: str) -> tuple[subprocess.Popen[bytes], str]:
     """``court-<service>`` (rules, projector) as deployed, on a free port."""
     port = free_port()
-    env = {**os.environ, "COURT_NATS_URL": nats_url, "COURT_LISTEN": f"127.0.0.1:{port}",
-           "COURT_METRICS_LISTEN": "", **keys.env(service), "COURT_LOG_LEVEL": "warning",
-           "COURT_STATE_DIR": str(state_dir), "COURT_ENV": "bench", "COURT_EVENT_LOOP": LOOP, **extra}
+    env = {
+        **os.environ,
+        "COURT_NATS_URL": nats_url,
+        "COURT_LISTEN": f"127.0.0.1:{port}",
+        "COURT_METRICS_LISTEN": "",
+        **keys.env(service),
+        "COURT_LOG_LEVEL": "warning",
+        "COURT_STATE_DIR": str(state_dir),
+        "COURT_ENV": "bench",
+        "COURT_EVENT_LOOP": LOOP,
+        **extra,
+    }
     exe = Path(sys.executable).parent / f"court-{service}"
     proc = subprocess.Popen([str(exe)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return proc, f"127.0.0.1:{port}"
@@ -343,9 +417,16 @@ async def _messages(nc: Any, stream: str, subjects: str, after: int, upto: int) 
     if upto <= after:
         return []
     js = nc.jetstream()
-    sub = await js.subscribe(subjects, stream=stream, ordered_consumer=True,
-                             config=ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-                                                   opt_start_seq=after + 1, headers_only=stream != krec.PUBLIC_STREAM))
+    sub = await js.subscribe(
+        subjects,
+        stream=stream,
+        ordered_consumer=True,
+        config=ConsumerConfig(
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+            opt_start_seq=after + 1,
+            headers_only=stream != krec.PUBLIC_STREAM,
+        ),
+    )
     out = []
     try:
         while True:
@@ -372,7 +453,10 @@ async def _projector_lag(nats_url: str, before: dict[str, int], settle: float = 
         deadline = time.monotonic() + settle
         while True:  # the records appended during the run, all public (or the settle time is up)
             now = await _last_seqs(nc)
-            if now[krec.PUBLIC_STREAM] - before.get(krec.PUBLIC_STREAM, 0) >= appended or time.monotonic() > deadline:
+            if (
+                now[krec.PUBLIC_STREAM] - before.get(krec.PUBLIC_STREAM, 0) >= appended
+                or time.monotonic() > deadline
+            ):
                 break
             await asyncio.sleep(0.05)
         stored: dict[tuple[str, int], float] = {}
@@ -380,8 +464,13 @@ async def _projector_lag(nats_url: str, before: dict[str, int], settle: float = 
             for m in await _messages(nc, name, f"{krec.GAMES_SUBJECT_PREFIX}>", a, b):
                 stored[(name, m.metadata.sequence.stream)] = m.metadata.timestamp.timestamp()
         lags = []
-        for m in await _messages(nc, krec.PUBLIC_STREAM, f"{krec.PUBLIC_PREFIX}>", before.get(krec.PUBLIC_STREAM, 0),
-                                 now[krec.PUBLIC_STREAM]):
+        for m in await _messages(
+            nc,
+            krec.PUBLIC_STREAM,
+            f"{krec.PUBLIC_PREFIX}>",
+            before.get(krec.PUBLIC_STREAM, 0),
+            now[krec.PUBLIC_STREAM],
+        ):
             game_id = m.subject.rsplit(".", 1)[1]
             log_stream = krec.game_stream(krec.shard_of(game_id, len(logs)))
             t = stored.get((log_stream, int(m.headers.get(krec.LOG_SEQ_HEADER, "0"))))
@@ -414,21 +503,33 @@ async def run() -> dict[str, Any]:
     procs: list[subprocess.Popen[Any]] = []
     profiler = Profiler(Path(PROFILE)) if PROFILE else None
     try:
-        ceiling = subprocess.Popen([sys.executable, "-m", "tests.bench._ceiling", nats.url], stdout=subprocess.PIPE,
-                                   env={**os.environ, "COURT_EVENT_LOOP": LOOP})
+        ceiling = subprocess.Popen(
+            [sys.executable, "-m", "tests.bench._ceiling", nats.url],
+            stdout=subprocess.PIPE,
+            env={**os.environ, "COURT_EVENT_LOOP": LOOP},
+        )
         procs.append(ceiling)
         assert ceiling.stdout is not None
         ceiling_target = f"127.0.0.1:{int(ceiling.stdout.readline())}"
         edge = None
         if "edge" in MODES:
-            edge = subprocess.Popen([sys.executable, "-m", "tests.bench._ceiling", nats.url, "edge"],
-                                    stdout=subprocess.PIPE, env={**os.environ, **keys.env("rules"), "COURT_ENV": "bench",
-                                                                 "COURT_LOG_LEVEL": "warning", "COURT_EVENT_LOOP": LOOP})
+            edge = subprocess.Popen(
+                [sys.executable, "-m", "tests.bench._ceiling", nats.url, "edge"],
+                stdout=subprocess.PIPE,
+                env={
+                    **os.environ,
+                    **keys.env("rules"),
+                    "COURT_ENV": "bench",
+                    "COURT_LOG_LEVEL": "warning",
+                    "COURT_EVENT_LOOP": LOOP,
+                },
+            )
             procs.append(edge)
             assert edge.stdout is not None
             edge_target = f"127.0.0.1:{int(edge.stdout.readline())}"
-        rules, target = _start("rules", nats.url, tmp / "state",
-                               COURT_PROJECTOR="on" if PROJECTOR == "inside" else "off")
+        rules, target = _start(
+            "rules", nats.url, tmp / "state", COURT_PROJECTOR="on" if PROJECTOR == "inside" else "off"
+        )
         procs.append(rules)
         await _await_serving(target)
         projector = None
@@ -442,8 +543,12 @@ async def run() -> dict[str, Any]:
         def cpus(server: int) -> tuple[float, ...]:
             """CPU seconds so far of (the server under test, this driving process, nats-server, the
             projector's process)."""
-            return (_cpu(server), time.process_time(), _cpu(npid),
-                    _cpu(projector.pid) if projector is not None and server == rules.pid else 0.0)
+            return (
+                _cpu(server),
+                time.process_time(),
+                _cpu(npid),
+                _cpu(projector.pid) if projector is not None and server == rules.pid else 0.0,
+            )
 
         async def measured(phase: str, server: int, measure: Any) -> Stats:
             """``measure(span)`` warms up, then measures inside ``async with span``: CPU, load and the
@@ -472,12 +577,19 @@ async def run() -> dict[str, Any]:
             st: Stats = await measure(span)
             if service:
                 st.lag = await _projector_lag(nats.url, got["seqs"])
-            st.cpu = tuple((b - a) / max(1, st.moves)  # type: ignore[assignment]
-                           for a, b in zip(got["before"], got["after"], strict=True))
+            st.cpu = tuple(
+                (b - a) / max(1, st.moves)  # type: ignore[assignment]
+                for a, b in zip(got["before"], got["after"], strict=True)
+            )
             st.load = (got["load0"], os.getloadavg()[0])
             a, b = got["connz"], got["connz_after"]
-            st.nats_msgs = {k: ((v[0] - a.get(k, (0, 0))[0]) / max(1, st.moves), (v[1] - a.get(k, (0, 0))[1]) / max(1, st.moves))
-                            for k, v in b.items()}
+            st.nats_msgs = {
+                k: (
+                    (v[0] - a.get(k, (0, 0))[0]) / max(1, st.moves),
+                    (v[1] - a.get(k, (0, 0))[1]) / max(1, st.moves),
+                )
+                for k, v in b.items()
+            }
             return st
 
         # warm-up moves and calls are not counted in a run's CPU: a slight overestimate
@@ -487,14 +599,24 @@ async def run() -> dict[str, Any]:
         for mode in MODES:
             if mode == "edge":
                 assert edge is not None
-                services[mode] = await measured(mode, edge.pid, lambda span: _measure_ceiling(edge_target, span, True))
+                services[mode] = await measured(
+                    mode, edge.pid, lambda span: _measure_ceiling(edge_target, span, True)
+                )
                 continue
-            ceilings.append(await measured(f"ceiling{len(ceilings)}", ceiling.pid,
-                                           lambda span: _measure_ceiling(ceiling_target, span)))
-            services[mode] = await measured(mode, rules.pid,
-                                            lambda span, mode=mode: _measure_service(target, mode, rng, span))
+            ceilings.append(
+                await measured(
+                    f"ceiling{len(ceilings)}",
+                    ceiling.pid,
+                    lambda span: _measure_ceiling(ceiling_target, span),
+                )
+            )
+            services[mode] = await measured(
+                mode, rules.pid, lambda span, mode=mode: _measure_service(target, mode, rng, span)
+            )
         if not ceilings:
-            ceilings.append(await measured("ceiling0", ceiling.pid, lambda span: _measure_ceiling(ceiling_target, span)))
+            ceilings.append(
+                await measured("ceiling0", ceiling.pid, lambda span: _measure_ceiling(ceiling_target, span))
+            )
         return {"ceilings": ceilings, "services": services}
     finally:
         for p in procs:
@@ -516,13 +638,23 @@ def _ms(x: float | None) -> str:
     return "    n/a" if x is None or x != x else f"{x * 1e3:7.2f}"
 
 
-def _row(name: str, rate: float, lat: list[float], lag: list[float] | None, ratio: float,
-         cpu: tuple[float, ...], mult: tuple[float, ...], load: str) -> str:
+def _row(
+    name: str,
+    rate: float,
+    lat: list[float],
+    lag: list[float] | None,
+    ratio: float,
+    cpu: tuple[float, ...],
+    mult: tuple[float, ...],
+    load: str,
+) -> str:
     projector = f"{_us(cpu[3])}" if len(cpu) > 3 and cpu[3] else "      "
-    return (f"  {name:<46}{rate:8.0f} {_ms(_pct(lat, .5))} {_ms(_pct(lat, .99))} "
-            f"{_ms(_pct(lag, .5) if lag else None)} {_ms(_pct(lag, .99) if lag else None)} {ratio:6.2f} "
-            + " ".join(f"{_us(c)} ({m:4.2f}x)" for c, m in zip(cpu[:3], mult[:3], strict=True))
-            + f"  {projector:>9}  {load}")
+    return (
+        f"  {name:<46}{rate:8.0f} {_ms(_pct(lat, 0.5))} {_ms(_pct(lat, 0.99))} "
+        f"{_ms(_pct(lag, 0.5) if lag else None)} {_ms(_pct(lag, 0.99) if lag else None)} {ratio:6.2f} "
+        + " ".join(f"{_us(c)} ({m:4.2f}x)" for c, m in zip(cpu[:3], mult[:3], strict=True))
+        + f"  {projector:>9}  {load}"
+    )
 
 
 def report(r: dict[str, Any]) -> list[str]:
@@ -533,52 +665,104 @@ def report(r: dict[str, Any]) -> list[str]:
     # CPU per call over all the ceiling's runs (weighted by calls)
     ccpu = tuple(sum(c.cpu[i] * c.moves for c in ceilings) / max(1, calls) for i in range(3))
     lat = [x for c in ceilings for x in c.latencies]
-    lines = [f"rules service: {GAMES} concurrent games, {SECONDS:.0f} s per measurement, {os.cpu_count()} CPUs shared "
-             f"by the driver, the server and nats-server; event loop {LOOP}; projector "
-             + ("its own process (court-projector, as deployed)" if PROJECTOR == "process" else "inside the rules process"),
-             f"  {'':<46}{'':>8} {'submit':>7} {'':>7} {'lag':>7} {'':>7} {'':>6} "
-             f"{'CPU us per move (multiple of the ceiling per call)':^47}  {'(own process)':>9}",
-             f"  {'':<46}{'moves/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'p50 ms':>7} {'p99 ms':>7} {'ratio':>6} "
-             f"{'server':>15} {'driver':>15} {'nats-server':>15}  {'projector':>9}  load 1m",
-             _row("ceiling (bare grpc.aio + 1 JetStream publish)", rate, lat, None, 1.0, ccpu, (1.0, 1.0, 1.0),
-                  " ".join(f"{c.load[0]:.1f}" for c in ceilings)),
-             f"      {calls} calls; NATS messages per call (from/to): " + ", ".join(
-                 f"{k} {i:.2f}/{o:.2f}" for k, (i, o) in sorted(ceilings[0].nats_msgs.items())
-                 if i >= 0.005 or o >= 0.005)]
+    lines = [
+        f"rules service: {GAMES} concurrent games, {SECONDS:.0f} s per measurement, {os.cpu_count()} CPUs shared "
+        f"by the driver, the server and nats-server; event loop {LOOP}; projector "
+        + (
+            "its own process (court-projector, as deployed)"
+            if PROJECTOR == "process"
+            else "inside the rules process"
+        ),
+        f"  {'':<46}{'':>8} {'submit':>7} {'':>7} {'lag':>7} {'':>7} {'':>6} "
+        f"{'CPU us per move (multiple of the ceiling per call)':^47}  {'(own process)':>9}",
+        f"  {'':<46}{'moves/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'p50 ms':>7} {'p99 ms':>7} {'ratio':>6} "
+        f"{'server':>15} {'driver':>15} {'nats-server':>15}  {'projector':>9}  load 1m",
+        _row(
+            "ceiling (bare grpc.aio + 1 JetStream publish)",
+            rate,
+            lat,
+            None,
+            1.0,
+            ccpu,
+            (1.0, 1.0, 1.0),
+            " ".join(f"{c.load[0]:.1f}" for c in ceilings),
+        ),
+        f"      {calls} calls; NATS messages per call (from/to): "
+        + ", ".join(
+            f"{k} {i:.2f}/{o:.2f}"
+            for k, (i, o) in sorted(ceilings[0].nats_msgs.items())
+            if i >= 0.005 or o >= 0.005
+        ),
+    ]
     for mode, s in services.items():
         mult = tuple(c / b if b else float("nan") for c, b in zip(s.cpu, ccpu, strict=False))
-        lines.append(_row(LABELS[mode], s.rate, s.latencies, s.lag, s.rate / rate, s.cpu, mult,
-                          f"{s.load[0]:.1f}-{s.load[1]:.1f}"))
-        lines.append((f"      {s.moves} calls" if mode == "edge" else
-                      f"      {s.moves} moves, {s.games} games, {s.rpcs / max(1, s.moves):.2f} RPCs per move")
-                     + (f", {s.updates / max(1, s.moves):.2f} watch updates per move" if mode == "watch" else "")
-                     + f"; NATS messages per {'call' if mode == 'edge' else 'move'} (from/to): "
-                     + ", ".join(f"{k} {i:.2f}/{o:.2f}" for k, (i, o) in sorted(s.nats_msgs.items())
-                                 if i >= 0.005 or o >= 0.005))
-    lines.append("  lag: a move accepted (its log record stored) to its public record readable (stored), "
-                 "both by nats-server's clock" if any(s.lag for s in services.values()) else
-                 "  lag: n/a (no public records were found)")
+        lines.append(
+            _row(
+                LABELS[mode],
+                s.rate,
+                s.latencies,
+                s.lag,
+                s.rate / rate,
+                s.cpu,
+                mult,
+                f"{s.load[0]:.1f}-{s.load[1]:.1f}",
+            )
+        )
+        lines.append(
+            (
+                f"      {s.moves} calls"
+                if mode == "edge"
+                else f"      {s.moves} moves, {s.games} games, {s.rpcs / max(1, s.moves):.2f} RPCs per move"
+            )
+            + (f", {s.updates / max(1, s.moves):.2f} watch updates per move" if mode == "watch" else "")
+            + f"; NATS messages per {'call' if mode == 'edge' else 'move'} (from/to): "
+            + ", ".join(
+                f"{k} {i:.2f}/{o:.2f}"
+                for k, (i, o) in sorted(s.nats_msgs.items())
+                if i >= 0.005 or o >= 0.005
+            )
+        )
+    lines.append(
+        "  lag: a move accepted (its log record stored) to its public record readable (stored), "
+        "both by nats-server's clock"
+        if any(s.lag for s in services.values())
+        else "  lag: n/a (no public records were found)"
+    )
     if "edge" in services:
         e = services["edge"]
-        lines.append("  the shared gRPC edge (EdgeInterceptor) adds per call: " + ", ".join(
-            f"{name} {(x - y) * 1e6:.0f} us" for name, x, y in zip(("server", "driver", "nats-server"), e.cpu, ccpu,
-                                                                    strict=False)))
+        lines.append(
+            "  the shared gRPC edge (EdgeInterceptor) adds per call: "
+            + ", ".join(
+                f"{name} {(x - y) * 1e6:.0f} us"
+                for name, x, y in zip(("server", "driver", "nats-server"), e.cpu, ccpu, strict=False)
+            )
+        )
     if "watch" in services and "bot" in services:
         w, b = services["watch"], services["bot"]
-        lines.append("  the WatchGame streams add per move: " + ", ".join(
-            f"{name} {(x - y) * 1e6:.0f} us" for name, x, y in zip(("server", "driver", "nats-server", "projector"),
-                                                                    w.cpu, b.cpu, strict=True))
-            + f" ({w.updates / max(1, w.moves):.2f} views per move); moves/s {w.rate:.0f} against {b.rate:.0f}")
+        lines.append(
+            "  the WatchGame streams add per move: "
+            + ", ".join(
+                f"{name} {(x - y) * 1e6:.0f} us"
+                for name, x, y in zip(
+                    ("server", "driver", "nats-server", "projector"), w.cpu, b.cpu, strict=True
+                )
+            )
+            + f" ({w.updates / max(1, w.moves):.2f} views per move); moves/s {w.rate:.0f} against {b.rate:.0f}"
+        )
     if "bot" in services:
         s = services["bot"]
         verdict = []
         for name, c, b, limit in zip(("server", "driver", "nats-server"), s.cpu, ccpu, BUDGET, strict=False):
             m = c / b if b else float("nan")
             verdict.append(f"{name} {m:.2f}x (<= {limit}x: {'within' if m <= limit else 'over'})")
-        lines.append("  budget, CPU per move of the 1-RPC driver as a multiple of the ceiling's per call: "
-                     + "; ".join(verdict))
+        lines.append(
+            "  budget, CPU per move of the 1-RPC driver as a multiple of the ceiling's per call: "
+            + "; ".join(verdict)
+        )
         if s.cpu[3]:
-            lines.append(f"  with the projector's process: server + projector {(s.cpu[0] + s.cpu[3]) / ccpu[0]:.2f}x")
+            lines.append(
+                f"  with the projector's process: server + projector {(s.cpu[0] + s.cpu[3]) / ccpu[0]:.2f}x"
+            )
         lines.append(f"  ratio service/ceiling {s.rate / rate:.2f} (goal >= {GOAL_RATIO}, then 0.8)")
     return lines
 

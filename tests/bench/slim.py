@@ -18,7 +18,9 @@ VIEW_FIELDS = ("to_act", "your_seat", "finished", "legal_actions")
 SUBMIT_FIELDS = ("seq", "view", "next")
 
 
-def _slim(source: Any, name: str, keep: tuple[str, ...], renames: dict[str, str]) -> descriptor_pb2.DescriptorProto:
+def _slim(
+    source: Any, name: str, keep: tuple[str, ...], renames: dict[str, str]
+) -> descriptor_pb2.DescriptorProto:
     full = descriptor_pb2.DescriptorProto()
     source.CopyToProto(full)
     out = descriptor_pb2.DescriptorProto(name=name)
@@ -33,7 +35,9 @@ def _slim(source: Any, name: str, keep: tuple[str, ...], renames: dict[str, str]
                 out.oneof_decl.add(name=full.oneof_decl[f.oneof_index].name)
     missing = set(keep) - {f.name for f in out.field}
     if missing:
-        raise LookupError(f"{source.full_name} has no field {', '.join(sorted(missing))}: update tests/bench/slim.py")
+        raise LookupError(
+            f"{source.full_name} has no field {', '.join(sorted(missing))}: update tests/bench/slim.py"
+        )
     return out
 
 
@@ -45,14 +49,21 @@ def _build() -> tuple[type[Any], type[Any]]:
     except KeyError:
         view = rules_pb2.GameView.DESCRIPTOR
         submit = rules_pb2.SubmitActionResponse.DESCRIPTOR
-        file = descriptor_pb2.FileDescriptorProto(name=name, package="court.bench.slim", syntax="proto3",
-                                                  dependency=[d.name for d in view.file.dependencies])
+        file = descriptor_pb2.FileDescriptorProto(
+            name=name,
+            package="court.bench.slim",
+            syntax="proto3",
+            dependency=[d.name for d in view.file.dependencies],
+        )
         file.message_type.append(_slim(view, "SlimView", VIEW_FIELDS, {}))
-        file.message_type.append(_slim(submit, "SlimSubmit", SUBMIT_FIELDS,
-                                       {f".{view.full_name}": ".court.bench.slim.SlimView"}))
+        file.message_type.append(
+            _slim(submit, "SlimSubmit", SUBMIT_FIELDS, {f".{view.full_name}": ".court.bench.slim.SlimView"})
+        )
         pool.Add(file)
-    return (message_factory.GetMessageClass(pool.FindMessageTypeByName("court.bench.slim.SlimView")),
-            message_factory.GetMessageClass(pool.FindMessageTypeByName("court.bench.slim.SlimSubmit")))
+    return (
+        message_factory.GetMessageClass(pool.FindMessageTypeByName("court.bench.slim.SlimView")),
+        message_factory.GetMessageClass(pool.FindMessageTypeByName("court.bench.slim.SlimSubmit")),
+    )
 
 
 SlimView, SlimSubmit = _build()
@@ -71,11 +82,16 @@ class SlimRules:
         self._retry_move, self._retry_read = RETRY_MOVE, RETRY_READ
         ch = client.channel
         service = "/" + rules_pb2.DESCRIPTOR.services_by_name["RulesService"].full_name
-        self._submit = ch.unary_unary(f"{service}/SubmitAction",
-                                      request_serializer=rules_pb2.SubmitActionRequest.SerializeToString,
-                                      response_deserializer=SlimSubmit.FromString)
-        self._view = ch.unary_unary(f"{service}/GetView", request_serializer=rules_pb2.GetViewRequest.SerializeToString,
-                                    response_deserializer=SlimView.FromString)
+        self._submit = ch.unary_unary(
+            f"{service}/SubmitAction",
+            request_serializer=rules_pb2.SubmitActionRequest.SerializeToString,
+            response_deserializer=SlimSubmit.FromString,
+        )
+        self._view = ch.unary_unary(
+            f"{service}/GetView",
+            request_serializer=rules_pb2.GetViewRequest.SerializeToString,
+            response_deserializer=SlimView.FromString,
+        )
 
     async def submit(self, game_id: str, act: Any, seat: int) -> Any:
         from court_client.base import new_request_id
@@ -87,5 +103,8 @@ class SlimRules:
 
     async def get_view(self, game_id: str, seat: int) -> Any:
         SlimRules.calls += 1
-        return await self.client._call(self._view, rules_pb2.GetViewRequest(game_id=game_id, seat=seat),  # noqa: SLF001
-                                       self._retry_read)
+        return await self.client._call(
+            self._view,
+            rules_pb2.GetViewRequest(game_id=game_id, seat=seat),  # noqa: SLF001
+            self._retry_read,
+        )

@@ -49,8 +49,10 @@ def _best(fn: Callable[[], object], n: int) -> float:
 
 
 def main() -> None:
-    print(f"{'game':13} {'events':>7} {'event→proto':>12} {'per seat':>9} {'proto→dict':>11} {'v1 Struct':>10}"
-          f" | {'views':>6} {'view→proto':>11} {'+serialize':>11} {'proto→dict':>11} {'v1 Struct':>10}")
+    print(
+        f"{'game':13} {'events':>7} {'event→proto':>12} {'per seat':>9} {'proto→dict':>11} {'v1 Struct':>10}"
+        f" | {'views':>6} {'view→proto':>11} {'+serialize':>11} {'proto→dict':>11} {'v1 Struct':>10}"
+    )
     for game in GAME_NAMES:
         events, views = _sample(game)
         msgs = [typed.event_to_proto(game, e) for e in events]
@@ -64,10 +66,14 @@ def main() -> None:
         v_ser = _best(lambda: [typed.view_to_proto(game, v).SerializeToString() for _, v in views], nv)  # noqa: B023
         v_from = _best(lambda: [typed.view_from_proto(m) for m in vmsgs], nv)  # noqa: B023
         v_v1 = _best(lambda: [fill_struct(struct_pb2.Struct(), v).SerializeToString() for _, v in views], nv)  # noqa: B023
-        print(f"{game:13} {ne:7} {ev_to:10.1f}µs {ev_seat:7.1f}µs {ev_from:9.1f}µs {ev_v1:8.1f}µs"
-              f" | {nv:6} {v_to:9.1f}µs {v_ser:9.1f}µs {v_from:9.1f}µs {v_v1:8.1f}µs")
-    print(f"(µs of CPU per event or view, best of {REPEAT} passes; v1 Struct: court_kit.structs' fast path, "
-          "as the service built its Struct events and views before court.games.v1)")
+        print(
+            f"{game:13} {ne:7} {ev_to:10.1f}µs {ev_seat:7.1f}µs {ev_from:9.1f}µs {ev_v1:8.1f}µs"
+            f" | {nv:6} {v_to:9.1f}µs {v_ser:9.1f}µs {v_from:9.1f}µs {v_v1:8.1f}µs"
+        )
+    print(
+        f"(µs of CPU per event or view, best of {REPEAT} passes; v1 Struct: court_kit.structs' fast path, "
+        "as the service built its Struct events and views before court.games.v1)"
+    )
 
 
 if __name__ == "__main__":

@@ -93,7 +93,8 @@ class Person:
         turn = self.fault.turn
         assert turn is not None
         await self.bot.journal.wait_for(
-            lambda hs: any(h.game_id == turn.game_id and h.seq == turn.seq for h in hs), timeout=60)
+            lambda hs: any(h.game_id == turn.game_id and h.seq == turn.seq for h in hs), timeout=60
+        )
         return self.b
 
     async def play(self, game_id: str) -> None:
@@ -150,8 +151,10 @@ async def test_rules_replica_killed_while_the_bots_move_is_in_flight_game_finish
             await asyncio.wait_for(Person(a_person, b_person, fault, bot, 16).play(gid), 90)
         except TimeoutError:
             view = await b_person.get_view(gid, 0)
-            raise AssertionError(f"the game stalled at move {view.seq} (to act {list(view.to_act)}); the bot "
-                                 f"handled the turn in flight as {[h.outcome.value for h in bot.journal.entries if fault.turn and h.seq == fault.turn.seq]}") from None
+            raise AssertionError(
+                f"the game stalled at move {view.seq} (to act {list(view.to_act)}); the bot "
+                f"handled the turn in flight as {[h.outcome.value for h in bot.journal.entries if fault.turn and h.seq == fault.turn.seq]}"
+            ) from None
 
         watcher = RulesClient(b.address, token("root", "admin"))
         stack.clients.append(watcher)

@@ -16,12 +16,25 @@ from rich.console import Console
 from tests.cli.test_moves import OPTION_SETS
 
 # What a sentence about "you" must never say (grammar), and a spread change that changes nothing.
-BAD_YOU = re.compile(r"\byou (leads|wins|is|skips|places|has|draws|plays|starts|takes|passes)\b|\byou's\b|\b1 (games|round wins|guards)\b"
-                     r"|\(s\)")
+BAD_YOU = re.compile(
+    r"\byou (leads|wins|is|skips|places|has|draws|plays|starts|takes|passes)\b|\byou's\b|\b1 (games|round wins|guards)\b"
+    r"|\(s\)"
+)
 NO_CHANGE = re.compile(r"spread (\S+) → \1\)")
 
-SILENT = {"TurnStarted", "GameCreated", "ActionApplied", "HandDealt", "PassCardsChosen", "SwapVoted",
-          "TurnEnded", "Defended", "CardShown", "CourtDefeated", "DrawAgainEnded"}
+SILENT = {
+    "TurnStarted",
+    "GameCreated",
+    "ActionApplied",
+    "HandDealt",
+    "PassCardsChosen",
+    "SwapVoted",
+    "TurnEnded",
+    "Defended",
+    "CardShown",
+    "CourtDefeated",
+    "DrawAgainEnded",
+}
 
 
 def wire(game: str, d: dict) -> dict:
@@ -88,23 +101,38 @@ def test_names_tell_bots_people_and_you() -> None:
     names = Names.build(["p1", "bot:expert", "p2", "bot:random"], {"p1": "Alice", "p2": "Bob"}, you=2)
     assert names(0) == "Alice" and names(1) == "Blue Otter (bot, expert)" and names(2) == "Bob (you)"
     assert names.short(2) == "you" and names.short(3) == "Yellow Bird"
-    assert names.possessive(0) == "Alice's" and names.possessive(2) == "your" and names.possessive(1, 1) == "their own"
+    assert (
+        names.possessive(0) == "Alice's"
+        and names.possessive(2) == "your"
+        and names.possessive(1, 1) == "their own"
+    )
 
 
 def test_the_grammar_of_you() -> None:
     names = Names.build(["p1", "bot:heuristic", "bot:heuristic", "bot:heuristic"], {"p1": "Alice"}, you=0)
     assert describe_event("hearts", {"type": "PlayStarted", "seat": 0}, names) == "Passing done; you lead 2C"
-    assert describe_event("hearts", {"type": "PlayStarted", "seat": 1}, names) == "Passing done; Blue Otter leads 2C"
-    assert describe_event("hearts", {"type": "GameEnded", "hands": 5, "winners": [0]}, names).endswith(": you win")
+    assert (
+        describe_event("hearts", {"type": "PlayStarted", "seat": 1}, names)
+        == "Passing done; Blue Otter leads 2C"
+    )
+    assert describe_event("hearts", {"type": "GameEnded", "hands": 5, "winners": [0]}, names).endswith(
+        ": you win"
+    )
     assert describe_event("hearts", {"type": "GameEnded", "hands": 5, "winners": [2]}, names).endswith(
-        ": Yellow Bird wins")
+        ": Yellow Bird wins"
+    )
     assert describe_event("hearts", {"type": "GameEnded", "hands": 5, "winners": [0, 2]}, names).endswith(
-        ": you, Yellow Bird win")
-    assert describe_event("queens_court", {"type": "GameEnded", "winner": 0, "round_wins": [2, 1, 0, 0]},
-                          names) == "Game over: you win with 2 round wins"
+        ": you, Yellow Bird win"
+    )
+    assert (
+        describe_event("queens_court", {"type": "GameEnded", "winner": 0, "round_wins": [2, 1, 0, 0]}, names)
+        == "Game over: you win with 2 round wins"
+    )
     assert describe_event("court_wars", {"type": "PlayerOut", "player": 0}, names) == "you are out"
     assert describe_event("the_court", {"type": "MoatSealed", "seat": 0}, names) == "Your Moat is sealed"
-    assert describe_event("the_court", {"type": "MoatSealed", "seat": 1}, names) == "Blue Otter's Moat is sealed"
+    assert (
+        describe_event("the_court", {"type": "MoatSealed", "seat": 1}, names) == "Blue Otter's Moat is sealed"
+    )
 
 
 def test_spread_changes_say_whose_and_skip_no_change() -> None:
@@ -114,7 +142,9 @@ def test_spread_changes_say_whose_and_skip_no_change() -> None:
     assert "spread" not in line and "→" not in line, line
     line = describe_event("queens_court", {**played, "spread_before": 3, "spread_after": 5}, names)
     assert line == "Blue Otter played 5H on Yellow Bird's left pile (Yellow Bird's spread 3 → 5)", line
-    line = describe_event("queens_court", {**played, "target": 0, "spread_before": None, "spread_after": 4}, names)
+    line = describe_event(
+        "queens_court", {**played, "target": 0, "spread_before": None, "spread_after": 4}, names
+    )
     assert line.endswith("(your spread QQ → 4)"), line
 
 

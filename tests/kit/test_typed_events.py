@@ -61,8 +61,18 @@ def _same(a: Any, b: Any, path: str = "$") -> None:
 
 def entry_for(game: str, seed: int, options: dict[str, Any], **extra: Any) -> GameEntry:
     n = get_game(game).num_players(get_game(game).new_game(get_game(game).options_from_dict(options), seed))
-    create = {"k": "c", "v": 1, "game": game, "options": options, "seed": seed, "seats": SEATS[:n],
-              "by": "svc", "rid": f"r{seed}", "t": 1, **extra}
+    create = {
+        "k": "c",
+        "v": 1,
+        "game": game,
+        "options": options,
+        "seed": seed,
+        "seats": SEATS[:n],
+        "by": "svc",
+        "rid": f"r{seed}",
+        "t": 1,
+        **extra,
+    }
     return GameEntry(f"g{seed}", create, 1)
 
 
@@ -174,7 +184,9 @@ def test_conversion_errors_name_the_message_and_key() -> None:
     with pytest.raises(typed.TypedError, match="'card' is missing"):
         typed.event_to_proto("hearts", {"type": "HeartsBroken", "seat": 0, "hand": 0})
     with pytest.raises(typed.TypedError, match="no field for the key.*'colour'"):
-        typed.event_to_proto("hearts", {"type": "HeartsBroken", "seat": 0, "hand": 0, "card": "2H", "colour": 1})
+        typed.event_to_proto(
+            "hearts", {"type": "HeartsBroken", "seat": 0, "hand": 0, "card": "2H", "colour": 1}
+        )
     with pytest.raises(typed.TypedError, match="HeartsHeartsBroken"):
         typed.event_to_proto("hearts", {"type": "HeartsBroken", "seat": "north", "hand": 0, "card": "2H"})
     with pytest.raises(typed.TypedError, match="cannot be null"):
@@ -202,4 +214,5 @@ def test_no_struct_in_the_typed_messages() -> None:
 
 def typed_protos():  # type: ignore[no-untyped-def]
     from pathlib import Path
+
     return Path(__file__).resolve().parents[2] / "protos" / "court" / "games" / "v1"

@@ -62,13 +62,16 @@ def test_a_view_that_does_not_fit_names_the_field() -> None:
 def test_requested_options_refuse_fields_this_server_does_not_know() -> None:
     """A newer client's option arrives as an unknown field: refused (ignoring it plays other rules)."""
     from court_games.core import InvalidOptions
+
     assert typed.requested_options("hearts", typed.GameOptions()) == {}
     msg = typed.options_to_proto("hearts", {"limit": 50})
     assert typed.requested_options("hearts", msg) == {"limit": 50}
     newer = typed.GameOptions()
     newer.CopyFrom(msg)  # then an unknown field 9 (varint 1) in its hearts options
     newer.hearts.ParseFromString(msg.hearts.SerializeToString() + bytes([9 << 3 | 0, 1]))
-    with pytest.raises(InvalidOptions, match=r"unknown option\(s\) for hearts: field number\(s\) 9 of HeartsOptions"):
+    with pytest.raises(
+        InvalidOptions, match=r"unknown option\(s\) for hearts: field number\(s\) 9 of HeartsOptions"
+    ):
         typed.requested_options("hearts", newer)
     top = typed.GameOptions.FromString(bytes([5 << 3 | 2, 0]))  # a fifth game's (empty) options
     with pytest.raises(InvalidOptions, match="games are queens_court, hearts"):

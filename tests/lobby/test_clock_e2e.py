@@ -32,8 +32,10 @@ async def hearts_lobby(stack: Stack, ann: Player, **clock: Any) -> lpb.Lobby:
     req.options.CopyFrom(typed.options_to_proto("hearts", {"limit": 40}))
     lobby = await ann.call("CreateLobby", req)
     for seat in (1, 2, 3):
-        await ann.call("SetBotSeat", lpb.SetBotSeatRequest(request_id=rid(), lobby_id=lobby.lobby_id, seat=seat,
-                                                           level="heuristic"))
+        await ann.call(
+            "SetBotSeat",
+            lpb.SetBotSeatRequest(request_id=rid(), lobby_id=lobby.lobby_id, seat=seat, level="heuristic"),
+        )
     return await ann.start(lobby.lobby_id)
 
 
@@ -57,8 +59,9 @@ def check_seat_played_by_clock(hist: Any, recs: list[records_pb2.Record], seat: 
     """Every move of ``seat`` was the clock's: a timeout (its TurnTimedOut first) or an away
     autoplay; two timeouts (then away), each for its own turn; none twice; no gap in the history."""
     mine = [m for m in hist.moves if m.seat == seat]
-    assert mine and all(m.player == "court:clock" and m.kind in ("timeout", "away") for m in mine), \
-        Counter((m.player, m.kind) for m in mine)
+    assert mine and all(m.player == "court:clock" and m.kind in ("timeout", "away") for m in mine), Counter(
+        (m.player, m.kind) for m in mine
+    )
     timeouts = [m for m in mine if m.kind == "timeout"]
     assert len(timeouts) == 2, [m.seq for m in timeouts]
     rids = [m.request_id for m in mine]
@@ -123,7 +126,9 @@ async def test_two_replicas_one_killed_and_nats_restarted(clock_stack: Stack, tm
     try:
         async with EventLog(stack.nats.url, "hearts", gid) as ev:
             await second.kill()  # Ann's first deadline is ahead: the record waits in JetStream
-            await ev.wait_until(lambda rs: bool(events(rs, "TurnTimedOut")), timeout=120, what="the first timeout")
+            await ev.wait_until(
+                lambda rs: bool(events(rs, "TurnTimedOut")), timeout=120, what="the first timeout"
+            )
             stack.nats.restart()
             again = await RulesApp.start(stack.settings("rules", listen=second.address))
             await ev.wait_until(game_over, timeout=300, what="the game's end")

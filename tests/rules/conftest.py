@@ -22,8 +22,15 @@ def token(sub: str, role: str = "player", ttl: float = 3600, **kw: Any) -> str:
 def settings_for(nats_url: str, extra: dict[str, str] | None = None, **overrides: Any) -> Settings:
     if extra:
         overrides["extra"] = extra
-    return Settings.load("rules", {}, nats_url=nats_url, listen="127.0.0.1:0", metrics_listen="",
-                         env="test", **{**keys.overrides("rules"), **overrides})
+    return Settings.load(
+        "rules",
+        {},
+        nats_url=nats_url,
+        listen="127.0.0.1:0",
+        metrics_listen="",
+        env="test",
+        **{**keys.overrides("rules"), **overrides},
+    )
 
 
 @pytest.fixture

@@ -23,9 +23,14 @@ GAMES: list[tuple[str, dict[str, Any], int]] = [
 ]
 
 
-async def play_out(clients: Mapping[int, RulesClient], game_id: str, rng: random.Random, *,
-                   max_moves: int = 5_000, on_reply: Callable[[int, Any], None] | None = None
-                   ) -> rules_pb2.GameView:
+async def play_out(
+    clients: Mapping[int, RulesClient],
+    game_id: str,
+    rng: random.Random,
+    *,
+    max_moves: int = 5_000,
+    on_reply: Callable[[int, Any], None] | None = None,
+) -> rules_pb2.GameView:
     """Every seat's own client reads its view and plays a random legal action, until the game ends."""
     any_client = next(iter(clients.values()))
     view = await any_client.get_view(game_id, next(iter(clients)))
@@ -63,8 +68,9 @@ class EventLog:
     async def __aenter__(self) -> EventLog:
         self._nc = await nats.connect(self.url, max_reconnect_attempts=-1, reconnect_time_wait=0.1)
         js = self._nc.jetstream()
-        self._sub = await js.subscribe(self.subject, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL,
-                                       cb=self._on_msg)
+        self._sub = await js.subscribe(
+            self.subject, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL, cb=self._on_msg
+        )
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -77,8 +83,12 @@ class EventLog:
         self.raw_ids.append(msg.headers.get("Nats-Msg-Id", "") if msg.headers else "")
         self._changed.set()
 
-    async def wait_until(self, predicate: Callable[[list[records_pb2.Record]], bool], timeout: float = 15.0,
-                         what: str = "records") -> None:
+    async def wait_until(
+        self,
+        predicate: Callable[[list[records_pb2.Record]], bool],
+        timeout: float = 15.0,
+        what: str = "records",
+    ) -> None:
         async def loop() -> None:
             while not predicate(self.events):
                 self._changed.clear()
@@ -88,7 +98,9 @@ class EventLog:
             await asyncio.wait_for(loop(), timeout)
         except TimeoutError:
             last = [(r.seq, r.WhichOneof("body")) for r in self.events[-8:]]
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last records {last}") from None
+            raise AssertionError(
+                f"timed out after {timeout}s waiting for {what}; last records {last}"
+            ) from None
 
     def payloads(self) -> list[dict[str, Any]]:
         """Every event of every record, as ``core.Event.full()`` dicts (public records: no private parts)."""
@@ -102,9 +114,14 @@ def has_game_end(seq: int) -> Callable[[list[records_pb2.Record]], bool]:
 def assert_complete(records: list[records_pb2.Record], last_seq: int, *, public: bool = True) -> None:
     """One record per seq 0..last_seq, in order, none twice; public ones with their message ids."""
     seqs = [r.seq for r in records if r.WhichOneof("body") != "closed"]
-    assert seqs == list(range(last_seq + 1)), f"every move once, in order: {seqs[:5]}..{seqs[-5:]} vs 0..{last_seq}"
+    assert seqs == list(range(last_seq + 1)), (
+        f"every move once, in order: {seqs[:5]}..{seqs[-5:]} vs 0..{last_seq}"
+    )
     assert records[0].WhichOneof("body") == "created"
-    assert all(r.WhichOneof("body") in ("move", "seat_changed") for r in records[1:]
-               if r.WhichOneof("body") != "closed")
+    assert all(
+        r.WhichOneof("body") in ("move", "seat_changed")
+        for r in records[1:]
+        if r.WhichOneof("body") != "closed"
+    )
     want = krec.PUBLIC if public else krec.FULL
     assert all(r.visibility == want for r in records)

@@ -32,8 +32,15 @@ pytestmark = pytest.mark.asyncio
 
 
 def clock_settings(nats_url: str, second_ms: int) -> Settings:
-    return Settings.load("rules", {"COURT_CLOCK_SECOND_MS": str(second_ms)}, nats_url=nats_url,
-                         listen="127.0.0.1:0", metrics_listen="", env="test", **keys.overrides("rules"))
+    return Settings.load(
+        "rules",
+        {"COURT_CLOCK_SECOND_MS": str(second_ms)},
+        nats_url=nats_url,
+        listen="127.0.0.1:0",
+        metrics_listen="",
+        env="test",
+        **keys.overrides("rules"),
+    )
 
 
 async def start(replicas: Replicas, second_ms: int = 20, **kw: Any) -> RulesApp:
@@ -110,7 +117,9 @@ async def test_a_player_back_from_away_gets_the_seat_on_their_next_action(replic
     async with EventLog(replicas.nats.url, "hearts", gid) as ev:
         left = await ann.leave_seat(gid)
         assert left.changed and [c.away for c in left.view.seat_clocks] == [True, False, False, False]
-        await ev.wait_until(lambda rs: bool(autoplayed(rs, "away")), timeout=60, what="the away seat's autoplay")
+        await ev.wait_until(
+            lambda rs: bool(autoplayed(rs, "away")), timeout=60, what="the away seat's autoplay"
+        )
         again = await ann.leave_seat(gid)  # already away: nothing changes
         assert not again.changed
         back = await ann.return_to_seat(gid)
@@ -133,21 +142,31 @@ async def test_a_player_back_from_away_gets_the_seat_on_their_next_action(replic
             raise AssertionError("ann was never to act")
         hist = await replicas.client(app, "root", "admin").history(gid)
         after = [m for m in hist.moves if m.seq > seq_back]
-        assert not [m for m in after if m.player == "court:clock"], "nobody played ann's seat after she came back"
+        assert not [m for m in after if m.player == "court:clock"], (
+            "nobody played ann's seat after she came back"
+        )
         # she is away again (LeaveSeat) and her own move brings her back: SeatReturned before it
         await ann.leave_seat(gid)
         n_returned = len(events(ev.events, "SeatReturned"))
         await ann.return_to_seat(gid)
         await ev.wait_until(lambda rs: len(events(rs, "SeatReturned")) > n_returned, what="2nd return")
         assert [r.seat_changed.kind for r in ev.events if r.WhichOneof("body") == "seat_changed"] == [
-            "seat_away", "seat_returned", "seat_away", "seat_returned"]
+            "seat_away",
+            "seat_returned",
+            "seat_away",
+            "seat_returned",
+        ]
 
 
 async def test_bad_clock_settings_are_refused_and_change_nothing(replicas: Replicas) -> None:
     app = await start(replicas)
     svc = replicas.client(app, "lobby", "service")
-    for bad, field in ((clock(turn=4), "turn_seconds"), (clock(turn=601), "turn_seconds"),
-                       (clock(bank=-1), "time_bank_seconds"), (clock(level="genius"), "autoplay_level")):
+    for bad, field in (
+        (clock(turn=4), "turn_seconds"),
+        (clock(turn=601), "turn_seconds"),
+        (clock(bank=-1), "time_bank_seconds"),
+        (clock(level="genius"), "autoplay_level"),
+    ):
         with pytest.raises(grpc.aio.AioRpcError) as err:
             await svc.create_game("hearts", PEOPLE, clock=bad, request_id=f"bad-{field}-{bad.turn_seconds}")
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -190,7 +209,9 @@ async def test_a_late_move_racing_its_timeout_applies_exactly_one(replicas: Repl
             deadline = mine.seat_clocks[seat].deadline.ToMilliseconds() / 1000
             act = rng.choice(list(mine.legal_actions))
             rid = f"race-{races}"
-            await asyncio.sleep(max(0.0, deadline - time.time()))  # sent at the deadline, give or take a few ms
+            await asyncio.sleep(
+                max(0.0, deadline - time.time())
+            )  # sent at the deadline, give or take a few ms
             try:
                 await clients[seat].submit(gid, act, seat, request_id=rid, turn_seq=turn_seq)
                 mine_applied = True
@@ -202,7 +223,9 @@ async def test_a_late_move_racing_its_timeout_applies_exactly_one(replicas: Repl
             theirs = [m for m in hist.moves if m.seq > turn_seq and m.seat == seat]
             first_after = theirs[0] if theirs else None
             assert first_after is not None, "the seat's turn was played (by it or the clock)"
-            in_turn = [m for m in hist.moves if m.seq > turn_seq and m.seq <= first_after.seq and m.seat == seat]
+            in_turn = [
+                m for m in hist.moves if m.seq > turn_seq and m.seq <= first_after.seq and m.seat == seat
+            ]
             assert len(in_turn) == 1
             timed = first_after.request_id == f"clock-{gid}-{turn_seq}-{seat}"
             assert timed != mine_applied, (first_after, mine_applied)

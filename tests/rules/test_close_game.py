@@ -35,8 +35,9 @@ async def _until(ready: Any) -> None:
 
 async def test_the_lobby_closes_a_live_game_for_good(replicas: Any, rules: Any) -> None:
     lobby = replicas.client(rules, "lobby", "service")
-    created = await lobby.create_game("queens_court", ["ann", "bob", "bot:random"], {"players": 3},
-                                      request_id="start-1")
+    created = await lobby.create_game(
+        "queens_court", ["ann", "bob", "bot:random"], {"players": 3}, request_id="start-1"
+    )
     gid = created.game_id
     seat = created.view.to_act[0]
     mover = replicas.client(rules, ["ann", "bob", "bot:random"][seat], "bot" if seat == 2 else "player")
@@ -54,19 +55,31 @@ async def test_the_lobby_closes_a_live_game_for_good(replicas: Any, rules: Any) 
     watcher = asyncio.create_task(watch())
     await asyncio.wait_for(_until(lambda: bool(watched)), 15)
 
-    async with EventLog(replicas.nats.url, "queens_court", gid) as public, \
-            EventLog(replicas.nats.url, "queens_court", gid, full=True) as full:
-        answers = await asyncio.gather(*[lobby.close_game(gid, REASON, request_id="close-1") for _ in range(50)])
+    async with (
+        EventLog(replicas.nats.url, "queens_court", gid) as public,
+        EventLog(replicas.nats.url, "queens_court", gid, full=True) as full,
+    ):
+        answers = await asyncio.gather(
+            *[lobby.close_game(gid, REASON, request_id="close-1") for _ in range(50)]
+        )
         assert len({a.SerializeToString(deterministic=True) for a in answers}) == 1  # one answer
         closed = answers[0]
         assert closed.closed_now and closed.view.finished and not closed.view.to_act
         assert closed.view.result.closed_reason == REASON and not closed.view.result.winners
         assert not closed.view.HasField("your_seat")  # the spectator's view: no hand
-        await public.wait_until(lambda rs: any(r.WhichOneof("body") == "closed" for r in rs), what="the closing")
-        await full.wait_until(lambda rs: any(r.WhichOneof("body") == "closed" for r in rs), what="the closing")
+        await public.wait_until(
+            lambda rs: any(r.WhichOneof("body") == "closed" for r in rs), what="the closing"
+        )
+        await full.wait_until(
+            lambda rs: any(r.WhichOneof("body") == "closed" for r in rs), what="the closing"
+        )
         await asyncio.sleep(0.3)  # nothing else follows it (a second closing record would be here by now)
     for log, hidden in ((public, False), (full, True)):
-        assert [(r.seq, r.WhichOneof("body")) for r in log.events] == [(0, "created"), (1, "move"), (1, "closed")]
+        assert [(r.seq, r.WhichOneof("body")) for r in log.events] == [
+            (0, "created"),
+            (1, "move"),
+            (1, "closed"),
+        ]
         last = log.events[-1]
         assert last.finished and not last.to_act and last.closed.reason == REASON and not last.closed.into
         assert (last.closed.by, last.closed.request_id) == (("lobby", "close-1") if hidden else ("", ""))
@@ -83,14 +96,20 @@ async def test_the_lobby_closes_a_live_game_for_good(replicas: Any, rules: Any) 
         assert view.finished and not view.to_act and not view.legal_actions
         assert result_dict(view.result)["closed_reason"] == REASON
         code, msg = await _code(client.submit(gid, mine.legal_actions[0], nxt))
-        assert code == C.FAILED_PRECONDITION and "was closed and is over" in msg and "cancelled by the host" in msg
+        assert (
+            code == C.FAILED_PRECONDITION
+            and "was closed and is over" in msg
+            and "cancelled by the host" in msg
+        )
     history = await replicas.client(rules, "root", "admin").history(gid)
     assert len(history.moves) == 1 and history.result.finished and history.result.closed_reason == REASON
 
     # a retry later, another request id, another replica: the closed view, nothing appended
     again = await lobby.close_game(gid, REASON, request_id="close-1")
     assert again.SerializeToString(deterministic=True) == closed.SerializeToString(deterministic=True)
-    second = await replicas.client(other, "lobby", "service").close_game(gid, "another reason", request_id="close-2")
+    second = await replicas.client(other, "lobby", "service").close_game(
+        gid, "another reason", request_id="close-2"
+    )
     assert not second.closed_now and second.view.result.closed_reason == REASON
     records = await rules.store.records(gid)
     assert [r.body.WhichOneof("body") for r in records] == ["created", "move", "closed"]
@@ -105,17 +124,22 @@ async def test_close_game_refusals_change_nothing(replicas: Any, rules: Any) -> 
     gid = live.game_id
     ann = replicas.client(rules, "ann", retries=0)
     for client, reason, rid_, game, want, match in (
-            (ann, REASON, "c1", gid, C.PERMISSION_DENIED, "only the lobby closes games"),
-            (replicas.client(rules, "root", "admin", retries=0), REASON, "c1", gid, C.PERMISSION_DENIED, "lobby"),
-            (replicas.client(rules, "bots", "bot", retries=0), REASON, "c1", gid, C.PERMISSION_DENIED, "lobby"),
-            (lobby, "", "c1", gid, C.INVALID_ARGUMENT, "reason is required"),
-            (lobby, "   ", "c1", gid, C.INVALID_ARGUMENT, "reason is required"),
-            (lobby, "x" * 201, "c1", gid, C.INVALID_ARGUMENT, "1 to 200 characters"),
-            (lobby, REASON, "", gid, C.INVALID_ARGUMENT, "request_id is required"),
-            (lobby, REASON, "c1", "g" + "0" * 24, C.NOT_FOUND, "no game"),
+        (ann, REASON, "c1", gid, C.PERMISSION_DENIED, "only the lobby closes games"),
+        (replicas.client(rules, "root", "admin", retries=0), REASON, "c1", gid, C.PERMISSION_DENIED, "lobby"),
+        (replicas.client(rules, "bots", "bot", retries=0), REASON, "c1", gid, C.PERMISSION_DENIED, "lobby"),
+        (lobby, "", "c1", gid, C.INVALID_ARGUMENT, "reason is required"),
+        (lobby, "   ", "c1", gid, C.INVALID_ARGUMENT, "reason is required"),
+        (lobby, "x" * 201, "c1", gid, C.INVALID_ARGUMENT, "1 to 200 characters"),
+        (lobby, REASON, "", gid, C.INVALID_ARGUMENT, "request_id is required"),
+        (lobby, REASON, "c1", "g" + "0" * 24, C.NOT_FOUND, "no game"),
     ):
-        call = client.close_game(game, reason, request_id=rid_) if rid_ else client._call(
-            client.stub.CloseGame, rules_pb2.CloseGameRequest(game_id=game, reason=reason), frozenset())
+        call = (
+            client.close_game(game, reason, request_id=rid_)
+            if rid_
+            else client._call(
+                client.stub.CloseGame, rules_pb2.CloseGameRequest(game_id=game, reason=reason), frozenset()
+            )
+        )
         code, msg = await _code(call)
         assert code == want and match in msg, (code, msg)
     view = await ann.get_view(gid)

@@ -18,12 +18,32 @@ def test_records_round_trip_and_redact(game: str) -> None:
     options = module.TEST_OPTION_SETS[0]
     n = module.num_players(module.new_game(module.options_from_dict(options), 1))
     seats = [f"p{i}" for i in range(n)]
-    entry = GameEntry("gabc", {"k": "c", "game": game, "options": options, "seed": 77, "seats": seats,
-                               "by": "lobby", "rid": "r", "t": 1_700_000_000_123}, 1)
+    entry = GameEntry(
+        "gabc",
+        {
+            "k": "c",
+            "game": game,
+            "options": options,
+            "seed": 77,
+            "seats": seats,
+            "by": "lobby",
+            "rid": "r",
+            "t": 1_700_000_000_123,
+        },
+        1,
+    )
     created = krec.decode(entry.created_record().SerializeToString())
     assert created.seq == 0 and created.visibility == krec.FULL and created.created.seed == 77
-    assert create_of(created) == {"k": "c", "game": game, "options": entry.options_dict, "seed": 77, "seats": seats,
-                                  "by": "lobby", "rid": "r", "t": 1_700_000_000_123}
+    assert create_of(created) == {
+        "k": "c",
+        "game": game,
+        "options": entry.options_dict,
+        "seed": 77,
+        "seats": seats,
+        "by": "lobby",
+        "rid": "r",
+        "t": 1_700_000_000_123,
+    }
     replica = GameEntry("gabc", create_of(created), 1)
     rng = random.Random(game)
     for seq in range(1, 30):

@@ -37,8 +37,9 @@ async def test_replica_killed_mid_game_other_finishes(replicas: Any) -> None:
     a = await replicas.start()
     b = await replicas.start()
     players = ["gil", "hal", "ida"]
-    created = await replicas.client(a, "lobby", "service").create_game("court_wars", players,
-                                                                       {"players": 3, "turn_limit": 80})
+    created = await replicas.client(a, "lobby", "service").create_game(
+        "court_wars", players, {"players": 3, "turn_limit": 80}
+    )
     gid = created.game_id
     rng = random.Random(3)
     on_a = _clients(replicas, a, players)
@@ -67,8 +68,9 @@ async def test_replica_killed_mid_game_other_finishes(replicas: Any) -> None:
 async def test_nats_restart_mid_game_service_recovers(replicas: Any) -> None:
     app = await replicas.start()
     players = ["jo", "kim"]
-    created = await replicas.client(app, "lobby", "service").create_game("the_court", players,
-                                                                         {"mode": "burn"})
+    created = await replicas.client(app, "lobby", "service").create_game(
+        "the_court", players, {"mode": "burn"}
+    )
     gid = created.game_id
     clients = _clients(replicas, app, players, retries=12, max_backoff=0.5)
     rng = random.Random(5)
@@ -85,8 +87,9 @@ async def test_nats_restart_mid_game_service_recovers(replicas: Any) -> None:
         await events.wait_until(has_game_end(final.seq))
         assert_complete(events.events, final.seq)
     # and a new game works too
-    again = await replicas.client(app, "lobby", "service").create_game("queens_court", ["a", "b"],
-                                                                       {"players": 2})
+    again = await replicas.client(app, "lobby", "service").create_game(
+        "queens_court", ["a", "b"], {"players": 2}
+    )
     assert again.view.seq == 0
 
 
@@ -102,8 +105,9 @@ async def test_crash_between_log_append_and_answer(replicas: Any, where: str) ->
     # 2 here, set by the first projector, which creates the durable)
     quick = {"COURT_PROJECTOR_ACK_WAIT": "2"}
     probe = await replicas.start(quick)
-    created = await replicas.client(probe, "lobby", "service").create_game("queens_court", players,
-                                                                           {"players": 2})
+    created = await replicas.client(probe, "lobby", "service").create_game(
+        "queens_court", players, {"players": 2}
+    )
     gid = created.game_id
     rng = random.Random(9)
     # for the last move: play the game once to learn its moves, then again (same seed) for real
@@ -113,15 +117,18 @@ async def test_crash_between_log_append_and_answer(replicas: Any, where: str) ->
         script = await _script(replicas, probe, gid, players, rng)
         seq_of_crash = len(script)
         seed = (await replicas.client(probe, "root", "admin").history(gid)).seed
-        created = await replicas.client(probe, "lobby", "service").create_game("queens_court", players,
-                                                                               {"players": 2}, seed=seed)
+        created = await replicas.client(probe, "lobby", "service").create_game(
+            "queens_court", players, {"players": 2}, seed=seed
+        )
         gid = created.game_id
     await probe.kill()  # the doomed replica's own projector is the only one until it dies
     faults = CrashAfterAppend(seq_of_crash)
     doomed = await replicas.start(quick, faults=faults)
     clients = _clients(replicas, doomed, players, retries=0)
-    async with EventLog(replicas.nats.url, "queens_court", gid) as events, \
-            EventLog(replicas.nats.url, "queens_court", gid, full=True) as full:
+    async with (
+        EventLog(replicas.nats.url, "queens_court", gid) as events,
+        EventLog(replicas.nats.url, "queens_court", gid, full=True) as full,
+    ):
         view = created.view
         crashed = None
         while view.seq < seq_of_crash:

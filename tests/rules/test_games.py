@@ -13,16 +13,19 @@ from .helpers import GAMES, EventLog, assert_complete, has_game_end, play_out
 
 
 @pytest.mark.parametrize(("game", "options", "n"), GAMES, ids=[g[0] for g in GAMES])
-async def test_full_game_between_scripted_clients(replicas: Any, rules: Any, game: str, options: dict, n: int
-                                                  ) -> None:
+async def test_full_game_between_scripted_clients(
+    replicas: Any, rules: Any, game: str, options: dict, n: int
+) -> None:
     lobby = replicas.client(rules, "lobby", "service")
     players = [f"p{i}-{game}" for i in range(n)]
     created = await lobby.create_game(game, players, options)
     gid = created.game_id
     assert not created.view.HasField("your_seat"), "the lobby watches as a spectator"
     clients = {i: replicas.client(rules, p) for i, p in enumerate(players)}
-    async with EventLog(replicas.nats.url, game, gid) as public, \
-            EventLog(replicas.nats.url, game, gid, full=True) as full:
+    async with (
+        EventLog(replicas.nats.url, game, gid) as public,
+        EventLog(replicas.nats.url, game, gid, full=True) as full,
+    ):
         final = await play_out(clients, gid, random.Random(f"{game}-1"))
         assert final.finished and final.HasField("result") and final.result.finished
         result = result_dict(final.result)
@@ -36,7 +39,9 @@ async def test_full_game_between_scripted_clients(replicas: Any, rules: Any, gam
         await full.wait_until(has_game_end(final.seq), what="GameEnded (full)")
         assert_complete(public.events, final.seq)
         assert_complete(full.events, final.seq, public=False)
-        assert [krec.redact(r) for r in full.events] == public.events, "each public record is its full one redacted"
+        assert [krec.redact(r) for r in full.events] == public.events, (
+            "each public record is its full one redacted"
+        )
         assert public.raw_ids == [f"{gid}-{s}" for s in range(final.seq + 1)]
         assert list(public.events[0].created.seats) == players and public.events[0].created.seed == 0
         assert full.events[0].created.seed != 0

@@ -28,8 +28,13 @@ ALL_CARDS = [r + s for s in "CDHS" for r in "23456789TJQKA"]
 
 
 def _view_obj(v: rules_pb2.GameView) -> Any:
-    return {"view": typed.view_from_proto(v.view), "legal": [action_json(a) for a in v.legal_actions],
-            "seats": list(v.seats), "result": result_dict(v.result), "options": typed.options_from_proto(v.options)}
+    return {
+        "view": typed.view_from_proto(v.view),
+        "legal": [action_json(a) for a in v.legal_actions],
+        "seats": list(v.seats),
+        "result": result_dict(v.result),
+        "options": typed.options_from_proto(v.options),
+    }
 
 
 class Seen:
@@ -55,8 +60,9 @@ async def _watch(client: Any, gid: str, seat: int | None, reader: Any, seen: See
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("game", "options", "n"), GAMES, ids=[g[0] for g in GAMES])
-async def test_no_response_leaks_hidden_cards_or_the_seed(replicas: Any, rules: Any, game: str, options: dict,
-                                                          n: int) -> None:
+async def test_no_response_leaks_hidden_cards_or_the_seed(
+    replicas: Any, rules: Any, game: str, options: dict, n: int
+) -> None:
     players = [f"{game[:2]}{i}" for i in range(n)]
     created = await replicas.client(rules, "lobby", "service").create_game(game, players, options)
     gid = created.game_id
@@ -150,8 +156,9 @@ def _check(game: str, options: dict, hist: rules_pb2.GetHistoryResponse, seen: S
         secret = (hidden(seq, None) & hidden(max(seq - 1, 0), None)) - revealed(seq)
         leaked = strings_in(payload) & secret
         assert not leaked, f"{game}: public event of move {seq} shows {sorted(leaked)}"
-        assert seed not in ints_in(payload) and str(seed) not in strings_in(payload), \
+        assert seed not in ints_in(payload) and str(seed) not in strings_in(payload), (
             f"{game}: a public record shows the seed"
+        )
         checked += 1
     for seat, seq, msg, named in seen.errors:
         others = hidden(seq, seat) - {named}  # the card the player named may be echoed back

@@ -33,8 +33,12 @@ def test_sizes_and_ages_parse_and_bad_values_name_the_variable() -> None:
 
 
 async def test_streams_are_bounded_and_the_environment_overrides(nats_server: Any) -> None:
-    env = {"COURT_EVENTS_MAX_BYTES": "64MiB", "COURT_EVENTS_MAX_AGE": "2d",
-           "COURT_GAMES_MAX_MSGS_PER_SUBJECT": "500", "COURT_GAME_STREAMS": "2"}
+    env = {
+        "COURT_EVENTS_MAX_BYTES": "64MiB",
+        "COURT_EVENTS_MAX_AGE": "2d",
+        "COURT_GAMES_MAX_MSGS_PER_SUBJECT": "500",
+        "COURT_GAME_STREAMS": "2",
+    }
     app = await RulesApp.start(settings_for(nats_server.url, extra=env))
     try:
         js = app.store.js
@@ -55,10 +59,14 @@ async def test_streams_are_bounded_and_the_environment_overrides(nats_server: An
 
 
 async def test_a_game_log_at_its_bound_refuses_moves_and_keeps_every_record(replicas: Any) -> None:
-    app = await RulesApp.start(settings_for(replicas.nats.url, extra={"COURT_GAMES_MAX_MSGS_PER_SUBJECT": "4"}))
+    app = await RulesApp.start(
+        settings_for(replicas.nats.url, extra={"COURT_GAMES_MAX_MSGS_PER_SUBJECT": "4"})
+    )
     replicas.apps.append(app)
     players = ["amy", "bob", "cal"]
-    created = await replicas.client(app, "lobby", "service").create_game("queens_court", players, {"players": 3})
+    created = await replicas.client(app, "lobby", "service").create_game(
+        "queens_court", players, {"players": 3}
+    )
     gid = created.game_id
     rng = random.Random(1)
     clients = {i: replicas.client(app, p, retries=0) for i, p in enumerate(players)}

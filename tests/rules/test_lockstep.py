@@ -44,8 +44,9 @@ def _step(module: Any, state: Any, data: bytes) -> Any:
     """The state after one MoveRecorded record, from nothing but its bytes and the state before."""
     rec = krec.decode(data)
     assert rec.WhichOneof("body") == "move" and rec.visibility == krec.FULL
-    return module.apply(state, rec.move.seat, module.action_from_json(kactions.to_json(rec.move.action)),
-                        emit=False)[0]
+    return module.apply(
+        state, rec.move.seat, module.action_from_json(kactions.to_json(rec.move.action)), emit=False
+    )[0]
 
 
 def _rebuild(records: list[bytes]) -> Any:
@@ -56,15 +57,27 @@ def _rebuild(records: list[bytes]) -> Any:
     return state
 
 
-def _public_ok(game: str, module: Any, before: Any, after: Any, public: Any, engine_events: Any, seed: int,
-               revealed: set[str]) -> None:
+def _public_ok(
+    game: str,
+    module: Any,
+    before: Any,
+    after: Any,
+    public: Any,
+    engine_events: Any,
+    seed: int,
+    revealed: set[str],
+) -> None:
     assert public.visibility == krec.PUBLIC
-    assert krec.events_of(public) == [krec.public_event(e) for e in engine_events], "exactly the public events"
+    assert krec.events_of(public) == [krec.public_event(e) for e in engine_events], (
+        "exactly the public events"
+    )
     blob = MessageToDict(public)
     secret = (set(module.hidden_cards(before, None)) & set(module.hidden_cards(after, None))) - revealed
     leaked = strings_in(blob) & secret
     assert not leaked, f"{game}: a public record shows {sorted(leaked)}"
-    assert seed not in ints_in(blob) and str(seed) not in strings_in(blob), f"{game}: a public record shows the seed"
+    assert seed not in ints_in(blob) and str(seed) not in strings_in(blob), (
+        f"{game}: a public record shows the seed"
+    )
 
 
 @pytest.mark.slow
@@ -78,15 +91,34 @@ def test_full_records_rebuild_the_engine_and_public_records_hold_its_public_even
         seed = BIG_SEED_BASE + g
         probe = module.new_game(module.options_from_dict(options), seed)
         seats = [f"p{i}" if rng.random() < 0.5 else f"bot:{i}" for i in range(module.num_players(probe))]
-        entry = GameEntry(f"g{g:024x}", {"k": "c", "game": game, "options": module.options_to_dict(
-            module.options_from_dict(options)), "seed": seed, "seats": seats, "by": "lobby", "rid": f"r{g}",
-            "t": 1_700_000_000_000 + g}, 1)
+        entry = GameEntry(
+            f"g{g:024x}",
+            {
+                "k": "c",
+                "game": game,
+                "options": module.options_to_dict(module.options_from_dict(options)),
+                "seed": seed,
+                "seats": seats,
+                "by": "lobby",
+                "rid": f"r{g}",
+                "t": 1_700_000_000_000 + g,
+            },
+            1,
+        )
         created = entry.created_record()
         log = [created.SerializeToString()]
         rebuilt = _start(log[0])
         assert rebuilt == entry.state
-        _public_ok(game, module, entry.state, entry.state, krec.redact(krec.decode(log[0])), entry.at(0)[1], seed,
-                   set())
+        _public_ok(
+            game,
+            module,
+            entry.state,
+            entry.state,
+            krec.redact(krec.decode(log[0])),
+            entry.at(0)[1],
+            seed,
+            set(),
+        )
         for step in range(1, MAX_STEPS):
             if entry.finished:
                 break
@@ -94,12 +126,18 @@ def test_full_records_rebuild_the_engine_and_public_records_hold_its_public_even
             action = rng.choice(list(module.legal_actions(entry.state, seat)))
             aj = {k: v for k, v in module.action_to_json(action, seat).items() if k != "player"}
             before = entry.state
-            move, state, events = entry.propose(seat, action, aj, seats[seat], f"m{step}", 1_700_000_000_000 + step)
+            move, state, events = entry.propose(
+                seat, action, aj, seats[seat], f"m{step}", 1_700_000_000_000 + step
+            )
             data = entry.move_record(move, state, events).SerializeToString()
             entry.commit(move, state, events, step + 1)
             log.append(data)
             full = krec.decode(data)
-            assert full.seq == step and list(full.to_act) == list(entry.to_act()) and full.finished == entry.finished
+            assert (
+                full.seq == step
+                and list(full.to_act) == list(entry.to_act())
+                and full.finished == entry.finished
+            )
             rebuilt = _step(module, rebuilt, data)  # a second engine, fed the records alone
             assert rebuilt == entry.state, f"{game} game {g} step {step}: the records rebuild the state"
             revealed = {aj["card"]} if aj.get("type") == "play" and "card" in aj else set()

@@ -21,8 +21,16 @@ from .helpers import EventLog, assert_complete, has_game_end, play_out
 
 
 def projector_settings(nats_url: str, **extra: str) -> Settings:
-    return Settings.load("projector", {}, nats_url=nats_url, listen="127.0.0.1:0", metrics_listen="", env="test",
-                         extra=extra, **keys.overrides("projector"))
+    return Settings.load(
+        "projector",
+        {},
+        nats_url=nats_url,
+        listen="127.0.0.1:0",
+        metrics_listen="",
+        env="test",
+        extra=extra,
+        **keys.overrides("projector"),
+    )
 
 
 async def _moves(replicas: Any, app: Any, gid: str, players: list[str], n: int, rng: random.Random) -> int:
@@ -43,7 +51,9 @@ async def _public(nc: Any, game: str, gid: str) -> list[tuple[int, str]]:
 
 
 @pytest.mark.slow
-async def test_projector_killed_mid_stream_and_restarted_publishes_every_move_once_in_order(replicas: Any) -> None:
+async def test_projector_killed_mid_stream_and_restarted_publishes_every_move_once_in_order(
+    replicas: Any,
+) -> None:
     """The projector dies while records flow, some of them published but not acknowledged (it
     dies between publish and ack): the restarted one, on the same durable, has them delivered
     again, finds them public, and the public stream ends with every move once, in order."""
@@ -83,8 +93,9 @@ async def test_projector_killed_mid_stream_and_restarted_publishes_every_move_on
         for gid in games:
             last = (await replicas.client(rules, "lobby", "service").get_view(gid)).seq
             async with EventLog(replicas.nats.url, "queens_court", gid) as public:
-                await public.wait_until(lambda recs, last=last: bool(recs) and recs[-1].seq == last,
-                                        what="every record public")
+                await public.wait_until(
+                    lambda recs, last=last: bool(recs) and recs[-1].seq == last, what="every record public"
+                )
                 assert_complete(public.events, last)
                 assert public.raw_ids == [f"{gid}-{s}" for s in range(last + 1)]
     finally:
@@ -99,8 +110,9 @@ async def test_a_republish_after_the_duplicate_window_is_refused_and_a_gap_is_fi
     makes it read the predecessor from the log and publish it first."""
     rules = await replicas.start(projector=False)
     players = ["dee", "eve"]
-    gid = (await replicas.client(rules, "lobby", "service").create_game("queens_court", players,
-                                                                        {"players": 2})).game_id
+    gid = (
+        await replicas.client(rules, "lobby", "service").create_game("queens_court", players, {"players": 2})
+    ).game_id
     last = await _moves(replicas, rules, gid, players, 3, random.Random(2))
     assert last == 3
     log = await rules.store.records(gid)
@@ -111,7 +123,9 @@ async def test_a_republish_after_the_duplicate_window_is_refused_and_a_gap_is_fi
         nc = app.nc
         fresh = Projector(app.store)
         if await _public(nc, "queens_court", gid):  # the consumers may have got some out before stopping
-            await nc.jetstream().purge_stream("COURT_EVENTS", subject=krec.public_subject("queens_court", gid))
+            await nc.jetstream().purge_stream(
+                "COURT_EVENTS", subject=krec.public_subject("queens_court", gid)
+            )
         # record 2 first: 0 and 1 are filled from the log, in order
         assert await fresh.project(log[2].sseq, log[2].body)
         assert await _public(nc, "queens_court", gid) == [(s, f"{gid}-{s}") for s in range(3)]
@@ -163,8 +177,12 @@ async def test_four_game_log_shards_on_one_server_play_games_on_every_one(replic
     players = ["hal", "ivy"]
     games: dict[int, str] = {}
     n = 0
-    while len(games) < 4:  # game ids come from an HMAC of the request id: make games until every shard has one
-        gid = (await lobby.create_game("queens_court", players, {"players": 2}, request_id=f"shard-game-{n}")).game_id
+    while (
+        len(games) < 4
+    ):  # game ids come from an HMAC of the request id: make games until every shard has one
+        gid = (
+            await lobby.create_game("queens_court", players, {"players": 2}, request_id=f"shard-game-{n}")
+        ).game_id
         games.setdefault(krec.shard_of(gid, 4), gid)
         n += 1
         assert n < 200, "the shard function leaves a shard unused"
@@ -182,8 +200,9 @@ async def test_four_game_log_shards_on_one_server_play_games_on_every_one(replic
             await public.wait_until(has_game_end(finals[shard]))
             assert_complete(public.events, finals[shard])
     # a replica that never saw the games loads each from its shard
-    other = await RulesApp.start(settings_for(replicas.nats.url, extra={"COURT_GAME_STREAMS": "4"}),
-                                 projector=False)
+    other = await RulesApp.start(
+        settings_for(replicas.nats.url, extra={"COURT_GAME_STREAMS": "4"}), projector=False
+    )
     replicas.apps.append(other)
     for shard, gid in games.items():
         v = await replicas.client(other, "hal").get_view(gid, 0)

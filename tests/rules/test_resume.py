@@ -73,25 +73,49 @@ async def test_resume_refusals(replicas: Any, rules: Any) -> None:
     lobby = replicas.client(rules, "lobby", "service", retries=0)
     qc = await lobby.create_game("queens_court", ["a", "b"], {"players": 2})
     hearts = await lobby.create_game("hearts", ["a", "b", "c", "d"])
-    assert await _code(lobby.create_game("queens_court", ["a", "b"], resume_from=qc.game_id)) \
-        == grpc.StatusCode.INVALID_ARGUMENT  # no save points in Queen's Court
-    assert await _code(lobby.create_game("hearts", ["a", "b", "c", "d"], resume_from="gnosuch")) \
-        == grpc.StatusCode.NOT_FOUND
-    assert await _code(lobby.create_game("hearts", ["a", "b", "c", "d"], resume_from=qc.game_id)) \
-        == grpc.StatusCode.INVALID_ARGUMENT  # another kind of game
-    assert await _code(lobby.create_game("hearts", ["a", "b", "c", "d"], {"limit": 50},
-                                         resume_from=hearts.game_id)) == grpc.StatusCode.INVALID_ARGUMENT
-    assert await _code(lobby.create_game("hearts", ["a", "b", "c", "d"], seed=5, resume_from=hearts.game_id)) \
+    assert (
+        await _code(lobby.create_game("queens_court", ["a", "b"], resume_from=qc.game_id))
         == grpc.StatusCode.INVALID_ARGUMENT
+    )  # no save points in Queen's Court
+    assert (
+        await _code(lobby.create_game("hearts", ["a", "b", "c", "d"], resume_from="gnosuch"))
+        == grpc.StatusCode.NOT_FOUND
+    )
+    assert (
+        await _code(lobby.create_game("hearts", ["a", "b", "c", "d"], resume_from=qc.game_id))
+        == grpc.StatusCode.INVALID_ARGUMENT
+    )  # another kind of game
+    assert (
+        await _code(
+            lobby.create_game("hearts", ["a", "b", "c", "d"], {"limit": 50}, resume_from=hearts.game_id)
+        )
+        == grpc.StatusCode.INVALID_ARGUMENT
+    )
+    assert (
+        await _code(lobby.create_game("hearts", ["a", "b", "c", "d"], seed=5, resume_from=hearts.game_id))
+        == grpc.StatusCode.INVALID_ARGUMENT
+    )
     stranger = replicas.client(rules, "zed", retries=0)
-    assert await _code(stranger.create_game("hearts", ["zed", "bot:1", "bot:1", "bot:1"],
-                                            resume_from=hearts.game_id)) == grpc.StatusCode.PERMISSION_DENIED
+    assert (
+        await _code(
+            stranger.create_game("hearts", ["zed", "bot:1", "bot:1", "bot:1"], resume_from=hearts.game_id)
+        )
+        == grpc.StatusCode.PERMISSION_DENIED
+    )
     # not even a player who sat in the game: resuming is the lobby's (LobbyService.ResumeGame)
-    assert await _code(replicas.client(rules, "a", retries=0).create_game(
-        "hearts", ["a", "bot:1", "bot:1", "bot:1"], resume_from=hearts.game_id)) == grpc.StatusCode.PERMISSION_DENIED
+    assert (
+        await _code(
+            replicas.client(rules, "a", retries=0).create_game(
+                "hearts", ["a", "bot:1", "bot:1", "bot:1"], resume_from=hearts.game_id
+            )
+        )
+        == grpc.StatusCode.PERMISSION_DENIED
+    )
 
 
-async def test_a_player_cannot_read_the_hands_of_a_live_game_through_resume(replicas: Any, rules: Any) -> None:
+async def test_a_player_cannot_read_the_hands_of_a_live_game_through_resume(
+    replicas: Any, rules: Any
+) -> None:
     """The hole: seat 0 of a live game resumed it with every seat their own and read the other hands.
     Only the lobby resumes, each person keeps their own seat, and the original is closed at once."""
     players = ["ann", "bo", "cid", "dee"]
@@ -108,12 +132,22 @@ async def test_a_player_cannot_read_the_hands_of_a_live_game_through_resume(repl
     code = grpc.StatusCode
     # the attack itself, and the admin role: refused, nothing created, nothing closed
     assert await _code(ann.create_game("hearts", ["ann"] * 4, resume_from=gid)) == code.PERMISSION_DENIED
-    assert await _code(replicas.client(rules, "root", "admin", retries=0).create_game(
-        "hearts", players, resume_from=gid)) == code.PERMISSION_DENIED
+    assert (
+        await _code(
+            replicas.client(rules, "root", "admin", retries=0).create_game("hearts", players, resume_from=gid)
+        )
+        == code.PERMISSION_DENIED
+    )
     # the lobby with the people moved around, or a person in another person's seat: refused
-    for seats in (["bo", "ann", "cid", "dee"], ["ann", "ann", "cid", "dee"], ["ann", "bo", "cid"],
-                  ["ann", "bo", "cid", "dee", "bot:1"]):
-        assert await _code(lobby.create_game("hearts", seats, resume_from=gid)) == code.INVALID_ARGUMENT, seats
+    for seats in (
+        ["bo", "ann", "cid", "dee"],
+        ["ann", "ann", "cid", "dee"],
+        ["ann", "bo", "cid"],
+        ["ann", "bo", "cid", "dee", "bot:1"],
+    ):
+        assert await _code(lobby.create_game("hearts", seats, resume_from=gid)) == code.INVALID_ARGUMENT, (
+            seats
+        )
     after = await admin.history(gid)
     assert len(after.moves) == len(before.moves) and list(after.to_act) == list(before.to_act)
     assert not after.result.finished
@@ -137,8 +171,10 @@ async def test_a_player_cannot_read_the_hands_of_a_live_game_through_resume(repl
     assert (await ann_on_other.get_view(gid)).finished
     assert await _code(ann_on_other.submit(gid, ann_move)) == code.FAILED_PRECONDITION
     # no second playable copy: another resume of it is refused, the same one answers the first answer
-    assert await _code(lobby.create_game("hearts", players, resume_from=gid, request_id="r2")) \
+    assert (
+        await _code(lobby.create_game("hearts", players, resume_from=gid, request_id="r2"))
         == code.FAILED_PRECONDITION
+    )
     again = await lobby.create_game("hearts", ["ann", "bo", "cid", "bot:2"], resume_from=gid, request_id="r1")
     assert again.game_id == new.game_id
     # in the copy, ann sees her own hand and no other seat's

@@ -45,14 +45,21 @@ def decode(data: bytes, headers: dict[str, str] | None = None) -> list[Record]:
     payloads: list[dict[str, Any]] = []
     if body == "created":
         c = rec.created
-        created: dict[str, Any] = {"type": "GameCreated", "game": rec.game,
-                                   "options": typed.options_from_proto(c.options), "seats": list(c.seats)}
+        created: dict[str, Any] = {
+            "type": "GameCreated",
+            "game": rec.game,
+            "options": typed.options_from_proto(c.options),
+            "seats": list(c.seats),
+        }
         if c.resumed_from:
             created["resumed_from"] = c.resumed_from
         payloads.append(created)
     elif body == "move":
-        applied: dict[str, Any] = {"type": "ActionApplied", "seat": int(rec.move.seat),
-                                   "action_type": rec.move.action_type}
+        applied: dict[str, Any] = {
+            "type": "ActionApplied",
+            "seat": int(rec.move.seat),
+            "action_type": rec.move.action_type,
+        }
         if rec.move.autoplay:
             applied["autoplay"] = rec.move.autoplay  # the turn clock played it
         payloads.append(applied)
@@ -62,5 +69,16 @@ def decode(data: bytes, headers: dict[str, str] | None = None) -> list[Record]:
         raise ValueError(f"a {body} record carries no events")
     payloads.extend(e.full() for e in krec.events_of(rec))
     last = len(payloads) - 1
-    return [Record(game=rec.game, game_id=rec.game_id, seq=int(rec.seq), index=i, time=when, type=str(p["type"]),
-                   payload=p, end=i == last) for i, p in enumerate(payloads)]
+    return [
+        Record(
+            game=rec.game,
+            game_id=rec.game_id,
+            seq=int(rec.seq),
+            index=i,
+            time=when,
+            type=str(p["type"]),
+            payload=p,
+            end=i == last,
+        )
+        for i, p in enumerate(payloads)
+    ]

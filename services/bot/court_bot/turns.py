@@ -99,7 +99,7 @@ def bot_level(player: str) -> str | None:
     """``bot:<level>`` (or ``bot:<level>:<name>``) -> level; ``None`` for a person."""
     if not player.startswith(BOT_PREFIX):
         return None
-    return player[len(BOT_PREFIX):].split(":", 1)[0]
+    return player[len(BOT_PREFIX) :].split(":", 1)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,8 +181,16 @@ class Journal:
 class TurnHandler:
     """Plays one turn event: read the bot seat's view, decide, submit."""
 
-    def __init__(self, rules: BotRules, decider: Decider, secret: str, *, retry_delay: float = 30.0,
-                 faults: Faults | None = None, replica: str = ""):
+    def __init__(
+        self,
+        rules: BotRules,
+        decider: Decider,
+        secret: str,
+        *,
+        retry_delay: float = 30.0,
+        faults: Faults | None = None,
+        replica: str = "",
+    ):
         self.rules = rules
         self.decider = decider
         self._secret = secret
@@ -194,8 +202,12 @@ class TurnHandler:
         klog.bind(game_id=turn.game_id, seq=turn.seq, game=turn.game)
         t0 = time.perf_counter()
 
-        def done(outcome: Outcome, seat: int | None = None, level: str | None = None,
-                 retry_after: float | None = None) -> Handled:
+        def done(
+            outcome: Outcome,
+            seat: int | None = None,
+            level: str | None = None,
+            retry_after: float | None = None,
+        ) -> Handled:
             return Handled(turn.game_id, turn.seq, outcome, seat, level, delivered, retry_after, self.replica)
 
         seats = turn.bot_seats()
@@ -225,8 +237,15 @@ class TurnHandler:
             if seat not in view.to_act:  # cannot happen at the event's own seq; keep the guard
                 continue
             rng = position_rng(self._secret, turn.game_id, turn.seq, seat)
-            choice = await self.decider.decide(turn.game, typed.view_from_proto(view.view), seat, level,
-                                               list(view.legal_actions), rng, purpose="turn")
+            choice = await self.decider.decide(
+                turn.game,
+                typed.view_from_proto(view.view),
+                seat,
+                level,
+                list(view.legal_actions),
+                rng,
+                purpose="turn",
+            )
             rid = request_id(turn.game_id, turn.seq, seat)
             await self.faults.decided(turn, seat, choice.action)
             await self.faults.before_submit(turn, seat)
@@ -253,8 +272,14 @@ class TurnHandler:
                     if now.finished or now.seq > turn.seq:
                         log.info("the game moved on before the bot's move", seat=seat, reason=err.details())
                         return done(Outcome.STALE, seat, level)
-                    log.info("the rules replica refused the move on an older position; sending it again",
-                             seat=seat, code=code.name, reason=err.details(), now=now.seq, attempt=attempt + 1)
+                    log.info(
+                        "the rules replica refused the move on an older position; sending it again",
+                        seat=seat,
+                        code=code.name,
+                        reason=err.details(),
+                        now=now.seq,
+                        attempt=attempt + 1,
+                    )
             if reply is None:
                 return done(Outcome.BEHIND, seat, level, retry_after=BEHIND_DELAY)
             TURN_SECONDS.observe(time.perf_counter() - t0)
@@ -265,8 +290,9 @@ class TurnHandler:
             return done(Outcome.RETRY, seats[0][0], seats[0][1], retry_after=self.retry_delay)
         return done(Outcome.STALE)
 
-    def _rules_failed(self, what: str, err: grpc.aio.AioRpcError, done: Callable[..., Handled], seat: int,
-                      level: str) -> Handled:
+    def _rules_failed(
+        self, what: str, err: grpc.aio.AioRpcError, done: Callable[..., Handled], seat: int, level: str
+    ) -> Handled:
         code = err.code()
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED):
             log.warning("rules service unavailable", what=what, code=code.name, reason=err.details())
@@ -277,8 +303,12 @@ class TurnHandler:
             ERRORS.labels("unknown_game").inc()
             return done(Outcome.FAILED, seat, level)
         if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
-            log.error("the rules service refused the bot identity (is its key in COURT_TOKEN_KEYS?)",
-                      what=what, code=code.name, reason=err.details())
+            log.error(
+                "the rules service refused the bot identity (is its key in COURT_TOKEN_KEYS?)",
+                what=what,
+                code=code.name,
+                reason=err.details(),
+            )
             ERRORS.labels("refused").inc()
             return done(Outcome.RETRY, seat, level, retry_after=self.retry_delay)
         log.error("the rules service answered an error", what=what, code=code.name, reason=err.details())
@@ -289,8 +319,16 @@ class TurnHandler:
 class TurnConsumer:
     """``concurrency`` workers per replica, each pulling one turn at a time from the shared consumer."""
 
-    def __init__(self, nc: NATS, handler: TurnHandler, *, concurrency: int = 8, ack_wait: float = 10.0,
-                 catchup: float = 600.0, journal: Journal | None = None):
+    def __init__(
+        self,
+        nc: NATS,
+        handler: TurnHandler,
+        *,
+        concurrency: int = 8,
+        ack_wait: float = 10.0,
+        catchup: float = 600.0,
+        journal: Journal | None = None,
+    ):
         self.nc = nc
         self.js = nc.jetstream(timeout=5.0)
         self.handler = handler
@@ -303,8 +341,9 @@ class TurnConsumer:
         self.attached = asyncio.Event()  # set once the consumer exists and a worker is pulling
 
     def start(self) -> None:
-        self._workers = [asyncio.create_task(self._work(i), name=f"court-bot-turns-{i}")
-                         for i in range(self.concurrency)]
+        self._workers = [
+            asyncio.create_task(self._work(i), name=f"court-bot-turns-{i}") for i in range(self.concurrency)
+        ]
 
     async def stop(self, grace: float) -> None:
         """Take no new turns; let the ones in hand finish (up to ``grace`` seconds after the pulls end)."""
@@ -333,20 +372,29 @@ class TurnConsumer:
         except NotFoundError:
             info = None
         if info is not None:
-            if (info.config.ack_wait is None or abs(info.config.ack_wait - self.ack_wait) > 1e-3
-                    or info.config.filter_subject != TURN_SUBJECT):
+            if (
+                info.config.ack_wait is None
+                or abs(info.config.ack_wait - self.ack_wait) > 1e-3
+                or info.config.filter_subject != TURN_SUBJECT
+            ):
                 # COURT_BOT_ACK_WAIT changed, or a v1 consumer (TurnStarted subjects): the last
                 # replica started wins (the rest stays as created)
-                await self.js.add_consumer(STREAM, replace(info.config, ack_wait=self.ack_wait,
-                                                           filter_subject=TURN_SUBJECT))
+                await self.js.add_consumer(
+                    STREAM, replace(info.config, ack_wait=self.ack_wait, filter_subject=TURN_SUBJECT)
+                )
                 log.info("updated the shared turn consumer", ack_wait=self.ack_wait)
             return
         config = ConsumerConfig(
-            durable_name=DURABLE, name=DURABLE, filter_subject=TURN_SUBJECT,
-            ack_policy=AckPolicy.EXPLICIT, ack_wait=self.ack_wait, max_deliver=-1,
+            durable_name=DURABLE,
+            name=DURABLE,
+            filter_subject=TURN_SUBJECT,
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=self.ack_wait,
+            max_deliver=-1,
             deliver_policy=DeliverPolicy.BY_START_TIME,
             opt_start_time=datetime.now(UTC) - timedelta(seconds=self.catchup),
-            max_ack_pending=20_000, max_waiting=4096,
+            max_ack_pending=20_000,
+            max_waiting=4096,
             description="Court bot service: every public record (the turns), one replica each",
         )
         try:
@@ -410,8 +458,14 @@ class TurnConsumer:
         except Exception:  # noqa: BLE001 - a bug: log it, put the turn back for a later try
             log.exception("handling a turn failed")
             ERRORS.labels("internal").inc()
-            handled = Handled(turn.game_id, turn.seq, Outcome.RETRY, delivered=delivered,
-                              retry_after=self.handler.retry_delay, replica=self.handler.replica)
+            handled = Handled(
+                turn.game_id,
+                turn.seq,
+                Outcome.RETRY,
+                delivered=delivered,
+                retry_after=self.handler.retry_delay,
+                replica=self.handler.replica,
+            )
         finally:
             keepalive.cancel()
         try:

@@ -51,8 +51,15 @@ def decode(data: bytes) -> records_pb2.Record:
 
 
 class EventConsumer:
-    def __init__(self, nc: NATS, store: RankingStore, *, durable: str = DURABLE, batch: int = 64,
-                 ack_wait: float = 30.0):
+    def __init__(
+        self,
+        nc: NATS,
+        store: RankingStore,
+        *,
+        durable: str = DURABLE,
+        batch: int = 64,
+        ack_wait: float = 30.0,
+    ):
         self.nc = nc
         self.js = nc.jetstream()
         self.store = store
@@ -65,6 +72,7 @@ class EventConsumer:
 
     async def wait_for(self, predicate: Callable[[], Awaitable[bool]], timeout: float, what: str) -> None:
         """Until ``predicate()`` holds, re-checked after each applied event (tests, tools)."""
+
         async def loop() -> None:
             while not await predicate():
                 async with self.progress:
@@ -96,8 +104,9 @@ class EventConsumer:
             return
         for seq, idx, last, payload in rows_of(rec):
             await asyncio.to_thread(self.store.take_event, rec.game_id, seq, idx, payload, last)
-            if payload["type"] in SETTLING_EVENTS and not await asyncio.to_thread(self.store.covers, rec.game_id,
-                                                                                   seq, idx):
+            if payload["type"] in SETTLING_EVENTS and not await asyncio.to_thread(
+                self.store.covers, rec.game_id, seq, idx
+            ):
                 await self.backfill(rec.game, rec.game_id)
                 await asyncio.to_thread(self.store.settle, rec.game_id)
 
@@ -117,10 +126,18 @@ class EventConsumer:
             try:
                 if psub is None:
                     psub = await self.js.pull_subscribe(
-                        f"{PREFIX}*.*", durable=self.durable, stream=STREAM,
-                        config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=self.ack_wait,
-                                              deliver_policy=DeliverPolicy.ALL, max_deliver=-1,
-                                              max_ack_pending=1024, max_waiting=512))
+                        f"{PREFIX}*.*",
+                        durable=self.durable,
+                        stream=STREAM,
+                        config=ConsumerConfig(
+                            ack_policy=AckPolicy.EXPLICIT,
+                            ack_wait=self.ack_wait,
+                            deliver_policy=DeliverPolicy.ALL,
+                            max_deliver=-1,
+                            max_ack_pending=1024,
+                            max_waiting=512,
+                        ),
+                    )
                     self._psub = psub
                     if not trouble.down:
                         log.info("consuming game events", stream=STREAM, durable=self.durable)

@@ -64,7 +64,9 @@ async def _ensure_streams(store: GameStore) -> None:
         try:
             await store.ensure_streams()
         except (TimeoutError, nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError) as exc:
-            waiting.failed("waiting for JetStream to create the streams", error=str(exc) or type(exc).__name__)
+            waiting.failed(
+                "waiting for JetStream to create the streams", error=str(exc) or type(exc).__name__
+            )
             await asyncio.sleep(0.5)
             continue
         except nats.js.errors.APIError as exc:
@@ -106,14 +108,23 @@ class RulesApp:
         return {"nats": nats_check(self.nc, self.settings.extra_float("READY_TIMEOUT", 2.0, lo=0.05))}
 
     @classmethod
-    async def start(cls, settings: Settings, *, faults: Faults | None = None,
-                    projector: bool | None = None, clock: Callable[[], float] = time.time) -> RulesApp:
+    async def start(
+        cls,
+        settings: Settings,
+        *,
+        faults: Faults | None = None,
+        projector: bool | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> RulesApp:
         """``projector``: run the projector here (default: ``COURT_PROJECTOR``, on)."""
-        retention = kjs.parse_age("COURT_FINISHED_RETENTION", settings.extra.get("COURT_FINISHED_RETENTION", "2d"))
+        retention = kjs.parse_age(
+            "COURT_FINISHED_RETENTION", settings.extra.get("COURT_FINISHED_RETENTION", "2d")
+        )
         second_ms = kitclock.second_ms(settings.env, settings.extra)
         preflight(settings)
-        nc = await kjs.connect(settings.nats_servers(), name=f"court-rules@{settings.listen}",
-                               **kjs.connect_options(settings))
+        nc = await kjs.connect(
+            settings.nats_servers(), name=f"court-rules@{settings.listen}", **kjs.connect_options(settings)
+        )
         try:
             store = GameStore(nc, replicas=settings.stream_replicas, environ=settings.extra)
             await _ensure_streams(store)
@@ -121,13 +132,26 @@ class RulesApp:
             if projector is None:
                 projector = settings.projector
             proj = projector_for(store, settings) if projector else None
-            servicer = RulesServicer(store, cache, id_secret=settings.id_secret, faults=faults, clock=clock,
-                                     clock_second_ms=second_ms)
-            server, port = create_server(settings.listen, settings=settings,
-                                         interceptors=[EdgeInterceptor(Verifier.for_service(settings))])
+            servicer = RulesServicer(
+                store,
+                cache,
+                id_secret=settings.id_secret,
+                faults=faults,
+                clock=clock,
+                clock_second_ms=second_ms,
+            )
+            server, port = create_server(
+                settings.listen,
+                settings=settings,
+                interceptors=[EdgeInterceptor(Verifier.for_service(settings))],
+            )
             rules_pb2_grpc.add_RulesServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection,
-                                                    health_listen=settings.health_listen)
+            health = await add_health_and_reflection(
+                server,
+                [SERVICE_NAME],
+                reflection_on=settings.reflection,
+                health_listen=settings.health_listen,
+            )
             await server.start()
         except BaseException:
             await nc.close()
@@ -137,9 +161,14 @@ class RulesApp:
         if proj is not None:
             app._projecting = asyncio.create_task(proj.run(app._stop_sweeper))
         app._janitor = asyncio.create_task(run_janitor(store, app._stop_sweeper, retention=retention))
-        app.driver = ClockDriver(servicer, cache, secret=settings.id_secret, clock=clock,
-                                 ack_wait=settings.extra_float("CLOCK_ACK_WAIT", 10.0, lo=1.0),
-                                 max_pending=settings.extra_int("CLOCK_MAX_PENDING", 100_000, lo=1))
+        app.driver = ClockDriver(
+            servicer,
+            cache,
+            secret=settings.id_secret,
+            clock=clock,
+            ack_wait=settings.extra_float("CLOCK_ACK_WAIT", 10.0, lo=1.0),
+            max_pending=settings.extra_int("CLOCK_MAX_PENDING", 100_000, lo=1),
+        )
         app._clock = asyncio.create_task(app.driver.run(app._stop_sweeper))
         log.info("rules service listening", port=port, metrics_port=metrics.port if metrics else None)
         return app
@@ -185,6 +214,7 @@ class RulesApp:
 
 def main(argv: list[str] | None = None) -> int:
     return run_service("rules", RulesApp.start, argv)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -37,10 +37,18 @@ async def run_janitor(store: GameStore, stop: asyncio.Event, *, retention: float
             try:
                 if psub is None:
                     psub = await store.js.pull_subscribe(
-                        ARCHIVE_PREFIX + "*", durable=JANITOR_DURABLE, stream=ARCHIVE_STREAM,
-                        config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=60.0, headers_only=True,
-                                              deliver_policy=DeliverPolicy.ALL, max_ack_pending=10_000,
-                                              max_deliver=-1))
+                        ARCHIVE_PREFIX + "*",
+                        durable=JANITOR_DURABLE,
+                        stream=ARCHIVE_STREAM,
+                        config=ConsumerConfig(
+                            ack_policy=AckPolicy.EXPLICIT,
+                            ack_wait=60.0,
+                            headers_only=True,
+                            deliver_policy=DeliverPolicy.ALL,
+                            max_ack_pending=10_000,
+                            max_deliver=-1,
+                        ),
+                    )
                 try:
                     msgs = await psub.fetch(batch, timeout=1.0)
                 except TimeoutError:
@@ -53,7 +61,7 @@ async def run_janitor(store: GameStore, stop: asyncio.Event, *, retention: float
                         for rest in msgs[i:]:
                             await rest.nak(delay=max(0.05, wait))
                         break
-                    gid = m.subject[len(ARCHIVE_PREFIX):]
+                    gid = m.subject[len(ARCHIVE_PREFIX) :]
                     await store.purge_hot(gid)
                     PURGED.inc()
                     await m.ack()

@@ -46,8 +46,15 @@ class Settings:
     def from_record(cls, d: dict[str, Any] | None) -> Settings:
         if not d:
             return NO_CLOCK
-        return cls(int(d["turn_ms"]), int(d["bank_ms"]), str(d["level"]), int(d.get("abandon_ms", 0)),
-                   int(d.get("turn_s", 0)), int(d.get("bank_s", 0)), int(d.get("abandon_s", 0)))
+        return cls(
+            int(d["turn_ms"]),
+            int(d["bank_ms"]),
+            str(d["level"]),
+            int(d.get("abandon_ms", 0)),
+            int(d.get("turn_s", 0)),
+            int(d.get("bank_s", 0)),
+            int(d.get("abandon_s", 0)),
+        )
 
 
 NO_CLOCK = Settings()
@@ -75,8 +82,17 @@ def opening(settings: Settings, seats: int, to_act: Sequence[int], t: int) -> Cl
     return _turns(settings, tuple(empty for _ in range(seats)), (), to_act, 0, t, None, None)
 
 
-def advance(settings: Settings, clock: Clock, prev_to_act: Sequence[int], to_act: Sequence[int], seq: int, t: int,
-            seat: int, kind: str, recorded: dict[int, int] | None = None) -> tuple[Clock, list[str]]:
+def advance(
+    settings: Settings,
+    clock: Clock,
+    prev_to_act: Sequence[int],
+    to_act: Sequence[int],
+    seq: int,
+    t: int,
+    seat: int,
+    kind: str,
+    recorded: dict[int, int] | None = None,
+) -> tuple[Clock, list[str]]:
     """The clock after record ``seq`` (time ``t``, by/for ``seat``, of ``kind``), and the seat
     events it implies, in order: ``"SeatReturned"`` (before the move), ``"SeatAway"`` (after)."""
     s = clock[seat]
@@ -111,8 +127,17 @@ def advance(settings: Settings, clock: Clock, prev_to_act: Sequence[int], to_act
     return _turns(settings, tuple(out), prev_to_act, to_act, seq, t, acted, restart, recorded), notes
 
 
-def _turns(settings: Settings, clock: Clock, prev: Sequence[int], to_act: Sequence[int], seq: int, t: int,
-           acted: int | None, restart: int | None, recorded: dict[int, int] | None = None) -> Clock:
+def _turns(
+    settings: Settings,
+    clock: Clock,
+    prev: Sequence[int],
+    to_act: Sequence[int],
+    seq: int,
+    t: int,
+    acted: int | None,
+    restart: int | None,
+    recorded: dict[int, int] | None = None,
+) -> Clock:
     """Turn starts and ends: a seat to act now that was not (or that just acted, or came back)
     starts a turn at this record; a seat no longer to act has none."""
     out = list(clock)

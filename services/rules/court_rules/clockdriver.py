@@ -52,8 +52,11 @@ log = klog.get_logger("court_rules.clock")
 DURABLE = "rules-clock"
 MAX_CHAIN = 64  # clock moves (and lost races) one delivery may make in one game before yielding
 CLOCK_MOVES = Counter("court_rules_clock_moves_total", "Moves the turn clock made", ["game", "kind"])
-LATENESS = Histogram("court_rules_clock_lateness_seconds", "Deadline to the clock's appended move",
-                     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+LATENESS = Histogram(
+    "court_rules_clock_lateness_seconds",
+    "Deadline to the clock's appended move",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
 
 
 def position_rng(secret: str, *parts: Any) -> random.Random:
@@ -80,8 +83,17 @@ def autoplay_action(entry: GameEntry, seat: int, level: str, secret: str) -> Any
 
 
 class ClockDriver:
-    def __init__(self, servicer: Any, cache: GameCache, *, secret: str, clock: Callable[[], float] = time.time,
-                 ack_wait: float = 10.0, max_pending: int = 100_000, concurrency: int = 16):
+    def __init__(
+        self,
+        servicer: Any,
+        cache: GameCache,
+        *,
+        secret: str,
+        clock: Callable[[], float] = time.time,
+        ack_wait: float = 10.0,
+        max_pending: int = 100_000,
+        concurrency: int = 16,
+    ):
         self.servicer = servicer
         self.cache = cache
         self.store = cache.store
@@ -113,11 +125,19 @@ class ClockDriver:
                 try:
                     if psub is None:
                         psub = await self.store.js.pull_subscribe(
-                            krec.shard_subjects(shard), durable=DURABLE, stream=stream,
-                            config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=self.ack_wait,
-                                                  headers_only=True, deliver_policy=DeliverPolicy.ALL,
-                                                  max_ack_pending=self.max_pending, max_deliver=-1,
-                                                  max_waiting=512))
+                            krec.shard_subjects(shard),
+                            durable=DURABLE,
+                            stream=stream,
+                            config=ConsumerConfig(
+                                ack_policy=AckPolicy.EXPLICIT,
+                                ack_wait=self.ack_wait,
+                                headers_only=True,
+                                deliver_policy=DeliverPolicy.ALL,
+                                max_ack_pending=self.max_pending,
+                                max_deliver=-1,
+                                max_waiting=512,
+                            ),
+                        )
                     try:
                         msgs = await psub.fetch(256, timeout=1.0)
                     except TimeoutError:
@@ -200,8 +220,12 @@ class ClockDriver:
                 rid = kclock.request_id(entry.game_id, state.turn_seq, seat)
                 level = entry.clock_settings.level
                 action = await asyncio.to_thread(autoplay_action, entry, seat, level, self._secret)
-                action_json = {k: v for k, v in entry.module.action_to_json(action, seat).items() if k != "player"}
-                seq = await self.servicer.write_locked(entry, seat, action, action_json, kclock.CLOCK_BY, rid, kind)
+                action_json = {
+                    k: v for k, v in entry.module.action_to_json(action, seat).items() if k != "player"
+                }
+                seq = await self.servicer.write_locked(
+                    entry, seat, action, action_json, kclock.CLOCK_BY, rid, kind
+                )
                 if seq is None:
                     continue  # another writer was first: judge again on the new position
                 CLOCK_MOVES.labels(entry.game, kind).inc()

@@ -102,9 +102,16 @@ class Move:
 def create_of(rec: records_pb2.Record) -> dict[str, Any]:
     """A GameCreated record as the creation dict ``GameEntry`` takes."""
     c = rec.created
-    out: dict[str, Any] = {"k": "c", "game": rec.game, "options": typed.options_from_proto(c.options),
-                           "seed": int(c.seed), "seats": list(c.seats), "by": c.created_by, "rid": c.request_id,
-                           "t": krec.time_ms(rec)}
+    out: dict[str, Any] = {
+        "k": "c",
+        "game": rec.game,
+        "options": typed.options_from_proto(c.options),
+        "seed": int(c.seed),
+        "seats": list(c.seats),
+        "by": c.created_by,
+        "rid": c.request_id,
+        "t": krec.time_ms(rec),
+    }
     if c.save_json:
         out["save"] = json.loads(c.save_json)
     if c.resumed_from:
@@ -137,13 +144,16 @@ class GameEntry:
         self.state, opening = self._start()
         n = self.module.num_players(self.state)
         if n != len(self.seats):
-            raise InvalidArgument(f"{self.game} with these options seats {n} players; got {len(self.seats)} seats")
+            raise InvalidArgument(
+                f"{self.game} with these options seats {n} players; got {len(self.seats)} seats"
+            )
         self.clock_record: dict[str, Any] | None = create.get("clock")
         self.clock_settings = kclock.Settings.from_record(self.clock_record)
         self.humans = tuple(i for i, s in enumerate(self.seats) if not s.startswith(BOT_PREFIX))
         # the clock after every seq, and the seat events of that record (index: seq)
         self.clocks: list[tuple[kclock.Clock, tuple[str, ...]]] = [
-            (kclock.opening(self.clock_settings, n, self.module.to_act(self.state), self.created_t), ())]
+            (kclock.opening(self.clock_settings, n, self.module.to_act(self.state), self.created_t), ())
+        ]
         # set once the game is closed: the game that resumed this one, or "" for a game the lobby
         # closed (CloseGame, ``closed_reason`` saying why); either way it is then over
         self.closed_into: str | None = None
@@ -215,20 +225,37 @@ class GameEntry:
     def _advance(self, move: Move, prev_state: Any, state: Any) -> tuple[kclock.Clock, tuple[str, ...]]:
         prev_clock = self.clocks[move.seq - 1][0]
         recorded = dict(move.dl) if move.dl is not None else None
-        clk, notes = kclock.advance(self.clock_settings, prev_clock, self.module.to_act(prev_state),
-                                    self.module.to_act(state), move.seq, move.t, move.seat, move.kind, recorded)
+        clk, notes = kclock.advance(
+            self.clock_settings,
+            prev_clock,
+            self.module.to_act(prev_state),
+            self.module.to_act(state),
+            move.seq,
+            move.t,
+            move.seat,
+            move.kind,
+            recorded,
+        )
         return clk, tuple(notes)
 
     def _apply_move(self, state: Any, move: Move, emit: bool) -> tuple[Any, tuple[Event, ...]]:
         if move.is_seat_record:
             return state, ()
-        state, engine = self.module.apply(state, move.seat, self.module.action_from_json(move.action), emit=emit)
+        state, engine = self.module.apply(
+            state, move.seat, self.module.action_from_json(move.action), emit=emit
+        )
         return state, tuple(engine)
 
     # ---------------------------------------------------------------- events
 
-    def service_events(self, seq: int, move: Move | None, engine: Sequence[Event], state: Any = None,
-                       clock: tuple[kclock.Clock, tuple[str, ...]] | None = None) -> tuple[Event, ...]:
+    def service_events(
+        self,
+        seq: int,
+        move: Move | None,
+        engine: Sequence[Event],
+        state: Any = None,
+        clock: tuple[kclock.Clock, tuple[str, ...]] | None = None,
+    ) -> tuple[Event, ...]:
         """A record's events: the engine's, then the service's ``TurnStarted`` (or ``GameEnded``
         for an engine that emits none) (docs/contract.md). The creation and the move themselves
         are the record's body (GameCreated, MoveRecorded, SeatChanged), not events.
@@ -246,8 +273,16 @@ class GameEntry:
             else:
                 if move.kind == kclock.TIMEOUT:
                     prev = self.clocks[seq - 1][0][move.seat]
-                    out.append(Event("TurnTimedOut", {"seat": move.seat, "turn_seq": max(0, prev.turn_seq),
-                                                      "deadline_ms": prev.deadline or 0}))
+                    out.append(
+                        Event(
+                            "TurnTimedOut",
+                            {
+                                "seat": move.seat,
+                                "turn_seq": max(0, prev.turn_seq),
+                                "deadline_ms": prev.deadline or 0,
+                            },
+                        )
+                    )
                 if "SeatReturned" in notes:
                     out.append(Event("SeatReturned", {"seat": move.seat, "player": self.seats[move.seat]}))
         out.extend(engine)
@@ -276,13 +311,26 @@ class GameEntry:
         state, events = self.at(0)
         acting = self.module.to_act(state)
         return krec.created_record(
-            self.game, self.game_id, self.created_t, seats=self.seats, options=self.options_dict, seed=self.seed,
-            by=self.created_by, request_id=self.created_rid, events=events, to_act=acting,
-            finished=self.module.is_terminal(state), resumed_from=self.resumed_from, save=self.save,
-            clock=self.clock_record, deadlines=self.deadlines_at(0))
+            self.game,
+            self.game_id,
+            self.created_t,
+            seats=self.seats,
+            options=self.options_dict,
+            seed=self.seed,
+            by=self.created_by,
+            request_id=self.created_rid,
+            events=events,
+            to_act=acting,
+            finished=self.module.is_terminal(state),
+            resumed_from=self.resumed_from,
+            save=self.save,
+            clock=self.clock_record,
+            deadlines=self.deadlines_at(0),
+        )
 
-    def move_record(self, move: Move, state: Any, events: Sequence[Event], action: Any = None
-                    ) -> records_pb2.Record:
+    def move_record(
+        self, move: Move, state: Any, events: Sequence[Event], action: Any = None
+    ) -> records_pb2.Record:
         """The full MoveRecorded record of ``move`` (``action``: its typed proto, when at hand), or
         the SeatChanged record of a seat record."""
         finished = self.module.is_terminal(state)
@@ -290,17 +338,43 @@ class GameEntry:
         dl = move.dl or ()
         if move.is_seat_record:
             return krec.seat_record(
-                self.game, self.game_id, move.seq, move.t, seat=move.seat, kind=move.kind, by=move.by,
-                request_id=move.rid, events=events, to_act=acting, seats=self.seats, finished=finished, deadlines=dl)
+                self.game,
+                self.game_id,
+                move.seq,
+                move.t,
+                seat=move.seat,
+                kind=move.kind,
+                by=move.by,
+                request_id=move.rid,
+                events=events,
+                to_act=acting,
+                seats=self.seats,
+                finished=finished,
+                deadlines=dl,
+            )
         typed = action if action is not None else kactions.from_json(self.game, move.action)
         return krec.move_record(
-            self.game, self.game_id, move.seq, move.t, seat=move.seat, action=typed,
-            action_type=str(move.action.get("type", "")), by=move.by, request_id=move.rid, events=events,
-            to_act=acting, seats=self.seats, finished=finished, autoplay=move.autoplay, deadlines=dl)
+            self.game,
+            self.game_id,
+            move.seq,
+            move.t,
+            seat=move.seat,
+            action=typed,
+            action_type=str(move.action.get("type", "")),
+            by=move.by,
+            request_id=move.rid,
+            events=events,
+            to_act=acting,
+            seats=self.seats,
+            finished=finished,
+            autoplay=move.autoplay,
+            deadlines=dl,
+        )
 
     def closed_record(self, into: str, by: str, rid: str, t: int, reason: str = "") -> records_pb2.Record:
-        return krec.closed_record(self.game, self.game_id, self.seq, t, into=into, by=by, request_id=rid,
-                                  reason=reason)
+        return krec.closed_record(
+            self.game, self.game_id, self.seq, t, into=into, by=by, request_id=rid, reason=reason
+        )
 
     def records(self) -> list[records_pb2.Record]:
         """The game's whole full log as records (the archive; replays the engine once)."""
@@ -313,8 +387,16 @@ class GameEntry:
 
     # ---------------------------------------------------------------- writing
 
-    def propose(self, seat: int, action: Any, action_json: dict[str, Any], by: str, rid: str, t: int,
-                kind: str = kclock.MOVE) -> tuple[Move, Any, tuple[Event, ...]]:
+    def propose(
+        self,
+        seat: int,
+        action: Any,
+        action_json: dict[str, Any],
+        by: str,
+        rid: str,
+        t: int,
+        kind: str = kclock.MOVE,
+    ) -> tuple[Move, Any, tuple[Event, ...]]:
         """The move, new state and events of ``action`` (IllegalAction propagates); commits nothing.
         ``action`` is None for a seat record (``kind`` seat_away / seat_returned)."""
         if action is None:
@@ -324,8 +406,11 @@ class GameEntry:
         move = Move(self.seq + 1, seat, action_json, by, rid, t, kind)
         clk = self._advance(move, self.state, state)
         dl = tuple(sorted(kclock.deadlines(clk[0]).items())) if self.clock_settings.on else None
-        due = None if self.module.is_terminal(state) else kclock.next_due(clk[0], self.module.to_act(state),
-                                                                           self.humans)
+        due = (
+            None
+            if self.module.is_terminal(state)
+            else kclock.next_due(clk[0], self.module.to_act(state), self.humans)
+        )
         move = Move(move.seq, seat, action_json, by, rid, t, kind, dl, due)
         return move, state, self.service_events(move.seq, move, engine, state, clk)
 
@@ -346,16 +431,21 @@ class GameEntry:
         b = rec.body
         kind = b.WhichOneof("body")
         if kind == "closed" and self.closed_into is None:
-            self.close(b.closed.into, rec.sseq, (b.closed.by, b.closed.request_id, krec.time_ms(b)),
-                       b.closed.reason)
+            self.close(
+                b.closed.into, rec.sseq, (b.closed.by, b.closed.request_id, krec.time_ms(b)), b.closed.reason
+            )
             return
         if self.closed_into is not None or kind not in ("move", "seat_changed") or b.seq != self.seq + 1:
-            raise ValueError(f"game {self.game_id}: record {b.seq!r} ({kind}) does not follow move {self.seq}")
+            raise ValueError(
+                f"game {self.game_id}: record {b.seq!r} ({kind}) does not follow move {self.seq}"
+            )
         dl = tuple((int(d.seat), int(d.deadline_ms)) for d in b.deadlines) if self.clock_settings.on else None
         if kind == "seat_changed":
             sc = b.seat_changed
             if sc.kind not in (kclock.SEAT_AWAY, kclock.SEAT_RETURNED):
-                raise ValueError(f"game {self.game_id}: record {b.seq} has an unknown seat change {sc.kind!r}")
+                raise ValueError(
+                    f"game {self.game_id}: record {b.seq} has an unknown seat change {sc.kind!r}"
+                )
             move = Move(int(b.seq), int(sc.seat), {}, sc.by, sc.request_id, krec.time_ms(b), sc.kind, dl)
             state, engine = self.state, ()
         else:
@@ -398,7 +488,9 @@ class GameEntry:
 
     # ---------------------------------------------------------------- replay
 
-    def replay(self, after: int = -1, upto: int | None = None) -> Iterator[tuple[int, Any, tuple[Event, ...]]]:
+    def replay(
+        self, after: int = -1, upto: int | None = None
+    ) -> Iterator[tuple[int, Any, tuple[Event, ...]]]:
         """(seq, state after it, its events) for every seq in (after, upto], recent ones from memory."""
         upto = self.seq if upto is None else upto
         if all(s in self.recent for s in range(after + 1, upto + 1)):

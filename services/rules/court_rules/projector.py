@@ -65,10 +65,17 @@ log = klog.get_logger("court_rules.projector")
 
 DURABLE = "court-projector"
 PROJECTED = Counter("court_projector_records_total", "Public records stored by this projector")
-SKIPPED = Counter("court_projector_skipped_total", "Log records found public already (redeliveries, other projectors)")
-FILLED = Counter("court_projector_filled_total", "Records read back from the log to fill a gap before a later one")
-LAG = Histogram("court_projector_lag_seconds", "Move accepted (record time) to its public record stored",
-                buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60))
+SKIPPED = Counter(
+    "court_projector_skipped_total", "Log records found public already (redeliveries, other projectors)"
+)
+FILLED = Counter(
+    "court_projector_filled_total", "Records read back from the log to fill a gap before a later one"
+)
+LAG = Histogram(
+    "court_projector_lag_seconds",
+    "Move accepted (record time) to its public record stored",
+    buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60),
+)
 KEEP = 100_000  # games whose public position is remembered
 SERVICE_NAME = "court.events.v2.Projector"
 
@@ -117,15 +124,20 @@ class Projector:
             self.positions.move_to_end(game_id)
             return pos
         try:
-            m = await kjs.direct_get_last(self.store.nc, EVENTS_STREAM, krec.public_subject(game, game_id),
-                                          timeout=self.store.timeout)
+            m = await kjs.direct_get_last(
+                self.store.nc, EVENTS_STREAM, krec.public_subject(game, game_id), timeout=self.store.timeout
+            )
         except (kjs.JetStreamUnavailable, nats.errors.Error) as exc:
             raise Unavailable(f"reading the last public record of {game_id}: {exc}") from exc
         if m is None:
             return None
         h = m.headers or {}
-        pos = Position(m.seq, int(h.get(krec.SEQ_HEADER, "0")), krec.CLOSED_HEADER in h,
-                       int(h.get(krec.LOG_SEQ_HEADER, "0")))
+        pos = Position(
+            m.seq,
+            int(h.get(krec.SEQ_HEADER, "0")),
+            krec.CLOSED_HEADER in h,
+            int(h.get(krec.LOG_SEQ_HEADER, "0")),
+        )
         self._remember(game_id, pos)
         return pos
 
@@ -158,9 +170,12 @@ class Projector:
                 await self._fill(rec.game, gid, pos, log_sseq)
                 continue
             closed = rec.WhichOneof("body") == "closed"
-            headers = {krec.MSG_ID_HEADER: krec.msg_id(gid, rec.seq, closed),
-                       "Nats-Expected-Last-Subject-Sequence": str(pos.pub_sseq if pos else 0),
-                       krec.SEQ_HEADER: str(rec.seq), krec.LOG_SEQ_HEADER: str(log_sseq)}
+            headers = {
+                krec.MSG_ID_HEADER: krec.msg_id(gid, rec.seq, closed),
+                "Nats-Expected-Last-Subject-Sequence": str(pos.pub_sseq if pos else 0),
+                krec.SEQ_HEADER: str(rec.seq),
+                krec.LOG_SEQ_HEADER: str(log_sseq),
+            }
             if closed:
                 headers[krec.CLOSED_HEADER] = "1"
             data = krec.redact(rec).SerializeToString()
@@ -193,8 +208,10 @@ class Projector:
         missing: list[Record] = await self.store.records(game_id, pos.log_sseq if pos else 0)
         missing = [r for r in missing if r.sseq < upto_log_sseq and not r.archived]
         if not missing:
-            raise Unavailable(f"game {game_id}: the log has no record between public "
-                              f"{pos.log_sseq if pos else 0} and {upto_log_sseq}")
+            raise Unavailable(
+                f"game {game_id}: the log has no record between public "
+                f"{pos.log_sseq if pos else 0} and {upto_log_sseq}"
+            )
         for r in missing:
             FILLED.inc()
             await self._project(r.sseq, r.body)
@@ -231,11 +248,19 @@ class Projector:
                 try:
                     if psub is None:
                         psub = await self.store.js.pull_subscribe(
-                            krec.shard_subjects(shard), durable=self.durable, stream=stream,
-                            config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=self.ack_wait,
-                                                  deliver_policy=DeliverPolicy.ALL, max_deliver=-1,
-                                                  max_ack_pending=20_000, max_waiting=512,
-                                                  description="Court projector: game logs to public records"))
+                            krec.shard_subjects(shard),
+                            durable=self.durable,
+                            stream=stream,
+                            config=ConsumerConfig(
+                                ack_policy=AckPolicy.EXPLICIT,
+                                ack_wait=self.ack_wait,
+                                deliver_policy=DeliverPolicy.ALL,
+                                max_deliver=-1,
+                                max_ack_pending=20_000,
+                                max_waiting=512,
+                                description="Court projector: game logs to public records",
+                            ),
+                        )
                         attached.set()
                         trouble.ok("projector following again", stream=stream)
                     try:
@@ -286,8 +311,12 @@ class Projector:
                 except Unavailable as exc:
                     if stop.is_set():
                         return  # unacknowledged: delivered again, here or to another projector
-                    log.warning("projecting a record failed; retrying", game_id=rec.game_id, seq=rec.seq,
-                                error=str(exc))
+                    log.warning(
+                        "projecting a record failed; retrying",
+                        game_id=rec.game_id,
+                        seq=rec.seq,
+                        error=str(exc),
+                    )
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), delay)
                     delay = min(delay * 2, 2.0)
@@ -296,6 +325,7 @@ class Projector:
 
 
 # ---------------------------------------------------------------------- court-projector
+
 
 @dataclass
 class ProjectorApp:
@@ -319,8 +349,11 @@ class ProjectorApp:
 
     @classmethod
     async def start(cls, settings: Settings) -> ProjectorApp:
-        nc = await kjs.connect(settings.nats_servers(), name=f"court-projector@{settings.listen}",
-                               **kjs.connect_options(settings))
+        nc = await kjs.connect(
+            settings.nats_servers(),
+            name=f"court-projector@{settings.listen}",
+            **kjs.connect_options(settings),
+        )
         try:
             store = GameStore(nc, replicas=settings.stream_replicas, environ=settings.extra)
             from .app import _ensure_streams  # noqa: PLC0415 - the rules app imports this module
@@ -328,8 +361,12 @@ class ProjectorApp:
             await _ensure_streams(store)
             projector = projector_for(store, settings)
             server, port = create_server(settings.listen, settings=settings)
-            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection,
-                                                    health_listen=settings.health_listen)
+            health = await add_health_and_reflection(
+                server,
+                [SERVICE_NAME],
+                reflection_on=settings.reflection,
+                health_listen=settings.health_listen,
+            )
             await server.start()
         except BaseException:
             await nc.close()
@@ -374,8 +411,11 @@ class ProjectorApp:
 
 
 def projector_for(store: GameStore, settings: Settings) -> Projector:
-    return Projector(store, batch=settings.extra_int("PROJECTOR_BATCH", 256, 1, 4096),
-                     ack_wait=settings.extra_float("PROJECTOR_ACK_WAIT", 30.0, 0.5))
+    return Projector(
+        store,
+        batch=settings.extra_int("PROJECTOR_BATCH", 256, 1, 4096),
+        ack_wait=settings.extra_float("PROJECTOR_ACK_WAIT", 30.0, 0.5),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

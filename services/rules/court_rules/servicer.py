@@ -170,8 +170,16 @@ class Wakes:
 
 
 class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
-    def __init__(self, store: GameStore, cache: GameCache, *, id_secret: str,
-                 faults: Faults | None = None, clock: Callable[[], float] = time.time, clock_second_ms: int = 1000):
+    def __init__(
+        self,
+        store: GameStore,
+        cache: GameCache,
+        *,
+        id_secret: str,
+        faults: Faults | None = None,
+        clock: Callable[[], float] = time.time,
+        clock_second_ms: int = 1000,
+    ):
         self.clock_second_ms = clock_second_ms  # COURT_CLOCK_SECOND_MS (dev/test only; court_kit.clock)
         self.store = store
         self.cache = cache
@@ -191,8 +199,10 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         if requested is not None:
             _check_seat(entry, requested)
             if not _may_view(entry, ident, requested):
-                raise PermissionDenied(f"seat {requested} is not yours; you may watch this game as a spectator "
-                                       "(leave the seat out)")
+                raise PermissionDenied(
+                    f"seat {requested} is not yours; you may watch this game as a spectator "
+                    "(leave the seat out)"
+                )
             return requested
         mine = self._own_seats(entry, ident)
         if not mine:
@@ -218,17 +228,23 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
 
     # ------------------------------------------------------------------ RPCs
 
-    async def CreateGame(self, request: rules_pb2.CreateGameRequest, context: Any) -> rules_pb2.CreateGameResponse:
+    async def CreateGame(
+        self, request: rules_pb2.CreateGameRequest, context: Any
+    ) -> rules_pb2.CreateGameResponse:
         ident = current_identity()
         if ident.role in ("bot", "analytics"):
             raise PermissionDenied(f"the {ident.role} role may not create games")
         rid = _require_id(request.request_id, "request_id")
         module = get_game(request.game)  # InvalidOptions -> INVALID_ARGUMENT
-        options = module.options_to_dict(module.options_from_dict(typed.requested_options(request.game, request.options)))
+        options = module.options_to_dict(
+            module.options_from_dict(typed.requested_options(request.game, request.options))
+        )
         seats = list(request.seats)
         for s in seats:
             if not s or len(s) > MAX_ID or (s.startswith(BOT_PREFIX) and len(s) == len(BOT_PREFIX)):
-                raise InvalidArgument(f"seat id {quote(s)} must be a player id or \"bot:<level>\" (1-{MAX_ID} chars)")
+                raise InvalidArgument(
+                    f'seat id {quote(s)} must be a player id or "bot:<level>" (1-{MAX_ID} chars)'
+                )
         if request.HasField("seed"):
             if ident.role not in ("service", "admin"):
                 raise PermissionDenied("only a trusted caller (service, admin) may choose the seed")
@@ -239,13 +255,17 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             seed = secrets.randbits(52)
         if ident.role == "player":
             if ident.sub not in seats or any(s != ident.sub and not s.startswith(BOT_PREFIX) for s in seats):
-                raise PermissionDenied("a player may create only local games: every seat must be you or a bot "
-                                       "(\"bot:<level>\"); games with other players start from the lobby")
+                raise PermissionDenied(
+                    "a player may create only local games: every seat must be you or a bot "
+                    '("bot:<level>"); games with other players start from the lobby'
+                )
         if request.game_id:
             if ident.role not in ("service", "admin"):
                 raise PermissionDenied("only a trusted caller (service, admin) may choose the game id")
             if not CHOSEN_GAME_ID.fullmatch(request.game_id):
-                raise InvalidArgument(f"game_id {quote(request.game_id)} must be 'g' and 24 lowercase hex digits")
+                raise InvalidArgument(
+                    f"game_id {quote(request.game_id)} must be 'g' and 24 lowercase hex digits"
+                )
             game_id = request.game_id
         else:
             game_id = game_id_for(self._secret, ident.sub, rid)
@@ -260,19 +280,33 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         known = self.cache.peek(game_id)
         if known is not None:
             return self._created_answer(known, ident, rid)
-        record = {"k": "c", "game": request.game, "options": options, "seed": seed,
-                  "seats": seats, "by": ident.sub, "rid": rid, "t": int(self._clock() * 1000), **resume}
+        record = {
+            "k": "c",
+            "game": request.game,
+            "options": options,
+            "seed": seed,
+            "seats": seats,
+            "by": ident.sub,
+            "rid": rid,
+            "t": int(self._clock() * 1000),
+            **resume,
+        }
         if request.HasField("clock"):
             c = request.clock
-            settings = kitclock.validate(c.turn_seconds, c.time_bank_seconds,
-                                         c.autoplay_level or kitclock.DEFAULT_LEVEL, c.abandon_after_seconds)
+            settings = kitclock.validate(
+                c.turn_seconds,
+                c.time_bank_seconds,
+                c.autoplay_level or kitclock.DEFAULT_LEVEL,
+                c.abandon_after_seconds,
+            )
             record["clock"] = kitclock.to_record(settings, self.clock_second_ms)
         entry = GameEntry(game_id, record, 0)  # InvalidArgument when the seats do not fit the game
         if old is not None:
             await self._close(old, old_seq, game_id, ident, rid)
         try:
-            entry.last_sseq = await self.store.append(game_id, entry.created_record().SerializeToString(), 0, 0,
-                                                      due=entry.next_due())
+            entry.last_sseq = await self.store.append(
+                game_id, entry.created_record().SerializeToString(), 0, 0, due=entry.next_due()
+            )
         except Conflict:
             CONFLICTS.inc()
             return self._created_answer(await self.cache.get(game_id), ident, rid)
@@ -281,8 +315,14 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         self.faults.after_append(entry, 0)
         return self._created_answer(entry, ident, rid)
 
-    async def _save_point(self, request: rules_pb2.CreateGameRequest, ident: Identity, module: Any,
-                          seats: list[str], game_id: str) -> tuple[GameEntry, int, dict[str, Any]]:
+    async def _save_point(
+        self,
+        request: rules_pb2.CreateGameRequest,
+        ident: Identity,
+        module: Any,
+        seats: list[str],
+        game_id: str,
+    ) -> tuple[GameEntry, int, dict[str, Any]]:
         """The game resumed, the seq its save point was read at, and the creation record's part for
         a game resumed from it."""
         if ident.role != "service":
@@ -300,8 +340,10 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             if now.startswith(BOT_PREFIX) or now == was:
                 continue
             whose = "a bot's" if was.startswith(BOT_PREFIX) else f"{quote(was)}'s"
-            raise InvalidArgument(f"seat {i} of game {old.game_id} is {whose}: a resumed game keeps each person "
-                                  f"in their own seat (or gives the seat to a bot), got {quote(now)}")
+            raise InvalidArgument(
+                f"seat {i} of game {old.game_id} is {whose}: a resumed game keeps each person "
+                f"in their own seat (or gives the seat to a bot), got {quote(now)}"
+            )
         if old.closed_into == "":
             raise FailedPrecondition(old.closed_text() + ": nothing to resume")
         if old.closed_into is not None and old.closed_into != game_id:
@@ -316,8 +358,9 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             if old.closed_into == into:
                 return  # a retry: this request closed it already
             if old.closed_into is not None or old.seq != seq:
-                raise Aborted(f"game {old.game_id} changed while it was being resumed; retry with the same "
-                              "request_id")
+                raise Aborted(
+                    f"game {old.game_id} changed while it was being resumed; retry with the same request_id"
+                )
             t = int(self._clock() * 1000)
             data = old.closed_record(into, ident.sub, rid, t).SerializeToString()
             try:
@@ -327,8 +370,9 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 await self.cache.refresh(old)
                 if old.closed_into == into:
                     return
-                raise Aborted(f"game {old.game_id} changed while it was being resumed; retry with the same "
-                              "request_id") from None
+                raise Aborted(
+                    f"game {old.game_id} changed while it was being resumed; retry with the same request_id"
+                ) from None
             old.close(into, sseq, (ident.sub, rid, t))
         log.info("game closed: resumed as another game", closed=old.game_id, into=into)
 
@@ -340,8 +384,9 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         mine = self._own_seats(entry, ident)
         acting = [x for x in mine if x in entry.module.to_act(state)]
         seat = (acting or mine or [None])[0]
-        return rules_pb2.CreateGameResponse(game_id=entry.game_id,
-                                            view=game_view(entry, self.codec, state, 0, seat))
+        return rules_pb2.CreateGameResponse(
+            game_id=entry.game_id, view=game_view(entry, self.codec, state, 0, seat)
+        )
 
     async def GetView(self, request: rules_pb2.GetViewRequest, context: Any) -> rules_pb2.GameView:
         ident = current_identity()
@@ -350,8 +395,9 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         seat = self._viewer_seat(entry, ident, request.seat if request.HasField("seat") else None)
         return game_view(entry, self.codec, entry.state, entry.seq, seat)
 
-    async def ListLegalActions(self, request: rules_pb2.ListLegalActionsRequest, context: Any
-                               ) -> rules_pb2.ListLegalActionsResponse:
+    async def ListLegalActions(
+        self, request: rules_pb2.ListLegalActionsRequest, context: Any
+    ) -> rules_pb2.ListLegalActionsResponse:
         ident = current_identity()
         entry = await self.cache.fresh(request.game_id)
         klog.bind(game_id=entry.game_id)
@@ -360,11 +406,14 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             raise PermissionDenied("you have no seat in this game: legal actions are a seat's own")
         out = rules_pb2.ListLegalActionsResponse(game_id=entry.game_id, seq=entry.seq, seat=seat)
         if seat in entry.to_act():
-            out.actions.extend(self.codec.proto(entry, a, seat) for a in entry.module.legal_actions(entry.state, seat))
+            out.actions.extend(
+                self.codec.proto(entry, a, seat) for a in entry.module.legal_actions(entry.state, seat)
+            )
         return out
 
-    async def SubmitAction(self, request: rules_pb2.SubmitActionRequest, context: Any
-                           ) -> rules_pb2.SubmitActionResponse:
+    async def SubmitAction(
+        self, request: rules_pb2.SubmitActionRequest, context: Any
+    ) -> rules_pb2.SubmitActionResponse:
         ident = current_identity()
         rid = _require_id(request.request_id, "request_id")
         if not request.HasField("action"):
@@ -387,23 +436,30 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 if entry.closed_into is not None:
                     raise FailedPrecondition(entry.closed_text())
                 seat = self._acting_seat(entry, ident, requested)
-                if request.HasField("turn_seq") and seat in entry.to_act() \
-                        and entry.clock[seat].turn_seq != request.turn_seq:
+                if (
+                    request.HasField("turn_seq")
+                    and seat in entry.to_act()
+                    and entry.clock[seat].turn_seq != request.turn_seq
+                ):
                     if attempt == 0 and await self.cache.refresh(entry):
                         continue
                     raise FailedPrecondition(
                         f"the turn of seat {seat} that started at record {request.turn_seq} is over (it timed out "
-                        f"and the clock played it); its turn now started at record {entry.clock[seat].turn_seq}")
+                        f"and the clock played it); its turn now started at record {entry.clock[seat].turn_seq}"
+                    )
                 try:
-                    move, state, events = entry.propose(seat, action, action_json, ident.sub, rid,
-                                                        int(self._clock() * 1000))
+                    move, state, events = entry.propose(
+                        seat, action, action_json, ident.sub, rid, int(self._clock() * 1000)
+                    )
                     break
                 except IllegalAction:
                     # our cache may be behind the log: judge again on the latest position, once
                     if attempt == 0 and await self.cache.refresh(entry):
                         continue
                     raise
-            data = entry.move_record(move, state, events, self.codec.proto(entry, action, seat)).SerializeToString()
+            data = entry.move_record(
+                move, state, events, self.codec.proto(entry, action, seat)
+            ).SerializeToString()
             try:
                 sseq = await self.store.append(entry.game_id, data, move.seq, entry.last_sseq, due=move.due)
             except Conflict:
@@ -414,29 +470,37 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                     return self._first_answer(entry, first, ident, action_json)
                 if entry.closed_into is not None:
                     raise FailedPrecondition(entry.closed_text()) from None
-                raise Aborted("another move reached this game first; retry with the same request_id") from None
+                raise Aborted(
+                    "another move reached this game first; retry with the same request_id"
+                ) from None
             entry.commit(move, state, events, sseq)
             MOVES.labels(entry.game).inc()
             self.faults.after_append(entry, move.seq)
             return self._submit_answer(entry, move.seq, seat, ident, state, events)
 
-    def _first_answer(self, entry: GameEntry, seq: int, ident: Identity, action_json: dict[str, Any]
-                      ) -> rules_pb2.SubmitActionResponse:
+    def _first_answer(
+        self, entry: GameEntry, seq: int, ident: Identity, action_json: dict[str, Any]
+    ) -> rules_pb2.SubmitActionResponse:
         REPLAYED.inc()
         if seq == 0:
             raise InvalidArgument("this request_id created the game; use a new one for each move")
         move = entry.moves[seq - 1]
         if move.is_seat_record:
-            raise InvalidArgument(f"request_id {quote(move.rid)} was already used for a seat change (record {seq}); "
-                                  "use a new request_id for a move")
+            raise InvalidArgument(
+                f"request_id {quote(move.rid)} was already used for a seat change (record {seq}); "
+                "use a new request_id for a move"
+            )
         if move.action != action_json:
-            raise InvalidArgument(f"request_id {quote(move.rid)} was already used for another action "
-                                  f"(move {seq}); use a new request_id for a new action")
+            raise InvalidArgument(
+                f"request_id {quote(move.rid)} was already used for another action "
+                f"(move {seq}); use a new request_id for a new action"
+            )
         state, events = entry.at(seq)
         return self._submit_answer(entry, seq, move.seat, ident, state, events)
 
-    def _submit_answer(self, entry: GameEntry, seq: int, seat: int, ident: Identity, state: Any, events: Any
-                       ) -> rules_pb2.SubmitActionResponse:
+    def _submit_answer(
+        self, entry: GameEntry, seq: int, seat: int, ident: Identity, state: Any, events: Any
+    ) -> rules_pb2.SubmitActionResponse:
         out = rules_pb2.SubmitActionResponse(seq=seq, view=game_view(entry, self.codec, state, seq, seat))
         out.events.extend([typed.event_for_seat_to_proto(entry.game, e, seat) for e in events])
         for s in entry.module.to_act(state):
@@ -444,8 +508,9 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 out.next.append(game_view(entry, self.codec, state, seq, s))
         return out
 
-    async def WatchGame(self, request: rules_pb2.WatchGameRequest, context: Any
-                        ) -> AsyncIterator[rules_pb2.GameUpdate]:
+    async def WatchGame(
+        self, request: rules_pb2.WatchGameRequest, context: Any
+    ) -> AsyncIterator[rules_pb2.GameUpdate]:
         ident = current_identity()
         if not valid_game_id(request.game_id):
             raise NotFound(f"no game {quote(request.game_id)}")
@@ -463,13 +528,19 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 # the snapshot's seq is taken with its view, before the yield: a move landing while
                 # the snapshot is on its way is then the follow's first update (no gap, no repeat)
                 sent = entry.seq
-                yield rules_pb2.GameUpdate(seq=sent, view=game_view(entry, self.codec, entry.state, sent, seat))
+                yield rules_pb2.GameUpdate(
+                    seq=sent, view=game_view(entry, self.codec, entry.state, sent, seat)
+                )
             while True:
                 if sent < entry.seq:
                     # materialised first: the entry may move on (and forget recent states) meanwhile
                     for s, state, events in list(entry.replay(sent, entry.seq)):
-                        update = rules_pb2.GameUpdate(seq=s, view=game_view(entry, self.codec, state, s, seat))
-                        update.events.extend([typed.event_for_seat_to_proto(entry.game, e, seat) for e in events])
+                        update = rules_pb2.GameUpdate(
+                            seq=s, view=game_view(entry, self.codec, state, s, seat)
+                        )
+                        update.events.extend(
+                            [typed.event_for_seat_to_proto(entry.game, e, seat) for e in events]
+                        )
                         yield update
                         sent = s
                     continue
@@ -501,13 +572,17 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         finally:
             await self.wakes.leave(subject, wake)
 
-    async def CloseGame(self, request: rules_pb2.CloseGameRequest, context: Any) -> rules_pb2.CloseGameResponse:
+    async def CloseGame(
+        self, request: rules_pb2.CloseGameRequest, context: Any
+    ) -> rules_pb2.CloseGameResponse:
         """Close an unfinished game for good (its lobby was cancelled, its antes refunded). Idempotent:
         a game closed already (by any request, or by a resume) answers its closed view."""
         ident = current_identity()
         if ident.role != "service":
-            raise PermissionDenied("only the lobby closes games (when it cancels their lobby); players may "
-                                   "abandon a game through the lobby's AbandonGame")
+            raise PermissionDenied(
+                "only the lobby closes games (when it cancels their lobby); players may "
+                "abandon a game through the lobby's AbandonGame"
+            )
         rid = _require_id(request.request_id, "request_id")
         reason = request.reason.strip()
         if not reason or len(reason) > MAX_REASON:
@@ -523,32 +598,45 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 t = int(self._clock() * 1000)
                 data = entry.closed_record("", ident.sub, rid, t, reason).SerializeToString()
                 try:
-                    sseq = await self.store.append(entry.game_id, data, entry.seq, entry.last_sseq, closing=True)
+                    sseq = await self.store.append(
+                        entry.game_id, data, entry.seq, entry.last_sseq, closing=True
+                    )
                 except Conflict:
                     # a move (or another close) reached the log first: judge again on the latest position
                     CONFLICTS.inc()
                     await self.cache.refresh(entry)
                     if attempt == 1 and entry.closed_into is None:
-                        raise Aborted(f"game {entry.game_id} changed while it was being closed; retry with the "
-                                      "same request_id") from None
+                        raise Aborted(
+                            f"game {entry.game_id} changed while it was being closed; retry with the "
+                            "same request_id"
+                        ) from None
                     continue
                 entry.close("", sseq, (ident.sub, rid, t), reason)
                 log.info("game closed", reason=reason[:200])
                 self.faults.after_append(entry, entry.seq)
                 break
             now = entry.closed_by[:2] == (ident.sub, rid)
-            return rules_pb2.CloseGameResponse(game_id=entry.game_id, closed_now=now,
-                                               view=game_view(entry, self.codec, entry.state, entry.seq, None))
+            return rules_pb2.CloseGameResponse(
+                game_id=entry.game_id,
+                closed_now=now,
+                view=game_view(entry, self.codec, entry.state, entry.seq, None),
+            )
 
-    async def GetHistory(self, request: rules_pb2.GetHistoryRequest, context: Any) -> rules_pb2.GetHistoryResponse:
+    async def GetHistory(
+        self, request: rules_pb2.GetHistoryRequest, context: Any
+    ) -> rules_pb2.GetHistoryResponse:
         ident = current_identity()
         if not ident.may_read_full:
             raise PermissionDenied("the full-information history is for the admin and analytics roles")
         entry = await self.cache.fresh(request.game_id)
         klog.bind(game_id=entry.game_id)
         out = rules_pb2.GetHistoryResponse(
-            game=entry.game, game_id=entry.game_id, seed=entry.seed, seats=entry.seats,
-            created_by=entry.created_by, to_act=entry.to_act(),
+            game=entry.game,
+            game_id=entry.game_id,
+            seed=entry.seed,
+            seats=entry.seats,
+            created_by=entry.created_by,
+            to_act=entry.to_act(),
         )
         out.options.MergeFromString(entry.options_bytes)
         out.created.FromMilliseconds(entry.created_t)
@@ -565,15 +653,24 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         result_proto(entry, entry.state, out.result, entry.closed_into is not None)
         return out
 
-
     # ------------------------------------------------------------------ turn clock
 
-    async def write_locked(self, entry: GameEntry, seat: int, action: Any, action_json: dict[str, Any], by: str,
-                           rid: str, kind: str) -> int | None:
+    async def write_locked(
+        self,
+        entry: GameEntry,
+        seat: int,
+        action: Any,
+        action_json: dict[str, Any],
+        by: str,
+        rid: str,
+        kind: str,
+    ) -> int | None:
         """Append one record the service itself decided (a clock move, a seat record); the caller
         holds ``entry.lock`` and has refreshed the entry. Returns its seq, or None when another
         writer was first (the entry is refreshed: the caller judges again)."""
-        move, state, events = entry.propose(seat, action, action_json, by, rid, int(self._clock() * 1000), kind)
+        move, state, events = entry.propose(
+            seat, action, action_json, by, rid, int(self._clock() * 1000), kind
+        )
         typed_action = None if action is None else self.codec.proto(entry, action, seat)
         data = entry.move_record(move, state, events, typed_action).SerializeToString()
         try:
@@ -615,8 +712,10 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 seat = mine[0]
         else:
             what = "LeaveSeat" if kind == kclock.SEAT_AWAY else "ReturnToSeat"
-            raise PermissionDenied(f"the {ident.role} role may not call {what}: a seat's player may "
-                                   "(and the lobby may mark a seat away)")
+            raise PermissionDenied(
+                f"the {ident.role} role may not call {what}: a seat's player may "
+                "(and the lobby may mark a seat away)"
+            )
         async with entry.lock:
             await self.cache.refresh(entry)
             for _attempt in range(5):
@@ -639,9 +738,13 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
 
     def _seat_answer(self, entry: GameEntry, seq: int, seat: int, changed: bool) -> rules_pb2.SeatResponse:
         state = entry.state if seq == entry.seq else entry.at(seq)[0]
-        return rules_pb2.SeatResponse(seq=seq, view=game_view(entry, self.codec, state, seq, seat), changed=changed)
+        return rules_pb2.SeatResponse(
+            seq=seq, view=game_view(entry, self.codec, state, seq, seat), changed=changed
+        )
 
-    async def ReturnToSeat(self, request: rules_pb2.ReturnToSeatRequest, context: Any) -> rules_pb2.SeatResponse:
+    async def ReturnToSeat(
+        self, request: rules_pb2.ReturnToSeatRequest, context: Any
+    ) -> rules_pb2.SeatResponse:
         return await self._seat_change(request, kclock.SEAT_RETURNED)
 
     async def LeaveSeat(self, request: rules_pb2.LeaveSeatRequest, context: Any) -> rules_pb2.SeatResponse:

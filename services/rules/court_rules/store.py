@@ -65,11 +65,15 @@ class Record:
 
 
 def _unavailable(what: str, exc: BaseException) -> Unavailable:
-    return Unavailable(f"the game store is unavailable ({what}: {type(exc).__name__}); retry with the same request id")
+    return Unavailable(
+        f"the game store is unavailable ({what}: {type(exc).__name__}); retry with the same request id"
+    )
 
 
 class GameStore:
-    def __init__(self, nc: NATS, *, replicas: int = 1, timeout: float = 5.0, environ: Mapping[str, str] | None = None):
+    def __init__(
+        self, nc: NATS, *, replicas: int = 1, timeout: float = 5.0, environ: Mapping[str, str] | None = None
+    ):
         """``environ``: the COURT_ variables (``Settings.extra``): the streams' limits and
         ``COURT_GAME_STREAMS``."""
         self.nc = nc
@@ -88,17 +92,33 @@ class GameStore:
 
     def stream_configs(self) -> list[StreamConfig]:
         """Every stream the rules service writes, bounded (``court_kit.jetstream.stream_config``)."""
+
         def cfg(name: str, subjects: list[str], description: str, limits: str | None = None) -> StreamConfig:
             default = kjs.stream_limits(limits, self.environ) if limits else None
-            return kjs.stream_config(name, subjects, description=description, environ=self.environ,
-                                     replicas=self.replicas, duplicate_window=DUPLICATE_WINDOW, default=default)
+            return kjs.stream_config(
+                name,
+                subjects,
+                description=description,
+                environ=self.environ,
+                replicas=self.replicas,
+                duplicate_window=DUPLICATE_WINDOW,
+                default=default,
+            )
 
-        logs = [cfg(krec.game_stream(i), [krec.shard_subjects(i)],
-                    f"Court game logs, shard {i} of {self.shards} (full-information records)", krec.LIMITS_NAME)
-                for i in range(self.shards)]
-        return [*logs,
-                cfg(EVENTS_STREAM, [EVENTS_PREFIX + "*.*"], "Court public game records (court.events.v2)"),
-                cfg(ARCHIVE_STREAM, [ARCHIVE_PREFIX + "*"], "Court finished games, one message each")]
+        logs = [
+            cfg(
+                krec.game_stream(i),
+                [krec.shard_subjects(i)],
+                f"Court game logs, shard {i} of {self.shards} (full-information records)",
+                krec.LIMITS_NAME,
+            )
+            for i in range(self.shards)
+        ]
+        return [
+            *logs,
+            cfg(EVENTS_STREAM, [EVENTS_PREFIX + "*.*"], "Court public game records (court.events.v2)"),
+            cfg(ARCHIVE_STREAM, [ARCHIVE_PREFIX + "*"], "Court finished games, one message each"),
+        ]
 
     async def ensure_streams(self) -> None:
         for config in self.stream_configs():
@@ -106,8 +126,16 @@ class GameStore:
 
     # ------------------------------------------------------------------ game log
 
-    async def append(self, game_id: str, data: bytes, seq: int, expected_sseq: int, *,
-                     closing: bool = False, due: int | None = None) -> int:
+    async def append(
+        self,
+        game_id: str,
+        data: bytes,
+        seq: int,
+        expected_sseq: int,
+        *,
+        closing: bool = False,
+        due: int | None = None,
+    ) -> int:
         """Append one serialized full record; returns its stream sequence. ``Conflict`` when
         someone else was first. ``due``: when the turn clock has work in the position after it
         (header ``Court-Due``, ms since the epoch; ``court_rules.clockdriver``)."""
@@ -133,8 +161,13 @@ class GameStore:
     async def records(self, game_id: str, after_sseq: int = 0) -> list[Record]:
         """The game's records after stream sequence ``after_sseq``, oldest first."""
         try:
-            msgs = await kjs.direct_get_batch(self.nc, self.stream_of(game_id), self.subject(game_id),
-                                              start_seq=after_sseq + 1, timeout=self.timeout)
+            msgs = await kjs.direct_get_batch(
+                self.nc,
+                self.stream_of(game_id),
+                self.subject(game_id),
+                start_seq=after_sseq + 1,
+                timeout=self.timeout,
+            )
         except kjs.JetStreamUnavailable as exc:
             raise _unavailable("load", exc) from exc
         except (nats.errors.ConnectionClosedError, nats.errors.OutboundBufferLimitError) as exc:
@@ -146,7 +179,9 @@ class GameStore:
     async def archived_records(self, game_id: str) -> list[Record]:
         """A finished game's records from the archive (``[]`` when it holds none)."""
         try:
-            m = await kjs.direct_get_last(self.nc, ARCHIVE_STREAM, ARCHIVE_PREFIX + game_id, timeout=self.timeout)
+            m = await kjs.direct_get_last(
+                self.nc, ARCHIVE_STREAM, ARCHIVE_PREFIX + game_id, timeout=self.timeout
+            )
         except (kjs.JetStreamUnavailable, nats.errors.ConnectionClosedError) as exc:
             raise _unavailable("archive read", exc) from exc
         if m is None:
@@ -154,11 +189,16 @@ class GameStore:
         doc = records_pb2.GameLog.FromString(m.data)
         return [Record(doc.last_sseq, rec, archived=True) for rec in doc.records]
 
-    async def archive(self, game: str, game_id: str, records: list[records_pb2.Record], last_sseq: int) -> bool:
+    async def archive(
+        self, game: str, game_id: str, records: list[records_pb2.Record], last_sseq: int
+    ) -> bool:
         """Store a finished game's whole log once (the first writer wins); False when it was there."""
         data = records_pb2.GameLog(records=records, last_sseq=last_sseq).SerializeToString()
-        headers = {"Nats-Expected-Last-Subject-Sequence": "0", "Nats-Msg-Id": f"archive-{game_id}",
-                   "Court-Game": game}
+        headers = {
+            "Nats-Expected-Last-Subject-Sequence": "0",
+            "Nats-Msg-Id": f"archive-{game_id}",
+            "Court-Game": game,
+        }
         try:
             fut = await self.publisher.publish(ARCHIVE_PREFIX + game_id, data, headers)
             ack = await asyncio.wait_for(fut, self.timeout)
@@ -180,8 +220,9 @@ class GameStore:
     async def last_sseq(self, game_id: str) -> tuple[int, int] | None:
         """(stream sequence, game seq) of the game's last record, or ``None`` for an unknown game."""
         try:
-            m = await kjs.direct_get_last(self.nc, self.stream_of(game_id), self.subject(game_id),
-                                          timeout=self.timeout)
+            m = await kjs.direct_get_last(
+                self.nc, self.stream_of(game_id), self.subject(game_id), timeout=self.timeout
+            )
         except (kjs.JetStreamUnavailable, nats.errors.ConnectionClosedError) as exc:
             raise _unavailable("read", exc) from exc
         if m is None:
@@ -191,8 +232,9 @@ class GameStore:
     async def last_public(self, game: str, game_id: str) -> tuple[int, int] | None:
         """(public stream sequence, game seq) of the game's last public record, or ``None``."""
         try:
-            m = await kjs.direct_get_last(self.nc, EVENTS_STREAM, krec.public_subject(game, game_id),
-                                          timeout=self.timeout)
+            m = await kjs.direct_get_last(
+                self.nc, EVENTS_STREAM, krec.public_subject(game, game_id), timeout=self.timeout
+            )
         except (kjs.JetStreamUnavailable, nats.errors.ConnectionClosedError) as exc:
             raise _unavailable("public read", exc) from exc
         if m is None:

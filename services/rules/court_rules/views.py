@@ -45,13 +45,22 @@ def result_proto(entry: GameEntry, state: Any, into: rules_pb2.GameResult, close
     into.finished = bool(result.get("finished", entry.module.is_terminal(state)))
 
 
-def game_view(entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: int | None) -> rules_pb2.GameView:
+def game_view(
+    entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: int | None
+) -> rules_pb2.GameView:
     module = entry.module
     closed = entry.closed_at(seq)
     acting = () if closed else module.to_act(state)
     finished = closed or module.is_terminal(state)
-    v = rules_pb2.GameView(game=entry.game, game_id=entry.game_id, seq=seq, to_act=acting, finished=finished,
-                           seats=entry.seats, view=typed.view_to_proto(entry.game, module.view(state, seat)))
+    v = rules_pb2.GameView(
+        game=entry.game,
+        game_id=entry.game_id,
+        seq=seq,
+        to_act=acting,
+        finished=finished,
+        seats=entry.seats,
+        view=typed.view_to_proto(entry.game, module.view(state, seat)),
+    )
     if seat is not None:
         v.your_seat = seat
     v.options.MergeFromString(entry.options_bytes)
