@@ -74,7 +74,7 @@ TTL ?= 86400
 token: setup
 	@COURT_ENV="$${COURT_ENV:-dev}" $(BIN)/court-token --sub "$(SUB)" --role "$(ROLE)" --ttl "$(TTL)"
 
-# ruff check (CI runs it); `ruff format --check` is not enforced yet (the tree is not formatted).
+# ruff check and ruff format --check (CI runs both).
 lint: setup
 	$(BIN)/ruff check libs services tests
 	$(BIN)/ruff format --check .
