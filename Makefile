@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.court-setup
 PYTEST_ARGS ?=
 
-.PHONY: setup test bench lint typecheck vectors clean proto token run play image image-test chaos
+.PHONY: setup test bench lint typecheck vectors clean proto proto-check contract token run play image image-test chaos
 
 # Creates or updates .venv (a no-op when pyproject.toml and uv.lock are unchanged).
 setup: $(STAMP)
@@ -56,6 +56,16 @@ vectors: setup
 proto: setup
 	$(BIN)/python protos/generate.py libs/court_proto
 
+# docs/contract-reference.md from the protos' comments (protos/contract_doc.py; tests check it is in step).
+contract: setup
+	$(BIN)/python protos/contract_doc.py
+
+# buf lint, and buf breaking against main's previous commit (BASE=<rev> to choose another):
+# scripts/proto-check.sh, with buf from tools/buf (npm ci there on first use).
+BASE ?= HEAD~1
+proto-check:
+	scripts/proto-check.sh $(BASE)
+
 # A development bearer token: make token SUB=alice ROLE=player (TTL=seconds); signed with the lobby's
 # key (COURT_SIGNING_KEY) or, with COURT_ENV=dev (the default here), the dev key under .state/keys/.
 SUB ?= dev
@@ -64,9 +74,10 @@ TTL ?= 86400
 token: setup
 	@COURT_ENV="$${COURT_ENV:-dev}" $(BIN)/court-token --sub "$(SUB)" --role "$(ROLE)" --ttl "$(TTL)"
 
-# ruff check (CI runs it); `ruff format --check` is not enforced yet (the tree is not formatted).
+# ruff check and ruff format --check (CI runs both).
 lint: setup
 	$(BIN)/ruff check libs services tests
+	$(BIN)/ruff format --check .
 
 # mypy: strict on libs/ ([tool.mypy] in pyproject.toml; generated court_proto is not checked).
 typecheck: setup
@@ -84,9 +95,8 @@ image:
 image-test: setup image
 	COURT_IMAGE=$(IMAGE) $(BIN)/pytest -p no:cacheprovider -o addopts="-ra --strict-markers" -q tests/image $(PYTEST_ARGS)
 
-# The chaos suite (tests/chaos: a 3-server NATS cluster, two rules replicas, PostgreSQL restarted
-# under 50 online ante games). Not in `make test` for now: one run here stalled after a rules replica
-# was killed (games stopped moving), which is an open defect, not a flaky test.
+# The chaos suite alone (tests/chaos: a 3-server NATS cluster, two rules replicas, PostgreSQL restarted
+# under 50 online ante games); `make test` runs it too.
 chaos: setup
 	$(BIN)/pytest -p no:cacheprovider -o addopts="-ra --strict-markers" -q tests/chaos $(PYTEST_ARGS)
 

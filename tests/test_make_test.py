@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The one test `make test` runs: the suite's PostgreSQL answers while it runs; then it passes, fails, or
 # says (through a FIFO) that it is running and waits to be interrupted.
-INNER = '''
+INNER = """
 import os, threading
 import psycopg
 
@@ -36,7 +36,7 @@ def test_inner():
         with open(os.environ["INNER_FIFO"], "w") as f:
             f.write("running\\n")
         threading.Event().wait()
-'''
+"""
 
 
 def cluster_processes(pg_dir: Path) -> list[str]:
@@ -64,8 +64,12 @@ def run_dir() -> Iterator[Path]:
     try:
         yield d
     finally:
-        subprocess.run([str(ROOT / "scripts" / "test-postgres.sh"), "stop"], env=_env(d, "pass"),
-                       capture_output=True, timeout=120)
+        subprocess.run(
+            [str(ROOT / "scripts" / "test-postgres.sh"), "stop"],
+            env=_env(d, "pass"),
+            capture_output=True,
+            timeout=120,
+        )
         shutil.rmtree(d, ignore_errors=True)
 
 
@@ -77,9 +81,15 @@ def _env(d: Path, mode: str) -> dict[str, str]:
 
 def make_test(d: Path, mode: str) -> subprocess.Popen[str]:
     args = f"-p no:cacheprovider -n 0 -q {d / 'test_inner.py'}"
-    return subprocess.Popen(["make", "--no-print-directory", "test", f"PYTEST_ARGS={args}"], cwd=ROOT,
-                            env=_env(d, mode), text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    return subprocess.Popen(
+        ["make", "--no-print-directory", "test", f"PYTEST_ARGS={args}"],
+        cwd=ROOT,
+        env=_env(d, mode),
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def assert_stopped(d: Path, output: str) -> None:

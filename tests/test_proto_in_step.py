@@ -17,8 +17,9 @@ def _files(root: Path) -> set[str]:
 
 def test_generated_code_matches_protos(tmp_path: Path) -> None:
     out = tmp_path / "court_proto"
-    subprocess.run([sys.executable, str(ROOT / "protos" / "generate.py"), str(out)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, str(ROOT / "protos" / "generate.py"), str(out)], check=True, capture_output=True
+    )
     fresh, kept = _files(out), _files(CHECKED_IN)
     assert fresh == kept, (
         f"libs/court_proto is out of step with protos/: missing {sorted(fresh - kept)}, "

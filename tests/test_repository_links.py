@@ -87,7 +87,9 @@ def test_nothing_points_outside_the_repository() -> None:
 
 def test_the_scan_finds_what_it_looks_for(tmp_path: Path) -> None:
     """The patterns catch the ways a file points outside (so that a clean scan means something)."""
-    line = "See ../shared/RULES.md, RULES.md section 2, the seed hearts.txt, /work/main/x and [x](../../y.md)."
+    line = (
+        "See ../shared/RULES.md, RULES.md section 2, the seed hearts.txt, /work/main/x and [x](../../y.md)."
+    )
     assert UP_PATH.search(line).group(1) == "../shared/RULES.md"
     assert {m.group(1) for m in DOC_NAME.finditer(line)} >= {"../shared/RULES.md", "RULES.md", "hearts.txt"}
     assert MACHINE_PATH.search(line).group(0) == "/work/main"

@@ -49,8 +49,14 @@ class Decision:
     iterations: int = 0
 
 
-def choose(game: str, view: Mapping[str, Any], seat: int, level: str, rng: random.Random,
-           budget_ms: float | None = None) -> Decision:
+def choose(
+    game: str,
+    view: Mapping[str, Any],
+    seat: int,
+    level: str,
+    rng: random.Random,
+    budget_ms: float | None = None,
+) -> Decision:
     """The move ``level`` makes for ``seat`` from ``view``."""
     if level not in LEVELS:
         raise UnknownLevel(f"unknown bot level {level!r}; levels: {', '.join(LEVELS)}")

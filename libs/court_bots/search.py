@@ -125,7 +125,9 @@ def ismcts(
             acting = game.to_act(state)
             player = acting[0]
             legal = game.legal_actions(state, player)
-            state, _ = game.apply(state, player, adapter.playout_action(state, player, legal, rng), emit=False)
+            state, _ = game.apply(
+                state, player, adapter.playout_action(state, player, legal, rng), emit=False
+            )
         # backpropagation
         cache: dict[int, float] = {}
         for n in path[1:]:

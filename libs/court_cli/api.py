@@ -25,8 +25,11 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoRe
 
 from .session import SERVICES, CliError, Endpoints
 
-INFRASTRUCTURE = ("grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection",
-                  "grpc.reflection.v1.ServerReflection")
+INFRASTRUCTURE = (
+    "grpc.health.v1.Health",
+    "grpc.reflection.v1alpha.ServerReflection",
+    "grpc.reflection.v1.ServerReflection",
+)
 
 
 @dataclass
@@ -85,8 +88,10 @@ def resolve(endpoints: Endpoints, where: str) -> tuple[str, str | None]:
             continue
         finally:
             r.close()
-    raise CliError(f"no service {where[:60]!r}: name one of {', '.join(addrs)}, an address HOST:PORT, or a full "
-                   "service name (`court api list` shows them)")
+    raise CliError(
+        f"no service {where[:60]!r}: name one of {', '.join(addrs)}, an address HOST:PORT, or a full "
+        "service name (`court api list` shows them)"
+    )
 
 
 def signature(m: MethodDescriptor) -> str:
@@ -131,8 +136,16 @@ def find_method(r: Reflected, service: str | None, method: str) -> MethodDescrip
     raise CliError(f"no method {method[:60]!r} at {r.address}; its methods: {known}")
 
 
-def call(endpoints: Endpoints, where: str, method: str, request_json: str, token: str, *, timeout: float = 30.0,
-         count: int = 0) -> Iterator[dict[str, Any]]:
+def call(
+    endpoints: Endpoints,
+    where: str,
+    method: str,
+    request_json: str,
+    token: str,
+    *,
+    timeout: float = 30.0,
+    count: int = 0,
+) -> Iterator[dict[str, Any]]:
     """Call ``method`` with the JSON request; each answer as a JSON-ready dict (one, or one per streamed message,
     ``count`` of them at most when non-zero)."""
     addr, service = resolve(endpoints, where)
@@ -149,10 +162,15 @@ def call(endpoints: Endpoints, where: str, method: str, request_json: str, token
             raise CliError(f"the request is not a {m.input_type.full_name} in JSON: {exc}") from None
         path = f"/{m.containing_service.full_name}/{m.name}"
         metadata = (("authorization", f"Bearer {token}"),) if token else ()
-        kw = {"request_serializer": request_cls.SerializeToString, "response_deserializer": response_cls.FromString}
+        kw = {
+            "request_serializer": request_cls.SerializeToString,
+            "response_deserializer": response_cls.FromString,
+        }
         try:
             if m.server_streaming:
-                stream = r.channel.unary_stream(path, **kw)(request, metadata=metadata, timeout=timeout or None)
+                stream = r.channel.unary_stream(path, **kw)(
+                    request, metadata=metadata, timeout=timeout or None
+                )
                 shown = 0
                 for answer in stream:
                     yield _as_dict(answer)
@@ -161,7 +179,9 @@ def call(endpoints: Endpoints, where: str, method: str, request_json: str, token
                         stream.cancel()
                         return
             else:
-                yield _as_dict(r.channel.unary_unary(path, **kw)(request, metadata=metadata, timeout=timeout or None))
+                yield _as_dict(
+                    r.channel.unary_unary(path, **kw)(request, metadata=metadata, timeout=timeout or None)
+                )
         except grpc.RpcError as err:
             code = err.code()
             if code == grpc.StatusCode.CANCELLED and count:
@@ -172,4 +192,5 @@ def call(endpoints: Endpoints, where: str, method: str, request_json: str, token
 
 
 def _as_dict(msg: Any) -> dict[str, Any]:
-    return json.loads(json_format.MessageToJson(msg, preserving_proto_field_name=True))
+    out: dict[str, Any] = json.loads(json_format.MessageToJson(msg, preserving_proto_field_name=True))
+    return out

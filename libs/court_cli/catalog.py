@@ -15,54 +15,60 @@ from pathlib import Path
 
 # The registry's names (court_games.registry.GAME_NAMES; tests/cli/test_catalog.py keeps them equal).
 GAME_NAMES: tuple[str, ...] = ("queens_court", "hearts", "the_court", "court_wars")
-GAME_TITLES = {"queens_court": "Queen's Court", "hearts": "Hearts", "the_court": "The Court",
-               "court_wars": "Court Wars"}
+GAME_TITLES = {
+    "queens_court": "Queen's Court",
+    "hearts": "Hearts",
+    "the_court": "The Court",
+    "court_wars": "Court Wars",
+}
 
 # The player's page of each game, in the repository.
 RULES_PAGES = {g: f"docs/rules/{g}.md" for g in GAME_NAMES}
 
 OBJECTIVES = {
     "queens_court": "Finish a round with the lowest spread (the gap between your two piles' showing cards); "
-                    "the first to win two rounds wins the game.",
+    "the first to win two rounds wins the game.",
     "hearts": "Take as few points as you can (each heart 1, the queen of spades 13); when someone reaches the "
-              "limit (100), the lowest total wins.",
+    "limit (100), the lowest total wins.",
     "the_court": "Build towers from your own deck and close them with Queens and Aces for points; beat the "
-                 "target (solitaire 56) or, in co-op, reach it together.",
+    "target (solitaire 56) or, in co-op, reach it together.",
     "court_wars": "Guard your three court cards (J, Q, K) and defeat everyone else's: the last player with a "
-                  "court standing wins.",
+    "court standing wins.",
 }
 
 SUMMARIES = {
     "queens_court": "Everyone has two face-up piles, a left and a right; your spread is the difference of their "
-                    "values (A=1 ... 10, J=11, K=13). A Queen is wild: it copies the other pile's card, so it "
-                    "makes that player's spread 0, but two Queens showing is the worst spread of all. On your "
-                    "turn play one card from your hand onto any pile at the table, yours or another player's, "
-                    "then draw one (two when the pile you played on leaves its owner a spread of exactly 0). When "
-                    "the deck is empty everyone gets a glove: a gloved pile is frozen. Playing your last card "
-                    "locks your piles. Lowest spread wins the round (a tie: fewest cards in the piles).",
+    "values (A=1 ... 10, J=11, K=13). A Queen is wild: it copies the other pile's card, so it "
+    "makes that player's spread 0, but two Queens showing is the worst spread of all. On your "
+    "turn play one card from your hand onto any pile at the table, yours or another player's, "
+    "then draw one (two when the pile you played on leaves its owner a spread of exactly 0). When "
+    "the deck is empty everyone gets a glove: a gloved pile is frozen. Playing your last card "
+    "locks your piles. Lowest spread wins the round (a tie: fewest cards in the piles).",
     "hearts": "Four players, thirteen cards each. First pass three cards (left, across, right, then no pass, in "
-              "turn). The holder of the 2 of clubs leads it; follow the led suit if you can; the highest card of "
-              "the led suit takes the trick and leads the next. No hearts or queen of spades on the first trick, "
-              "and no heart led before hearts are broken. Taking all 26 points (shooting the moon) gives 26 to "
-              "everyone else instead.",
+    "turn). The holder of the 2 of clubs leads it; follow the led suit if you can; the highest card of "
+    "the led suit takes the trick and leads the next. No hearts or queen of spades on the first trick, "
+    "and no heart led before hearts are broken. Taking all 26 points (shooting the moon) gives 26 to "
+    "everyone else instead.",
     "the_court": "Each turn the top card of your deck is drawn and must be resolved at once: a number card "
-                 "(2-10) goes on a tower whose top it equals or beats, starts a new tower (at most 4), or is "
-                 "banked in the Moat (2 cards). A Jack freezes a tower, a Queen closes it for its value (half "
-                 "with a Jack in it), an Ace closes it for half, a King sweeps it away and costs its value. Open "
-                 "towers and Moat cards left at the end count against you.",
+    "(2-10) goes on a tower whose top it equals or beats, starts a new tower (at most 4), or is "
+    "banked in the Moat (2 cards). A Jack freezes a tower, a Queen closes it for its value (half "
+    "with a Jack in it), an Ace closes it for half, a King sweeps it away and costs its value. Open "
+    "towers and Moat cards left at the end count against you.",
     "court_wars": "Every court card has defence 10. On your turn either defend (draw a card: a guard 2-10 "
-                  "goes on one of your courts, each lower than the one it covers; a joker revives a defeated "
-                  "court; an Ace lets you attack and draw again) or attack: spend guards from one of your "
-                  "courts, and with their sum remove an opponent's top guards or, if it reaches the court's "
-                  "defence (10 + its guards), defeat the court.",
+    "goes on one of your courts, each lower than the one it covers; a joker revives a defeated "
+    "court; an Ace lets you attack and draw again) or attack: spend guards from one of your "
+    "courts, and with their sum remove an opponent's top guards or, if it reaches the court's "
+    "defence (10 + its guards), defeat the court.",
 }
 
 
 def rules_help(game: str) -> str:
     """The in-game ``h``: the objective, the game in one paragraph, and where the whole page is."""
     title = GAME_TITLES.get(game, game)
-    return (f"{title}: {OBJECTIVES.get(game, '')}\n{SUMMARIES.get(game, '')}\n"
-            f"The rules, with a worked example: {RULES_PAGES.get(game, 'docs/rules/')} in the Court repository.")
+    return (
+        f"{title}: {OBJECTIVES.get(game, '')}\n{SUMMARIES.get(game, '')}\n"
+        f"The rules, with a worked example: {RULES_PAGES.get(game, 'docs/rules/')} in the Court repository."
+    )
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:
@@ -94,17 +100,74 @@ def court_command() -> str:
 # list against that contract and against the events the engines emit).
 SERVICE_EVENT_TYPES = ("GameCreated", "ActionApplied", "TurnStarted", "GameEnded")
 ENGINE_EVENT_TYPES: dict[str, tuple[str, ...]] = {
-    "queens_court": ("GameStarted", "RoundDealt", "HandDealt", "CardPlayed", "CardsDrawn", "PileLocked",
-                     "SecondHalfStarted", "RoundEnded", "GameEnded"),
-    "hearts": ("GameStarted", "HandDealt", "PassCardsChosen", "CardsPassed", "PlayStarted", "CardPlayed",
-               "HeartsBroken", "TrickTaken", "HandEnded", "GameEnded"),
-    "the_court": ("GameStarted", "CardDrawn", "CardShown", "CardPlaced", "TowerStarted", "TowerClosed", "TowerSwept",
-                  "MoatBanked", "MoatDeployed", "MoatSealed", "CardOffered", "CardAccepted", "CardDeclined",
-                  "CardKept", "CardBurned", "CardDiscarded", "CardHandedOff", "CardsSwapped", "SwapVoted",
-                  "SwapVetoed", "TurnSkipped", "PlayerFinished", "GameEnded"),
-    "court_wars": ("GameStarted", "SetupCardDrawn", "GuardPlaced", "SetupPickLapsed", "SetupEnded", "Defended",
-                   "CardDrawn", "CardDiscarded", "CourtAttacked", "CourtDefeated", "CourtRevived", "AttackSkipped",
-                   "DrawAgainEnded", "DiscardPileTurned", "TurnPassed", "TurnEnded", "PlayerOut", "GameEnded"),
+    "queens_court": (
+        "GameStarted",
+        "RoundDealt",
+        "HandDealt",
+        "CardPlayed",
+        "CardsDrawn",
+        "PileLocked",
+        "SecondHalfStarted",
+        "RoundEnded",
+        "GameEnded",
+    ),
+    "hearts": (
+        "GameStarted",
+        "HandDealt",
+        "PassCardsChosen",
+        "CardsPassed",
+        "PlayStarted",
+        "CardPlayed",
+        "HeartsBroken",
+        "TrickTaken",
+        "HandEnded",
+        "GameEnded",
+    ),
+    "the_court": (
+        "GameStarted",
+        "CardDrawn",
+        "CardShown",
+        "CardPlaced",
+        "TowerStarted",
+        "TowerClosed",
+        "TowerSwept",
+        "MoatBanked",
+        "MoatDeployed",
+        "MoatSealed",
+        "CardOffered",
+        "CardAccepted",
+        "CardDeclined",
+        "CardKept",
+        "CardBurned",
+        "CardDiscarded",
+        "CardHandedOff",
+        "CardsSwapped",
+        "SwapVoted",
+        "SwapVetoed",
+        "TurnSkipped",
+        "PlayerFinished",
+        "GameEnded",
+    ),
+    "court_wars": (
+        "GameStarted",
+        "SetupCardDrawn",
+        "GuardPlaced",
+        "SetupPickLapsed",
+        "SetupEnded",
+        "Defended",
+        "CardDrawn",
+        "CardDiscarded",
+        "CourtAttacked",
+        "CourtDefeated",
+        "CourtRevived",
+        "AttackSkipped",
+        "DrawAgainEnded",
+        "DiscardPileTurned",
+        "TurnPassed",
+        "TurnEnded",
+        "PlayerOut",
+        "GameEnded",
+    ),
 }
 
 

@@ -120,9 +120,18 @@ async def autopilot(host: Court, game_id: str, spectator: Spectator, level: str)
                 raise
 
 
-async def run_demo(endpoints: Endpoints, state_dir: Path, console: Console, fancy: bool, *, pace: float,
-                   games: int, level: str = "heuristic", footer: str = "",
-                   on_game: Callable[[str, bool], None] | None = None) -> None:
+async def run_demo(
+    endpoints: Endpoints,
+    state_dir: Path,
+    console: Console,
+    fancy: bool,
+    *,
+    pace: float,
+    games: int,
+    level: str = "heuristic",
+    footer: str = "",
+    on_game: Callable[[str, bool], None] | None = None,
+) -> None:
     """Play ``games`` demo games one after another (0: until stopped)."""
     host = await demo_account(endpoints, state_dir, "host")
     watcher = await demo_account(endpoints, state_dir, "watcher")
@@ -141,8 +150,10 @@ async def run_demo(endpoints: Endpoints, state_dir: Path, console: Console, fanc
                 view: rules_pb2.GameView = await host.call(host.rules.get_view, game_id)
                 console.print(f"Resuming the demo game {game_id} (Queen's Court, saved at move {view.seq}).")
             else:
-                console.print(f"New demo game {game_id}: Queen's Court for four, three bots and the autopilot "
-                              "(bot hints), watched as a spectator.")
+                console.print(
+                    f"New demo game {game_id}: Queen's Court for four, three bots and the autopilot "
+                    "(bot hints), watched as a spectator."
+                )
             spectator = Spectator(console, fancy, pace=pace, title="Demo: Queen's Court", footer=footer)
             pilot = asyncio.create_task(autopilot(host, game_id, spectator, level))
             try:

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import typer
 
@@ -38,14 +38,21 @@ if TYPE_CHECKING:  # bound at run time by _load(), when a command runs
 
 T = TypeVar("T")
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None,
-                  help="Court: play Queen's Court, Hearts, The Court and Court Wars against bots or people.")
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    help="Court: play Queen's Court, Hearts, The Court and Court Wars against bots or people.",
+)
 lobby_app = typer.Typer(no_args_is_help=True, help="Lobbies: list, create, join, seat bots, start.")
 events_app = typer.Typer(no_args_is_help=True, help="The public game event stream.")
 stack_app = typer.Typer(no_args_is_help=True, help="The local stack: NATS and the four services.")
 admin_app = typer.Typer(no_args_is_help=True, help="Operators: checks across a deployment (an admin token).")
-api_app = typer.Typer(no_args_is_help=True, help="Talk to the services' gRPC APIs directly, through server "
-                      "reflection: list services and methods, call a method with JSON.")
+api_app = typer.Typer(
+    no_args_is_help=True,
+    help="Talk to the services' gRPC APIs directly, through server "
+    "reflection: list services and methods, call a method with JSON.",
+)
 app.add_typer(lobby_app, name="lobby")
 app.add_typer(events_app, name="events")
 app.add_typer(stack_app, name="stack")
@@ -75,19 +82,35 @@ def _load() -> None:
     from .session import CliError, Court, Endpoints
     from .stack import LocalStack, StackConfig
 
-    globals().update(asyncio=asyncio, signal=signal, grpc=grpc, lpb=lpb, rpb=rpb, Console=Console,
-                     RichTable=RichTable, Text=Text, CliError=CliError, Court=Court, Endpoints=Endpoints,
-                     LocalStack=LocalStack, StackConfig=StackConfig)
+    globals().update(
+        asyncio=asyncio,
+        signal=signal,
+        grpc=grpc,
+        lpb=lpb,
+        rpb=rpb,
+        Console=Console,
+        RichTable=RichTable,
+        Text=Text,
+        CliError=CliError,
+        Court=Court,
+        Endpoints=Endpoints,
+        LocalStack=LocalStack,
+        StackConfig=StackConfig,
+    )
 
 
 def state_name(state: int) -> str:
-    return lpb.LobbyState.Name(state).removeprefix("LOBBY_STATE_").lower() if state in lpb.LobbyState.values() \
+    return (
+        lpb.LobbyState.Name(cast("lpb.LobbyState.ValueType", state)).removeprefix("LOBBY_STATE_").lower()
+        if state in lpb.LobbyState.values()
         else "?"
+    )
 
 
 @app.callback()
-def _main(plain: Annotated[bool, typer.Option("--plain", help="plain text: no colours, no live tables")] = False
-          ) -> None:
+def _main(
+    plain: Annotated[bool, typer.Option("--plain", help="plain text: no colours, no live tables")] = False,
+) -> None:
     _opts["plain"] = plain
 
 
@@ -126,8 +149,12 @@ def run(body: Callable[[Court, Console, bool], Awaitable[T]]) -> T:
     except Exception as exc:  # noqa: BLE001 - a person sees a sentence, a developer sets COURT_DEBUG
         if os.environ.get("COURT_DEBUG"):
             raise
-        out.print(Text(f"court: unexpected error: {type(exc).__name__}: {exc} (COURT_DEBUG=1 shows the traceback)",
-                       style="bold red"))
+        out.print(
+            Text(
+                f"court: unexpected error: {type(exc).__name__}: {exc} (COURT_DEBUG=1 shows the traceback)",
+                style="bold red",
+            )
+        )
         raise typer.Exit(1) from None
 
 
@@ -168,16 +195,28 @@ def lobby_table(lobbies: list[lpb.Lobby]) -> RichTable:
         t.add_column(col)
     for lb in lobbies:
         taken = sum(1 for s in lb.seats if s.player_id)
-        t.add_row(lb.lobby_id, GAME_TITLES.get(lb.game, lb.game), "online" if lb.online else "local",
-                  str(lb.ante), f"{taken}/{len(lb.seats)}", state_name(lb.state), lb.game_id or "")
+        t.add_row(
+            lb.lobby_id,
+            GAME_TITLES.get(lb.game, lb.game),
+            "online" if lb.online else "local",
+            str(lb.ante),
+            f"{taken}/{len(lb.seats)}",
+            state_name(lb.state),
+            lb.game_id or "",
+        )
     return t
 
 
 def show_lobby(out: Console, lb: lpb.Lobby) -> None:
-    out.print(Text(f"Lobby {lb.lobby_id}: {GAME_TITLES.get(lb.game, lb.game)}, "
-                   f"{'online' if lb.online else 'local'}, ante {lb.ante}, {state_name(lb.state)}"
-                   + (f", invite code {lb.invite_code}" if lb.invite_code else "")
-                   + (f", game {lb.game_id}" if lb.game_id else ""), style="bold"))
+    out.print(
+        Text(
+            f"Lobby {lb.lobby_id}: {GAME_TITLES.get(lb.game, lb.game)}, "
+            f"{'online' if lb.online else 'local'}, ante {lb.ante}, {state_name(lb.state)}"
+            + (f", invite code {lb.invite_code}" if lb.invite_code else "")
+            + (f", game {lb.game_id}" if lb.game_id else ""),
+            style="bold",
+        )
+    )
     if lb.start_error:
         out.print(f"  {lb.start_error}")
     for s in lb.seats:
@@ -193,8 +232,13 @@ async def fill_and_start(court: Court, out: Console, lb: lpb.Lobby, level: str) 
     lb = await court.call(court.lobby.start, lb.lobby_id)
     people = [s.name for s in lb.seats if not s.player_id.startswith("bot:")]
     bots = len(lb.seats) - len(people)
-    out.print(Text(f"Game {lb.game_id} started: {', '.join(people)}"
-                   + (f" and {plural(bots, 'bot')}" if bots else ""), style="bold"))
+    out.print(
+        Text(
+            f"Game {lb.game_id} started: {', '.join(people)}"
+            + (f" and {plural(bots, 'bot')}" if bots else ""),
+            style="bold",
+        )
+    )
     return lb
 
 
@@ -213,12 +257,24 @@ async def wait_started(court: Court, out: Console, lb: lpb.Lobby, wait: float, l
     said = False
     while lb.state in (lpb.LOBBY_STATE_OPEN, lpb.LOBBY_STATE_STARTING):
         open_seats = sum(1 for s in lb.seats if not s.player_id)
-        if lb.host == court.me and lb.state == lpb.LOBBY_STATE_OPEN and (open_seats == 0 or loop.time() >= deadline):
+        if (
+            lb.host == court.me
+            and lb.state == lpb.LOBBY_STATE_OPEN
+            and (open_seats == 0 or loop.time() >= deadline)
+        ):
             return await fill_and_start(court, out, lb, level)
         if not said:
-            out.print(Text(f"Waiting for players in lobby {lb.lobby_id} ({plural(open_seats, 'open seat')})"
-                           + (f"; bots fill them in {wait:.0f}s" if lb.host == court.me else
-                              "; the host starts the game"), style="dim"))
+            out.print(
+                Text(
+                    f"Waiting for players in lobby {lb.lobby_id} ({plural(open_seats, 'open seat')})"
+                    + (
+                        f"; bots fill them in {wait:.0f}s"
+                        if lb.host == court.me
+                        else "; the host starts the game"
+                    ),
+                    style="dim",
+                )
+            )
             said = True
         await asyncio.sleep(1.0)  # the lobby has no change stream: look again each second
         lb = await court.call(court.lobby.get_lobby, lb.lobby_id)
@@ -239,11 +295,13 @@ def ask_new_password() -> str:
     while True:
         password = typer.prompt(f"Password ({MIN_PASSWORD}+ characters)", hide_input=True)
         if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
-            typer.echo(f"A password has {MIN_PASSWORD} to {MAX_PASSWORD} characters (that one has "
-                       f"{len(password)}); try again.")
+            typer.echo(
+                f"A password has {MIN_PASSWORD} to {MAX_PASSWORD} characters (that one has "
+                f"{len(password)}); try again."
+            )
             continue
         if typer.prompt("Repeat for confirmation", hide_input=True) == password:
-            return password
+            return str(password)
         typer.echo("The two passwords differ; try again.")
 
 
@@ -256,24 +314,35 @@ async def guest_games_note(court: Court) -> str:
     try:
         mine = await court.lobby.my_games()
     except grpc.aio.AioRpcError:
-        return (f"The guest {guest}'s saved games stay with the guest: `{court_command()} guest {_shell(guest)}` "
-                "signs in as the guest again.")
+        return (
+            f"The guest {guest}'s saved games stay with the guest: `{court_command()} guest {_shell(guest)}` "
+            "signs in as the guest again."
+        )
     if not mine.games:
         return f"(You were playing as the guest {guest}, who has no unfinished games.)"
     listed = ", ".join(f"{GAME_TITLES.get(g.game, g.game)} {g.game_id}" for g in mine.games[:3]) + (
-        ", ..." if len(mine.games) > 3 else "")
-    return (f"The guest {guest} has {plural(len(mine.games), 'unfinished game')} ({listed}). Guest games stay "
-            f"with the guest, not with the account: `{court_command()} guest {_shell(guest)}` signs in as the "
-            "guest again to resume them.")
+        ", ..." if len(mine.games) > 3 else ""
+    )
+    return (
+        f"The guest {guest} has {plural(len(mine.games), 'unfinished game')} ({listed}). Guest games stay "
+        f"with the guest, not with the account: `{court_command()} guest {_shell(guest)}` signs in as the "
+        "guest again to resume them."
+    )
 
 
 def _shell(word: str) -> str:
     """A name as typed in a shell: quoted when it holds anything but letters, digits, '-' and '_'."""
-    return word if word and all(c.isalnum() or c in "-_" for c in word) else "'" + word.replace("'", "'\\''") + "'"
+    return (
+        word
+        if word and all(c.isalnum() or c in "-_" for c in word)
+        else "'" + word.replace("'", "'\\''") + "'"
+    )
 
 
 @app.command()
-def register(name: str, password: Annotated[str | None, typer.Option(help="prompted when left out")] = None) -> None:
+def register(
+    name: str, password: Annotated[str | None, typer.Option(help="prompted when left out")] = None
+) -> None:
     """Create an account (needed for online play and rank points) and sign in."""
     if password is None:
         password = ask_new_password()
@@ -283,7 +352,11 @@ def register(name: str, password: Annotated[str | None, typer.Option(help="promp
         note = await guest_games_note(court)
         court.adopt(auth)
         bal = await court.call(court.ranking.balance)
-        out.print(Text(f"Welcome, {court.my_name}! You hold {bal.points} rank points. Signed in.", style="bold green"))
+        out.print(
+            Text(
+                f"Welcome, {court.my_name}! You hold {bal.points} rank points. Signed in.", style="bold green"
+            )
+        )
         if note:
             out.print(note, soft_wrap=True)
 
@@ -291,7 +364,9 @@ def register(name: str, password: Annotated[str | None, typer.Option(help="promp
 
 
 @app.command()
-def login(name: str, password: Annotated[str | None, typer.Option(help="prompted when left out")] = None) -> None:
+def login(
+    name: str, password: Annotated[str | None, typer.Option(help="prompted when left out")] = None
+) -> None:
     """Sign in; the token is saved for the next commands."""
     if password is None:
         password = typer.prompt("Password", hide_input=True)
@@ -308,16 +383,28 @@ def login(name: str, password: Annotated[str | None, typer.Option(help="prompted
 
 
 @app.command()
-def guest(name: Annotated[str, typer.Argument(help="empty: a generated name; the name of a guest you "
-                                                   "played as before signs in as that guest again")] = "") -> None:
+def guest(
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="empty: a generated name; the name of a guest you "
+            "played as before signs in as that guest again"
+        ),
+    ] = "",
+) -> None:
     """Sign in as a guest (local games only), or again as a guest you played as on this machine."""
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
         if name and await court.sign_in_kept_guest(name):
             mine = await court.call(court.lobby.my_games)
-            out.print(Text(f"Signed in again as the guest {court.my_name} "
-                           f"({plural(len(mine.games), 'unfinished game')}; `{court_command()} games` lists them).",
-                           style="bold green"), soft_wrap=True)
+            out.print(
+                Text(
+                    f"Signed in again as the guest {court.my_name} "
+                    f"({plural(len(mine.games), 'unfinished game')}; `{court_command()} games` lists them).",
+                    style="bold green",
+                ),
+                soft_wrap=True,
+            )
             return
         court.sign_out()
         court.adopt(await court.call(court.lobby.create_guest, name))
@@ -343,8 +430,10 @@ def whoami() -> None:
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
         e = court.endpoints
-        out.print(f"services ({e.source}): rules {e.rules}, lobby {e.lobby}, ranking {e.ranking}, bot {e.bot}, "
-                  f"NATS {e.nats_url}")
+        out.print(
+            f"services ({e.source}): rules {e.rules}, lobby {e.lobby}, ranking {e.ranking}, bot {e.bot}, "
+            f"NATS {e.nats_url}"
+        )
         if not court.signed_in:
             out.print("not signed in")
             return
@@ -383,7 +472,9 @@ def lobby_list(game: Annotated[str, typer.Option(help="only this game")] = "") -
 @lobby_app.command("create")
 def lobby_create(
     game: str,
-    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="KEY=VALUE, e.g. players=3")] = None,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-o", help="KEY=VALUE, e.g. players=3")
+    ] = None,
     online: Annotated[bool, typer.Option(help="online: rank points move (accounts only)")] = False,
     ante: Annotated[int, typer.Option(help="online Queen's Court: rank points each player stakes")] = 0,
     private: Annotated[bool, typer.Option(help="joined only with the invite code")] = False,
@@ -398,7 +489,9 @@ def lobby_create(
         options = parse_options(game, option)
         check_level(level)
         await court.require(account=online)
-        lb = await court.call(court.lobby.create_lobby, game, options, ante=ante, online=online, private=private)
+        lb = await court.call(
+            court.lobby.create_lobby, game, options, ante=ante, online=online, private=private
+        )
         if bots:
             for s in lb.seats:
                 if not s.player_id:
@@ -411,7 +504,9 @@ def lobby_create(
                 await sit_and_play(court, out, fancy, lb.game_id)
         else:
             c = court_command()
-            out.print(f"Others join with `{c} lobby join {lb.lobby_id}`; start with `{c} lobby start {lb.lobby_id}`.")
+            out.print(
+                f"Others join with `{c} lobby join {lb.lobby_id}`; start with `{c} lobby start {lb.lobby_id}`."
+            )
 
     run(body)
 
@@ -428,8 +523,11 @@ def lobby_show(lobby_id: str) -> None:
 
 
 @lobby_app.command("join")
-def lobby_join(lobby_id: str, code: Annotated[str, typer.Option(help="a private lobby's invite code")] = "",
-               play: Annotated[bool, typer.Option(help="wait for the start, then play")] = True) -> None:
+def lobby_join(
+    lobby_id: str,
+    code: Annotated[str, typer.Option(help="a private lobby's invite code")] = "",
+    play: Annotated[bool, typer.Option(help="wait for the start, then play")] = True,
+) -> None:
     """Take a seat in a lobby."""
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
@@ -455,7 +553,9 @@ def lobby_leave(lobby_id: str) -> None:
 
 
 @lobby_app.command("cancel")
-def lobby_cancel(lobby_id: str, reason: Annotated[str, typer.Option(help="shown to the lobby's members")] = "") -> None:
+def lobby_cancel(
+    lobby_id: str, reason: Annotated[str, typer.Option(help="shown to the lobby's members")] = ""
+) -> None:
     """Cancel a lobby that has not started (host only): it closes, every ante taken is refunded."""
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
@@ -466,9 +566,13 @@ def lobby_cancel(lobby_id: str, reason: Annotated[str, typer.Option(help="shown 
 
 
 @lobby_app.command("bot")
-def lobby_bot(lobby_id: str, level: Annotated[str, typer.Option(help="random, heuristic, expert; "
-                                                                 "'none' removes the bot")] = "heuristic",
-              seat: Annotated[int | None, typer.Option(help="the seat (default: the first open one)")] = None) -> None:
+def lobby_bot(
+    lobby_id: str,
+    level: Annotated[
+        str, typer.Option(help="random, heuristic, expert; 'none' removes the bot")
+    ] = "heuristic",
+    seat: Annotated[int | None, typer.Option(help="the seat (default: the first open one)")] = None,
+) -> None:
     """Seat a bot (host only)."""
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
@@ -480,15 +584,20 @@ def lobby_bot(lobby_id: str, level: Annotated[str, typer.Option(help="random, he
 
 
 @lobby_app.command("start")
-def lobby_start(lobby_id: str, play: Annotated[bool, typer.Option(help="sit down and play")] = True,
-                bots: Annotated[bool, typer.Option(help="fill open seats with bots first")] = False,
-                level: Annotated[str, typer.Option(help="bot level for --bots")] = "heuristic") -> None:
+def lobby_start(
+    lobby_id: str,
+    play: Annotated[bool, typer.Option(help="sit down and play")] = True,
+    bots: Annotated[bool, typer.Option(help="fill open seats with bots first")] = False,
+    level: Annotated[str, typer.Option(help="bot level for --bots")] = "heuristic",
+) -> None:
     """Start the lobby's game (host only)."""
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
         await court.require()
         if bots:
-            lb = await fill_and_start(court, out, await court.call(court.lobby.get_lobby, lobby_id), check_level(level))
+            lb = await fill_and_start(
+                court, out, await court.call(court.lobby.get_lobby, lobby_id), check_level(level)
+            )
         else:
             lb = await court.call(court.lobby.start, lobby_id)
             out.print(Text(f"Game {lb.game_id} started.", style="bold"))
@@ -506,7 +615,9 @@ def choose_game() -> str:
     elsewhere the list and exit status 2."""
     lines = [f"  {i + 1}) {GAME_TITLES[g]:<14} {g:<13} {OBJECTIVES[g]}" for i, g in enumerate(GAME_NAMES)]
     if not sys.stdin.isatty():
-        typer.echo("Which game? Name one: " + court_command() + " play GAME, with GAME one of:\n" + "\n".join(lines))
+        typer.echo(
+            "Which game? Name one: " + court_command() + " play GAME, with GAME one of:\n" + "\n".join(lines)
+        )
         raise typer.Exit(2)
     typer.echo("Which game? (a local game against bots)\n" + "\n".join(lines))
     while True:
@@ -520,17 +631,21 @@ def choose_game() -> str:
 
 
 # What puts a player on a leaderboard (`court leaderboard` says it when the board is empty; the README too).
-RANKED_RULE = ("A game counts only when it is online (`court quick GAME`, or `court lobby create GAME --online`, "
-               "accounts only), ends, and has at least two people at the table: bots hold no rating and no rank "
-               "points, so a game against bots alone rates nobody. Rank points and antes exist only in online "
-               "Queen's Court.")
+RANKED_RULE = (
+    "A game counts only when it is online (`court quick GAME`, or `court lobby create GAME --online`, "
+    "accounts only), ends, and has at least two people at the table: bots hold no rating and no rank "
+    "points, so a game against bots alone rates nobody. Rank points and antes exist only in online "
+    "Queen's Court."
+)
 
 
 @app.command()
 def quick(
     game: str,
     ante: Annotated[int, typer.Option(help="online Queen's Court: rank points each player stakes")] = 0,
-    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="KEY=VALUE for a new lobby")] = None,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-o", help="KEY=VALUE for a new lobby")
+    ] = None,
     wait: Annotated[float, typer.Option(help="seconds to wait for people before bots fill the seats")] = 15.0,
     level: Annotated[str, typer.Option(help="bot level for the empty seats")] = "heuristic",
 ) -> None:
@@ -541,7 +656,12 @@ def quick(
         check_level(level)
         await court.require(account=True)
         lb = await court.call(court.lobby.quick_match, game, options, ante=ante)
-        out.print(Text(f"Quick match: lobby {lb.lobby_id} ({GAME_TITLES[game]}, online, ante {lb.ante})", style="bold"))
+        out.print(
+            Text(
+                f"Quick match: lobby {lb.lobby_id} ({GAME_TITLES[game]}, online, ante {lb.ante})",
+                style="bold",
+            )
+        )
         lb = await wait_started(court, out, lb, wait, level)
         await sit_and_play(court, out, fancy, lb.game_id, level)
 
@@ -550,9 +670,12 @@ def quick(
 
 @app.command()
 def play(
-    game: Annotated[str, typer.Argument(help="queens_court, hearts, the_court or court_wars; "
-                                        "left out: you are asked")] = "",
-    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="KEY=VALUE, e.g. players=3")] = None,
+    game: Annotated[
+        str, typer.Argument(help="queens_court, hearts, the_court or court_wars; left out: you are asked")
+    ] = "",
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-o", help="KEY=VALUE, e.g. players=3")
+    ] = None,
     level: Annotated[str, typer.Option(help="bot level: random, heuristic, expert")] = "heuristic",
 ) -> None:
     """A local game against bots (no rank points); signs you in as a guest if nobody is."""
@@ -588,8 +711,14 @@ def games() -> None:
         for col in ("game id", "game", "seat", "mode", "ante", "started"):
             t.add_column(col)
         for g in mine.games:
-            t.add_row(g.game_id, GAME_TITLES.get(g.game, g.game), str(g.seat), "online" if g.online else "local",
-                      str(g.ante), g.started.ToDatetime().strftime("%Y-%m-%d %H:%M") if g.HasField("started") else "")
+            t.add_row(
+                g.game_id,
+                GAME_TITLES.get(g.game, g.game),
+                str(g.seat),
+                "online" if g.online else "local",
+                str(g.ante),
+                g.started.ToDatetime().strftime("%Y-%m-%d %H:%M") if g.HasField("started") else "",
+            )
         out.print(t)
 
     run(body)
@@ -598,9 +727,14 @@ def games() -> None:
 @app.command()
 def resume(
     game_id: Annotated[str, typer.Argument(help="empty: your most recent unfinished game")] = "",
-    from_save_point: Annotated[bool, typer.Option(
-        "--from-save-point", help="Hearts: start again from the last save point (the start of the current hand) "
-        "at a new local table, bots for whoever is gone; the old game is abandoned")] = False,
+    from_save_point: Annotated[
+        bool,
+        typer.Option(
+            "--from-save-point",
+            help="Hearts: start again from the last save point (the start of the current hand) "
+            "at a new local table, bots for whoever is gone; the old game is abandoned",
+        ),
+    ] = False,
 ) -> None:
     """Sit down again at a saved (unfinished) game: where it stands, or from its last save point."""
 
@@ -614,8 +748,13 @@ def resume(
             gid = mine.games[0].game_id
         if from_save_point:
             lb = await court.call(court.lobby.resume, gid)
-            out.print(Text(f"Game {gid} resumes from its last save point as game {lb.game_id} (a new local table; "
-                           "the old game is abandoned).", style="bold"))
+            out.print(
+                Text(
+                    f"Game {gid} resumes from its last save point as game {lb.game_id} (a new local table; "
+                    "the old game is abandoned).",
+                    style="bold",
+                )
+            )
             gid = lb.game_id
         else:
             out.print(Text(f"Resuming game {gid}.", style="bold"))
@@ -625,7 +764,9 @@ def resume(
 
 
 @app.command()
-def watch(game_id: str, pace: Annotated[float, typer.Option(help="seconds between drawn moves")] = 0.0) -> None:
+def watch(
+    game_id: str, pace: Annotated[float, typer.Option(help="seconds between drawn moves")] = 0.0
+) -> None:
     """Watch a game as it is played (a spectator sees no hands)."""
     from .watch import Spectator
 
@@ -649,22 +790,30 @@ def abandon(game_id: str, yes: Annotated[bool, typer.Option("--yes", help="do no
                 view = await court.rules.get_view(game_id)
             except grpc.aio.AioRpcError as err:
                 if err.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
-                    raise CliError(f"game {game_id} does not exist (`{court_command()} games` lists yours)") from None
+                    raise CliError(
+                        f"game {game_id} does not exist (`{court_command()} games` lists yours)"
+                    ) from None
                 from .session import explain
 
                 raise CliError(explain(err, "rules", court.endpoints.rules)) from None
             why = "is over" if view.finished else "is not one of yours"
-            raise CliError(f"game {game_id} {why}: nothing to abandon (`{court_command()} games` lists yours)")
-        what = f"{GAME_TITLES.get(game.game, game.game)} game {game_id} ({'online' if game.online else 'local'}" + (
-            f", ante {game.ante})" if game.ante else ")")
+            raise CliError(
+                f"game {game_id} {why}: nothing to abandon (`{court_command()} games` lists yours)"
+            )
+        what = (
+            f"{GAME_TITLES.get(game.game, game.game)} game {game_id} ({'online' if game.online else 'local'}"
+            + (f", ante {game.ante})" if game.ante else ")")
+        )
         if not yes and not typer.confirm(f"Give up the {what} for everyone at the table?"):
             raise typer.Exit(1)
         await court.call(court.lobby.abandon, game_id)
         if game.ante:
             out.print(f"Game {game_id} abandoned; every ante ({game.ante} rank points each) is refunded.")
         else:
-            out.print(f"Game {game_id} abandoned." + ("" if game.online else " (A local game: no rank points "
-                                                        "were at stake.)"))
+            out.print(
+                f"Game {game_id} abandoned."
+                + ("" if game.online else " (A local game: no rank points were at stake.)")
+            )
 
     run(body)
 
@@ -673,8 +822,16 @@ def abandon(game_id: str, yes: Annotated[bool, typer.Option("--yes", help="do no
 
 
 @admin_app.command("audit")
-def admin_audit(token: Annotated[str, typer.Option(envvar="COURT_ADMIN_TOKEN", show_default=False,
-                                                   help="an admin bearer token (make token ROLE=admin)")] = "") -> None:
+def admin_audit(
+    token: Annotated[
+        str,
+        typer.Option(
+            envvar="COURT_ADMIN_TOKEN",
+            show_default=False,
+            help="an admin bearer token (make token ROLE=admin)",
+        ),
+    ] = "",
+) -> None:
     """Check the rank-point ledger across the whole database; exits 1 if anything is wrong.
 
     Every account's balance is its starting grant plus its entries; at most one entry per game,
@@ -684,22 +841,32 @@ def admin_audit(token: Annotated[str, typer.Option(envvar="COURT_ADMIN_TOKEN", s
 
     async def body(court: Court, out: Console, fancy: bool) -> int:
         if not token:
-            raise CliError("the audit needs an admin token: --token or COURT_ADMIN_TOKEN "
-                           "(e.g. `make token SUB=ops ROLE=admin`)")
+            raise CliError(
+                "the audit needs an admin token: --token or COURT_ADMIN_TOKEN "
+                "(e.g. `make token SUB=ops ROLE=admin`)"
+            )
         court.ranking.token = token
         report = await court.call(court.ranking.audit)
         for v in report.violations:
-            where = " ".join(x for x in (f"game {v.game_id}" if v.game_id else "",
-                                         f"player {v.player_id}" if v.player_id else "") if x)
+            where = " ".join(
+                x
+                for x in (
+                    f"game {v.game_id}" if v.game_id else "",
+                    f"player {v.player_id}" if v.player_id else "",
+                )
+                if x
+            )
             out.print(f"VIOLATION {v.kind}: {where}: {v.detail}", markup=False, highlight=False)
-        out.print(f"audited {report.accounts} accounts, {report.games} ranked games, {report.entries} ledger entries "
-                  f"({report.total_points} points in all): {len(report.violations)} violation(s)", highlight=False)
+        out.print(
+            f"audited {report.accounts} accounts, {report.games} ranked games, {report.entries} ledger entries "
+            f"({report.total_points} points in all): {len(report.violations)} violation(s)",
+            highlight=False,
+        )
         return 1 if report.violations else 0
 
     code = run(body)
     if code:
         raise typer.Exit(code)
-
 
 
 @app.command()
@@ -710,10 +877,13 @@ def rank(player: Annotated[str, typer.Argument(help="a player id (default: you)"
         await court.require()
         prof = await court.call(court.ranking.profile, player)
         name = prof.name or (court.my_name if prof.player_id == court.me else prof.player_id)
-        out.print(Text(f"{name}: {prof.points} rank points, {plural(prof.games, 'ranked game')}",
-                       style="bold"))
+        out.print(
+            Text(f"{name}: {prof.points} rank points, {plural(prof.games, 'ranked game')}", style="bold")
+        )
         for st in prof.stats:
-            out.print(f"  {GAME_TITLES.get(st.game, st.game)}: rating {st.rating:.1f} over {plural(st.played, 'game')}")
+            out.print(
+                f"  {GAME_TITLES.get(st.game, st.game)}: rating {st.rating:.1f} over {plural(st.played, 'game')}"
+            )
 
     run(body)
 
@@ -730,16 +900,24 @@ def ledger(limit: Annotated[int, typer.Option(help="entries to show")] = 20) -> 
         for col in ("time", "change", "after", "reason", "game"):
             t.add_column(col)
         for e in hist.entries:
-            t.add_row(e.time.ToDatetime().strftime("%Y-%m-%d %H:%M"), f"{e.delta:+d}", str(e.balance_after), e.note,
-                      e.game_id)
+            t.add_row(
+                e.time.ToDatetime().strftime("%Y-%m-%d %H:%M"),
+                f"{e.delta:+d}",
+                str(e.balance_after),
+                e.note,
+                e.game_id,
+            )
         out.print(t)
 
     run(body)
 
 
 @app.command()
-def leaderboard(game: str, points: Annotated[bool, typer.Option(help="by net rank points, not rating")] = False,
-                limit: Annotated[int, typer.Option(help="rows")] = 10) -> None:
+def leaderboard(
+    game: str,
+    points: Annotated[bool, typer.Option(help="by net rank points, not rating")] = False,
+    limit: Annotated[int, typer.Option(help="rows")] = 10,
+) -> None:
     """The best players of a game."""
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
@@ -782,7 +960,9 @@ def challenges(game_id: str) -> None:
 def events_tail(
     game: Annotated[str, typer.Option(help="only this game (queens_court, hearts, ...)")] = "",
     game_id: Annotated[str, typer.Option("--game-id", help="only this game id")] = "",
-    type_: Annotated[list[str] | None, typer.Option("--type", help="only these event types (repeatable)")] = None,
+    type_: Annotated[
+        list[str] | None, typer.Option("--type", help="only these event types (repeatable)")
+    ] = None,
     from_start: Annotated[bool, typer.Option("--from-start", help="replay the stored history first")] = False,
     count: Annotated[int, typer.Option(help="stop after this many events (0: never)")] = 0,
     idle_exit: Annotated[float, typer.Option(help="stop after this many quiet seconds (0: never)")] = 0.0,
@@ -794,17 +974,30 @@ def events_tail(
     known = event_types(game)
     unknown = [t for t in type_ or () if t not in known]
     if unknown:
-        _fail(f"unknown event type{'s' if len(unknown) > 1 else ''} {', '.join(repr(t[:40]) for t in unknown)}"
-              + (f" in {GAME_TITLES[game]}" if game else "") + f"; the known types: {', '.join(known)}")
+        _fail(
+            f"unknown event type{'s' if len(unknown) > 1 else ''} {', '.join(repr(t[:40]) for t in unknown)}"
+            + (f" in {GAME_TITLES[game]}" if game else "")
+            + f"; the known types: {', '.join(known)}"
+        )
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
         from .events import tail
         from .session import nats_credentials
 
         user, password = nats_credentials()
-        await tail(court.endpoints.nats_url, out, game=game, game_id=game_id, types=type_ or (),
-                   from_start=from_start, count=count, as_json=as_json, idle_exit=idle_exit, user=user,
-                   password=password)
+        await tail(
+            court.endpoints.nats_url,
+            out,
+            game=game,
+            game_id=game_id,
+            types=type_ or (),
+            from_start=from_start,
+            count=count,
+            as_json=as_json,
+            idle_exit=idle_exit,
+            user=user,
+            password=password,
+        )
 
     run(body)
 
@@ -813,8 +1006,14 @@ def events_tail(
 
 
 @api_app.command("list")
-def api_list(service: Annotated[str, typer.Argument(help="rules, lobby, ranking, bot, HOST:PORT or a full service "
-                                                    "name; empty: every service")] = "") -> None:
+def api_list(
+    service: Annotated[
+        str,
+        typer.Argument(
+            help="rules, lobby, ranking, bot, HOST:PORT or a full service name; empty: every service"
+        ),
+    ] = "",
+) -> None:
     """The services each address serves, or one service's methods with their request and response types."""
     from .api import list_lines
     from .session import CliError, Endpoints
@@ -829,11 +1028,21 @@ def api_list(service: Annotated[str, typer.Argument(help="rules, lobby, ranking,
 
 @api_app.command("call")
 def api_call(
-    service: Annotated[str, typer.Argument(help="rules, lobby, ranking, bot, HOST:PORT or a full service name")],
+    service: Annotated[
+        str, typer.Argument(help="rules, lobby, ranking, bot, HOST:PORT or a full service name")
+    ],
     method: Annotated[str, typer.Argument(help="a method name (GetView) or Service/Method")],
-    request: Annotated[str, typer.Argument(help="the request as JSON (protobuf's JSON mapping); default {}")] = "{}",
-    token: Annotated[str, typer.Option(help="bearer token (default: $COURT_TOKEN, else the signed-in session's)",
-                                       envvar="COURT_TOKEN", show_envvar=False)] = "",
+    request: Annotated[
+        str, typer.Argument(help="the request as JSON (protobuf's JSON mapping); default {}")
+    ] = "{}",
+    token: Annotated[
+        str,
+        typer.Option(
+            help="bearer token (default: $COURT_TOKEN, else the signed-in session's)",
+            envvar="COURT_TOKEN",
+            show_envvar=False,
+        ),
+    ] = "",
     timeout: Annotated[float, typer.Option(help="seconds (0: none, for streams)")] = 30.0,
     count: Annotated[int, typer.Option(help="a stream: stop after this many messages (0: never)")] = 0,
 ) -> None:
@@ -882,14 +1091,20 @@ def _banner(out: Console, config: StackConfig) -> None:
     out.print(f"  {'nats':<8} {config.nats_url} (JetStream, store {rel}/nats)")
     hint_env = "" if rel == ".state" else f"COURT_STATE_DIR={rel} "
     c = court_command()
-    out.print(Text(f"Sit down and play, in another terminal: make play   (or {hint_env}{c} play hearts "
-                   "| queens_court | the_court | court_wars)", style="bold"))
+    out.print(
+        Text(
+            f"Sit down and play, in another terminal: make play   (or {hint_env}{c} play hearts "
+            "| queens_court | the_court | court_wars)",
+            style="bold",
+        )
+    )
     out.print(f"More: {hint_env}{c} --help · watch the event stream: {hint_env}{c} events tail")
     out.print("Ctrl-C stops everything.")
 
 
-async def _up(stack: LocalStack, out: Console, fancy: bool, *, demo: bool, demo_games: int, pace: float,
-              level: str) -> int:
+async def _up(
+    stack: LocalStack, out: Console, fancy: bool, *, demo: bool, demo_games: int, pace: float, level: str
+) -> int:
     from .demo import run_demo
 
     stop = asyncio.Event()
@@ -905,8 +1120,13 @@ async def _up(stack: LocalStack, out: Console, fancy: bool, *, demo: bool, demo_
             if dead:
                 for c in dead:
                     died.append(c.name)
-                    out.print(Text(f"{c.name} exited unexpectedly ({c.proc.returncode}); its log {c.log_path}:\n"
-                                   f"{c.log_tail()}", style="bold red"))
+                    out.print(
+                        Text(
+                            f"{c.name} exited unexpectedly ({c.proc.returncode}); its log {c.log_path}:\n"
+                            f"{c.log_tail()}",
+                            style="bold red",
+                        )
+                    )
                 stop.set()
                 return
             with contextlib.suppress(TimeoutError):
@@ -917,12 +1137,23 @@ async def _up(stack: LocalStack, out: Console, fancy: bool, *, demo: bool, demo_
             return
         from .session import SERVICES as CLIENT_SERVICES  # the four a client calls (not court-analytics)
 
-        endpoints = Endpoints(**{s: stack.config.address(s) for s in CLIENT_SERVICES}, nats_url=stack.config.nats_url,
-                              source="stack")
+        endpoints = Endpoints(
+            **{s: stack.config.address(s) for s in CLIENT_SERVICES},
+            nats_url=stack.config.nats_url,
+            source="stack",
+        )
         footer = "Ctrl-C stops the stack · sit down and play: make play (in another terminal)"
         try:
-            await run_demo(endpoints, stack.state_dir, out, fancy, pace=pace, games=demo_games, level=level,
-                           footer=footer)
+            await run_demo(
+                endpoints,
+                stack.state_dir,
+                out,
+                fancy,
+                pace=pace,
+                games=demo_games,
+                level=level,
+                footer=footer,
+            )
             out.print("The demo is over; the stack keeps running until Ctrl-C.")
         except CliError as exc:
             out.print(Text(f"demo stopped: {exc}; the stack keeps running until Ctrl-C", style="red"))
@@ -944,7 +1175,9 @@ def stack_up(
     free_ports: Annotated[bool, typer.Option("--free-ports", help="pick unused ports (tests)")] = False,
     state_dir: Annotated[Path | None, typer.Option(help="default $COURT_STATE_DIR or .state")] = None,
     demo: Annotated[bool, typer.Option(help="show a bot game being played")] = True,
-    demo_games: Annotated[int, typer.Option(help="demo games to play (0: one after another until Ctrl-C)")] = 0,
+    demo_games: Annotated[
+        int, typer.Option(help="demo games to play (0: one after another until Ctrl-C)")
+    ] = 0,
     pace: Annotated[float | None, typer.Option(help="seconds between drawn demo moves")] = None,
     level: Annotated[str, typer.Option(help="bot level of the demo")] = "heuristic",
 ) -> None:
@@ -960,8 +1193,13 @@ def stack_up(
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, terminate)
-    out.print(Text(f"Starting Court: nats-server and the rules, lobby, ranking and bot services "
-                   f"(state in {shown_path(config.state_dir)}/)…", style="bold"))
+    out.print(
+        Text(
+            f"Starting Court: nats-server and the rules, lobby, ranking and bot services "
+            f"(state in {shown_path(config.state_dir)}/)…",
+            style="bold",
+        )
+    )
     try:
         stack.start()
     except StackError as exc:
@@ -975,15 +1213,26 @@ def stack_up(
     _banner(out, config)
     status = 0
     try:
-        status = asyncio.run(_up(stack, out, fancy, demo=demo, demo_games=demo_games,
-                                 pace=(0.35 if fancy else 0.05) if pace is None else pace, level=check))
+        status = asyncio.run(
+            _up(
+                stack,
+                out,
+                fancy,
+                demo=demo,
+                demo_games=demo_games,
+                pace=(0.35 if fancy else 0.05) if pace is None else pace,
+                level=check,
+            )
+        )
     except KeyboardInterrupt:
         pass
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the shutdown short
         out.print(Text("Stopping…", style="bold"))
         codes = stack.stop()
-        out.print(Text("Stopped: " + ", ".join(f"{name} ({code})" for name, code in codes.items()), style="bold"))
+        out.print(
+            Text("Stopped: " + ", ".join(f"{name} ({code})" for name, code in codes.items()), style="bold")
+        )
         signal.signal(signal.SIGINT, signal.default_int_handler)
     raise typer.Exit(status)
 

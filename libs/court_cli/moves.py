@@ -25,10 +25,25 @@ from typing import Any
 
 from .render import DEFAULT_TYPE, FIELD_ORDER, norm_card, short_form
 
-COMMANDS = {"h": "help", "help": "help", "?": "help", "hint": "hint", "t": "table", "table": "table",
-            "q": "quit", "quit": "quit", "exit": "quit", "leave": "quit"}
-ALIASES = {"new": "new_tower", "newtower": "new_tower", "setup": "setup_place", "skip": "skip_attack",
-           "attack_skip": "skip_attack"}
+COMMANDS = {
+    "h": "help",
+    "help": "help",
+    "?": "help",
+    "hint": "hint",
+    "t": "table",
+    "table": "table",
+    "q": "quit",
+    "quit": "quit",
+    "exit": "quit",
+    "leave": "quit",
+}
+ALIASES = {
+    "new": "new_tower",
+    "newtower": "new_tower",
+    "setup": "setup_place",
+    "skip": "skip_attack",
+    "attack_skip": "skip_attack",
+}
 INT_FIELDS = {"target", "tower", "spend"}
 CARD_FIELDS = {"card"}
 COURT_FIELDS = {"court", "target_court"}
@@ -67,7 +82,7 @@ def parse(game: str, text: str, legal: Sequence[Mapping[str, Any]]) -> Parsed:
         except ValueError as exc:
             return Parsed("error", message=f"that is not valid JSON: {exc}")
         if not isinstance(d, dict):
-            return Parsed("error", message="an action in JSON is an object with a \"type\"")
+            return Parsed("error", message='an action in JSON is an object with a "type"')
         return Parsed("action", action=d)
     tokens = text.replace(",", " ").split()
     if game == "hearts" and len(tokens) == 2 and tokens[0].lower() == "pass":
@@ -75,8 +90,10 @@ def parse(game: str, text: str, legal: Sequence[Mapping[str, Any]]) -> Parsed:
     # exactly what the list shows, in any letter case
     key = _tokens_key(game, tokens)
     for i, a in enumerate(legal):
-        forms = {_tokens_key(game, short_form(game, a).split()),
-                 _tokens_key(game, [str(a.get("type", "")), *short_form(game, a).split()])}
+        forms = {
+            _tokens_key(game, short_form(game, a).split()),
+            _tokens_key(game, [str(a.get("type", "")), *short_form(game, a).split()]),
+        }
         if key in forms:
             return Parsed("pick", index=i)
     return _build(game, tokens, legal)
@@ -93,13 +110,15 @@ def _build(game: str, tokens: list[str], legal: Sequence[Mapping[str, Any]]) -> 
         if game == "hearts" and legal_kinds == {"pass_card"}:
             kind = "pass_card"
         elif len(legal_kinds) == 1:
-            kind = next(iter(legal_kinds))
+            kind = next(iter(legal_kinds)) or ""
         else:
             kind = DEFAULT_TYPE.get(game, "")
         rest = tokens
         if kind not in kinds:
-            return Parsed("error", message=f"{tokens[0]!r} is not an action here; type a number from the list, "
-                                           "or h for help")
+            return Parsed(
+                "error",
+                message=f"{tokens[0]!r} is not an action here; type a number from the list, or h for help",
+            )
     fields = kinds[kind]
     example = {"queens_court": "5H 1 left", "hearts": "2C"}.get(game, "")
     d: dict[str, Any] = {"type": kind}
@@ -145,7 +164,7 @@ def _value(name: str, tok: str) -> Any:
             return "court"
         if low.isdigit():
             return int(low)
-        raise ValueError(f"remove is a number of guards or \"court\", got {tok!r}")
+        raise ValueError(f'remove is a number of guards or "court", got {tok!r}')
     if name in CARD_FIELDS:
         return norm_card(tok)
     if name in COURT_FIELDS:
@@ -157,7 +176,7 @@ HELP = {
     "queens_court": "Play a card onto any open pile: CARD SEAT PILE, e.g. `5H 1 left` (GL is the glove).",
     "hearts": "Type a card to play it, e.g. `2C`; while passing, pick three cards one at a time, or `pass QS AH KH`.",
     "the_court": "`place N` puts the drawn card on tower N; also `new`, `bank`, `discard`, `offer`, `accept`, "
-                 "`decline`, `swap yes|no`, `burn`, `keep`, `draw deck|pile`.",
+    "`decline`, `swap yes|no`, `burn`, `keep`, `draw deck|pile`.",
     "court_wars": "`defend`, `place J|Q|K`, `revive J|Q|K`, `discard`, `attack COURT SPEND TARGET TARGET_COURT "
-                  "REMOVE|court`, `skip`, `pass`; in setup `setup J|Q|K` or `setup_discard`.",
+    "REMOVE|court`, `skip`, `pass`; in setup `setup J|Q|K` or `setup_discard`.",
 }

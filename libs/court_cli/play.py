@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import grpc
-from court_client import action, action_json, view_dict
+from court_client import action, action_json, event_dict, result_dict, view_dict
 from court_games.core import GameError
-from court_kit.structs import to_dict
 from court_proto.court.rules.v1 import rules_pb2
 from rich.columns import Columns
 from rich.console import Console
@@ -57,7 +56,7 @@ class Table:
     def show_events(self, events: Sequence[Any]) -> None:
         assert self.view is not None and self.names is not None
         for e in events:
-            d = dict(e) if isinstance(e, dict) else _struct(e)
+            d = dict(e) if isinstance(e, dict) else event_dict(e)
             line = describe_event(self.view.game, d, self.names, self.fancy)
             if line:
                 self.say(Text("  • " + line, style="cyan" if d.get("type", "").endswith("Ended") else ""))
@@ -84,7 +83,9 @@ class Table:
         """Play until the game ends or the person leaves: ``"finished"`` or ``"left"``."""
         self.view = await self.court.call(self.court.rules.get_view, game_id, seat)
         if not self.view.HasField("your_seat"):
-            raise CliError(f"you have no seat in game {game_id}; watch it with `{court_command()} watch {game_id}`")
+            raise CliError(
+                f"you have no seat in game {game_id}; watch it with `{court_command()} watch {game_id}`"
+            )
         seat = self.view.your_seat
         self.names = await self.court.names_for(self.view)
         updates: asyncio.Queue[rules_pb2.GameUpdate | BaseException] = asyncio.Queue()
@@ -112,7 +113,9 @@ class Table:
             except grpc.aio.AioRpcError as err:
                 if err.code() == grpc.StatusCode.UNAUTHENTICATED and await self.court.refresh():
                     continue
-                await out.put(CliError("lost the game stream: " + explain(err, "rules", self.court.endpoints.rules)))
+                await out.put(
+                    CliError("lost the game stream: " + explain(err, "rules", self.court.endpoints.rules))
+                )
                 return
 
     async def _loop(self, game_id: str, seat: int, updates: asyncio.Queue[Any]) -> str:
@@ -122,8 +125,13 @@ class Table:
             assert v is not None and self.names is not None
             if v.finished:
                 self.show_table()
-                self.say(Text("Game over. " + result_line(v.game, _struct(v.result.result), list(v.result.winners),
-                                                          self.names), style="bold green"))
+                self.say(
+                    Text(
+                        "Game over. "
+                        + result_line(v.game, result_dict(v.result), list(v.result.winners), self.names),
+                        style="bold green",
+                    )
+                )
                 return "finished"
             if seat in v.to_act and v.legal_actions:
                 outcome = await self._turn(game_id, seat, updates)
@@ -167,9 +175,11 @@ class Table:
             if self._catch_up(updates):
                 return "moved"  # the position changed under us: the loop shows it afresh
             v = self.view
+            assert v is not None  # set before the first turn; only ever replaced by a newer view
             choices = f"{len(legal)} choice{'s' if len(legal) != 1 else ''}"
-            self.console.print(Text(f"move {v.seq} · your turn ({choices}; h for help) > ",
-                                    style="bold yellow"), end="")
+            self.console.print(
+                Text(f"move {v.seq} · your turn ({choices}; h for help) > ", style="bold yellow"), end=""
+            )
             line = await self.reader.readline()
             if line is None:
                 self.say("")
@@ -186,8 +196,10 @@ class Table:
                 if p.command == "help":
                     self.say(rules_help(v.game))
                     self.say(HELP.get(v.game, ""))
-                    self.say("Type a number from the list, a short form as shown in bold, or the canonical JSON. "
-                             "`hint` asks a bot, `t` shows the table, `q` leaves (the game stays saved).")
+                    self.say(
+                        "Type a number from the list, a short form as shown in bold, or the canonical JSON. "
+                        "`hint` asks a bot, `t` shows the table, `q` leaves (the game stays saved)."
+                    )
                 elif p.command == "table":
                     self.show_table()
                     self.show_choices(legal)
@@ -209,13 +221,21 @@ class Table:
                 if err.code() == grpc.StatusCode.UNAUTHENTICATED and await self.court.refresh():
                     continue
                 raise CliError(explain(err, "rules", self.court.endpoints.rules)) from None
-            self.say(Text(f"  You: {describe_action(v.game, act, self.names, view_dict(v), self.fancy)}",
-                          style="green"))
+            self.say(
+                Text(
+                    f"  You: {describe_action(v.game, act, self.names, view_dict(v), self.fancy)}",
+                    style="green",
+                )
+            )
             self.show_events(reply.events)
             before = _stage(view_dict(v))
             self.view = reply.view
-            if (seat in self.view.to_act and self.view.legal_actions and not self.view.finished
-                    and _stage(view_dict(self.view)) != before):
+            if (
+                seat in self.view.to_act
+                and self.view.legal_actions
+                and not self.view.finished
+                and _stage(view_dict(self.view)) != before
+            ):
                 # our own move opened a new hand, round or phase and we act again at once (the last card of a
                 # Hearts hand, then the next hand's pass): show the new table before the new choices
                 self.show_table()
@@ -229,12 +249,22 @@ class Table:
             self.say(Text(f"  No hint: {explain(err, 'bot', self.court.endpoints.bot)}", style="red"))
             return
         a = action_json(s.action)
-        self.say(Text(f"  Hint: {short_form(self.view.game, a)}  ({describe_action(self.view.game, a, self.names, view_dict(self.view), self.fancy)})"
-                      + (f" — {s.explanation}" if s.explanation else ""), style="magenta"))
+        self.say(
+            Text(
+                f"  Hint: {short_form(self.view.game, a)}  ({describe_action(self.view.game, a, self.names, view_dict(self.view), self.fancy)})"
+                + (f" — {s.explanation}" if s.explanation else ""),
+                style="magenta",
+            )
+        )
 
     def _left(self, game_id: str) -> str:
-        self.say(Text(f"You left the table. The game is saved: `{court_command()} resume {game_id}` sits you down "
-                      "again.", style="bold"))
+        self.say(
+            Text(
+                f"You left the table. The game is saved: `{court_command()} resume {game_id}` sits you down "
+                "again.",
+                style="bold",
+            )
+        )
         return "left"
 
 
@@ -243,7 +273,3 @@ def _stage(v: dict[str, Any]) -> tuple[Any, ...]:
     other games use ``hand`` for the seat's cards, which change with every move and are left out)."""
     hand = v.get("hand")
     return (v.get("round"), v.get("phase"), hand if isinstance(hand, int | float) else None)
-
-
-def _struct(s: Any) -> dict[str, Any]:
-    return to_dict(s)

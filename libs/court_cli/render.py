@@ -20,8 +20,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-GAME_TITLES = {"queens_court": "Queen's Court", "hearts": "Hearts", "the_court": "The Court",
-               "court_wars": "Court Wars"}
+GAME_TITLES = {
+    "queens_court": "Queen's Court",
+    "hearts": "Hearts",
+    "the_court": "The Court",
+    "court_wars": "Court Wars",
+}
 SUIT_SYMBOLS = {"H": "♥", "D": "♦", "S": "♠", "C": "♣"}
 SUIT_ORDER = "CDHS"
 BOT_NAMES = ("Blue Otter", "Yellow Bird", "Red Fox", "Green Newt", "Grey Heron", "Pink Crab")
@@ -69,7 +73,7 @@ class Names:
         bots = 0
         for pid in seats:
             if pid.startswith(BOT_PREFIX):
-                level = pid[len(BOT_PREFIX):].split(":")[0]
+                level = pid[len(BOT_PREFIX) :].split(":")[0]
                 names.append(BOT_NAMES[bots % len(BOT_NAMES)])
                 notes.append(f"bot, {level}")
                 bots += 1
@@ -145,12 +149,30 @@ def hand_by_suit(cards: Sequence[str], fancy: bool = True) -> Text:
 FIELD_ORDER: dict[str, dict[str, tuple[str, ...]]] = {
     "queens_court": {"play": ("card", "target", "pile")},
     "hearts": {"play": ("card",), "pass_card": ("card",), "pass": ("cards",)},
-    "the_court": {"place": ("tower",), "new_tower": (), "bank": (), "discard": (), "offer": (), "accept": (),
-                  "decline": (), "swap": ("agree",), "burn": (), "keep": (), "draw": ("source",)},
-    "court_wars": {"setup_place": ("court",), "setup_discard": (), "defend": (), "place": ("court",),
-                   "revive": ("court",), "discard": (), "attack": ("court", "spend", "target", "target_court",
-                                                               "remove"),
-                   "skip_attack": (), "pass": ()},
+    "the_court": {
+        "place": ("tower",),
+        "new_tower": (),
+        "bank": (),
+        "discard": (),
+        "offer": (),
+        "accept": (),
+        "decline": (),
+        "swap": ("agree",),
+        "burn": (),
+        "keep": (),
+        "draw": ("source",),
+    },
+    "court_wars": {
+        "setup_place": ("court",),
+        "setup_discard": (),
+        "defend": (),
+        "place": ("court",),
+        "revive": ("court",),
+        "discard": (),
+        "attack": ("court", "spend", "target", "target_court", "remove"),
+        "skip_attack": (),
+        "pass": (),
+    },
 }
 # Types a person may leave out when typing (the game's everyday action).
 DEFAULT_TYPE = {"queens_court": "play", "hearts": "play"}
@@ -176,8 +198,9 @@ def short_form(game: str, a: Mapping[str, Any]) -> str:
     return " ".join(parts)
 
 
-def describe_action(game: str, a: Mapping[str, Any], names: Names, view: Mapping[str, Any] | None = None,
-                    fancy: bool = False) -> str:
+def describe_action(
+    game: str, a: Mapping[str, Any], names: Names, view: Mapping[str, Any] | None = None, fancy: bool = False
+) -> str:
     """An action in words, from the acting seat's point of view."""
     kind = a.get("type")
     view = view or {}
@@ -195,7 +218,7 @@ def describe_action(game: str, a: Mapping[str, Any], names: Names, view: Mapping
         if kind == "place":
             i = a.get("tower", 0)
             seat = view.get("seat")
-            towers = []
+            towers: list[Any] = []
             for p in view.get("players") or ():
                 if p.get("seat") == seat:
                     towers = p.get("towers") or []
@@ -204,9 +227,16 @@ def describe_action(game: str, a: Mapping[str, Any], names: Names, view: Mapping
                 top = (t.get("cards") or ["?"])[-1]
                 return f"place on tower {i} (top {card_word(top, fancy)}, value {t.get('value')})"
             return f"place on tower {i}"
-        words = {"new_tower": "start a new tower", "bank": "bank it in the Moat", "discard": "discard it",
-                 "offer": "offer it to your partner", "accept": "accept the offered card",
-                 "decline": "decline the offered card", "burn": "burn it", "keep": "keep it"}
+        words = {
+            "new_tower": "start a new tower",
+            "bank": "bank it in the Moat",
+            "discard": "discard it",
+            "offer": "offer it to your partner",
+            "accept": "accept the offered card",
+            "decline": "decline the offered card",
+            "burn": "burn it",
+            "keep": "keep it",
+        }
         if kind in words:
             return words[kind]
         if kind == "swap":
@@ -222,10 +252,17 @@ def describe_action(game: str, a: Mapping[str, Any], names: Names, view: Mapping
             remove = a.get("remove")
             hit = "defeat it" if remove == "court" else f"remove {remove} guard{'s' if remove != 1 else ''}"
             spend = a.get("spend")
-            return (f"attack with {spend} guard{'s' if spend != 1 else ''} of your {a.get('court')}: "
-                    f"{names.possessive(a.get('target'))} {a.get('target_court')}, {hit}")
-        words = {"setup_discard": "discard it", "defend": "defend (draw a card)", "discard": "discard it",
-                 "skip_attack": "skip the attack", "pass": "pass"}
+            return (
+                f"attack with {spend} guard{'s' if spend != 1 else ''} of your {a.get('court')}: "
+                f"{names.possessive(a.get('target'))} {a.get('target_court')}, {hit}"
+            )
+        words = {
+            "setup_discard": "discard it",
+            "defend": "defend (draw a card)",
+            "discard": "discard it",
+            "skip_attack": "skip the attack",
+            "pass": "pass",
+        }
         if kind in words:
             return words[kind]
     return short_form(game, a)
@@ -242,9 +279,20 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
     """One event in words; ``None`` for bookkeeping events not worth a line."""
     t = e.get("type", "?")
     who = names.short(_seat_of(e))
-    c = (lambda card: card_word(card, fancy))  # noqa: E731
-    if t in ("TurnStarted", "GameCreated", "ActionApplied", "HandDealt", "PassCardsChosen", "SwapVoted", "TurnEnded",
-             "Defended"):
+
+    def c(card: str | None) -> str:
+        return card_word(card, fancy)
+
+    if t in (
+        "TurnStarted",
+        "GameCreated",
+        "ActionApplied",
+        "HandDealt",
+        "PassCardsChosen",
+        "SwapVoted",
+        "TurnEnded",
+        "Defended",
+    ):
         return None
     if t == "GameStarted":
         return f"{GAME_TITLES.get(game, game)} begins: {', '.join(names(i) for i in range(len(names.names)))}"
@@ -255,10 +303,15 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
             what = "the glove" if e.get("glove") else c(e.get("card"))
             sb, sa = e.get("spread_before"), e.get("spread_after")
             owner = names.possessive(e.get("target"))
-            spread = (f" ({owner} spread {'QQ' if sb is None else sb} → {'QQ' if sa is None else sa})"
-                      if sb != sa and "spread_after" in e else "")
-            return (f"{who} played {what} on {names.possessive(e.get('target'), e.get('player'))} {e.get('pile')} "
-                    f"pile{spread}")
+            spread = (
+                f" ({owner} spread {'QQ' if sb is None else sb} → {'QQ' if sa is None else sa})"
+                if sb != sa and "spread_after" in e
+                else ""
+            )
+            return (
+                f"{who} played {what} on {names.possessive(e.get('target'), e.get('player'))} {e.get('pile')} "
+                f"pile{spread}"
+            )
         if t == "CardsDrawn":
             n = e.get("count", 0)
             return f"{who} drew {n} card{'s' if n != 1 else ''} ({e.get('deck_size')} left in the deck)"
@@ -266,12 +319,15 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
             return f"The deck is empty: second half, gloves dealt; {names.verb(e.get('next_player'), 'play', 'plays')} next"
         if t == "PileLocked":
             sp = e.get("spread")
-            return (f"{who} played out; {'your' if e.get('player') == names.you else 'their'} piles are locked "
-                    f"(spread {'QQ' if sp is None else sp})")
+            return (
+                f"{who} played out; {'your' if e.get('player') == names.you else 'their'} piles are locked "
+                f"(spread {'QQ' if sp is None else sp})"
+            )
         if t == "RoundEnded":
             winners = ", ".join(names.short(w) for w in e.get("winners", [])) or "nobody"
-            spreads = ", ".join(f"{names.short(i)} {s if s is not None else 'QQ'}"
-                                for i, s in enumerate(e.get("spreads", [])))
+            spreads = ", ".join(
+                f"{names.short(i)} {s if s is not None else 'QQ'}" for i, s in enumerate(e.get("spreads", []))
+            )
             return f"Round {e.get('round', 0) + 1} over: won by {winners} (spreads: {spreads})"
         if t == "GameEnded":
             wins = max(e.get("round_wins") or [0])
@@ -286,8 +342,9 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
             return f"Passing done; {leads} the 2♣" if fancy else f"Passing done; {leads} 2C"
         if t == "TrickTaken":
             pts = e.get("points", 0)
-            return (f"{who} took the trick {' '.join(c(x) for x in e.get('cards', []))}"
-                    + (f" (+{pts} point{'s' if pts != 1 else ''})" if pts else ""))
+            return f"{who} took the trick {' '.join(c(x) for x in e.get('cards', []))}" + (
+                f" (+{pts} point{'s' if pts != 1 else ''})" if pts else ""
+            )
         if t == "HeartsBroken":
             return "Hearts are broken"
         if t == "HandEnded":
@@ -297,17 +354,24 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
             return f"Hand {e.get('hand', 0) + 1} over: {pts}{moon}. Totals: {tot}"
         if t == "GameEnded":
             ws = e.get("winners", [])
-            winners = names.verb(ws[0], "win", "wins") if len(ws) == 1 else ", ".join(names.short(w) for w in ws) + " win"
+            winners = (
+                names.verb(ws[0], "win", "wins")
+                if len(ws) == 1
+                else ", ".join(names.short(w) for w in ws) + " win"
+            )
             return f"Game over after {e.get('hands')} hands: {winners}"
     if game == "the_court":
         if t == "CardDrawn":
             card = e.get("card")
-            return f"{who} drew {c(card) if card else 'a card'}" + (f" from the {e['source']}" if e.get("source") else "")
+            return f"{who} drew {c(card) if card else 'a card'}" + (
+                f" from the {e['source']}" if e.get("source") else ""
+            )
         if t == "TowerStarted":
             return f"{who} started tower {e.get('tower')} with {c(e.get('card'))}"
         if t == "CardPlaced":
-            return f"{who} placed {c(e.get('card'))} on tower {e.get('tower')} (value {e.get('value')})" + \
-                (", frozen" if e.get("frozen") else "")
+            return f"{who} placed {c(e.get('card'))} on tower {e.get('tower')} (value {e.get('value')})" + (
+                ", frozen" if e.get("frozen") else ""
+            )
         if t == "TowerClosed":
             return f"{who} closed tower {e.get('tower')} with {c(e.get('card'))}: {e.get('points'):+d} (score {e.get('score')})"
         if t == "TowerSwept":
@@ -321,7 +385,9 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
         if t == "CardDiscarded":
             return f"{who} discarded {c(e.get('card'))}" + (" to the pile" if e.get("to") == "pile" else "")
         if t == "CardOffered":
-            return f"{who} offered the card to {names.short(e.get('to'))}" + (" (no place for it)" if e.get("automatic") else "")
+            return f"{who} offered the card to {names.short(e.get('to'))}" + (
+                " (no place for it)" if e.get("automatic") else ""
+            )
         if t == "CardAccepted":
             return f"{who} accepted the card"
         if t == "CardDeclined":
@@ -338,7 +404,11 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
             return "No swap"
         if t == "CardHandedOff":
             to = e.get("to")
-            then = "you place it and skip a turn" if to == names.you else f"{names.short(to)} places it and skips a turn"
+            then = (
+                "you place it and skip a turn"
+                if to == names.you
+                else f"{names.short(to)} places it and skips a turn"
+            )
             return f"{who} drew {c(e.get('card'))}: it goes to {names.short(to)}; {then}"
         if t == "TurnSkipped":
             return f"{names.verb(_seat_of(e), 'skip', 'skips')} a turn"
@@ -360,8 +430,10 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
         if t == "CardDrawn":
             return f"{who} drew {c(e.get('card'))}" + (" (the Ace's draw again)" if e.get("ace_draw") else "")
         if t == "CourtAttacked":
-            out = (f"{who} attacked {names.possessive(e.get('target'))} {e.get('target_court')} with strength "
-                   f"{e.get('strength')} from the {e.get('court')}")
+            out = (
+                f"{who} attacked {names.possessive(e.get('target'))} {e.get('target_court')} with strength "
+                f"{e.get('strength')} from the {e.get('court')}"
+            )
             if e.get("defeated"):
                 return out + ": defeated!"
             removed = e.get("removed") or []
@@ -381,8 +453,8 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
         if t == "DrawAgainEnded":
             return None
         if t == "GameEnded":
-            winners = e.get("winners") or []
-            return f"Game over after {e.get('turns')} turns: {', '.join(names.short(w) for w in winners) or 'nobody'} won"
+            won = e.get("winners") or []
+            return f"Game over after {e.get('turns')} turns: {', '.join(names.short(w) for w in won) or 'nobody'} won"
     fields = ", ".join(f"{k}={v}" for k, v in e.items() if k != "type")
     return f"{t}: {fields}" if fields else t
 
@@ -395,11 +467,18 @@ def _turn_marker(seat: int, to_act: Sequence[int]) -> str:
 
 
 def _table(fancy: bool, title: str | None = None) -> Table:
-    return Table(title=title, box=box.SIMPLE_HEAVY if fancy else box.ASCII, title_justify="left",
-                 show_edge=False, pad_edge=False)
+    return Table(
+        title=title,
+        box=box.SIMPLE_HEAVY if fancy else box.ASCII,
+        title_justify="left",
+        show_edge=False,
+        pad_edge=False,
+    )
 
 
-def render_queens_court(v: Mapping[str, Any], to_act: Sequence[int], names: Names, fancy: bool) -> RenderableType:
+def render_queens_court(
+    v: Mapping[str, Any], to_act: Sequence[int], names: Names, fancy: bool
+) -> RenderableType:
     t = _table(fancy)
     for col in ("turn", "seat", "player", "left", "right", "spread", "piles", "hand", "rounds", "notes"):
         t.add_column(col)
@@ -422,13 +501,25 @@ def render_queens_court(v: Mapping[str, Any], to_act: Sequence[int], names: Name
         if row.get("holds_glove"):
             flags.append("glove in hand")
         style = "bold" if seat == names.you else ""
-        t.add_row(_turn_marker(seat, to_act), str(seat), Text(names(seat), style=style), piles[0], piles[1],
-                  Text(spread, style="green" if spread == "0" else ""), str(row.get("pile_count", "")),
-                  str(row.get("hand_size", "")), str(wins[seat]) if seat < len(wins) else "", ", ".join(flags))
+        t.add_row(
+            _turn_marker(seat, to_act),
+            str(seat),
+            Text(names(seat), style=style),
+            piles[0],
+            piles[1],
+            Text(spread, style="green" if spread == "0" else ""),
+            str(row.get("pile_count", "")),
+            str(row.get("hand_size", "")),
+            str(wins[seat]) if seat < len(wins) else "",
+            ", ".join(flags),
+        )
     phase = {"first_half": "first half", "second_half": "second half (gloves)", "over": "over"}.get(
-        v.get("phase", ""), str(v.get("phase", "")))
-    head = Text(f"Queen's Court · round {v.get('round', 0) + 1} · {phase} · deck {v.get('deck_size', 0)}",
-                style="bold")
+        v.get("phase", ""), str(v.get("phase", ""))
+    )
+    head = Text(
+        f"Queen's Court · round {v.get('round', 0) + 1} · {phase} · deck {v.get('deck_size', 0)}",
+        style="bold",
+    )
     parts: list[RenderableType] = [head, t]
     if v.get("hand") is not None:
         parts.append(Text.assemble(("Your hand: ", "bold"), cards_text(v.get("hand") or [], fancy)))
@@ -441,14 +532,25 @@ def render_hearts(v: Mapping[str, Any], to_act: Sequence[int], names: Names, fan
         t.add_column(col)
     sizes, won, taken, totals = (v.get(k) or [] for k in ("hand_sizes", "tricks_won", "taken", "totals"))
     for seat in range(len(totals)):
-        t.add_row(_turn_marker(seat, to_act), str(seat), Text(names(seat), style="bold" if seat == names.you else ""),
-                  str(sizes[seat]) if seat < len(sizes) else "", str(won[seat]) if seat < len(won) else "",
-                  str(taken[seat]) if seat < len(taken) else "", str(totals[seat]))
+        t.add_row(
+            _turn_marker(seat, to_act),
+            str(seat),
+            Text(names(seat), style="bold" if seat == names.you else ""),
+            str(sizes[seat]) if seat < len(sizes) else "",
+            str(won[seat]) if seat < len(won) else "",
+            str(taken[seat]) if seat < len(taken) else "",
+            str(totals[seat]),
+        )
     phase = v.get("phase", "")
     status = f"passing {v.get('pass')}" if phase == "pass" else ("play" if phase == "play" else str(phase))
     broken = " · hearts broken" if v.get("hearts_broken") else ""
-    parts: list[RenderableType] = [Text(f"Hearts · hand {v.get('hand', 0) + 1} · {status}{broken} · game to "
-                                        f"{v.get('limit', 100)}", style="bold"), t]
+    parts: list[RenderableType] = [
+        Text(
+            f"Hearts · hand {v.get('hand', 0) + 1} · {status}{broken} · game to {v.get('limit', 100)}",
+            style="bold",
+        ),
+        t,
+    ]
     trick = v.get("trick")
     if trick and trick.get("cards"):
         line = Text("Trick: ", style="bold")
@@ -461,30 +563,47 @@ def render_hearts(v: Mapping[str, Any], to_act: Sequence[int], names: Names, fan
         parts.append(line)
     elif v.get("tricks"):
         last = v["tricks"][-1]
-        parts.append(Text.assemble(("Last trick: ", "bold"), cards_text(last.get("cards", []), fancy),
-                                   f" → {names.short(last.get('winner'))}"))
+        parts.append(
+            Text.assemble(
+                ("Last trick: ", "bold"),
+                cards_text(last.get("cards", []), fancy),
+                f" → {names.short(last.get('winner'))}",
+            )
+        )
     if v.get("cards") is not None:
         parts.append(Text.assemble(("Your hand: ", "bold"), hand_by_suit(v.get("cards") or [], fancy)))
     if v.get("chosen"):
         parts.append(Text.assemble(("Chosen to pass: ", "bold"), cards_text(v["chosen"], fancy)))
     if v.get("received"):
         r = v["received"]
-        parts.append(Text.assemble(("Received: ", "dim"), cards_text(r.get("cards", []), fancy),
-                                   (f" from {names.short(r.get('from'))}", "dim")))
+        parts.append(
+            Text.assemble(
+                ("Received: ", "dim"),
+                cards_text(r.get("cards", []), fancy),
+                (f" from {names.short(r.get('from'))}", "dim"),
+            )
+        )
     return Group(*parts)
 
 
-def render_the_court(v: Mapping[str, Any], to_act: Sequence[int], names: Names, fancy: bool) -> RenderableType:
+def render_the_court(
+    v: Mapping[str, Any], to_act: Sequence[int], names: Names, fancy: bool
+) -> RenderableType:
     mode = v.get("mode", "solitaire")
     target = v.get("target")
-    head = Text(f"The Court · {mode.replace('_', ' ')}" + (f" · target {target}" if target else "")
-                + (f" · deck {v['deck_size']}" if "deck_size" in v and v.get("deck_size") is not None else ""),
-                style="bold")
+    head = Text(
+        f"The Court · {mode.replace('_', ' ')}"
+        + (f" · target {target}" if target else "")
+        + (f" · deck {v['deck_size']}" if "deck_size" in v and v.get("deck_size") is not None else ""),
+        style="bold",
+    )
     parts: list[RenderableType] = [head]
     for p in v.get("players", []):
         seat = p.get("seat")
-        line = Text(f"{_turn_marker(seat, to_act) or ' '} {names(seat)} ({p.get('colour')}): score {p.get('score')}",
-                    style="bold" if seat == names.you else "")
+        line = Text(
+            f"{_turn_marker(seat, to_act) or ' '} {names(seat)} ({p.get('colour')}): score {p.get('score')}",
+            style="bold" if seat == names.you else "",
+        )
         if "deck_size" in p:
             line.append(f" · deck {p.get('deck_size')}", style="dim")
         moat = p.get("moat")
@@ -512,18 +631,32 @@ def render_the_court(v: Mapping[str, Any], to_act: Sequence[int], names: Names, 
             parts.append(Text("    no open towers", style="dim"))
     pending = v.get("pending") or []
     for pend in pending:
-        parts.append(Text.assemble(("To place: ", "bold"), card_text(pend.get("card"), fancy),
-                                   f" (held by {names.short(pend.get('holder'))})"))
+        parts.append(
+            Text.assemble(
+                ("To place: ", "bold"),
+                card_text(pend.get("card"), fancy),
+                f" (held by {names.short(pend.get('holder'))})",
+            )
+        )
     if v.get("pile_top"):
         parts.append(Text.assemble(("Communal pile top: ", "bold"), card_text(v.get("pile_top"), fancy)))
     return Group(*parts)
 
 
-def render_court_wars(v: Mapping[str, Any], to_act: Sequence[int], names: Names, fancy: bool) -> RenderableType:
-    phase = {"setup": "setup · ", "place": "placing a guard · ", "ace": "after an Ace · ",
-             "joker": "a joker drawn · "}.get(str(v.get("phase")), "")
-    head = Text(f"Court Wars · {phase}turn {v.get('turns', 0)}/{v.get('turn_limit')} · draw pile "
-                f"{v.get('draw_size')} · discard {v.get('discard_size')}", style="bold")
+def render_court_wars(
+    v: Mapping[str, Any], to_act: Sequence[int], names: Names, fancy: bool
+) -> RenderableType:
+    phase = {
+        "setup": "setup · ",
+        "place": "placing a guard · ",
+        "ace": "after an Ace · ",
+        "joker": "a joker drawn · ",
+    }.get(str(v.get("phase")), "")
+    head = Text(
+        f"Court Wars · {phase}turn {v.get('turns', 0)}/{v.get('turn_limit')} · draw pile "
+        f"{v.get('draw_size')} · discard {v.get('discard_size')}",
+        style="bold",
+    )
     parts: list[RenderableType] = [head]
     t = _table(fancy)
     for col in ("turn", "player", "J", "Q", "K", "standing"):
@@ -544,8 +677,12 @@ def render_court_wars(v: Mapping[str, Any], to_act: Sequence[int], names: Names,
             cells.append(cell)
         while len(cells) < 3:
             cells.append(Text(""))
-        t.add_row(_turn_marker(seat, to_act), Text(names(seat), style="bold" if seat == names.you else ""),
-                  *cells, "out" if p.get("out") else str(p.get("standing")))
+        t.add_row(
+            _turn_marker(seat, to_act),
+            Text(names(seat), style="bold" if seat == names.you else ""),
+            *cells,
+            "out" if p.get("out") else str(p.get("standing")),
+        )
     parts.append(t)
     if v.get("pending"):
         parts.append(Text.assemble(("Drawn: ", "bold"), card_text(v["pending"], fancy)))
@@ -554,12 +691,17 @@ def render_court_wars(v: Mapping[str, Any], to_act: Sequence[int], names: Names,
     return Group(*parts)
 
 
-RENDERERS = {"queens_court": render_queens_court, "hearts": render_hearts, "the_court": render_the_court,
-             "court_wars": render_court_wars}
+RENDERERS = {
+    "queens_court": render_queens_court,
+    "hearts": render_hearts,
+    "the_court": render_the_court,
+    "court_wars": render_court_wars,
+}
 
 
-def render_view(game: str, v: Mapping[str, Any], to_act: Sequence[int], names: Names, fancy: bool = True
-                ) -> RenderableType:
+def render_view(
+    game: str, v: Mapping[str, Any], to_act: Sequence[int], names: Names, fancy: bool = True
+) -> RenderableType:
     return RENDERERS[game](v, to_act, names, fancy)
 
 

@@ -81,7 +81,9 @@ def nats_credentials(environ: Mapping[str, str] | None = None) -> tuple[str, str
     if env.get("COURT_NATS_USER"):
         return env["COURT_NATS_USER"], env.get("COURT_NATS_PASSWORD", "")
     try:
-        users = json.loads((Path(env.get("COURT_STATE_DIR", ".state")) / "keys" / "nats-users.json").read_text())
+        users = json.loads(
+            (Path(env.get("COURT_STATE_DIR", ".state")) / "keys" / "nats-users.json").read_text()
+        )
         return "analytics", str(users["analytics"])
     except (OSError, ValueError, KeyError, TypeError):
         return "", ""
@@ -165,19 +167,29 @@ def explain(err: grpc.aio.AioRpcError | grpc.RpcError, service: str = "", addres
 
 
 def session_from_auth(auth: lpb.AuthResponse) -> dict[str, Any]:
-    return {"player_id": auth.account.player_id, "name": auth.account.name, "guest": auth.account.guest,
-            "token": auth.token, "refresh_token": auth.refresh_token}
+    return {
+        "player_id": auth.account.player_id,
+        "name": auth.account.name,
+        "guest": auth.account.guest,
+        "token": auth.token,
+        "refresh_token": auth.refresh_token,
+    }
 
 
 class Court:
     """One person's connection to the four services (court_client's clients) and their session."""
 
-    def __init__(self, endpoints: Endpoints | None = None, store: SessionStore | None = None,
-                 session: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        endpoints: Endpoints | None = None,
+        store: SessionStore | None = None,
+        session: Mapping[str, Any] | None = None,
+    ):
         self.endpoints = endpoints or Endpoints.from_env()
         self.store = store
-        self.session: dict[str, Any] | None = dict(session) if session else (
-            store.load(self.endpoints.lobby) if store else None)
+        self.session: dict[str, Any] | None = (
+            dict(session) if session else (store.load(self.endpoints.lobby) if store else None)
+        )
         token = self.session["token"] if self.session else None
         self.lobby = LobbyClient(self.endpoints.lobby, token, retries=3)
         self.ranking = RankingClient(self.endpoints.ranking, token, retries=3)
@@ -224,7 +236,12 @@ class Court:
             self.store.save(self.endpoints.lobby, self.session)
 
     def _keep_guest(self) -> None:
-        if self.store is not None and self.session and self.session.get("guest") and self.session.get("refresh_token"):
+        if (
+            self.store is not None
+            and self.session
+            and self.session.get("guest")
+            and self.session.get("refresh_token")
+        ):
             self.store.keep_guest(self.endpoints.lobby, self.session)
 
     async def sign_in_kept_guest(self, name: str) -> bool:
@@ -280,9 +297,13 @@ class Court:
     async def require(self, *, account: bool = False) -> None:
         """Signed in (``account``: with a registered account, not a guest), or ``CliError`` saying how."""
         if not self.signed_in:
-            raise CliError(f"you are not signed in: `{court_command()} register NAME` (or `{court_command()} login NAME`)")
+            raise CliError(
+                f"you are not signed in: `{court_command()} register NAME` (or `{court_command()} login NAME`)"
+            )
         if account and self.session and self.session.get("guest"):
-            raise CliError(f"guest accounts play local games only; create an account with `{court_command()} register NAME`")
+            raise CliError(
+                f"guest accounts play local games only; create an account with `{court_command()} register NAME`"
+            )
 
     async def ensure_guest(self, name: str) -> None:
         """Signed in, as a guest named ``name`` (or a variant of it) when nobody is."""

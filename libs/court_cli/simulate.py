@@ -87,10 +87,17 @@ class SimResult:
 
     def summary(self) -> dict[str, float | int]:
         secs = self.seconds or 1e-9
-        return {"games": len(self.played), "failed": len(self.failed), "moves": self.moves,
-                "seconds": round(self.seconds, 2), "games_per_s": round(len(self.played) / secs, 2),
-                "moves_per_s": round(self.moves / secs, 1), "submits": len(self.submit_ms),
-                "submit_p50_ms": round(self.percentile(50), 2), "submit_p99_ms": round(self.percentile(99), 2)}
+        return {
+            "games": len(self.played),
+            "failed": len(self.failed),
+            "moves": self.moves,
+            "seconds": round(self.seconds, 2),
+            "games_per_s": round(len(self.played) / secs, 2),
+            "moves_per_s": round(self.moves / secs, 1),
+            "submits": len(self.submit_ms),
+            "submit_p50_ms": round(self.percentile(50), 2),
+            "submit_p99_ms": round(self.percentile(99), 2),
+        }
 
 
 class _Player:
@@ -120,11 +127,16 @@ class _Player:
             name = f"Sim {secrets.token_hex(4)}"
             try:
                 async with gate:
-                    auth = await self.lobby._call(self.lobby.stub.CreateAccount, lpb.CreateAccountRequest(
-                        name=name, password=password), frozenset(), timeout=SIGN_UP_TIMEOUT)
+                    auth = await self.lobby._call(
+                        self.lobby.stub.CreateAccount,
+                        lpb.CreateAccountRequest(name=name, password=password),
+                        frozenset(),
+                        timeout=SIGN_UP_TIMEOUT,
+                    )
             except grpc.aio.AioRpcError as err:
                 if err.code() == grpc.StatusCode.ALREADY_EXISTS or (
-                        err.code() == grpc.StatusCode.DEADLINE_EXCEEDED and attempt < 2):
+                    err.code() == grpc.StatusCode.DEADLINE_EXCEEDED and attempt < 2
+                ):
                     continue
                 raise
             self._token(auth.token)
@@ -147,8 +159,14 @@ class _Player:
             await c.close()
 
 
-async def _play_one(p: _Player, game: str, levels: Sequence[str], cfg: SimConfig, submit_ms: list[float],
-                    on_move: Callable[[], None]) -> GamePlayed:
+async def _play_one(
+    p: _Player,
+    game: str,
+    levels: Sequence[str],
+    cfg: SimConfig,
+    submit_ms: list[float],
+    on_move: Callable[[], None],
+) -> GamePlayed:
     import grpc
 
     started = time.monotonic()
@@ -186,8 +204,13 @@ async def _play_one(p: _Player, game: str, levels: Sequence[str], cfg: SimConfig
     return GamePlayed(game, game_id, int(last.seq), time.monotonic() - started)
 
 
-async def simulate(endpoints: Endpoints, cfg: SimConfig, *, on_game: Callable[[GamePlayed | str], None] | None = None,
-                   on_move: Callable[[], None] | None = None) -> SimResult:
+async def simulate(
+    endpoints: Endpoints,
+    cfg: SimConfig,
+    *,
+    on_game: Callable[[GamePlayed | str], None] | None = None,
+    on_move: Callable[[], None] | None = None,
+) -> SimResult:
     """Play ``cfg.games`` complete online games with ``cfg.concurrency`` players at once."""
     import grpc
 
@@ -210,7 +233,11 @@ async def simulate(endpoints: Endpoints, cfg: SimConfig, *, on_game: Callable[[G
                 try:
                     played = await _play_one(p, game, levels, cfg, result.submit_ms, tick)
                 except (grpc.aio.AioRpcError, RuntimeError) as err:
-                    what = f"{err.code().name}: {err.details()}" if isinstance(err, grpc.aio.AioRpcError) else str(err)
+                    what = (
+                        f"{err.code().name}: {err.details()}"
+                        if isinstance(err, grpc.aio.AioRpcError)
+                        else str(err)
+                    )
                     result.failed.append(f"game {i + 1} ({game}): {what}")
                     done(result.failed[-1])
                     continue
@@ -241,11 +268,23 @@ async def simulate(endpoints: Endpoints, cfg: SimConfig, *, on_game: Callable[[G
 def command(
     games: Annotated[int, typer.Option(help="complete games to play")] = 200,
     concurrency: Annotated[int, typer.Option(help="players playing at once (one game each)")] = 32,
-    game: Annotated[list[str] | None, typer.Option("--game", help="queens_court, hearts, the_court, court_wars "
-                                                   "(repeatable; default: the four in turn)")] = None,
-    level: Annotated[list[str] | None, typer.Option("--level", help="bot levels for the bot seats, in turn "
-                                                    "(repeatable; default: random and heuristic)")] = None,
-    host_level: Annotated[str, typer.Option(help="the level whose Suggest plays the players' own seats")] = "random",
+    game: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--game",
+            help="queens_court, hearts, the_court, court_wars (repeatable; default: the four in turn)",
+        ),
+    ] = None,
+    level: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--level",
+            help="bot levels for the bot seats, in turn (repeatable; default: random and heuristic)",
+        ),
+    ] = None,
+    host_level: Annotated[
+        str, typer.Option(help="the level whose Suggest plays the players' own seats")
+    ] = "random",
     json_out: Annotated[bool, typer.Option("--json", help="the figures as one JSON line")] = False,
 ) -> None:
     """Play complete online games through the public APIs (accounts, lobbies, bots, rules, ranking) and
@@ -260,20 +299,37 @@ def command(
     names = list(game or GAME_OPTIONS)
     bad = [g for g in names if g not in GAME_OPTIONS]
     if bad or games < 1 or concurrency < 1 or any(lv not in LEVELS for lv in (*(level or ()), host_level)):
-        why = (f"unknown game {bad[0]!r}; games: {', '.join(GAME_OPTIONS)}" if bad else
-               "--games and --concurrency must be at least 1" if games < 1 or concurrency < 1 else
-               f"bot levels are {', '.join(LEVELS)}")
+        why = (
+            f"unknown game {bad[0]!r}; games: {', '.join(GAME_OPTIONS)}"
+            if bad
+            else "--games and --concurrency must be at least 1"
+            if games < 1 or concurrency < 1
+            else f"bot levels are {', '.join(LEVELS)}"
+        )
         out.print(Text(f"court: {why}", style="bold red"))
         raise typer.Exit(2)
-    cfg = SimConfig(games=games, concurrency=concurrency, game_names=names, levels=list(level or DEFAULT_LEVELS),
-                    host_level=host_level)
+    cfg = SimConfig(
+        games=games,
+        concurrency=concurrency,
+        game_names=names,
+        levels=list(level or DEFAULT_LEVELS),
+        host_level=host_level,
+    )
     endpoints = Endpoints.from_env()
     moves = [0]
 
     async def main() -> SimResult:
-        with Progress(TextColumn("[bold]simulate"), BarColumn(), MofNCompleteColumn(), TextColumn("games"),
-                      TextColumn("{task.fields[moves]} moves · {task.fields[failed]} failed"), TimeElapsedColumn(),
-                      console=out, disable=not fancy, transient=False) as bar:
+        with Progress(
+            TextColumn("[bold]simulate"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("games"),
+            TextColumn("{task.fields[moves]} moves · {task.fields[failed]} failed"),
+            TimeElapsedColumn(),
+            console=out,
+            disable=not fancy,
+            transient=False,
+        ) as bar:
             task = bar.add_task("games", total=games, moves=0, failed=0)
             failed = [0]
 
@@ -302,9 +358,12 @@ def command(
     if json_out:
         out.print(json.dumps(s), soft_wrap=True, highlight=False)
     else:
-        out.print(f"{s['games']} games ({s['failed']} failed), {s['moves']} moves in {s['seconds']}s: "
-                  f"{s['games_per_s']} games/s, {s['moves_per_s']} moves/s; SubmitAction p50 "
-                  f"{s['submit_p50_ms']} ms, p99 {s['submit_p99_ms']} ms over {s['submits']} calls", highlight=False)
+        out.print(
+            f"{s['games']} games ({s['failed']} failed), {s['moves']} moves in {s['seconds']}s: "
+            f"{s['games_per_s']} games/s, {s['moves_per_s']} moves/s; SubmitAction p50 "
+            f"{s['submit_p50_ms']} ms, p99 {s['submit_p99_ms']} ms over {s['submits']} calls",
+            highlight=False,
+        )
     for line in result.failed[:10]:
         out.print(Text(f"  {line}", style="red"))
     if result.failed:

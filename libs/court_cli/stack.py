@@ -57,7 +57,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 # start order (lobby calls rules and ranking; bot calls rules; analytics reads the stream into <state>/lake)
 SERVICES = ("rules", "ranking", "lobby", "bot", "analytics")
-STACK_USERS = {**SERVICE_USERS, "analytics": "analytics"}  # court-analytics consumes as the analytics identity
+STACK_USERS = {
+    **SERVICE_USERS,
+    "analytics": "analytics",
+}  # court-analytics consumes as the analytics identity
 NATS_PORT = 4222
 START_TIMEOUT = 60.0
 STOP_GRACE = 10.0
@@ -70,9 +73,12 @@ def nats_limits_block(environ: Mapping[str, str]) -> str:
     """The local stack's JetStream bounds, a ``jetstream {}`` block for its nats.conf."""
     from court_kit.jetstream import parse_size
 
-    file_store = parse_size("COURT_NATS_MAX_FILE_STORE", environ.get("COURT_NATS_MAX_FILE_STORE", NATS_MAX_FILE_STORE))
-    mem_store = parse_size("COURT_NATS_MAX_MEMORY_STORE",
-                           environ.get("COURT_NATS_MAX_MEMORY_STORE", NATS_MAX_MEMORY_STORE))
+    file_store = parse_size(
+        "COURT_NATS_MAX_FILE_STORE", environ.get("COURT_NATS_MAX_FILE_STORE", NATS_MAX_FILE_STORE)
+    )
+    mem_store = parse_size(
+        "COURT_NATS_MAX_MEMORY_STORE", environ.get("COURT_NATS_MAX_MEMORY_STORE", NATS_MAX_MEMORY_STORE)
+    )
     return f"\njetstream {{\n  max_file_store: {file_store}\n  max_memory_store: {mem_store}\n}}\n"
 
 
@@ -83,7 +89,7 @@ class StackError(Exception):
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 def _port_of(address: str, what: str) -> int:
@@ -119,19 +125,33 @@ class StackConfig:
     extra_env: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, *, free_ports: bool = False,
-                 state_dir: Path | str | None = None) -> StackConfig:
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        free_ports: bool = False,
+        state_dir: Path | str | None = None,
+    ) -> StackConfig:
         env = os.environ if environ is None else environ
         state = Path(state_dir or env.get("COURT_STATE_DIR", ".state")).absolute()
         if free_ports:
             ports = {name: free_port() for name in (*SERVICES, "nats")}
             metrics = {name: "" for name in SERVICES}
         else:
-            ports = {name: _port_of(env.get(f"COURT_{name.upper()}_ADDR", f"127.0.0.1:{GRPC_PORTS[name]}"),
-                                    f"COURT_{name.upper()}_ADDR") for name in SERVICES}
-            ports["nats"] = _port_of(env.get("COURT_NATS_URL", f"nats://127.0.0.1:{NATS_PORT}"), "COURT_NATS_URL")
-            metrics = {name: env.get("COURT_METRICS_LISTEN_" + name.upper(), f"127.0.0.1:{METRICS_PORTS[name]}")
-                       for name in SERVICES}
+            ports = {
+                name: _port_of(
+                    env.get(f"COURT_{name.upper()}_ADDR", f"127.0.0.1:{GRPC_PORTS[name]}"),
+                    f"COURT_{name.upper()}_ADDR",
+                )
+                for name in SERVICES
+            }
+            ports["nats"] = _port_of(
+                env.get("COURT_NATS_URL", f"nats://127.0.0.1:{NATS_PORT}"), "COURT_NATS_URL"
+            )
+            metrics = {
+                name: env.get("COURT_METRICS_LISTEN_" + name.upper(), f"127.0.0.1:{METRICS_PORTS[name]}")
+                for name in SERVICES
+            }
         return cls(state_dir=state, ports=ports, metrics=metrics)
 
     def address(self, service: str) -> str:
@@ -151,13 +171,15 @@ class StackConfig:
         env = {k: v for k, v in base.items() if k not in ("COURT_LISTEN", "COURT_METRICS_LISTEN")}
         env.update(self.client_env())
         env.setdefault("COURT_ENV", "dev")
-        env.update({
-            "COURT_LISTEN": self.address(service),
-            "COURT_STATE_DIR": str(self.state_dir),
-            "COURT_METRICS_LISTEN": self.metrics.get(service, ""),
-            "COURT_LOG_FORMAT": "json",
-            "PYTHONUNBUFFERED": "1",
-        })
+        env.update(
+            {
+                "COURT_LISTEN": self.address(service),
+                "COURT_STATE_DIR": str(self.state_dir),
+                "COURT_METRICS_LISTEN": self.metrics.get(service, ""),
+                "COURT_LOG_FORMAT": "json",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         if service in STACK_USERS:
             user = STACK_USERS[service]
             env.update(COURT_NATS_USER=user, COURT_NATS_PASSWORD=ensure_dev_users(self.state_dir)[user])
@@ -215,9 +237,11 @@ class LocalStack:
             for name in ("nats", *SERVICES):
                 port = self.config.ports[name]
                 if _port_taken(port):
-                    raise StackError(f"port {port} for {name} is taken: stop whatever listens there, or choose "
-                                     f"another with COURT_{name.upper()}_"
-                                     f"{'URL' if name == 'nats' else 'ADDR'}")
+                    raise StackError(
+                        f"port {port} for {name} is taken: stop whatever listens there, or choose "
+                        f"another with COURT_{name.upper()}_"
+                        f"{'URL' if name == 'nats' else 'ADDR'}"
+                    )
             self._start_nats(timeout)
             for name in SERVICES:
                 self._spawn(name, [bin_path(f"court-{name}")], self.config.service_env(name, os.environ))
@@ -239,8 +263,10 @@ class LocalStack:
             self._lock = None
             running = self.read_stack_file(self.state_dir)
             pid = running.get("launcher_pid", "?") if running else "?"
-            raise StackError(f"a stack already runs on {self.state_dir} (launcher pid {pid}); stop it with "
-                             "Ctrl-C in its terminal, or use another COURT_STATE_DIR") from None
+            raise StackError(
+                f"a stack already runs on {self.state_dir} (launcher pid {pid}); stop it with "
+                "Ctrl-C in its terminal, or use another COURT_STATE_DIR"
+            ) from None
         self._lock.write(str(os.getpid()))
         self._lock.flush()
 
@@ -249,9 +275,16 @@ class LocalStack:
         log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
         log.write(f"\n---- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {' '.join(argv)}\n".encode())
         log.flush()
-        proc = subprocess.Popen(argv, env=dict(env), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                cwd=str(self.state_dir), start_new_session=True,
-                                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+        proc = subprocess.Popen(
+            argv,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=str(self.state_dir),
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
         child = Child(name, proc, log_path, log)
         self.children[name] = child
         return child
@@ -262,13 +295,30 @@ class LocalStack:
         log_path = self.log_dir / "nats.log"
         offset = log_path.stat().st_size if log_path.exists() else 0
         conf = self.state_dir / "nats.conf"
-        conf.write_text("# written by court stack up: NATS users (court_kit.natsauth), no anonymous access\n"
-                        + authorization_block(ensure_dev_users(self.state_dir))
-                        + nats_limits_block(os.environ))
+        conf.write_text(
+            "# written by court stack up: NATS users (court_kit.natsauth), no anonymous access\n"
+            + authorization_block(ensure_dev_users(self.state_dir))
+            + nats_limits_block(os.environ)
+        )
         os.chmod(conf, 0o600)
-        child = self._spawn("nats", [bin_path("nats-server"), "-c", str(conf), "-js", "-a", self.config.host,
-                                     "-p", str(self.config.ports["nats"]), "-sd", str(store),
-                                     "--server_name", "court-local"], os.environ)
+        child = self._spawn(
+            "nats",
+            [
+                bin_path("nats-server"),
+                "-c",
+                str(conf),
+                "-js",
+                "-a",
+                self.config.host,
+                "-p",
+                str(self.config.ports["nats"]),
+                "-sd",
+                str(store),
+                "--server_name",
+                "court-local",
+            ],
+            os.environ,
+        )
         deadline = time.monotonic() + timeout
         with open(log_path, "rb") as f:
             f.seek(offset)
@@ -279,8 +329,10 @@ class LocalStack:
                     seen += chunk
                     continue
                 if not child.alive():
-                    raise StackError(f"nats-server exited ({child.proc.returncode}); its log {log_path}:\n"
-                                     f"{child.log_tail()}")
+                    raise StackError(
+                        f"nats-server exited ({child.proc.returncode}); its log {log_path}:\n"
+                        f"{child.log_tail()}"
+                    )
                 if time.monotonic() > deadline:
                     raise StackError(f"nats-server did not get ready in {timeout:.0f}s; see {log_path}")
                 time.sleep(0.02)  # the log file offers no event to wait on
@@ -294,12 +346,15 @@ class LocalStack:
             last = "no answer yet"
             while True:
                 if not child.alive():
-                    raise StackError(f"court-{name} exited ({child.proc.returncode}) before it was healthy; "
-                                     f"its log {child.log_path}:\n{child.log_tail()}")
+                    raise StackError(
+                        f"court-{name} exited ({child.proc.returncode}) before it was healthy; "
+                        f"its log {child.log_path}:\n{child.log_tail()}"
+                    )
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise StackError(f"court-{name} on {address} did not report SERVING ({last}); "
-                                     f"see {child.log_path}")
+                    raise StackError(
+                        f"court-{name} on {address} did not report SERVING ({last}); see {child.log_path}"
+                    )
                 try:
                     grpc.channel_ready_future(channel).result(timeout=min(left, 1.0))
                     reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=min(left, 2.0))
@@ -319,8 +374,10 @@ class LocalStack:
             "launcher_pid": os.getpid(),
             "state_dir": str(self.state_dir),
             "nats_url": self.config.nats_url,
-            "services": {name: {"address": self.config.address(name), "pid": self.children[name].proc.pid}
-                         for name in SERVICES},
+            "services": {
+                name: {"address": self.config.address(name), "pid": self.children[name].proc.pid}
+                for name in SERVICES
+            },
             "nats_pid": self.children["nats"].proc.pid,
             "env": self.config.client_env(),
         }
@@ -329,7 +386,8 @@ class LocalStack:
     @staticmethod
     def read_stack_file(state_dir: Path) -> dict[str, Any] | None:
         try:
-            return json.loads((Path(state_dir) / STACK_FILE).read_text())
+            doc: dict[str, Any] | None = json.loads((Path(state_dir) / STACK_FILE).read_text())
+            return doc
         except (OSError, ValueError):
             return None
 

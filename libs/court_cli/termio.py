@@ -16,8 +16,15 @@ def make_console(plain: bool = False) -> tuple[Console, bool]:
         console = Console(highlight=False, emoji=False, markup=False)
         if console.is_terminal:
             return console, True
-    return Console(no_color=True, force_terminal=False, highlight=False, emoji=False, markup=False, width=120,
-                   soft_wrap=True), False
+    return Console(
+        no_color=True,
+        force_terminal=False,
+        highlight=False,
+        emoji=False,
+        markup=False,
+        width=120,
+        soft_wrap=True,
+    ), False
 
 
 class LineReader:

@@ -11,8 +11,7 @@ import asyncio
 from collections import deque
 
 import grpc
-from court_client import view_dict
-from court_kit.structs import to_dict
+from court_client import event_dict, result_dict, view_dict
 from court_proto.court.rules.v1 import rules_pb2
 from rich.console import Console, Group, RenderableType
 from rich.live import Live
@@ -27,8 +26,9 @@ LOG_LINES = 8
 
 
 class Spectator:
-    def __init__(self, console: Console, fancy: bool, *, pace: float = 0.0, title: str = "",
-                 footer: str = ""):
+    def __init__(
+        self, console: Console, fancy: bool, *, pace: float = 0.0, title: str = "", footer: str = ""
+    ):
         self.console = console
         self.fancy = fancy
         self.pace = pace
@@ -50,13 +50,25 @@ class Spectator:
             self._shown.notify_all()
 
     def _screen(self, view: rules_pb2.GameView, names: Names, log: deque[str]) -> RenderableType:
-        head = Text(f"{self.title or GAME_TITLES.get(view.game, view.game)} · game {view.game_id} · move {view.seq}",
-                    style="bold")
-        parts: list[RenderableType] = [head, render_view(view.game, view_dict(view), list(view.to_act), names, True)]
-        parts.append(Panel(Text("\n".join(log) or "…"), title="latest", title_align="left", border_style="dim"))
+        head = Text(
+            f"{self.title or GAME_TITLES.get(view.game, view.game)} · game {view.game_id} · move {view.seq}",
+            style="bold",
+        )
+        parts: list[RenderableType] = [
+            head,
+            render_view(view.game, view_dict(view), list(view.to_act), names, True),
+        ]
+        parts.append(
+            Panel(Text("\n".join(log) or "…"), title="latest", title_align="left", border_style="dim")
+        )
         if view.finished:
-            parts.append(Text("Game over. " + result_line(view.game, to_dict(view.result.result),
-                                                          list(view.result.winners), names), style="bold green"))
+            parts.append(
+                Text(
+                    "Game over. "
+                    + result_line(view.game, result_dict(view.result), list(view.result.winners), names),
+                    style="bold green",
+                )
+            )
         if self.footer:
             parts.append(Text(self.footer, style="dim"))
         return Group(*parts)
@@ -74,19 +86,28 @@ class Spectator:
                     names = await court.names_for(view)
                     if not self.fancy:
                         seats = ", ".join(names(i) for i in range(len(view.seats)))
-                        self.console.print(f"[{short}] watching {GAME_TITLES.get(view.game, view.game)} at move "
-                                           f"{view.seq}: {seats}", markup=False, soft_wrap=True)
+                        self.console.print(
+                            f"[{short}] watching {GAME_TITLES.get(view.game, view.game)} at move "
+                            f"{view.seq}: {seats}",
+                            markup=False,
+                            soft_wrap=True,
+                        )
                     else:
                         live = Live(console=self.console, auto_refresh=False, transient=False)
                         live.start()
-                lines = [line for e in update.events
-                         if (line := describe_event(view.game, to_dict(e), names, self.fancy)) is not None]
+                lines = [
+                    line
+                    for e in update.events
+                    if (line := describe_event(view.game, event_dict(e), names, self.fancy)) is not None
+                ]
                 if live is not None:
                     log.extend(lines)
                     live.update(self._screen(view, names, log), refresh=True)
                 else:
                     for line in lines:
-                        self.console.print(f"[{short} move {update.seq}] {line}", markup=False, soft_wrap=True)
+                        self.console.print(
+                            f"[{short} move {update.seq}] {line}", markup=False, soft_wrap=True
+                        )
                 self.moves_shown += 1
                 await self._mark(update.seq)
                 self.final = view
@@ -96,8 +117,9 @@ class Spectator:
                     await asyncio.sleep(self.pace)  # display pacing, so people can follow
         except grpc.aio.AioRpcError as err:
             if err.code() == grpc.StatusCode.NOT_FOUND and self.final is None:
-                raise CliError(f"game {game_id} does not exist (`{court_command()} games` lists your unfinished "
-                               "games)") from None
+                raise CliError(
+                    f"game {game_id} does not exist (`{court_command()} games` lists your unfinished games)"
+                ) from None
             raise CliError("the game stream broke: " + explain(err, "rules", court.endpoints.rules)) from None
         finally:
             if live is not None:
@@ -105,7 +127,12 @@ class Spectator:
         if self.final is None:
             raise CliError(f"game {game_id} sent nothing")
         if not self.fancy and self.final.finished and names is not None:
-            self.console.print(f"[{short}] Game over. " + result_line(
-                self.final.game, to_dict(self.final.result.result), list(self.final.result.winners), names),
-                markup=False, soft_wrap=True)
+            self.console.print(
+                f"[{short}] Game over. "
+                + result_line(
+                    self.final.game, result_dict(self.final.result), list(self.final.result.winners), names
+                ),
+                markup=False,
+                soft_wrap=True,
+            )
         return self.final

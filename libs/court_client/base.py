@@ -35,8 +35,16 @@ def new_request_id() -> str:
 class ServiceClient:
     """A channel, a bearer token and the retry policy every Court client shares."""
 
-    def __init__(self, target: str | grpc.aio.Channel, token: str | None = None, *, retries: int = 6,
-                 backoff: float = 0.05, max_backoff: float = 1.0, timeout: float | None = 15.0):
+    def __init__(
+        self,
+        target: str | grpc.aio.Channel,
+        token: str | None = None,
+        *,
+        retries: int = 6,
+        backoff: float = 0.05,
+        max_backoff: float = 1.0,
+        timeout: float | None = 15.0,
+    ):
         self._own_channel = isinstance(target, str)
         self.channel = grpc.aio.insecure_channel(target) if isinstance(target, str) else target
         self.token = token
@@ -62,8 +70,14 @@ class ServiceClient:
             meta.append(("authorization", f"Bearer {self.token}"))
         return tuple(meta)
 
-    async def _call(self, fn: Callable[..., Awaitable[T]], request: Any, retry_on: frozenset[grpc.StatusCode],
-                    request_id: str | None = None, timeout: float | None = None) -> T:
+    async def _call(
+        self,
+        fn: Callable[..., Awaitable[T]],
+        request: Any,
+        retry_on: frozenset[grpc.StatusCode],
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> T:
         delay = self.backoff
         for attempt in range(self.retries + 1):
             self.attempts += 1

@@ -167,7 +167,9 @@ def seeded_shuffle(cards: Sequence[str], seed: int, *salt: Any) -> tuple[str, ..
     return tuple(deck)
 
 
-def check_deck(deck: Any, allowed: Iterable[str], *, what: str = "deck", exact: bool = False) -> tuple[str, ...]:
+def check_deck(
+    deck: Any, allowed: Iterable[str], *, what: str = "deck", exact: bool = False
+) -> tuple[str, ...]:
     """Validate a vector deck: a list of known, distinct cards from ``allowed``.
 
     ``exact`` demands the whole of ``allowed`` (Hearts deals full packs).
@@ -210,5 +212,7 @@ def require_bool(d: Mapping[str, Any], key: str, default: bool) -> bool:
 def reject_unknown(d: Mapping[str, Any], known: Iterable[str], game: str) -> None:
     extra = sorted(set(d) - set(known))
     if extra:
-        shown = ", ".join(quote(k) for k in extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+        shown = ", ".join(quote(k) for k in extra[:5]) + (
+            f" and {len(extra) - 5} more" if len(extra) > 5 else ""
+        )
         raise InvalidOptions(f"unknown option(s) for {game}: {shown}; known: {', '.join(sorted(known))}")

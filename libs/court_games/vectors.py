@@ -19,7 +19,7 @@ import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .core import GameError, InvalidVector
 from .registry import get_game
@@ -39,7 +39,7 @@ def replay(vector: Mapping[str, Any]) -> dict[str, Any]:
         raise InvalidVector("a vector is a JSON object with game, options, decks, actions")
     name = vector.get("game")
     try:
-        game = get_game(name)
+        game = get_game(cast(str, name))  # any other value is refused there by name
     except GameError as exc:
         raise InvalidVector(str(exc)) from exc
     options = dict(vector.get("options") or {})

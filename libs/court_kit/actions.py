@@ -32,7 +32,9 @@ _REMOVE_FIELDS = ("guards", "defeat")
 def game_of(action: pb.Action) -> str:
     game = action.WhichOneof("game")
     if game is None:
-        raise InvalidAction("the action names no game: set one of queens_court, hearts, the_court, court_wars")
+        raise InvalidAction(
+            "the action names no game: set one of queens_court, hearts, the_court, court_wars"
+        )
     return game
 
 
@@ -57,7 +59,7 @@ def to_json(action: pb.Action, player: int | None = None) -> dict[str, Any]:
             if value:
                 if value not in enum.values():  # proto3 enums are open: any int32 arrives
                     raise InvalidAction(f"{name} {value} is not one of {_enum_choices(enum, prefix)}")
-                out[name] = enum.Name(value)[len(prefix):].lower()
+                out[name] = enum.Name(value)[len(prefix) :].lower()
         elif fd.is_repeated:
             out[name] = list(value)
         else:
@@ -94,7 +96,7 @@ def from_json(game: str, d: Mapping[str, Any]) -> pb.Action:
             elif isinstance(value, int) and not isinstance(value, bool):
                 values["guards"] = value
             else:
-                raise InvalidAction(f"remove must be a number of guards or \"court\", got {quote(value)}")
+                raise InvalidAction(f'remove must be a number of guards or "court", got {quote(value)}')
             continue
         fd = fields.get(key)
         if fd is None or key in _REMOVE_FIELDS:
@@ -104,14 +106,16 @@ def from_json(game: str, d: Mapping[str, Any]) -> pb.Action:
             try:
                 values[key] = enum.Value(prefix + str(value).upper())
             except ValueError:
-                raise InvalidAction(f"{key} {quote(value)} is not one of {_enum_choices(enum, prefix)}") from None
+                raise InvalidAction(
+                    f"{key} {quote(value)} is not one of {_enum_choices(enum, prefix)}"
+                ) from None
         else:
             values[key] = _checked(fd, key, value)
     return pb.Action(**{game: outer(**{kind: msg_cls(**values)})})
 
 
 def _enum_choices(enum: Any, prefix: str) -> str:
-    return ", ".join(n[len(prefix):].lower() for n in enum.keys()[1:])
+    return ", ".join(n[len(prefix) :].lower() for n in enum.keys()[1:])
 
 
 def _kinds(game: str) -> list[str]:

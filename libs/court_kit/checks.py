@@ -45,5 +45,7 @@ def clip(message: str, limit: int = MESSAGE_LIMIT) -> str:
 def page_offset(token: str, max_digits: int) -> int:
     """The number a page token stands for: 1 to ``max_digits`` ASCII digits (``BadPageToken``)."""
     if not token or len(token) > max_digits or not token.isascii() or not token.isdigit():
-        raise BadPageToken("page_token is not one this service gave out: send back next_page_token as it came")
+        raise BadPageToken(
+            "page_token is not one this service gave out: send back next_page_token as it came"
+        )
     return int(token)

@@ -50,7 +50,9 @@ def nats_check(nc: Any, timeout: float) -> Check:
             raise ConnectionError("not connected to NATS")
         msg = await nc.request("$JS.API.INFO", b"", timeout=timeout)
         if b'"error"' in msg.data:
-            raise ConnectionError(f"JetStream: {json.loads(msg.data).get('error', {}).get('description', '?')}")
+            raise ConnectionError(
+                f"JetStream: {json.loads(msg.data).get('error', {}).get('description', '?')}"
+            )
 
     return check
 
@@ -60,6 +62,7 @@ def database_check(engine: Any, timeout: float) -> Check:
     driver, so a stalled server or proxy is abandoned at the timeout instead of holding a thread);
     SQLite, a local file, is asked through the engine."""
     if engine.dialect.name != "postgresql":
+
         def select_one() -> None:
             with engine.connect() as c:
                 c.exec_driver_sql("SELECT 1")
@@ -78,7 +81,8 @@ def database_check(engine: Any, timeout: float) -> Check:
         conn = state["conn"]
         if conn is None or conn.closed:
             conn = state["conn"] = await psycopg.AsyncConnection.connect(
-                url, autocommit=True, connect_timeout=max(1, int(timeout)))
+                url, autocommit=True, connect_timeout=max(1, int(timeout))
+            )
         await conn.execute("SELECT 1")
 
     async def check_pg() -> None:
@@ -113,8 +117,16 @@ def database_check(engine: Any, timeout: float) -> Check:
 class Readiness:
     """Keeps the readiness names in step with the required dependencies (see the module doc)."""
 
-    def __init__(self, health: HealthServicer, names: Sequence[str], checks: Mapping[str, Check], *,
-                 interval: float = 2.0, timeout: float = 2.0, failures: int = 2):
+    def __init__(
+        self,
+        health: HealthServicer,
+        names: Sequence[str],
+        checks: Mapping[str, Check],
+        *,
+        interval: float = 2.0,
+        timeout: float = 2.0,
+        failures: int = 2,
+    ):
         self.health = health
         self.names = ("", *names)
         self.checks = dict(checks)
@@ -152,8 +164,10 @@ class Readiness:
             if ready:
                 log.info("ready again: health SERVING")
             else:
-                log.warning("not ready: health NOT_SERVING",
-                            dependencies=sorted(n for n, c in self.failing.items() if c >= self.threshold))
+                log.warning(
+                    "not ready: health NOT_SERVING",
+                    dependencies=sorted(n for n, c in self.failing.items() if c >= self.threshold),
+                )
         async with self.round:
             self.round.notify_all()
         return ready

@@ -61,8 +61,16 @@ def connect_options(settings: Any) -> dict[str, Any]:
     return opts
 
 
-async def connect(servers: Sequence[str] | str, name: str, *, give_up_after: float | None = None,
-                  user: str = "", password: str = "", tls: Any = None, log_summary_every: float = 60.0) -> NATS:
+async def connect(
+    servers: Sequence[str] | str,
+    name: str,
+    *,
+    give_up_after: float | None = None,
+    user: str = "",
+    password: str = "",
+    tls: Any = None,
+    log_summary_every: float = 60.0,
+) -> NATS:
     """Connect, waiting for the server as long as it takes (or ``give_up_after`` seconds, then
     ``TimeoutError``); once connected the client reconnects forever on its own. nats-py retries
     the first connection itself when reconnects are unlimited, every ``reconnect_time_wait``.
@@ -99,7 +107,7 @@ async def connect(servers: Sequence[str] | str, name: str, *, give_up_after: flo
         name=name,
         allow_reconnect=True,
         max_reconnect_attempts=-1,
-        reconnect_time_wait=0.25,
+        reconnect_time_wait=0.25,  # type: ignore[arg-type]  # nats-py annotates int; it sleeps on a float
         connect_timeout=2,
         ping_interval=10,
         max_outstanding_pings=3,
@@ -123,8 +131,22 @@ async def connect(servers: Sequence[str] | str, name: str, *, give_up_after: flo
 
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 DAY = 86400.0
-_SIZE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-               "k": KiB, "kib": KiB, "m": MiB, "mib": MiB, "g": GiB, "gib": GiB, "t": 1 << 40, "tib": 1 << 40}
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "k": KiB,
+    "kib": KiB,
+    "m": MiB,
+    "mib": MiB,
+    "g": GiB,
+    "gib": GiB,
+    "t": 1 << 40,
+    "tib": 1 << 40,
+}
 _AGE_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": DAY}
 
 
@@ -133,8 +155,10 @@ def parse_size(name: str, raw: str) -> int:
     m = re.fullmatch(r"\s*(-1|\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", raw)
     unit = m.group(2).lower() if m else ""
     if m is None or unit not in _SIZE_UNITS or (m.group(1) == "-1" and unit):
-        raise ConfigError(f"{name} must be a size such as 200GiB, 512MB or a number of bytes (-1: no limit), "
-                          f"got {raw[:40]!r}")
+        raise ConfigError(
+            f"{name} must be a size such as 200GiB, 512MB or a number of bytes (-1: no limit), "
+            f"got {raw[:40]!r}"
+        )
     return -1 if m.group(1) == "-1" else int(float(m.group(1)) * _SIZE_UNITS[unit])
 
 
@@ -142,8 +166,10 @@ def parse_age(name: str, raw: str) -> float:
     """``"30d"``, ``"12h"``, ``"90"`` (seconds) -> seconds; ``"0"`` means no limit."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*", raw)
     if m is None:
-        raise ConfigError(f"{name} must be a duration such as 30d, 12h, 15m or a number of seconds (0: none), "
-                          f"got {raw[:40]!r}")
+        raise ConfigError(
+            f"{name} must be a duration such as 30d, 12h, 15m or a number of seconds (0: none), "
+            f"got {raw[:40]!r}"
+        )
     return float(m.group(1)) * _AGE_UNITS[m.group(2)]
 
 
@@ -173,8 +199,9 @@ class Limits:
             except ValueError:
                 n = 0
             if n == 0 or n < -1:
-                raise ConfigError(f"{name}_MAX_MSGS_PER_SUBJECT must be a positive integer or -1 (none), "
-                                  f"got {raw[:40]!r}")
+                raise ConfigError(
+                    f"{name}_MAX_MSGS_PER_SUBJECT must be a positive integer or -1 (none), got {raw[:40]!r}"
+                )
             out = replace(out, max_msgs_per_subject=n)
         return out
 
@@ -183,23 +210,28 @@ class Limits:
 # local stack's max_file_store (8 GiB, court_cli.stack); deploy/ sets production sizes from
 # docs/capacity.md through the environment.
 STREAM_LIMITS: dict[str, Limits] = {
-    # the state logs: one subject per game; a game longer than 20,000 records is refused, never
+    # the game logs (the full records), per shard stream COURT_GAMES_<shard>, each with these
+    # limits: one subject per game; a game longer than 20,000 records is refused, never
     # truncated; finished games leave after COURT_FINISHED_RETENTION (court_rules.archive)
-    "COURT_GAMES": Limits(max_bytes=2 * GiB, max_msgs_per_subject=20_000, max_msg_size=256 * KiB,
-                          discard=DiscardPolicy.NEW),
-    # the event feeds (public and full): analytics and ranking read them as they come
+    "COURT_GAMES": Limits(
+        max_bytes=2 * GiB, max_msgs_per_subject=20_000, max_msg_size=256 * KiB, discard=DiscardPolicy.NEW
+    ),
+    # the public records (the projector's feed): bots, ranking, analytics read them as they come
     "COURT_EVENTS": Limits(max_bytes=1 * GiB, max_age=30 * DAY, max_msg_size=256 * KiB),
-    "COURT_EVENTS_FULL": Limits(max_bytes=1 * GiB, max_age=30 * DAY, max_msg_size=256 * KiB),
     # finished games, one compressed message each, for replay after they left COURT_GAMES
-    "COURT_GAMES_ARCHIVE": Limits(max_bytes=2 * GiB, max_age=365 * DAY, max_msgs_per_subject=1,
-                                  max_msg_size=4 * MiB, compression=True),
+    "COURT_GAMES_ARCHIVE": Limits(
+        max_bytes=2 * GiB, max_age=365 * DAY, max_msgs_per_subject=1, max_msg_size=4 * MiB, compression=True
+    ),
 }
 
 
 def limit_variables() -> set[str]:
     """Every ``COURT_<STREAM>_MAX_*`` variable the streams' limits read."""
-    return {f"{name}_{suffix}" for name in STREAM_LIMITS
-            for suffix in ("MAX_BYTES", "MAX_AGE", "MAX_MSGS_PER_SUBJECT")}
+    return {
+        f"{name}_{suffix}"
+        for name in STREAM_LIMITS
+        for suffix in ("MAX_BYTES", "MAX_AGE", "MAX_MSGS_PER_SUBJECT")
+    }
 
 
 def stream_limits(name: str, environ: Mapping[str, str], default: Limits | None = None) -> Limits:
@@ -211,31 +243,62 @@ def stream_limits(name: str, environ: Mapping[str, str], default: Limits | None 
     return base.override(name, environ)
 
 
-def stream_config(name: str, subjects: Sequence[str], *, description: str, environ: Mapping[str, str],
-                  replicas: int = 1, default: Limits | None = None, duplicate_window: float = 120.0,
-                  allow_direct: bool = True) -> StreamConfig:
+def stream_config(
+    name: str,
+    subjects: Sequence[str],
+    *,
+    description: str,
+    environ: Mapping[str, str],
+    replicas: int = 1,
+    default: Limits | None = None,
+    duplicate_window: float = 120.0,
+    allow_direct: bool = True,
+) -> StreamConfig:
     """The configuration of a Court stream: file storage, limits retention, bounded by
     ``stream_limits(name, environ, default)``, ``replicas`` copies (COURT_STREAM_REPLICAS)."""
     lim = stream_limits(name, environ, default)
     return StreamConfig(
-        name=name, subjects=list(subjects), description=description,
-        retention=RetentionPolicy.LIMITS, storage=StorageType.FILE, num_replicas=replicas,
-        max_bytes=lim.max_bytes, max_age=lim.max_age or None, max_msgs_per_subject=lim.max_msgs_per_subject,
-        max_msg_size=lim.max_msg_size, discard=lim.discard,
+        name=name,
+        subjects=list(subjects),
+        description=description,
+        retention=RetentionPolicy.LIMITS,
+        storage=StorageType.FILE,
+        num_replicas=replicas,
+        max_bytes=lim.max_bytes,
+        max_age=lim.max_age or None,
+        max_msgs_per_subject=lim.max_msgs_per_subject,
+        max_msg_size=lim.max_msg_size,
+        discard=lim.discard,
         discard_new_per_subject=lim.discard == DiscardPolicy.NEW and lim.max_msgs_per_subject > 0,
         compression=StoreCompression.S2 if lim.compression else None,
-        allow_direct=allow_direct, duplicate_window=duplicate_window,
+        allow_direct=allow_direct,
+        duplicate_window=duplicate_window,
     )
 
 
-def kv_config(bucket: str, *, description: str, environ: Mapping[str, str], default: Limits,
-              replicas: int = 1, history: int = 1, memory: bool = False) -> KeyValueConfig:
+def kv_config(
+    bucket: str,
+    *,
+    description: str,
+    environ: Mapping[str, str],
+    default: Limits,
+    replicas: int = 1,
+    history: int = 1,
+    memory: bool = False,
+) -> KeyValueConfig:
     """A bounded KV bucket: ``default`` limits (``max_age`` is the keys' TTL) with overrides
     ``COURT_KV_<BUCKET>_MAX_BYTES`` / ``_MAX_AGE`` from the environment."""
     lim = default.override(f"COURT_KV_{bucket.upper()}", environ)
-    return KeyValueConfig(bucket=bucket, description=description, history=history, replicas=replicas,
-                          max_bytes=lim.max_bytes, ttl=lim.max_age or None, max_value_size=lim.max_msg_size,
-                          storage=StorageType.MEMORY if memory else StorageType.FILE)
+    return KeyValueConfig(
+        bucket=bucket,
+        description=description,
+        history=history,
+        replicas=replicas,
+        max_bytes=lim.max_bytes,
+        ttl=lim.max_age or None,
+        max_value_size=lim.max_msg_size,
+        storage=StorageType.MEMORY if memory else StorageType.FILE,
+    )
 
 
 async def ensure_stream(js: JetStreamContext, config: StreamConfig) -> None:
@@ -266,8 +329,9 @@ class StoredMsg:
 
 def _stored(msg: Any) -> StoredMsg:
     h = dict(msg.headers or {})
-    return StoredMsg(subject=h.get("Nats-Subject", ""), seq=int(h.get("Nats-Sequence", "0")), data=msg.data,
-                     headers=h)
+    return StoredMsg(
+        subject=h.get("Nats-Subject", ""), seq=int(h.get("Nats-Sequence", "0")), data=msg.data, headers=h
+    )
 
 
 class JetStreamUnavailable(Exception):
@@ -284,13 +348,15 @@ async def direct_get_last(nc: NATS, stream: str, subject: str, *, timeout: float
     if status == "404":
         return None
     if status:
-        raise JetStreamUnavailable(f"direct get on {stream} answered {status} "
-                                   f"{(msg.headers or {}).get('Description', '')}")
+        raise JetStreamUnavailable(
+            f"direct get on {stream} answered {status} {(msg.headers or {}).get('Description', '')}"
+        )
     return _stored(msg)
 
 
-async def direct_get_batch(nc: NATS, stream: str, subject: str, *, start_seq: int = 1, batch: int = 1000,
-                           timeout: float = 5.0) -> list[StoredMsg]:
+async def direct_get_batch(
+    nc: NATS, stream: str, subject: str, *, start_seq: int = 1, batch: int = 1000, timeout: float = 5.0
+) -> list[StoredMsg]:
     """Every message on ``subject`` from stream sequence ``start_seq`` on, in order.
 
     One direct-get batch request (nats-server 2.11+) per ``batch`` messages.
@@ -314,8 +380,9 @@ async def direct_get_batch(nc: NATS, stream: str, subject: str, *, start_seq: in
                 if status == "204" or status == "404":  # end of batch / nothing (more)
                     break
                 if status:
-                    raise JetStreamUnavailable(f"direct get batch on {stream} answered {status} "
-                                               f"{h.get('Description', '')}")
+                    raise JetStreamUnavailable(
+                        f"direct get batch on {stream} answered {status} {h.get('Description', '')}"
+                    )
                 m = _stored(msg)
                 out.append(m)
                 got += 1
@@ -329,8 +396,6 @@ async def direct_get_batch(nc: NATS, stream: str, subject: str, *, start_seq: in
         if got < batch:
             return out
         seq = out[-1].seq + 1
-
-
 
 
 class Publisher:
@@ -356,7 +421,7 @@ class Publisher:
             self._prefix = prefix
 
     async def _on_ack(self, msg: Any) -> None:
-        fut = self._futures.pop(msg.subject[len(self._prefix):], None)
+        fut = self._futures.pop(msg.subject[len(self._prefix) :], None)
         if fut is None or fut.done():
             return
         if msg.headers and msg.headers.get("Status") == "503":
@@ -371,8 +436,9 @@ class Publisher:
             return
         fut.set_result(data)
 
-    async def publish(self, subject: str, data: bytes, headers: dict[str, str] | None = None
-                      ) -> asyncio.Future[bytes]:
+    async def publish(
+        self, subject: str, data: bytes, headers: dict[str, str] | None = None
+    ) -> asyncio.Future[bytes]:
         await self._ensure()
         self._n += 1
         token = str(self._n)
@@ -396,8 +462,9 @@ class Publisher:
             elif not f.cancelled():
                 f.exception()  # retrieved: no "never retrieved" warning
 
-    async def publish_all(self, messages: Sequence[tuple[str, bytes, dict[str, str]]], *,
-                          timeout: float = 5.0) -> list[bytes]:
+    async def publish_all(
+        self, messages: Sequence[tuple[str, bytes, dict[str, str]]], *, timeout: float = 5.0
+    ) -> list[bytes]:
         """Publish in order without waiting between messages, then await every ack (raising the
         first failure). After a failure any subset may be stored: republish the whole set (with
         ``Nats-Msg-Id`` headers JetStream stores nothing twice)."""
@@ -412,7 +479,7 @@ class Publisher:
         for result in done:
             if isinstance(result, BaseException):
                 raise result
-        return list(done)
+        return [r for r in done if not isinstance(r, BaseException)]
 
     async def close(self) -> None:
         if self._sub is not None:

@@ -9,8 +9,11 @@ Standard-library logging (grpc, nats) goes through the same renderer.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import sys
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import structlog
@@ -22,15 +25,13 @@ def configure_logging(service: str, fmt: str = "json", level: str = "info", stre
     """Route structlog and stdlib logging to one renderer on ``stream`` (default stderr)."""
     lvl = _LEVELS.get(level, logging.INFO)
     shared: list[Any] = [
-        structlog.contextvars.merge_contextvars,
+        merge_context,
         structlog.stdlib.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
         _add_service(service),
     ]
     renderer: Any = (
-        structlog.processors.JSONRenderer()
-        if fmt == "json"
-        else structlog.dev.ConsoleRenderer(colors=False)
+        structlog.processors.JSONRenderer() if fmt == "json" else structlog.dev.ConsoleRenderer(colors=False)
     )
     structlog.configure(
         processors=[
@@ -71,13 +72,37 @@ def get_logger(name: str | None = None, **initial: Any) -> Any:
     return structlog.get_logger(name, **initial)
 
 
+# The bound context: one immutable dict per task (a ContextVar, so it follows the asyncio task
+# and a task's binds never reach its parent), replaced whole on each bind: one set per call,
+# where structlog.contextvars keeps a ContextVar per key.
+_CONTEXT: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
+    "court_log_context", default=MappingProxyType({})
+)
+
+
+def merge_context(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+    """The structlog processor adding the bound context (the event's own keys win)."""
+    ctx = _CONTEXT.get()
+    return {**ctx, **event} if ctx else event
+
+
 def bind(**values: Any) -> None:
     """Bind context (``request_id``, ``game_id``, ...) to every log line of this task."""
-    structlog.contextvars.bind_contextvars(**values)
+    _CONTEXT.set({**_CONTEXT.get(), **values})
+
+
+def bind_only(**values: Any) -> None:
+    """``clear()`` then ``bind(**values)``, in one step (the gRPC edge, at the start of each call)."""
+    _CONTEXT.set(values)
+
+
+def bound() -> dict[str, Any]:
+    """The context bound in this task."""
+    return dict(_CONTEXT.get())
 
 
 def clear() -> None:
-    structlog.contextvars.clear_contextvars()
+    _CONTEXT.set({})
 
 
 class StateLog:
@@ -90,8 +115,7 @@ class StateLog:
     goes, one a minute while it stays away, and one when it is back, instead of four a second.
     """
 
-    def __init__(self, logger: Any, what: str, *, summary_every: float = 60.0,
-                 clock: Any = None):
+    def __init__(self, logger: Any, what: str, *, summary_every: float = 60.0, clock: Any = None):
         import time
 
         self.log = logger
@@ -114,8 +138,13 @@ class StateLog:
         self._last = kw
         if now - self._last_summary >= self.summary_every:
             self._last_summary = now
-            self.log.warning(f"{self.what} still failing", failures=self.failures,
-                             failing_for_s=round(now - self._since, 1), last_event=event, **kw)
+            self.log.warning(
+                f"{self.what} still failing",
+                failures=self.failures,
+                failing_for_s=round(now - self._since, 1),
+                last_event=event,
+                **kw,
+            )
 
     def ok(self, event: str, **kw: Any) -> None:
         if self.down:

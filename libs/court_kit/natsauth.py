@@ -8,25 +8,34 @@ refused, and players never connect to NATS. Every identity has its own inbox pre
 =========  ===============================================================================
 identity   may
 =========  ===============================================================================
-rules      publish game logs and public records (``court.games.>``, ``court.events.>``; the
-           v1 full-information ``court.full.>`` until events v2 retires it); create, update
-           and read streams (never delete or purge); direct-get; its outbox consumer
-           ``rules-outbox``; subscribe to ``court.games.>`` (WatchGame wake-ups)
-ranking    consume only: its durable ``ranking`` on any stream, direct-get, stream info
+rules      append to the game logs (``court.games.>``, the full records: the move's one
+           write); as the in-process projector (``COURT_PROJECTOR=on``) publish public records
+           (``court.events.>``) and archive finished games; create, update and read streams
+           (purge only for the janitor, never delete); direct-get; the durables
+           ``court-projector`` (any stream), ``rules-clock`` (the turn clock, on every
+           COURT_GAMES_<shard>) and ``rules-janitor``; subscribe to ``court.games.>``
+           (WatchGame wake-ups)
+projector  the ``court-projector`` process: read the game logs through its durable
+           ``court-projector``, direct-get, publish public records (``court.events.>``) and the
+           archive (``court.archive.>``); create/update streams; never the game logs' subjects
+ranking    consume the public records only: its durable ``ranking`` on COURT_EVENTS, direct-get
+           and stream info of COURT_EVENTS
 bot        read only the public records: its durable ``court-bot`` on COURT_EVENTS, stream info
            of COURT_EVENTS; no direct get, nothing full-information
 analytics  consume only: its durable ``analytics`` and ephemeral (ordered) push consumers on
-           any stream, direct-get, stream info (``court events`` uses it in dev)
+           any stream (the public records and the full game logs), direct-get, stream info
+           (``court events`` uses it in dev)
 =========  ===============================================================================
 
-No identity but rules may publish on ``court.>``, so nobody else can append a fake ``GameEnded``
-that ranking would pay out. JetStream API subjects are listed one by one: the consumer ones carry
+No identity but rules may publish on ``court.games.>`` and only rules and projector on
+``court.events.>``, so nobody else can append a fake ``GameEnded`` that ranking would pay out.
+Players never connect to NATS; what they read comes through the rules service's gRPC (views,
+WatchGame), never a game log. Who may read what: docs/contract.md. JetStream API subjects are listed one by one: the consumer ones carry
 the stream and consumer names (``$JS.API.CONSUMER.<op>.<stream>.<consumer>``), so an identity can
 only create, read or pull its own durable, and never delete, purge or take over another's.
 
-Events v2 (issue 13) moves game logs to ``court.games.>`` streams and public records to
-``court.events.>``: adjust ``GAME_LOG_SUBJECTS`` / ``PUBLIC_SUBJECTS`` / ``V1_SUBJECTS`` and the
-stream names here, nowhere else.
+Events v2: game logs on ``court.games.<shard>.<game_id>`` (streams ``COURT_GAMES_<shard>``),
+public records on ``court.events.<game>.<game_id>`` (stream ``COURT_EVENTS``).
 """
 
 from __future__ import annotations
@@ -39,7 +48,6 @@ from pathlib import Path
 
 GAME_LOG_SUBJECTS = ("court.games.>",)
 PUBLIC_SUBJECTS = ("court.events.>",)
-V1_SUBJECTS = ("court.full.>",)  # the v1 full-information records; goes away with events v2
 PUBLIC_STREAM = "COURT_EVENTS"
 ARCHIVE_SUBJECTS = ("court.archive.>",)  # finished games' logs (court_rules.archive)
 INFO = ("$JS.API.INFO",)
@@ -72,30 +80,84 @@ def _perm(user: str, publish: Sequence[str], subscribe: Sequence[str] = ()) -> P
 
 
 PERMISSIONS: Mapping[str, Permissions] = {
-    "rules": _perm("rules", [
-        *GAME_LOG_SUBJECTS, *PUBLIC_SUBJECTS, *V1_SUBJECTS, *INFO,
-        "$JS.API.STREAM.CREATE.*", "$JS.API.STREAM.UPDATE.*", "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES",
-        "$JS.API.DIRECT.GET.*", "$JS.API.DIRECT.GET.*.>",
-        *_consumer("*", "rules-outbox"),
-        # finished games: written once to the archive, and the janitor purges them from the hot streams
-        *ARCHIVE_SUBJECTS, "$JS.API.STREAM.PURGE.*", *_consumer("COURT_GAMES_ARCHIVE", "rules-janitor"),
-    ], subscribe=GAME_LOG_SUBJECTS),
-    "ranking": _perm("ranking", [
-        *INFO, "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES", "$JS.API.DIRECT.GET.*", "$JS.API.DIRECT.GET.*.>",
-        *_consumer("*", "ranking"),
-    ]),
-    "bot": _perm("bot", [
-        *INFO, f"$JS.API.STREAM.INFO.{PUBLIC_STREAM}", *_consumer(PUBLIC_STREAM, "court-bot"),
-    ]),
-    "analytics": _perm("analytics", [
-        *INFO, "$JS.API.STREAM.INFO.*", "$JS.API.STREAM.NAMES", "$JS.API.DIRECT.GET.*", "$JS.API.DIRECT.GET.*.>",
-        "$JS.API.CONSUMER.CREATE.*",  # ephemeral consumers only (the server refuses a durable name here)
-        "$JS.FC.>",  # flow-control replies of ordered push consumers
-        *_consumer("*", "analytics"),
-    ]),
+    "rules": _perm(
+        "rules",
+        [
+            *GAME_LOG_SUBJECTS,
+            *PUBLIC_SUBJECTS,
+            *INFO,
+            "$JS.API.STREAM.CREATE.*",
+            "$JS.API.STREAM.UPDATE.*",
+            "$JS.API.STREAM.INFO.*",
+            "$JS.API.STREAM.NAMES",
+            "$JS.API.DIRECT.GET.*",
+            "$JS.API.DIRECT.GET.*.>",
+            *_consumer("*", "court-projector"),
+            *_consumer(
+                "*", "rules-clock"
+            ),  # the turn clock's due records on every shard (court_rules.clockdriver)
+            # finished games: written once to the archive, and the janitor purges them from the hot streams
+            *ARCHIVE_SUBJECTS,
+            "$JS.API.STREAM.PURGE.*",
+            *_consumer("COURT_GAMES_ARCHIVE", "rules-janitor"),
+        ],
+        subscribe=GAME_LOG_SUBJECTS,
+    ),
+    "projector": _perm(
+        "projector",
+        [
+            *PUBLIC_SUBJECTS,
+            *ARCHIVE_SUBJECTS,
+            *INFO,
+            "$JS.API.STREAM.CREATE.*",
+            "$JS.API.STREAM.UPDATE.*",
+            "$JS.API.STREAM.INFO.*",
+            "$JS.API.STREAM.NAMES",
+            "$JS.API.DIRECT.GET.*",
+            "$JS.API.DIRECT.GET.*.>",
+            *_consumer("*", "court-projector"),
+        ],
+    ),
+    "ranking": _perm(
+        "ranking",
+        [
+            *INFO,
+            f"$JS.API.STREAM.INFO.{PUBLIC_STREAM}",
+            "$JS.API.STREAM.NAMES",
+            f"$JS.API.DIRECT.GET.{PUBLIC_STREAM}",
+            f"$JS.API.DIRECT.GET.{PUBLIC_STREAM}.>",
+            *_consumer(PUBLIC_STREAM, "ranking"),
+        ],
+    ),
+    "bot": _perm(
+        "bot",
+        [
+            *INFO,
+            f"$JS.API.STREAM.INFO.{PUBLIC_STREAM}",
+            *_consumer(PUBLIC_STREAM, "court-bot"),
+        ],
+    ),
+    "analytics": _perm(
+        "analytics",
+        [
+            *INFO,
+            "$JS.API.STREAM.INFO.*",
+            "$JS.API.STREAM.NAMES",
+            "$JS.API.DIRECT.GET.*",
+            "$JS.API.DIRECT.GET.*.>",
+            "$JS.API.CONSUMER.CREATE.*",  # ephemeral consumers only (the server refuses a durable name here)
+            "$JS.FC.>",  # flow-control replies of ordered push consumers
+            *_consumer("*", "analytics"),
+        ],
+    ),
 }
 IDENTITIES = tuple(PERMISSIONS)
-SERVICE_USERS = {"rules": "rules", "ranking": "ranking", "bot": "bot"}  # the lobby does not use NATS
+SERVICE_USERS = {
+    "rules": "rules",
+    "ranking": "ranking",
+    "bot": "bot",
+    "projector": "projector",
+}  # the lobby does not use NATS
 
 
 def _q(s: str) -> str:
@@ -116,8 +178,11 @@ def authorization_block(passwords: Mapping[str, str] | None = None) -> str:
     ``passwords`` each password is a reference to the environment (``$NATS_RULES_PASSWORD``, ...),
     which nats-server resolves at start: what deploy/ and docker-compose.yml use, the Secret
     providing the values."""
-    lines = [BEGIN + " (generated from its PERMISSIONS table; tests check it is in step)",
-             "authorization {", "  users = ["]
+    lines = [
+        BEGIN + " (generated from its PERMISSIONS table; tests check it is in step)",
+        "authorization {",
+        "  users = [",
+    ]
     for user, perm in PERMISSIONS.items():
         if passwords is not None and user not in passwords:
             continue

@@ -15,8 +15,14 @@ from collections.abc import Callable
 
 
 class RateLimiter:
-    def __init__(self, rate: float, burst: float, *, max_keys: int = 100_000,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        rate: float,
+        burst: float,
+        *,
+        max_keys: int = 100_000,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         if rate <= 0 or burst < 1:
             raise ValueError("rate must be positive and burst at least 1")
         self.rate, self.burst, self.max_keys, self._clock = rate, float(burst), max_keys, clock
@@ -41,7 +47,7 @@ def peer_host(peer: str) -> str:
     """The host part of a gRPC peer string (the port changes per connection; the host does not)."""
     kind, _, rest = peer.partition(":")
     if kind == "ipv6" and rest.startswith("["):
-        return rest[1:rest.find("]")] if "]" in rest else rest
+        return rest[1 : rest.find("]")] if "]" in rest else rest
     if kind in ("ipv4", "ipv6"):
         return rest.rsplit(":", 1)[0]
     return peer  # unix:..., or something unexpected: the whole string is the key

@@ -19,6 +19,9 @@
   within COURT_SHUTDOWN_GRACE + 3 s (the process exits then even if a clean-up hangs). This holds
   for a service running as PID 1 in a container too (no init needed): PID 1 ignores only signals
   it has no handler for. A second SIGTERM/SIGINT exits at once.
+* ``run_loop(main, loop)``: run a coroutine to completion on the event loop COURT_EVENT_LOOP names
+  (``uvloop``, the default, or ``asyncio``); ``run_service`` and make bench's ceiling use it, so
+  both run on the same loop.
 """
 
 from __future__ import annotations
@@ -33,8 +36,8 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from typing import Any, Protocol, TypeVar
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -44,11 +47,12 @@ from grpc_reflection.v1alpha import reflection
 from . import logging as klog
 from .errors import InvalidArgument, Unauthenticated, status_for
 from .health import LIVENESS, Check, Readiness
-from .metrics import GRPC_IN_FLIGHT, GRPC_REQUESTS, GRPC_SECONDS
+from .metrics import GRPC
 from .settings import ConfigError, Settings, listen_host_port
 from .tokens import Identity, TokenError, Verifier, preflight
 
 log = klog.get_logger("court_kit.server")
+T = TypeVar("T")
 
 _IDENTITY: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("court_identity", default=None)
 _REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("court_request_id", default="")
@@ -56,6 +60,33 @@ _REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("court_request
 OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 MAX_MESSAGE = 8 * 1024 * 1024
 MAX_STREAMS = 100
+
+
+def loop_factory(loop: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop factory COURT_EVENT_LOOP names (``None``: the standard library's)."""
+    if loop == "asyncio":
+        return None
+    if loop != "uvloop":
+        raise ConfigError(f"COURT_EVENT_LOOP must be uvloop or asyncio, got {loop[:20]!r}")
+    try:
+        import uvloop  # noqa: PLC0415 - only the processes that run on it import it
+    except ImportError:
+        raise ConfigError(
+            "COURT_EVENT_LOOP is uvloop but uvloop is not installed here: install it "
+            "(it is a dependency of court) or set COURT_EVENT_LOOP=asyncio"
+        ) from None
+    return uvloop.new_event_loop
+
+
+def run_loop(main: Coroutine[Any, Any, T], loop: str = "uvloop") -> T:
+    """``asyncio.run(main)`` on the event loop named ``loop`` (``uvloop`` or ``asyncio``)."""
+    try:
+        factory = loop_factory(loop)
+    except ConfigError:
+        main.close()
+        raise
+    with asyncio.Runner(loop_factory=factory) as runner:
+        return runner.run(main)
 
 
 def current_identity() -> Identity:
@@ -81,22 +112,33 @@ def server_credentials(settings: Settings) -> grpc.ServerCredentials | None:
     """TLS for the gRPC server when COURT_TLS_CERT/KEY are set (then plaintext clients are refused)."""
     if not settings.tls_cert:
         return None
-    return grpc.ssl_server_credentials([(_read(settings.tls_key, "COURT_TLS_KEY"),
-                                         _read(settings.tls_cert, "COURT_TLS_CERT"))])
+    return grpc.ssl_server_credentials(
+        [(_read(settings.tls_key, "COURT_TLS_KEY"), _read(settings.tls_cert, "COURT_TLS_CERT"))]
+    )
 
 
-def client_channel(target: str, settings: Settings, options: Sequence[tuple[str, Any]] = ()) -> grpc.aio.Channel:
+def client_channel(
+    target: str, settings: Settings, options: Sequence[tuple[str, Any]] = ()
+) -> grpc.aio.Channel:
     """A channel to another service: TLS verified against COURT_TLS_CA when set, else plaintext."""
-    opts = [("grpc.max_receive_message_length", settings.max_message_bytes),
-            ("grpc.max_send_message_length", settings.max_message_bytes), *options]
+    opts = [
+        ("grpc.max_receive_message_length", settings.max_message_bytes),
+        ("grpc.max_send_message_length", settings.max_message_bytes),
+        *options,
+    ]
     if settings.tls_ca:
         creds = grpc.ssl_channel_credentials(root_certificates=_read(settings.tls_ca, "COURT_TLS_CA"))
         return grpc.aio.secure_channel(target, creds, options=opts)
     return grpc.aio.insecure_channel(target, options=opts)
 
 
-def create_server(address: str, *, interceptors: Sequence[Any] = (), options: Iterable[tuple[str, Any]] = (),
-                  settings: Settings | None = None) -> tuple[grpc.aio.Server, int]:
+def create_server(
+    address: str,
+    *,
+    interceptors: Sequence[Any] = (),
+    options: Iterable[tuple[str, Any]] = (),
+    settings: Settings | None = None,
+) -> tuple[grpc.aio.Server, int]:
     """A grpc.aio server on ``address``. With ``settings``: its TLS, message size and stream limits."""
     max_message = settings.max_message_bytes if settings is not None else MAX_MESSAGE
     max_streams = settings.max_streams if settings is not None else MAX_STREAMS
@@ -125,8 +167,13 @@ def create_server(address: str, *, interceptors: Sequence[Any] = (), options: It
     return server, port
 
 
-async def add_health_and_reflection(server: grpc.aio.Server, service_names: Sequence[str], *,
-                                    reflection_on: bool = True, health_listen: str = "") -> HealthServicer:
+async def add_health_and_reflection(
+    server: grpc.aio.Server,
+    service_names: Sequence[str],
+    *,
+    reflection_on: bool = True,
+    health_listen: str = "",
+) -> HealthServicer:
     """Health (always) and server reflection (``reflection_on``: COURT_REFLECTION, off in prod).
 
     ``health_listen`` (COURT_HEALTH_LISTEN) also serves the same health, and nothing else, on a
@@ -134,8 +181,13 @@ async def add_health_and_reflection(server: grpc.aio.Server, service_names: Sequ
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     if health_listen:
-        probe = grpc.aio.server(options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", 4096),
-                                         ("grpc.max_concurrent_streams", 16)])
+        probe = grpc.aio.server(
+            options=[
+                ("grpc.so_reuseport", 0),
+                ("grpc.max_receive_message_length", 4096),
+                ("grpc.max_concurrent_streams", 16),
+            ]
+        )
         health_pb2_grpc.add_HealthServicer_to_server(health, probe)
         if not probe.add_insecure_port(listen_host_port(health_listen)):
             raise ConfigError(f"cannot listen on COURT_HEALTH_LISTEN {health_listen!r}")
@@ -146,12 +198,15 @@ async def add_health_and_reflection(server: grpc.aio.Server, service_names: Sequ
             await main_stop(grace)
             await probe.stop(None)
 
-        server.stop = stop_both  # type: ignore[method-assign]
+        server.stop = stop_both
     for name in ("", LIVENESS, *service_names):
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
     if reflection_on:
-        names = (*service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-                 reflection.SERVICE_NAME)
+        names = (
+            *service_names,
+            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+            reflection.SERVICE_NAME,
+        )
         reflection.enable_server_reflection(names, server)
     return health
 
@@ -183,16 +238,19 @@ def _lenient(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], A
 def _check_decoded(request: Any) -> None:
     if isinstance(request, _Undecodable):
         depth = "MaxDepth" in request.reason
-        raise InvalidArgument("the request could not be decoded: "
-                              + ("it nests too deeply (protobuf decodes at most 100 levels of messages; a "
-                                 "Struct such as options spends three on each of its levels)" if depth
-                                 else "it is not a valid message of this method"))
+        raise InvalidArgument(
+            "the request could not be decoded: "
+            + (
+                "it nests too deeply (protobuf decodes at most 100 levels of messages)"
+                if depth
+                else "it is not a valid message of this method"
+            )
+        )
 
 
-def _metadata(details: grpc.HandlerCallDetails) -> tuple[str, str]:
+def _metadata(metadata: Iterable[tuple[str, str]] | None) -> tuple[str, str]:
     token = rid = ""
-    for item in details.invocation_metadata or ():
-        key, value = item
+    for key, value in metadata or ():
         if key == "authorization":
             token = value[7:].strip() if value[:7].lower() == "bearer " else value.strip()
         elif key == "x-request-id":
@@ -200,102 +258,133 @@ def _metadata(details: grpc.HandlerCallDetails) -> tuple[str, str]:
     return token, rid
 
 
-class EdgeInterceptor(grpc.aio.ServerInterceptor):
+class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
     """Auth, request ids, logging context, metrics and error mapping for every call.
 
     ``public_methods`` (full names such as ``/court.lobby.v1.LobbyService/Login``)
     run without a token; health and reflection always do.
+
+    Each method's wrapped handler is built once and kept (the servicer's handlers are fixed
+    when it is added to the server): per call the edge reads the metadata, verifies the token
+    (``Verifier`` caches verified tokens), sets the logging context once and counts the call in
+    plain per-method counters (``court_kit.metrics.GRPC``).
     """
 
     def __init__(self, verifier: Verifier, *, public_methods: Iterable[str] = ()):
         self._verifier = verifier
         self._public = frozenset(public_methods)
+        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
     async def intercept_service(
-        self, continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
         handler = await continuation(details)
         method = details.method
+        known = self._wrapped.get(method)
+        if known is not None and known[0] is handler:
+            return known[1]
         if handler is None or method.startswith(OPEN_PREFIXES):
             return handler
-        token, rid = _metadata(details)
         public = method in self._public
         if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                self._unary(handler.unary_unary, method, token, rid, public),
+            wrapped = grpc.unary_unary_rpc_method_handler(
+                self._unary(handler.unary_unary, method, public),
                 request_deserializer=_lenient(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                self._stream(handler.unary_stream, method, token, rid, public),
+        elif handler.unary_stream is not None:
+            wrapped = grpc.unary_stream_rpc_method_handler(
+                self._stream(handler.unary_stream, method, public),
                 request_deserializer=_lenient(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
-        return handler  # client- and bidi-streaming calls: none of ours yet
+        else:
+            return handler  # client- and bidi-streaming calls: none of ours yet
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
 
-    def _enter(self, method: str, token: str, rid: str, public: bool) -> None:
+    def _enter(self, context: grpc.aio.ServicerContext, method: str, public: bool) -> None:
+        token, rid = _metadata(context.invocation_metadata())
         rid = rid or uuid.uuid4().hex
         _REQUEST_ID.set(rid)
-        klog.clear()
-        klog.bind(request_id=rid, method=method)
         if public and not token:
             _IDENTITY.set(None)
+            klog.bind_only(request_id=rid, method=method)
             return
-        ident = self._verifier.verify(token)  # TokenError -> UNAUTHENTICATED
+        try:
+            ident = self._verifier.verify(token)  # TokenError -> UNAUTHENTICATED
+        except TokenError:
+            klog.bind_only(request_id=rid, method=method)
+            raise
         _IDENTITY.set(ident)
-        klog.bind(sub=ident.sub, role=ident.role)
+        klog.bind_only(request_id=rid, method=method, sub=ident.sub, role=ident.role)
 
-    async def _fail(self, context: grpc.aio.ServicerContext, method: str, exc: Exception) -> None:
+    async def _fail(self, context: grpc.aio.ServicerContext, exc: Exception) -> None:
+        """Abort the call with the status ``exc`` maps to (raises ``grpc.aio.AbortError``)."""
         st = status_for(exc)
         if st is None:
             log.exception("unhandled error", error_type=type(exc).__name__)
             st = (grpc.StatusCode.INTERNAL, "internal error (logged with the request id)")
         elif st[0] in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED):
             log.info("call failed", code=st[0].name, reason=st[1])
-        GRPC_REQUESTS.labels(method, st[0].name).inc()
         await context.abort(st[0], st[1])
 
-    def _unary(self, inner: Any, method: str, token: str, rid: str, public: bool) -> Any:
-        in_flight = GRPC_IN_FLIGHT.labels(method)
+    def _unary(self, inner: Any, method: str, public: bool) -> Any:
+        stats = GRPC.method(method)
+        perf_counter = time.perf_counter
 
         async def behavior(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            t0 = time.perf_counter()
-            in_flight.inc()
+            t0 = perf_counter()
+            stats.in_flight += 1
+            code = "OK"
             try:
-                self._enter(method, token, rid, public)
+                self._enter(context, method, public)
                 _check_decoded(request)
-                response = await inner(request, context)
+                return await inner(request, context)
             except grpc.aio.AbortError:
-                GRPC_REQUESTS.labels(method, "ABORTED_BY_HANDLER").inc()
+                code = "ABORTED_BY_HANDLER"
                 raise
-            except TokenError as exc:
-                await self._fail(context, method, exc)
             except Exception as exc:  # noqa: BLE001 - mapped to a status here, once
-                await self._fail(context, method, exc)
+                code = _status_name(exc)
+                await self._fail(context, exc)
             finally:
-                in_flight.dec()
-                GRPC_SECONDS.labels(method).observe(time.perf_counter() - t0)
-            GRPC_REQUESTS.labels(method, "OK").inc()
-            return response
+                stats.in_flight -= 1
+                stats.done(code, perf_counter() - t0)
 
         return behavior
 
-    def _stream(self, inner: Any, method: str, token: str, rid: str, public: bool) -> Any:
+    def _stream(self, inner: Any, method: str, public: bool) -> Any:
+        stats = GRPC.method(method)
+
         async def behavior(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            stats.in_flight += 1
+            code = "OK"
             try:
-                self._enter(method, token, rid, public)
+                self._enter(context, method, public)
                 _check_decoded(request)
                 async for item in inner(request, context):
                     yield item
             except grpc.aio.AbortError:
+                code = "ABORTED_BY_HANDLER"
+                raise
+            except asyncio.CancelledError:
+                code = "CANCELLED"  # the client went away, or the server is stopping
                 raise
             except Exception as exc:  # noqa: BLE001
-                await self._fail(context, method, exc)
-            GRPC_REQUESTS.labels(method, "OK").inc()
+                code = _status_name(exc)
+                await self._fail(context, exc)
+            finally:
+                stats.in_flight -= 1
+                stats.codes[code] = stats.codes.get(code, 0) + 1  # a stream's lifetime is no handling time
 
         return behavior
+
+
+def _status_name(exc: Exception) -> str:
+    st = status_for(exc)
+    return "INTERNAL" if st is None else st[0].name
 
 
 async def serve_until_signalled(
@@ -385,6 +474,7 @@ class _Signals:
 def _hard_exit_after(seconds: float, code: int) -> None:
     """A daemon thread that ends the process if a shutdown overruns (a hung clean-up, a thread
     blocked on a dead database): Kubernetes would SIGKILL it anyway, only later."""
+
     def watchdog() -> None:
         time.sleep(seconds)
         os.write(2, f"court: shutdown took longer than {seconds:.0f}s: exiting now\n".encode())
@@ -393,8 +483,9 @@ def _hard_exit_after(seconds: float, code: int) -> None:
     threading.Thread(target=watchdog, name="court-shutdown-watchdog", daemon=True).start()
 
 
-async def _serve(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], settings: Settings,
-                 signals: _Signals) -> None:
+async def _serve(
+    name: str, start: Callable[[Settings], Awaitable[ServiceApp]], settings: Settings, signals: _Signals
+) -> None:
     stop = asyncio.Event()
     signals.attach(asyncio.get_running_loop(), stop)
     grace = settings.shutdown_grace
@@ -412,7 +503,9 @@ async def _serve(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], 
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await asyncio.wait_for(starting, CLEANUP_BUDGET)
         log.info("stopped")
-        if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        if any(
+            t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()
+        ):
             # a start-up thread is still blocked (connecting to a database that does not answer):
             # nothing was serving and nothing needs cleaning, so do not wait for it
             for stream in (sys.stdout, sys.stderr):
@@ -427,10 +520,14 @@ async def _serve(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], 
     ready_task = None
     deps: dict[str, Check] = app.dependencies() if hasattr(app, "dependencies") else {}
     if deps:
-        readiness = Readiness(app.health, getattr(app, "service_names", ()), deps,
-                              interval=settings.extra_float("READY_INTERVAL", 2.0, lo=0.05),
-                              timeout=settings.extra_float("READY_TIMEOUT", 2.0, lo=0.05),
-                              failures=settings.extra_int("READY_FAILURES", 2, lo=1, hi=100))
+        readiness = Readiness(
+            app.health,
+            getattr(app, "service_names", ()),
+            deps,
+            interval=settings.extra_float("READY_INTERVAL", 2.0, lo=0.05),
+            timeout=settings.extra_float("READY_TIMEOUT", 2.0, lo=0.05),
+            failures=settings.extra_int("READY_FAILURES", 2, lo=1, hi=100),
+        )
         ready_task = asyncio.create_task(readiness.run(ready_stop))
     await stop.wait()
     t0 = time.monotonic()
@@ -456,9 +553,14 @@ async def _serve(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], 
     log.info("stopped", shutdown_s=round(time.monotonic() - t0, 2))
 
 
-def run_service(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], argv: Sequence[str] | None = None,
-                *, check: Callable[[Settings], object] | None = None,
-                migrate: Callable[[Settings], None] | None = None) -> int:
+def run_service(
+    name: str,
+    start: Callable[[Settings], Awaitable[ServiceApp]],
+    argv: Sequence[str] | None = None,
+    *,
+    check: Callable[[Settings], object] | None = None,
+    migrate: Callable[[Settings], None] | None = None,
+) -> int:
     """The ``court-<name>`` console script: settings from the environment, logging, serve until
     SIGTERM/SIGINT with a graceful shutdown (see the module doc for the timing). ``check``
     validates the service's own settings before anything starts; ``migrate`` adds the ``migrate``
@@ -468,8 +570,13 @@ def run_service(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], a
     try:
         parser = argparse.ArgumentParser(prog=f"court-{name}", description=f"Court's {name} service.")
         if migrate is not None:
-            parser.add_argument("command", nargs="?", default="serve", choices=("serve", "migrate"),
-                                help="serve (default), or migrate the database schema and exit")
+            parser.add_argument(
+                "command",
+                nargs="?",
+                default="serve",
+                choices=("serve", "migrate"),
+                help="serve (default), or migrate the database schema and exit",
+            )
         args = parser.parse_args(argv)
         try:
             settings = Settings.load(name)
@@ -485,7 +592,7 @@ def run_service(name: str, start: Callable[[Settings], Awaitable[ServiceApp]], a
                 if signals.received is None:
                     migrate(settings)
                 return 0
-            asyncio.run(_serve(name, start, settings, signals))
+            run_loop(_serve(name, start, settings, signals), settings.event_loop)
         except ConfigError as exc:
             log.error("cannot start", error=str(exc))
             return 2

@@ -37,10 +37,15 @@ the same way)::
     COURT_LOG_FORMAT       json | console (default json)
     COURT_LOG_LEVEL        debug | info | warning | error (default info)
     COURT_STREAM_REPLICAS  JetStream replicas of the streams a service creates (default 1)
+    COURT_EVENT_LOOP       uvloop | asyncio: the event loop a service runs on (default uvloop, the
+                           cheaper one per call; asyncio is the standard library's)
     COURT_SHUTDOWN_GRACE   seconds in-flight calls get on SIGTERM (default 6; the process is gone
                            within this + 3 s, see court_kit.server)
     COURT_READY_INTERVAL, COURT_READY_TIMEOUT, COURT_READY_FAILURES
                            readiness checks of the required dependencies (court_kit.health)
+    COURT_PROJECTOR        rules: on (default) runs the projector (court_rules.projector) inside
+                           the rules process; off when court-projector processes run it, as
+                           docker-compose.yml and deploy/ do (the projector Deployment)
     COURT_MIGRATE_ON_START lobby and ranking: true (default) migrates the schema at start; false
                            only checks it is current and refuses to start otherwise (production
                            runs `court-lobby migrate` / `court-ranking migrate` as a Job instead)
@@ -58,11 +63,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SERVICES = ("rules", "lobby", "ranking", "bot", "analytics")
-GRPC_PORTS = {"rules": 50051, "lobby": 50052, "ranking": 50053, "bot": 50054, "analytics": 50055}
-METRICS_PORTS = {"rules": 9101, "lobby": 9102, "ranking": 9103, "bot": 9104, "analytics": 9105}
+SERVICES = ("rules", "lobby", "ranking", "bot", "analytics", "projector")
+GRPC_PORTS = {
+    "rules": 50051,
+    "lobby": 50052,
+    "ranking": 50053,
+    "bot": 50054,
+    "analytics": 50055,
+    "projector": 50056,
+}
+METRICS_PORTS = {
+    "rules": 9101,
+    "lobby": 9102,
+    "ranking": 9103,
+    "bot": 9104,
+    "analytics": 9105,
+    "projector": 9106,
+}
 LOG_FORMATS = ("json", "console")
 LOG_LEVELS = ("debug", "info", "warning", "error")
+EVENT_LOOPS = ("uvloop", "asyncio")
 
 
 class ConfigError(Exception):
@@ -86,15 +106,6 @@ def _int(name: str, raw: str, lo: int, hi: int) -> int:
     if not lo <= v <= hi:
         raise ConfigError(f"{name} must be an integer from {lo} to {hi}, got {raw!r}")
     return v
-
-
-def _bool(name: str, raw: str) -> bool:
-    v = raw.strip().lower()
-    if v in ("on", "true", "1", "yes"):
-        return True
-    if v in ("off", "false", "0", "no"):
-        return False
-    raise ConfigError(f"{name} must be on or off, got {raw!r}")
 
 
 def _float(name: str, raw: str, lo: float) -> float:
@@ -152,7 +163,9 @@ class Settings:
     log_level: str = "info"
     stream_replicas: int = 1
     shutdown_grace: float = 6.0
+    event_loop: str = "uvloop"
     migrate_on_start: bool = True
+    projector: bool = True
     # COURT_* variables this object does not name, for a service's own settings
     extra: Mapping[str, str] = field(default_factory=dict)
 
@@ -189,8 +202,12 @@ class Settings:
             "tls_ca": get("TLS_CA", ""),
             "health_listen": get("HEALTH_LISTEN", ""),
             "reflection": _bool("COURT_REFLECTION", get("REFLECTION", "on" if mode == "dev" else "off")),
-            "max_message_bytes": _int("COURT_MAX_MESSAGE_BYTES", get("MAX_MESSAGE_BYTES", str(8 * 1024 * 1024)),
-                                      1024, 64 * 1024 * 1024),
+            "max_message_bytes": _int(
+                "COURT_MAX_MESSAGE_BYTES",
+                get("MAX_MESSAGE_BYTES", str(8 * 1024 * 1024)),
+                1024,
+                64 * 1024 * 1024,
+            ),
             "max_streams": _int("COURT_MAX_STREAMS", get("MAX_STREAMS", "100"), 1, 10_000),
             "rules_addr": get("RULES_ADDR", cls.rules_addr),
             "lobby_addr": get("LOBBY_ADDR", cls.lobby_addr),
@@ -202,13 +219,17 @@ class Settings:
             "log_level": get("LOG_LEVEL", "info").strip().lower(),
             "stream_replicas": _int("COURT_STREAM_REPLICAS", get("STREAM_REPLICAS", "1"), 1, 5),
             "shutdown_grace": _float("COURT_SHUTDOWN_GRACE", get("SHUTDOWN_GRACE", "6"), 0.0),
+            "event_loop": get("EVENT_LOOP", "uvloop").strip().lower(),
             "migrate_on_start": _bool("COURT_MIGRATE_ON_START", get("MIGRATE_ON_START", "true")),
+            "projector": _bool("COURT_PROJECTOR", get("PROJECTOR", "on")),
         }
         known = {f"COURT_{f.name.upper()}" for f in dataclasses.fields(cls)} | {"COURT_ENV"}
         values["extra"] = {k: v for k, v in env.items() if k.startswith("COURT_") and k not in known}
         values.update(overrides)
         values["state_dir"] = Path(values["state_dir"])
-        if values["env"] == "dev" and not (values["token_keys"] or values["signing_key"] or values["id_secret"]):
+        if values["env"] == "dev" and not (
+            values["token_keys"] or values["signing_key"] or values["id_secret"]
+        ):
             from .tokens import ensure_dev_keys, signing_services  # noqa: PLC0415 - tokens imports settings
 
             dev = ensure_dev_keys(values["state_dir"])
@@ -230,9 +251,17 @@ class Settings:
         if not self.listen:
             object.__setattr__(self, "listen", f"127.0.0.1:{GRPC_PORTS.get(self.service, 0)}")
         if self.log_format not in LOG_FORMATS:
-            raise ConfigError(f"COURT_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {self.log_format!r}")
+            raise ConfigError(
+                f"COURT_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {self.log_format!r}"
+            )
         if self.log_level not in LOG_LEVELS:
-            raise ConfigError(f"COURT_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
+            raise ConfigError(
+                f"COURT_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}"
+            )
+        if self.event_loop not in EVENT_LOOPS:
+            raise ConfigError(
+                f"COURT_EVENT_LOOP must be one of {', '.join(EVENT_LOOPS)}, got {self.event_loop[:20]!r}"
+            )
         _check_address("COURT_LISTEN", self.listen)
         _check_address("COURT_METRICS_LISTEN", self.metrics_listen, allow_empty=True)
         _check_address("COURT_HEALTH_LISTEN", self.health_listen, allow_empty=True)

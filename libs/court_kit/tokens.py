@@ -144,8 +144,15 @@ class TrustedKey:
     dev: bool = False
 
     def jwk(self) -> dict[str, Any]:
-        out = {"kty": "OKP", "crv": "Ed25519", "alg": ALGORITHM, "use": "sig", "kid": self.kid, "iss": self.issuer,
-               "x": _b64(_raw_public(self.key))}
+        out: dict[str, Any] = {
+            "kty": "OKP",
+            "crv": "Ed25519",
+            "alg": ALGORITHM,
+            "use": "sig",
+            "kid": self.kid,
+            "iss": self.issuer,
+            "x": _b64(_raw_public(self.key)),
+        }
         if self.dev:
             out["court_dev"] = True
         return out
@@ -155,16 +162,20 @@ def _parse_jwk(entry: Any, where: str) -> tuple[str, str, bool]:
     if not isinstance(entry, dict):
         raise ConfigError(f"{where}: each key is a JSON object (a JWK)")
     if entry.get("kty") != "OKP" or entry.get("crv") != "Ed25519":
-        raise ConfigError(f"{where}: only Ed25519 keys (kty OKP, crv Ed25519) are accepted, got "
-                          f"kty={str(entry.get('kty'))[:16]!r} crv={str(entry.get('crv'))[:16]!r}")
+        raise ConfigError(
+            f"{where}: only Ed25519 keys (kty OKP, crv Ed25519) are accepted, got "
+            f"kty={str(entry.get('kty'))[:16]!r} crv={str(entry.get('crv'))[:16]!r}"
+        )
     if entry.get("alg", ALGORITHM) != ALGORITHM:
         raise ConfigError(f"{where}: alg must be {ALGORITHM}")
     kid, iss = entry.get("kid"), entry.get("iss")
     if not isinstance(kid, str) or not kid or len(kid) > 64:
         raise ConfigError(f"{where}: every key needs a kid (1 to 64 characters)")
-    if iss not in MINTS:
-        raise ConfigError(f"{where}: key {kid!r} belongs to issuer {str(iss)[:32]!r}, which mints no tokens; "
-                          f"issuers: {', '.join(MINTS)} (rules and ranking mint nothing)")
+    if not isinstance(iss, str) or iss not in MINTS:
+        raise ConfigError(
+            f"{where}: key {kid!r} belongs to issuer {str(iss)[:32]!r}, which mints no tokens; "
+            f"issuers: {', '.join(MINTS)} (rules and ranking mint nothing)"
+        )
     return kid, iss, bool(entry.get("court_dev", False))
 
 
@@ -178,13 +189,15 @@ class KeySet:
     def parse(cls, data: Any, where: str = "key set") -> KeySet:
         entries = data.get("keys") if isinstance(data, dict) else None
         if not isinstance(entries, list) or not entries:
-            raise ConfigError(f"{where}: expected {{\"keys\": [JWK, ...]}} with at least one key")
+            raise ConfigError(f'{where}: expected {{"keys": [JWK, ...]}} with at least one key')
         keys: dict[str, TrustedKey] = {}
         for entry in entries:
             kid, iss, dev = _parse_jwk(entry, where)
             if "d" in entry:
-                raise ConfigError(f"{where}: key {kid!r} carries a private part (d): a key set holds public "
-                                  "keys only (court-keys keyset makes one)")
+                raise ConfigError(
+                    f"{where}: key {kid!r} carries a private part (d): a key set holds public "
+                    "keys only (court-keys keyset makes one)"
+                )
             raw = _unb64(str(entry.get("x", "")), f"{where}: key {kid!r} x")
             if len(raw) != 32:
                 raise ConfigError(f"{where}: key {kid!r} x must be 32 bytes (an Ed25519 public key)")
@@ -198,7 +211,9 @@ class KeySet:
         try:
             text = Path(path).read_text()
         except OSError as exc:
-            raise ConfigError(f"COURT_TOKEN_KEYS: cannot read the key set {str(path)!r}: {exc.strerror}") from None
+            raise ConfigError(
+                f"COURT_TOKEN_KEYS: cannot read the key set {str(path)!r}: {exc.strerror}"
+            ) from None
         try:
             data = json.loads(text)
         except ValueError:
@@ -249,26 +264,54 @@ class Signer:
     def jwk(self) -> dict[str, Any]:
         return {**self.public.jwk(), "d": _b64(_raw_private(self.key))}
 
-    def issue(self, sub: str, role: str, ttl: float = 3600.0, *, now: float | None = None,
-              audience: Sequence[str] | None = None, **claims: Any) -> str:
+    def issue(
+        self,
+        sub: str,
+        role: str,
+        ttl: float = 3600.0,
+        *,
+        now: float | None = None,
+        audience: Sequence[str] | None = None,
+        **claims: Any,
+    ) -> str:
         return issue_token(self, sub, role, ttl, now=now, audience=audience, **claims)
 
 
-def issue_token(signer: Signer, sub: str, role: str, ttl: float = 3600.0, *, now: float | None = None,
-                audience: Sequence[str] | None = None, **claims: Any) -> str:
+def issue_token(
+    signer: Signer,
+    sub: str,
+    role: str,
+    ttl: float = 3600.0,
+    *,
+    now: float | None = None,
+    audience: Sequence[str] | None = None,
+    **claims: Any,
+) -> str:
     """A token for ``sub`` in ``role``, signed by ``signer`` (whose issuer must be allowed the role)."""
     if role not in ROLES:
         raise ValueError(f"unknown role {quote(role)}; roles: {', '.join(ROLES)}")
     if role not in MINTS.get(signer.issuer, ()):
-        raise ValueError(f"{signer.issuer} may not mint {role} tokens (it mints: "
-                         f"{', '.join(MINTS.get(signer.issuer, ())) or 'nothing'})")
+        raise ValueError(
+            f"{signer.issuer} may not mint {role} tokens (it mints: "
+            f"{', '.join(MINTS.get(signer.issuer, ())) or 'nothing'})"
+        )
     if not sub or (role == "player" and sub.startswith(BOT_SEAT_PREFIX)):
-        raise ValueError(f"a player's sub must be non-empty and not start with {quote(BOT_SEAT_PREFIX)}: {quote(sub)}")
+        raise ValueError(
+            f"a player's sub must be non-empty and not start with {quote(BOT_SEAT_PREFIX)}: {quote(sub)}"
+        )
     if ttl <= 0:
         raise ValueError("ttl must be positive")
     iat = int(time.time() if now is None else now)
-    body = {"iss": signer.issuer, "sub": sub, "role": role, "aud": list(audience or AUDIENCES[role]),
-            "iat": iat, "nbf": iat, "exp": iat + int(ttl), **claims}
+    body = {
+        "iss": signer.issuer,
+        "sub": sub,
+        "role": role,
+        "aud": list(audience or AUDIENCES[role]),
+        "iat": iat,
+        "nbf": iat,
+        "exp": iat + int(ttl),
+        **claims,
+    }
     return jwt.encode(body, signer.key, algorithm=ALGORITHM, headers={"kid": signer.kid})
 
 
@@ -280,8 +323,15 @@ class Verifier:
     expire. The file is re-read when it changes (checked at most every ``reload_interval`` seconds,
     and at once, at most every second, on an unknown kid)."""
 
-    def __init__(self, keys: KeySet | str | Path, audience: str, *, leeway: float = LEEWAY,
-                 cache_size: int = 50_000, reload_interval: float = 10.0):
+    def __init__(
+        self,
+        keys: KeySet | str | Path,
+        audience: str,
+        *,
+        leeway: float = LEEWAY,
+        cache_size: int = 50_000,
+        reload_interval: float = 10.0,
+    ):
         if not audience.startswith("court-"):
             raise ValueError(f"audience must be court-<service>, got {audience!r}")
         self.audience = audience
@@ -297,8 +347,11 @@ class Verifier:
 
     @classmethod
     def for_service(cls, settings: Settings) -> Verifier:
-        return cls(settings.token_keys, issuer_for(settings.service),
-                   reload_interval=settings.extra_float("TOKEN_KEYS_RELOAD", 10.0))
+        return cls(
+            settings.token_keys,
+            issuer_for(settings.service),
+            reload_interval=settings.extra_float("TOKEN_KEYS_RELOAD", 10.0),
+        )
 
     @property
     def keys(self) -> KeySet:
@@ -373,27 +426,38 @@ class Verifier:
             raise TokenError("malformed token: expected a signed JWT") from None
         alg = header.get("alg")
         if alg != ALGORITHM:
-            raise TokenError(f"token algorithm {quote(alg, 16)} is not accepted: Court tokens are {ALGORITHM}")
+            raise TokenError(
+                f"token algorithm {quote(alg, 16)} is not accepted: Court tokens are {ALGORITHM}"
+            )
         kid = header.get("kid")
         key = self._key_for(kid) if isinstance(kid, str) else None
         if key is None:
-            raise TokenError("token key id is unknown: it was not issued by this deployment (or its key was "
-                             "retired); sign in again")
+            raise TokenError(
+                "token key id is unknown: it was not issued by this deployment (or its key was "
+                "retired); sign in again"
+            )
         try:
             claims = jwt.decode(
-                token, key.key, algorithms=[ALGORITHM], audience=self.audience, issuer=key.issuer,
+                token,
+                key.key,
+                algorithms=[ALGORITHM],
+                audience=self.audience,
+                issuer=key.issuer,
                 leeway=self._leeway,
                 options={"require": ["iss", "sub", "role", "aud", "exp", "nbf", "iat"], "verify_exp": False},
             )
         except jwt.InvalidSignatureError:
-            raise TokenError("token signature does not verify: it was not issued by this deployment") from None
+            raise TokenError(
+                "token signature does not verify: it was not issued by this deployment"
+            ) from None
         except jwt.MissingRequiredClaimError as exc:
             raise TokenError(f"token lacks the {quote(exc.claim)} claim") from None
         except jwt.InvalidAudienceError:
             raise TokenError(f"token is not meant for {self.audience} (its audience differs)") from None
         except jwt.InvalidIssuerError:
-            raise TokenError(f"token issuer does not match its key: key {quote(kid)} belongs to {key.issuer}") \
-                from None
+            raise TokenError(
+                f"token issuer does not match its key: key {quote(kid)} belongs to {key.issuer}"
+            ) from None
         except jwt.ImmatureSignatureError:
             raise TokenError("token is not valid yet (nbf or iat in the future): check the clocks") from None
         except jwt.DecodeError:
@@ -426,17 +490,22 @@ def _dev_marked(keys: Iterable[TrustedKey]) -> list[str]:
 def check_id_secret(value: str, name: str = "COURT_ID_SECRET", *, dev: bool = False) -> str:
     """Present always; outside dev also long enough and no placeholder."""
     if not value:
-        raise ConfigError(f"{name} is not set: the secret that keys game ids and other derived values "
-                          f"({MIN_ID_SECRET}+ random characters, e.g. `openssl rand -hex 32`)")
+        raise ConfigError(
+            f"{name} is not set: the secret that keys game ids and other derived values "
+            f"({MIN_ID_SECRET}+ random characters, e.g. `openssl rand -hex 32`)"
+        )
     if dev:
         return value
     if len(value) < MIN_ID_SECRET:
-        raise ConfigError(f"{name} is too short ({len(value)} characters): use {MIN_ID_SECRET} or more random "
-                          "characters (e.g. `openssl rand -hex 32`)")
+        raise ConfigError(
+            f"{name} is too short ({len(value)} characters): use {MIN_ID_SECRET} or more random "
+            "characters (e.g. `openssl rand -hex 32`)"
+        )
     low = value.lower()
     if any(d in low for d in KNOWN_DEFAULTS):
-        raise ConfigError(f"{name} is a placeholder or default value: generate a random one "
-                          "(e.g. `openssl rand -hex 32`)")
+        raise ConfigError(
+            f"{name} is a placeholder or default value: generate a random one (e.g. `openssl rand -hex 32`)"
+        )
     return value
 
 
@@ -447,13 +516,17 @@ def signing_services() -> tuple[str, ...]:
 def load_signer(settings: Settings) -> Signer:
     """This service's own private key (lobby, bot); ConfigError when missing or not its own."""
     if not settings.signing_key:
-        raise ConfigError(f"COURT_SIGNING_KEY is not set: court-{settings.service} signs its own tokens and needs "
-                          "the path of its private key (court-keys new "
-                          f"{settings.service} makes one)")
+        raise ConfigError(
+            f"COURT_SIGNING_KEY is not set: court-{settings.service} signs its own tokens and needs "
+            "the path of its private key (court-keys new "
+            f"{settings.service} makes one)"
+        )
     signer = Signer.load(settings.signing_key, issuer=issuer_for(settings.service))
     if signer.dev and not settings.is_dev:
-        raise ConfigError(f"COURT_SIGNING_KEY ({settings.signing_key}) is a development key (court_dev): "
-                          "generate a production key with `court-keys new`")
+        raise ConfigError(
+            f"COURT_SIGNING_KEY ({settings.signing_key}) is a development key (court_dev): "
+            "generate a production key with `court-keys new`"
+        )
     return signer
 
 
@@ -462,23 +535,31 @@ def preflight(settings: Settings, *, needs_id_secret: bool | None = None) -> tup
     a readable Ed25519 key set, no development keys outside dev, the service's own private key
     when it signs (and none when it must not), and an id secret when it derives ids."""
     if not settings.token_keys:
-        raise ConfigError("COURT_TOKEN_KEYS is not set: the path of the token key set (the public keys every "
-                          "service verifies tokens with; court-keys keyset makes one; COURT_ENV=dev "
-                          "generates one under the state folder)")
+        raise ConfigError(
+            "COURT_TOKEN_KEYS is not set: the path of the token key set (the public keys every "
+            "service verifies tokens with; court-keys keyset makes one; COURT_ENV=dev "
+            "generates one under the state folder)"
+        )
     keys = KeySet.load(settings.token_keys)
     dev = _dev_marked(keys.keys.values())
     if dev and not settings.is_dev:
-        raise ConfigError(f"COURT_TOKEN_KEYS ({settings.token_keys}) holds development keys ({', '.join(dev)}): "
-                          "outside COURT_ENV=dev only production keys (court-keys new) are trusted")
+        raise ConfigError(
+            f"COURT_TOKEN_KEYS ({settings.token_keys}) holds development keys ({', '.join(dev)}): "
+            "outside COURT_ENV=dev only production keys (court-keys new) are trusted"
+        )
     signer = None
     if settings.service in signing_services():
         signer = load_signer(settings)
         if signer.kid not in keys.keys:
-            raise ConfigError(f"COURT_SIGNING_KEY's kid {signer.kid!r} is not in COURT_TOKEN_KEYS: publish its "
-                              "public key in the key set first (deploy/README.md, key rotation)")
+            raise ConfigError(
+                f"COURT_SIGNING_KEY's kid {signer.kid!r} is not in COURT_TOKEN_KEYS: publish its "
+                "public key in the key set first (deploy/README.md, key rotation)"
+            )
     elif settings.signing_key:
-        raise ConfigError(f"COURT_SIGNING_KEY is set, but court-{settings.service} mints no tokens: remove it "
-                          "(only the lobby and the bot service hold a private key)")
+        raise ConfigError(
+            f"COURT_SIGNING_KEY is set, but court-{settings.service} mints no tokens: remove it "
+            "(only the lobby and the bot service hold a private key)"
+        )
     if needs_id_secret is None:
         needs_id_secret = settings.service in ID_SECRET_USERS
     if needs_id_secret:
@@ -531,7 +612,9 @@ def ensure_dev_keys(state_dir: Path | str) -> DevKeys:
                 if path.exists():
                     signer = Signer.load(path, issuer=issuer_for(service))
                 else:
-                    signer = Signer.generate(issuer_for(service), f"dev-{service}-{secrets.token_hex(3)}", dev=True)
+                    signer = Signer.generate(
+                        issuer_for(service), f"dev-{service}-{secrets.token_hex(3)}", dev=True
+                    )
                     _write_private(path, json.dumps(signer.jwk(), indent=2) + "\n")
                 publics.append(signer.public)
             want = KeySet({k.kid: k for k in publics})
@@ -556,8 +639,11 @@ def service_audience(role: str, audience: Sequence[str] | None) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """``court-token``: print a bearer token signed with the lobby's key (development and operations)."""
-    p = argparse.ArgumentParser(prog="court-token", description="Issue a Court bearer token, signed with the "
-                                "lobby's key (COURT_SIGNING_KEY; with COURT_ENV=dev the generated dev key).")
+    p = argparse.ArgumentParser(
+        prog="court-token",
+        description="Issue a Court bearer token, signed with the "
+        "lobby's key (COURT_SIGNING_KEY; with COURT_ENV=dev the generated dev key).",
+    )
     p.add_argument("--sub", required=True, help="the player id (or service name)")
     p.add_argument("--role", default="player", choices=ROLES)
     p.add_argument("--ttl", type=float, default=86400.0, help="seconds until it expires (default a day)")

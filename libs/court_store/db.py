@@ -29,7 +29,9 @@ def normalize_url(url: str) -> str:
     return u.render_as_string(hide_password=False)
 
 
-def database_url(service: str, url: str | None = None, state_dir: str | os.PathLike[str] | None = None) -> str:
+def database_url(
+    service: str, url: str | None = None, state_dir: str | os.PathLike[str] | None = None
+) -> str:
     """The database URL for ``service``: ``url``, else ``COURT_DATABASE_URL``, else a SQLite file.
 
     The SQLite default is ``<state_dir>/<service>.db`` where ``state_dir`` defaults to
@@ -97,8 +99,9 @@ def insert_ignore(session: Session, table: Table, rows: Iterable[Mapping[str, An
     return len(insert_ignore_returning(session, table, rows))
 
 
-def insert_ignore_returning(session: Session, table: Table, rows: Iterable[Mapping[str, Any]],
-                            *columns: Any) -> list[Any]:
+def insert_ignore_returning(
+    session: Session, table: Table, rows: Iterable[Mapping[str, Any]], *columns: Any
+) -> list[Any]:
     """``insert_ignore``, answering ``columns`` (default: the primary key) of the rows really inserted."""
     rows = [dict(r) for r in rows]
     if not rows:

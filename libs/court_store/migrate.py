@@ -59,7 +59,12 @@ def upgrade(engine: Engine, migrations_dir: str | Path, service: str, revision: 
 def _sqlite_file_lock(engine: Engine) -> Iterator[None]:
     """Holds an exclusive ``flock`` on ``<database>.migrate-lock`` (nothing for an in-memory database)."""
     database = engine.url.database
-    if engine.dialect.name != "sqlite" or not database or database == ":memory:" or database.startswith("file:"):
+    if (
+        engine.dialect.name != "sqlite"
+        or not database
+        or database == ":memory:"
+        or database.startswith("file:")
+    ):
         yield
         return
     with open(f"{database}.migrate-lock", "a+b") as lock:
@@ -92,7 +97,8 @@ def require_head(engine: Engine, migrations_dir: str | Path, service: str) -> st
         raise SchemaNotCurrent(
             f"the {service} database schema is at revision {current or 'none (an empty database)'} but this "
             f"release needs {head}: run `court-{service} migrate` (the {service}-migrate Job) first, "
-            "or set COURT_MIGRATE_ON_START=true")
+            "or set COURT_MIGRATE_ON_START=true"
+        )
     return current
 
 
@@ -109,9 +115,13 @@ def open_database(url: str, migrate: Callable[[Engine], str | None]) -> tuple[En
         raise
 
 
-def open_service_database(settings: Any, migrate: Callable[[Engine], str | None],
-                          check_schema: Callable[[Engine], str | None], *,
-                          migrate_schema: bool | None = None) -> Engine:
+def open_service_database(
+    settings: Any,
+    migrate: Callable[[Engine], str | None],
+    check_schema: Callable[[Engine], str | None],
+    *,
+    migrate_schema: bool | None = None,
+) -> Engine:
     """A service's engine for its settings' COURT_DATABASE_URL, the schema migrated to the newest
     revision with ``migrate``; with COURT_MIGRATE_ON_START=false (or ``migrate_schema=False``) only
     checked to be at it with ``check_schema`` (a schema behind is a ``ConfigError``: the service
@@ -125,8 +135,9 @@ def open_service_database(settings: Any, migrate: Callable[[Engine], str | None]
         engine, revision = open_database(settings.database_url, migrate if migrate_schema else check_schema)
     except SchemaNotCurrent as exc:
         raise ConfigError(str(exc)) from None
-    klog.get_logger(f"court_{settings.service}").info("database ready", backend=engine.dialect.name,
-                                                          revision=revision)
+    klog.get_logger(f"court_{settings.service}").info(
+        "database ready", backend=engine.dialect.name, revision=revision
+    )
     return engine
 
 
@@ -141,7 +152,9 @@ def run_env(context: Any, target_metadata: MetaData) -> None:
     cfg = context.config
     connection = cfg.attributes.get("connection")
     if connection is None:
-        raise RuntimeError("court migrations run through court_store.upgrade (or the service's `migrate` command)")
+        raise RuntimeError(
+            "court migrations run through court_store.upgrade (or the service's `migrate` command)"
+        )
     context.configure(
         connection=connection,
         target_metadata=target_metadata,

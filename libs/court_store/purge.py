@@ -19,7 +19,9 @@ log = klog.get_logger("court_store.purge")
 
 
 class PurgeTask:
-    def __init__(self, name: str, fn: Callable[[], dict[str, int]], *, interval: float, first_after: float = 60.0):
+    def __init__(
+        self, name: str, fn: Callable[[], dict[str, int]], *, interval: float, first_after: float = 60.0
+    ):
         self.name = name
         self.fn = fn
         self.interval = interval

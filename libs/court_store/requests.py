@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy import Table, select, update
@@ -36,7 +36,7 @@ from .db import insert_ignore
 MAX_REQUEST_ID = 64
 
 
-def request_columns(caller: str = "account_id") -> list[sa.Column]:
+def request_columns(caller: str = "account_id") -> list[sa.Column[Any]]:
     """The columns every request table has (``caller`` names the caller's column)."""
     return [
         sa.Column(caller, sa.String(64), primary_key=True),
@@ -95,25 +95,40 @@ def _key(table: Table, claim: Claim) -> Any:
 
 def recall(s: Session, table: Table, claim: Claim) -> Stored | None:
     """The stored answer for ``claim``'s request id, if any (INVALID_ARGUMENT when the body differs)."""
-    row = s.execute(select(table.c.method, table.c.body_hash, table.c.code, table.c.response)
-                    .where(_key(table, claim))).first()
+    row = s.execute(
+        select(table.c.method, table.c.body_hash, table.c.code, table.c.response).where(_key(table, claim))
+    ).first()
     if row is None:
         return None
     if row.method != claim.method or (row.body_hash and row.body_hash != claim.digest):
         from court_kit.errors import InvalidArgument
 
         shown = claim.request_id[:32]
-        raise InvalidArgument(f"request_id {shown!r} was already used for a different request "
-                              f"({row.method}); choose a new request id for a new change")
+        raise InvalidArgument(
+            f"request_id {shown!r} was already used for a different request "
+            f"({row.method}); choose a new request id for a new change"
+        )
     return Stored(int(row.code), None if row.response is None else bytes(row.response))
 
 
 def claim(s: Session, table: Table, c: Claim) -> Stored | None:
     """Claim ``c``'s request id in this transaction; the first call's answer when it was claimed before."""
     caller_col = list(table.primary_key.columns)[0].name
-    inserted = insert_ignore(s, table, [{caller_col: c.caller, "request_id": c.request_id, "method": c.method,
-                                         "body_hash": c.digest, "code": 0, "response": None,
-                                         "created_at": datetime.now(UTC)}])
+    inserted = insert_ignore(
+        s,
+        table,
+        [
+            {
+                caller_col: c.caller,
+                "request_id": c.request_id,
+                "method": c.method,
+                "body_hash": c.digest,
+                "code": 0,
+                "response": None,
+                "created_at": datetime.now(UTC),
+            }
+        ],
+    )
     if inserted:
         return None
     stored = recall(s, table, c)
@@ -123,6 +138,12 @@ def claim(s: Session, table: Table, c: Claim) -> Stored | None:
 
 def answer(s: Session, table: Table, c: Claim, response: bytes, code: int = 0) -> bool:
     """Store the answer of a claimed (or pending) request; False when one was stored before."""
-    done = s.execute(update(table).where(_key(table, c), table.c.response.is_(None))
-                     .values(response=response, code=code))
+    done = cast(
+        "sa.CursorResult[Any]",
+        s.execute(
+            update(table)
+            .where(_key(table, c), table.c.response.is_(None))
+            .values(response=response, code=code)
+        ),
+    )
     return done.rowcount == 1

@@ -3,9 +3,9 @@
 The consumers are the real ``court-analytics`` console script (processes, killed with SIGKILL at
 random moments and at injected points: right after staging a batch before its acks, right after
 writing a game's tables before its done marker), on a real nats-server. The records are
-``court.events.v1.GameEvent`` messages in the rules service's shape (creation, moves of
-ActionApplied + an engine event + TurnStarted, a final GameEnded, ``Court-End`` on each move's
-last event), published interleaved across games while the consumers run. Afterwards the tables,
+``court.events.v2.Record`` messages in the projector's shape (the creation, moves of an engine
+event + TurnStarted, a final GameEnded; real Hearts event payloads), published interleaved across
+games while the consumers run. Afterwards the tables,
 read by DuckDB, hold every (game_id, seq, index) exactly once.
 """
 
@@ -22,12 +22,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
 from court_analytics.lake import Lake
-from court_kit.structs import to_struct
-from court_proto.court.events.v1 import events_pb2
+from court_proto.court.events.v2 import records_pb2
 from nats.aio.client import Client as NATS
 from nats.js.api import StorageType, StreamConfig
 from nats.js.errors import NotFoundError
@@ -39,39 +39,102 @@ GAMES = 24
 WAIT = 180.0
 
 
+def _real_events() -> dict[str, Any]:
+    """One real Hearts game's events of each kind (schema-true payloads for the synthetic games)."""
+    from court_games.registry import get_game
+    from court_rules.games import start_game
+
+    module = get_game("hearts")
+    state, opening = start_game(module, module.options_from_dict({"limit": 20}), 5)
+    found: dict[str, Any] = {e.type: e for e in opening}
+    rng = random.Random(5)
+    while not module.is_terminal(state):
+        seat = module.to_act(state)[0]
+        state, evs = module.apply(state, seat, rng.choice(module.legal_actions(state, seat)))
+        found.update({e.type: e for e in evs if e.type not in found})
+    return found
+
+
+_REAL: dict[str, Any] = {}
+
+
 def game_records(game_id: str, moves: int, seats: int = 3) -> list[tuple[str, bytes, dict[str, str]]]:
-    """One game's public messages, in order: (subject, body, headers)."""
+    """One game's public records (court.events.v2), in order: (subject, body, headers)."""
+    from court_games.core import Event
+    from court_kit import records as krec
+    from court_proto.court.rules.v1 import actions_pb2
+
+    if not _REAL:
+        _REAL.update(_real_events())
     out = []
     t0 = 1_790_000_000 + random.randrange(3) * 86_400  # three days, so there are several day partitions
-
-    def add(seq: int, events: list[tuple[str, dict]]) -> None:
-        for index, (etype, payload) in enumerate(events):
-            ev = events_pb2.GameEvent(event_id=f"{game_id}-{seq}-{index}", schema_version=1, game="hearts",
-                                      game_id=game_id, seq=seq, index=index, type=etype,
-                                      visibility=events_pb2.VISIBILITY_PUBLIC)
-            ev.time.FromSeconds(t0 + seq)
-            to_struct({"type": etype, **payload}, ev.payload)
-            headers = {"Nats-Msg-Id": ev.event_id, "Court-Seq": str(seq)}
-            if index == len(events) - 1:
-                headers["Court-End"] = "1"
-            out.append((f"court.events.hearts.{game_id}.{etype}", ev.SerializeToString(), headers))
-
     players = [f"p{game_id}", *(f"bot:{lv}" for lv in ("random", "heuristic")[: seats - 1])]
-    add(0, [("GameCreated", {"game": "hearts", "options": {}, "seats": players}), ("GameStarted", {}),
-            ("TurnStarted", {"to_act": [0], "players": players[:1]})])
+
+    def add(rec: Any) -> None:
+        public = krec.redact(rec)
+        out.append(
+            (
+                krec.public_subject("hearts", game_id),
+                public.SerializeToString(),
+                {"Nats-Msg-Id": krec.msg_id(game_id, rec.seq), "Court-Seq": str(rec.seq)},
+            )
+        )
+
+    turn = Event("TurnStarted", {"to_act": [0], "players": players[:1]})
+    add(
+        krec.created_record(
+            "hearts",
+            game_id,
+            t0 * 1000,
+            seats=players,
+            options={"limit": 100},
+            seed=1,
+            by="lobby",
+            request_id="r",
+            events=[_REAL["GameStarted"], turn],
+            to_act=[0],
+            finished=False,
+        )
+    )
     for seq in range(1, moves + 1):
         seat = (seq - 1) % seats
-        events = [("ActionApplied", {"seat": seat, "action_type": "play"}),
-                  ("CardPlayed", {"seat": seat, "card": f"{(seq % 13) + 1}H"})]
+        events = [_REAL["CardPlayed"]]
         if seq == moves:
-            events.append(("GameEnded", {"winners": [seq % seats], "scores": [seq, 2 * seq, 3 * seq]}))
+            end = _REAL["GameEnded"]
+            events.append(Event("GameEnded", {**end.data, "winners": [seq % seats]}))
         else:
-            events.append(("TurnStarted", {"to_act": [seq % seats], "players": [players[seq % seats]]}))
-        add(seq, events)
+            events.append(Event("TurnStarted", {"to_act": [seq % seats], "players": [players[seq % seats]]}))
+        action = actions_pb2.Action()
+        action.hearts.play.card = "2C"
+        add(
+            krec.move_record(
+                "hearts",
+                game_id,
+                seq,
+                (t0 + seq) * 1000,
+                seat=seat,
+                action=action,
+                action_type="play",
+                by="x",
+                request_id=f"m{seq}",
+                events=events,
+                to_act=[] if seq == moves else [seq % seats],
+                seats=players,
+                finished=seq == moves,
+            )
+        )
     return out
 
 
-def interleave(games: list[list[tuple[str, bytes, dict[str, str]]]]) -> list[tuple[str, bytes, dict[str, str]]]:
+def event_keys(published: list[tuple[str, bytes, dict[str, str]]]) -> list[str]:
+    from court_analytics.records import decode
+
+    return [f"{r.game_id}-{r.seq}-{r.index}" for _, body, _ in published for r in decode(body)]
+
+
+def interleave(
+    games: list[list[tuple[str, bytes, dict[str, str]]]],
+) -> list[tuple[str, bytes, dict[str, str]]]:
     """All games' messages mixed, each game's own order kept (as concurrent games publish)."""
     cursors = [list(reversed(g)) for g in games]
     out = []
@@ -93,8 +156,9 @@ async def publish(url: str, messages: list[tuple[str, bytes, dict[str, str]]]) -
 async def make_stream(url: str) -> None:
     nc = NATS()
     await nc.connect(url)
-    await nc.jetstream().add_stream(StreamConfig(name="COURT_EVENTS", subjects=["court.events.>"],
-                                                 storage=StorageType.FILE))
+    await nc.jetstream().add_stream(
+        StreamConfig(name="COURT_EVENTS", subjects=["court.events.>"], storage=StorageType.FILE)
+    )
     await nc.close()
 
 
@@ -126,13 +190,26 @@ class Consumers:
         self.tmp, self.nats_url, self.lake = tmp, nats_url, lake
         self.procs: list[subprocess.Popen[bytes]] = []
 
-    def start(self, durable: str = "analytics", fault: str = "", extra: dict[str, str] | None = None
-              ) -> subprocess.Popen[bytes]:
-        env = {"PATH": os.environ.get("PATH", ""), "COURT_ENV": "dev", "COURT_NATS_URL": self.nats_url,
-               "COURT_LISTEN": "127.0.0.1:0", "COURT_METRICS_LISTEN": "", "COURT_STATE_DIR": str(self.tmp),
-               "COURT_ANALYTICS_LAKE": str(self.lake), "COURT_ANALYTICS_DURABLE": durable,
-               "COURT_ANALYTICS_ACK_WAIT": "1", "COURT_ANALYTICS_BATCH": "32", "COURT_ANALYTICS_SWEEP": "0.2",
-               "COURT_ANALYTICS_COMPACT_EVERY": "3600", "COURT_ANALYTICS_FAULT": fault, "COURT_LOG_LEVEL": "warning", **(extra or {})}
+    def start(
+        self, durable: str = "analytics", fault: str = "", extra: dict[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "COURT_ENV": "dev",
+            "COURT_NATS_URL": self.nats_url,
+            "COURT_LISTEN": "127.0.0.1:0",
+            "COURT_METRICS_LISTEN": "",
+            "COURT_STATE_DIR": str(self.tmp),
+            "COURT_ANALYTICS_LAKE": str(self.lake),
+            "COURT_ANALYTICS_DURABLE": durable,
+            "COURT_ANALYTICS_ACK_WAIT": "1",
+            "COURT_ANALYTICS_BATCH": "32",
+            "COURT_ANALYTICS_SWEEP": "0.2",
+            "COURT_ANALYTICS_COMPACT_EVERY": "3600",
+            "COURT_ANALYTICS_FAULT": fault,
+            "COURT_LOG_LEVEL": "warning",
+            **(extra or {}),
+        }
         log = open(self.tmp / f"analytics-{len(self.procs)}.log", "wb")  # noqa: SIM115 - the process's log
         proc = subprocess.Popen([ANALYTICS], env=env, stdout=log, stderr=subprocess.STDOUT)
         self.procs.append(proc)
@@ -147,8 +224,9 @@ class Consumers:
         try:
             return proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise AssertionError(f"court-analytics {what} still running after {timeout:.0f}s; its log:\n"
-                                 f"{self.log_of(proc)}") from None
+            raise AssertionError(
+                f"court-analytics {what} still running after {timeout:.0f}s; its log:\n{self.log_of(proc)}"
+            ) from None
 
     def kill(self, proc: subprocess.Popen[bytes]) -> None:
         if proc.poll() is None:
@@ -182,19 +260,26 @@ def wait_done(lake: Path, games: int, timeout: float = WAIT, consumers: Consumer
         if done >= games:
             return
         if time.monotonic() > deadline:
-            logs = "".join(f"\n-- {p.args} ({p.poll()}):\n{consumers.log_of(p)}" for p in consumers.procs[-2:]) \
-                if consumers else ""
+            logs = (
+                "".join(f"\n-- {p.args} ({p.poll()}):\n{consumers.log_of(p)}" for p in consumers.procs[-2:])
+                if consumers
+                else ""
+            )
             raise AssertionError(f"{done} of {games} games landed in {timeout:.0f}s{logs}")
         time.sleep(0.1)
 
 
 def read(lake: Path, table: str) -> duckdb.DuckDBPyRelation:
-    return duckdb.sql(f"SELECT * FROM read_parquet('{lake}/{table}/**/*.parquet', hive_partitioning = true, "
-                      "union_by_name = true)")
+    return duckdb.sql(
+        f"SELECT * FROM read_parquet('{lake}/{table}/**/*.parquet', hive_partitioning = true, "
+        "union_by_name = true)"
+    )
 
 
-def check_exactly_once(lake: Path, published: list[tuple[str, bytes, dict[str, str]]], moves: dict[str, int]) -> None:
-    keys = sorted((h["Nats-Msg-Id"]) for _, _, h in published)
+def check_exactly_once(
+    lake: Path, published: list[tuple[str, bytes, dict[str, str]]], moves: dict[str, int]
+) -> None:
+    keys = sorted(event_keys(published))
     tables = [p.name for p in lake.iterdir() if p.name.startswith("events_")]
     rows = []
     for t in tables:
@@ -210,7 +295,9 @@ def check_exactly_once(lake: Path, published: list[tuple[str, bytes, dict[str, s
 
 
 @pytest.mark.slow
-def test_killed_racing_and_replayed_consumers_land_every_record_once(nats: BinaryNats, consumers: Consumers) -> None:
+def test_killed_racing_and_replayed_consumers_land_every_record_once(
+    nats: BinaryNats, consumers: Consumers
+) -> None:
     rng = random.Random(os.environ.get("COURT_TEST_SEED", "17"))
     random.seed(rng.random())
     moves = {f"g{i:04d}": rng.randrange(3, 30) for i in range(GAMES)}
@@ -225,10 +312,10 @@ def test_killed_racing_and_replayed_consumers_land_every_record_once(nats: Binar
     for fault in ("staged:1", "finished:1", "staged:3"):
         proc = consumers.start("a", fault)
         assert consumers.wait_exit(proc, what=f"(fault {fault})") == 17, f"{fault}: {consumers.log_of(proc)}"
-    asyncio.run(publish(nats.url, published[third:2 * third]))
+    asyncio.run(publish(nats.url, published[third : 2 * third]))
     # two durables at once (each sees every record: a race on every game), SIGKILLed at random moments
     # while the last third is published
-    pub = threading.Thread(target=lambda: asyncio.run(publish(nats.url, published[2 * third:])))
+    pub = threading.Thread(target=lambda: asyncio.run(publish(nats.url, published[2 * third :])))
     pub.start()
     for _ in range(6):
         a, b = consumers.start("a"), consumers.start("b")
@@ -257,7 +344,9 @@ def test_killed_racing_and_replayed_consumers_land_every_record_once(nats: Binar
     check_exactly_once(consumers.lake, published, moves)
 
 
-def test_compaction_merges_small_files_and_finishes_after_a_crash(nats: BinaryNats, consumers: Consumers) -> None:
+def test_compaction_merges_small_files_and_finishes_after_a_crash(
+    nats: BinaryNats, consumers: Consumers
+) -> None:
     moves = {f"g{i:04d}": 4 + i % 5 for i in range(10)}
     published = interleave([game_records(g, n) for g, n in moves.items()])
     asyncio.run(publish(nats.url, published))
@@ -281,17 +370,25 @@ def test_compaction_merges_small_files_and_finishes_after_a_crash(nats: BinaryNa
     lake.compact()
     check_exactly_once(consumers.lake, published, moves)
     # DuckDB and the partitions: game and day come from the paths
-    days = duckdb.sql(f"SELECT DISTINCT day FROM read_parquet('{consumers.lake}/games/**/*.parquet', "
-                      "hive_partitioning = true)").fetchall()
+    days = duckdb.sql(
+        f"SELECT DISTINCT day FROM read_parquet('{consumers.lake}/games/**/*.parquet', "
+        "hive_partitioning = true)"
+    ).fetchall()
     assert 1 <= len(days) <= 3
 
 
-def test_records_that_are_not_game_events_are_dropped_and_the_rest_land(nats: BinaryNats, consumers: Consumers
-                                                                       ) -> None:
+def test_records_that_are_not_game_events_are_dropped_and_the_rest_land(
+    nats: BinaryNats, consumers: Consumers
+) -> None:
     good = game_records("g0001", 5)
-    bad = [("court.events.hearts.x.Junk", b"\xff\x00not a protobuf", {"Nats-Msg-Id": "junk-1"}),
-           ("court.events.hearts.x.Junk", events_pb2.GameEvent(game_id="../etc", type="X", seq=1).SerializeToString(),
-            {"Nats-Msg-Id": "junk-2"})]
+    bad = [
+        ("court.events.hearts.x", b"\xff\x00not a protobuf", {"Nats-Msg-Id": "junk-1"}),
+        (
+            "court.events.hearts.x",
+            records_pb2.Record(game_id="../etc", seq=1, move={}).SerializeToString(),
+            {"Nats-Msg-Id": "junk-2"},
+        ),
+    ]
     asyncio.run(publish(nats.url, [*bad, *good]))
     consumers.start()
     wait_done(consumers.lake, 1)
@@ -305,8 +402,9 @@ def test_records_that_are_not_game_events_are_dropped_and_the_rest_land(nats: Bi
     assert "not a game record" in (consumers.tmp / "analytics-0.log").read_text()
 
 
-def test_an_unreadable_staging_file_neither_stops_the_consumer_nor_lands(nats: BinaryNats, consumers: Consumers
-                                                                         ) -> None:
+def test_an_unreadable_staging_file_neither_stops_the_consumer_nor_lands(
+    nats: BinaryNats, consumers: Consumers
+) -> None:
     """A staging file that does not decode (another version's records, damage) is set aside at the
     start-up sweep, and the consumer goes on landing other games (it used to end the consumer
     task while the process ran on: nothing landed any more)."""
@@ -325,7 +423,9 @@ def test_an_unreadable_staging_file_neither_stops_the_consumer_nor_lands(nats: B
     assert "unreadable staging file set aside" in consumers.log_of(proc)
 
 
-def test_the_consumer_closes_out_an_abandoned_game_once_caught_up(nats: BinaryNats, consumers: Consumers) -> None:
+def test_the_consumer_closes_out_an_abandoned_game_once_caught_up(
+    nats: BinaryNats, consumers: Consumers
+) -> None:
     """Through the process: the durable has nothing undelivered, the game's staging has been quiet for
     COURT_ANALYTICS_STAGING_RETENTION (2 s here): it lands as unfinished, the finished one as finished."""
     abandoned = [m for m in game_records("g0001", 10) if int(m[2]["Court-Seq"]) <= 6]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from court_analytics.lake import Lake
 from court_cli.analytics import QUERIES, run_queries, wilson
@@ -32,8 +33,12 @@ def test_report_figures_are_the_queries_answers(tmp_path: Path) -> None:
     assert sum(r["games"] for r in data["games_per_hour"]) == 9
     assert wilson(0, 0) == (0.0, 0.0) and wilson(5, 10)[0] < 0.5 < wilson(5, 10)[1]
     out = tmp_path / "report.html"
-    run = subprocess.run([COURT, "analytics", "report", "--lake", str(tmp_path / "lake"), "--out", str(out)],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [COURT, "analytics", "report", "--lake", str(tmp_path / "lake"), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "(9 games)" in run.stdout
     page = out.read_text()
@@ -48,40 +53,126 @@ def test_report_since_and_a_missing_lake(tmp_path: Path) -> None:
     make_lake(tmp_path / "lake", {"g0001": 4})
     assert run_queries(tmp_path / "lake")["length"][0]["games"] == 1
     from datetime import UTC, datetime
+
     assert run_queries(tmp_path / "lake", datetime(2100, 1, 1, tzinfo=UTC))["length"] == []
-    run = subprocess.run([COURT, "analytics", "report", "--lake", str(tmp_path / "nowhere"), "--out",
-                          str(tmp_path / "r.html")], capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [
+            COURT,
+            "analytics",
+            "report",
+            "--lake",
+            str(tmp_path / "nowhere"),
+            "--out",
+            str(tmp_path / "r.html"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 1 and "no games table" in run.stdout
-    run = subprocess.run([COURT, "analytics", "report", "--lake", str(tmp_path / "lake"), "--since", "yesterday"],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [COURT, "analytics", "report", "--lake", str(tmp_path / "lake"), "--since", "yesterday"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 2 and "ISO date" in run.stdout + run.stderr
 
 
 def test_docs_show_the_reports_queries() -> None:
     from court_cli.analytics import docs_markdown
+
     doc = Path(__file__).parents[2] / "docs" / "analytics.md"
     assert doc.read_text() == docs_markdown(), "regenerate it with court_cli.analytics.docs_markdown()"
 
 
-def qc_game(game_id: str, seats: list[str], rounds: list[tuple[int, list[int]]]) -> list[tuple[bytes, dict]]:
-    """A Queen's Court game's public records as the lake stages them: creation, one RoundEnded per
-    (starter, winners), then GameEnded (the payloads' other keys do not matter to the view)."""
-    from court_kit.structs import to_struct
-    from court_proto.court.events.v1 import events_pb2
+_QC_REAL: dict[int, dict[str, Any]] = {}
 
+
+def _qc_real_events(n: int) -> dict[str, Any]:
+    """One real n-seat Queen's Court game's events of each kind (schema-true payloads)."""
+    if n not in _QC_REAL:
+        import random
+
+        from court_games.registry import get_game
+        from court_rules.games import start_game
+
+        module = get_game("queens_court")
+        state, opening = start_game(module, module.options_from_dict({"players": n}), 5)
+        found: dict[str, Any] = {e.type: e for e in opening}
+        rng = random.Random(5)
+        while not module.is_terminal(state):
+            seat = module.to_act(state)[0]
+            state, evs = module.apply(state, seat, rng.choice(module.legal_actions(state, seat)))
+            found.update({e.type: e for e in evs if e.type not in found})
+        _QC_REAL[n] = found
+    return _QC_REAL[n]
+
+
+def qc_game(game_id: str, seats: list[str], rounds: list[tuple[int, list[int]]]) -> list[tuple[bytes, dict]]:
+    """A Queen's Court game's public records (court.events.v2) as the lake stages them: the
+    creation, one move per (starter, winners) whose events are a RoundEnded, then a move with the
+    GameEnded (real payloads; their other keys do not matter to the view)."""
+    from court_games.core import Event
+    from court_kit import records as krec
+    from court_proto.court.rules.v1 import actions_pb2
+
+    real = _qc_real_events(len(seats))
+    t0 = 1_790_000_000
     out = []
 
-    def add(seq: int, etype: str, payload: dict) -> None:
-        ev = events_pb2.GameEvent(event_id=f"{game_id}-{seq}-0", game="queens_court", game_id=game_id, seq=seq,
-                                  type=etype, visibility=events_pb2.VISIBILITY_PUBLIC)
-        ev.time.FromSeconds(1_790_000_000 + seq)
-        to_struct({"type": etype, **payload}, ev.payload)
-        out.append((ev.SerializeToString(), {"Court-End": "1"}))
+    def add(rec: Any) -> None:
+        out.append(
+            (
+                krec.redact(rec).SerializeToString(),
+                {"Nats-Msg-Id": krec.msg_id(game_id, rec.seq), "Court-Seq": str(rec.seq)},
+            )
+        )
 
-    add(0, "GameCreated", {"game": "queens_court", "options": {"players": len(seats)}, "seats": seats})
+    def move(seq: int, event: Event, finished: bool) -> Any:
+        return krec.move_record(
+            "queens_court",
+            game_id,
+            seq,
+            (t0 + seq) * 1000,
+            seat=0,
+            action=actions_pb2.Action(),
+            action_type="play",
+            by="x",
+            request_id=f"m{seq}",
+            events=[event],
+            to_act=[] if finished else [0],
+            seats=seats,
+            finished=finished,
+        )
+
+    add(
+        krec.created_record(
+            "queens_court",
+            game_id,
+            t0 * 1000,
+            seats=seats,
+            options={"players": len(seats)},
+            seed=1,
+            by="lobby",
+            request_id="r",
+            events=[real["GameStarted"]],
+            to_act=[0],
+            finished=False,
+        )
+    )
     for i, (starter, winners) in enumerate(rounds, start=1):
-        add(i, "RoundEnded", {"round": i, "starter": starter, "winners": winners})
-    add(len(rounds) + 1, "GameEnded", {"winner": 0, "round_wins": [0] * len(seats)})
+        add(
+            move(
+                i,
+                Event(
+                    "RoundEnded",
+                    {**real["RoundEnded"].data, "round": i, "starter": starter, "winners": winners},
+                ),
+                False,
+            )
+        )
+    add(move(len(rounds) + 1, real["GameEnded"], True))
     return out
 
 
@@ -102,8 +193,10 @@ def test_the_round_points_view_is_the_ranking_services_arithmetic(tmp_path: Path
         seats = ["bot:random" if rng.random() < 0.4 else f"p{g}x{s}" for s in range(n)]
         if all(s.startswith("bot:") for s in seats):
             seats[0] = f"p{g}x0"
-        rounds = [(rng.randrange(n), sorted(rng.sample(range(n), rng.choice([0, 1, 1, 2, 3][:n]))))
-                  for _ in range(rng.randint(1, 6))]
+        rounds = [
+            (rng.randrange(n), sorted(rng.sample(range(n), rng.choice([0, 1, 1, 2, 3][:n]))))
+            for _ in range(rng.randint(1, 6))
+        ]
         if g < 4:  # four people, three of them winning: 100 does not split in three (the remainder rule)
             seats, n = [f"p{g}x{s}" for s in range(4)], 4
             rounds = [(g, [s for s in range(4) if s != (g + 1) % 4]), (3 - g, [0, 1, 2]), (g, [1, 2, 3])]
@@ -112,7 +205,9 @@ def test_the_round_points_view_is_the_ranking_services_arithmetic(tmp_path: Path
         assert lake.try_finish(game_id)
         info = GameInfo(game_id, "queens_court", True, 0, 0, tuple(seats), {})
         for starter, winners in rounds:
-            for seat, d in round_points(info, {"type": "RoundEnded", "starter": starter, "winners": winners}).items():
+            for seat, d in round_points(
+                info, {"type": "RoundEnded", "starter": starter, "winners": winners}
+            ).items():
                 if not seats[seat].startswith("bot:"):
                     want[(game_id, seats[seat])] += d
     data = run_queries(tmp_path / "lake")

@@ -22,8 +22,7 @@ import grpc
 import pytest
 from court_analytics.app import AnalyticsApp
 from court_cli.analytics import render, run_queries
-from court_client import BotClient
-from court_kit.structs import to_struct
+from court_client import BotClient, options_proto
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 
@@ -52,16 +51,20 @@ async def play_seat(stack: Stack, person: Player, game_id: str, seat: int, bot_a
                     raise
 
 
-async def online_game(stack: Stack, people: list[Player], bots: list[str], ante: int, bot_address: str) -> str:
+async def online_game(
+    stack: Stack, people: list[Player], bots: list[str], ante: int, bot_address: str
+) -> str:
     """An online Queen's Court lobby: the people (the first hosts), then the bots; started and played out."""
     req = lpb.CreateLobbyRequest(request_id=rid(), game="queens_court", online=True, ante=ante)
-    to_struct({"players": len(people) + len(bots)}, req.options)
+    req.options.CopyFrom(options_proto("queens_court", {"players": len(people) + len(bots)}))
     host = people[0]
     lobby = await host.call("CreateLobby", req)
     for p in people[1:]:
         await p.join(lobby.lobby_id)
     for level in bots:
-        await host.call("SetBotSeat", lpb.SetBotSeatRequest(request_id=rid(), lobby_id=lobby.lobby_id, level=level))
+        await host.call(
+            "SetBotSeat", lpb.SetBotSeatRequest(request_id=rid(), lobby_id=lobby.lobby_id, level=level)
+        )
     started = await host.start(lobby.lobby_id)
     seats = list((await host.rules.get_view(started.game_id)).seats)  # the player id of every seat
     by_id = {p.id: p for p in people}
@@ -89,8 +92,16 @@ async def test_the_reports_rank_points_equal_the_ledger_for_the_same_games(tmp_p
         await stack.start_bot()
         bot_address = f"127.0.0.1:{stack.bot.port}"
         lake = tmp_path / "lake"
-        analytics = await AnalyticsApp.start(stack.settings("analytics", extra={
-            "COURT_ANALYTICS_LAKE": str(lake), "COURT_ANALYTICS_SWEEP": "0.2", "COURT_ANALYTICS_ACK_WAIT": "5"}))
+        analytics = await AnalyticsApp.start(
+            stack.settings(
+                "analytics",
+                extra={
+                    "COURT_ANALYTICS_LAKE": str(lake),
+                    "COURT_ANALYTICS_SWEEP": "0.2",
+                    "COURT_ANALYTICS_ACK_WAIT": "5",
+                },
+            )
+        )
         ann, bob, cy = [await stack.player(n) for n in ("Ann", "Bob", "Cy")]
         rng = random.Random(17)
         tables = [  # people, bot levels, ante: bots among people, people only, a person among bots
@@ -100,12 +111,14 @@ async def test_the_reports_rank_points_equal_the_ledger_for_the_same_games(tmp_p
             ([ann, bob, cy], [], 0),
             ([bob, cy], ["random"], 150),
         ]
-        game_ids = await asyncio.gather(*(online_game(stack, people, bots, ante, bot_address)
-                                          for people, bots, ante in tables))
+        game_ids = await asyncio.gather(
+            *(online_game(stack, people, bots, ante, bot_address) for people, bots, ante in tables)
+        )
         games = set(game_ids)
         for g in game_ids:
-            await stack.wait_ranked(lambda st, g=g: st.game_status(g) == "finished", f"game {g} settled",
-                                    timeout=WAIT)
+            await stack.wait_ranked(
+                lambda st, g=g: st.game_status(g) == "finished", f"game {g} settled", timeout=WAIT
+            )
         deadline = asyncio.get_running_loop().time() + WAIT
         while not all((lake / "_done" / g).exists() for g in game_ids):
             assert asyncio.get_running_loop().time() < deadline, f"not in the lake: {sorted(games)}"
@@ -123,19 +136,24 @@ async def test_the_reports_rank_points_equal_the_ledger_for_the_same_games(tmp_p
         assert {k: report[k] for k in keys} == {k: ledger[k] for k in keys}
         assert {g for g, _ in report} == games  # every game's rounds are in the report
         for g in games:  # per game
-            assert sum(v for (gg, _), v in report.items() if gg == g) == \
-                sum(v for (gg, _), v in ledger.items() if gg == g), g
+            assert sum(v for (gg, _), v in report.items() if gg == g) == sum(
+                v for (gg, _), v in ledger.items() if gg == g
+            ), g
         assert sum(report.values()) == sum(ledger.values())  # in total
         by_player = {r["player_id"]: r["points"] for r in data["qc_rank_points_by_player"]}
-        assert by_player == {p.id: sum(v for (_, pid), v in ledger.items() if pid == p.id) for p in (ann, bob, cy)}
+        assert by_player == {
+            p.id: sum(v for (_, pid), v in ledger.items() if pid == p.id) for p in (ann, bob, cy)
+        }
         # paid and received, round by round, are the ledger's negative and positive round entries
         paid = sum(r["paid"] or 0 for r in data["qc_rank_points"])
         received = sum(r["received"] or 0 for r in data["qc_rank_points"])
         assert paid == -sum(e.delta for e in rounds if e.delta < 0) > 0
         assert received == sum(e.delta for e in rounds if e.delta > 0) > 0
         page = render(data, lake, None)
-        assert f"{len(games)} games: {paid} rank points paid, {received} received, {paid - received} left play" \
+        assert (
+            f"{len(games)} games: {paid} rank points paid, {received} received, {paid - received} left play"
             in page
+        )
         # the ledger's other entries (antes paid and won, challenges) are not in the game records: the
         # report leaves them out, and they are there
         assert sum(e.delta for e in entries if e.note == "ante_paid") == -(3 * 100 + 2 * 50 + 100 + 2 * 150)

@@ -12,8 +12,7 @@ from pathlib import Path
 from court_analytics import lake as lake_mod
 from court_analytics.lake import Lake
 from court_cli.analytics import run_queries
-from court_kit.structs import to_struct
-from court_proto.court.events.v1 import events_pb2
+from court_kit import records as krec
 
 from .test_lake import game_records, read
 
@@ -24,18 +23,33 @@ def staged(lake: Lake, messages: list[tuple[str, bytes, dict[str, str]]]) -> Non
     lake.stage_batch([(body, headers) for _, body, headers in messages])
 
 
-def upto(messages: list[tuple[str, bytes, dict[str, str]]], seq: int) -> list[tuple[str, bytes, dict[str, str]]]:
+def upto(
+    messages: list[tuple[str, bytes, dict[str, str]]], seq: int
+) -> list[tuple[str, bytes, dict[str, str]]]:
     return [m for m in messages if int(m[2]["Court-Seq"]) <= seq]
 
 
 def resumed_creation(game_id: str, old: str) -> tuple[str, bytes, dict[str, str]]:
-    ev = events_pb2.GameEvent(event_id=f"{game_id}-0-0", game="hearts", game_id=game_id, type="GameCreated",
-                              visibility=events_pb2.VISIBILITY_PUBLIC)
-    ev.time.FromSeconds(1_790_000_000)
-    to_struct({"type": "GameCreated", "game": "hearts", "options": {}, "seats": ["pa", "bot:random"],
-               "resumed_from": old}, ev.payload)
-    return (f"court.events.hearts.{game_id}.GameCreated", ev.SerializeToString(),
-            {"Nats-Msg-Id": ev.event_id, "Court-Seq": "0", "Court-End": "1"})
+    """The public creation record (court.events.v2) of ``game_id``, resuming ``old``."""
+    rec = krec.created_record(
+        "hearts",
+        game_id,
+        1_790_000_000 * 1000,
+        seats=["pa", "bot:random"],
+        options={},
+        seed=1,
+        by="lobby",
+        request_id="r",
+        events=[],
+        to_act=[0],
+        finished=False,
+        resumed_from=old,
+    )
+    return (
+        krec.public_subject("hearts", game_id),
+        krec.redact(rec).SerializeToString(),
+        {"Nats-Msg-Id": krec.msg_id(game_id, 0), "Court-Seq": "0"},
+    )
 
 
 def counter(metric, *labels: str) -> float:
@@ -45,16 +59,16 @@ def counter(metric, *labels: str) -> float:
 def test_quiet_games_land_with_a_status_after_the_retention(tmp_path: Path) -> None:
     lake = Lake(tmp_path / "lake")
     abandoned = game_records("g0001", 12)
-    staged(lake, upto(abandoned, 7))                       # stopped after move 7: abandoned
+    staged(lake, upto(abandoned, 7))  # stopped after move 7: abandoned
     gappy = game_records("g0002", 12)
     staged(lake, [m for m in upto(gappy, 9) if m[2]["Court-Seq"] != "4"])  # move 4 never arrived
     orphan = game_records("g0003", 6)
-    staged(lake, [m for m in orphan if m[2]["Court-Seq"] != "0"])          # its creation never arrived
+    staged(lake, [m for m in orphan if m[2]["Court-Seq"] != "0"])  # its creation never arrived
     old = game_records("g0004", 12)
-    staged(lake, upto(old, 5))                              # resumed as g0005 after move 5
+    staged(lake, upto(old, 5))  # resumed as g0005 after move 5
     staged(lake, [resumed_creation("g0005", "g0004")])
     finished = game_records("g0006", 4)
-    staged(lake, finished)                                  # complete: lands as finished, not closed out
+    staged(lake, finished)  # complete: lands as finished, not closed out
     now = datetime.now(UTC)
 
     # within the retention nothing is closed (the resumed one waits only resumed_after)
@@ -72,12 +86,17 @@ def test_quiet_games_land_with_a_status_after_the_retention(tmp_path: Path) -> N
     closed = lake.close_out(retention=DAY, now=now + timedelta(seconds=DAY + 1))
     assert closed == {"unfinished": 3, "dropped": 1}  # g0005, quiet as long, too
     assert lake.pending() == []
-    assert counter(lake_mod.DROPPED, "after_gap") - dropped_gap == 3 * 5   # moves 5..9 of g0002
-    assert counter(lake_mod.DROPPED, "no_creation") - dropped_orphan == len(orphan) - 3
+    assert counter(lake_mod.DROPPED, "after_gap") - dropped_gap == 3 * 5  # moves 5..9 of g0002
+    # moves 1..6 of g0003, three records each (ActionApplied, CardPlayed, TurnStarted or GameEnded)
+    assert counter(lake_mod.DROPPED, "no_creation") - dropped_orphan == 3 * (len(orphan) - 1)
 
     root = tmp_path / "lake"
-    games = {r[0]: r[1:] for r in read(root, "games").select(
-        "game_id, status, moves, ended_at IS NULL, winners, result IS NULL, resumed_into").fetchall()}
+    games = {
+        r[0]: r[1:]
+        for r in read(root, "games")
+        .select("game_id, status, moves, ended_at IS NULL, winners, result IS NULL, resumed_into")
+        .fetchall()
+    }
     assert games == {
         "g0001": ("unfinished", 7, True, [], True, None),
         "g0002": ("unfinished", 3, True, [], True, None),
@@ -86,13 +105,20 @@ def test_quiet_games_land_with_a_status_after_the_retention(tmp_path: Path) -> N
         "g0006": ("finished", 4, False, [4 % 3], False, None),  # game_records: the winner is seat moves % 3
     }
     moves = sorted(read(root, "moves").select("game_id, seq").fetchall())
-    assert moves == sorted([("g0001", s) for s in range(1, 8)] + [("g0002", s) for s in range(1, 4)]
-                           + [("g0004", s) for s in range(1, 6)] + [("g0006", s) for s in range(1, 5)])
+    assert moves == sorted(
+        [("g0001", s) for s in range(1, 8)]
+        + [("g0002", s) for s in range(1, 4)]
+        + [("g0004", s) for s in range(1, 6)]
+        + [("g0006", s) for s in range(1, 5)]
+    )
     # the report counts results of finished games only, and shows every status
     data = run_queries(root)
     assert data["length"] == [{"game": "hearts", "games": 1, "min": 4, "median": 4, "p90": 4, "max": 4}]
-    assert {(r["status"], r["games"]) for r in data["games_by_status"]} == {("finished", 1), ("unfinished", 3),
-                                                                            ("resumed", 1)}
+    assert {(r["status"], r["games"]) for r in data["games_by_status"]} == {
+        ("finished", 1),
+        ("unfinished", 3),
+        ("resumed", 1),
+    }
     assert read(root, "games").filter("game_id = 'g0005'").select("resumed_from").fetchall() == [("g0004",)]
 
     # a record of an unfinished game arriving later is dropped and counted; one already landed is not late
@@ -106,30 +132,19 @@ def test_quiet_games_land_with_a_status_after_the_retention(tmp_path: Path) -> N
     assert len(read(root, "games").fetchall()) == 5
 
 
-def test_a_message_may_hold_a_whole_moves_records(tmp_path: Path, monkeypatch) -> None:
-    """``records.decode`` may return a move's records from one message (the v2 records): staging,
-    finishing and the tables are the same as with one message per event."""
-    import base64
-    import json
-    from collections import defaultdict
-
+def test_a_message_may_hold_a_whole_moves_records(tmp_path: Path) -> None:
+    """One v2 record (one stream message) holds a whole move: ``records.decode`` returns its event
+    Records (ActionApplied or GameCreated, then the move's events, the last one ``end``); staging,
+    a redelivery, finishing and the tables count each event once and each move once."""
     from court_analytics import records
 
-    def decode_move(data: bytes, headers: dict[str, str] | None) -> list:
-        bodies = json.loads(data)
-        return [records.decode(base64.b64decode(b), {"Court-End": "1"} if i == len(bodies) - 1 else None)
-                for i, b in enumerate(bodies)]
-
-    monkeypatch.setattr(lake_mod, "decode", decode_move)
-    per_event = game_records("g0007", 9)
-    moves: dict[int, list[bytes]] = defaultdict(list)
-    for _, body, headers in per_event:
-        moves[int(headers["Court-Seq"])].append(body)
-    messages = [(json.dumps([base64.b64encode(b).decode() for b in moves[s]]).encode(), {}) for s in sorted(moves)]
+    messages = [(body, headers) for _, body, headers in game_records("g0007", 9)]
+    decoded = [records.decode(body, headers) for body, headers in messages]
+    assert all(len(r) >= 2 and [x.end for x in r] == [False] * (len(r) - 1) + [True] for r in decoded)
     lake = Lake(tmp_path / "lake")
     got = lake.stage_batch(messages[:4]) + lake.stage_batch(messages[4:] + messages[2:5])  # a redelivery too
-    assert [len(r) for r in got] == [len(moves[s]) for s in sorted(moves)] + [len(moves[s]) for s in (2, 3, 4)]
+    assert [len(r) for r in got] == [len(r) for r in decoded] + [len(decoded[s]) for s in (2, 3, 4)]
     assert lake.pending_ended() == ["g0007"] and lake.try_finish("g0007") == "wrote"
-    rows = read(tmp_path / "lake", "moves").select("seq").fetchall()
-    assert sorted(r[0] for r in rows) == list(range(1, 10))
+    rows = read(tmp_path / "lake", "moves").select("seq, events").fetchall()
+    assert sorted(rows) == [(s, len(decoded[s])) for s in range(1, 10)]  # each move's events, once
     assert read(tmp_path / "lake", "games").select("moves, status").fetchall() == [(9, "finished")]

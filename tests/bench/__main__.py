@@ -8,8 +8,17 @@ import sys
 
 # Benchmark modules under tests/bench, run in this order; add new ones to the list.
 MODULES: list[str] = [
-    "engines", "bot_service", "bots_queens_court", "bots_hearts", "bots_the_court", "bots_court_wars", "service", "cli",
-    "logins", "capacity",
+    "engines",
+    "bot_service",
+    "bots_queens_court",
+    "bots_hearts",
+    "bots_the_court",
+    "bots_court_wars",
+    "service",
+    "cli",
+    "logins",
+    "capacity",
+    "typed",
 ]
 
 

@@ -1,61 +1,55 @@
 """The stack's ceiling for tests.bench.service: a bare grpc.aio unary handler doing one JetStream
-publish (awaiting its ack, with a Nats-Msg-Id) per call, nothing else. Run as a process:
+publish (awaiting its ack, with a Nats-Msg-Id) per call, nothing else: no engine, no views, no
+authentication. Run as a process, on the event loop ``COURT_EVENT_LOOP`` names (as the rules
+service does, through ``court_kit.server.run_loop``):
 
-    python -m tests.bench._ceiling NATS_URL [EVENTS]   # prints the port it listens on, then serves
+    python -m tests.bench._ceiling NATS_URL [edge]   # prints the port it listens on, then serves
 
-With ``EVENTS`` > 0 the same handler also stores what the event contract asks of every move
-(protos/court/events/v1/README.md): ``EVENTS`` events, each in the public and the full-information
-stream on its own subject, pipelined, the end markers once the rest are acknowledged, as the rules
-service publishes them. That is the floor of a move's writes on this stack: no engine, no views,
-no authentication. Every move has at least two events (``ActionApplied`` and ``TurnStarted`` or
-``GameEnded``).
+With ``edge`` the same handler sits behind the services' shared gRPC edge
+(``court_kit.server.EdgeInterceptor``: token verification, request id, logging context, metrics,
+error mapping), configured from the COURT_ environment as the rules service's, so make bench
+shows what the edge costs a call.
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
+import os
 import sys
 
 import grpc
 import nats
-from court_kit.jetstream import Publisher
+from court_kit.server import EdgeInterceptor, current_identity, run_loop
+from court_kit.settings import Settings
+from court_kit.tokens import Verifier
 from nats.js.api import StreamConfig
 
 STREAM = "BENCH_CEILING"
 METHOD = "/bench.Ceiling/Call"
-PAYLOAD = b"e" * 120  # about a public event's size
 
 
-async def serve(nats_url: str, events: int = 0) -> None:
+async def serve(nats_url: str, edge: bool = False) -> None:
     nc = await nats.connect(nats_url)
     js = nc.jetstream()
-    tag = f"e{events}"
-    await js.add_stream(StreamConfig(name=f"{STREAM}_{tag}", subjects=[f"bench.ceiling.{tag}.>"]))
-    publisher = Publisher(nc)
+    await js.add_stream(StreamConfig(name=STREAM, subjects=["bench.ceiling.>"]))
     ids = itertools.count()
 
     async def call(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         n = next(ids)
-        await js.publish(f"bench.ceiling.{tag}.{n % 64}", request, headers={"Nats-Msg-Id": f"c{n}"})
-        if events:
-            body, ends = [], []
-            for stream in ("public", "full"):
-                for i in range(events):
-                    headers = {"Nats-Msg-Id": f"{stream}-{n}-{i}", "Court-Seq": str(n)}
-                    msg = (f"bench.ceiling.{tag}.{stream}.{n % 64}.type{i}", PAYLOAD, headers)
-                    if i == events - 1:
-                        headers["Court-End"] = "1"
-                        ends.append(msg)
-                    else:
-                        body.append(msg)
-            await publisher.publish_all(body)
-            await publisher.publish_all(ends)
+        if edge:
+            current_identity()  # as every servicer method does first
+        await js.publish(f"bench.ceiling.{n % 64}", request, headers={"Nats-Msg-Id": f"c{n}"})
         return b"ok"
 
-    server = grpc.aio.server()
-    server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
-        "bench.Ceiling", {"Call": grpc.unary_unary_rpc_method_handler(call)})])
+    interceptors = [EdgeInterceptor(Verifier.for_service(Settings.load("rules")))] if edge else []
+    server = grpc.aio.server(interceptors=interceptors)
+    server.add_generic_rpc_handlers(
+        [
+            grpc.method_handlers_generic_handler(
+                "bench.Ceiling", {"Call": grpc.unary_unary_rpc_method_handler(call)}
+            )
+        ]
+    )
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     print(port, flush=True)
@@ -63,4 +57,4 @@ async def serve(nats_url: str, events: int = 0) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(serve(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 0))
+    run_loop(serve(sys.argv[1], sys.argv[2:] == ["edge"]), os.environ.get("COURT_EVENT_LOOP", "uvloop"))

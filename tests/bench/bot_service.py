@@ -66,12 +66,20 @@ def pct(xs: list[float], q: float) -> float:
 
 def settings(service: str, nats_url: str, **kw: Any) -> Settings:
     # the environment's COURT_BOT_* settings apply (budgets, decision threads); the rest is ours
-    return Settings.load(service, None, nats_url=nats_url, listen="127.0.0.1:0", metrics_listen="",
-                         env="bench", **{**keys.overrides(service), **kw})
+    return Settings.load(
+        service,
+        None,
+        nats_url=nats_url,
+        listen="127.0.0.1:0",
+        metrics_listen="",
+        env="bench",
+        **{**keys.overrides(service), **kw},
+    )
 
 
-async def suggest_samples(bot: BotApp, rules: RulesClient, hint: Any, token_md: Any, game: str, level: str,
-                          samples: int) -> tuple[list[tuple[float, float]], list[float]]:
+async def suggest_samples(
+    bot: BotApp, rules: RulesClient, hint: Any, token_md: Any, game: str, level: str, samples: int
+) -> tuple[list[tuple[float, float]], list[float]]:
     options, n = OPTIONS[game]
     bot.decider.recent[(game, level)].clear()
     rpc: list[float] = []
@@ -84,8 +92,9 @@ async def suggest_samples(bot: BotApp, rules: RulesClient, hint: Any, token_md: 
         while not view.finished and len(rpc) < samples:
             seat = view.to_act[0]
             t0 = time.perf_counter()
-            reply = await hint.Suggest(bot_pb2.SuggestRequest(game_id=gid, seat=seat, level=level),
-                                       metadata=token_md, timeout=10)
+            reply = await hint.Suggest(
+                bot_pb2.SuggestRequest(game_id=gid, seat=seat, level=level), metadata=token_md, timeout=10
+            )
             rpc.append(time.perf_counter() - t0)
             played = await rules.submit(gid, reply.action, seat)
             # the views of the seats now to act come with the answer (every seat is ours)
@@ -108,8 +117,11 @@ async def turn_game(stack_bot: BotApp, lobby: RulesClient, game: str) -> tuple[i
             break
     elapsed = time.perf_counter() - t0
     assert final is not None
-    p99 = {lv: pct([w for w, _c in stack_bot.decider.recent[(game, lv)]], 0.99) * 1000
-           for lv in LEVELS if stack_bot.decider.recent[(game, lv)]}
+    p99 = {
+        lv: pct([w for w, _c in stack_bot.decider.recent[(game, lv)]], 0.99) * 1000
+        for lv in LEVELS
+        if stack_bot.decider.recent[(game, lv)]
+    }
     return final.seq, elapsed, p99
 
 
@@ -129,10 +141,18 @@ class RulesProcess:
     """``python -m court_rules`` in its own process, as deployed (not sharing the bot's GIL)."""
 
     def __init__(self, nats_url: str):
-        env = {**os.environ, "COURT_NATS_URL": nats_url, "COURT_LISTEN": "127.0.0.1:0", "COURT_METRICS_LISTEN": "",
-               **keys.env("rules"), "COURT_ENV": "bench", "COURT_LOG_LEVEL": "info"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "court_rules"], env=env, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE)
+        env = {
+            **os.environ,
+            "COURT_NATS_URL": nats_url,
+            "COURT_LISTEN": "127.0.0.1:0",
+            "COURT_METRICS_LISTEN": "",
+            **keys.env("rules"),
+            "COURT_ENV": "bench",
+            "COURT_LOG_LEVEL": "info",
+        }
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "court_rules"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         self.address = ""
 
     def wait_listening(self, timeout: float = 30.0) -> str:
@@ -168,7 +188,9 @@ async def measure(stack: contextlib.AsyncExitStack, nats_url: str, games: list[s
     rules_addr = await asyncio.to_thread(rules.wait_listening)
     bot_settings = settings("bot", nats_url, rules_addr=rules_addr)
     config = BotConfig.from_settings(bot_settings)
-    suggest_bot = await BotApp.start(bot_settings, config=BotConfig.from_settings(bot_settings, consume=False))
+    suggest_bot = await BotApp.start(
+        bot_settings, config=BotConfig.from_settings(bot_settings, consume=False)
+    )
     stack.push_async_callback(suggest_bot.kill)
     player = RulesClient(rules_addr, keys.token("bench", "player"))
     stack.push_async_callback(player.close)
@@ -176,10 +198,14 @@ async def measure(stack: contextlib.AsyncExitStack, nats_url: str, games: list[s
     stack.push_async_callback(channel.close)
     hint = bot_pb2_grpc.BotServiceStub(channel)
     md = (("authorization", f"Bearer {keys.token('bench', 'player')}"),)
-    print(f"suggest: {samples} positions per game and level, budgets {config.budgets_ms} ms; "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"{'game':<13}{'level':<10}{'budget':>7}{'decide p50':>12}{'decide p99':>12}{'cpu p99':>9}"
-          f"{'rpc p50':>9}{'rpc p99':>9}  p99 < budget")
+    print(
+        f"suggest: {samples} positions per game and level, budgets {config.budgets_ms} ms; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
+    print(
+        f"{'game':<13}{'level':<10}{'budget':>7}{'decide p50':>12}{'decide p99':>12}{'cpu p99':>9}"
+        f"{'rpc p50':>9}{'rpc p99':>9}  p99 < budget"
+    )
     for game in games:
         for level in LEVELS:
             decide, rpc = await suggest_samples(suggest_bot, player, hint, md, game, level, samples)
@@ -188,8 +214,10 @@ async def measure(stack: contextlib.AsyncExitStack, nats_url: str, games: list[s
             d50, d99 = statistics.median(wall) * 1000, pct(wall, 0.99) * 1000
             c99 = pct([c for _w, c in decide], 0.99) * 1000
             r50, r99 = statistics.median(rpc) * 1000, pct(rpc, 0.99) * 1000
-            print(f"{game:<13}{level:<10}{budget:>7.1f}{d50:>12.2f}{d99:>12.2f}{c99:>9.2f}{r50:>9.2f}"
-                  f"{r99:>9.2f}  {'yes' if d99 < budget else 'NO'}")
+            print(
+                f"{game:<13}{level:<10}{budget:>7.1f}{d50:>12.2f}{d99:>12.2f}{c99:>9.2f}{r50:>9.2f}"
+                f"{r99:>9.2f}  {'yes' if d99 < budget else 'NO'}"
+            )
     turn_bot = await BotApp.start(bot_settings, config=config)
     stack.push_async_callback(turn_bot.kill)
     lobby = RulesClient(rules_addr, keys.token("lobby", "service"))

@@ -48,8 +48,12 @@ def play(args: tuple[dict[str, Any], tuple[str, ...], int]) -> dict[str, Any]:
             times[levels[p]].append(dt)
         state, _ = cw.apply(state, p, d.action, emit=False)
     w = state.winners
-    return {"scores": [1.0 / len(w) if s in w else 0.0 for s in range(len(levels))], "times": times,
-            "turns": state.turns, "end": state.end}
+    return {
+        "scores": [1.0 / len(w) if s in w else 0.0 for s in range(len(levels))],
+        "times": times,
+        "turns": state.turns,
+        "end": state.end,
+    }
 
 
 def ci95(xs: list[float]) -> tuple[float, float]:
@@ -60,8 +64,10 @@ def ci95(xs: list[float]) -> tuple[float, float]:
 
 
 def summarize(title: str, results: list[dict[str, Any]], focus: list[tuple[str, list[float]]]) -> None:
-    print(f"{title}: {len(results)} games, mean {statistics.mean(r['turns'] for r in results):.0f} turns, "
-          f"{sum(r['end'] == 'turn_limit' for r in results)} at the turn limit")
+    print(
+        f"{title}: {len(results)} games, mean {statistics.mean(r['turns'] for r in results):.0f} turns, "
+        f"{sum(r['end'] == 'turn_limit' for r in results)} at the turn limit"
+    )
     for name, xs in focus:
         m, h = ci95(xs)
         print(f"  {name:<24} win rate {m:6.1%} ± {h:5.1%}")
@@ -77,7 +83,9 @@ def timing(all_results: list[dict[str, Any]]) -> None:
         ts = sorted(times.get(lv, []))
         if ts:
             p99 = ts[min(len(ts) - 1, int(0.99 * len(ts)))]
-            print(f"  {lv:<10} n={len(ts):>7}  median {statistics.median(ts):6.2f}  p99 {p99:6.2f}  max {ts[-1]:6.2f}")
+            print(
+                f"  {lv:<10} n={len(ts):>7}  median {statistics.median(ts):6.2f}  p99 {p99:6.2f}  max {ts[-1]:6.2f}"
+            )
 
 
 def main() -> None:
@@ -98,13 +106,22 @@ def main() -> None:
             jobs = []
             for g in range(count):
                 seat = g % n
-                jobs.append(({"players": n}, tuple("expert" if s == seat else "heuristic" for s in range(n)),
-                             20_000 + 1000 * n + g))
+                jobs.append(
+                    (
+                        {"players": n},
+                        tuple("expert" if s == seat else "heuristic" for s in range(n)),
+                        20_000 + 1000 * n + g,
+                    )
+                )
             res = pool.map(play, jobs, chunksize=2)
             everything += res
             ex = [r["scores"][g % n] for g, r in enumerate(res)]
-            summarize(f"expert v {n - 1} heuristic ({n} players, expert's seat rotating; an equal player wins "
-                      f"{1 / n:.0%})", res, [("expert", ex)])
+            summarize(
+                f"expert v {n - 1} heuristic ({n} players, expert's seat rotating; an equal player wins "
+                f"{1 / n:.0%})",
+                res,
+                [("expert", ex)],
+            )
     timing(everything)
 
 

@@ -49,7 +49,11 @@ from typing import Any
 from court_bots import levels
 from court_games.games import hearts as H
 
-PAIRINGS: tuple[tuple[str, str], ...] = (("expert", "heuristic"), ("expert", "random"), ("heuristic", "random"))
+PAIRINGS: tuple[tuple[str, str], ...] = (
+    ("expert", "heuristic"),
+    ("expert", "random"),
+    ("heuristic", "random"),
+)
 ARRANGEMENTS: tuple[tuple[int, ...], ...] = ((0, 1), (1, 2), (0, 2))  # side A's seats; side B the rest
 HANDS_PER_GROUP = 4
 OS_PASS_DIR = (1, 2, 3, 0)  # our hand % 4 -> OpenSpiel's pass-direction chance action
@@ -145,8 +149,16 @@ class OpenSpielSide:
         self.pyspiel = pyspiel
         self.game = pyspiel.load_game("hearts", {"qs_breaks_hearts": False})
         self.evaluator = pyspiel.RandomRolloutEvaluator(1, seed)
-        self.bot = pyspiel.ISMCTSBot(seed, self.evaluator, OS_UCT_C, OS_SIMULATIONS, -1,
-                                     pyspiel.ISMCTSFinalPolicyType.MAX_VISIT_COUNT, False, False)
+        self.bot = pyspiel.ISMCTSBot(
+            seed,
+            self.evaluator,
+            OS_UCT_C,
+            OS_SIMULATIONS,
+            -1,
+            pyspiel.ISMCTSFinalPolicyType.MAX_VISIT_COUNT,
+            False,
+            False,
+        )
 
     def new_hand(self, hand_no: int, deck: Sequence[str]) -> Any:
         state = self.game.new_initial_state()
@@ -155,7 +167,9 @@ class OpenSpielSide:
             state.apply_action(to_os(H.CARD_ID[card]))
         return state
 
-    def choose_pass(self, hand_no: int, hands: Sequence[int], seat: int, timer: Callable[[float], None]) -> list[int]:
+    def choose_pass(
+        self, hand_no: int, hands: Sequence[int], seat: int, timer: Callable[[float], None]
+    ) -> list[int]:
         """``seat``'s three cards, chosen as seat 0 of a relabelled deal (see the module notes)."""
         state = self.game.new_initial_state()
         state.apply_action(OS_PASS_DIR[hand_no % 4])
@@ -255,7 +269,9 @@ def _pct(xs: Sequence[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-def _merge(results: Sequence[GroupResult]) -> tuple[list[float], list[float], list[float], int, dict, list[int]]:
+def _merge(
+    results: Sequence[GroupResult],
+) -> tuple[list[float], list[float], list[float], int, dict, list[int]]:
     a, b, diffs, moons, times, iters = [], [], [], 0, {}, []
     for r in results:
         a += r.a_points
@@ -278,10 +294,14 @@ def _report(title: str, names: tuple[str, str], results: Sequence[GroupResult]) 
     for name in names:
         ts = times.get(name, [])
         if ts:
-            print(f"  {name:>10} ms/move: mean {statistics.fmean(ts):6.2f}  median {_pct(ts, 0.5):6.2f}  "
-                  f"p99 {_pct(ts, 0.99):6.2f}  max {max(ts):6.2f}  ({len(ts)} decisions)")
+            print(
+                f"  {name:>10} ms/move: mean {statistics.fmean(ts):6.2f}  median {_pct(ts, 0.5):6.2f}  "
+                f"p99 {_pct(ts, 0.99):6.2f}  max {max(ts):6.2f}  ({len(ts)} decisions)"
+            )
     if iters:
-        print(f"  expert search iterations/move: mean {statistics.fmean(iters):.0f}  median {_pct(iters, 0.5):.0f}")
+        print(
+            f"  expert search iterations/move: mean {statistics.fmean(iters):.0f}  median {_pct(iters, 0.5):.0f}"
+        )
     return {"hands": len(a), "a": (ma, ca), "b": (mb, cb), "diff": (md, cd), "moons": moons}
 
 
@@ -311,8 +331,11 @@ def main() -> None:
             return
         groups = max(1, math.ceil(os_hands / per_group))
         results = _run(play_openspiel, list(range(groups)), workers)
-        _report(f"expert vs OpenSpiel IS-MCTS ({OS_SIMULATIONS} simulations, random rollouts)",
-                ("expert", OPENSPIEL), results)
+        _report(
+            f"expert vs OpenSpiel IS-MCTS ({OS_SIMULATIONS} simulations, random rollouts)",
+            ("expert", OPENSPIEL),
+            results,
+        )
 
 
 if __name__ == "__main__":

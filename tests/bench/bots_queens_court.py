@@ -26,7 +26,11 @@ from dataclasses import dataclass, field
 from court_bots import levels
 from court_games.games import queens_court as qc
 
-PAIRINGS: tuple[tuple[str, str], ...] = (("expert", "heuristic"), ("expert", "random"), ("heuristic", "random"))
+PAIRINGS: tuple[tuple[str, str], ...] = (
+    ("expert", "heuristic"),
+    ("expert", "random"),
+    ("heuristic", "random"),
+)
 
 
 def _env_int(name: str, default: int) -> int:
@@ -91,14 +95,18 @@ def report(a: str, b: str, players: int, results: list[SetResult]) -> None:
     share, share_ci = _mean_ci([r.a_round_share / r.rounds for r in results])
     rounds = sum(r.rounds for r in results)
     print(f"{a} vs {b}, {players} players: {games} games ({len(results)} duplicate sets), {rounds} rounds")
-    print(f"  {a} game win rate {win:.3f} ± {win_ci:.3f}   round share {share:.3f} ± {share_ci:.3f}"
-          f"   (par {1 / players:.3f})")
+    print(
+        f"  {a} game win rate {win:.3f} ± {win_ci:.3f}   round share {share:.3f} ± {share_ci:.3f}"
+        f"   (par {1 / players:.3f})"
+    )
     for level in (a, b):
         times = sorted(t for r in results for t in r.times.get(level, []))
         if not times:
             continue
-        line = (f"  {level:9s} ms per decision: median {statistics.median(times):.2f}, "
-                f"p99 {_pct(times, 0.99):.2f}, max {times[-1]:.2f} ({len(times)} decisions)")
+        line = (
+            f"  {level:9s} ms per decision: median {statistics.median(times):.2f}, "
+            f"p99 {_pct(times, 0.99):.2f}, max {times[-1]:.2f} ({len(times)} decisions)"
+        )
         if level == "expert":
             iters = [i for r in results for i in r.iterations]
             line += f", median {statistics.median(iters):.0f} iterations"

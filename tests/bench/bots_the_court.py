@@ -56,7 +56,9 @@ def decide(view: dict, seat: int, level: str, rng: random.Random, iterations: in
     return bot.expert(view, seat, sample, legal, rng, budget_ms=1e9, iterations=iterations)[0]
 
 
-def play(task: tuple[str, int, tuple[str, ...]]) -> tuple[str, int, tuple[str, ...], list[int], dict[str, list[tuple[float, float]]]]:
+def play(
+    task: tuple[str, int, tuple[str, ...]],
+) -> tuple[str, int, tuple[str, ...], list[int], dict[str, list[tuple[float, float]]]]:
     """One game: ``seat_levels[i]`` plays seat i. Returns the scores and, by level, the (wall, CPU)
     milliseconds of every move with a choice."""
     mode, deal, seat_levels = task
@@ -108,10 +110,14 @@ def quantile(xs: list[float], q: float) -> float:
 
 
 def modes() -> list[str]:
-    picked = [m.strip() for m in os.environ.get("COURT_BENCH_MODES", ",".join(g.MODES)).split(",") if m.strip()]
+    picked = [
+        m.strip() for m in os.environ.get("COURT_BENCH_MODES", ",".join(g.MODES)).split(",") if m.strip()
+    ]
     unknown = sorted(set(picked) - set(g.MODES))
     if unknown:
-        raise SystemExit(f"COURT_BENCH_MODES: unknown mode(s) {', '.join(unknown)}; modes: {', '.join(g.MODES)}")
+        raise SystemExit(
+            f"COURT_BENCH_MODES: unknown mode(s) {', '.join(unknown)}; modes: {', '.join(g.MODES)}"
+        )
     return picked
 
 
@@ -146,15 +152,23 @@ def main() -> None:
         else:
             by_mode.setdefault(mode, {}).setdefault(seat_levels[0], {})[deal] = sum(scores)
     its = expert_iterations()
-    effort = (f"expert at a fixed {its} sampled worlds per decision" if its is not None
-              else f"expert budget {DEFAULT_BUDGET_MS['expert']:.0f} ms")
-    print(f"The Court bots: {n} deals per mode, {n} shared games per pairing; {effort}; "
-          f"{elapsed:.0f} s on 2 processes")
+    effort = (
+        f"expert at a fixed {its} sampled worlds per decision"
+        if its is not None
+        else f"expert budget {DEFAULT_BUDGET_MS['expert']:.0f} ms"
+    )
+    print(
+        f"The Court bots: {n} deals per mode, {n} shared games per pairing; {effort}; "
+        f"{elapsed:.0f} s on 2 processes"
+    )
     for mode, per in by_mode.items():
         target = g.TARGETS[mode]
         what = "score" if mode == "solitaire" else "combined score"
-        print(f"\n{mode} (target {target}; both seats at the level)" if mode != "solitaire"
-              else f"\n{mode} (target {target})")
+        print(
+            f"\n{mode} (target {target}; both seats at the level)"
+            if mode != "solitaire"
+            else f"\n{mode} (target {target})"
+        )
         for lv in LEVELS:
             xs = [per[lv][d] for d in sorted(per[lv])]
             m, h = mean_ci([float(x) for x in xs])
@@ -163,27 +177,37 @@ def main() -> None:
         for a, b in pairings:
             deals = sorted(set(per[a]) & set(per[b]))
             diffs = [float(per[a][d] - per[b][d]) for d in deals]
-            better = sum(1.0 if per[a][d] > per[b][d] else 0.5 if per[a][d] == per[b][d] else 0.0 for d in deals)
+            better = sum(
+                1.0 if per[a][d] > per[b][d] else 0.5 if per[a][d] == per[b][d] else 0.0 for d in deals
+            )
             m, h = mean_ci(diffs)
-            print(f"  {a} vs {b}: mean difference {m:+6.1f} ± {h:4.1f}; {a} scores more on "
-                  f"{pct(wilson(better, len(deals)))} of the same deals")
+            print(
+                f"  {a} vs {b}: mean difference {m:+6.1f} ± {h:4.1f}; {a} scores more on "
+                f"{pct(wilson(better, len(deals)))} of the same deals"
+            )
     if "shared" in picked:
         print("\nshared deck (seats rotated: every deal played twice, seats swapped)")
     for (a, b), rows in shared.items() if "shared" in picked else ():
         pts = sum(1.0 if x > y else 0.5 if x == y else 0.0 for x, y in rows)
         m, h = mean_ci([float(x - y) for x, y in rows])
-        print(f"  {a} vs {b}: {a} wins {pct(wilson(pts, len(rows)))} of {len(rows)} games (ties half); "
-              f"mean margin {m:+5.1f} ± {h:4.1f}")
-    print("\ntime per move with a choice, ms (wall clock; CPU time of the deciding thread); the wall "
-          "clock counts any wait for a core, so run it on an idle machine")
+        print(
+            f"  {a} vs {b}: {a} wins {pct(wilson(pts, len(rows)))} of {len(rows)} games (ties half); "
+            f"mean margin {m:+5.1f} ± {h:4.1f}"
+        )
+    print(
+        "\ntime per move with a choice, ms (wall clock; CPU time of the deciding thread); the wall "
+        "clock counts any wait for a core, so run it on an idle machine"
+    )
     for lv in LEVELS:
         if not times[lv]:
             continue
         wall = [w for w, _ in times[lv]]
         cpu = [c for _, c in times[lv]]
-        print(f"  {lv:9s} median {quantile(wall, 0.5):7.2f} ({quantile(cpu, 0.5):6.2f})   p99 "
-              f"{quantile(wall, 0.99):7.2f} ({quantile(cpu, 0.99):6.2f})   max {max(wall, default=math.nan):7.2f}"
-              f"   moves {len(wall)}")
+        print(
+            f"  {lv:9s} median {quantile(wall, 0.5):7.2f} ({quantile(cpu, 0.5):6.2f})   p99 "
+            f"{quantile(wall, 0.99):7.2f} ({quantile(cpu, 0.99):6.2f})   max {max(wall, default=math.nan):7.2f}"
+            f"   moves {len(wall)}"
+        )
 
 
 if __name__ == "__main__":

@@ -85,14 +85,25 @@ async def measure(n_games: int) -> dict[str, dict[str, float]]:
     nats.start()
     results: dict[str, dict[str, float]] = {}
     try:
-        app = await RulesApp.start(Settings.load("rules", {}, nats_url=nats.url, listen="127.0.0.1:0",
-                                                 metrics_listen="", env="test", **keys.overrides("rules")))
+        app = await RulesApp.start(
+            Settings.load(
+                "rules",
+                {},
+                nats_url=nats.url,
+                listen="127.0.0.1:0",
+                metrics_listen="",
+                env="test",
+                **keys.overrides("rules"),
+            )
+        )
         try:
             lobby = RulesClient(app.address, keys.token("lobby", "service"))
             rng = random.Random(16)
             for game, options, seats in GAMES:
                 players = [f"p{i}" for i in range(seats)]
-                clients = {i: RulesClient(app.address, keys.token(p, "player")) for i, p in enumerate(players)}
+                clients = {
+                    i: RulesClient(app.address, keys.token(p, "player")) for i, p in enumerate(players)
+                }
                 before = await _stream_state(app.nc)
                 moves = rk = 0
                 for _ in range(n_games):
@@ -121,14 +132,18 @@ def main() -> None:
     n = int(os.environ.get("BENCH_CAPACITY_GAMES", "20"))
     results = asyncio.run(measure(n))
     print(f"storage per game, {n} random-play games per kind (bytes as JetStream's file store counts them)")
-    head = f"{'game':<13}{'moves':>7}{'log msgs':>9}{'log B':>9}{'pub ev':>8}{'pub B':>9}{'full ev':>8}{'full B':>9}" \
-           f"{'archive B':>10}{'subjects':>9}{'rk_event B':>11}"
+    head = (
+        f"{'game':<13}{'moves':>7}{'log msgs':>9}{'log B':>9}{'pub ev':>8}{'pub B':>9}{'full ev':>8}{'full B':>9}"
+        f"{'archive B':>10}{'subjects':>9}{'rk_event B':>11}"
+    )
     print(head)
     for game, r in results.items():
-        print(f"{game:<13}{r['moves']:>7.0f}{r['COURT_GAMES.msgs']:>9.0f}{r['COURT_GAMES.bytes']:>9.0f}"
-              f"{r['COURT_EVENTS.msgs']:>8.0f}{r['COURT_EVENTS.bytes']:>9.0f}{r['COURT_EVENTS_FULL.msgs']:>8.0f}"
-              f"{r['COURT_EVENTS_FULL.bytes']:>9.0f}{r['COURT_GAMES_ARCHIVE.bytes']:>10.0f}"
-              f"{sum(r[f'{n}.subjects'] for n in STREAMS):>9.0f}{r['rk_event_bytes']:>11.0f}")
+        print(
+            f"{game:<13}{r['moves']:>7.0f}{r['COURT_GAMES.msgs']:>9.0f}{r['COURT_GAMES.bytes']:>9.0f}"
+            f"{r['COURT_EVENTS.msgs']:>8.0f}{r['COURT_EVENTS.bytes']:>9.0f}{r['COURT_EVENTS_FULL.msgs']:>8.0f}"
+            f"{r['COURT_EVENTS_FULL.bytes']:>9.0f}{r['COURT_GAMES_ARCHIVE.bytes']:>10.0f}"
+            f"{sum(r[f'{n}.subjects'] for n in STREAMS):>9.0f}{r['rk_event_bytes']:>11.0f}"
+        )
     print(json.dumps(results, indent=1))
 
 

@@ -31,8 +31,13 @@ def main() -> None:
     py = sys.executable
     bare = timed([py, "-c", "pass"])
     help_ = timed([py, "-m", "court_cli", "--help"])
-    heavy = timed([py, "-c", "import court_cli.play, court_cli.api, court_cli.events, court_games.registry, "
-                   "court_bots.levels"])
+    heavy = timed(
+        [
+            py,
+            "-c",
+            "import court_cli.play, court_cli.api, court_cli.events, court_games.registry, court_bots.levels",
+        ]
+    )
     print(f"python -c pass            {bare * 1000:7.0f} ms")
     print(f"court --help              {help_ * 1000:7.0f} ms   ({help_ / bare:.1f} x a bare interpreter)")
     print(f"everything a game loads   {heavy * 1000:7.0f} ms   (what --help cost before the lazy imports)")

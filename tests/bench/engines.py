@@ -22,8 +22,14 @@ SECONDS = 3.0
 MAX_STEPS_PER_GAME = 200_000
 
 
-def playouts(game: Any, options: dict[str, Any], *, seconds: float = SECONDS, seed0: int = 1_000,
-             rng_seed: str = "bench") -> dict[str, float]:
+def playouts(
+    game: Any,
+    options: dict[str, Any],
+    *,
+    seconds: float = SECONDS,
+    seed0: int = 1_000,
+    rng_seed: str = "bench",
+) -> dict[str, float]:
     """Random full games from seeds ``seed0, seed0 + 1, ...`` for about ``seconds``."""
     opts = game.options_from_dict(options)
     rng = random.Random(rng_seed)
@@ -46,8 +52,13 @@ def playouts(game: Any, options: dict[str, Any], *, seconds: float = SECONDS, se
         elapsed = time.perf_counter() - start
         if elapsed >= seconds:
             break
-    return {"games": games, "actions": actions, "seconds": elapsed,
-            "actions_per_s": actions / elapsed, "games_per_s": games / elapsed}
+    return {
+        "games": games,
+        "actions": actions,
+        "seconds": elapsed,
+        "actions_per_s": actions / elapsed,
+        "games_per_s": games / elapsed,
+    }
 
 
 def openspiel_hearts_hands(*, seconds: float = SECONDS, rng_seed: str = "bench") -> dict[str, float] | None:
@@ -77,16 +88,26 @@ def openspiel_hearts_hands(*, seconds: float = SECONDS, rng_seed: str = "bench")
         elapsed = time.perf_counter() - start
         if elapsed >= seconds:
             break
-    return {"games": hands, "actions": actions, "seconds": elapsed,
-            "actions_per_s": actions / elapsed, "games_per_s": hands / elapsed}
+    return {
+        "games": hands,
+        "actions": actions,
+        "seconds": elapsed,
+        "actions_per_s": actions / elapsed,
+        "games_per_s": hands / elapsed,
+    }
 
 
 def _merge(parts: list[dict[str, float]]) -> dict[str, float]:
     games = sum(p["games"] for p in parts)
     actions = sum(p["actions"] for p in parts)
     seconds = sum(p["seconds"] for p in parts)
-    return {"games": games, "actions": actions, "seconds": seconds,
-            "actions_per_s": actions / seconds, "games_per_s": games / seconds}
+    return {
+        "games": games,
+        "actions": actions,
+        "seconds": seconds,
+        "actions_per_s": actions / seconds,
+        "games_per_s": games / seconds,
+    }
 
 
 def hearts_vs_openspiel(*, seconds: float = SECONDS, rounds: int = 6) -> dict[str, Any]:
@@ -96,8 +117,15 @@ def hearts_vs_openspiel(*, seconds: float = SECONDS, rounds: int = 6) -> dict[st
     theirs: list[dict[str, float]] = []
     for r in range(rounds):
         # limit 1: every game is exactly one hand
-        ours.append(playouts(hearts, {"limit": 1}, seconds=seconds / rounds, seed0=50_000 + 100_000 * r,
-                             rng_seed=f"bench-{r}"))
+        ours.append(
+            playouts(
+                hearts,
+                {"limit": 1},
+                seconds=seconds / rounds,
+                seed0=50_000 + 100_000 * r,
+                rng_seed=f"bench-{r}",
+            )
+        )
         os_part = openspiel_hearts_hands(seconds=seconds / rounds, rng_seed=f"bench-{r}")
         if os_part is None:
             return {"ours": _merge(ours), "openspiel": None, "ratio": None}
@@ -107,8 +135,10 @@ def hearts_vs_openspiel(*, seconds: float = SECONDS, rounds: int = 6) -> dict[st
 
 
 def _line(label: str, r: dict[str, float], unit: str = "games") -> str:
-    return (f"{label:<28} {r['actions_per_s']:>12,.0f} actions/s {r['games_per_s']:>10,.1f} {unit}/s"
-            f"   ({r['games']} {unit}, {r['actions']} actions, {r['seconds']:.1f} s)")
+    return (
+        f"{label:<28} {r['actions_per_s']:>12,.0f} actions/s {r['games_per_s']:>10,.1f} {unit}/s"
+        f"   ({r['games']} {unit}, {r['actions']} actions, {r['seconds']:.1f} s)"
+    )
 
 
 def main() -> None:

@@ -42,18 +42,35 @@ def _pct(xs: list[float], q: float) -> float:
 
 async def _run(limits: dict[str, str], folder: Path) -> dict[str, float]:
     port = free_port()
-    env = {**os.environ, **keys.env("lobby"), "COURT_ENV": "bench", "COURT_LISTEN": f"127.0.0.1:{port}",
-           "COURT_METRICS_LISTEN": "", "COURT_LOG_LEVEL": "warning", "COURT_STATE_DIR": str(folder),
-           "COURT_DATABASE_URL": f"sqlite:///{folder / 'lobby.db'}", **limits}
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "court-lobby")], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        **keys.env("lobby"),
+        "COURT_ENV": "bench",
+        "COURT_LISTEN": f"127.0.0.1:{port}",
+        "COURT_METRICS_LISTEN": "",
+        "COURT_LOG_LEVEL": "warning",
+        "COURT_STATE_DIR": str(folder),
+        "COURT_DATABASE_URL": f"sqlite:///{folder / 'lobby.db'}",
+        **limits,
+    }
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "court-lobby")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
-            await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), wait_for_ready=True,
-                                                      timeout=60)
+            await health_pb2_grpc.HealthStub(ch).Check(
+                health_pb2.HealthCheckRequest(), wait_for_ready=True, timeout=60
+            )
             stub = lobby_pb2_grpc.LobbyServiceStub(ch)
-            victim = await stub.CreateAccount(lpb.CreateAccountRequest(name="victim", password="correct horse 1"))
-            honest = await stub.CreateAccount(lpb.CreateAccountRequest(name="honest", password="correct horse 2"))
+            victim = await stub.CreateAccount(
+                lpb.CreateAccountRequest(name="victim", password="correct horse 1")
+            )
+            honest = await stub.CreateAccount(
+                lpb.CreateAccountRequest(name="honest", password="correct horse 2")
+            )
             md = (("authorization", f"Bearer {honest.token}"),)
             done = {"ok": 0, "refused": 0}
             lat: list[float] = []
@@ -62,8 +79,9 @@ async def _run(limits: dict[str, str], folder: Path) -> dict[str, float]:
             async def guesser() -> None:
                 while time.monotonic() < stop:
                     try:
-                        await stub.Login(lpb.LoginRequest(name=victim.account.name, password="wrong guess"),
-                                         timeout=30)
+                        await stub.Login(
+                            lpb.LoginRequest(name=victim.account.name, password="wrong guess"), timeout=30
+                        )
                     except grpc.aio.AioRpcError as err:
                         done["refused" if err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED else "ok"] += 1
 
@@ -76,24 +94,33 @@ async def _run(limits: dict[str, str], folder: Path) -> dict[str, float]:
             t0 = time.monotonic()
             await asyncio.gather(player(), *(guesser() for _ in range(FLOOD)))
             dt = time.monotonic() - t0
-        return {"answered_s": done["ok"] / dt, "refused_s": done["refused"] / dt, "p50": _pct(lat, 0.5),
-                "p99": _pct(lat, 0.99), "calls": len(lat)}
+        return {
+            "answered_s": done["ok"] / dt,
+            "refused_s": done["refused"] / dt,
+            "p50": _pct(lat, 0.5),
+            "p99": _pct(lat, 0.99),
+            "calls": len(lat),
+        }
     finally:
         proc.terminate()
         proc.wait(30)
 
 
 def main() -> None:
-    print(f"lobby sign-in flood: {FLOOD} concurrent wrong-password Logins for one account from one address, "
-          f"{SECONDS:.0f}s per run, court-lobby on SQLite")
+    print(
+        f"lobby sign-in flood: {FLOOD} concurrent wrong-password Logins for one account from one address, "
+        f"{SECONDS:.0f}s per run, court-lobby on SQLite"
+    )
     for label, limits in (("limits off", OFF), ("limits on (defaults)", {})):
         folder = Path(tempfile.mkdtemp(prefix="court-bench-logins-"))
         try:
             r = asyncio.run(_run(limits, folder))
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-        print(f"  {label:22} logins verified {r['answered_s']:7.1f}/s  refused {r['refused_s']:8.1f}/s  "
-              f"honest GetAccount p50 {r['p50'] * 1000:7.2f} ms  p99 {r['p99'] * 1000:7.2f} ms ({r['calls']} calls)")
+        print(
+            f"  {label:22} logins verified {r['answered_s']:7.1f}/s  refused {r['refused_s']:8.1f}/s  "
+            f"honest GetAccount p50 {r['p50'] * 1000:7.2f} ms  p99 {r['p99'] * 1000:7.2f} ms ({r['calls']} calls)"
+        )
 
 
 if __name__ == "__main__":

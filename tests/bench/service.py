@@ -1,28 +1,41 @@
-"""Rules-service throughput through gRPC, against this machine's ceiling for the same stack.
+"""Rules-service throughput through gRPC, against this machine's ceiling for the same stack, in one run.
 
 One nats-server (JetStream, file store) and the ``court-rules`` process, exactly as deployed;
 ``GAMES`` concurrent games (default 64, env ``BENCH_GAMES``), each driven by a scripted random
-player for ``SECONDS`` (env ``BENCH_SECONDS``). Two drivers:
+player for ``SECONDS`` per measurement (env ``BENCH_SECONDS``). The modes (env ``BENCH_MODES``,
+comma-separated, default all three):
 
 * ``bot``: every seat is a bot seat and the driver holds the bot identity, so each submit's reply
-  carries the next seat's view and legal actions: one RPC per move, like the ceiling;
+  carries the next seat's view and legal actions: one RPC per move, like the ceiling. The budget
+  lines and the ratio are this mode's;
+* ``watch``: the same, and every seat also holds a ``WatchGame`` stream while the game is played
+  (real clients do): one view per watcher per move on top. Printed: its moves/s and the CPU per
+  move the streams add over ``bot``;
 * ``players``: one player token per seat; each move is GetView (the next seat's legal actions)
-  then SubmitAction: two RPCs per move.
+  then SubmitAction: two RPCs per move;
+* ``edge``: not the service: the ceiling's handler behind the services' shared gRPC edge
+  (``court_kit.server.EdgeInterceptor``), called with a bearer token and a request id as the
+  clients send them: what the edge costs a call.
 
 The ceiling: a bare grpc.aio handler doing one JetStream publish per call (tests/bench/_ceiling.py),
-in its own process, driven with the same concurrency. The figure to watch is
-``ratio = service moves/s / ceiling calls/s`` (goal >= 0.8; a read-modify-write per move reaches
-about 0.6).
+in its own process on the same event loop as the service (``COURT_EVENT_LOOP``, default uvloop;
+the driver runs on it too), driven with the same concurrency; it is measured before each mode
+and averaged, so load on the shared machine affects both alike. CPU time per operation (user +
+system, from /proc) of the server, the driver (this process) and nats-server is the steady figure
+on a busy machine; the budget is in multiples of the ceiling's own figures from the same run:
+server <= 1.7x, nats-server <= 1.5x, driver <= 1.3x the ceiling's CPU per call, which puts the
+ratio service/ceiling near 0.6 (the goal; then 0.8).
 
-Beside it, the floor of the event contract: the same bare handler, also storing the two events
-every move has at least (public and full, on their own subjects, end markers last), so the share
-of the ceiling that a move's required writes alone leave is measured in the same run; and the
-events the service actually stored per move.
+``BENCH_PROFILE=DIR`` also records every measured phase with py-spy (the server, the driver and,
+for the ceiling, its handler process; ``BENCH_PROFILE_NATIVE=1`` adds native frames): collapsed
+stacks in DIR/<phase>-<process>.txt and the top functions by CPU share printed after the figures.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import os
 import random
 import shutil
@@ -30,23 +43,54 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import grpc
+import nats.errors
 from court_client import RulesClient
+from court_kit import records as krec
+from court_kit.server import run_loop
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from nats import connect as nats_connect
+from nats.js.api import ConsumerConfig, DeliverPolicy
 
+from tests.bench.slim import SlimRules
 from tests.fixtures import keys
 from tests.fixtures.nats import BinaryNats, free_port
 
 GAMES = int(os.environ.get("BENCH_GAMES", "64"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))
+MODES = tuple(
+    m.strip() for m in os.environ.get("BENCH_MODES", "bot,watch,players,edge").split(",") if m.strip()
+)
+LOOP = os.environ.get("COURT_EVENT_LOOP", "uvloop")
+PROFILE = os.environ.get("BENCH_PROFILE", "")
+# the processes py-spy records (server, driver, projector): each sampler takes CPU from the others
+PROFILE_WHO = set(os.environ.get("BENCH_PROFILE_WHO", "server,projector").split(","))
+PROJECTOR = os.environ.get("BENCH_PROJECTOR", "process")  # process (court-projector, as deployed) | inside
+PROFILE_NATIVE = os.environ.get("BENCH_PROFILE_NATIVE", "") not in ("", "0")
 # short games keep creation in the mix without dominating it
-FLOOR_EVENTS = 2  # every move publishes ActionApplied and TurnStarted (or GameEnded), at least
-GAME_MIX = [("hearts", {"limit": 20}, 4), ("queens_court", {"players": 3}, 3),
-            ("court_wars", {"players": 2, "turn_limit": 80}, 2), ("the_court", {"mode": "burn"}, 2)]
+GAME_MIX = [
+    ("hearts", {"limit": 20}, 4),
+    ("queens_court", {"players": 3}, 3),
+    ("court_wars", {"players": 2, "turn_limit": 80}, 2),
+    ("the_court", {"mode": "burn"}, 2),
+]
+# the budget: CPU per move as a multiple of the ceiling's CPU per call (server, driver, nats-server)
+BUDGET = (1.7, 1.3, 1.5)
+GOAL_RATIO = 0.6
+WATCH_GAMES_PER_CONNECTION = 16  # at most 4 seats each: 64 streams, within a connection's 100
+LABELS = {
+    "bot": "service (bot identity, 1 RPC per move)",
+    "watch": "service (bot, + a WatchGame stream per seat)",
+    "players": "service (a token per seat, 2 RPCs per move)",
+    "edge": "ceiling behind court_kit's EdgeInterceptor",
+}
 
 
 def _cpu(pid: int) -> float:
@@ -65,195 +109,515 @@ def _pct(values: list[float], p: float) -> float:
 async def _await_serving(target: str, timeout: float = 20.0) -> None:
     async with grpc.aio.insecure_channel(target) as ch:
         stub = health_pb2_grpc.HealthStub(ch)
-        reply = await stub.Check(health_pb2.HealthCheckRequest(service=""), wait_for_ready=True, timeout=timeout)
+        reply = await stub.Check(
+            health_pb2.HealthCheckRequest(service=""), wait_for_ready=True, timeout=timeout
+        )
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
+@dataclass
 class Stats:
-    def __init__(self) -> None:
-        self.moves = 0
-        self.latencies: list[float] = []
-        self.games = 0
-        self.elapsed = 0.0
-        self.events = 0.0
+    moves: int = 0
+    latencies: list[float] = field(default_factory=list)
+    games: int = 0
+    elapsed: float = 0.0
+    updates: int = 0  # watch mode: updates the WatchGame streams delivered
+    nats_msgs: dict[str, tuple[float, float]] = field(default_factory=dict)  # per move: in from, out to
+    rpcs: int = 0  # calls the driver made (a move's submit, views it had to ask for, creations)
+    lag: list[float] = field(default_factory=list)  # seconds from a move accepted to its public record
+    cpu: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)  # per move: server, driver, nats-server, projector
+    load: tuple[float, float] = (0.0, 0.0)  # 1-minute load average before and after
+
+    @property
+    def rate(self) -> float:
+        return self.moves / self.elapsed if self.elapsed else 0.0
 
 
-async def _bot_driver(lobby: RulesClient, client: RulesClient, deadline: float, rng: random.Random, stats: Stats,
-                      k: int) -> None:
+async def _watch(client: RulesClient, gid: str, seat: int, stats: Stats) -> None:
+    async for _update in client.watch(gid, seat):
+        stats.updates += 1
+
+
+async def _bot_driver(
+    lobby: RulesClient,
+    client: SlimRules,
+    deadline: float,
+    rng: random.Random,
+    stats: Stats,
+    k: int,
+    watcher: RulesClient | None = None,
+) -> None:
+    """Plays games with every seat a bot's; reads of each answer what it needs (tests/bench/slim.py)."""
     while time.perf_counter() < deadline:
         game, options, n = GAME_MIX[(k + stats.games) % len(GAME_MIX)]
         created = await lobby.create_game(game, [f"bot:{i}" for i in range(n)], options)
         gid = created.game_id
         stats.games += 1
-        views = {}
-        for s in created.view.to_act:
-            views[s] = await client.get_view(gid, s)
-        while views and time.perf_counter() < deadline:
-            seat = rng.choice(sorted(views))
-            act = rng.choice(list(views[seat].legal_actions))
-            t0 = time.perf_counter()
-            reply = await client.submit(gid, act, seat)
-            stats.latencies.append(time.perf_counter() - t0)
-            stats.moves += 1
-            if reply.view.finished:
-                break
-            del views[seat]
-            for v in (reply.view, *reply.next):
-                if v.your_seat in v.to_act and v.legal_actions:
-                    views[v.your_seat] = v
-            for s in reply.view.to_act:  # simultaneous phases: seats whose view we do not hold yet
-                if s not in views:
-                    views[s] = await client.get_view(gid, s)
+        watchers = (
+            [asyncio.ensure_future(_watch(watcher, gid, s, stats)) for s in range(n)] if watcher else []
+        )
+        try:
+            views = {}
+            for s in created.view.to_act:
+                views[s] = await client.get_view(gid, s)
+            while views and time.perf_counter() < deadline:
+                seat = rng.choice(sorted(views))
+                act = rng.choice(views[seat].legal_actions)
+                t0 = time.perf_counter()
+                reply = await client.submit(gid, act, seat)
+                stats.latencies.append(time.perf_counter() - t0)
+                stats.moves += 1
+                view = reply.view
+                if view.finished:
+                    break
+                del views[seat]
+                if view.legal_actions:
+                    views[view.your_seat] = view
+                for v in reply.next:
+                    if v.legal_actions:
+                        views[v.your_seat] = v
+                for s in view.to_act:  # simultaneous phases: seats whose view we do not hold yet
+                    if s not in views:
+                        views[s] = await client.get_view(gid, s)
+        finally:
+            for w in watchers:
+                w.cancel()
+            for w in watchers:
+                with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
+                    await w
 
 
-async def _player_driver(lobby: RulesClient, deadline: float, rng: random.Random, stats: Stats, k: int) -> None:
-    clients: dict[str, RulesClient] = {}
+async def _player_driver(
+    lobby: RulesClient, deadline: float, rng: random.Random, stats: Stats, k: int
+) -> None:
+    slim: dict[str, SlimRules] = {}
     while time.perf_counter() < deadline:
         game, options, n = GAME_MIX[(k + stats.games) % len(GAME_MIX)]
         players = [f"p{k}-{i}" for i in range(n)]
         for p in players:
-            if p not in clients:
-                clients[p] = RulesClient(lobby.channel, keys.token(p, "player"))
+            if p not in slim:
+                slim[p] = SlimRules(RulesClient(lobby.channel, keys.token(p, "player")))
         created = await lobby.create_game(game, players, options)
         gid = created.game_id
         stats.games += 1
         to_act = list(created.view.to_act)
         while to_act and time.perf_counter() < deadline:
             seat = rng.choice(to_act)
-            c = clients[players[seat]]
+            c = slim[players[seat]]
             t0 = time.perf_counter()
             mine = await c.get_view(gid, seat)
-            reply = await c.submit(gid, rng.choice(list(mine.legal_actions)), seat)
+            reply = await c.submit(gid, rng.choice(mine.legal_actions), seat)
             stats.latencies.append(time.perf_counter() - t0)
             stats.moves += 1
             to_act = [] if reply.view.finished else list(reply.view.to_act)
 
 
-async def _measure_service(target: str, mode: str, nats_url: str) -> Stats:
+class Profiler:
+    """py-spy on the processes of one measured phase (BENCH_PROFILE), collapsed stacks per file."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        out.mkdir(parents=True, exist_ok=True)
+        self.exe = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or shutil.which("py-spy")
+        self.files: list[Path] = []
+
+    @contextlib.contextmanager
+    def record(self, phase: str, pids: dict[str, int]) -> Any:
+        if self.exe is None:
+            raise RuntimeError("BENCH_PROFILE needs py-spy (make setup installs it with the dev group)")
+        procs = []
+        for name, pid in pids.items():
+            path = self.out / f"{phase}-{name}.txt"
+            cmd = [
+                self.exe,
+                "record",
+                "--pid",
+                str(pid),
+                "--rate",
+                "100",
+                "--format",
+                "raw",
+                "--output",
+                str(path),
+                *(["--native"] if PROFILE_NATIVE else ["--nonblocking"]),
+            ]  # native frames need pauses
+            procs.append(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            self.files.append(path)
+        try:
+            yield
+        finally:
+            for p in procs:
+                p.send_signal(2)  # py-spy writes its file on SIGINT
+            for p in procs:
+                try:
+                    p.wait(30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+
+
+def summarize_profile(path: Path, top: int = 25) -> str:
+    """The functions with the largest shares of the samples: own time, and time with callees."""
+    own: Counter[str] = Counter()
+    total_incl: Counter[str] = Counter()
+    total = 0
+    if not path.exists():
+        return f"{path.name}: no samples"
+    for line in path.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not stack or not n.isdigit():
+            continue
+        count = int(n)
+        total += count
+        frames = [_frame(f) for f in stack.split(";")]
+        own[frames[-1]] += count
+        for f in set(frames):
+            total_incl[f] += count
+    if not total:
+        return f"{path.name}: no samples"
+    lines = [f"{path.name}: {total} samples", "    own%  with callees%"]
+    for name, n in own.most_common(top):
+        lines.append(f"   {100 * n / total:5.1f}  {100 * total_incl[name] / total:5.1f}  {name}")
+    return "\n".join(lines)
+
+
+def _frame(f: str) -> str:
+    """``func (path/to/file.py:12)`` to ``func (file.py)``: one entry per function."""
+    name, _, where = f.partition(" (")
+    return f"{name} ({where.rsplit('/', 1)[-1].split(':', 1)[0]}" + (")" if where else "")
+
+
+async def _measure_service(target: str, mode: str, rng: random.Random, span: Any) -> Stats:
     stats = Stats()
-    rng = random.Random(mode)
-    async with RulesClient(target, keys.token("bench-lobby", "service")) as lobby:
-        bots = RulesClient(lobby.channel, keys.token("bench-bots", "bot"))
-        # warm up (caches, channels), then measure
-        warm = time.perf_counter() + 1.0
-        await asyncio.gather(*(_bot_driver(lobby, bots, warm, random.Random(i), Stats(), i) for i in range(4)))
-        before = await _stored(nats_url, "COURT_EVENTS")
-        deadline = time.perf_counter() + SECONDS
-        t0 = time.perf_counter()
-        if mode == "bot":
-            await asyncio.gather(*(_bot_driver(lobby, bots, deadline, random.Random(rng.random()), stats, i)
-                                   for i in range(GAMES)))
-        else:
-            await asyncio.gather(*(_player_driver(lobby, deadline, random.Random(rng.random()), stats, i)
-                                   for i in range(GAMES)))
-        stats.elapsed = time.perf_counter() - t0
-    # public events stored per move, the games' creation included (each has as many full ones)
-    stats.events = (await _stored(nats_url, "COURT_EVENTS") - before) / max(1, stats.moves)
+    # watchers on connections of their own, as real clients: a server takes at most
+    # COURT_MAX_STREAMS (100) concurrent calls per connection, and the streams stay open
+    channels = (
+        [
+            grpc.aio.insecure_channel(target, options=[("grpc.use_local_subchannel_pool", 1)])
+            for _ in range(-(-GAMES // WATCH_GAMES_PER_CONNECTION))
+        ]
+        if mode == "watch"
+        else []
+    )
+    try:
+        async with RulesClient(target, keys.token("bench-lobby", "service")) as lobby:
+            bot_client = RulesClient(lobby.channel, keys.token("bench-bots", "bot"))
+            bots = SlimRules(bot_client)
+            watchers = [RulesClient(ch, bot_client.token) for ch in channels]
+            # warm up (caches, channels, the watchers' connections), then measure
+            warm = time.perf_counter() + 1.0
+            await asyncio.gather(
+                *(
+                    _bot_driver(
+                        lobby,
+                        bots,
+                        warm,
+                        random.Random(i),
+                        Stats(),
+                        i,
+                        watchers[i] if i < len(watchers) else None,
+                    )
+                    for i in range(4)
+                )
+            )
+            async with span():
+                calls = SlimRules.calls
+                deadline = time.perf_counter() + SECONDS
+                t0 = time.perf_counter()
+                if mode == "players":
+                    await asyncio.gather(
+                        *(
+                            _player_driver(lobby, deadline, random.Random(rng.random()), stats, i)
+                            for i in range(GAMES)
+                        )
+                    )
+                else:
+                    await asyncio.gather(
+                        *(
+                            _bot_driver(
+                                lobby,
+                                bots,
+                                deadline,
+                                random.Random(rng.random()),
+                                stats,
+                                i,
+                                watchers[i // WATCH_GAMES_PER_CONNECTION] if watchers else None,
+                            )
+                            for i in range(GAMES)
+                        )
+                    )
+                stats.elapsed = time.perf_counter() - t0
+                stats.rpcs = SlimRules.calls - calls + stats.games  # each game's CreateGame too
+    finally:
+        for ch in channels:
+            await ch.close()
     return stats
 
 
-async def _stored(nats_url: str, stream: str) -> int:
-    nc = await nats_connect(nats_url)
-    try:
-        return int((await nc.jetstream().stream_info(stream)).state.messages)
-    finally:
-        await nc.close()
+async def _measure_ceiling(target: str, span: Any, edge: bool = False) -> Stats:
+    stats = Stats()
+    token = f"Bearer {keys.token('bench-bots', 'bot')}"
 
+    def metadata() -> Any:  # what court_client sends: a request id, the bearer token
+        return (("x-request-id", uuid.uuid4().hex), ("authorization", token)) if edge else None
 
-async def _measure_ceiling(target: str) -> tuple[float, list[float]]:
-    latencies: list[float] = []
     async with grpc.aio.insecure_channel(target) as ch:
         call = ch.unary_unary("/bench.Ceiling/Call")
         payload = b"x" * 120  # about a SubmitActionRequest
         deadline = time.perf_counter() + 1.0
         while time.perf_counter() < deadline:
-            await call(payload)
-        count = 0
+            await call(payload, metadata=metadata())
         deadline = time.perf_counter() + SECONDS
 
         async def worker() -> None:
-            nonlocal count
             while time.perf_counter() < deadline:
                 t0 = time.perf_counter()
-                await call(payload)
-                latencies.append(time.perf_counter() - t0)
-                count += 1
+                await call(payload, metadata=metadata())
+                stats.latencies.append(time.perf_counter() - t0)
+                stats.moves += 1
 
-        t0 = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(GAMES)))
-        return count / (time.perf_counter() - t0), latencies
+        async with span():
+            t0 = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(GAMES)))
+            stats.elapsed = time.perf_counter() - t0
+    return stats
 
 
-def _start_rules(nats_url: str, state_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _start(service: str, nats_url: str, state_dir: Path, **extra: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``court-<service>`` (rules, projector) as deployed, on a free port."""
     port = free_port()
-    env = {**os.environ, "COURT_NATS_URL": nats_url, "COURT_LISTEN": f"127.0.0.1:{port}",
-           "COURT_METRICS_LISTEN": "", **keys.env("rules"), "COURT_LOG_LEVEL": "warning",
-           "COURT_STATE_DIR": str(state_dir), "COURT_ENV": "bench"}
-    exe = Path(sys.executable).parent / "court-rules"
+    env = {
+        **os.environ,
+        "COURT_NATS_URL": nats_url,
+        "COURT_LISTEN": f"127.0.0.1:{port}",
+        "COURT_METRICS_LISTEN": "",
+        **keys.env(service),
+        "COURT_LOG_LEVEL": "warning",
+        "COURT_STATE_DIR": str(state_dir),
+        "COURT_ENV": "bench",
+        "COURT_EVENT_LOOP": LOOP,
+        **extra,
+    }
+    exe = Path(sys.executable).parent / f"court-{service}"
     proc = subprocess.Popen([str(exe)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return proc, f"127.0.0.1:{port}"
 
 
+async def _last_seqs(nc: Any) -> dict[str, int]:
+    """The last stream sequence of the public stream and of every game-log stream."""
+    out = {}
+    for info in await nc.jetstream().streams_info():
+        name = info.config.name
+        if name == krec.PUBLIC_STREAM or name.startswith(krec.GAMES_STREAM_PREFIX):
+            out[name] = int(info.state.last_seq)
+    return out
+
+
+async def _messages(nc: Any, stream: str, subjects: str, after: int, upto: int) -> list[Any]:
+    """The stream's messages after sequence ``after`` through ``upto`` (an ordered consumer)."""
+    if upto <= after:
+        return []
+    js = nc.jetstream()
+    sub = await js.subscribe(
+        subjects,
+        stream=stream,
+        ordered_consumer=True,
+        config=ConsumerConfig(
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+            opt_start_seq=after + 1,
+            headers_only=stream != krec.PUBLIC_STREAM,
+        ),
+    )
+    out = []
+    try:
+        while True:
+            try:
+                msg = await sub.next_msg(timeout=5)
+            except nats.errors.TimeoutError:
+                return out
+            out.append(msg)
+            if msg.metadata.sequence.stream >= upto or not msg.metadata.num_pending:
+                return out  # (a finished game's log may be purged meanwhile: the stream ends sooner)
+    finally:
+        await sub.unsubscribe()
+
+
+async def _projector_lag(nats_url: str, before: dict[str, int], settle: float = 10.0) -> list[float]:
+    """Seconds from each log record stored (the move accepted) to its public record stored, both by
+    nats-server's clock, for the records appended since ``before`` (waits for the projector to
+    catch up, at most ``settle`` s)."""
+    nc = await nats_connect(nats_url)
+    try:
+        after = await _last_seqs(nc)
+        logs = {n: (before.get(n, 0), after[n]) for n in after if n != krec.PUBLIC_STREAM}
+        appended = sum(b - a for a, b in logs.values())
+        deadline = time.monotonic() + settle
+        while True:  # the records appended during the run, all public (or the settle time is up)
+            now = await _last_seqs(nc)
+            if (
+                now[krec.PUBLIC_STREAM] - before.get(krec.PUBLIC_STREAM, 0) >= appended
+                or time.monotonic() > deadline
+            ):
+                break
+            await asyncio.sleep(0.05)
+        stored: dict[tuple[str, int], float] = {}
+        for name, (a, b) in logs.items():
+            for m in await _messages(nc, name, f"{krec.GAMES_SUBJECT_PREFIX}>", a, b):
+                stored[(name, m.metadata.sequence.stream)] = m.metadata.timestamp.timestamp()
+        lags = []
+        for m in await _messages(
+            nc,
+            krec.PUBLIC_STREAM,
+            f"{krec.PUBLIC_PREFIX}>",
+            before.get(krec.PUBLIC_STREAM, 0),
+            now[krec.PUBLIC_STREAM],
+        ):
+            game_id = m.subject.rsplit(".", 1)[1]
+            log_stream = krec.game_stream(krec.shard_of(game_id, len(logs)))
+            t = stored.get((log_stream, int(m.headers.get(krec.LOG_SEQ_HEADER, "0"))))
+            if t is not None:
+                lags.append(m.metadata.timestamp.timestamp() - t)
+        return lags
+    finally:
+        await nc.close()
+
+
+def _connz(port: int) -> dict[str, tuple[int, int]]:
+    """nats-server's monitoring: (messages in from, messages out to) each client, by its name's
+    first word (court-rules, court-projector; the driver's and the ceiling's connections have
+    none and are summed under ``other``)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/connz?limit=1000", timeout=10) as r:
+        doc = json.load(r)
+    out: dict[str, tuple[int, int]] = {}
+    for c in doc.get("connections", []):
+        name = (c.get("name") or "other").split("@", 1)[0]
+        i, o = out.get(name, (0, 0))
+        out[name] = (i + int(c.get("in_msgs", 0)), o + int(c.get("out_msgs", 0)))
+    return out
+
+
 async def run() -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="court-bench-"))
-    nats = BinaryNats(tmp / "nats")
+    monitor = free_port()
+    nats = BinaryNats(tmp / "nats", config=f"http: 127.0.0.1:{monitor}\n")
     nats.start()
     procs: list[subprocess.Popen[Any]] = []
+    profiler = Profiler(Path(PROFILE)) if PROFILE else None
     try:
-        ceiling = subprocess.Popen([sys.executable, "-m", "tests.bench._ceiling", nats.url], stdout=subprocess.PIPE)
+        ceiling = subprocess.Popen(
+            [sys.executable, "-m", "tests.bench._ceiling", nats.url],
+            stdout=subprocess.PIPE,
+            env={**os.environ, "COURT_EVENT_LOOP": LOOP},
+        )
         procs.append(ceiling)
-        floor = subprocess.Popen([sys.executable, "-m", "tests.bench._ceiling", nats.url, str(FLOOR_EVENTS)],
-                                 stdout=subprocess.PIPE)
-        procs.append(floor)
-        assert ceiling.stdout is not None and floor.stdout is not None
+        assert ceiling.stdout is not None
         ceiling_target = f"127.0.0.1:{int(ceiling.stdout.readline())}"
-        floor_target = f"127.0.0.1:{int(floor.stdout.readline())}"
-        rules, target = _start_rules(nats.url, tmp / "state")
+        edge = None
+        if "edge" in MODES:
+            edge = subprocess.Popen(
+                [sys.executable, "-m", "tests.bench._ceiling", nats.url, "edge"],
+                stdout=subprocess.PIPE,
+                env={
+                    **os.environ,
+                    **keys.env("rules"),
+                    "COURT_ENV": "bench",
+                    "COURT_LOG_LEVEL": "warning",
+                    "COURT_EVENT_LOOP": LOOP,
+                },
+            )
+            procs.append(edge)
+            assert edge.stdout is not None
+            edge_target = f"127.0.0.1:{int(edge.stdout.readline())}"
+        rules, target = _start(
+            "rules", nats.url, tmp / "state", COURT_PROJECTOR="on" if PROJECTOR == "inside" else "off"
+        )
         procs.append(rules)
         await _await_serving(target)
-        out: dict[str, Any] = {}
-        # alternate the measurements so load on the machine affects both alike; CPU time per
-        # operation of the server process is the steadier figure on a busy machine
+        projector = None
+        if PROJECTOR == "process":
+            projector, projector_target = _start("projector", nats.url, tmp / "state")
+            procs.append(projector)
+            await _await_serving(projector_target)
         assert nats.proc is not None
         npid = nats.proc.pid
 
-        def cpus(server: int) -> tuple[float, float, float]:
-            """CPU seconds so far of (the server under test, this driving process, nats-server)."""
-            return _cpu(server), time.process_time(), _cpu(npid)
+        def cpus(server: int) -> tuple[float, ...]:
+            """CPU seconds so far of (the server under test, this driving process, nats-server, the
+            projector's process)."""
+            return (
+                _cpu(server),
+                time.process_time(),
+                _cpu(npid),
+                _cpu(projector.pid) if projector is not None and server == rules.pid else 0.0,
+            )
 
-        def per_op(a: tuple[float, ...], b: tuple[float, ...], ops: float) -> tuple[float, ...]:
-            return tuple((y - x) / max(1.0, ops) for x, y in zip(a, b, strict=True))
+        async def measured(phase: str, server: int, measure: Any) -> Stats:
+            """``measure(span)`` warms up, then measures inside ``async with span``: CPU, load and the
+            profile cover that part only."""
+            got: dict[str, Any] = {}
 
-        bare: dict[str, list[tuple[float, list[float], tuple[float, ...], tuple[float, ...]]]] = {
-            "ceiling": [], "floor": []}
+            service = server == rules.pid
 
-        async def measure_bare() -> None:
-            """One run of each bare handler: (rate, latencies, CPU seconds before, after)."""
-            for name, proc, tgt in (("ceiling", ceiling, ceiling_target), ("floor", floor, floor_target)):
-                before = cpus(proc.pid)
-                rate, lat = await _measure_ceiling(tgt)
-                bare[name].append((rate, lat, before, cpus(proc.pid)))
+            @contextlib.asynccontextmanager
+            async def span() -> Any:
+                if service:
+                    nc = await nats_connect(nats.url)
+                    got["seqs"] = await _last_seqs(nc)
+                    await nc.close()
+                got["connz"] = await asyncio.to_thread(_connz, monitor)
+                got["load0"], got["before"] = os.getloadavg()[0], cpus(server)
+                pids = {"server": server, "driver": os.getpid()}
+                if service and projector is not None:
+                    pids["projector"] = projector.pid
+                pids = {k: v for k, v in pids.items() if k in PROFILE_WHO}
+                with profiler.record(phase, pids) if profiler else contextlib.nullcontext():
+                    yield
+                got["after"] = cpus(server)
+                got["connz_after"] = await asyncio.to_thread(_connz, monitor)
 
-        await measure_bare()
-        s0 = cpus(rules.pid)
-        bot = await _measure_service(target, "bot", nats.url)
-        s1 = cpus(rules.pid)
-        await measure_bare()
-        s2 = cpus(rules.pid)
-        players = await _measure_service(target, "players", nats.url)
-        s3 = cpus(rules.pid)
-        for name, runs in bare.items():
-            out[name] = sum(r[0] for r in runs) / len(runs)
-            calls = sum(r[0] for r in runs) * SECONDS
-            out[f"{name}_cpu"] = tuple(sum(col) for col in zip(*(per_op(a, b, calls) for _, _, a, b in runs),
-                                                               strict=True))
-        out["ceiling_p50"] = _pct([x for r in bare["ceiling"] for x in r[1]], 0.5)
-        # warm-up moves are not counted in a service run's CPU: a slight overestimate
-        for name, st, a, b in (("bot", bot, s0, s1), ("players", players, s2, s3)):
-            out[name] = {"moves_s": st.moves / st.elapsed, "p50": _pct(st.latencies, 0.5),
-                         "p99": _pct(st.latencies, 0.99), "games": st.games, "moves": st.moves,
-                         "cpu": per_op(a, b, st.moves), "events_per_move": st.events}
-        return out
+            st: Stats = await measure(span)
+            if service:
+                st.lag = await _projector_lag(nats.url, got["seqs"])
+            st.cpu = tuple(
+                (b - a) / max(1, st.moves)  # type: ignore[assignment]
+                for a, b in zip(got["before"], got["after"], strict=True)
+            )
+            st.load = (got["load0"], os.getloadavg()[0])
+            a, b = got["connz"], got["connz_after"]
+            st.nats_msgs = {
+                k: (
+                    (v[0] - a.get(k, (0, 0))[0]) / max(1, st.moves),
+                    (v[1] - a.get(k, (0, 0))[1]) / max(1, st.moves),
+                )
+                for k, v in b.items()
+            }
+            return st
+
+        # warm-up moves and calls are not counted in a run's CPU: a slight overestimate
+        ceilings: list[Stats] = []
+        services: dict[str, Stats] = {}
+        rng = random.Random(13)
+        for mode in MODES:
+            if mode == "edge":
+                assert edge is not None
+                services[mode] = await measured(
+                    mode, edge.pid, lambda span: _measure_ceiling(edge_target, span, True)
+                )
+                continue
+            ceilings.append(
+                await measured(
+                    f"ceiling{len(ceilings)}",
+                    ceiling.pid,
+                    lambda span: _measure_ceiling(ceiling_target, span),
+                )
+            )
+            services[mode] = await measured(
+                mode, rules.pid, lambda span, mode=mode: _measure_service(target, mode, rng, span)
+            )
+        if not ceilings:
+            ceilings.append(
+                await measured("ceiling0", ceiling.pid, lambda span: _measure_ceiling(ceiling_target, span))
+            )
+        return {"ceilings": ceilings, "services": services}
     finally:
         for p in procs:
             p.terminate()
@@ -266,27 +630,149 @@ async def run() -> dict[str, Any]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def main() -> None:
-    r = asyncio.run(run())
-    ceiling = r["ceiling"]
-    print(f"rules service, {GAMES} concurrent games, {SECONDS:.0f}s per measurement, "
-          f"{os.cpu_count()} CPUs (client, service and nats-server share them)")
-    def cpu(c: tuple[float, ...], unit: str) -> str:
-        return (f"CPU us/{unit}: server {c[0] * 1e6:.0f}, driver {c[1] * 1e6:.0f}, nats-server {c[2] * 1e6:.0f}, "
-                f"total {sum(c) * 1e6:.0f}")
+def _us(x: float) -> str:
+    return f"{x * 1e6:6.0f}"
 
-    print(f"  ceiling (bare grpc.aio handler + 1 JetStream publish): {ceiling:8.0f} calls/s  "
-          f"p50 {r['ceiling_p50'] * 1000:.2f} ms  {cpu(r['ceiling_cpu'], 'call')}")
-    print(f"  floor of a move's writes (the same + {FLOOR_EVENTS} events, public and full): {r['floor']:8.0f} calls/s  "
-          f"ratio floor/ceiling {r['floor'] / ceiling:.2f}  {cpu(r['floor_cpu'], 'call')}")
-    for name, label in (("bot", "bot identity, 1 RPC per move"), ("players", "a token per seat, 2 RPCs per move")):
-        s = r[name]
-        print(f"  service ({label}): {s['moves_s']:8.0f} moves/s  submit p50 {s['p50'] * 1000:.2f} ms  "
-              f"p99 {s['p99'] * 1000:.2f} ms  ({s['moves']} moves, {s['games']} games)  "
-              f"ratio service/ceiling {s['moves_s'] / ceiling:.2f}")
-        print(f"      {cpu(s['cpu'], 'move')}"
-              + f"; events per move {s['events_per_move']:.2f}, each stored public and full")
-    print("  goal: ratio >= 0.8 for the 1-RPC driver (a read-modify-write per move reaches about 0.6)")
+
+def _ms(x: float | None) -> str:
+    return "    n/a" if x is None or x != x else f"{x * 1e3:7.2f}"
+
+
+def _row(
+    name: str,
+    rate: float,
+    lat: list[float],
+    lag: list[float] | None,
+    ratio: float,
+    cpu: tuple[float, ...],
+    mult: tuple[float, ...],
+    load: str,
+) -> str:
+    projector = f"{_us(cpu[3])}" if len(cpu) > 3 and cpu[3] else "      "
+    return (
+        f"  {name:<46}{rate:8.0f} {_ms(_pct(lat, 0.5))} {_ms(_pct(lat, 0.99))} "
+        f"{_ms(_pct(lag, 0.5) if lag else None)} {_ms(_pct(lag, 0.99) if lag else None)} {ratio:6.2f} "
+        + " ".join(f"{_us(c)} ({m:4.2f}x)" for c, m in zip(cpu[:3], mult[:3], strict=True))
+        + f"  {projector:>9}  {load}"
+    )
+
+
+def report(r: dict[str, Any]) -> list[str]:
+    ceilings: list[Stats] = r["ceilings"]
+    services: dict[str, Stats] = r["services"]
+    calls = sum(c.moves for c in ceilings)
+    rate = sum(c.rate for c in ceilings) / len(ceilings)
+    # CPU per call over all the ceiling's runs (weighted by calls)
+    ccpu = tuple(sum(c.cpu[i] * c.moves for c in ceilings) / max(1, calls) for i in range(3))
+    lat = [x for c in ceilings for x in c.latencies]
+    lines = [
+        f"rules service: {GAMES} concurrent games, {SECONDS:.0f} s per measurement, {os.cpu_count()} CPUs shared "
+        f"by the driver, the server and nats-server; event loop {LOOP}; projector "
+        + (
+            "its own process (court-projector, as deployed)"
+            if PROJECTOR == "process"
+            else "inside the rules process"
+        ),
+        f"  {'':<46}{'':>8} {'submit':>7} {'':>7} {'lag':>7} {'':>7} {'':>6} "
+        f"{'CPU us per move (multiple of the ceiling per call)':^47}  {'(own process)':>9}",
+        f"  {'':<46}{'moves/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'p50 ms':>7} {'p99 ms':>7} {'ratio':>6} "
+        f"{'server':>15} {'driver':>15} {'nats-server':>15}  {'projector':>9}  load 1m",
+        _row(
+            "ceiling (bare grpc.aio + 1 JetStream publish)",
+            rate,
+            lat,
+            None,
+            1.0,
+            ccpu,
+            (1.0, 1.0, 1.0),
+            " ".join(f"{c.load[0]:.1f}" for c in ceilings),
+        ),
+        f"      {calls} calls; NATS messages per call (from/to): "
+        + ", ".join(
+            f"{k} {i:.2f}/{o:.2f}"
+            for k, (i, o) in sorted(ceilings[0].nats_msgs.items())
+            if i >= 0.005 or o >= 0.005
+        ),
+    ]
+    for mode, s in services.items():
+        mult = tuple(c / b if b else float("nan") for c, b in zip(s.cpu, ccpu, strict=False))
+        lines.append(
+            _row(
+                LABELS[mode],
+                s.rate,
+                s.latencies,
+                s.lag,
+                s.rate / rate,
+                s.cpu,
+                mult,
+                f"{s.load[0]:.1f}-{s.load[1]:.1f}",
+            )
+        )
+        lines.append(
+            (
+                f"      {s.moves} calls"
+                if mode == "edge"
+                else f"      {s.moves} moves, {s.games} games, {s.rpcs / max(1, s.moves):.2f} RPCs per move"
+            )
+            + (f", {s.updates / max(1, s.moves):.2f} watch updates per move" if mode == "watch" else "")
+            + f"; NATS messages per {'call' if mode == 'edge' else 'move'} (from/to): "
+            + ", ".join(
+                f"{k} {i:.2f}/{o:.2f}"
+                for k, (i, o) in sorted(s.nats_msgs.items())
+                if i >= 0.005 or o >= 0.005
+            )
+        )
+    lines.append(
+        "  lag: a move accepted (its log record stored) to its public record readable (stored), "
+        "both by nats-server's clock"
+        if any(s.lag for s in services.values())
+        else "  lag: n/a (no public records were found)"
+    )
+    if "edge" in services:
+        e = services["edge"]
+        lines.append(
+            "  the shared gRPC edge (EdgeInterceptor) adds per call: "
+            + ", ".join(
+                f"{name} {(x - y) * 1e6:.0f} us"
+                for name, x, y in zip(("server", "driver", "nats-server"), e.cpu, ccpu, strict=False)
+            )
+        )
+    if "watch" in services and "bot" in services:
+        w, b = services["watch"], services["bot"]
+        lines.append(
+            "  the WatchGame streams add per move: "
+            + ", ".join(
+                f"{name} {(x - y) * 1e6:.0f} us"
+                for name, x, y in zip(
+                    ("server", "driver", "nats-server", "projector"), w.cpu, b.cpu, strict=True
+                )
+            )
+            + f" ({w.updates / max(1, w.moves):.2f} views per move); moves/s {w.rate:.0f} against {b.rate:.0f}"
+        )
+    if "bot" in services:
+        s = services["bot"]
+        verdict = []
+        for name, c, b, limit in zip(("server", "driver", "nats-server"), s.cpu, ccpu, BUDGET, strict=False):
+            m = c / b if b else float("nan")
+            verdict.append(f"{name} {m:.2f}x (<= {limit}x: {'within' if m <= limit else 'over'})")
+        lines.append(
+            "  budget, CPU per move of the 1-RPC driver as a multiple of the ceiling's per call: "
+            + "; ".join(verdict)
+        )
+        if s.cpu[3]:
+            lines.append(
+                f"  with the projector's process: server + projector {(s.cpu[0] + s.cpu[3]) / ccpu[0]:.2f}x"
+            )
+        lines.append(f"  ratio service/ceiling {s.rate / rate:.2f} (goal >= {GOAL_RATIO}, then 0.8)")
+    return lines
+
+
+def main() -> None:
+    r = run_loop(run(), LOOP)
+    print("\n".join(report(r)))
+    if PROFILE:
+        for path in sorted(Path(PROFILE).glob("*.txt")):
+            print(summarize_profile(path))
 
 
 if __name__ == "__main__":

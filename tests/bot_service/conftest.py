@@ -68,8 +68,15 @@ def token(sub: str, role: str = "player", ttl: float = 3600) -> str:
 
 
 def settings_for(service: str, nats_url: str, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {"nats_url": nats_url, "listen": "127.0.0.1:0", "metrics_listen": "",
-                              **keys.overrides(service), "env": "test", "shutdown_grace": 1.0, **overrides}
+    values: dict[str, Any] = {
+        "nats_url": nats_url,
+        "listen": "127.0.0.1:0",
+        "metrics_listen": "",
+        **keys.overrides(service),
+        "env": "test",
+        "shutdown_grace": 1.0,
+        **overrides,
+    }
     return Settings.load(service, {}, **values)
 
 
@@ -81,8 +88,9 @@ class BotClient:
         self.stub = bot_pb2_grpc.BotServiceStub(self.channel)
         self.token = tok
 
-    async def suggest(self, game_id: str, seat: int | None = None, level: str = "", *,
-                      timeout: float | None = 10.0) -> bot_pb2.SuggestResponse:
+    async def suggest(
+        self, game_id: str, seat: int | None = None, level: str = "", *, timeout: float | None = 10.0
+    ) -> bot_pb2.SuggestResponse:
         req = bot_pb2.SuggestRequest(game_id=game_id, level=level)
         if seat is not None:
             req.seat = seat
@@ -99,7 +107,9 @@ class BotProcess:
     def __init__(self, env: dict[str, str]):
         script = Path(sys.executable).parent / "court-bot"
         assert script.exists(), "court-bot is not installed: run `make setup`"
-        self.proc = subprocess.Popen([str(script)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            [str(script)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         self.port = 0
         self.log = b""
 
@@ -155,28 +165,41 @@ class Stack:
         self.clients: list[Any] = []
 
     async def start_rules(self, **settings: Any) -> RulesApp:
-        self.rules = await RulesApp.start(settings_for("rules", self.nats.url, **settings), sweep_delay=0.2)
+        self.rules = await RulesApp.start(settings_for("rules", self.nats.url, **settings))
         return self.rules
 
-    async def start_bot(self, name: str = "", *, settings: dict[str, Any] | None = None, **config: Any) -> BotApp:
+    async def start_bot(
+        self, name: str = "", *, settings: dict[str, Any] | None = None, **config: Any
+    ) -> BotApp:
         """A bot replica; ``settings`` override the environment's, ``config`` the bot's own (BotConfig)."""
         values = {"rules_addr": self.rules.address} if self.rules is not None else {}
         values.update(settings or {})
         settings_obj = settings_for("bot", self.nats.url, **values)
         kw = {k: config.pop(k) for k in ("faults", "adapters") if k in config}
-        cfg = BotConfig.from_settings(settings_obj, **{"budgets_ms": dict(TEST_BUDGETS), "ack_wait": ACK_WAIT,
-                                                       "retry_delay": 1.0, **config})
+        cfg = BotConfig.from_settings(
+            settings_obj,
+            **{"budgets_ms": dict(TEST_BUDGETS), "ack_wait": ACK_WAIT, "retry_delay": 1.0, **config},
+        )
         app = await BotApp.start(settings_obj, config=cfg, name=name or f"bot{len(self.bots)}", **kw)
         self.bots.append(app)
         return app
 
     async def start_bot_process(self, **env: str) -> BotProcess:
         assert self.rules is not None
-        full = {**os.environ, "COURT_NATS_URL": self.nats.url, "COURT_LISTEN": "127.0.0.1:0",
-                "COURT_RULES_ADDR": self.rules.address, **keys.env("bot"), "COURT_ENV": "test",
-                "COURT_METRICS_LISTEN": "", "COURT_BOT_ACK_WAIT": str(ACK_WAIT),
-                "COURT_LOG_FORMAT": "json", "COURT_LOG_LEVEL": "info",  # wait_listening reads the JSON log
-                "COURT_BOT_BUDGET_EXPERT_MS": str(TEST_BUDGETS["expert"]), **env}
+        full = {
+            **os.environ,
+            "COURT_NATS_URL": self.nats.url,
+            "COURT_LISTEN": "127.0.0.1:0",
+            "COURT_RULES_ADDR": self.rules.address,
+            **keys.env("bot"),
+            "COURT_ENV": "test",
+            "COURT_METRICS_LISTEN": "",
+            "COURT_BOT_ACK_WAIT": str(ACK_WAIT),
+            "COURT_LOG_FORMAT": "json",
+            "COURT_LOG_LEVEL": "info",  # wait_listening reads the JSON log
+            "COURT_BOT_BUDGET_EXPERT_MS": str(TEST_BUDGETS["expert"]),
+            **env,
+        }
         p = BotProcess(full)
         self.processes.append(p)
         await asyncio.to_thread(p.wait_listening)
@@ -188,9 +211,12 @@ class Stack:
         self.clients.append(c)
         return c
 
-    def bot_client(self, app: BotApp, sub: str | None, role: str = "player", *, raw: str | None = None
-                   ) -> BotClient:
-        c = BotClient(app.address, raw if raw is not None else (token(sub, role) if sub is not None else None))
+    def bot_client(
+        self, app: BotApp, sub: str | None, role: str = "player", *, raw: str | None = None
+    ) -> BotClient:
+        c = BotClient(
+            app.address, raw if raw is not None else (token(sub, role) if sub is not None else None)
+        )
         self.clients.append(c)
         return c
 
@@ -246,8 +272,10 @@ async def wait_finished(client: RulesClient, game_id: str, timeout: float = 60.0
         return await asyncio.wait_for(watch(), timeout)
     except TimeoutError:
         view = await client.get_view(game_id)
-        raise AssertionError(f"game {game_id} did not finish within {timeout}s (at move {view.seq}, "
-                             f"to act {list(view.to_act)})") from None
+        raise AssertionError(
+            f"game {game_id} did not finish within {timeout}s (at move {view.seq}, "
+            f"to act {list(view.to_act)})"
+        ) from None
 
 
 async def wait_seq(client: RulesClient, game_id: str, seq: int, timeout: float = 30.0) -> rules_pb2.GameView:

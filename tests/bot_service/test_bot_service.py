@@ -19,10 +19,11 @@ from court_bot.turns import BOT_PREFIX, DURABLE, STREAM, Faults, Outcome, Turn, 
 from court_bot.upstream import BOT_SUB
 from court_bots.levels import LEVELS
 from court_client import action_json
-from court_proto.court.events.v1 import events_pb2
+from court_kit import records as krec
+from court_proto.court.events.v2 import records_pb2
 from court_proto.court.rules.v1 import rules_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from nats.js.api import AckPolicy
+from nats.js.api import AckPolicy, DeliverPolicy
 from prometheus_client import REGISTRY
 
 from tests.fixtures.nats import free_port
@@ -36,7 +37,9 @@ async def history(stack: Stack, game_id: str) -> rules_pb2.GetHistoryResponse:
     return await stack.rules_client("root", "admin").history(game_id)
 
 
-def assert_each_bot_move_once(hist: rules_pb2.GetHistoryResponse, *, all_bots: bool) -> list[rules_pb2.HistoryMove]:
+def assert_each_bot_move_once(
+    hist: rules_pb2.GetHistoryResponse, *, all_bots: bool
+) -> list[rules_pb2.HistoryMove]:
     """Every bot move carries the request id of the position it was decided at, and no id twice.
 
     In an all-bot game nothing else can move in between, so each bot move was decided at the
@@ -57,7 +60,9 @@ def assert_each_bot_move_once(hist: rules_pb2.GetHistoryResponse, *, all_bots: b
 
 
 def decisions(game: str, level: str) -> float:
-    return REGISTRY.get_sample_value("court_bot_decision_seconds_count", {"game": game, "level": level}) or 0.0
+    return (
+        REGISTRY.get_sample_value("court_bot_decision_seconds_count", {"game": game, "level": level}) or 0.0
+    )
 
 
 # ---------------------------------------------------------------------------------------------- health
@@ -74,7 +79,9 @@ async def test_health_and_reflection_answer(stack: Stack) -> None:
 
         refl = reflection_pb2_grpc.ServerReflectionStub(ch)
         names: list[str] = []
-        async for r in refl.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")])):
+        async for r in refl.ServerReflectionInfo(
+            iter([reflection_pb2.ServerReflectionRequest(list_services="")])
+        ):
             names += [s.name for s in r.list_services_response.service]
         assert SERVICE_NAME in names
         await bot.health.enter_graceful_shutdown()
@@ -90,7 +97,7 @@ async def test_health_and_reflection_answer(stack: Stack) -> None:
 async def test_all_bot_game_plays_to_the_end(stack: Stack, game: str, options: dict, n: int) -> None:
     bot = await stack.start_bot()
     seats = bot_seats(game, n)
-    levels = sorted({s[len(BOT_PREFIX):] for s in seats})
+    levels = sorted({s[len(BOT_PREFIX) :] for s in seats})
     before = {lv: decisions(game, lv) for lv in levels}
     lobby = stack.rules_client("lobby", "service")
     created = await lobby.create_game(game, seats, options)
@@ -100,8 +107,9 @@ async def test_all_bot_game_plays_to_the_end(stack: Stack, game: str, options: d
     bots = assert_each_bot_move_once(hist, all_bots=True)
     assert len(bots) == final.seq > 0
     # the journal is written after the ack, a moment after the final move
-    await bot.journal.wait_for(lambda hs: sum(h.game_id == created.game_id and h.outcome is Outcome.PLAYED
-                                              for h in hs) >= final.seq)
+    await bot.journal.wait_for(
+        lambda hs: sum(h.game_id == created.game_id and h.outcome is Outcome.PLAYED for h in hs) >= final.seq
+    )
     played = [h for h in bot.journal.played() if h.game_id == created.game_id]
     assert sorted(h.seq for h in played) == list(range(final.seq)), "one played turn per position"
     for lv in levels:  # every level at the table decided, and the decision histogram saw it
@@ -153,8 +161,12 @@ async def test_two_replicas_share_the_work_and_play_each_turn_once(stack: Stack)
     lobby = stack.rules_client("lobby", "service")
     gids = []
     for i in range(4):
-        created = await lobby.create_game("queens_court", ["bot:random", qc("heuristic"), "bot:random", "bot:random"],
-                                          {"players": 4}, request_id=f"share-{i}")
+        created = await lobby.create_game(
+            "queens_court",
+            ["bot:random", qc("heuristic"), "bot:random", "bot:random"],
+            {"players": 4},
+            request_id=f"share-{i}",
+        )
         gids.append(created.game_id)
     finals = await asyncio.gather(*(wait_finished(lobby, g, timeout=120) for g in gids))
     total = 0
@@ -163,12 +175,17 @@ async def test_two_replicas_share_the_work_and_play_each_turn_once(stack: Stack)
         bots = assert_each_bot_move_once(await history(stack, gid), all_bots=True)
         assert len(bots) == final.seq
         total += final.seq
+
     def count(hs: list) -> int:
         return sum(h.outcome is Outcome.PLAYED for h in hs)
 
-    await asyncio.wait_for(asyncio.gather(a.journal.wait_for(lambda hs: count(hs) + count(b.journal.entries) >= total),
-                                          b.journal.wait_for(lambda hs: count(hs) + count(a.journal.entries) >= total)),
-                           15)
+    await asyncio.wait_for(
+        asyncio.gather(
+            a.journal.wait_for(lambda hs: count(hs) + count(b.journal.entries) >= total),
+            b.journal.wait_for(lambda hs: count(hs) + count(a.journal.entries) >= total),
+        ),
+        15,
+    )
     played = [(h.game_id, h.seq) for app in (a, b) for h in app.journal.played()]
     assert len(played) == len(set(played)) == total, "each turn played by exactly one replica"
     assert a.journal.played() and b.journal.played(), "both replicas took turns"
@@ -211,13 +228,14 @@ async def test_nats_restart_mid_game(stack: Stack) -> None:
 async def test_sigterm_stops_court_bot_gracefully(stack: Stack) -> None:
     proc = await stack.start_bot_process()
     async with grpc.aio.insecure_channel(f"127.0.0.1:{proc.port}") as ch:
-        reply = await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(service=SERVICE_NAME),
-                                                           timeout=5)
+        reply = await health_pb2_grpc.HealthStub(ch).Check(
+            health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=5
+        )
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
     code = await asyncio.to_thread(proc.terminate)
     assert code == 0
     events = [json.loads(line).get("event") for line in proc.log.splitlines() if line.startswith(b"{")]
-    assert "shutting down" in events and "stopped" in events[events.index("shutting down"):]
+    assert "shutting down" in events and "stopped" in events[events.index("shutting down") :]
 
 
 class CrashAfterSubmit(Faults):
@@ -269,11 +287,18 @@ class Barrier(Faults):
         await self.all_here.wait()
 
 
-async def first_turn_event(stack: Stack, game: str, game_id: str) -> tuple[events_pb2.GameEvent, int]:
-    """The game's first TurnStarted as JetStream stored it (and how many there are so far)."""
+async def first_turn_event(stack: Stack, game: str, game_id: str) -> tuple[records_pb2.Record, int]:
+    """The game's first public record (its creation: the first turn) as JetStream stored it, once
+    the projector has published it, and its stream sequence."""
     js = stack.rules.nc.jetstream()
-    msg = await js.get_last_msg(STREAM, f"court.events.{game}.{game_id}.TurnStarted")
-    return events_pb2.GameEvent.FromString(msg.data), msg.seq
+    sub = await js.subscribe(
+        krec.public_subject(game, game_id), ordered_consumer=True, deliver_policy=DeliverPolicy.ALL
+    )
+    try:
+        msg = await sub.next_msg(timeout=15)
+    finally:
+        await sub.unsubscribe()
+    return krec.decode(msg.data), msg.metadata.sequence.stream
 
 
 @pytest.mark.parametrize("level", LEVELS if has_adapter("queens_court") else ["random"])
@@ -284,10 +309,12 @@ async def test_two_handlers_of_one_position_play_it_once(stack: Stack, level: st
     created = await lobby.create_game("queens_court", [f"bot:{level}"] * 3, {"players": 3})
     gid = created.game_id
     event, _ = await first_turn_event(stack, "queens_court", gid)
-    turn = Turn.from_event(event)
+    turn = Turn.from_record(event)
     assert turn.seq == 0 and turn.bot_seats()
     # the same delivery twice at once (as when JetStream redelivers while the first is still working)
-    results = await asyncio.wait_for(asyncio.gather(app.handler.handle(turn, 1), app.handler.handle(turn, 2)), 30)
+    results = await asyncio.wait_for(
+        asyncio.gather(app.handler.handle(turn, 1), app.handler.handle(turn, 2)), 30
+    )
     assert barrier.arrived == 2, "both handlers decided at the same position"
     assert {h.outcome for h in results} <= {Outcome.PLAYED, Outcome.DUPLICATE}
     assert any(h.outcome is Outcome.PLAYED for h in results)
@@ -305,7 +332,7 @@ async def test_the_shared_consumer_is_durable_and_explicit_ack(stack: Stack) -> 
     await asyncio.wait_for(bot.consumer.attached.wait(), 15)
     info = await bot.nc.jetstream().consumer_info(STREAM, DURABLE)
     assert info.config.durable_name == DURABLE
-    assert info.config.filter_subject == "court.events.*.*.TurnStarted"
+    assert info.config.filter_subject == "court.events.*.*"
     assert AckPolicy(info.config.ack_policy) is AckPolicy.EXPLICIT
     assert info.config.ack_wait == pytest.approx(1.0)
     # a replica started with another COURT_BOT_ACK_WAIT updates the shared consumer
@@ -382,11 +409,14 @@ async def test_metrics_are_served(stack: Stack) -> None:
             return r.read().decode()
 
     text = await asyncio.to_thread(scrape)
-    level = qc("heuristic")[len(BOT_PREFIX):]
-    for series in (f'court_bot_decisions_total{{game="queens_court",level="{level}",purpose="turn"}}',
-                   f'court_bot_decision_seconds_bucket{{game="queens_court",le="0.045",level="{level}"}}',
-                   'court_bot_turns_total{outcome="played"}', "court_bot_turn_seconds_count",
-                   "court_bot_errors_total"):
+    level = qc("heuristic")[len(BOT_PREFIX) :]
+    for series in (
+        f'court_bot_decisions_total{{game="queens_court",level="{level}",purpose="turn"}}',
+        f'court_bot_decision_seconds_bucket{{game="queens_court",le="0.045",level="{level}"}}',
+        'court_bot_turns_total{outcome="played"}',
+        "court_bot_turn_seconds_count",
+        "court_bot_errors_total",
+    ):
         assert series in text, series
 
 
@@ -400,13 +430,16 @@ async def test_a_level_without_adapter_is_not_played_silently(stack: Stack) -> N
     created = await lobby.create_game("queens_court", ["bot:heuristic", "bot:random"], {"players": 2})
     gid = created.game_id
     # the heuristic seat is refused and put back (not dropped, not played at another level) ...
-    await app.journal.wait_for(lambda hs: any(h.game_id == gid and h.outcome is Outcome.RETRY and h.level ==
-                                              "heuristic" for h in hs))
+    await app.journal.wait_for(
+        lambda hs: any(h.game_id == gid and h.outcome is Outcome.RETRY and h.level == "heuristic" for h in hs)
+    )
     view = await lobby.get_view(gid)
     assert list(view.to_act) == [0], "the game waits for the heuristic seat"
     assert all(m.seat == 1 for m in (await history(stack, gid)).moves), "nothing was played for seat 0"
     # ... and suggestions say which levels exist for this game
-    alice_game = await stack.rules_client("alice").create_game("queens_court", ["alice", "alice"], {"players": 2})
+    alice_game = await stack.rules_client("alice").create_game(
+        "queens_court", ["alice", "alice"], {"players": 2}
+    )
     hint = stack.bot_client(app, "alice")
     with pytest.raises(grpc.aio.AioRpcError) as info:
         await hint.suggest(alice_game.game_id, level="expert")
@@ -487,7 +520,9 @@ async def test_suggest_refuses_what_the_rules_service_would(stack: Stack) -> Non
 
 async def test_suggest_keeps_to_a_short_deadline(stack: Stack) -> None:
     bot = await stack.start_bot(budgets_ms={"random": 5.0, "heuristic": 20.0, "expert": 2000.0})
-    gid = (await stack.rules_client("alice").create_game("queens_court", ["alice"] * 3, {"players": 3})).game_id
+    gid = (
+        await stack.rules_client("alice").create_game("queens_court", ["alice"] * 3, {"players": 3})
+    ).game_id
     hint = stack.bot_client(bot, "alice")
     loop = asyncio.get_running_loop()
     t0 = loop.time()

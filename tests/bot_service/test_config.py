@@ -31,15 +31,27 @@ def test_defaults() -> None:
 
 
 def test_budgets_and_tuning_from_the_environment() -> None:
-    _, cfg = config(COURT_BOT_BUDGET_RANDOM_MS="2", COURT_BOT_BUDGET_HEURISTIC_MS="12.5",
-                    COURT_BOT_BUDGET_EXPERT_MS="120", COURT_BOT_CONCURRENCY="3", COURT_BOT_ACK_WAIT="4",
-                    COURT_BOT_DECISION_THREADS="0")
+    _, cfg = config(
+        COURT_BOT_BUDGET_RANDOM_MS="2",
+        COURT_BOT_BUDGET_HEURISTIC_MS="12.5",
+        COURT_BOT_BUDGET_EXPERT_MS="120",
+        COURT_BOT_CONCURRENCY="3",
+        COURT_BOT_ACK_WAIT="4",
+        COURT_BOT_DECISION_THREADS="0",
+    )
     assert cfg.budgets_ms == {"random": 2.0, "heuristic": 12.5, "expert": 120.0}
     assert (cfg.concurrency, cfg.ack_wait, cfg.decision_threads) == (3, 4.0, 0)
 
 
-@pytest.mark.parametrize(("name", "value"), [("COURT_BOT_BUDGET_EXPERT_MS", "0"), ("COURT_BOT_BUDGET_EXPERT_MS", "fast"),
-                                             ("COURT_BOT_CONCURRENCY", "0"), ("COURT_BOT_ACK_WAIT", "0.1")])
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("COURT_BOT_BUDGET_EXPERT_MS", "0"),
+        ("COURT_BOT_BUDGET_EXPERT_MS", "fast"),
+        ("COURT_BOT_CONCURRENCY", "0"),
+        ("COURT_BOT_ACK_WAIT", "0.1"),
+    ],
+)
 def test_bad_values_fail_naming_the_variable(name: str, value: str) -> None:
     with pytest.raises(ConfigError) as info:
         config(**{name: value})
@@ -48,12 +60,23 @@ def test_bad_values_fail_naming_the_variable(name: str, value: str) -> None:
 
 def test_court_bot_refuses_to_start_without_a_secret(tmp_path: Path) -> None:
     script = Path(sys.executable).parent / "court-bot"
-    proc = subprocess.run([str(script)], env={"PATH": "/usr/bin:/bin", "COURT_BOT_BUDGET_EXPERT_MS": "45"},
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    proc = subprocess.run(
+        [str(script)],
+        env={"PATH": "/usr/bin:/bin", "COURT_BOT_BUDGET_EXPERT_MS": "45"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 2
     assert "COURT_TOKEN_KEYS" in proc.stderr
-    proc = subprocess.run([str(script)], env={"PATH": "/usr/bin:/bin", "COURT_ENV": "dev",
-                                              "COURT_BOT_BUDGET_EXPERT_MS": "-3"},
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    proc = subprocess.run(
+        [str(script)],
+        env={"PATH": "/usr/bin:/bin", "COURT_ENV": "dev", "COURT_BOT_BUDGET_EXPERT_MS": "-3"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 2
     assert "COURT_BOT_BUDGET_EXPERT_MS" in proc.stderr

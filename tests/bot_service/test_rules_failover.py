@@ -8,8 +8,8 @@ answered ABORTED ("retry with the same request id"); the bot took ABORTED for "t
 on", acked the turn and dropped it. Nothing else ever brings that position's TurnStarted again, so
 the person waited for a bot that would never move.
 
-Here that happens on purpose, every time: a real nats-server, two real rules replicas (B's sweeper
-is held back so its cache stays where the test put it), the bot service with both replicas in its
+Here that happens on purpose, every time: a real nats-server, two real rules replicas (each runs a
+projector, which never touches the cache: B's cache stays where the test put it), the bot service with both replicas in its
 target, one person playing random legal moves. At a bot turn where B's cached position would
 accept the bot's move, A is killed between the bot's decision and its submit. What the person
 sees: the game goes on and finishes; the bot's move at that position is in the log once.
@@ -93,7 +93,8 @@ class Person:
         turn = self.fault.turn
         assert turn is not None
         await self.bot.journal.wait_for(
-            lambda hs: any(h.game_id == turn.game_id and h.seq == turn.seq for h in hs), timeout=60)
+            lambda hs: any(h.game_id == turn.game_id and h.seq == turn.seq for h in hs), timeout=60
+        )
         return self.b
 
     async def play(self, game_id: str) -> None:
@@ -129,9 +130,10 @@ class Person:
 async def test_rules_replica_killed_while_the_bots_move_is_in_flight_game_finishes(stack: Stack) -> None:
     a = stack.rules
     assert a is not None
-    # replica B: its sweeper waits a minute before looking at any record, so nothing but this test
-    # moves B's cache (the other way B could have fallen behind in the chaos run)
-    b = await RulesApp.start(settings_for("rules", stack.nats.url), sweep_delay=60)
+    # replica B runs a projector as every rules replica does (on v2 the bot follows the public
+    # records: once A and its projector are dead, B's projector must carry the game on). The
+    # projector never touches B's cache: only this test's reads move it
+    b = await RulesApp.start(settings_for("rules", stack.nats.url))
     try:
         target = f"ipv4:{a.address},{b.address}"  # pick_first: A while it lives, then B
         lobby = stack.rules_client("lobby", "service")
@@ -149,8 +151,10 @@ async def test_rules_replica_killed_while_the_bots_move_is_in_flight_game_finish
             await asyncio.wait_for(Person(a_person, b_person, fault, bot, 16).play(gid), 90)
         except TimeoutError:
             view = await b_person.get_view(gid, 0)
-            raise AssertionError(f"the game stalled at move {view.seq} (to act {list(view.to_act)}); the bot "
-                                 f"handled the turn in flight as {[h.outcome.value for h in bot.journal.entries if fault.turn and h.seq == fault.turn.seq]}") from None
+            raise AssertionError(
+                f"the game stalled at move {view.seq} (to act {list(view.to_act)}); the bot "
+                f"handled the turn in flight as {[h.outcome.value for h in bot.journal.entries if fault.turn and h.seq == fault.turn.seq]}"
+            ) from None
 
         watcher = RulesClient(b.address, token("root", "admin"))
         stack.clients.append(watcher)

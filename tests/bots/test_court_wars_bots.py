@@ -57,14 +57,32 @@ def position(stacks, *, phase=cw.Phase.TURN, player=0, pending=None, discard=(),
     opts = options or cw.Options(players=len(stacks))
     base = cw.new_game(opts, 0)
     courts = tuple(
-        tuple(cw.Court(base.courts[s][i].card, st is not None, tuple(st or ()), None) for i, st in enumerate(seat))
-        for s, seat in enumerate(stacks))
-    seen = {g for seat in stacks for st in seat if st for g in st} | set(discard) | ({pending} if pending else set())
+        tuple(
+            cw.Court(base.courts[s][i].card, st is not None, tuple(st or ()), None)
+            for i, st in enumerate(seat)
+        )
+        for s, seat in enumerate(stacks)
+    )
+    seen = (
+        {g for seat in stacks for st in seat if st for g in st}
+        | set(discard)
+        | ({pending} if pending else set())
+    )
     draw = tuple(c for c in B.pack_of(opts) if c not in seen)
     out = tuple(not any(c.standing for c in cs) for cs in courts)
-    return dataclasses.replace(base, phase=phase, player=player, courts=courts, draw=draw, discard=tuple(discard),
-                               pending=pending, pick=3 * opts.players, turns=10, out=out,
-                               aces=1 if phase is cw.Phase.ACE else 0)
+    return dataclasses.replace(
+        base,
+        phase=phase,
+        player=player,
+        courts=courts,
+        draw=draw,
+        discard=tuple(discard),
+        pending=pending,
+        pick=3 * opts.players,
+        turns=10,
+        out=out,
+        aces=1 if phase is cw.Phase.ACE else 0,
+    )
 
 
 def decide(state: cw.State, level: str, seed: str = "decide", **kw):
@@ -133,17 +151,39 @@ def test_parse_view_rejects_another_seat_and_a_wrong_pile_size():
 
 def _sim_signature(m: B.Sim):
     over = m.phase == B.S_OVER
-    return (m.st, m.up, m.jk, m.out, m.draw, m.disc, m.phase, None if over else m.player, m.pending, m.aces,
-            m.turns, m.winners if over else ())
+    return (
+        m.st,
+        m.up,
+        m.jk,
+        m.out,
+        m.draw,
+        m.disc,
+        m.phase,
+        None if over else m.player,
+        m.pending,
+        m.aces,
+        m.turns,
+        m.winners if over else (),
+    )
 
 
 def _state_signature(s: cw.State):
     over = s.phase is cw.Phase.OVER
     courts = [c for cs in s.courts for c in cs]
-    return ([tuple(B.GV[g[0]] for g in c.guards) for c in courts], [c.standing for c in courts],
-            [c.joker is not None for c in courts], list(s.out), [B.kind(c) for c in reversed(s.draw)],
-            [B.kind(c) for c in s.discard], B._SIM_PHASE[s.phase], None if over else s.player,
-            B.kind(s.pending) if s.pending else -1, s.aces, s.turns, s.winners if over else ())
+    return (
+        [tuple(B.GV[g[0]] for g in c.guards) for c in courts],
+        [c.standing for c in courts],
+        [c.joker is not None for c in courts],
+        list(s.out),
+        [B.kind(c) for c in reversed(s.draw)],
+        [B.kind(c) for c in s.discard],
+        B._SIM_PHASE[s.phase],
+        None if over else s.player,
+        B.kind(s.pending) if s.pending else -1,
+        s.aces,
+        s.turns,
+        s.winners if over else (),
+    )
 
 
 @pytest.mark.parametrize("options", OPTION_SETS, ids=IDS)
@@ -230,7 +270,9 @@ def test_decisions_ignore_what_no_seat_can_see(options):
             assert decide(state, level, f"s{checked}") == decide(other, level, f"s{checked}")
         legal = cw.legal_actions(state)
         # even handed the real states as its sample, the heuristic reads only the view
-        assert B.heuristic(view, p, state, legal, random.Random(1)) == B.heuristic(view, p, other, legal, random.Random(1))
+        assert B.heuristic(view, p, state, legal, random.Random(1)) == B.heuristic(
+            view, p, other, legal, random.Random(1)
+        )
         a = B.search(B.parse_view(view, p), random.Random(checked), iterations=120)
         b = B.search(B.parse_view(cw.view(other, p), p), random.Random(checked), iterations=120)
         assert a == b

@@ -206,8 +206,9 @@ def test_inconsistent_view_relaxes_instead_of_failing():
     sampler = B.Sampler(broken)
     assert sampler.relaxed
     hands, _ = sampler.sample(rng)
-    assert [h.bit_count() for h in hands] == [len(view["cards"]) if s == seat else view["hand_sizes"][s]
-                                              for s in range(4)]
+    assert [h.bit_count() for h in hands] == [
+        len(view["cards"]) if s == seat else view["hand_sizes"][s] for s in range(4)
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,8 +251,12 @@ def test_adapter_utility_applies_the_moon():
     root = state
     while state.match.hand_no == 0:
         seat = H.to_act(state)[0]
-        state, _ = H.apply(state, seat, B.ADAPTER.playout_action(state, seat, H.legal_actions(state, seat),
-                                                                   random.Random(0)), emit=False)
+        state, _ = H.apply(
+            state,
+            seat,
+            B.ADAPTER.playout_action(state, seat, H.legal_actions(state, seat), random.Random(0)),
+            emit=False,
+        )
         if state.match.hand_no == 0:
             assert not B.ADAPTER.horizon(root, state)
     assert B.ADAPTER.horizon(root, state)
@@ -306,11 +311,25 @@ def _play_view(hand: list[str], trick: list[str], leader: int, seat: int = 0, tr
         sizes[(leader + k) % 4] -= 1
     sizes[seat] = len(hand)
     return {
-        "game": "hearts", "phase": "play", "hand": 3, "pass": "none", "limit": 100, "to_act": [seat],
-        "hand_sizes": sizes, "ready": [True] * 4, "trick": {"leader": leader, "cards": trick},
-        "tricks": list(tricks), "taken": [0, 0, 0, 0], "tricks_won": [0, 0, 0, 0],
-        "hearts_broken": hearts_broken, "totals": [0, 0, 0, 0], "history": [], "finished": False, "winners": [],
-        "seat": seat, "cards": hand,
+        "game": "hearts",
+        "phase": "play",
+        "hand": 3,
+        "pass": "none",
+        "limit": 100,
+        "to_act": [seat],
+        "hand_sizes": sizes,
+        "ready": [True] * 4,
+        "trick": {"leader": leader, "cards": trick},
+        "tricks": list(tricks),
+        "taken": [0, 0, 0, 0],
+        "tricks_won": [0, 0, 0, 0],
+        "hearts_broken": hearts_broken,
+        "totals": [0, 0, 0, 0],
+        "history": [],
+        "finished": False,
+        "winners": [],
+        "seat": seat,
+        "cards": hand,
     }
 
 
@@ -324,33 +343,47 @@ def _heuristic(view, seat=0):
 
 
 def test_heuristic_dumps_the_queen_when_void():
-    view = _play_view(["QS", "AH", "3S", "4H", "7C", "8C", "9C", "TC", "JC", "QC", "KC", "AC"],
-                      ["2D", "KD"], leader=2, tricks=[TRICK1])
+    view = _play_view(
+        ["QS", "AH", "3S", "4H", "7C", "8C", "9C", "TC", "JC", "QC", "KC", "AC"],
+        ["2D", "KD"],
+        leader=2,
+        tricks=[TRICK1],
+    )
     assert _heuristic(view) == "QS"
 
 
 def test_heuristic_ducks_under_the_winning_card():
-    view = _play_view(["2D", "9D", "KD", "AD", "3S", "4H", "7C", "8C", "9C", "TC", "JC", "QC"],
-                      ["TD"], leader=3, tricks=[TRICK1])
+    view = _play_view(
+        ["2D", "9D", "KD", "AD", "3S", "4H", "7C", "8C", "9C", "TC", "JC", "QC"],
+        ["TD"],
+        leader=3,
+        tricks=[TRICK1],
+    )
     assert _heuristic(view) == "9D"
 
 
 def test_heuristic_slips_the_queen_under_a_higher_spade():
-    view = _play_view(["QS", "3S", "4H", "5H", "7C", "8C", "9C", "TC", "JC", "QC", "KC", "AC"],
-                      ["5S", "KS"], leader=2, tricks=[TRICK1])
+    view = _play_view(
+        ["QS", "3S", "4H", "5H", "7C", "8C", "9C", "TC", "JC", "QC", "KC", "AC"],
+        ["5S", "KS"],
+        leader=2,
+        tricks=[TRICK1],
+    )
     assert _heuristic(view) == "QS"
 
 
 def test_heuristic_passes_an_unprotected_queen_and_high_spades():
-    full = H.mask_of([H.CARD_ID[c] for c in ["QS", "AS", "KS", "2C", "3C", "4C", "5C", "6C", "7D", "8D", "9D",
-                                             "3H", "4H"]])
+    full = H.mask_of(
+        [H.CARD_ID[c] for c in ["QS", "AS", "KS", "2C", "3C", "4C", "5C", "6C", "7D", "8D", "9D", "3H", "4H"]]
+    )
     passed = H.names_of(B.choose_pass(full))
     assert passed == ["QS", "KS", "AS"]
 
 
 def test_heuristic_keeps_a_well_protected_queen_and_voids_a_short_suit():
-    full = H.mask_of([H.CARD_ID[c] for c in ["QS", "2S", "3S", "4S", "5S", "KD", "9D", "2C", "3C", "4C", "5C",
-                                             "3H", "4H"]])
+    full = H.mask_of(
+        [H.CARD_ID[c] for c in ["QS", "2S", "3S", "4S", "5S", "KD", "9D", "2C", "3C", "4C", "5C", "3H", "4H"]]
+    )
     passed = H.names_of(B.choose_pass(full))
     assert "QS" not in passed
     assert {"KD", "9D"} <= set(passed)

@@ -43,7 +43,7 @@ def permuted_hidden(state: qc.State, seat: int, rng: random.Random) -> qc.State:
     k = 0
     for s in others:
         m = sum(1 for c in state.hands[s] if c != qc.GL)
-        hands[s] = tuple(sorted(hidden[k:k + m])) + ((qc.GL,) if qc.GL in state.hands[s] else ())
+        hands[s] = tuple(sorted(hidden[k : k + m])) + ((qc.GL,) if qc.GL in state.hands[s] else ())
         k += m
     return dataclasses.replace(state, hands=tuple(hands), deck=tuple(hidden[k:]))
 
@@ -52,9 +52,14 @@ def position(players: int, piles, hands, *, phase=qc.Phase.SECOND_HALF, deck=(),
     """A hand-built position: ``piles`` 2n lists of card names (bottom first), ``hands`` n lists."""
     base = qc.new_game(qc.Options(players=players), 0)
     return dataclasses.replace(
-        base, phase=phase, to_move=to_move, locked=locked, deck=tuple(C[c] for c in deck),
+        base,
+        phase=phase,
+        to_move=to_move,
+        locked=locked,
+        deck=tuple(C[c] for c in deck),
         piles=tuple(tuple(C[c] for c in p) for p in piles),
-        hands=tuple(tuple(sorted(C[c] for c in h)) for h in hands))
+        hands=tuple(tuple(sorted(C[c] for c in h)) for h in hands),
+    )
 
 
 def own_spread_after(state: qc.State, seat: int, action) -> int | None:
@@ -135,8 +140,9 @@ def test_the_model_plays_rounds_exactly_as_the_engine(options):
             while state.round_no == r0 and not qc.is_terminal(state):
                 assert not sim.over and sim.to_move == state.to_move
                 legal = qc.legal_actions(state)
-                assert {(c, 2 * t + p) for c, t, p in legal} == {(c, x) for c in sim.hands[sim.to_move]
-                                                                for x in sim.open_piles()}
+                assert {(c, 2 * t + p) for c, t, p in legal} == {
+                    (c, x) for c in sim.hands[sim.to_move] for x in sim.open_piles()
+                }
                 action = rng.choice(legal)
                 sim.play(state.to_move, action[0], 2 * action[1] + action[2])
                 state, _ = qc.apply(state, state.to_move, action, emit=False)
@@ -144,8 +150,9 @@ def test_the_model_plays_rounds_exactly_as_the_engine(options):
                     assert [sorted(h) for h in sim.hands] == [sorted(h) for h in state.hands]
                     assert (sim.phase, sim.locked) == (int(state.phase), state.locked)
                     spreads = [qc._spread(state.piles, s) for s in range(opts.players)]
-                    assert [sim.spread(s) for s in range(opts.players)] == [B.DQ if v is None else v
-                                                                           for v in spreads]
+                    assert [sim.spread(s) for s in range(opts.players)] == [
+                        B.DQ if v is None else v for v in spreads
+                    ]
             assert sim.over
             assert sim.winners() == state.rounds[r0].winners
             rounds += 1
@@ -236,8 +243,10 @@ def test_a_last_queen_goes_on_ones_own_pile():
     state = position(2, [["5C"], ["9D"], ["7S"], ["7H"]], [["QH"], ["3C"]])
     legal = qc.legal_actions(state)
     view = qc.view(state, 0)
-    for action in (B.heuristic(view, 0, state, legal, random.Random(0)),
-                   B.expert(view, 0, state, legal, random.Random(0), 10_000, iterations=300)[0]):
+    for action in (
+        B.heuristic(view, 0, state, legal, random.Random(0)),
+        B.expert(view, 0, state, legal, random.Random(0), 10_000, iterations=300)[0],
+    ):
         assert action[0] == C["QH"] and action[1] == 0
         assert own_spread_after(state, 0, action) == 0
 
@@ -258,8 +267,13 @@ def test_a_queen_makes_the_leaders_double_queen():
 
 
 def test_a_queen_is_kept_in_the_first_half():
-    state = position(2, [["5C"], ["9D"], ["8S"], ["7H"]], [["QH", "2C", "TD"], ["3C", "4D", "6D"]],
-                     phase=qc.Phase.FIRST_HALF, deck=["KS", "AH", "JC", "9S", "5S", "3H", "2D", "8C"])
+    state = position(
+        2,
+        [["5C"], ["9D"], ["8S"], ["7H"]],
+        [["QH", "2C", "TD"], ["3C", "4D", "6D"]],
+        phase=qc.Phase.FIRST_HALF,
+        deck=["KS", "AH", "JC", "9S", "5S", "3H", "2D", "8C"],
+    )
     action = B.heuristic(qc.view(state, 0), 0, state, qc.legal_actions(state), random.Random(0))
     assert action[0] != C["QH"]
 

@@ -81,7 +81,9 @@ def test_a_card_the_partner_kept_unseen_is_one_they_could_place_or_we_could_not(
     black = ["2S", "9S", "9C", "TS", "TC", "3S", "3C", "QS", "JS", "KS", "AS", "QC"]
     st = g.new_game(g.Options("free_gift"), 0, [red, black])
     black_towers = 0
-    while not (g.view(st, 0)["phase"] == "place" and st.pending[0].holder == 1 and not st.pending[0].seen & 1):
+    while not (
+        g.view(st, 0)["phase"] == "place" and st.pending[0].holder == 1 and not st.pending[0].seen & 1
+    ):
         p = g.to_act(st)[0]
         legal = g.legal_actions(st, p)
         a = (g.KEEP, 0) if (g.KEEP, 0) in legal else None
@@ -271,8 +273,20 @@ def test_burn_a_king_that_would_sweep_a_tall_tower():
     red = ["7H", "8H", "9H", "KH", "QH", "QD", "5H"]
     black = ["2S", "3S", "4S", "QS", "QC", "5S", "6S"]
     st = g.new_game(g.Options("burn"), 0, [red, black])
-    for a in [(g.KEEP, 0), NEW, (g.KEEP, 0), NEW, (g.KEEP, 0), place(0), (g.KEEP, 0), place(0),
-              (g.KEEP, 0), place(0), (g.KEEP, 0), place(0)]:
+    for a in [
+        (g.KEEP, 0),
+        NEW,
+        (g.KEEP, 0),
+        NEW,
+        (g.KEEP, 0),
+        place(0),
+        (g.KEEP, 0),
+        place(0),
+        (g.KEEP, 0),
+        place(0),
+        (g.KEEP, 0),
+        place(0),
+    ]:
         st = g.apply(st, g.to_act(st)[0], a)[0]
     assert st.pending[0].card == "KH"
     assert heuristic_action(st, 0) == (g.BURN, 0)

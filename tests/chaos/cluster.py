@@ -32,13 +32,15 @@ class NatsNode:
             f"jetstream {{\n  store_dir: {str(self.dir / 'store')!r}\n  max_file_store: 8GB\n"
             f"  max_memory_store: 64MB\n}}\n"
             f"cluster {{\n  name: chaos\n  host: 127.0.0.1\n  port: {cluster_ports[index]}\n"
-            f"  routes: [{routes}]\n}}\n".replace("'", '"'))
+            f"  routes: [{routes}]\n}}\n".replace("'", '"')
+        )
         self.proc: subprocess.Popen[bytes] | None = None
         self._drain = threading.Thread()
 
     def start(self, wait_ready: bool = True) -> None:
-        self.proc = subprocess.Popen([nats_binary(), "-c", str(self.conf)], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            [nats_binary(), "-c", str(self.conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
         assert self.proc.stderr is not None
         if wait_ready:
             self.wait_ready()
@@ -110,7 +112,9 @@ class Postgres:
     one), so restarting it disturbs no other test."""
 
     def __init__(self, root: Path):
-        bins = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parent.parent.name))
+        bins = sorted(
+            Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parent.parent.name)
+        )
         if not bins:
             raise RuntimeError("PostgreSQL server binaries not found: apt-get install postgresql")
         self.bin = bins[-1].parent
@@ -124,7 +128,9 @@ class Postgres:
     def _pg(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         done = subprocess.run([*self.run, *args], capture_output=True, cwd="/tmp", text=True)
         if check and done.returncode:
-            raise RuntimeError(f"{args[0]} {args[-1]} failed ({done.returncode}): {done.stderr or done.stdout}")
+            raise RuntimeError(
+                f"{args[0]} {args[-1]} failed ({done.returncode}): {done.stderr or done.stdout}"
+            )
         return done
 
     def init(self) -> None:
@@ -134,25 +140,60 @@ class Postgres:
             for parent in self.dir.parents:  # the server user must reach its folder
                 with contextlib.suppress(OSError):
                     os.chmod(parent, os.stat(parent).st_mode | 0o011)
-        self._pg(str(self.bin / "initdb"), "-D", str(self.dir / "data"), "-U", "postgres", "--auth=trust",
-                 "-E", "UTF8")
+        self._pg(
+            str(self.bin / "initdb"),
+            "-D",
+            str(self.dir / "data"),
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+        )
         self.start()
 
     def start(self) -> None:
-        self._pg(str(self.bin / "pg_ctl"), "-D", str(self.dir / "data"), "-l", str(self.dir / "server.log"), "-w",
-                 "-o", f"-h 127.0.0.1 -p {self.port} -k {self.dir} -c fsync=off -c max_connections=200", "start")
+        self._pg(
+            str(self.bin / "pg_ctl"),
+            "-D",
+            str(self.dir / "data"),
+            "-l",
+            str(self.dir / "server.log"),
+            "-w",
+            "-o",
+            f"-h 127.0.0.1 -p {self.port} -k {self.dir} -c fsync=off -c max_connections=200",
+            "start",
+        )
 
     def restart(self) -> None:
         """Fast shutdown (every connection cut) and start again. A fast shutdown still waits for the
         backends to exit; on a loaded machine that can outlast pg_ctl's wait, and then the server is
         stopped the way a crash would (immediate), which is a harder fault, not a softer one."""
-        fast = self._pg(str(self.bin / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "fast", "-w", "-t", "60",
-                        "stop", check=False)
+        fast = self._pg(
+            str(self.bin / "pg_ctl"),
+            "-D",
+            str(self.dir / "data"),
+            "-m",
+            "fast",
+            "-w",
+            "-t",
+            "60",
+            "stop",
+            check=False,
+        )
         if fast.returncode:
             self._pg(str(self.bin / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "immediate", "-w", "stop")
         self.start()
 
     def stop(self) -> None:
         if (self.dir / "data" / "postmaster.pid").exists():
-            self._pg(str(self.bin / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "immediate", "-w", "stop",
-                     check=False)
+            self._pg(
+                str(self.bin / "pg_ctl"),
+                "-D",
+                str(self.dir / "data"),
+                "-m",
+                "immediate",
+                "-w",
+                "stop",
+                check=False,
+            )

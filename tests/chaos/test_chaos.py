@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import random
+import shutil
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,9 +41,10 @@ import grpc
 import nats
 import pytest
 from court_client import LobbyClient, RankingClient, RulesClient
+from court_kit import actions as kactions
 from court_kit import jetstream as kjs
-from court_kit.structs import to_dict
-from court_proto.court.events.v1 import events_pb2
+from court_kit import records as krec
+from court_kit import typed
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.chaos.cluster import NatsCluster, Postgres
@@ -57,15 +59,23 @@ PEOPLE = 25
 ANTE = 100
 OPENING = 1000
 # (share of the expected moves played, fault)
-SCHEDULE = [(0.10, "kill nats-1"), (0.22, "restart nats-1"), (0.35, "kill rules-a"), (0.45, "restart rules-a"),
-            (0.60, "restart postgresql")]
+SCHEDULE = [
+    (0.10, "kill nats-1"),
+    (0.22, "restart nats-1"),
+    (0.35, "kill rules-a"),
+    (0.45, "restart rules-a"),
+    (0.60, "restart postgresql"),
+]
 EXPECTED_MOVES_PER_GAME = 90  # a 2-player random game of Queen's Court plays about this many
 
 
 @pytest.fixture
 def infra(tmp_path: Path) -> Iterator[tuple[NatsCluster, Postgres]]:
     cluster = NatsCluster(tmp_path / "nats")
-    pg = Postgres(tmp_path)
+    # the server's folder outside pytest's base folder: pytest makes /tmp/pytest-of-<user> private
+    # (0700) again whenever another pytest session starts, which would lock the postgres user out
+    pg_root = Path(tempfile.mkdtemp(prefix="court-chaos-pg-"))
+    pg = Postgres(pg_root)
     try:
         pg.init()
         cluster.start()
@@ -73,6 +83,7 @@ def infra(tmp_path: Path) -> Iterator[tuple[NatsCluster, Postgres]]:
     finally:
         cluster.stop()
         pg.stop()
+        shutil.rmtree(pg_root, ignore_errors=True)
 
 
 async def _wait_jetstream(urls: str, timeout: float = 300) -> None:
@@ -97,8 +108,9 @@ async def _serving(address: str, timeout: float = 300) -> None:
     """Until the service answers SERVING (a start-up wait, not a speed check: on a loaded machine a
     service's imports and migrations alone have taken a minute)."""
     async with grpc.aio.insecure_channel(address) as ch:
-        reply = await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), wait_for_ready=True,
-                                                           timeout=timeout)
+        reply = await health_pb2_grpc.HealthStub(ch).Check(
+            health_pb2.HealthCheckRequest(), wait_for_ready=True, timeout=timeout
+        )
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
@@ -142,8 +154,14 @@ class Chaos:
             raise AssertionError(fault)
 
 
-async def _play_seat(rules: RulesClient, gid: str, seat: int, rng: random.Random, chaos: Chaos,
-                     accepted: list[tuple[str, int, int, dict[str, Any]]]) -> None:
+async def _play_seat(
+    rules: RulesClient,
+    gid: str,
+    seat: int,
+    rng: random.Random,
+    chaos: Chaos,
+    accepted: list[tuple[str, int, int, dict[str, Any]]],
+) -> None:
     """One person's seat: watch the game; on their turn, play a random legal action."""
     from court_client.rules import action_json
 
@@ -163,6 +181,7 @@ async def _play_seat(rules: RulesClient, gid: str, seat: int, rng: random.Random
             accepted.append((rid, reply.view.seq, seat, action_json(act)))
             chaos.moved()
             continue
+
         # someone else's turn: wait for the next update of this seat's view
         async def next_update(after: int) -> None:
             async for upd in rules.watch(gid, seat, after_seq=after):
@@ -177,8 +196,15 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
     cluster, pg = infra
     t_start = time.monotonic()
     await _wait_jetstream(cluster.urls)
-    common = {"COURT_NATS_URL": cluster.urls, "COURT_STREAM_REPLICAS": "3", "COURT_ENV": "test", "COURT_DATABASE_URL": pg.url, "COURT_OUTBOX_SWEEP_DELAY": "1",
-              "COURT_BOT_BUDGET_RANDOM_MS": "5", "COURT_SHUTDOWN_GRACE": "2"}
+    common = {
+        "COURT_NATS_URL": cluster.urls,
+        "COURT_STREAM_REPLICAS": "3",
+        "COURT_ENV": "test",
+        "COURT_DATABASE_URL": pg.url,
+        "COURT_OUTBOX_SWEEP_DELAY": "1",
+        "COURT_BOT_BUDGET_RANDOM_MS": "5",
+        "COURT_SHUTDOWN_GRACE": "2",
+    }
     services: dict[str, Service] = {}
     try:
         for name in ("rules-a", "rules-b"):
@@ -191,9 +217,19 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
         await _serving(services["ranking"].address)
         services["ranking-b"] = Service("ranking", tmp_path, {**common, **keys.env("ranking")})
         await _serving(services["ranking-b"].address)
-        services["lobby"] = Service("lobby", tmp_path, {**common, **keys.env("lobby"), "COURT_RULES_ADDR": rules_target,
-                                                        "COURT_RANKING_ADDR": services["ranking"].address})
-        services["bot"] = Service("bot", tmp_path, {**common, **keys.env("bot"), "COURT_RULES_ADDR": rules_target})
+        services["lobby"] = Service(
+            "lobby",
+            tmp_path,
+            {
+                **common,
+                **keys.env("lobby"),
+                "COURT_RULES_ADDR": rules_target,
+                "COURT_RANKING_ADDR": services["ranking"].address,
+            },
+        )
+        services["bot"] = Service(
+            "bot", tmp_path, {**common, **keys.env("bot"), "COURT_RULES_ADDR": rules_target}
+        )
         await asyncio.gather(_serving(services["lobby"].address), _serving(services["bot"].address))
         lobby_addr, ranking_addr = services["lobby"].address, services["ranking"].address
 
@@ -210,6 +246,7 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
             auths = await asyncio.gather(*(account(i) for i in range(PEOPLE)))
             people = [(auth.account.player_id, auth.token) for auth in auths]
         games: list[tuple[str, list[int]]] = []  # (game id, the people's indices by seat)
+
         async def open_game(g: int) -> tuple[str, list[int]]:
             host = people[g % PEOPLE]
             async with LobbyClient(lobby_addr, host[1]) as h:
@@ -231,7 +268,9 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
         seats = []
         for gid, idx in games:
             for seat, person in enumerate(idx):
-                seats.append(_play_seat(clients[person], gid, seat, random.Random(rng.random()), chaos, accepted))
+                seats.append(
+                    _play_seat(clients[person], gid, seat, random.Random(rng.random()), chaos, accepted)
+                )
         chaos_task = asyncio.create_task(chaos.run(done))
         try:
             await asyncio.wait_for(asyncio.gather(*seats), 900)
@@ -252,43 +291,44 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
         for gid, idx in games:
             view = await analyst.get_view(gid)
             assert view.finished, gid
-            records = await kjs.direct_get_batch(nc, "COURT_GAMES", f"court.games.{gid}")
-            bodies = [json.loads(m.data) for m in records]
-            seqs = [0 if b.get("k") == "c" or "seq" not in b else b["seq"] for b in bodies]
+            # the game log: one full court.events.v2.Record per step, seq 0..n, no request twice
+            records = await kjs.direct_get_batch(nc, krec.game_stream(0), krec.log_subject(gid, 1))
+            bodies = [krec.decode(m.data) for m in records]
+            seqs = [int(b.seq) for b in bodies]
             assert seqs == list(range(len(bodies))), f"{gid}: log seqs {seqs[:20]}..."
             assert seqs[-1] == view.seq
-            rids = [(b.get("by"), b.get("rid")) for b in bodies]
+            assert bodies[0].WhichOneof("body") == "created", gid
+            moves = {int(b.seq): b.move for b in bodies if b.WhichOneof("body") == "move"}
+            rids = [(m.by, m.request_id) for m in moves.values()]
             assert len(set(rids)) == len(rids), f"{gid}: a request applied twice"
             for seq, (rid, seat, act) in by_game.get(gid, {}).items():
-                b = bodies[seq]
-                assert (b["rid"], b["seat"], b["a"]) == (rid, seat, act), f"{gid}: accepted move {seq} lost"
+                m = moves[seq]
+                assert (m.request_id, int(m.seat), kactions.to_json(m.action)) == (rid, seat, act), (
+                    f"{gid}: accepted move {seq} lost"
+                )
             total_moves += view.seq
-            # public events: complete and in order
-            pub = await kjs.direct_get_batch(nc, "COURT_EVENTS", f"court.events.queens_court.{gid}.>")
-            ev_keys = []
-            for m in pub:
-                ev = events_pb2.GameEvent.FromString(m.data)
-                ev_keys.append((ev.seq, ev.index, bool(m.headers.get("Court-End"))))
-            want_seq, want_idx = 0, 0
-            for seq, index, end in ev_keys:
-                assert (seq, index) == (want_seq, want_idx), f"{gid}: public events out of order at {(seq, index)}"
-                want_seq, want_idx = (seq + 1, 0) if end else (seq, index + 1)
-            assert want_seq == view.seq + 1 and want_idx == 0, f"{gid}: public events end at {want_seq}"
+            # public records: one per step, complete and in order, each a public one
+            pub = await kjs.direct_get_batch(nc, krec.PUBLIC_STREAM, krec.public_subject("queens_court", gid))
+            public = [krec.decode(m.data) for m in pub]
+            assert [int(r.seq) for r in public] == seqs, (
+                f"{gid}: public records {[r.seq for r in public][:20]}..."
+            )
+            assert all(r.visibility == krec.PUBLIC for r in public), gid
             # what the game paid, from its full record
             h = await analyst.history(gid)
-            events = [to_dict(e) for e in h.created_events]
+            events = [typed.event_from_proto(e) for e in h.created_events]
             for mv in h.moves:
-                events.extend(to_dict(e) for e in mv.events)
+                events.extend(typed.event_from_proto(e) for e in mv.events)
             changes = expected_changes(events, 2, ANTE, h.seed, bots=[False, True])  # seat 1 is the bot
             for seat, person in enumerate(idx):
                 expected[people[person][0]] += changes[seat]
         await analyst.close()
-        # the ranking service consumes the full events on its own durable consumer: wait until it
+        # the ranking service consumes the public records on its own durable consumer: wait until it
         # has every one of them acknowledged (nothing pending, nothing in flight)
         t_checked = time.monotonic()
         deadline = time.monotonic() + 300
         while True:
-            info = await js.consumer_info("COURT_EVENTS_FULL", "ranking")
+            info = await js.consumer_info(krec.PUBLIC_STREAM, "ranking")
             if info.num_pending == 0 and info.num_ack_pending == 0:
                 break
             assert time.monotonic() < deadline, f"the ranking consumer is stuck: {info}"
@@ -317,10 +357,12 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
         for c in clients:
             await c.close()
         t_end = time.monotonic()
-        print(f"\nchaos: {GAMES} games, {total_moves} moves ({len(accepted)} by people), set-up "
-              f"{t_play - t_start:.1f}s, play {t_played - t_play:.1f}s, log checks {t_checked - t_played:.1f}s, "
-              f"ranking catching up {t_ranked - t_checked:.1f}s, ledger checks {t_end - t_ranked:.1f}s, "
-              f"total {t_end - t_start:.1f}s")
+        print(
+            f"\nchaos: {GAMES} games, {total_moves} moves ({len(accepted)} by people), set-up "
+            f"{t_play - t_start:.1f}s, play {t_played - t_play:.1f}s, log checks {t_checked - t_played:.1f}s, "
+            f"ranking catching up {t_ranked - t_checked:.1f}s, ledger checks {t_end - t_ranked:.1f}s, "
+            f"total {t_end - t_start:.1f}s"
+        )
         for t, what in chaos.log:
             print(f"  +{t:5.1f}s {what}")
     finally:

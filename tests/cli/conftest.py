@@ -31,8 +31,15 @@ def client_env(stack: LocalStack, config_dir: Path) -> dict[str, str]:
     """The environment of a person's shell pointed at ``stack``, with their own config folder."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("COURT_")}
     env.update(stack.config.client_env())
-    env.update({"COURT_CONFIG_DIR": str(config_dir), "COURT_STATE_DIR": str(stack.state_dir),
-                "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "xterm-256color"})
+    env.update(
+        {
+            "COURT_CONFIG_DIR": str(config_dir),
+            "COURT_STATE_DIR": str(stack.state_dir),
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "TERM": "xterm-256color",
+        }
+    )
     return env
 
 
@@ -53,21 +60,37 @@ class Terminal:
     def __init__(self, tmp: Path, env: dict[str, str], width: int = 160, height: int = 60):
         tmux = shutil.which("tmux")
         if tmux is None:
-            pytest.fail("tmux is not installed: the terminal tests drive a real terminal with it "
-                        "(.ci/run installs the Debian package; here: apt-get install -y tmux)")
+            pytest.fail(
+                "tmux is not installed: the terminal tests drive a real terminal with it "
+                "(.ci/run installs the Debian package; here: apt-get install -y tmux)"
+            )
         self.tmux = tmux
         self.socket = f"court-test-{uuid.uuid4().hex[:10]}"
         self.env = env
         shell_env = " ".join(f"{k}={_quote(v)}" for k, v in sorted(env.items()))
         rc = tmp / "bashrc"
         rc.write_text("PS1='$ '\n")
-        self._run("new-session", "-d", "-s", "court", "-x", str(width), "-y", str(height),
-                  f"env -i {shell_env} bash --noprofile --rcfile {rc} -i")
+        self._run(
+            "new-session",
+            "-d",
+            "-s",
+            "court",
+            "-x",
+            str(width),
+            "-y",
+            str(height),
+            f"env -i {shell_env} bash --noprofile --rcfile {rc} -i",
+        )
         self._run("set-option", "-t", "court", "history-limit", "50000")
 
     def _run(self, *args: str) -> str:
-        out = subprocess.run([self.tmux, "-u", "-L", self.socket, *args], capture_output=True, text=True,
-                             timeout=30, env={**os.environ, "LANG": "C.UTF-8"})
+        out = subprocess.run(
+            [self.tmux, "-u", "-L", self.socket, *args],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={**os.environ, "LANG": "C.UTF-8"},
+        )
         if out.returncode:
             raise RuntimeError(f"tmux {' '.join(args[:2])} failed: {out.stderr}")
         return out.stdout
@@ -86,7 +109,9 @@ class Terminal:
             deadline = time.monotonic() + timeout
             while termios.tcgetattr(fd)[3] & termios.ECHO:
                 if time.monotonic() > deadline:
-                    raise AssertionError(f"the terminal's echo stayed on for {timeout:.0f}s:\n{self.screen()[-2000:]}")
+                    raise AssertionError(
+                        f"the terminal's echo stayed on for {timeout:.0f}s:\n{self.screen()[-2000:]}"
+                    )
                 time.sleep(0.02)  # no event tells when a program changes its terminal's modes
         finally:
             os.close(fd)
@@ -115,7 +140,9 @@ class Terminal:
             if m:
                 return m
             if time.monotonic() > deadline:
-                raise AssertionError(f"{pattern!r} did not appear within {timeout:.0f}s; the screen:\n{text[-6000:]}")
+                raise AssertionError(
+                    f"{pattern!r} did not appear within {timeout:.0f}s; the screen:\n{text[-6000:]}"
+                )
             time.sleep(0.05)
 
     def close(self) -> None:
@@ -177,5 +204,7 @@ class Output:
                 left = deadline - time.monotonic()
                 if left <= 0 or (self.lines and self.lines[-1] == "<EOF>"):
                     tail = "\n".join(self.lines[-60:])
-                    raise AssertionError(f"{pattern!r} x{count} not seen in {timeout:.0f}s; output ends:\n{tail}")
+                    raise AssertionError(
+                        f"{pattern!r} x{count} not seen in {timeout:.0f}s; output ends:\n{tail}"
+                    )
                 self._cond.wait(left)

@@ -33,14 +33,22 @@ HEAVY = ("grpc", "google.protobuf", "rich", "nats", "court_games", "court_proto"
 
 def imported(*args: str, stdin: str = "") -> tuple[set[str], str]:
     """The top-level packages ``court ARGS`` imported (python -X importtime), and what it printed."""
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "court_cli", *args], input=stdin,
-                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "court_cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     mods = set()
     for line in done.stderr.splitlines():
         m = re.match(r"import time:\s+\d+ \|\s+\d+ \|(\s*)(\S+)", line)
         if m:
             mods.add(m.group(2))
-    return mods, done.stdout + "\n".join(x for x in done.stderr.splitlines() if not x.startswith("import time:"))
+    return mods, done.stdout + "\n".join(
+        x for x in done.stderr.splitlines() if not x.startswith("import time:")
+    )
 
 
 def heavy_in(mods: set[str]) -> list[str]:
@@ -70,8 +78,14 @@ def test_an_unknown_event_type_is_refused_at_once_naming_the_known_ones() -> Non
 
 
 def test_court_play_without_a_game_lists_them_when_nobody_can_answer() -> None:
-    done = subprocess.run([sys.executable, "-m", "court_cli", "play"], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [sys.executable, "-m", "court_cli", "play"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+    )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "Which game?" in done.stdout
     for g in GAME_NAMES:

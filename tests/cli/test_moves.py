@@ -11,10 +11,16 @@ from court_cli.render import short_form
 from court_games.registry import get_game
 
 OPTION_SETS = [
-    ("queens_court", {"players": 2}), ("queens_court", {"players": 4}), ("hearts", {}),
-    ("the_court", {"mode": "solitaire"}), ("the_court", {"mode": "free_gift"}),
-    ("the_court", {"mode": "mutual_swap"}), ("the_court", {"mode": "burn"}), ("the_court", {"mode": "shared"}),
-    ("court_wars", {"players": 2}), ("court_wars", {"players": 3}),
+    ("queens_court", {"players": 2}),
+    ("queens_court", {"players": 4}),
+    ("hearts", {}),
+    ("the_court", {"mode": "solitaire"}),
+    ("the_court", {"mode": "free_gift"}),
+    ("the_court", {"mode": "mutual_swap"}),
+    ("the_court", {"mode": "burn"}),
+    ("the_court", {"mode": "shared"}),
+    ("court_wars", {"players": 2}),
+    ("court_wars", {"players": 3}),
 ]
 
 
@@ -72,24 +78,35 @@ def test_typed_forms_build_actions_for_the_server_to_judge() -> None:
     p = parse("hearts", "pass 5d", [{"type": "pass_card", "card": "5D"}])
     assert p.kind == "pick"
     p = parse("court_wars", "attack q 2 1 k court", [{"type": "defend"}])
-    assert p.action == {"type": "attack", "court": "Q", "spend": 2, "target": 1, "target_court": "K",
-                        "remove": "court"}
+    assert p.action == {
+        "type": "attack",
+        "court": "Q",
+        "spend": 2,
+        "target": 1,
+        "target_court": "K",
+        "remove": "court",
+    }
     p = parse("the_court", "swap no", [{"type": "swap", "agree": True}, {"type": "swap", "agree": False}])
     assert p.kind == "pick" and p.index == 1
     assert parse("the_court", '{"type": "bank"}', []).action == {"type": "bank"}
 
 
-@pytest.mark.parametrize(("game", "text", "fragment"), [
-    ("queens_court", "5H 1", "play takes: card target pile"),
-    ("queens_court", "5H one left", "target must be a number"),
-    ("queens_court", "5H 1 up", "pile must be left or right"),
-    ("court_wars", "attack Q 2 1 K all", "remove is a number of guards"),
-    ("the_court", "fly", "is not an action here"),
-    ("hearts", "{oops", "not valid JSON"),
-])
+@pytest.mark.parametrize(
+    ("game", "text", "fragment"),
+    [
+        ("queens_court", "5H 1", "play takes: card target pile"),
+        ("queens_court", "5H one left", "target must be a number"),
+        ("queens_court", "5H 1 up", "pile must be left or right"),
+        ("court_wars", "attack Q 2 1 K all", "remove is a number of guards"),
+        ("the_court", "fly", "is not an action here"),
+        ("hearts", "{oops", "not valid JSON"),
+    ],
+)
 def test_malformed_input_is_explained(game: str, text: str, fragment: str) -> None:
-    legal = {"the_court": [{"type": "bank"}, {"type": "new_tower"}],
-             "court_wars": [{"type": "defend"}, {"type": "pass"}]}.get(game, [])
+    legal = {
+        "the_court": [{"type": "bank"}, {"type": "new_tower"}],
+        "court_wars": [{"type": "defend"}, {"type": "pass"}],
+    }.get(game, [])
     p = parse(game, text, legal)
     assert p.kind == "error"
     assert fragment in p.message

@@ -28,7 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    s = LocalStack(StackConfig.from_env({}, free_ports=True, state_dir=tmp_path_factory.mktemp("newcomer") / "state"))
+    s = LocalStack(
+        StackConfig.from_env({}, free_ports=True, state_dir=tmp_path_factory.mktemp("newcomer") / "state")
+    )
     s.start(timeout=STACK_TIMEOUT)
     try:
         yield s
@@ -88,7 +90,9 @@ def test_a_newcomers_first_hour_at_the_terminal(stack: LocalStack, terminal_for,
     # Ctrl-C at the prompt: the game is saved, and the command it prints runs as printed
     t.wait_for(PROMPT, 10, after=mark + 1)
     t.key("C-c")
-    left = t.wait_for(rf"You left the table\. The game is saved: `(\S+) resume {game_id}` sits you down again\.", 30)
+    left = t.wait_for(
+        rf"You left the table\. The game is saved: `(\S+) resume {game_id}` sits you down again\.", 30
+    )
     command = left.group(1)
     assert command == COURT, command  # not on PATH, and not below the working directory: the full path
     shell_ready(t, left.end())
@@ -104,7 +108,9 @@ def test_a_newcomers_first_hour_at_the_terminal(stack: LocalStack, terminal_for,
     t.type(f"{COURT} watch gnosuchgame")
     t.wait_for(r"court: game gnosuchgame does not exist", 60)
     t.type(f"{COURT} events tail --type Bogus")
-    refused = t.wait_for(r"court: unknown event type 'Bogus'; the known types: ActionApplied, .*TurnStarted", 30)
+    refused = t.wait_for(
+        r"court: unknown event type 'Bogus'; the known types: ActionApplied, .*TurnStarted", 30
+    )
     shell_ready(t, refused.end())
     t.type(f"{COURT} abandon gnosuchgame")
     refused = t.wait_for(r"court: game gnosuchgame does not exist", 60)
@@ -126,8 +132,11 @@ def test_a_newcomers_first_hour_at_the_terminal(stack: LocalStack, terminal_for,
     t.wait_echo_off()
     t.type(PASSWORD)
     t.wait_for(r"Welcome, Alice! You hold 1000 rank points\. Signed in\.", 60)
-    note = t.wait_for(rf"The guest Brown Monkey has 1 unfinished game \(Hearts {game_id}\)\. Guest games stay with the "
-                      r"guest, not with the account: `(.+?)` signs in as the guest again to resume them\.", 30)
+    note = t.wait_for(
+        rf"The guest Brown Monkey has 1 unfinished game \(Hearts {game_id}\)\. Guest games stay with the "
+        r"guest, not with the account: `(.+?)` signs in as the guest again to resume them\.",
+        30,
+    )
     back = note.group(1)
     assert back == f"{COURT} guest 'Brown Monkey'", back
     t.type(f"{COURT} games")
@@ -147,13 +156,16 @@ def test_a_newcomers_first_hour_at_the_terminal(stack: LocalStack, terminal_for,
 
     # an empty leaderboard says what would put someone on it
     t.type(f"{COURT} leaderboard hearts")
-    t.wait_for(r"Nobody is ranked in Hearts yet\. A game counts only when it is online .* at least two people", 60)
+    t.wait_for(
+        r"Nobody is ranked in Hearts yet\. A game counts only when it is online .* at least two people", 60
+    )
     assert "Traceback" not in t.screen()
 
 
 def court(env: dict[str, str], *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([COURT, *args], env=env, capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [COURT, *args], env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
     assert (done.returncode == 0) == ok, (args, done.returncode, done.stdout, done.stderr)
     assert "Traceback" not in done.stdout + done.stderr
     return done
@@ -165,8 +177,12 @@ def test_talk_to_the_api_as_the_readme_says(stack: LocalStack, tmp_path: Path) -
     env.pop("TERM", None)
 
     listed = court(env, "api", "list").stdout
-    for svc in ("court.rules.v1.RulesService", "court.lobby.v1.LobbyService", "court.ranking.v1.RankingService",
-                "court.bot.v1.BotService"):
+    for svc in (
+        "court.rules.v1.RulesService",
+        "court.lobby.v1.LobbyService",
+        "court.ranking.v1.RankingService",
+        "court.bot.v1.BotService",
+    ):
         assert svc in listed, listed
     methods = court(env, "api", "list", "rules").stdout
     assert "WatchGame(court.rules.v1.WatchGameRequest) returns (stream court.rules.v1.GameUpdate)" in methods
@@ -174,8 +190,9 @@ def test_talk_to_the_api_as_the_readme_says(stack: LocalStack, tmp_path: Path) -
     # a token: from the lobby's Login, through the API itself
     court(env, "register", "Bob", "--password", PASSWORD)
     court(env, "logout")
-    auth = json.loads(court(env, "api", "call", "lobby", "Login",
-                            json.dumps({"name": "Bob", "password": PASSWORD})).stdout)
+    auth = json.loads(
+        court(env, "api", "call", "lobby", "Login", json.dumps({"name": "Bob", "password": PASSWORD})).stdout
+    )
     token = auth["token"]
     assert auth["account"]["name"] == "Bob" and auth["refresh_token"]
     with_token = {**env, "COURT_TOKEN": token}
@@ -186,18 +203,34 @@ def test_talk_to_the_api_as_the_readme_says(stack: LocalStack, tmp_path: Path) -
     court(env, "login", "Bob", "--password", PASSWORD)
     started = court(env, "lobby", "create", "queens_court", "--bots", "--start", "--no-play").stdout
     game_id = re.search(r"Game (g[0-9a-f]+) started", started).group(1)
-    view = json.loads(court(with_token, "api", "call", "rules", "GetView", json.dumps({"game_id": game_id})).stdout)
+    view = json.loads(
+        court(with_token, "api", "call", "rules", "GetView", json.dumps({"game_id": game_id})).stdout
+    )
     assert view["game_id"] == game_id and view["game"] == "queens_court" and view["your_seat"] == 0
-    hint = json.loads(court(with_token, "api", "call", "bot", "Suggest",
-                            json.dumps({"game_id": game_id, "level": "random"})).stdout)
+    hint = json.loads(
+        court(
+            with_token, "api", "call", "bot", "Suggest", json.dumps({"game_id": game_id, "level": "random"})
+        ).stdout
+    )
     assert "queens_court" in hint["action"] and hint["explanation"]
-    streamed = court(with_token, "api", "call", "rules", "WatchGame", json.dumps({"game_id": game_id}),
-                     "--count", "1", "--timeout", "0").stdout
+    streamed = court(
+        with_token,
+        "api",
+        "call",
+        "rules",
+        "WatchGame",
+        json.dumps({"game_id": game_id}),
+        "--count",
+        "1",
+        "--timeout",
+        "0",
+    ).stdout
     assert json.loads(streamed)["view"]["game_id"] == game_id
 
     # abandoning an online Queen's Court game with an ante says what comes back, and it does
-    staked = court(env, "lobby", "create", "queens_court", "--online", "--ante", "50", "--bots", "--start",
-                   "--no-play").stdout
+    staked = court(
+        env, "lobby", "create", "queens_court", "--online", "--ante", "50", "--bots", "--start", "--no-play"
+    ).stdout
     staked_id = re.search(r"Game (g[0-9a-f]+) started", staked).group(1)
     assert "Bob: 950 rank points" in court(env, "rank").stdout
     said = court(env, "abandon", staked_id, "--yes").stdout
@@ -215,13 +248,20 @@ def test_talk_to_the_api_as_the_readme_says(stack: LocalStack, tmp_path: Path) -
 
     # the event stream, read with the README's Python snippet
     readme = (ROOT / "README.md").read_text()
-    snippet = re.search(r"From Python, with the `nats-py` package:\s+```python\n(.*?)```", readme, re.S).group(1)
+    snippet = re.search(
+        r"From Python, with the `nats-py` package:\s+```python\n(.*?)```", readme, re.S
+    ).group(1)
     snippet = "\n".join(line[3:] if line.startswith("   ") else line for line in snippet.splitlines())
     assert "nats://127.0.0.1:4222" in snippet
     script = tmp_path / "tail.py"
-    script.write_text(snippet.replace("nats://127.0.0.1:4222", stack.config.nats_url)
-                      .replace('".state/keys', f'"{stack.config.state_dir}/keys'))
-    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    script.write_text(
+        snippet.replace("nats://127.0.0.1:4222", stack.config.nats_url).replace(
+            '".state/keys', f'"{stack.config.state_dir}/keys'
+        )
+    )
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     try:
         first = proc.stdout.readline() if proc.stdout else ""
         assert re.match(r"(queens_court|hearts) g[0-9a-f]+ 0 GameCreated$", first.strip()), first

@@ -10,23 +10,38 @@ import re
 import pytest
 from court_cli.render import Names, describe_action, describe_event, render_view, result_line
 from court_games.registry import get_game
-from court_kit.structs import to_dict, to_struct
+from court_kit import typed
 from rich.console import Console
 
 from tests.cli.test_moves import OPTION_SETS
 
 # What a sentence about "you" must never say (grammar), and a spread change that changes nothing.
-BAD_YOU = re.compile(r"\byou (leads|wins|is|skips|places|has|draws|plays|starts|takes|passes)\b|\byou's\b|\b1 (games|round wins|guards)\b"
-                     r"|\(s\)")
+BAD_YOU = re.compile(
+    r"\byou (leads|wins|is|skips|places|has|draws|plays|starts|takes|passes)\b|\byou's\b|\b1 (games|round wins|guards)\b"
+    r"|\(s\)"
+)
 NO_CHANGE = re.compile(r"spread (\S+) → \1\)")
 
-SILENT = {"TurnStarted", "GameCreated", "ActionApplied", "HandDealt", "PassCardsChosen", "SwapVoted",
-          "TurnEnded", "Defended", "CardShown", "CourtDefeated", "DrawAgainEnded"}
+SILENT = {
+    "TurnStarted",
+    "GameCreated",
+    "ActionApplied",
+    "HandDealt",
+    "PassCardsChosen",
+    "SwapVoted",
+    "TurnEnded",
+    "Defended",
+    "CardShown",
+    "CourtDefeated",
+    "DrawAgainEnded",
+}
 
 
-def wire(d: dict) -> dict:
-    """As a client receives it: through a protobuf Struct and back."""
-    return to_dict(to_struct(d))
+def wire(game: str, d: dict) -> dict:
+    """As a client receives it: through its typed message (court.games.v1 View or Event) and back."""
+    if "type" in d:
+        return typed.event_from_proto(typed.event_to_proto(game, d))
+    return typed.view_from_proto(typed.view_to_proto(game, d))
 
 
 @pytest.mark.parametrize(("game", "options"), OPTION_SETS, ids=[f"{g}-{o}" for g, o in OPTION_SETS])
@@ -45,7 +60,7 @@ def test_tables_events_and_results_render(game: str, options: dict) -> None:
         for e in events:
             seen_types.add(e.type)
             for names in (every[0], every[1 + e.owner] if e.owner is not None else every[1]):
-                line = describe_event(game, wire(e.for_seat(names.you)), names, fancy=step % 2 == 0)
+                line = describe_event(game, wire(game, e.for_seat(names.you)), names, fancy=step % 2 == 0)
                 if e.type not in SILENT:
                     assert line and not line.startswith(f"{e.type}:"), (e.type, line)
                 if line:
@@ -54,7 +69,7 @@ def test_tables_events_and_results_render(game: str, options: dict) -> None:
                         assert re.search(r"\((your|\w[\w ]*'s) spread \S+ → \S+\)$", line), line
         if step % 25 == 0 or m.is_terminal(state):
             for names in every:
-                v = wire(m.view(state, names.you))
+                v = wire(game, m.view(state, names.you))
                 for fancy in (True, False):
                     console.print(render_view(game, v, list(m.to_act(state)), names, fancy))
         if m.is_terminal(state):
@@ -62,13 +77,13 @@ def test_tables_events_and_results_render(game: str, options: dict) -> None:
         seat = m.to_act(state)[0]
         legal = m.legal_actions(state, seat)
         if step % 10 == 0:
-            v = wire(m.view(state, seat))
+            v = wire(game, m.view(state, seat))
             for a in legal:
                 words = describe_action(game, m.action_to_json(a, seat), every[1 + seat], v)
                 assert words and not BAD_YOU.search(words), words
         state, events = m.apply(state, seat, legal[rng.randrange(len(legal))])
     assert m.is_terminal(state)
-    result = wire(m.result(state))
+    result = typed.result_from_proto(typed.result_to_proto(game, m.result(state)))
     assert result_line(game, result, result.get("winners", []) or [], every[0])
     assert "GameEnded" in seen_types
     assert "Alice" in console.file.getvalue()
@@ -86,23 +101,38 @@ def test_names_tell_bots_people_and_you() -> None:
     names = Names.build(["p1", "bot:expert", "p2", "bot:random"], {"p1": "Alice", "p2": "Bob"}, you=2)
     assert names(0) == "Alice" and names(1) == "Blue Otter (bot, expert)" and names(2) == "Bob (you)"
     assert names.short(2) == "you" and names.short(3) == "Yellow Bird"
-    assert names.possessive(0) == "Alice's" and names.possessive(2) == "your" and names.possessive(1, 1) == "their own"
+    assert (
+        names.possessive(0) == "Alice's"
+        and names.possessive(2) == "your"
+        and names.possessive(1, 1) == "their own"
+    )
 
 
 def test_the_grammar_of_you() -> None:
     names = Names.build(["p1", "bot:heuristic", "bot:heuristic", "bot:heuristic"], {"p1": "Alice"}, you=0)
     assert describe_event("hearts", {"type": "PlayStarted", "seat": 0}, names) == "Passing done; you lead 2C"
-    assert describe_event("hearts", {"type": "PlayStarted", "seat": 1}, names) == "Passing done; Blue Otter leads 2C"
-    assert describe_event("hearts", {"type": "GameEnded", "hands": 5, "winners": [0]}, names).endswith(": you win")
+    assert (
+        describe_event("hearts", {"type": "PlayStarted", "seat": 1}, names)
+        == "Passing done; Blue Otter leads 2C"
+    )
+    assert describe_event("hearts", {"type": "GameEnded", "hands": 5, "winners": [0]}, names).endswith(
+        ": you win"
+    )
     assert describe_event("hearts", {"type": "GameEnded", "hands": 5, "winners": [2]}, names).endswith(
-        ": Yellow Bird wins")
+        ": Yellow Bird wins"
+    )
     assert describe_event("hearts", {"type": "GameEnded", "hands": 5, "winners": [0, 2]}, names).endswith(
-        ": you, Yellow Bird win")
-    assert describe_event("queens_court", {"type": "GameEnded", "winner": 0, "round_wins": [2, 1, 0, 0]},
-                          names) == "Game over: you win with 2 round wins"
+        ": you, Yellow Bird win"
+    )
+    assert (
+        describe_event("queens_court", {"type": "GameEnded", "winner": 0, "round_wins": [2, 1, 0, 0]}, names)
+        == "Game over: you win with 2 round wins"
+    )
     assert describe_event("court_wars", {"type": "PlayerOut", "player": 0}, names) == "you are out"
     assert describe_event("the_court", {"type": "MoatSealed", "seat": 0}, names) == "Your Moat is sealed"
-    assert describe_event("the_court", {"type": "MoatSealed", "seat": 1}, names) == "Blue Otter's Moat is sealed"
+    assert (
+        describe_event("the_court", {"type": "MoatSealed", "seat": 1}, names) == "Blue Otter's Moat is sealed"
+    )
 
 
 def test_spread_changes_say_whose_and_skip_no_change() -> None:
@@ -112,7 +142,9 @@ def test_spread_changes_say_whose_and_skip_no_change() -> None:
     assert "spread" not in line and "→" not in line, line
     line = describe_event("queens_court", {**played, "spread_before": 3, "spread_after": 5}, names)
     assert line == "Blue Otter played 5H on Yellow Bird's left pile (Yellow Bird's spread 3 → 5)", line
-    line = describe_event("queens_court", {**played, "target": 0, "spread_before": None, "spread_after": 4}, names)
+    line = describe_event(
+        "queens_court", {**played, "target": 0, "spread_before": None, "spread_after": 4}, names
+    )
     assert line.endswith("(your spread QQ → 4)"), line
 
 
@@ -123,7 +155,7 @@ def test_every_table_column_has_a_header(game: str) -> None:
     m = get_game(game)
     state, _ = m.start(m.options_from_dict({}), 3)
     names = Names.build(["p1", *["bot:heuristic"] * (m.num_players(state) - 1)], {"p1": "Alice"}, None)
-    group = render_view(game, wire(m.view(state, None)), list(m.to_act(state)), names, fancy=False)
+    group = render_view(game, wire(game, m.view(state, None)), list(m.to_act(state)), names, fancy=False)
     tables = [r for r in group.renderables if isinstance(r, Table)]
     assert tables
     for t in tables:

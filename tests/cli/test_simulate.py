@@ -17,8 +17,10 @@ from court_client import LobbyClient, RulesClient
 from .conftest import COURT, client_env
 
 GAME_LINE = re.compile(r"^game (g[0-9a-f]+) \((\w+)\): (\d+) moves")
-SUMMARY = re.compile(r"^(\d+) games \((\d+) failed\), (\d+) moves in [\d.]+s: [\d.]+ games/s, [\d.]+ moves/s; "
-                     r"SubmitAction p50 [\d.]+ ms, p99 [\d.]+ ms over (\d+) calls")
+SUMMARY = re.compile(
+    r"^(\d+) games \((\d+) failed\), (\d+) moves in [\d.]+s: [\d.]+ games/s, [\d.]+ moves/s; "
+    r"SubmitAction p50 [\d.]+ ms, p99 [\d.]+ ms over (\d+) calls"
+)
 
 
 async def _spectate(stack: LocalStack, game_ids: list[str]) -> dict[str, tuple[bool, int]]:
@@ -32,9 +34,27 @@ async def _spectate(stack: LocalStack, game_ids: list[str]) -> dict[str, tuple[b
 
 def test_simulate_plays_complete_online_games(local_stack: LocalStack, tmp_path: Path) -> None:
     env = client_env(local_stack, tmp_path / "config")
-    run = subprocess.run([COURT, "--plain", "simulate", "--games", "3", "--concurrency", "2", "--game", "the_court",
-                          "--game", "court_wars", "--game", "queens_court"], env=env, capture_output=True,
-                         text=True, timeout=600)
+    run = subprocess.run(
+        [
+            COURT,
+            "--plain",
+            "simulate",
+            "--games",
+            "3",
+            "--concurrency",
+            "2",
+            "--game",
+            "the_court",
+            "--game",
+            "court_wars",
+            "--game",
+            "queens_court",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
     played = {m[1]: (m[2], int(m[3])) for line in lines if (m := GAME_LINE.match(line))}
@@ -53,20 +73,41 @@ def test_simulate_plays_complete_online_games(local_stack: LocalStack, tmp_path:
         assert time.monotonic() < deadline, f"not in the lake after 180 s: {os.listdir(lake / '_done')}"
         time.sleep(0.1)  # the lake offers no event to wait on
     data = run_queries(lake)
-    assert {r["game"]: r["games"] for r in data["length"]} == {"court_wars": 1, "queens_court": 1, "the_court": 1}
+    assert {r["game"]: r["games"] for r in data["length"]} == {
+        "court_wars": 1,
+        "queens_court": 1,
+        "the_court": 1,
+    }
     assert {r["game"]: r["max"] for r in data["length"]} == {game: n for game, n in played.values()}
     out = tmp_path / "report.html"
-    run = subprocess.run([COURT, "analytics", "report", "--out", str(out)], env=env, capture_output=True, text=True,
-                         timeout=120)
+    run = subprocess.run(
+        [COURT, "analytics", "report", "--out", str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0 and "(3 games)" in run.stdout, run.stdout + run.stderr
 
 
 def test_simulate_without_a_stack_says_so(tmp_path: Path) -> None:
     gone = f"127.0.0.1:{free_port()}"
-    env = {"COURT_LOBBY_ADDR": gone, "COURT_RULES_ADDR": gone, "COURT_BOT_ADDR": gone, "COURT_RANKING_ADDR": gone,
-           "COURT_STATE_DIR": str(tmp_path), "COURT_CONFIG_DIR": str(tmp_path / "config"), "PATH": "/usr/bin:/bin"}
-    run = subprocess.run([COURT, "--plain", "simulate", "--games", "2", "--concurrency", "2"], env=env,
-                         capture_output=True, text=True, timeout=120)
+    env = {
+        "COURT_LOBBY_ADDR": gone,
+        "COURT_RULES_ADDR": gone,
+        "COURT_BOT_ADDR": gone,
+        "COURT_RANKING_ADDR": gone,
+        "COURT_STATE_DIR": str(tmp_path),
+        "COURT_CONFIG_DIR": str(tmp_path / "config"),
+        "PATH": "/usr/bin:/bin",
+    }
+    run = subprocess.run(
+        [COURT, "--plain", "simulate", "--games", "2", "--concurrency", "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 1
     assert "0 games (2 failed)" in run.stdout, run.stdout
     assert "could not sign up: UNAVAILABLE" in run.stdout, run.stdout
@@ -74,8 +115,16 @@ def test_simulate_without_a_stack_says_so(tmp_path: Path) -> None:
 
 
 def test_simulate_rejects_bad_arguments(tmp_path: Path) -> None:
-    for args, said in ((["--game", "chess"], "unknown game 'chess'"), (["--games", "0"], "at least 1"),
-                       (["--level", "genius"], "bot levels are")):
-        run = subprocess.run([COURT, "--plain", "simulate", *args], capture_output=True, text=True, timeout=60,
-                             env={"COURT_STATE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    for args, said in (
+        (["--game", "chess"], "unknown game 'chess'"),
+        (["--games", "0"], "at least 1"),
+        (["--level", "genius"], "bot levels are"),
+    ):
+        run = subprocess.run(
+            [COURT, "--plain", "simulate", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"COURT_STATE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        )
         assert run.returncode == 2 and said in run.stdout, run.stdout

@@ -45,15 +45,24 @@ def stack_env(tmp_path: Path) -> dict[str, str]:
 
 
 def court(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run([COURT, *args], env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [COURT, *args], env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+    )
     assert done.returncode == 0, (args, done.stdout, done.stderr)
     assert "Traceback" not in done.stdout + done.stderr
     return done.stdout
 
 
 def launch(env: dict[str, str], cwd: Path, pace: float) -> tuple[subprocess.Popen[str], Output]:
-    proc = subprocess.Popen([COURT, "stack", "up", "--pace", str(pace)], env=env, cwd=cwd, text=True,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [COURT, "stack", "up", "--pace", str(pace)],
+        env=env,
+        cwd=cwd,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     return proc, Output(proc)
 
 
@@ -61,7 +70,9 @@ def stop(proc: subprocess.Popen[str], out: Output, pids: list[int]) -> None:
     """Ctrl-C: the launcher stops everything, exits 0, and leaves no process behind."""
     proc.send_signal(signal.SIGINT)
     assert proc.wait(120) == 0, out.text[-3000:]
-    out.wait_for(r"^Stopped: rules \(0\), ranking \(0\), lobby \(0\), bot \(0\), analytics \(0\), nats \(0\)$", 10)
+    out.wait_for(
+        r"^Stopped: rules \(0\), ranking \(0\), lobby \(0\), bot \(0\), analytics \(0\), nats \(0\)$", 10
+    )
     left = [p for p in pids if alive(p)]
     assert not left, f"still running after Ctrl-C: {left}"
 
@@ -101,22 +112,40 @@ def test_make_run_plays_a_bot_game_stops_on_ctrl_c_and_finds_it_again(tmp_path: 
         assert len(pids) == 2 + len(SERVICES) and all(alive(p) for p in pids)
 
         game = out.wait_for(r"^New demo game (g[0-9a-f]+): Queen's Court for four", 120)[0].group(1)
-        out.wait_for(rf"^\[{game[:9]}\] watching Queen's Court at move 0: Demo Autopilot, Blue Otter \(bot, heuristic\)",
-                     30)
-        moves = out.wait_for(rf"^\[{game[:9]} move (\d+)\] (Demo Autopilot|Blue Otter|Yellow Bird|Red Fox) played "
-                             r"(\w\w|the glove) on ", 120, count=8)
+        out.wait_for(
+            rf"^\[{game[:9]}\] watching Queen's Court at move 0: Demo Autopilot, Blue Otter \(bot, heuristic\)",
+            30,
+        )
+        moves = out.wait_for(
+            rf"^\[{game[:9]} move (\d+)\] (Demo Autopilot|Blue Otter|Yellow Bird|Red Fox) played "
+            r"(\w\w|the glove) on ",
+            120,
+            count=8,
+        )
         players = {m.group(2) for m in moves}
         assert len(players) >= 3, players  # the bots and the autopilot all play
         assert [int(m.group(1)) for m in moves] == sorted(int(m.group(1)) for m in moves)
 
         # meanwhile a person stakes an ante in an online game: 1000 - 100 rank points
         court(env, "register", "Bob", "--password", PASSWORD)
-        made = court(env, "lobby", "create", "queens_court", "--online", "--ante", "100", "--bots", "--start",
-                     "--no-play")
+        made = court(
+            env,
+            "lobby",
+            "create",
+            "queens_court",
+            "--online",
+            "--ante",
+            "100",
+            "--bots",
+            "--start",
+            "--no-play",
+        )
         bobs_game = re.search(r"Game (g[0-9a-f]+) started", made).group(1)
         assert "Bob: 900 rank points" in court(env, "rank")
         # NATS runs with per-service users: `court events` reads as analytics, anonymous is refused
-        assert bobs_game in court(env, "events", "tail", "--game-id", bobs_game, "--from-start", "--count", "1", "--json")
+        assert bobs_game in court(
+            env, "events", "tail", "--game-id", bobs_game, "--from-start", "--count", "1", "--json"
+        )
         assert anonymous_nats_refused(env["COURT_NATS_URL"])
 
         shown = max(int(m.group(1)) for m in out.wait_for(rf"^\[{game[:9]} move (\d+)\]", 1))
@@ -129,7 +158,9 @@ def test_make_run_plays_a_bot_game_stops_on_ctrl_c_and_finds_it_again(tmp_path: 
         procs.append(second)
         out2.wait_for(r"^Court is running", STACK_TIMEOUT)
         pids2 = running_pids(state)
-        saved = out2.wait_for(rf"^Resuming the demo game {game} \(Queen's Court, saved at move (\d+)\)\.$", 120)
+        saved = out2.wait_for(
+            rf"^Resuming the demo game {game} \(Queen's Court, saved at move (\d+)\)\.$", 120
+        )
         assert int(saved[0].group(1)) >= shown
         later = out2.wait_for(rf"^\[{game[:9]} move (\d+)\] .* played ", 120, count=3)
         assert all(int(m.group(1)) > int(saved[0].group(1)) for m in later)

@@ -67,17 +67,22 @@ def test_register_quick_match_and_a_full_hearts_hand(local_stack, terminal_for, 
     assert re.search(r"1\) \w\w\s+pass ", screen)
 
     # wrong input is explained, never a traceback, and nothing is played
-    for typed, answer in (("play 2C", r"Not allowed: .*passing left"),   # the rules service's reason
-                          ("99", r"choose a number from 1 to 13"),
-                          ("ZZ", r"Not allowed: .*unknown card 'ZZ'"),
-                          ("5H 1 left", r"pass_card takes: card"),
-                          ("h", r"Hearts: Take as few points[^\n]*\n(?:[^\n]*\n){0,4}"
-                                r"Type a card to play it, .*while passing, pick three cards")):
+    for typed, answer in (
+        ("play 2C", r"Not allowed: .*passing left"),  # the rules service's reason
+        ("99", r"choose a number from 1 to 13"),
+        ("ZZ", r"Not allowed: .*unknown card 'ZZ'"),
+        ("5H 1 left", r"pass_card takes: card"),
+        (
+            "h",
+            r"Hearts: Take as few points[^\n]*\n(?:[^\n]*\n){0,4}"
+            r"Type a card to play it, .*while passing, pick three cards",
+        ),
+    ):
         mark = t.screen().rindex("your turn")  # the prompt now waiting
         t.type(typed)
         t.wait_for(rf"your turn .*> {re.escape(typed)}\n\s*{answer}", 30, after=mark)
     assert "Traceback" not in t.screen()
-    assert len(re.findall(r"You: ", t.screen()[first.start():])) == 0
+    assert len(re.findall(r"You: ", t.screen()[first.start() :])) == 0
 
     # the whole first hand: three cards passed, thirteen tricks
     made = play_first_choice_until(t, r"Hand 1 over: ")
@@ -86,8 +91,11 @@ def test_register_quick_match_and_a_full_hearts_hand(local_stack, terminal_for, 
     assert len(re.findall(r"You: pass ", screen)) == 3
     assert len(re.findall(r"You: play ", screen)) == 13
     assert len(re.findall(r" took the trick ", screen)) == 13
-    over = re.search(r"Hand 1 over: you \+(\d+), Blue Otter \+(\d+), Yellow Bird \+(\d+), Red Fox \+(\d+)"
-                     r"(?: — .* shot the moon!)?\. Totals: you (\d+)", screen)
+    over = re.search(
+        r"Hand 1 over: you \+(\d+), Blue Otter \+(\d+), Yellow Bird \+(\d+), Red Fox \+(\d+)"
+        r"(?: — .* shot the moon!)?\. Totals: you (\d+)",
+        screen,
+    )
     assert over, screen[-3000:]
     points = [int(over.group(i)) for i in range(1, 5)]
     assert sum(points) in (26, 78), points  # 26 hearts and queen points, or 3 x 26 after a moon shot
@@ -119,7 +127,7 @@ def test_register_quick_match_and_a_full_hearts_hand(local_stack, terminal_for, 
     table = t.wait_for(r"Hearts · hand 2 · passing across", 60)
     t.wait_for(rf"Alice \(you\)\s+13\s+0\s+0\s+{over.group(5)}$", 30, after=table.start())
     t.wait_for(PROMPT, 60)
-    assert "Chosen to pass" not in t.screen()[table.start():]  # back at the start of the hand
+    assert "Chosen to pass" not in t.screen()[table.start() :]  # back at the start of the hand
     t.type("q")
     t.wait_for(rf"The game is saved: `\S*court resume {new_id}`", 30)
     t.clear()

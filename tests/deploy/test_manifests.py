@@ -60,7 +60,9 @@ def deployments(name: str):
     return of_kind(docs_for(name), "Deployment")
 
 
-NATS_PASSWORDS = {f"NATS_{u.upper()}_PASSWORD": f"test-{u}" for u in ("rules", "ranking", "bot", "analytics")}
+NATS_PASSWORDS = {
+    f"NATS_{u.upper()}_PASSWORD": f"test-{u}" for u in ("rules", "ranking", "bot", "analytics", "projector")
+}
 
 
 def nats_conf(docs) -> str:
@@ -91,25 +93,59 @@ def test_renders_and_validates_against_kubernetes_schemas(name):
 
 
 # cert-manager's CRDs are not in the Kubernetes schemas: the fields Court uses, strictly.
-_ISSUER_REF = {"type": "object", "additionalProperties": False, "required": ["name", "kind"],
-               "properties": {"name": {"type": "string"}, "kind": {"enum": ["Issuer", "ClusterIssuer"]},
-                              "group": {"type": "string"}}}
+_ISSUER_REF = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "kind"],
+    "properties": {
+        "name": {"type": "string"},
+        "kind": {"enum": ["Issuer", "ClusterIssuer"]},
+        "group": {"type": "string"},
+    },
+}
 CERT_MANAGER = {
-    "Certificate": {"type": "object", "additionalProperties": False, "required": ["secretName", "issuerRef"],
-                    "properties": {
-                        "secretName": {"type": "string"}, "isCA": {"type": "boolean"},
-                        "commonName": {"type": "string"}, "duration": {"type": "string"},
-                        "renewBefore": {"type": "string"}, "issuerRef": _ISSUER_REF,
-                        "dnsNames": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                        "usages": {"type": "array", "items": {"enum": ["server auth", "client auth",
-                                                                          "digital signature", "key encipherment"]}},
-                        "privateKey": {"type": "object", "additionalProperties": False, "properties": {
-                            "algorithm": {"enum": ["RSA", "ECDSA", "Ed25519"]}, "size": {"type": "integer"},
-                            "rotationPolicy": {"enum": ["Never", "Always"]}}}}},
-    "Issuer": {"type": "object", "additionalProperties": False, "minProperties": 1, "maxProperties": 1,
-               "properties": {"selfSigned": {"type": "object"},
-                              "ca": {"type": "object", "required": ["secretName"], "additionalProperties": False,
-                                     "properties": {"secretName": {"type": "string"}}}}},
+    "Certificate": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["secretName", "issuerRef"],
+        "properties": {
+            "secretName": {"type": "string"},
+            "isCA": {"type": "boolean"},
+            "commonName": {"type": "string"},
+            "duration": {"type": "string"},
+            "renewBefore": {"type": "string"},
+            "issuerRef": _ISSUER_REF,
+            "dnsNames": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "usages": {
+                "type": "array",
+                "items": {"enum": ["server auth", "client auth", "digital signature", "key encipherment"]},
+            },
+            "privateKey": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "algorithm": {"enum": ["RSA", "ECDSA", "Ed25519"]},
+                    "size": {"type": "integer"},
+                    "rotationPolicy": {"enum": ["Never", "Always"]},
+                },
+            },
+        },
+    },
+    "Issuer": {
+        "type": "object",
+        "additionalProperties": False,
+        "minProperties": 1,
+        "maxProperties": 1,
+        "properties": {
+            "selfSigned": {"type": "object"},
+            "ca": {
+                "type": "object",
+                "required": ["secretName"],
+                "additionalProperties": False,
+                "properties": {"secretName": {"type": "string"}},
+            },
+        },
+    },
 }
 
 
@@ -143,7 +179,9 @@ def test_prod_nats_conf_is_base_plus_tls():
     base = (DEPLOY / "base/nats/nats.conf").read_text()
     prod = (DEPLOY / "overlays/prod/nats.conf").read_text()
     strip = lambda t: re.sub(r"(?ms)^# Client connections: TLS only.*?^}\n\n", "", t).split("\n", 1)[1]  # noqa: E731
-    assert strip(prod) == base.split("\n", 1)[1], "overlays/prod/nats.conf must be base/nats/nats.conf plus tls {}"
+    assert strip(prod) == base.split("\n", 1)[1], (
+        "overlays/prod/nats.conf must be base/nats/nats.conf plus tls {}"
+    )
 
 
 def test_strict_validation_rejects_unknown_and_mistyped_fields():
@@ -320,7 +358,9 @@ def test_configured_addresses_point_at_services(name):
         dep = named(docs, "Deployment", host)
         assert container_ports(dep)["grpc"] == port
     nats_url = urlsplit(config["COURT_NATS_URL"])
-    assert nats_url.scheme == ("tls" if name == "prod" else "nats") and nats_url.port in service_ports.get(nats_url.hostname, set())
+    assert nats_url.scheme == ("tls" if name == "prod" else "nats") and nats_url.port in service_ports.get(
+        nats_url.hostname, set()
+    )
     config_name = next(
         c["metadata"]["name"]
         for c in of_kind(docs, "ConfigMap")
@@ -348,7 +388,8 @@ def test_secrets_are_referenced_never_inlined(name):
                 if SECRET_LIKE.search(var["name"]) and "value" in var:
                     # a path into a Secret mounted as files (the token key set) is not a secret itself
                     assert any(var["value"].startswith(path + "/") for path in mounted), (
-                        f"{where}: {var['name']} must come from a secretKeyRef or point into a mounted Secret")
+                        f"{where}: {var['name']} must come from a secretKeyRef or point into a mounted Secret"
+                    )
                     continue
                 if SECRET_LIKE.search(var["name"]):
                     ref = var.get("valueFrom", {}).get("secretKeyRef")
@@ -364,13 +405,19 @@ def test_secrets_are_referenced_never_inlined(name):
         env = {v["name"]: v for v in c.get("env", [])}
         mounted = secret_mounts(dep, c)
         keys_path = env["COURT_TOKEN_KEYS"]["value"]
-        assert any(keys_path.startswith(p + "/") and s.startswith("court-token-keys") for p, s in mounted.items())
+        assert any(
+            keys_path.startswith(p + "/") and s.startswith("court-token-keys") for p, s in mounted.items()
+        )
         signing = {s for s in mounted.values() if s.startswith(("court-lobby-key", "court-bot-key"))}
         if svc in ("lobby", "bot"):
-            assert signing and all(s.startswith(f"court-{svc}-key") for s in signing), f"{svc}: its own key only"
+            assert signing and all(s.startswith(f"court-{svc}-key") for s in signing), (
+                f"{svc}: its own key only"
+            )
             assert any(env["COURT_SIGNING_KEY"]["value"].startswith(p + "/") for p in mounted)
         else:
-            assert not signing and "COURT_SIGNING_KEY" not in env, f"{svc} mints nothing and holds no private key"
+            assert not signing and "COURT_SIGNING_KEY" not in env, (
+                f"{svc} mints nothing and holds no private key"
+            )
         assert ("COURT_ID_SECRET" in env) == (svc in ("rules", "bot"))
     if secrets:
         for where, secret_name, key in refs:
@@ -388,7 +435,9 @@ def test_secrets_are_referenced_never_inlined(name):
 
 def secret_mounts(workload, container) -> dict[str, str]:
     """mount path -> Secret name, for the container's volumes that come from Secrets."""
-    vols = {v["name"]: v["secret"]["secretName"] for v in pod_spec(workload).get("volumes", []) if "secret" in v}
+    vols = {
+        v["name"]: v["secret"]["secretName"] for v in pod_spec(workload).get("volumes", []) if "secret" in v
+    }
     return {m["mountPath"]: vols[m["name"]] for m in container.get("volumeMounts", []) if m["name"] in vols}
 
 
@@ -398,7 +447,9 @@ def test_dev_has_placeholder_secrets_and_prod_expects_an_external_one():
     assert not of_kind(docs_for("base"), "Secret")
     for secret in of_kind(docs_for("dev"), "Secret"):
         for value in secret["data"].values():
-            assert "dev-only" in base64.b64decode(value).decode(), "dev secrets must be marked as placeholders"
+            assert "dev-only" in base64.b64decode(value).decode(), (
+                "dev secrets must be marked as placeholders"
+            )
 
 
 def test_dev_database_urls_reach_the_postgres_service_with_its_password():
@@ -461,8 +512,12 @@ def test_rendered_nats_conf_is_accepted_by_nats_server(name, tmp_path):
     binary = Path(sys.executable).parent / "nats-server"
     conf = tmp_path / "nats.conf"
     certs = make_certs(tmp_path / "certs")  # prod's TLS block names the mounted cert-manager files
-    conf.write_text(nats_conf(docs_for(name)).replace("/etc/nats-tls/tls.crt", str(certs.cert))
-                    .replace("/etc/nats-tls/tls.key", str(certs.key)).replace("/etc/nats-tls/ca.crt", str(certs.ca)))
+    conf.write_text(
+        nats_conf(docs_for(name))
+        .replace("/etc/nats-tls/tls.crt", str(certs.cert))
+        .replace("/etc/nats-tls/tls.key", str(certs.key))
+        .replace("/etc/nats-tls/ca.crt", str(certs.ca))
+    )
     proc = subprocess.run(
         [str(binary), "-t", "-c", str(conf)],
         env={**os.environ, "SERVER_NAME": "nats-0", **NATS_PASSWORDS},
@@ -547,6 +602,7 @@ TALK_PATHS = {
     ("ranking", "nats", "client"),
     ("bot", "nats", "client"),
     ("analytics", "nats", "client"),
+    ("projector", "nats", "client"),
     ("nats", "nats", "cluster"),
     ("lobby", "postgres", "postgres"),
     ("ranking", "postgres", "postgres"),
@@ -555,6 +611,7 @@ TALK_PATHS = {
     ("prometheus", "ranking", "metrics"),
     ("prometheus", "bot", "metrics"),
     ("prometheus", "analytics", "metrics"),
+    ("prometheus", "projector", "metrics"),
     ("prometheus", "nats", "metrics"),
     # the release's migration Jobs and the backup / restore Jobs
     ("lobby-migrate", "postgres", "postgres"),
@@ -565,8 +622,18 @@ TALK_PATHS = {
 # Game clients reach the four services' gRPC ports from anywhere (through a load balancer).
 CLIENT_FACING = {"rules", "lobby", "ranking", "bot"}
 # These four may open only the connections in TALK_PATHS (plus DNS).
-EGRESS_LIMITED = {"rules", "lobby", "ranking", "bot", "analytics", "lobby-migrate", "ranking-migrate",
-                  "postgres-backup", "postgres-restore"}
+EGRESS_LIMITED = {
+    "rules",
+    "lobby",
+    "ranking",
+    "bot",
+    "analytics",
+    "projector",
+    "lobby-migrate",
+    "ranking-migrate",
+    "postgres-backup",
+    "postgres-restore",
+}
 
 
 def _outsiders() -> list[Pod]:
@@ -710,7 +777,9 @@ def test_court_kit_settings_accept_the_manifest_environment(name):
         env = pod_environment(docs, dep)
         settings = settings_mod.Settings.load(service, env)
         kjs = pytest.importorskip("court_kit.jetstream")
-        unknown = set(settings.extra) - kjs.limit_variables() - {"COURT_FINISHED_RETENTION"} - own_settings(service)
+        unknown = (
+            set(settings.extra) - kjs.limit_variables() - {"COURT_FINISHED_RETENTION"} - own_settings(service)
+        )
         assert not unknown, f"{service}: COURT_ variables the services do not know: {sorted(unknown)}"
         for name in kjs.STREAM_LIMITS:  # the limits parse
             kjs.stream_limits(name, settings.extra)
@@ -763,7 +832,9 @@ def test_each_database_is_migrated_by_a_job_and_the_services_do_not_migrate(name
         job_volumes = {v["name"]: v for v in pod_spec(job)["volumes"]}
         dep_volumes = {v["name"]: v for v in pod_spec(dep)["volumes"]}
         job_mounts = {m["mountPath"]: job_volumes[m["name"]] for m in container.get("volumeMounts", [])}
-        dep_mounts = {m["mountPath"]: dep_volumes[m["name"]] for m in service_container.get("volumeMounts", [])}
+        dep_mounts = {
+            m["mountPath"]: dep_volumes[m["name"]] for m in service_container.get("volumeMounts", [])
+        }
         for var in ("COURT_DATABASE_URL", "COURT_TOKEN_KEYS", "COURT_SIGNING_KEY", "COURT_ID_SECRET"):
             if var not in env_of(service_container):
                 continue
@@ -771,7 +842,9 @@ def test_each_database_is_migrated_by_a_job_and_the_services_do_not_migrate(name
             value = env_of(service_container)[var].get("value", "")
             for path, volume in dep_mounts.items():
                 if value.startswith(path + "/"):
-                    assert job_mounts.get(path) == volume, f"{service}-migrate must mount {path} as {service} does"
+                    assert job_mounts.get(path) == volume, (
+                        f"{service}-migrate must mount {path} as {service} does"
+                    )
         assert container["envFrom"] == service_container["envFrom"]
         env = pod_environment(docs, job)
         settings = settings_mod.Settings.load(service, env)
@@ -792,10 +865,14 @@ def test_postgres_is_backed_up_nightly_with_the_tested_script(name):
     scripts = configmap_data(docs, "postgres-scripts")
     for script in ("backup.sh", "restore.sh"):
         assert scripts[script] == (DEPLOY / "base" / "postgres" / script).read_text()
-    created = set(re.findall(r"CREATE DATABASE (\w+)", configmap_data(docs, "postgres-init")["init.sql"], re.I))
+    created = set(
+        re.findall(r"CREATE DATABASE (\w+)", configmap_data(docs, "postgres-init")["init.sql"], re.I)
+    )
     server_image = pod_spec(named(docs, "StatefulSet", "postgres"))["containers"][0]["image"]
-    for cron, script, databases in (("postgres-backup", "backup.sh", "BACKUP_DATABASES"),
-                                    ("postgres-restore", "restore.sh", "RESTORE_DATABASES")):
+    for cron, script, databases in (
+        ("postgres-backup", "backup.sh", "BACKUP_DATABASES"),
+        ("postgres-restore", "restore.sh", "RESTORE_DATABASES"),
+    ):
         workload = named(docs, "CronJob", cron)
         container = _job_container(docs, "CronJob", cron)
         assert container["command"] == ["sh", f"/scripts/{script}"]

@@ -54,8 +54,9 @@ def check_views(game: Any, state: Any, seed: int) -> None:
         assert seed not in ints_in(v), f"view of seat {seat} leaks the seed"
 
 
-def play_random_game(name: str, options: dict, seed: int, rng: random.Random, *, check_every: int = 1,
-                     max_steps: int = 20_000) -> Any:
+def play_random_game(
+    name: str, options: dict, seed: int, rng: random.Random, *, check_every: int = 1, max_steps: int = 20_000
+) -> Any:
     game = get_game(name)
     opts = game.options_from_dict(options)
     state = game.new_game(opts, seed)

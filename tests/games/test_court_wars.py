@@ -46,7 +46,15 @@ def place(p, c):
 
 
 def attack(p, c, k, t, tc, m):
-    return {"player": p, "type": "attack", "court": c, "spend": k, "target": t, "target_court": tc, "remove": m}
+    return {
+        "player": p,
+        "type": "attack",
+        "court": c,
+        "spend": k,
+        "target": t,
+        "target_court": tc,
+        "remove": m,
+    }
 
 
 def legal_json(s):
@@ -95,7 +103,9 @@ def test_options_are_validated(bad, words):
     assert words in str(exc.value)
 
 
-@pytest.mark.parametrize(("players", "jokers", "size"), [(2, True, 48), (3, True, 45), (4, True, 42), (2, False, 46)])
+@pytest.mark.parametrize(
+    ("players", "jokers", "size"), [(2, True, 48), (3, True, 45), (4, True, 42), (2, False, 46)]
+)
 def test_pack_leaves_only_the_seated_courts_out(players, jokers, size):
     s = cw.new_game(cw.Options(players=players, jokers=jokers), 3)
     cards = cw.all_cards(s)
@@ -143,11 +153,24 @@ def test_setup_draws_through_non_guards_and_alternates_seats():
     s, events = cw.start(cw.Options(), 0, decks=[["RJ", "AC", "KD", "9C", "8H", "7H"]])
     assert s.pending == "9C" and cw.to_act(s) == (0,)
     assert s.discard == ("RJ", "AC", "KD")
-    assert [e.type for e in events] == ["GameStarted", "SetupCardDrawn", "CardDiscarded", "SetupCardDrawn",
-                                        "CardDiscarded", "SetupCardDrawn", "CardDiscarded", "SetupCardDrawn"]
+    assert [e.type for e in events] == [
+        "GameStarted",
+        "SetupCardDrawn",
+        "CardDiscarded",
+        "SetupCardDrawn",
+        "CardDiscarded",
+        "SetupCardDrawn",
+        "CardDiscarded",
+        "SetupCardDrawn",
+    ]
     s, _ = act(s, sp(0, "K"))
     assert cw.to_act(s) == (1,) and s.pending == "8H"
-    assert cw.legal_actions(s) == ((cw.SETUP_PLACE, 0), (cw.SETUP_PLACE, 1), (cw.SETUP_PLACE, 2), (cw.SETUP_DISCARD,))
+    assert cw.legal_actions(s) == (
+        (cw.SETUP_PLACE, 0),
+        (cw.SETUP_PLACE, 1),
+        (cw.SETUP_PLACE, 2),
+        (cw.SETUP_DISCARD,),
+    )
 
 
 def test_setup_pick_with_no_guard_left_lapses_without_drawing():
@@ -192,17 +215,28 @@ def test_setup_picks_are_not_turns_and_play_starts_with_seat_0():
 
 def test_attack_options_are_every_spend_and_removal():
     s = game(OPENING, OPENING_ACTIONS)
-    opts = {(a["court"], a["spend"], a["target_court"], a["remove"]) for a in legal_json(s) if a["type"] == "attack"}
+    opts = {
+        (a["court"], a["spend"], a["target_court"], a["remove"])
+        for a in legal_json(s)
+        if a["type"] == "attack"
+    }
     # J spends 7 or 16; Q spends 5. Targets: J[8C 6C] (def 24), Q[4C] (def 14), K[] (def 10)
     assert opts == {
-        ("J", 1, "J", 1), ("J", 1, "Q", 1),
-        ("J", 2, "J", 1), ("J", 2, "J", 2), ("J", 2, "Q", 1), ("J", 2, "Q", "court"), ("J", 2, "K", "court"),
+        ("J", 1, "J", 1),
+        ("J", 1, "Q", 1),
+        ("J", 2, "J", 1),
+        ("J", 2, "J", 2),
+        ("J", 2, "Q", 1),
+        ("J", 2, "Q", "court"),
+        ("J", 2, "K", "court"),
         ("Q", 1, "Q", 1),
     }
 
 
 def test_attack_can_remove_all_guards_or_defeat():
-    s = game(["9C", "8H", "3C", "2H", "5D", "6D"], [sp(0, "J"), sp(1, "J"), sp(0, "J"), sp(1, "Q"), sd(0), sd(1)])
+    s = game(
+        ["9C", "8H", "3C", "2H", "5D", "6D"], [sp(0, "J"), sp(1, "J"), sp(0, "J"), sp(1, "Q"), sd(0), sd(1)]
+    )
     legal = legal_json(s)
     assert attack(0, "J", 2, 1, "Q", 1) in legal and attack(0, "J", 2, 1, "Q", "court") in legal
     s, events = act(s, attack(0, "J", 2, 1, "Q", 1))
@@ -215,7 +249,9 @@ def test_attack_can_remove_all_guards_or_defeat():
 
 def test_defeat_discards_packets_in_order_and_turns_the_court_over():
     # seat 0 J[TC 9C] spends 19 on seat 1's K[5H 4H] (defence 19)
-    s = game(["TC", "5H", "9C", "4H", "2C", "3C"], [sp(0, "J"), sp(1, "K"), sp(0, "J"), sp(1, "K"), sd(0), sd(1)])
+    s = game(
+        ["TC", "5H", "9C", "4H", "2C", "3C"], [sp(0, "J"), sp(1, "K"), sp(0, "J"), sp(1, "K"), sd(0), sd(1)]
+    )
     s, events = act(s, attack(0, "J", 2, 1, "K", "court"))
     assert not s.courts[1][2].standing and s.courts[1][2].guards == ()
     assert s.discard == ("2C", "3C", "TC", "9C", "5H", "4H")
@@ -245,8 +281,24 @@ def test_illegal_attacks_name_the_problem():
 
 def test_out_player_cannot_be_targeted_and_is_skipped():
     deck = ["TC", "2H", "TS", "TD", "3H", "9C", "TH", "4H", "2C", "AC", "AD", "AH", "QD", "3S"]
-    s = game(deck, [sp(0, "J"), sd(1), sp(2, "J"), sp(0, "Q"), sd(1), sp(2, "Q"), sp(0, "K"), sd(1), sp(2, "Q"),
-                    defend(0), attack(0, "J", 1, 1, "J", "court"), attack(0, "Q", 1, 1, "Q", "court")], players=3)
+    s = game(
+        deck,
+        [
+            sp(0, "J"),
+            sd(1),
+            sp(2, "J"),
+            sp(0, "Q"),
+            sd(1),
+            sp(2, "Q"),
+            sp(0, "K"),
+            sd(1),
+            sp(2, "Q"),
+            defend(0),
+            attack(0, "J", 1, 1, "J", "court"),
+            attack(0, "Q", 1, 1, "Q", "court"),
+        ],
+        players=3,
+    )
     s, events = act(s, attack(0, "K", 1, 1, "K", "court"))
     assert s.out == (False, True, False)
     assert [e.type for e in events][:4] == ["CourtAttacked", "CourtDefeated", "PlayerOut", "CardDrawn"]
@@ -268,8 +320,10 @@ def test_court_card_drawn_on_defend_ends_the_turn():
 
 
 def test_guard_that_fits_nowhere_can_only_be_discarded():
-    s = game(["2C", "2H", "2D", "3H", "2S", "4H", "9D"], [sp(0, "J"), sp(1, "J"), sp(0, "Q"), sp(1, "Q"),
-                                                       sp(0, "K"), sp(1, "K")])
+    s = game(
+        ["2C", "2H", "2D", "3H", "2S", "4H", "9D"],
+        [sp(0, "J"), sp(1, "J"), sp(0, "Q"), sp(1, "Q"), sp(0, "K"), sp(1, "K")],
+    )
     s, _ = act(s, defend(0))
     assert s.pending == "9D" and cw.legal_actions(s) == ((cw.DISCARD,),)
     with pytest.raises(IllegalAction, match="top guard is 2C"):
@@ -277,8 +331,10 @@ def test_guard_that_fits_nowhere_can_only_be_discarded():
 
 
 def test_joker_must_revive_and_revived_court_takes_any_guard():
-    s = game(["TC", "9H", "8C", "7H", "6C", "5H", "RJ", "2D", "9D"],
-             [sp(0, "J"), sd(1), sp(0, "Q"), sd(1), sp(0, "K"), sd(1), attack(0, "J", 1, 1, "K", "court")])
+    s = game(
+        ["TC", "9H", "8C", "7H", "6C", "5H", "RJ", "2D", "9D"],
+        [sp(0, "J"), sd(1), sp(0, "Q"), sd(1), sp(0, "K"), sd(1), attack(0, "J", 1, 1, "K", "court")],
+    )
     s, _ = act(s, defend(1))
     assert cw.legal_actions(s) == ((cw.REVIVE, 2),)
     with pytest.raises(IllegalAction, match="must revive a defeated court"):
@@ -304,9 +360,24 @@ def test_joker_with_nothing_defeated_is_discarded_explicitly():
 
 def test_defeated_revived_court_discards_its_joker_last():
     deck = ["TC", "2H", "9C", "3H", "9D", "4H", "RJ", "5D", "2D"]
-    s = game(deck, [sp(0, "J"), sp(1, "J"), sp(0, "Q"), sp(1, "Q"), sp(0, "K"), sd(1),
-                    attack(0, "J", 1, 1, "K", "court"), defend(1), {"player": 1, "type": "revive", "court": "K"},
-                    defend(0), place(0, "Q"), defend(1), place(1, "K")])
+    s = game(
+        deck,
+        [
+            sp(0, "J"),
+            sp(1, "J"),
+            sp(0, "Q"),
+            sp(1, "Q"),
+            sp(0, "K"),
+            sd(1),
+            attack(0, "J", 1, 1, "K", "court"),
+            defend(1),
+            {"player": 1, "type": "revive", "court": "K"},
+            defend(0),
+            place(0, "Q"),
+            defend(1),
+            place(1, "K"),
+        ],
+    )
     s, events = act(s, attack(0, "Q", 2, 1, "K", "court"))
     assert s.discard == ("4H", "TC", "9C", "5D", "2D", "RJ")
     defeated = next(e for e in events if e.type == "CourtDefeated")
@@ -341,7 +412,9 @@ def test_ace_draw_again_with_only_aces_ends_the_turn_when_no_attack_or_skipped()
     s, _ = act(s, defend(1))
     assert s.phase is cw.Phase.ACE and len(cw.legal_actions(s)) > 1
     s, events = act(s, {"player": 1, "type": "skip_attack"})
-    assert [e.type for e in events][-2:][0] == "DrawAgainEnded" or any(e.type == "DrawAgainEnded" for e in events)
+    assert [e.type for e in events][-2:][0] == "DrawAgainEnded" or any(
+        e.type == "DrawAgainEnded" for e in events
+    )
     assert s.turns == 2 and cw.to_act(s) == (0,)
 
 
@@ -362,10 +435,24 @@ def test_pass_only_when_piles_are_empty_and_no_attack():
 
 
 def test_last_player_standing_wins_at_once():
-    s = game(["TC", "9H", "TD", "9D", "TS", "8H", "2C", "3C", "AH", "4C"],
-             [sp(0, "J"), sd(1), sp(0, "Q"), sd(1), sp(0, "K"), sd(1),
-              attack(0, "J", 1, 1, "J", "court"), defend(1), {"player": 1, "type": "discard"},
-              attack(0, "Q", 1, 1, "Q", "court"), defend(1), {"player": 1, "type": "discard"}, defend(0)])
+    s = game(
+        ["TC", "9H", "TD", "9D", "TS", "8H", "2C", "3C", "AH", "4C"],
+        [
+            sp(0, "J"),
+            sd(1),
+            sp(0, "Q"),
+            sd(1),
+            sp(0, "K"),
+            sd(1),
+            attack(0, "J", 1, 1, "J", "court"),
+            defend(1),
+            {"player": 1, "type": "discard"},
+            attack(0, "Q", 1, 1, "Q", "court"),
+            defend(1),
+            {"player": 1, "type": "discard"},
+            defend(0),
+        ],
+    )
     s, events = act(s, attack(0, "K", 1, 1, "K", "court"))
     assert cw.is_terminal(s) and cw.to_act(s) == () and cw.legal_actions(s) == ()
     assert s.draw == ("4C",)  # no draw-again after the game ended
@@ -385,8 +472,13 @@ def test_turn_limit_most_courts_then_defence_then_shared():
     s1, _ = act(s, attack(0, "J", 1, 1, "K", "court"))
     s1, _ = act(s1, defend(1))
     s1, events = act(s1, {"player": 1, **drop})
-    assert cw.result(s1) == {"standing": [ALL3, ["J", "Q"]], "winner": 0, "winners": [0], "turns": 2,
-                             "finished": True}
+    assert cw.result(s1) == {
+        "standing": [ALL3, ["J", "Q"]],
+        "winner": 0,
+        "winners": [0],
+        "turns": 2,
+        "finished": True,
+    }
     assert events[-1].type == "GameEnded" and events[-1].data["reason"] == "turn_limit"
     # equal courts: the higher total defence wins (seat 0 discards 7C: 42; seat 1 places 2D: 49)
     s2, _ = act(s, defend(0))
@@ -399,14 +491,29 @@ def test_turn_limit_most_courts_then_defence_then_shared():
     s3, _ = act(s3, place(0, "K"))
     s3, _ = act(s3, defend(1))
     s3, _ = act(s3, place(1, "Q"))
-    assert cw.result(s3) == {"standing": [ALL3, ALL3], "winner": None, "winners": [0, 1], "turns": 2,
-                             "finished": True}
-    assert cw.view(s3, None)["players"][0]["total_defence"] == cw.view(s3, None)["players"][1]["total_defence"] == 49
+    assert cw.result(s3) == {
+        "standing": [ALL3, ALL3],
+        "winner": None,
+        "winners": [0, 1],
+        "turns": 2,
+        "finished": True,
+    }
+    assert (
+        cw.view(s3, None)["players"][0]["total_defence"]
+        == cw.view(s3, None)["players"][1]["total_defence"]
+        == 49
+    )
 
 
 def test_result_while_unfinished():
     s = game(OPENING, OPENING_ACTIONS)
-    assert cw.result(s) == {"standing": [ALL3, ALL3], "winner": None, "winners": [], "turns": 0, "finished": False}
+    assert cw.result(s) == {
+        "standing": [ALL3, ALL3],
+        "winner": None,
+        "winners": [],
+        "turns": 0,
+        "finished": False,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -429,13 +536,25 @@ def test_wrong_seat_and_malformed_actions():
         ({"type": "fly"}, "unknown action type 'fly'"),
         ([1, 2], "JSON object"),
         ({"type": "place"}, "needs 'court'"),
-        ({"type": "place", "court": "A"}, "'court' must be \"J\", \"Q\" or \"K\""),
-        ({"type": "attack", "court": "J", "spend": 0, "target": 1, "target_court": "Q", "remove": 1}, "'spend'"),
-        ({"type": "attack", "court": "J", "spend": True, "target": 1, "target_court": "Q", "remove": 1}, "'spend'"),
+        ({"type": "place", "court": "A"}, '\'court\' must be "J", "Q" or "K"'),
+        (
+            {"type": "attack", "court": "J", "spend": 0, "target": 1, "target_court": "Q", "remove": 1},
+            "'spend'",
+        ),
+        (
+            {"type": "attack", "court": "J", "spend": True, "target": 1, "target_court": "Q", "remove": 1},
+            "'spend'",
+        ),
         ({"type": "attack", "court": "J", "spend": 1, "target_court": "Q", "remove": 1}, "needs 'target'"),
         ({"type": "attack", "court": "J", "spend": 1, "target": 1, "target_court": "Q"}, "needs 'remove'"),
-        ({"type": "attack", "court": "J", "spend": 1, "target": 1, "target_court": "Q", "remove": "all"}, "'remove'"),
-        ({"type": "attack", "court": "J", "spend": 1, "target": 1, "target_court": "Q", "remove": 0}, "'remove'"),
+        (
+            {"type": "attack", "court": "J", "spend": 1, "target": 1, "target_court": "Q", "remove": "all"},
+            "'remove'",
+        ),
+        (
+            {"type": "attack", "court": "J", "spend": 1, "target": 1, "target_court": "Q", "remove": 0},
+            "'remove'",
+        ),
     ],
 )
 def test_action_from_json_rejects_malformed(raw, words):
@@ -446,7 +565,14 @@ def test_action_from_json_rejects_malformed(raw, words):
 
 def test_canonical_json_forms():
     assert cw.action_to_json((cw.ATTACK, 0, 2, 1, 2, cw.REMOVE_COURT), 0) == {
-        "player": 0, "type": "attack", "court": "J", "spend": 2, "target": 1, "target_court": "K", "remove": "court"}
+        "player": 0,
+        "type": "attack",
+        "court": "J",
+        "spend": 2,
+        "target": 1,
+        "target_court": "K",
+        "remove": "court",
+    }
     assert cw.action_to_json((cw.SETUP_PLACE, 1), 3) == {"player": 3, "type": "setup_place", "court": "Q"}
     assert cw.action_to_json((cw.SKIP_ATTACK,), 1) == {"player": 1, "type": "skip_attack"}
     assert cw.action_from_json({"player": 0, "type": "revive", "court": "k"}) == (cw.REVIVE, 2)
@@ -458,8 +584,15 @@ def test_view_shows_the_table_but_not_the_draw_pile():
     assert v["pending"] == "3D" and v["phase"] == "place" and v["to_act"] == [0]
     assert v["discard"] == ["AD", "5C", "4C"] and v["discard_top"] == "4C" and v["draw_size"] == 1
     assert "KC" not in strings_in(v) and cw.hidden_cards(s, 1) == ["KC"]
-    assert v["players"][0]["courts"][0] == {"court": "J", "card": "JS", "standing": True, "joker": None,
-                                            "guards": ["9C", "7C"], "attack": 16, "defence": 26}
+    assert v["players"][0]["courts"][0] == {
+        "court": "J",
+        "card": "JS",
+        "standing": True,
+        "joker": None,
+        "guards": ["9C", "7C"],
+        "attack": 16,
+        "defence": 26,
+    }
     spectator = cw.view(s, None)
     assert {**spectator, "seat": 1} == v
     json.dumps(v)
@@ -469,14 +602,24 @@ def test_view_shows_the_table_but_not_the_draw_pile():
 # properties
 
 ACTION_UNIVERSE = (
-    [(cw.SETUP_PLACE, i) for i in range(3)] + [(cw.SETUP_DISCARD,), (cw.DEFEND,)]
-    + [(cw.PLACE, i) for i in range(3)] + [(cw.REVIVE, i) for i in range(3)] + [(cw.DISCARD,)]
+    [(cw.SETUP_PLACE, i) for i in range(3)]
+    + [(cw.SETUP_DISCARD,), (cw.DEFEND,)]
+    + [(cw.PLACE, i) for i in range(3)]
+    + [(cw.REVIVE, i) for i in range(3)]
+    + [(cw.DISCARD,)]
     + [(cw.SKIP_ATTACK,), (cw.PASS,)]
 )
 
 
 def random_attack(rng: random.Random, n: int) -> tuple[int, ...]:
-    return (cw.ATTACK, rng.randrange(3), rng.randrange(1, 5), rng.randrange(n + 1), rng.randrange(3), rng.randrange(5))
+    return (
+        cw.ATTACK,
+        rng.randrange(3),
+        rng.randrange(1, 5),
+        rng.randrange(n + 1),
+        rng.randrange(3),
+        rng.randrange(5),
+    )
 
 
 def playout(options: dict, seed: int, choices: random.Random, max_steps: int):

@@ -25,8 +25,19 @@ def names(actions) -> list[str]:
     return [H.CARDS[a if a < 52 else a - H.PASS_CARD] for a in actions]
 
 
-def table(h0: str, h1: str, h2: str, h3: str, *, trick: str = "", turn: int | None = None, won=(0, 0, 0, 0),
-          totals=(0, 0, 0, 0), limit: int = 100, tricks: tuple = ()) -> H.State:
+def table(
+    h0: str,
+    h1: str,
+    h2: str,
+    h3: str,
+    *,
+    trick: str = "",
+    turn: int | None = None,
+    won=(0, 0, 0, 0),
+    totals=(0, 0, 0, 0),
+    limit: int = 100,
+    tricks: tuple = (),
+) -> H.State:
     """A play-phase position: the four hands, the current trick (cards from its leader) and whose
     turn it is (default: the 2C holder, who opens). Cards in no hand count as played, so hearts
     are unbroken only when all thirteen are in the hands."""
@@ -79,8 +90,16 @@ def history(n: int) -> list[list[int]]:
 
 def save_at(hand: int, decks=None, seed: int = 5, limit: int = 1000) -> dict:
     hands = history(hand)
-    return {"game": "hearts", "version": 1, "options": {"limit": limit}, "seed": seed, "hand": hand,
-            "hands": hands, "totals": [sum(p[s] for p in hands) for s in range(4)], "decks": decks}
+    return {
+        "game": "hearts",
+        "version": 1,
+        "options": {"limit": limit},
+        "seed": seed,
+        "hand": hand,
+        "hands": hands,
+        "totals": [sum(p[s] for p in hands) for s in range(4)],
+        "decks": decks,
+    }
 
 
 # --------------------------------------------------------------------------------------------- options
@@ -93,8 +112,18 @@ def test_options_defaults_and_round_trip():
     assert H.options_from_dict({"limit": 10_000}).limit == 10_000
 
 
-@pytest.mark.parametrize("bad", [{"limit": 0}, {"limit": 10_001}, {"limit": "100"}, {"limit": True},
-                                 {"limit": 1.5}, {"players": 4}, {"limit": None}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"limit": 0},
+        {"limit": 10_001},
+        {"limit": "100"},
+        {"limit": True},
+        {"limit": 1.5},
+        {"players": 4},
+        {"limit": None},
+    ],
+)
 def test_bad_options_are_refused_with_a_useful_message(bad):
     with pytest.raises(InvalidOptions) as exc:
         H.options_from_dict(bad)
@@ -122,12 +151,15 @@ def test_a_shuffled_deal_is_core_seeded_shuffle_of_the_standard_deck():
     assert [H.names_of(h) for h in resumed.hands] == [core.sort_cards(deck1[s::4]) for s in range(4)]
 
 
-@pytest.mark.parametrize(("deck", "words"), [
-    (list(H.CARDS)[:51], "missing"),
-    ([*list(H.CARDS)[:51], "2C"], "repeats"),
-    ([*list(H.CARDS)[:51], "ZZ"], "unknown"),
-    ("2C 3C", "list"),
-])
+@pytest.mark.parametrize(
+    ("deck", "words"),
+    [
+        (list(H.CARDS)[:51], "missing"),
+        ([*list(H.CARDS)[:51], "2C"], "repeats"),
+        ([*list(H.CARDS)[:51], "ZZ"], "unknown"),
+        ("2C 3C", "list"),
+    ],
+)
 def test_a_hearts_deck_must_be_a_full_pack(deck, words):
     with pytest.raises(InvalidVector) as exc:
         H.new_game(OPTS, 0, decks=[deck])
@@ -210,18 +242,21 @@ def test_a_full_pass_after_single_choices_must_include_them():
     assert H.names_of(state.pending[0]) == hand[:3]
 
 
-@pytest.mark.parametrize("raw", [
-    {"type": "pass", "cards": ["2C", "3C"]},
-    {"type": "pass", "cards": ["2C", "3C", "2C"]},
-    {"type": "pass", "cards": ["2C", "3C", "4C", "5C"]},
-    {"type": "pass", "cards": "2C 3C 4C"},
-    {"type": "pass"},
-    {"type": "pass_card"},
-    {"type": "play", "card": "1C"},
-    {"type": "play", "card": 12},
-    {"type": "discard", "card": "2C"},
-    ["play", "2C"],
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"type": "pass", "cards": ["2C", "3C"]},
+        {"type": "pass", "cards": ["2C", "3C", "2C"]},
+        {"type": "pass", "cards": ["2C", "3C", "4C", "5C"]},
+        {"type": "pass", "cards": "2C 3C 4C"},
+        {"type": "pass"},
+        {"type": "pass_card"},
+        {"type": "play", "card": "1C"},
+        {"type": "play", "card": 12},
+        {"type": "discard", "card": "2C"},
+        ["play", "2C"],
+    ],
+)
 def test_malformed_actions_are_invalid(raw):
     with pytest.raises(InvalidAction):
         H.action_from_json(raw)
@@ -358,8 +393,16 @@ def _last_trick(winner_pile: int, totals=(0, 0, 0, 0), limit: int = 100) -> H.St
     won = [0, 0, 0, 0]
     won[winner_pile] = H.FULL & ~last
     state = table("AS", "2H", "3H", "4H", turn=0, won=tuple(won), totals=totals, limit=limit)
-    return H.State(state.match, H.Phase.PLAY, (0,), state.hands, (), tuple((0, (), 0) for _ in range(12)),
-                   state.won, state.pending)
+    return H.State(
+        state.match,
+        H.Phase.PLAY,
+        (0,),
+        state.hands,
+        (),
+        tuple((0, (), 0) for _ in range(12)),
+        state.won,
+        state.pending,
+    )
 
 
 def _finish(state: H.State) -> H.State:
@@ -476,17 +519,20 @@ def test_a_resumed_game_ends_like_the_uninterrupted_one():
     assert H.is_terminal(final) and H.result(final) == H.result(state)
 
 
-@pytest.mark.parametrize(("change", "words"), [
-    ({"game": "queens_court"}, "not a hearts save"),
-    ({"version": 2}, "version"),
-    ({"seed": "x"}, "seed"),
-    ({"hand": 1}, "completed hands"),
-    ({"totals": [0, 0, 0, 0]}, "add up"),
-    ({"hands": [[1, 2, 3, 4], [13, 13, 0, 0]]}, "scores 26"),
-    ({"hands": [[0, 0, 26, 0], [13, 13, 0, 0]]}, "scores 26"),
-    ({"options": {"limit": 0}}, "limit"),
-    ({"decks": [["2C"]]}, "52"),
-])
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"game": "queens_court"}, "not a hearts save"),
+        ({"version": 2}, "version"),
+        ({"seed": "x"}, "seed"),
+        ({"hand": 1}, "completed hands"),
+        ({"totals": [0, 0, 0, 0]}, "add up"),
+        ({"hands": [[1, 2, 3, 4], [13, 13, 0, 0]]}, "scores 26"),
+        ({"hands": [[0, 0, 26, 0], [13, 13, 0, 0]]}, "scores 26"),
+        ({"options": {"limit": 0}}, "limit"),
+        ({"decks": [["2C"]]}, "52"),
+    ],
+)
 def test_bad_save_records_are_refused(change, words):
     save = {**save_at(2), **change}
     with pytest.raises((H.InvalidSave, InvalidOptions)) as exc:
@@ -530,7 +576,9 @@ def test_events_tell_the_story_of_a_hand():
     types = [e.type for e in events]
     assert types.count("PassCardsChosen") == 12 and types.count("CardsPassed") == 4
     assert types.count("CardPlayed") == 52 and types.count("TrickTaken") == 13
-    assert types.count("HeartsBroken") == 1 and types.count("HandEnded") == 1 and types.count("HandDealt") == 4
+    assert (
+        types.count("HeartsBroken") == 1 and types.count("HandEnded") == 1 and types.count("HandDealt") == 4
+    )
     assert types.index("HandEnded") < types.index("HandDealt")
     for e in events:
         json.dumps(e.full())
@@ -602,22 +650,34 @@ def test_replay_is_deterministic(seed, choices):
     assert a == b and log_a == log_b and H.view(a, 0) == H.view(b, 0)
 
 
-ANY_ACTION = st.one_of(st.integers(0, 51), st.integers(H.PASS_CARD, H.PASS_CARD + 51),
-                       st.sets(st.integers(0, 51), min_size=3, max_size=3).map(lambda s: H.PASS_SET | H.mask_of(s)),
-                       st.integers(-5, 200))
+ANY_ACTION = st.one_of(
+    st.integers(0, 51),
+    st.integers(H.PASS_CARD, H.PASS_CARD + 51),
+    st.sets(st.integers(0, 51), min_size=3, max_size=3).map(lambda s: H.PASS_SET | H.mask_of(s)),
+    st.integers(-5, 200),
+)
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32), steps=st.integers(0, 120), tries=st.lists(ANY_ACTION, min_size=5, max_size=5),
-       seat=st.integers(0, 3))
+@given(
+    seed=st.integers(0, 2**32),
+    steps=st.integers(0, 120),
+    tries=st.lists(ANY_ACTION, min_size=5, max_size=5),
+    seat=st.integers(0, 3),
+)
 def test_apply_accepts_the_legal_actions_and_refuses_the_rest_unchanged(seed, steps, tries, seat):
     state, _ = random_actions(H.new_game(OPTS, seed), random.Random(seed), steps)
     before = H.view(state, None), H.view(state, seat), state
     legal = set(H.legal_actions(state, seat))
     for action in tries:
         chosen, hand = state.pending[seat], state.hands[seat]
-        is_full_pass = (action >= H.PASS_SET and state.phase is H.Phase.PASS and seat in H.to_act(state)
-                        and action & chosen == chosen and action & H.FULL & ~chosen & ~hand == 0)
+        is_full_pass = (
+            action >= H.PASS_SET
+            and state.phase is H.Phase.PASS
+            and seat in H.to_act(state)
+            and action & chosen == chosen
+            and action & H.FULL & ~chosen & ~hand == 0
+        )
         try:
             H.apply(state, seat, action)
         except IllegalAction as exc:
@@ -631,14 +691,17 @@ def test_apply_accepts_the_legal_actions_and_refuses_the_rest_unchanged(seed, st
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**32), steps=st.integers(0, 300))
 def test_views_never_show_hidden_cards(seed, steps):
-    state, _ = random_actions(H.new_game(H.Options(limit=40), seed + 7_331_000_000_019),
-                              random.Random(seed), steps)
+    state, _ = random_actions(
+        H.new_game(H.Options(limit=40), seed + 7_331_000_000_019), random.Random(seed), steps
+    )
     check_views(H, state, seed + 7_331_000_000_019)
     assert sorted(H.all_cards(state)) == sorted(H.CARDS)
 
 
-@given(action=ANY_ACTION.filter(lambda a: 0 <= a < 52 or H.PASS_CARD <= a < H.PASS_CARD + 52 or a >= H.PASS_SET),
-       player=st.integers(0, 3))
+@given(
+    action=ANY_ACTION.filter(lambda a: 0 <= a < 52 or H.PASS_CARD <= a < H.PASS_CARD + 52 or a >= H.PASS_SET),
+    player=st.integers(0, 3),
+)
 def test_action_json_round_trips(action, player):
     d = H.action_to_json(action, player)
     assert d["player"] == player

@@ -85,7 +85,8 @@ def run_batch(batch: int, policy: str) -> dict[str, int]:
             my_cards = sorted(a - H.PASS_CARD if passing else a for a in mine)
             assert my_cards == os_legal, (
                 f"hand {h} seat {seat} {'pass' if passing else 'play'}: ours {H.names_of(H.mask_of(my_cards))} "
-                f"theirs {H.names_of(H.mask_of(os_legal))}\n{theirs}")
+                f"theirs {H.names_of(H.mask_of(os_legal))}\n{theirs}"
+            )
             card = choose(policy, seat, os_legal, rng)
             ours, _ = H.apply(ours, seat, H.PASS_CARD + card if passing else card, emit=False)
             theirs.apply_action(to_os(card))

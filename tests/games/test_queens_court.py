@@ -58,15 +58,18 @@ def test_options_defaults_and_round_trip():
         assert qc.options_to_dict(qc.options_from_dict(d)) == d
 
 
-@pytest.mark.parametrize(("d", "words"), [
-    ({"players": 1}, "'players' must be an integer from 2 to 4"),
-    ({"players": 5}, "from 2 to 4"),
-    ({"players": "3"}, "'players'"),
-    ({"players": True}, "'players'"),
-    ({"players": 3, "starter": 3}, "'starter' must be an integer from 0 to 2"),
-    ({"starter": -1}, "'starter'"),
-    ({"jokers": True}, "unknown option(s) for queens_court: 'jokers'; known: players, starter"),
-])
+@pytest.mark.parametrize(
+    ("d", "words"),
+    [
+        ({"players": 1}, "'players' must be an integer from 2 to 4"),
+        ({"players": 5}, "from 2 to 4"),
+        ({"players": "3"}, "'players'"),
+        ({"players": True}, "'players'"),
+        ({"players": 3, "starter": 3}, "'starter' must be an integer from 0 to 2"),
+        ({"starter": -1}, "'starter'"),
+        ({"jokers": True}, "unknown option(s) for queens_court: 'jokers'; known: players, starter"),
+    ],
+)
 def test_options_rejected_with_actionable_message(d, words):
     with pytest.raises(InvalidOptions) as exc:
         qc.options_from_dict(d)
@@ -154,18 +157,21 @@ def _spread_of(left, right):
     return qc._spread(piles, 0)
 
 
-@pytest.mark.parametrize(("left", "right", "spread"), [
-    (["5H"], ["2C"], 3),
-    (["AS"], ["KD"], 12),
-    (["TC"], ["JC"], 1),
-    (["9D"], ["9S"], 0),
-    (["QH"], ["7D"], 0),       # a Queen takes the other pile's value
-    (["4C"], ["QS"], 0),
-    (["QH"], ["QS"], None),    # double queen
-    (["5H", "GL"], ["2C"], 3),  # the showing card of a gloved pile is the one under the glove
-    (["8H", "QD", "GL"], ["3C"], 0),
-    (["QD", "GL"], ["8H", "QC", "GL"], None),
-])
+@pytest.mark.parametrize(
+    ("left", "right", "spread"),
+    [
+        (["5H"], ["2C"], 3),
+        (["AS"], ["KD"], 12),
+        (["TC"], ["JC"], 1),
+        (["9D"], ["9S"], 0),
+        (["QH"], ["7D"], 0),  # a Queen takes the other pile's value
+        (["4C"], ["QS"], 0),
+        (["QH"], ["QS"], None),  # double queen
+        (["5H", "GL"], ["2C"], 3),  # the showing card of a gloved pile is the one under the glove
+        (["8H", "QD", "GL"], ["3C"], 0),
+        (["QD", "GL"], ["8H", "QC", "GL"], None),
+    ],
+)
 def test_spread(left, right, spread):
     assert _spread_of(left, right) == spread
 
@@ -258,15 +264,24 @@ def test_glove_closes_a_pile_and_keeps_the_card_under_it_showing():
     assert all((a[1], a[2]) != (1, 0) for a in qc.legal_actions(s))
     with pytest.raises(IllegalAction) as exc:
         play(s, (1, "KD", 1, "left"))
-    assert "KD cannot go on seat 1's left pile: it is gloved; open piles: seat 0 left, seat 0 right, seat 1 right" \
+    assert (
+        "KD cannot go on seat 1's left pile: it is gloved; open piles: seat 0 left, seat 0 right, seat 1 right"
         in exc.value.reason
+    )
     assert exc.value.action == {P: 1, "type": "play", "card": "KD", "target": 1, "pile": "left"}
 
 
 def test_playing_the_last_card_locks_and_the_holder_plays_on_alone():
     s = qc.new_game(opts(), 0, decks=[NO_DECK_2P])
-    s, _ = play(s, (0, "4H", 0, "right"), (1, "TC", 1, "left"), (0, "GL", 0, "right"), (1, "JS", 1, "right"),
-                (0, "AH", 1, "left"), (1, "KD", 1, "left"))
+    s, _ = play(
+        s,
+        (0, "4H", 0, "right"),
+        (1, "TC", 1, "left"),
+        (0, "GL", 0, "right"),
+        (1, "JS", 1, "right"),
+        (0, "AH", 1, "left"),
+        (1, "KD", 1, "left"),
+    )
     s, ev = play(s, (0, "3C", 1, "right"))
     assert types(ev) == ["CardPlayed", "PileLocked"]
     assert ev[1].data == {"round": 0, "player": 0, "spread": 1, "pile_count": 3}
@@ -281,10 +296,18 @@ def test_players_without_cards_are_skipped():
     # 3 players, no deck: each holds three cards and a glove; seat 1 plays out first
     deck = ["2C", "3C", "4C", "5C", "6C", "7C", "8C", "9C", "TC", "2D", "3D", "4D", "5D", "6D", "7D"]
     s = qc.new_game(opts(players=3), 0, decks=[deck])
-    moves = [(0, "8C", 0, "left"), (1, "9C", 1, "left"), (2, "TC", 2, "left"),
-             (0, "2D", 0, "left"), (1, "3D", 1, "left"), (2, "4D", 2, "left"),
-             (0, "5D", 0, "left"), (1, "6D", 1, "left"), (2, "7D", 2, "left"),
-             (0, "GL", 0, "right")]
+    moves = [
+        (0, "8C", 0, "left"),
+        (1, "9C", 1, "left"),
+        (2, "TC", 2, "left"),
+        (0, "2D", 0, "left"),
+        (1, "3D", 1, "left"),
+        (2, "4D", 2, "left"),
+        (0, "5D", 0, "left"),
+        (1, "6D", 1, "left"),
+        (2, "7D", 2, "left"),
+        (0, "GL", 0, "right"),
+    ]
     s, _ = play(s, *moves)
     assert qc.to_act(s) == (1,)
     s, ev = play(s, (1, "GL", 1, "right"))
@@ -296,8 +319,16 @@ def test_players_without_cards_are_skipped():
 def test_round_ends_when_nobody_holding_cards_can_play():
     deck = ["6H", "4C", "2D", "8S", "9C", "4D", "TC", "3H", "JC", "7H", "KS", "AD"]
     s = qc.new_game(opts(starter=1), 0, decks=[deck])
-    s, _ = play(s, (1, "4D", 1, "right"), (0, "JC", 1, "left"), (1, "KS", 0, "left"), (0, "9C", 0, "left"),
-                (1, "GL", 1, "left"), (0, "TC", 0, "right"), (1, "7H", 1, "right"))
+    s, _ = play(
+        s,
+        (1, "4D", 1, "right"),
+        (0, "JC", 1, "left"),
+        (1, "KS", 0, "left"),
+        (0, "9C", 0, "left"),
+        (1, "GL", 1, "left"),
+        (0, "TC", 0, "right"),
+        (1, "7H", 1, "right"),
+    )
     s, ev = play(s, (0, "GL", 1, "right"))
     assert types(ev)[:3] == ["CardPlayed", "PileLocked", "RoundEnded"]
     ended = ev[2].data
@@ -321,22 +352,30 @@ def _position(n, piles, round_wins=None):
     return dataclasses.replace(s, piles=tuple(flat), round_wins=tuple(round_wins or (0,) * n))
 
 
-@pytest.mark.parametrize(("piles", "wins", "winners", "gained"), [
-    # lowest spread wins
-    ([(["5H"], ["2C"]), (["9D"], ["8D"])], None, (1,), (1,)),
-    # equal spreads: fewest pile cards (gloves not counted)
-    ([(["5H", "6H", "GL"], ["8C", "GL"]), (["2D", "3D"], ["4D", "6D"])], None, (0,), (0,)),
-    # double queen never wins, even against spread 12
-    ([(["QH"], ["QS"]), (["AD"], ["KD"])], None, (1,), (1,)),
-    # everyone double queen: nobody
-    ([(["QH"], ["QS"]), (["QD"], ["QC"])], None, (), ()),
-    # full tie: both winners, both gain
-    ([(["5H"], ["2C"]), (["9D"], ["6D"])], None, (0, 1), (0, 1)),
-    # full tie where seat 0 already has a win: both are winners, only seat 1 gains
-    ([(["5H"], ["2C"]), (["9D"], ["6D"])], (1, 0), (0, 1), (1,)),
-    # three-way tie among four, one with a win; the double queen loses
-    ([(["5H"], ["3C"]), (["9D"], ["7D"]), (["QC"], ["QD"]), (["KS"], ["JS"])], (0, 1, 0, 0), (0, 1, 3), (0, 3)),
-])
+@pytest.mark.parametrize(
+    ("piles", "wins", "winners", "gained"),
+    [
+        # lowest spread wins
+        ([(["5H"], ["2C"]), (["9D"], ["8D"])], None, (1,), (1,)),
+        # equal spreads: fewest pile cards (gloves not counted)
+        ([(["5H", "6H", "GL"], ["8C", "GL"]), (["2D", "3D"], ["4D", "6D"])], None, (0,), (0,)),
+        # double queen never wins, even against spread 12
+        ([(["QH"], ["QS"]), (["AD"], ["KD"])], None, (1,), (1,)),
+        # everyone double queen: nobody
+        ([(["QH"], ["QS"]), (["QD"], ["QC"])], None, (), ()),
+        # full tie: both winners, both gain
+        ([(["5H"], ["2C"]), (["9D"], ["6D"])], None, (0, 1), (0, 1)),
+        # full tie where seat 0 already has a win: both are winners, only seat 1 gains
+        ([(["5H"], ["2C"]), (["9D"], ["6D"])], (1, 0), (0, 1), (1,)),
+        # three-way tie among four, one with a win; the double queen loses
+        (
+            [(["5H"], ["3C"]), (["9D"], ["7D"]), (["QC"], ["QD"]), (["KS"], ["JS"])],
+            (0, 1, 0, 0),
+            (0, 1, 3),
+            (0, 3),
+        ),
+    ],
+)
 def test_round_outcome(piles, wins, winners, gained):
     s = _position(len(piles), piles, wins)
     _spreads, _counts, got_winners, got_gained = qc._round_outcome(s)
@@ -352,8 +391,12 @@ def test_a_tie_never_gives_a_second_win_and_a_clean_win_ends_the_game():
     assert qc.is_terminal(won) and won.winner == 0 and won.round_wins == (2, 1)
     assert types(ev) == ["RoundEnded", "GameEnded"]
     assert ev[1].data == {"winner": 0, "round_wins": [2, 1], "rounds": 1}
-    assert qc.result(won) == {"rounds": [{"spreads": [1, 3], "pile_counts": [2, 2], "winners": [0]}],
-                              "round_wins": [2, 1], "winner": 0, "finished": True}
+    assert qc.result(won) == {
+        "rounds": [{"spreads": [1, 3], "pile_counts": [2, 2], "winners": [0]}],
+        "round_wins": [2, 1],
+        "winner": 0,
+        "finished": True,
+    }
     assert qc.legal_actions(won) == () and qc.to_act(won) == () and qc.current_player(won) is None
     with pytest.raises(IllegalAction, match="the game is over"):
         qc.apply(won, 0, (0, 0, 0))
@@ -384,28 +427,39 @@ def test_action_json_round_trips_for_every_card_target_pile():
             for pile in (0, 1):
                 a = (code, target, pile)
                 j = qc.action_to_json(a, 2)
-                assert j == {P: 2, "type": "play", "card": card, "target": target,
-                             "pile": ("left", "right")[pile]}
+                assert j == {
+                    P: 2,
+                    "type": "play",
+                    "card": card,
+                    "target": target,
+                    "pile": ("left", "right")[pile],
+                }
                 assert qc.action_from_json(j) == a
                 assert qc.action_from_json(json.loads(json.dumps(j))) == a
 
 
-@pytest.mark.parametrize(("raw", "words"), [
-    ("play 5H", "JSON object"),
-    ({P: 0, "type": "pass"}, "unknown action type 'pass'"),
-    ({P: 0, "card": "5H", "target": 1, "pile": "left"}, "unknown action type None"),
-    ({P: 0, "type": "play", "target": 1, "pile": "left"}, "missing 'card'"),
-    ({P: 0, "type": "play", "card": "5H", "pile": "left"}, "missing 'target'"),
-    ({P: 0, "type": "play", "card": "5H", "target": 1}, "missing 'pile'"),
-    ({P: 0, "type": "play", "card": "1H", "target": 1, "pile": "left"}, "unknown card '1H'"),
-    ({P: 0, "type": "play", "card": "RJ", "target": 1, "pile": "left"}, "unknown card 'RJ'"),
-    ({P: 0, "type": "play", "card": 5, "target": 1, "pile": "left"}, "unknown card 5"),
-    ({P: 0, "type": "play", "card": "5H", "target": "1", "pile": "left"}, "target must be a seat"),
-    ({P: 0, "type": "play", "card": "5H", "target": True, "pile": "left"}, "target must be a seat"),
-    ({P: 0, "type": "play", "card": "5H", "target": -1, "pile": "left"}, "target must be a seat"),
-    ({P: 0, "type": "play", "card": "5H", "target": 1, "pile": "top"}, "pile must be \"left\" or \"right\""),
-    ({P: 0, "type": "play", "card": "5H", "target": 1, "pile": "left", "cards": []}, "unknown field(s) 'cards'"),
-])
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        ("play 5H", "JSON object"),
+        ({P: 0, "type": "pass"}, "unknown action type 'pass'"),
+        ({P: 0, "card": "5H", "target": 1, "pile": "left"}, "unknown action type None"),
+        ({P: 0, "type": "play", "target": 1, "pile": "left"}, "missing 'card'"),
+        ({P: 0, "type": "play", "card": "5H", "pile": "left"}, "missing 'target'"),
+        ({P: 0, "type": "play", "card": "5H", "target": 1}, "missing 'pile'"),
+        ({P: 0, "type": "play", "card": "1H", "target": 1, "pile": "left"}, "unknown card '1H'"),
+        ({P: 0, "type": "play", "card": "RJ", "target": 1, "pile": "left"}, "unknown card 'RJ'"),
+        ({P: 0, "type": "play", "card": 5, "target": 1, "pile": "left"}, "unknown card 5"),
+        ({P: 0, "type": "play", "card": "5H", "target": "1", "pile": "left"}, "target must be a seat"),
+        ({P: 0, "type": "play", "card": "5H", "target": True, "pile": "left"}, "target must be a seat"),
+        ({P: 0, "type": "play", "card": "5H", "target": -1, "pile": "left"}, "target must be a seat"),
+        ({P: 0, "type": "play", "card": "5H", "target": 1, "pile": "top"}, 'pile must be "left" or "right"'),
+        (
+            {P: 0, "type": "play", "card": "5H", "target": 1, "pile": "left", "cards": []},
+            "unknown field(s) 'cards'",
+        ),
+    ],
+)
 def test_malformed_actions(raw, words):
     with pytest.raises(InvalidAction) as exc:
         qc.action_from_json(raw)
@@ -413,11 +467,16 @@ def test_malformed_actions(raw, words):
 
 
 def test_lower_case_card_and_glove_accepted():
-    assert qc.action_from_json({P: 0, "type": "play", "card": "gl", "target": 0, "pile": "right"}) == (qc.GL, 0, 1)
+    assert qc.action_from_json({P: 0, "type": "play", "card": "gl", "target": 0, "pile": "right"}) == (
+        qc.GL,
+        0,
+        1,
+    )
 
 
-@pytest.mark.parametrize("bad", [None, (1, 2), (1, 2, 3, 4), ("5H", 0, 0), (0, 0, 2), (53, 0, 0), (0, -1, 0),
-                                 (True, 0, 0)])
+@pytest.mark.parametrize(
+    "bad", [None, (1, 2), (1, 2, 3, 4), ("5H", 0, 0), (0, 0, 2), (53, 0, 0), (0, -1, 0), (True, 0, 0)]
+)
 def test_malformed_internal_actions_are_refused(bad):
     s = qc.new_game(opts(), 0)
     with pytest.raises(InvalidAction):
@@ -480,34 +539,65 @@ def test_view_shape():
     s = qc.new_game(opts(), 0, decks=[NO_DECK_2P])
     v = qc.view(s, 0)
     assert v == {
-        "game": "queens_court", "seat": 0, "players": 2, "round": 0, "starter": 0, "phase": "second_half",
-        "to_act": [0], "deck_size": 0,
+        "game": "queens_court",
+        "seat": 0,
+        "players": 2,
+        "round": 0,
+        "starter": 0,
+        "phase": "second_half",
+        "to_act": [0],
+        "deck_size": 0,
         "table": [
-            {"seat": 0, "left": {"cards": ["5H"], "showing": "5H", "gloved": False, "count": 1},
-             "right": {"cards": ["7D"], "showing": "7D", "gloved": False, "count": 1},
-             "spread": 2, "double_queen": False, "pile_count": 2, "locked": False, "hand_size": 4,
-             "holds_glove": True},
-            {"seat": 1, "left": {"cards": ["9C"], "showing": "9C", "gloved": False, "count": 1},
-             "right": {"cards": ["2S"], "showing": "2S", "gloved": False, "count": 1},
-             "spread": 7, "double_queen": False, "pile_count": 2, "locked": False, "hand_size": 4,
-             "holds_glove": True},
+            {
+                "seat": 0,
+                "left": {"cards": ["5H"], "showing": "5H", "gloved": False, "count": 1},
+                "right": {"cards": ["7D"], "showing": "7D", "gloved": False, "count": 1},
+                "spread": 2,
+                "double_queen": False,
+                "pile_count": 2,
+                "locked": False,
+                "hand_size": 4,
+                "holds_glove": True,
+            },
+            {
+                "seat": 1,
+                "left": {"cards": ["9C"], "showing": "9C", "gloved": False, "count": 1},
+                "right": {"cards": ["2S"], "showing": "2S", "gloved": False, "count": 1},
+                "spread": 7,
+                "double_queen": False,
+                "pile_count": 2,
+                "locked": False,
+                "hand_size": 4,
+                "holds_glove": True,
+            },
         ],
-        "round_wins": [0, 0], "rounds": [], "winner": None, "finished": False,
+        "round_wins": [0, 0],
+        "rounds": [],
+        "winner": None,
+        "finished": False,
         "hand": ["3C", "4H", "AH", "GL"],
     }
 
 
 def test_result_of_a_fresh_game():
     assert qc.result(qc.new_game(opts(players=4), 0)) == {
-        "rounds": [], "round_wins": [0, 0, 0, 0], "winner": None, "finished": False}
+        "rounds": [],
+        "round_wins": [0, 0, 0, 0],
+        "winner": None,
+        "finished": False,
+    }
 
 
 def test_initial_events():
     s = qc.new_game(opts(players=3, starter=2), 0, decks=[list(STANDARD_DECK[:20])])
     ev = qc.initial_events(s)
     assert types(ev) == ["GameStarted", "RoundDealt", "HandDealt", "HandDealt", "HandDealt"]
-    assert ev[0].data == {"game": "queens_court", "players": 3, "starter": 2,
-                          "options": {"players": 3, "starter": 2}}
+    assert ev[0].data == {
+        "game": "queens_court",
+        "players": 3,
+        "starter": 2,
+        "options": {"players": 3, "starter": 2},
+    }
     dealt = ev[1].data
     assert dealt["round"] == 0 and dealt["starter"] == 2 and dealt["deck_size"] == 5
     assert dealt["piles"] == [["2C", "5C"], ["3C", "6C"], ["4C", "7C"]]
@@ -548,11 +638,16 @@ def _play_game_with_events(n, seed, starter=0):
 def test_events_reconstruct_the_game(n, seed):
     s, events = _play_game_with_events(n, seed)
     ended = [e for e in events if e["type"] == "RoundEnded"]
-    assert [{"spreads": e["spreads"], "pile_counts": e["pile_counts"], "winners": e["winners"]} for e in ended] \
-        == qc.result(s)["rounds"]
+    assert [
+        {"spreads": e["spreads"], "pile_counts": e["pile_counts"], "winners": e["winners"]} for e in ended
+    ] == qc.result(s)["rounds"]
     assert ended[-1]["round_wins"] == qc.result(s)["round_wins"]
-    assert events[-1] == {"type": "GameEnded", "winner": s.winner, "round_wins": list(s.round_wins),
-                          "rounds": len(ended)}
+    assert events[-1] == {
+        "type": "GameEnded",
+        "winner": s.winner,
+        "round_wins": list(s.round_wins),
+        "rounds": len(ended),
+    }
     for e in ended:
         assert sorted(e["winners"] + e["losers"]) == list(range(n))
         assert set(e["gained"]) <= set(e["winners"])
@@ -577,9 +672,20 @@ def test_events_reconstruct_the_game(n, seed):
 def test_card_played_event_fields():
     s = qc.new_game(opts(), 0, decks=[NO_DECK_2P])
     _, ev = play(s, (0, "AH", 1, "left"))
-    assert ev[0].data == {"round": 0, "player": 0, "card": "AH", "target": 1, "pile": "left",
-                          "phase": "second_half", "spread_before": 7, "spread_after": 1,
-                          "zero_by_queen": False, "glove": False, "showing": ["AH", "2S"], "hand_size": 3}
+    assert ev[0].data == {
+        "round": 0,
+        "player": 0,
+        "card": "AH",
+        "target": 1,
+        "pile": "left",
+        "phase": "second_half",
+        "spread_before": 7,
+        "spread_after": 1,
+        "zero_by_queen": False,
+        "glove": False,
+        "showing": ["AH", "2S"],
+        "hand_size": 3,
+    }
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,10 +17,16 @@ VECTORS = Path(__file__).parent.parent / "vectors" / "queens_court"
 
 def ended(winners, starter=0, n=3, **extra):
     """A RoundEnded event in full form with the fields the accounting reads."""
-    e = {"type": "RoundEnded", "round": extra.pop("round", 0), "starter": starter, "winners": list(winners),
-         "spreads": extra.pop("spreads", [5] * n), "pile_counts": extra.pop("pile_counts", [6] * n),
-         "showing": extra.pop("showing", [["5H", "TC"]] * n),
-         "gloved": extra.pop("gloved", [[False, False]] * n)}
+    e = {
+        "type": "RoundEnded",
+        "round": extra.pop("round", 0),
+        "starter": starter,
+        "winners": list(winners),
+        "spreads": extra.pop("spreads", [5] * n),
+        "pile_counts": extra.pop("pile_counts", [6] * n),
+        "showing": extra.pop("showing", [["5H", "TC"]] * n),
+        "gloved": extra.pop("gloved", [[False, False]] * n),
+    }
     e.update(extra)
     return e
 
@@ -53,16 +59,19 @@ def test_two_player_round():
     assert acc.round_rank_points(ended([0], n=2), 2) == {0: 100, 1: -100}
 
 
-@pytest.mark.parametrize(("starter", "winners", "expected"), [
-    # pot 100 over three winners: 33 each, the spare point to the first winner after the starter
-    (0, [0, 1, 2], {0: 33, 1: 34, 2: 33, 3: -100}),
-    (1, [0, 1, 2], {0: 33, 1: 33, 2: 34, 3: -100}),
-    (2, [0, 1, 2], {0: 34, 1: 33, 2: 33, 3: -100}),  # 3 is not a winner: clockwise wraps to 0
-    (3, [0, 1, 2], {0: 34, 1: 33, 2: 33, 3: -100}),
-    (0, [1, 2, 3], {0: -100, 1: 34, 2: 33, 3: 33}),
-    (3, [1, 2, 3], {0: -100, 1: 34, 2: 33, 3: 33}),
-    (1, [0, 1, 3], {0: 33, 1: 33, 2: -100, 3: 34}),
-])
+@pytest.mark.parametrize(
+    ("starter", "winners", "expected"),
+    [
+        # pot 100 over three winners: 33 each, the spare point to the first winner after the starter
+        (0, [0, 1, 2], {0: 33, 1: 34, 2: 33, 3: -100}),
+        (1, [0, 1, 2], {0: 33, 1: 33, 2: 34, 3: -100}),
+        (2, [0, 1, 2], {0: 34, 1: 33, 2: 33, 3: -100}),  # 3 is not a winner: clockwise wraps to 0
+        (3, [0, 1, 2], {0: 34, 1: 33, 2: 33, 3: -100}),
+        (0, [1, 2, 3], {0: -100, 1: 34, 2: 33, 3: 33}),
+        (3, [1, 2, 3], {0: -100, 1: 34, 2: 33, 3: 33}),
+        (1, [0, 1, 3], {0: 33, 1: 33, 2: -100, 3: 34}),
+    ],
+)
 def test_four_player_three_way_tie_remainder(starter, winners, expected):
     assert acc.round_rank_points(ended(winners, starter=starter, n=4), 4) == expected
 
@@ -83,21 +92,29 @@ def test_double_queen_players_pay():
     assert acc.round_rank_points(e, 3) == {0: -100, 1: -100, 2: 200}
 
 
-@pytest.mark.parametrize(("event", "players"), [
-    (ended([3]), 3),
-    (ended([0], starter=5), 3),
-    (ended([0]), 5),
-    (ended([0]), True),
-    ({"type": "CardPlayed", "winners": [0], "starter": 0}, 3),
-])
+@pytest.mark.parametrize(
+    ("event", "players"),
+    [
+        (ended([3]), 3),
+        (ended([0], starter=5), 3),
+        (ended([0]), 5),
+        (ended([0]), True),
+        ({"type": "CardPlayed", "winners": [0], "starter": 0}, 3),
+    ],
+)
 def test_round_rank_points_rejects_bad_input(event, players):
     with pytest.raises(ValueError):
         acc.round_rank_points(event, players)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(2, 4).flatmap(lambda n: st.tuples(
-    st.just(n), st.integers(0, n - 1), st.lists(st.integers(0, n - 1), unique=True, max_size=n))))
+@given(
+    st.integers(2, 4).flatmap(
+        lambda n: st.tuples(
+            st.just(n), st.integers(0, n - 1), st.lists(st.integers(0, n - 1), unique=True, max_size=n)
+        )
+    )
+)
 def test_round_rank_points_properties(case):
     n, starter, winners = case
     d = acc.round_rank_points(json.loads(json.dumps(ended(winners, starter=starter, n=n))), n)
@@ -129,8 +146,9 @@ def test_game_rank_points_of_a_real_game_sum_to_zero(n, seed):
     rounds = qc.result(s)["rounds"]
     # the game's clean winner won at least one round outright, so ended positive
     assert total[s.winner] > 0
-    assert total == {p: sum(acc.round_rank_points(e, n)[p] for e in events if e["type"] == "RoundEnded")
-                     for p in range(n)}
+    assert total == {
+        p: sum(acc.round_rank_points(e, n)[p] for e in events if e["type"] == "RoundEnded") for p in range(n)
+    }
     assert len([e for e in events if e["type"] == "RoundEnded"]) == len(rounds)
 
 
@@ -184,9 +202,15 @@ def test_ante_properties(ante, n, data):
 
 
 RULES_TABLE = {
-    "queen_zero_own": 50, "glove_opponent": 50, "zero_draw_twice": 50,
-    "win_round_zero": 100, "win_round_small_piles": 100, "raise_opponent_8": 100,
-    "win_game_unbeaten": 200, "win_game_after_first_loss": 200, "win_round_queen_showing": 200,
+    "queen_zero_own": 50,
+    "glove_opponent": 50,
+    "zero_draw_twice": 50,
+    "win_round_zero": 100,
+    "win_round_small_piles": 100,
+    "raise_opponent_8": 100,
+    "win_game_unbeaten": 200,
+    "win_game_after_first_loss": 200,
+    "win_round_queen_showing": 200,
 }
 
 
@@ -238,8 +262,18 @@ def _progress(events, n, ids_by_seat):
 
 
 def played(player, card, target, before, after, *, zero_by_queen=False, glove=False, rnd=0):
-    return {"type": "CardPlayed", "round": rnd, "player": player, "card": card, "target": target, "pile": "left",
-            "spread_before": before, "spread_after": after, "zero_by_queen": zero_by_queen, "glove": glove}
+    return {
+        "type": "CardPlayed",
+        "round": rnd,
+        "player": player,
+        "card": card,
+        "target": target,
+        "pile": "left",
+        "spread_before": before,
+        "spread_after": after,
+        "zero_by_queen": zero_by_queen,
+        "glove": glove,
+    }
 
 
 def drawn(player, count):
@@ -251,15 +285,18 @@ ALL = list(acc.CHALLENGES)
 
 def test_card_play_challenges_from_synthetic_events():
     events = [
-        played(0, "QH", 0, 4, 0, zero_by_queen=True),   # seat 0: own spread 0 with a Queen
-        played(1, "QD", 0, 3, 0, zero_by_queen=True),   # seat 1: a Queen on someone else's pile: not own
-        played(1, "GL", 1, 3, 3, glove=True),           # seat 1 gloves own pile: not an opponent's
-        played(2, "GL", 0, 0, 0, glove=True),           # seat 2 gloves an opponent's pile
-        played(0, "KC", 1, 2, 9),                       # +7: not enough
-        played(2, "KC", 1, 1, 9),                       # +8 on an opponent
-        played(1, "KC", 1, 1, 12),                      # own pile: not an opponent's
-        played(0, "QS", 2, None, 0),                    # from double queen: no number
-        drawn(1, 2), drawn(1, 1), drawn(0, 2), drawn(0, 2),
+        played(0, "QH", 0, 4, 0, zero_by_queen=True),  # seat 0: own spread 0 with a Queen
+        played(1, "QD", 0, 3, 0, zero_by_queen=True),  # seat 1: a Queen on someone else's pile: not own
+        played(1, "GL", 1, 3, 3, glove=True),  # seat 1 gloves own pile: not an opponent's
+        played(2, "GL", 0, 0, 0, glove=True),  # seat 2 gloves an opponent's pile
+        played(0, "KC", 1, 2, 9),  # +7: not enough
+        played(2, "KC", 1, 1, 9),  # +8 on an opponent
+        played(1, "KC", 1, 1, 12),  # own pile: not an opponent's
+        played(0, "QS", 2, None, 0),  # from double queen: no number
+        drawn(1, 2),
+        drawn(1, 1),
+        drawn(0, 2),
+        drawn(0, 2),
     ]
     p = _progress(events, 3, {s: ALL for s in range(3)})
     assert p[0]["queen_zero_own"] == (True, "1/1") and p[1]["queen_zero_own"] == (False, "0/1")
@@ -271,11 +308,22 @@ def test_card_play_challenges_from_synthetic_events():
 
 def test_round_and_game_challenges_from_synthetic_events():
     n = 3
-    r0 = ended([1], round=0, spreads=[3, 0, 5], pile_counts=[6, 4, 7], showing=[["5H", "8C"], ["QH", "9D"],
-                                                                                 ["2C", "7C"]],
-               gloved=[[False, False], [True, True], [False, True]])
-    r1 = ended([1, 2], round=1, starter=1, spreads=[4, 0, 0], pile_counts=[6, 5, 5],
-               showing=[["5H", "9C"], ["9D", "9H"], ["QS", "KD"]])
+    r0 = ended(
+        [1],
+        round=0,
+        spreads=[3, 0, 5],
+        pile_counts=[6, 4, 7],
+        showing=[["5H", "8C"], ["QH", "9D"], ["2C", "7C"]],
+        gloved=[[False, False], [True, True], [False, True]],
+    )
+    r1 = ended(
+        [1, 2],
+        round=1,
+        starter=1,
+        spreads=[4, 0, 0],
+        pile_counts=[6, 5, 5],
+        showing=[["5H", "9C"], ["9D", "9H"], ["QS", "KD"]],
+    )
     r2 = ended([1], round=2, starter=2, spreads=[4, 2, 9], pile_counts=[6, 3, 5])
     lock0 = {"type": "PileLocked", "round": 0, "player": 2}
     lock0b = {"type": "PileLocked", "round": 0, "player": 0}
@@ -285,9 +333,18 @@ def test_round_and_game_challenges_from_synthetic_events():
     mid = _progress(events, n, ids)
     assert mid[1]["win_round_zero"] == (True, "1/1") and mid[1]["win_two_rounds_zero"] == (True, "2/2")
     assert mid[2]["win_round_zero"] == (True, "1/1") and mid[2]["win_two_rounds_zero"] == (False, "1/2")
-    assert mid[1]["win_round_small_piles"] == (True, "1/1") and mid[2]["win_round_small_piles"] == (False, "0/1")
-    assert mid[1]["win_round_both_gloved"] == (True, "1/1") and mid[2]["win_round_both_gloved"] == (False, "0/1")
-    assert mid[1]["win_round_queen_showing"] == (True, "1/1") and mid[2]["win_round_queen_showing"] == (True, "1/1")
+    assert mid[1]["win_round_small_piles"] == (True, "1/1") and mid[2]["win_round_small_piles"] == (
+        False,
+        "0/1",
+    )
+    assert mid[1]["win_round_both_gloved"] == (True, "1/1") and mid[2]["win_round_both_gloved"] == (
+        False,
+        "0/1",
+    )
+    assert mid[1]["win_round_queen_showing"] == (True, "1/1") and mid[2]["win_round_queen_showing"] == (
+        True,
+        "1/1",
+    )
     assert mid[0]["win_round_queen_showing"] == (False, "0/1")  # showing nothing of the kind and lost
     assert mid[2]["first_out"] == (True, "1/1") and mid[0]["first_out"] == (True, "1/1")
     # game-level challenges wait for GameEnded
@@ -300,14 +357,22 @@ def test_round_and_game_challenges_from_synthetic_events():
 
 def test_win_after_losing_the_first_round_and_no_winner_rounds_count_as_lost():
     n = 2
-    events = [ended([0], round=0, n=n), ended([], round=1, n=n, spreads=[None, None]),
-              ended([1], round=2, n=n), ended([1], round=3, n=n),
-              {"type": "GameEnded", "winner": 1, "round_wins": [1, 2]}]
+    events = [
+        ended([0], round=0, n=n),
+        ended([], round=1, n=n, spreads=[None, None]),
+        ended([1], round=2, n=n),
+        ended([1], round=3, n=n),
+        {"type": "GameEnded", "winner": 1, "round_wins": [1, 2]},
+    ]
     p = _progress(events, n, {0: ALL, 1: ALL})
     assert p[1]["win_game_after_first_loss"] == (True, "1/1")
     assert p[1]["win_game_unbeaten"] == (False, "0/1")
-    events = [ended([1], round=0, n=n), ended([], round=1, n=n, spreads=[None, None]),
-              ended([1], round=2, n=n), {"type": "GameEnded", "winner": 1, "round_wins": [0, 2]}]
+    events = [
+        ended([1], round=0, n=n),
+        ended([], round=1, n=n, spreads=[None, None]),
+        ended([1], round=2, n=n),
+        {"type": "GameEnded", "winner": 1, "round_wins": [0, 2]},
+    ]
     assert _progress(events, n, {1: ALL})[1]["win_game_unbeaten"] == (False, "0/1")
 
 
@@ -316,7 +381,12 @@ def test_challenges_from_real_engine_events():
     _, events = vector_events("04-glove-over-queen.json")
     p = _progress(events, 2, {0: ALL, 1: ALL})
     assert p[1]["glove_opponent"][0] and not p[0]["glove_opponent"][0]
-    for cid in ("win_round_zero", "win_round_queen_showing", "win_round_small_piles", "win_round_both_gloved"):
+    for cid in (
+        "win_round_zero",
+        "win_round_queen_showing",
+        "win_round_small_piles",
+        "win_round_both_gloved",
+    ):
         assert p[0][cid][0] and not p[1][cid][0], cid
     assert p[1]["first_out"] == (False, "0/1") and p[0]["first_out"] == (True, "1/1")
     # vector 02: seat 0 and seat 1 each drew two once; seat 1 made its own spread 0 with QS
@@ -326,13 +396,21 @@ def test_challenges_from_real_engine_events():
     assert p[1]["queen_zero_own"] == (True, "1/1") and p[0]["queen_zero_own"] == (False, "0/1")
     # vector 13: seat 1 wins the game after losing round 0
     _, events = vector_events("13-full-game.json")
-    ids = {"0": ["glove_opponent", "win_round_zero", "win_game_unbeaten"],
-           "1": ["glove_opponent", "win_round_zero", "win_game_after_first_loss"]}  # JSON keys
+    ids = {
+        "0": ["glove_opponent", "win_round_zero", "win_game_unbeaten"],
+        "1": ["glove_opponent", "win_round_zero", "win_game_after_first_loss"],
+    }  # JSON keys
     p = acc.challenge_progress(events, 2, ids)
     assert [r["completed"] for r in p[0]] == [False, True, False]
     assert [r["completed"] for r in p[1]] == [False, True, True]
-    assert p[1][2] == {"id": "win_game_after_first_loss", "tier": 200, "points": 200,
-                       "text": "Win the game after losing the first round", "completed": True, "progress": "1/1"}
+    assert p[1][2] == {
+        "id": "win_game_after_first_loss",
+        "tier": 200,
+        "points": 200,
+        "text": "Win the game after losing the first round",
+        "completed": True,
+        "progress": "1/1",
+    }
     assert acc.challenge_payouts(events, 2, ids) == {0: 100, 1: 300}
     # the same game cut short: nothing is paid
     assert acc.challenge_payouts(events[:-1], 2, ids) == {0: 0, 1: 0}

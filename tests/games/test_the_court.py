@@ -80,11 +80,14 @@ def test_options_defaults_and_round_trip():
         assert g.options_from_dict(g.options_to_dict(o)) == o
 
 
-@pytest.mark.parametrize(("d", "needle"), [
-    ({"mode": "coop"}, "must be one of"),
-    ({"mode": 3}, "must be one of"),
-    ({"players": 2}, "unknown option"),
-])
+@pytest.mark.parametrize(
+    ("d", "needle"),
+    [
+        ({"mode": "coop"}, "must be one of"),
+        ({"mode": 3}, "must be one of"),
+        ({"players": 2}, "unknown option"),
+    ],
+)
 def test_options_validation(d, needle):
     with pytest.raises(InvalidOptions, match=needle):
         g.options_from_dict(d)
@@ -121,8 +124,14 @@ def test_missing_decks_are_shuffled_from_the_seed():
 
 def test_empty_deck_ends_at_once():
     s = g.new_game(opts(), 0, [[]])
-    assert g.is_terminal(s) and g.result(s) == {"scores": [0], "combined": 0, "target": 56, "won": False,
-                                                  "winners": [], "finished": True}
+    assert g.is_terminal(s) and g.result(s) == {
+        "scores": [0],
+        "combined": 0,
+        "target": 56,
+        "won": False,
+        "winners": [],
+        "finished": True,
+    }
     s = g.new_game(opts("shared"), 0, [[]])
     assert g.is_terminal(s) and g.result(s)["winners"] == [0, 1]
 
@@ -131,8 +140,15 @@ def test_empty_deck_ends_at_once():
 
 
 def test_number_card_equal_rank_and_tower_limit():
-    s = play("solitaire", [["5H", "5D", "9H", "8H", "7H", "2H", "3H", "6H"]],
-             "0 new_tower", "0 place 0", "0 new_tower", "0 new_tower", "0 new_tower")
+    s = play(
+        "solitaire",
+        [["5H", "5D", "9H", "8H", "7H", "2H", "3H", "6H"]],
+        "0 new_tower",
+        "0 place 0",
+        "0 new_tower",
+        "0 new_tower",
+        "0 new_tower",
+    )
     assert towers(s) == [["5H", "5D"], ["9H"], ["8H"], ["7H"]]
     # 2H fits nowhere, 4 towers are open: bank is the only placement
     assert types(s) == ["bank"]
@@ -200,7 +216,9 @@ def test_moat_ties_deploy_the_card_banked_first():
 
 
 def test_deployed_card_is_the_newest_tower():
-    s = play("solitaire", [["2H", "8H", "9H", "KH", "QH"]], "0 bank", "0 new_tower", "0 new_tower", "0 place 0")
+    s = play(
+        "solitaire", [["2H", "8H", "9H", "KH", "QH"]], "0 bank", "0 new_tower", "0 new_tower", "0 place 0"
+    )
     assert towers(s) == [["9H"], ["2H"]]
 
 
@@ -229,14 +247,23 @@ def test_end_penalties_jack_tower_and_moat():
     assert g.result(s)["scores"] == [-14]
     # the finished player's Moat is face up
     v = g.view(s, None)["players"][0]
-    assert v["moat"]["cards"] == ["4H", "2H"] and v["end"] == {"reason": "deck_empty", "tower_penalty": -8,
-                                                                "moat_penalty": -6}
+    assert v["moat"]["cards"] == ["4H", "2H"] and v["end"] == {
+        "reason": "deck_empty",
+        "tower_penalty": -8,
+        "moat_penalty": -6,
+    }
 
 
 def test_result_while_unfinished():
     s = play("solitaire", [["2H", "QH"]])
-    assert g.result(s) == {"scores": [0], "combined": 0, "target": 56, "won": None, "winners": [],
-                           "finished": False}
+    assert g.result(s) == {
+        "scores": [0],
+        "combined": 0,
+        "target": 56,
+        "won": None,
+        "winners": [],
+        "finished": False,
+    }
     s = play("shared", [["2H", "QH"]])
     assert g.result(s)["won"] is None and g.result(s)["target"] is None
 
@@ -343,8 +370,14 @@ def test_mutual_swap_card_nobody_can_place_is_discarded():
 
 
 def test_mutual_swap_automatic_offer_red_to_black_placed_first():
-    s = play("mutual_swap", [["5H", "QH", "2H"], ["6S", "8S", "3S"]],
-             "0 swap false", "1 swap false", "0 bank", "1 new_tower")
+    s = play(
+        "mutual_swap",
+        [["5H", "QH", "2H"], ["6S", "8S", "3S"]],
+        "0 swap false",
+        "1 swap false",
+        "0 bank",
+        "1 new_tower",
+    )
     s, _ = act(s, "0 swap false")
     s, events = act(s, "1 swap false")
     # Red's QH: Red has no tower (5H is banked), Black has 6S: QH goes to Black, placed before Black's 8S
@@ -358,8 +391,14 @@ def test_mutual_swap_automatic_offer_red_to_black_placed_first():
 
 
 def test_mutual_swap_finished_partner_draws_alone_without_vote():
-    s = play("mutual_swap", [["5H"], ["4S", "6S", "QS"]], "0 swap false", "1 swap false", "0 new_tower",
-             "1 new_tower")
+    s = play(
+        "mutual_swap",
+        [["5H"], ["4S", "6S", "QS"]],
+        "0 swap false",
+        "1 swap false",
+        "0 new_tower",
+        "1 new_tower",
+    )
     assert s.players[0].finished
     assert s.phase is g.Phase.PLACE and g.to_act(s) == (1,) and s.pending[0].card == "6S"
     assert g.view(s, None)["turn"] == 1
@@ -404,8 +443,15 @@ def test_shared_own_face_card_is_placed_by_the_drawer_and_turn_passes():
     s = play("shared", [["5H", "QD", "9S", "2C"]], "0 draw deck", "0 new_tower", "1 draw deck")
     # QD is Red's, drawn by Black: handed to Red
     assert g.to_act(s) == (0,) and s.pending[0].owner == 0
-    s = play("shared", [["5H", "6S", "QD", "2C", "QS"]], "0 draw deck", "0 new_tower", "1 draw deck", "1 new_tower",
-             "0 draw deck")
+    s = play(
+        "shared",
+        [["5H", "6S", "QD", "2C", "QS"]],
+        "0 draw deck",
+        "0 new_tower",
+        "1 draw deck",
+        "1 new_tower",
+        "0 draw deck",
+    )
     assert g.to_act(s) == (0,) and s.players[0].skips == 0
     s, _ = act(s, "0 place 0")
     assert s.players[0].score == 15 and g.to_act(s) == (1,)
@@ -414,17 +460,38 @@ def test_shared_own_face_card_is_placed_by_the_drawer_and_turn_passes():
 def test_shared_pile_draw_needs_a_legal_placement():
     # Black has 4 towers topped 9 9 T T; Red discards 8D... build: Black's only way to refuse is tops above
     deck = ["2H", "9S", "3H", "9C", "4H", "TS", "5H", "TC", "6H", "8C", "7H", "QS", "QH"]
-    s = play("shared", [deck], "0 draw deck", "0 new_tower", "1 draw deck", "1 new_tower",
-             "0 draw deck", "0 place 0", "1 draw deck", "1 new_tower", "0 draw deck", "0 place 0",
-             "1 draw deck", "1 new_tower", "0 draw deck", "0 place 0", "1 draw deck", "1 new_tower",
-             "0 draw deck", "0 place 0", "1 draw deck")
+    s = play(
+        "shared",
+        [deck],
+        "0 draw deck",
+        "0 new_tower",
+        "1 draw deck",
+        "1 new_tower",
+        "0 draw deck",
+        "0 place 0",
+        "1 draw deck",
+        "1 new_tower",
+        "0 draw deck",
+        "0 place 0",
+        "1 draw deck",
+        "1 new_tower",
+        "0 draw deck",
+        "0 place 0",
+        "1 draw deck",
+        "1 new_tower",
+        "0 draw deck",
+        "0 place 0",
+        "1 draw deck",
+    )
     # Black drew 8C with 4 towers above it: to the pile
     assert types(s) == ["discard"]
     s, events = act(s, "1 discard")
     assert s.pile == ("8C",) and events[0].data["to"] == "pile"
     # Red (tower 2H..6H) can take 8C from the pile
-    assert legal_json(s) == [{"type": "draw", "player": 0, "source": "deck"},
-                             {"type": "draw", "player": 0, "source": "pile"}]
+    assert legal_json(s) == [
+        {"type": "draw", "player": 0, "source": "deck"},
+        {"type": "draw", "player": 0, "source": "pile"},
+    ]
     s, _ = act(s, "0 draw deck")  # 7H
     s, _ = act(s, "0 place 0")
     # Black may not take 8C: it cannot place it
@@ -436,10 +503,26 @@ def test_shared_equal_scores_share_and_no_moat():
     s = play("shared", [["5H", "5S", "QH", "QS"]], "0 draw deck")
     assert types(s) == ["new_tower"]
     assert "no Moat" in illegal(s, "0 bank")
-    s = play("shared", [["5H", "5S", "QH", "QS"]], "0 draw deck", "0 new_tower", "1 draw deck", "1 new_tower",
-             "0 draw deck", "0 place 0", "1 draw deck", "1 place 0")
-    assert g.result(s) == {"scores": [15, 15], "combined": 30, "target": None, "won": None,
-                           "winners": [0, 1], "finished": True}
+    s = play(
+        "shared",
+        [["5H", "5S", "QH", "QS"]],
+        "0 draw deck",
+        "0 new_tower",
+        "1 draw deck",
+        "1 new_tower",
+        "0 draw deck",
+        "0 place 0",
+        "1 draw deck",
+        "1 place 0",
+    )
+    assert g.result(s) == {
+        "scores": [15, 15],
+        "combined": 30,
+        "target": None,
+        "won": None,
+        "winners": [0, 1],
+        "finished": True,
+    }
 
 
 def test_shared_draws_are_public():
@@ -469,16 +552,19 @@ def test_game_over_and_not_your_turn():
         g.apply(s, 0, ("keep",))
 
 
-@pytest.mark.parametrize(("d", "needle"), [
-    ({"type": "fly", "player": 0}, "unknown action type"),
-    ({"player": 0}, "unknown action type"),
-    ({"type": "place", "player": 0}, "tower"),
-    ({"type": "place", "player": 0, "tower": True}, "tower"),
-    ({"type": "place", "player": 0, "tower": 4}, "tower"),
-    ({"type": "swap", "player": 0, "agree": "yes"}, "agree"),
-    ({"type": "draw", "player": 0}, "source"),
-    ({"type": "draw", "player": 0, "source": "discard"}, "source"),
-])
+@pytest.mark.parametrize(
+    ("d", "needle"),
+    [
+        ({"type": "fly", "player": 0}, "unknown action type"),
+        ({"player": 0}, "unknown action type"),
+        ({"type": "place", "player": 0}, "tower"),
+        ({"type": "place", "player": 0, "tower": True}, "tower"),
+        ({"type": "place", "player": 0, "tower": 4}, "tower"),
+        ({"type": "swap", "player": 0, "agree": "yes"}, "agree"),
+        ({"type": "draw", "player": 0}, "source"),
+        ({"type": "draw", "player": 0, "source": "discard"}, "source"),
+    ],
+)
 def test_malformed_actions(d, needle):
     with pytest.raises(InvalidAction, match=needle):
         g.action_from_json(d)
@@ -509,7 +595,9 @@ def test_emit_false_returns_no_events_and_same_state():
 
 # --------------------------------------------------------------------------- property tests
 
-ALL_ACTIONS = sorted({(k, 0) for k in range(11)} | {(g.PLACE, i) for i in range(4)} | {(g.SWAP, 1), (g.DRAW, 1)})
+ALL_ACTIONS = sorted(
+    {(k, 0) for k in range(11)} | {(g.PLACE, i) for i in range(4)} | {(g.SWAP, 1), (g.DRAW, 1)}
+)
 
 
 def _random_run(mode: str, seed: int, picks: list[int]):

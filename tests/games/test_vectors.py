@@ -41,9 +41,16 @@ def test_console_script_runs_all_vectors():
 
 def test_invalid_deck_is_reported(tmp_path):
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"game": "queens_court", "options": {"players": 2},
-                               "decks": [["5H", "5H", "2C", "3C", "4C", "6C", "7C", "8C", "9C", "TC"]],
-                               "actions": []}))
+    bad.write_text(
+        json.dumps(
+            {
+                "game": "queens_court",
+                "options": {"players": 2},
+                "decks": [["5H", "5H", "2C", "3C", "4C", "6C", "7C", "8C", "9C", "TC"]],
+                "actions": [],
+            }
+        )
+    )
     out, code = run_file(bad)
     assert code == 2 and "repeats" in out["invalid"]
     bad.write_text(json.dumps({"game": "nope", "actions": []}))

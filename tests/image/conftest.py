@@ -64,11 +64,15 @@ def docker_host(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         return
     podman = shutil.which("podman")
     if podman is None:
-        pytest.fail("podman is not installed and DOCKER_HOST is unset (deploy/images/setup-podman.sh)",
-                    pytrace=False)
+        pytest.fail(
+            "podman is not installed and DOCKER_HOST is unset (deploy/images/setup-podman.sh)", pytrace=False
+        )
     sock = tmp_path_factory.mktemp("engine") / "podman.sock"
-    proc = subprocess.Popen([podman, "system", "service", "--time=0", f"unix://{sock}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [podman, "system", "service", "--time=0", f"unix://{sock}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         _wait_for_socket(sock, proc, 30)
         os.environ["DOCKER_HOST"] = f"unix://{sock}"
@@ -90,12 +94,19 @@ def court_image() -> str:
     for candidate in (ref, f"localhost/{ref}"):
         if _image_exists(cli, candidate):
             return candidate
-    pytest.fail(f"the service image {ref} is not built: run `make image` (or `make image-test`)", pytrace=False)
+    pytest.fail(
+        f"the service image {ref} is not built: run `make image` (or `make image-test`)", pytrace=False
+    )
 
 
 def _build(cli: str, tag: str, containerfile: Path, context: Path, *args: str) -> None:
-    done = subprocess.run([cli, "build", "--network", "host", "-f", str(containerfile), "-t", tag, *args,
-                           str(context)], capture_output=True, text=True, timeout=900, check=False)
+    done = subprocess.run(
+        [cli, "build", "--network", "host", "-f", str(containerfile), "-t", tag, *args, str(context)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert done.returncode == 0, f"building {tag} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
 
 
@@ -116,11 +127,24 @@ def postgres_image(tmp_path_factory: pytest.TempPathFactory, court_image: str) -
     which is the same Debian release), with deploy/'s init.sql applied."""
     cli = engine_cli()
     base = os.environ.get("COURT_TEST_BASE") or next(
-        (b for b in ("localhost/court-base:bookworm", "python:3.11.14-slim-bookworm") if _image_exists(cli, b)),
-        None)
+        (
+            b
+            for b in ("localhost/court-base:bookworm", "python:3.11.14-slim-bookworm")
+            if _image_exists(cli, b)
+        ),
+        None,
+    )
     assert base, "no Debian base image: `make image` builds localhost/court-base:bookworm"
     context = tmp_path_factory.mktemp("postgres-image")
     shutil.copy2(REPO / "deploy" / "base" / "postgres" / "init.sql", context / "init.sql")
-    _build(cli, POSTGRES_IMAGE, HERE / "postgres.Containerfile", context, "--build-arg", f"BASE={base}",
-           "--build-arg", f"PASSWORD={POSTGRES_PASSWORD}")
+    _build(
+        cli,
+        POSTGRES_IMAGE,
+        HERE / "postgres.Containerfile",
+        context,
+        "--build-arg",
+        f"BASE={base}",
+        "--build-arg",
+        f"PASSWORD={POSTGRES_PASSWORD}",
+    )
     return POSTGRES_IMAGE

@@ -22,7 +22,7 @@ from typing import Any
 import grpc
 import pytest
 from court_client import LobbyClient, RankingClient, RulesClient
-from court_kit.structs import to_dict
+from court_kit import typed
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.fixtures import keys
@@ -58,10 +58,19 @@ class Deployment:
 
     def court(self, alias: str, command: list[str], **env: str) -> Any:
         """A container of the service image, locked down as the Kubernetes manifests run it."""
-        c = self.container(self.image, alias).with_command(command).with_kwargs(
-            read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"], user="10001:10001",
-        ).with_tmpfs_mount("/tmp").with_tmpfs_mount("/var/lib/court").with_volume_mapping(
-            str(keys.FOLDER), KEYS, "ro")
+        c = (
+            self.container(self.image, alias)
+            .with_command(command)
+            .with_kwargs(
+                read_only=True,
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                user="10001:10001",
+            )
+            .with_tmpfs_mount("/tmp")
+            .with_tmpfs_mount("/var/lib/court")
+            .with_volume_mapping(str(keys.FOLDER), KEYS, "ro")
+        )
         base = {
             "COURT_ENV": "prod",
             "COURT_TOKEN_KEYS": f"{KEYS}/{keys.KEY_SET.name}",
@@ -101,7 +110,9 @@ async def wait_serving(address: str, timeout: float = 90) -> None:
         async def watch() -> None:
             while True:
                 try:
-                    async for reply in stub.Watch(health_pb2.HealthCheckRequest(service=""), wait_for_ready=True):
+                    async for reply in stub.Watch(
+                        health_pb2.HealthCheckRequest(service=""), wait_for_ready=True
+                    ):
                         if reply.status == health_pb2.HealthCheckResponse.SERVING:
                             return
                 except grpc.aio.AioRpcError as err:
@@ -126,7 +137,9 @@ def run_once(deployment: Deployment, alias: str, command: list[str], **env: str)
 
 
 @pytest.fixture
-def deployment(docker_host: str, court_image: str, nats_image: str, postgres_image: str) -> Iterator[Deployment]:
+def deployment(
+    docker_host: str, court_image: str, nats_image: str, postgres_image: str
+) -> Iterator[Deployment]:
     # The test keys are root's; the services run as uid 10001 and read them through the mount.
     os.chmod(keys.FOLDER, 0o755)
     for path in keys.FOLDER.iterdir():
@@ -154,21 +167,30 @@ async def play_seat(client: RulesClient, game_id: str, seat: int, rng: random.Ra
     raise AssertionError(f"the watch of game {game_id} ended before the game did")
 
 
-
-
 async def test_a_full_online_game_through_the_containers(deployment: Deployment):
     d = deployment
     from testcontainers.core.wait_strategies import LogMessageWaitStrategy
 
-    d.start(d.container(d.nats_image, "nats").with_exposed_ports(4222)
-            .waiting_for(LogMessageWaitStrategy("Server is ready").with_startup_timeout(60)))
-    d.start(d.container(d.postgres_image, "postgres").with_exposed_ports(5432)
-            .waiting_for(LogMessageWaitStrategy("ready to accept connections").with_startup_timeout(60)))
+    d.start(
+        d.container(d.nats_image, "nats")
+        .with_exposed_ports(4222)
+        .waiting_for(LogMessageWaitStrategy("Server is ready").with_startup_timeout(60))
+    )
+    d.start(
+        d.container(d.postgres_image, "postgres")
+        .with_exposed_ports(5432)
+        .waiting_for(LogMessageWaitStrategy("ready to accept connections").with_startup_timeout(60))
+    )
 
     # The release's migration step, once per database (the lobby-migrate / ranking-migrate Jobs).
     for service in ("lobby", "ranking"):
-        code, logs = run_once(d, f"{service}-migrate", [f"court-{service}", "migrate"],
-                              COURT_DATABASE_URL=d.database_url(service), **signing_env(service))
+        code, logs = run_once(
+            d,
+            f"{service}-migrate",
+            [f"court-{service}", "migrate"],
+            COURT_DATABASE_URL=d.database_url(service),
+            **signing_env(service),
+        )
         assert code == 0, f"court-{service} migrate failed:\n{logs[-3000:]}"
 
     services = {}
@@ -180,8 +202,9 @@ async def test_a_full_online_game_through_the_containers(deployment: Deployment)
     ):
         port = PORTS[name]
         env = {**env, **signing_env(name)}
-        c = d.court(name, [f"court-{name}"], COURT_LISTEN=f"0.0.0.0:{port}", COURT_METRICS_LISTEN="",
-                    **env).with_exposed_ports(port)
+        c = d.court(
+            name, [f"court-{name}"], COURT_LISTEN=f"0.0.0.0:{port}", COURT_METRICS_LISTEN="", **env
+        ).with_exposed_ports(port)
         services[name] = d.start(c)
     addresses = {name: d.address(c, PORTS[name]) for name, c in services.items()}
     await asyncio.gather(*(wait_serving(a) for a in addresses.values()))
@@ -200,21 +223,28 @@ async def test_a_full_online_game_through_the_containers(deployment: Deployment)
     seats = {s.player_id: s.seat for s in started.seats}
     assert set(seats) == {ann.account.player_id, bob.account.player_id, "bot:heuristic"}, seats
 
-    async with (RulesClient(addresses["rules"], ann.token) as ann_rules,
-                RulesClient(addresses["rules"], bob.token) as bob_rules):
-        finals = await asyncio.wait_for(asyncio.gather(
-            play_seat(ann_rules, game_id, seats[ann.account.player_id], random.Random(1)),
-            play_seat(bob_rules, game_id, seats[bob.account.player_id], random.Random(2))), 300)
+    async with (
+        RulesClient(addresses["rules"], ann.token) as ann_rules,
+        RulesClient(addresses["rules"], bob.token) as bob_rules,
+    ):
+        finals = await asyncio.wait_for(
+            asyncio.gather(
+                play_seat(ann_rules, game_id, seats[ann.account.player_id], random.Random(1)),
+                play_seat(bob_rules, game_id, seats[bob.account.player_id], random.Random(2)),
+            ),
+            300,
+        )
     assert all(v.finished for v in finals)
 
     # What the game pays, from its full history (the analytics role), against the ranking service.
     async with RulesClient(addresses["rules"], keys.token("analyst", "analytics")) as analyst:
         history = await analyst.history(game_id)
-    assert any(m.player == "bot:heuristic" or m.seat == seats["bot:heuristic"] for m in history.moves), \
+    assert any(m.player == "bot:heuristic" or m.seat == seats["bot:heuristic"] for m in history.moves), (
         "the bot service played its seat"
-    events = [to_dict(e) for e in history.created_events]
+    )
+    events = [typed.event_from_proto(e) for e in history.created_events]
     for m in history.moves:
-        events.extend(to_dict(e) for e in m.events)
+        events.extend(typed.event_from_proto(e) for e in m.events)
     bots = [False] * 3
     bots[seats["bot:heuristic"]] = True
     want = expected_changes(events, 3, ANTE, history.seed, bots=bots)

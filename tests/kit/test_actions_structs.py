@@ -49,18 +49,21 @@ def test_submit_only_forms_convert_too() -> None:
     assert ka.to_json(ka.from_json("the_court", draw)) == draw
 
 
-@pytest.mark.parametrize(("game", "bad", "needle"), [
-    ("hearts", {"type": "fold"}, "unknown hearts action type"),
-    ("hearts", {"type": "play", "card": 7}, "must be a string"),
-    ("hearts", {"type": "pass", "cards": "QS"}, "list of cards"),
-    ("queens_court", {"type": "play", "card": "5H", "target": 0, "pile": "middle"}, "pile"),
-    ("queens_court", {"type": "play", "card": "5H", "colour": "red"}, "unknown field"),
-    ("the_court", {"type": "swap", "agree": "yes"}, "true or false"),
-    ("court_wars", {"type": "attack", "remove": "all"}, "remove"),
-    ("court_wars", {"type": "place", "court": "Q", "spend": True}, "unknown field"),
-    ("poker", {"type": "bet"}, "unknown game"),
-    ("hearts", ["play"], "JSON object"),
-])
+@pytest.mark.parametrize(
+    ("game", "bad", "needle"),
+    [
+        ("hearts", {"type": "fold"}, "unknown hearts action type"),
+        ("hearts", {"type": "play", "card": 7}, "must be a string"),
+        ("hearts", {"type": "pass", "cards": "QS"}, "list of cards"),
+        ("queens_court", {"type": "play", "card": "5H", "target": 0, "pile": "middle"}, "pile"),
+        ("queens_court", {"type": "play", "card": "5H", "colour": "red"}, "unknown field"),
+        ("the_court", {"type": "swap", "agree": "yes"}, "true or false"),
+        ("court_wars", {"type": "attack", "remove": "all"}, "remove"),
+        ("court_wars", {"type": "place", "court": "Q", "spend": True}, "unknown field"),
+        ("poker", {"type": "bet"}, "unknown game"),
+        ("hearts", ["play"], "JSON object"),
+    ],
+)
 def test_malformed_json_is_invalid_action(game: str, bad: Any, needle: str) -> None:
     with pytest.raises(InvalidAction, match=needle):
         ka.from_json(game, bad)
@@ -74,7 +77,10 @@ def test_empty_typed_actions_are_invalid() -> None:
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**40), 2**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=40),
     lambda inner: st.lists(inner, max_size=6) | st.dictionaries(st.text(max_size=12), inner, max_size=6),
     max_leaves=20,
@@ -90,7 +96,13 @@ def test_fast_struct_encoder_matches_protobuf(d: dict[str, Any]) -> None:
 
 
 def test_to_dict_gives_integers_back() -> None:
-    d = {"seat": 3, "spread": 0, "ratio": 0.5, "cards": ["TH", "QS"], "nested": {"n": [1, 2, {"k": None}]},
-         "flag": False}
+    d = {
+        "seat": 3,
+        "spread": 0,
+        "ratio": 0.5,
+        "cards": ["TH", "QS"],
+        "nested": {"n": [1, 2, {"k": None}]},
+        "flag": False,
+    }
     assert to_dict(to_struct(d)) == d
     assert isinstance(to_dict(to_struct({"n": 7}))["n"], int)

@@ -74,7 +74,9 @@ async def test_a_transient_failure_is_retried_with_the_same_request_id(code):
         await server.stop(None)
 
 
-@pytest.mark.parametrize("code", [C.INTERNAL, C.ABORTED, C.FAILED_PRECONDITION, C.UNKNOWN, C.RESOURCE_EXHAUSTED])
+@pytest.mark.parametrize(
+    "code", [C.INTERNAL, C.ABORTED, C.FAILED_PRECONDITION, C.UNKNOWN, C.RESOURCE_EXHAUSTED]
+)
 async def test_every_other_code_is_the_answer_and_is_never_retried(code):
     servicer = Scripted([code])
     server, addr = await _serve(servicer)
@@ -103,7 +105,9 @@ async def test_the_lobby_keeps_a_backend_s_code_and_only_calls_transient_transie
                     await _register(client, client.stub, "r")
                 seen.append(translate(err.value, "ranking"))
         internal, unavailable, late = seen
-        assert isinstance(internal, RemoteError) and internal.code == C.INTERNAL  # never rewritten as UNAVAILABLE
+        assert (
+            isinstance(internal, RemoteError) and internal.code == C.INTERNAL
+        )  # never rewritten as UNAVAILABLE
         assert unavailable.code == C.UNAVAILABLE and late.code == C.UNAVAILABLE
     finally:
         await server.stop(None)

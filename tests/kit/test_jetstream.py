@@ -36,7 +36,9 @@ async def test_streams_kv_direct_get_and_publisher(tmp_path: Path) -> None:
         js = nc.jetstream()
         await kjs.ensure_stream(js, StreamConfig(name="T", subjects=["t.>"], allow_direct=True))
         await kjs.ensure_stream(js, StreamConfig(name="T", subjects=["t.>"], allow_direct=True))  # idempotent
-        await kjs.ensure_stream(js, StreamConfig(name="T", subjects=["t.>", "u.>"], allow_direct=True))  # update
+        await kjs.ensure_stream(
+            js, StreamConfig(name="T", subjects=["t.>", "u.>"], allow_direct=True)
+        )  # update
         assert sorted((await js.stream_info("T")).config.subjects) == ["t.>", "u.>"]
         kvc = kjs.kv_config("court_test", description="t", environ={}, default=kjs.Limits(max_bytes=kjs.MiB))
         kv = await kjs.ensure_kv(js, kvc)
@@ -45,8 +47,9 @@ async def test_streams_kv_direct_get_and_publisher(tmp_path: Path) -> None:
         assert (await js.stream_info("KV_court_test")).config.max_bytes == kjs.MiB, "buckets are bounded too"
 
         pub = kjs.Publisher(nc)
-        acks = await pub.publish_all([(f"t.g.{i % 3}", f"m{i}".encode(), {"Nats-Msg-Id": f"id{i}"})
-                                      for i in range(10)])
+        acks = await pub.publish_all(
+            [(f"t.g.{i % 3}", f"m{i}".encode(), {"Nats-Msg-Id": f"id{i}"}) for i in range(10)]
+        )
         assert len(acks) == 10
         again = await pub.publish_all([("t.g.0", b"m0", {"Nats-Msg-Id": "id0"})])
         assert b'"duplicate":true' in again[0].replace(b" ", b""), "Nats-Msg-Id de-duplicates"

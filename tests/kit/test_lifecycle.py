@@ -70,6 +70,7 @@ class HealthWatch:
 
     async def until(self, status: int, timeout: float) -> float:
         """Seconds (monotonic clock) at which ``status`` was reported."""
+
         async def loop() -> float:
             while True:
                 reply = await self.call.read()
@@ -94,21 +95,22 @@ async def channel(address: str) -> AsyncIterator[grpc.aio.Channel]:
 
 
 async def wait_serving(ch: grpc.aio.Channel, name: str = "", timeout: float = 60) -> None:
-    reply = await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(service=name),
-                                                       wait_for_ready=True, timeout=timeout)
+    reply = await health_pb2_grpc.HealthStub(ch).Check(
+        health_pb2.HealthCheckRequest(service=name), wait_for_ready=True, timeout=timeout
+    )
     assert reply.status == SERVING
 
 
 async def status_of(ch: grpc.aio.Channel, name: str) -> int:
-    return (await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(service=name), timeout=5)).status
+    return (
+        await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(service=name), timeout=5)
+    ).status
 
 
 def _opts(d: dict[str, Any]) -> Any:
-    from google.protobuf import struct_pb2
+    from court_kit import typed
 
-    st = struct_pb2.Struct()
-    st.update(d)
-    return st
+    return typed.options_to_proto("queens_court", d)
 
 
 # ---------------------------------------------------------------------------------------- signals
@@ -143,8 +145,12 @@ def test_sigterm_while_waiting_for_the_database_at_start_up(spawn: Any, tmp_path
         url = f"postgresql+psycopg://court@127.0.0.1:{silent.getsockname()[1]}/court"
         s = spawn("lobby", {"COURT_DATABASE_URL": url, "COURT_ENV": "dev"}, pid1=True)
         deadline = time.monotonic() + 30
-        while not any("ESTAB" in line for line in subprocess.run(
-                ["ss", "-tn", f"sport = :{silent.getsockname()[1]}"], capture_output=True, text=True).stdout.splitlines()):
+        while not any(
+            "ESTAB" in line
+            for line in subprocess.run(
+                ["ss", "-tn", f"sport = :{silent.getsockname()[1]}"], capture_output=True, text=True
+            ).stdout.splitlines()
+        ):
             assert time.monotonic() < deadline and s.proc.poll() is None, s.log_path.read_text()[-2000:]
             time.sleep(0.02)  # no event says "connected"; ss shows the established connection
         took, rc = s.terminate_and_time()
@@ -159,23 +165,43 @@ async def test_sigterm_lets_an_in_flight_call_finish(spawn: Any, nats: BinaryNat
     new calls are refused, and the process is gone within the limit."""
     rules = spawn("rules", {"COURT_NATS_URL": nats.url})
     metrics_port = free_port()
-    bot = spawn("bot", {"COURT_NATS_URL": nats.url, "COURT_RULES_ADDR": f"127.0.0.1:{rules.port}",
-                        "COURT_BOT_BUDGET_EXPERT_MS": "3000", "COURT_METRICS_LISTEN": f"127.0.0.1:{metrics_port}"})
+    bot = spawn(
+        "bot",
+        {
+            "COURT_NATS_URL": nats.url,
+            "COURT_RULES_ADDR": f"127.0.0.1:{rules.port}",
+            "COURT_BOT_BUDGET_EXPERT_MS": "3000",
+            "COURT_METRICS_LISTEN": f"127.0.0.1:{metrics_port}",
+        },
+    )
     md = (("authorization", f"Bearer {keys.token('ann', 'player')}"),)
     async with channel(rules.address) as rch, channel(bot.address) as bch:
         await wait_serving(rch)
         await wait_serving(bch)
         created = await rules_pb2_grpc.RulesServiceStub(rch).CreateGame(
-            rules_pb2.CreateGameRequest(request_id="g1", game="queens_court", seats=["ann", "bot:random",
-                                                                               "bot:random"], options=_opts({"players": 3})),
-            metadata=(("authorization", f"Bearer {keys.token('lobby', 'service')}"),), timeout=30)
+            rules_pb2.CreateGameRequest(
+                request_id="g1",
+                game="queens_court",
+                seats=["ann", "bot:random", "bot:random"],
+                options=_opts({"players": 3}),
+            ),
+            metadata=(("authorization", f"Bearer {keys.token('lobby', 'service')}"),),
+            timeout=30,
+        )
         stub = bot_pb2_grpc.BotServiceStub(bch)
         t_call = time.monotonic()
-        call = asyncio.ensure_future(stub.Suggest(bot_pb2.SuggestRequest(game_id=created.game_id, seat=0,
-                                                                         level="expert"), metadata=md, timeout=30))
+        call = asyncio.ensure_future(
+            stub.Suggest(
+                bot_pb2.SuggestRequest(game_id=created.game_id, seat=0, level="expert"),
+                metadata=md,
+                timeout=30,
+            )
+        )
         url = f"http://127.0.0.1:{metrics_port}/metrics"
         pattern = re.compile(r'court_grpc_in_flight\{method="/court.bot.v1.BotService/Suggest"\} 1\.0')
-        while not pattern.search(await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read().decode())):
+        while not pattern.search(
+            await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=5).read().decode())
+        ):
             assert not call.done(), call
             await asyncio.sleep(0.02)  # the in-flight gauge is the event; it is read over HTTP
         t_term = time.monotonic()
@@ -184,13 +210,18 @@ async def test_sigterm_lets_an_in_flight_call_finish(spawn: Any, nats: BinaryNat
         t_answer = time.monotonic()
         assert answer.action.WhichOneof("game") == "queens_court" and answer.seq == 0
         with pytest.raises(grpc.aio.AioRpcError) as info:
-            await stub.Suggest(bot_pb2.SuggestRequest(game_id=created.game_id, seat=0, level="random"),
-                               metadata=md, timeout=5)
+            await stub.Suggest(
+                bot_pb2.SuggestRequest(game_id=created.game_id, seat=0, level="random"),
+                metadata=md,
+                timeout=5,
+            )
         assert info.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
     rc = await asyncio.to_thread(bot.proc.wait, STOP_LIMIT + 5)
     t_exit = time.monotonic()
-    print(f"\nbot: Suggest in flight {t_term - t_call:.2f}s before SIGTERM, answered {t_answer - t_term:.2f}s "
-          f"after it; process gone {t_exit - t_term:.2f}s after SIGTERM (rc {rc})")
+    print(
+        f"\nbot: Suggest in flight {t_term - t_call:.2f}s before SIGTERM, answered {t_answer - t_term:.2f}s "
+        f"after it; process gone {t_exit - t_term:.2f}s after SIGTERM (rc {rc})"
+    )
     assert rc == 0 and t_exit - t_term < STOP_LIMIT
     took, rc = rules.terminate_and_time()
     print(f"rules: idle, SIGTERM to exit {took:.2f}s (rc {rc})")
@@ -248,8 +279,10 @@ async def test_readiness_follows_nats_closed_or_hung_liveness_does_not(spawn: An
     for what, down, up in figures:
         print(f"\nrules, NATS {what}: NOT_SERVING after {down:.1f}s, SERVING {up:.1f}s after NATS came back")
         assert down < FLIP_LIMIT and up < FLIP_LIMIT
-    print(f"rules: {len(down_lines)} log lines in {outage:.1f}s of NATS outage: "
-          f"{sorted({x['event'] for x in down_lines})}")
+    print(
+        f"rules: {len(down_lines)} log lines in {outage:.1f}s of NATS outage: "
+        f"{sorted({x['event'] for x in down_lines})}"
+    )
     assert len(down_lines) <= 8, [x["event"] for x in down_lines]
     took, rc = rules.terminate_and_time()
     print(f"rules: SIGTERM to exit {took:.2f}s")
@@ -301,8 +334,10 @@ async def test_readiness_follows_a_hung_database(spawn: Any) -> None:
     when the proxy forwards again; liveness stays SERVING."""
     pg = os.environ.get("COURT_TEST_POSTGRES_URL")
     if not pg:  # a skipped backend would pass for a tested one (tests/storage/db.py does the same)
-        pytest.fail("COURT_TEST_POSTGRES_URL is not set: make test starts a PostgreSQL server and sets it",
-                    pytrace=False)
+        pytest.fail(
+            "COURT_TEST_POSTGRES_URL is not set: make test starts a PostgreSQL server and sets it",
+            pytrace=False,
+        )
     from sqlalchemy.engine import make_url
 
     u = make_url(pg)
@@ -311,11 +346,14 @@ async def test_readiness_follows_a_hung_database(spawn: Any) -> None:
     db = f"court_ready_{os.getpid()}_{free_port()}"
     import psycopg
 
-    with psycopg.connect(u.set(drivername="postgresql").render_as_string(hide_password=False),
-                         autocommit=True) as admin:
+    with psycopg.connect(
+        u.set(drivername="postgresql").render_as_string(hide_password=False), autocommit=True
+    ) as admin:
         admin.execute(f"CREATE DATABASE {db}")
     url = u.set(drivername="postgresql+psycopg", host="127.0.0.1", port=proxy.port, database=db)
-    lobby = spawn("lobby", {"COURT_DATABASE_URL": url.render_as_string(hide_password=False), "COURT_ENV": "dev"})
+    lobby = spawn(
+        "lobby", {"COURT_DATABASE_URL": url.render_as_string(hide_password=False), "COURT_ENV": "dev"}
+    )
     try:
         async with channel(lobby.address) as ch:
             await wait_serving(ch)
@@ -329,8 +367,10 @@ async def test_readiness_follows_a_hung_database(spawn: Any) -> None:
             proxy.forwarding.set()
             t_up = await ready.until(SERVING, FLIP_LIMIT)
             ready.cancel()
-        print(f"\nlobby, PostgreSQL hung: NOT_SERVING after {t_down - t0:.1f}s, SERVING {t_up - t1:.1f}s after it "
-              "answered again")
+        print(
+            f"\nlobby, PostgreSQL hung: NOT_SERVING after {t_down - t0:.1f}s, SERVING {t_up - t1:.1f}s after it "
+            "answered again"
+        )
         took, rc = lobby.terminate_and_time()
         print(f"lobby: SIGTERM to exit {took:.2f}s")
         assert rc == 0 and took < STOP_LIMIT

@@ -17,7 +17,8 @@ import grpc
 import pytest
 from court_games.core import IllegalAction, InvalidAction, InvalidOptions, NotYourTurn
 from court_kit import errors
-from court_kit.metrics import start_metrics_server
+from court_kit import logging as klog
+from court_kit.metrics import GRPC, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, current_identity
 from court_kit.settings import ConfigError
 from court_kit.tokens import Signer, Verifier, issue_token
@@ -46,6 +47,13 @@ class Probe(rules_pb2_grpc.RulesServiceServicer):
         if request.game_id in RAISES:
             raise RAISES[request.game_id]
         ident = current_identity()
+        if request.game_id.startswith("g-log"):
+            # what a log line written now carries, then what this handler binds (as the servicer does)
+            context_now = klog.bound()
+            klog.bind(game_id=request.game_id)
+            return rules_pb2.GameView(
+                game_id=request.game_id, seats=[f"{k}={v}" for k, v in context_now.items()]
+            )
         return rules_pb2.GameView(game_id=request.game_id, seats=[ident.sub, ident.role])
 
     async def WatchGame(self, request: Any, context: Any) -> Any:
@@ -55,7 +63,9 @@ class Probe(rules_pb2_grpc.RulesServiceServicer):
 
 @pytest.fixture
 async def probe_server() -> Any:
-    server, port = create_server("127.0.0.1:0", interceptors=[EdgeInterceptor(Verifier(keys.KEY_SET, "court-rules"))])
+    server, port = create_server(
+        "127.0.0.1:0", interceptors=[EdgeInterceptor(Verifier(keys.KEY_SET, "court-rules"))]
+    )
     rules_pb2_grpc.add_RulesServiceServicer_to_server(Probe(), server)
     health = await add_health_and_reflection(server, ["court.rules.v1.RulesService"])
     await server.start()
@@ -71,11 +81,17 @@ def _md(sub: str = "alice", role: str = "player") -> tuple[tuple[str, str], ...]
 
 async def test_errors_map_to_status_codes_once(probe_server: Any) -> None:
     stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
-    expected = {"g-illegal": grpc.StatusCode.FAILED_PRECONDITION, "g-turn": grpc.StatusCode.FAILED_PRECONDITION,
-                "g-malformed": grpc.StatusCode.INVALID_ARGUMENT, "g-options": grpc.StatusCode.INVALID_ARGUMENT,
-                "g-missing": grpc.StatusCode.NOT_FOUND, "g-race": grpc.StatusCode.ABORTED,
-                "g-seat": grpc.StatusCode.PERMISSION_DENIED, "g-down": grpc.StatusCode.UNAVAILABLE,
-                "g-bug": grpc.StatusCode.INTERNAL}
+    expected = {
+        "g-illegal": grpc.StatusCode.FAILED_PRECONDITION,
+        "g-turn": grpc.StatusCode.FAILED_PRECONDITION,
+        "g-malformed": grpc.StatusCode.INVALID_ARGUMENT,
+        "g-options": grpc.StatusCode.INVALID_ARGUMENT,
+        "g-missing": grpc.StatusCode.NOT_FOUND,
+        "g-race": grpc.StatusCode.ABORTED,
+        "g-seat": grpc.StatusCode.PERMISSION_DENIED,
+        "g-down": grpc.StatusCode.UNAVAILABLE,
+        "g-bug": grpc.StatusCode.INTERNAL,
+    }
     for gid, code in expected.items():
         with pytest.raises(grpc.aio.AioRpcError) as info:
             await stub.GetView(rules_pb2.GetViewRequest(game_id=gid), metadata=_md())
@@ -96,9 +112,71 @@ async def test_errors_map_to_status_codes_once(probe_server: Any) -> None:
     assert items == [1] and info.value.code() == grpc.StatusCode.PERMISSION_DENIED
 
 
+async def test_each_call_logs_with_its_own_request_id_caller_and_nothing_of_earlier_calls(
+    probe_server: Any,
+) -> None:
+    """The edge binds the request id, method and verified caller at the start of every call; what
+    a handler bound for an earlier call (its game id) is gone."""
+    stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
+    method = "/court.rules.v1.RulesService/GetView"
+    first = await stub.GetView(rules_pb2.GetViewRequest(game_id="g-log-1"), metadata=_md("alice", "player"))
+    assert dict(x.split("=", 1) for x in first.seats) == {
+        "request_id": "req-42",
+        "method": method,
+        "sub": "alice",
+        "role": "player",
+    }
+    md = (("authorization", f"Bearer {keys.token('bob', 'bot')}"), ("x-request-id", "req-43"))
+    second = await stub.GetView(rules_pb2.GetViewRequest(game_id="g-log-2"), metadata=md)
+    assert dict(x.split("=", 1) for x in second.seats) == {
+        "request_id": "req-43",
+        "method": method,
+        "sub": "bob",
+        "role": "bot",
+    }
+    anonymous = await stub.GetView(rules_pb2.GetViewRequest(game_id="g-log-3"), metadata=_md()[:1])
+    rid = dict(x.split("=", 1) for x in anonymous.seats)["request_id"]
+    assert len(rid) == 32 and rid not in ("req-42", "req-43"), (
+        "a call without x-request-id gets an id of its own"
+    )
+
+
+async def test_calls_are_counted_by_method_and_code(probe_server: Any) -> None:
+    """court_grpc_requests_total by code, the handling-time histogram, and in-flight back to 0."""
+    stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
+    stats = GRPC.method("/court.rules.v1.RulesService/GetView")
+    codes, count = dict(stats.codes), stats.count
+    await stub.GetView(rules_pb2.GetViewRequest(game_id="g-fine"), metadata=_md())
+    for gid in ("g-missing", "g-bug"):
+        with pytest.raises(grpc.aio.AioRpcError):
+            await stub.GetView(rules_pb2.GetViewRequest(game_id=gid), metadata=_md())
+    with pytest.raises(grpc.aio.AioRpcError):
+        await stub.GetView(
+            rules_pb2.GetViewRequest(game_id="g-fine"), metadata=(("authorization", "Bearer nope"),)
+        )
+    grown = {c: n - codes.get(c, 0) for c, n in stats.codes.items() if n != codes.get(c, 0)}
+    assert grown == {"OK": 1, "NOT_FOUND": 1, "INTERNAL": 1, "UNAUTHENTICATED": 1}
+    assert stats.count - count == 4 and stats.in_flight == 0
+    assert sum(stats.buckets) == stats.count
+    family = {m.name: m for m in GRPC.collect()}
+    samples = [
+        s
+        for s in family["court_grpc_request_seconds"].samples
+        if s.labels.get("method") == "/court.rules.v1.RulesService/GetView"
+    ]
+    assert [s.value for s in samples if s.name.endswith("_count")] == [stats.count]
+    assert [s.value for s in samples if s.labels.get("le") == "+Inf"] == [stats.count], (
+        "buckets are cumulative"
+    )
+
+
 async def test_missing_or_bad_tokens_are_unauthenticated(probe_server: Any) -> None:
     stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
-    for md in [(), (("authorization", "Bearer nope"),), (("authorization", issue_token(Signer.generate("court-lobby"), "a", "player")),)]:
+    for md in [
+        (),
+        (("authorization", "Bearer nope"),),
+        (("authorization", issue_token(Signer.generate("court-lobby"), "a", "player")),),
+    ]:
         with pytest.raises(grpc.aio.AioRpcError) as info:
             await stub.GetView(rules_pb2.GetViewRequest(game_id="g-fine"), metadata=md)
         assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED and info.value.details()
@@ -131,7 +209,10 @@ async def test_metrics_endpoint_counts_calls(probe_server: Any) -> None:
         stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
         await stub.GetView(rules_pb2.GetViewRequest(game_id="g-fine"), metadata=_md())
         body = await asyncio.to_thread(
-            lambda: urllib.request.urlopen(f"http://127.0.0.1:{metrics.port}/metrics", timeout=5).read().decode())
+            lambda: (
+                urllib.request.urlopen(f"http://127.0.0.1:{metrics.port}/metrics", timeout=5).read().decode()
+            )
+        )
         assert 'court_grpc_requests_total{code="OK",method="/court.rules.v1.RulesService/GetView"}' in body
         assert "court_grpc_request_seconds_bucket" in body
     finally:
@@ -144,11 +225,23 @@ async def test_court_rules_process_serves_and_shuts_down_gracefully(tmp_path: Pa
     nats = make_nats(tmp_path / "nats")
     nats.start()
     port, metrics_port = free_port(), free_port()
-    env = {**os.environ, "COURT_NATS_URL": nats.url, "COURT_LISTEN": f"127.0.0.1:{port}",
-           "COURT_METRICS_LISTEN": f"127.0.0.1:{metrics_port}", **keys.env("rules"),
-           "COURT_LOG_FORMAT": "json", "COURT_SHUTDOWN_GRACE": "5", "COURT_STATE_DIR": str(tmp_path / "state")}
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "court-rules")], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    env = {
+        **os.environ,
+        "COURT_NATS_URL": nats.url,
+        "COURT_LISTEN": f"127.0.0.1:{port}",
+        "COURT_METRICS_LISTEN": f"127.0.0.1:{metrics_port}",
+        **keys.env("rules"),
+        "COURT_LOG_FORMAT": "json",
+        "COURT_SHUTDOWN_GRACE": "5",
+        "COURT_STATE_DIR": str(tmp_path / "state"),
+    }
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "court-rules")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
             health = health_pb2_grpc.HealthStub(ch)
@@ -157,7 +250,9 @@ async def test_court_rules_process_serves_and_shuts_down_gracefully(tmp_path: Pa
             stub = rules_pb2_grpc.RulesServiceStub(ch)
             created = await stub.CreateGame(
                 rules_pb2.CreateGameRequest(request_id="c1", game="queens_court", seats=["a", "b"]),
-                metadata=_md("lobby", "service"), timeout=30)
+                metadata=_md("lobby", "service"),
+                timeout=30,
+            )
             assert created.game_id
             # a health watcher sees NOT_SERVING as soon as the shutdown starts
             watch = health.Watch(health_pb2.HealthCheckRequest(service="court.rules.v1.RulesService"))

@@ -33,8 +33,9 @@ class ServiceProcess:
         folder.mkdir(parents=True, exist_ok=True)
         self.log_path = folder / f"proc-{os.getpid()}-{ServiceProcess._n}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in close()
-        self.proc = subprocess.Popen(argv, env={**os.environ, **env}, cwd=ROOT, stdout=self._log,
-                                     stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            argv, env={**os.environ, **env}, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT
+        )
 
     @property
     def out(self) -> bytes:
@@ -55,7 +56,9 @@ class ServiceProcess:
         deadline = time.monotonic() + timeout
         while (port := self._ready()) is None:
             if time.monotonic() > deadline or self.proc.poll() is not None:
-                raise AssertionError(f"{self.argv} did not start: {self.out.decode(errors='replace')[-3000:]}")
+                raise AssertionError(
+                    f"{self.argv} did not start: {self.out.decode(errors='replace')[-3000:]}"
+                )
             time.sleep(0.05)  # a child process's log file: nothing to wait on but the file
         return port
 

@@ -17,8 +17,10 @@ from typing import Any
 
 import grpc
 import pytest
+from court_kit import actions as kactions
 from court_lobby.saga import Faults
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
+from court_rules.app import RulesApp
 
 from tests.ranking.stack import Stack, fails, rid
 
@@ -47,15 +49,23 @@ async def test_the_host_cancels_an_open_lobby_and_every_member_reads_why(stack: 
     assert done.state == lpb.LOBBY_STATE_CLOSED and done.start_error == "cancelled by the host: Cy has to go"
     for p in players:
         seen = await p.call("GetLobby", lpb.GetLobbyRequest(lobby_id=lid))
-        assert (seen.state, seen.start_error) == (lpb.LOBBY_STATE_CLOSED, "cancelled by the host: Cy has to go")
+        assert (seen.state, seen.start_error) == (
+            lpb.LOBBY_STATE_CLOSED,
+            "cancelled by the host: Cy has to go",
+        )
     listed = await host.call("ListLobbies", lpb.ListLobbiesRequest(game="queens_court"))
     assert lid not in [x.lobby_id for x in listed.lobbies]
     again = await host.call("CancelLobby", req)  # later: the same answer
     assert again.SerializeToString(deterministic=True) == done.SerializeToString(deterministic=True)
-    await fails(C.FAILED_PRECONDITION, host.call("CancelLobby", cancel(lid)), "only an open or starting lobby")
+    await fails(
+        C.FAILED_PRECONDITION, host.call("CancelLobby", cancel(lid)), "only an open or starting lobby"
+    )
     await fails(C.FAILED_PRECONDITION, host.start(lid), "cancelled")
-    await fails(C.FAILED_PRECONDITION, players[2].call("LeaveLobby", lpb.LeaveLobbyRequest(
-        request_id=rid(), lobby_id=lid)), "no longer open")
+    await fails(
+        C.FAILED_PRECONDITION,
+        players[2].call("LeaveLobby", lpb.LeaveLobbyRequest(request_id=rid(), lobby_id=lid)),
+        "no longer open",
+    )
     assert await balances(players) == [1000] * 3
     await clean_audit(stack)
 
@@ -92,40 +102,137 @@ class CancelAt(Faults):
         await self._maybe("after_game", info)
 
 
-@pytest.mark.parametrize(("step", "ranked"), [("before_antes", "void"), ("after_antes", "abandoned"),
-                                              ("after_game", "abandoned")])
+@pytest.mark.parametrize(
+    ("step", "ranked"), [("before_antes", "void"), ("after_antes", "abandoned"), ("after_game", "abandoned")]
+)
 async def test_a_cancel_racing_the_start_saga_refunds_every_ante_once_and_closes_the_lobby(
-        stack: Stack, step: str, ranked: str):
+    stack: Stack, step: str, ranked: str
+):
     players, lid = await full_table(stack)
     host = players[0]
     hook = CancelAt(stack, host, step, "wrong table")
     stack.lobby.starter.faults = hook
     start = lpb.StartGameRequest(request_id=rid(), lobby_id=lid)
-    msg = await fails(C.FAILED_PRECONDITION, host.call("StartGame", start), "cancelled by the host: wrong table")
+    msg = await fails(
+        C.FAILED_PRECONDITION, host.call("StartGame", start), "cancelled by the host: wrong table"
+    )
     assert hook.task is not None
     closed = await hook.task
     assert (closed.state, closed.start_error, closed.game_id) == (
-        lpb.LOBBY_STATE_CLOSED, "cancelled by the host: wrong table", "")
+        lpb.LOBBY_STATE_CLOSED,
+        "cancelled by the host: wrong table",
+        "",
+    )
     seen = await players[2].call("GetLobby", lpb.GetLobbyRequest(lobby_id=lid))
     assert (seen.state, seen.start_error) == (lpb.LOBBY_STATE_CLOSED, "cancelled by the host: wrong table")
     assert await balances(players) == [1000] * 3  # taken (after the antes) and refunded once, or never taken
 
     # the game id the saga fixed: ranking holds it as never paid out, whatever the rules service did
-    kinds = sorted(e.reason for e in await asyncio.to_thread(stack.ranking.store.entries_of_game, hook.game_id))
+    kinds = sorted(
+        e.reason for e in await asyncio.to_thread(stack.ranking.store.entries_of_game, hook.game_id)
+    )
     assert (await asyncio.to_thread(stack.ranking.store.game_status, hook.game_id)) == ranked
     if ranked == "void":
         assert kinds == []  # cancelled before the antes: nothing taken, and a late registration takes nothing
     else:
         assert kinds == ["ante_paid"] * 3 + ["ante_refunded"] * 3
-    if step == "after_game":  # the rules service created it; it stays unranked
-        view = await players[1].rules.get_view(hook.game_id)
-        assert view.game_id == hook.game_id
+    if (
+        step == "after_game"
+    ):  # the rules service created it: closed there, so it takes no move; it stays unranked
+        await assert_closed(players, hook.game_id)
 
     # retries of both calls, with their own request ids, answer the same
     assert await fails(C.FAILED_PRECONDITION, host.call("StartGame", start)) == msg
     again = await host.call("CancelLobby", hook.request)
     assert again.SerializeToString(deterministic=True) == closed.SerializeToString(deterministic=True)
     await clean_audit(stack)
+
+
+async def assert_closed(players: list[Any], game_id: str) -> None:
+    """The rules service's game is closed: every seat's view says so and why, a move is refused."""
+    for p in players:
+        view = await p.rules.get_view(game_id)
+        assert view.game_id == game_id and view.finished and not view.to_act and not view.legal_actions
+        assert "cancelled by the host" in view.result.closed_reason and not view.result.winners
+        move = kactions.from_json("queens_court", {"type": "play", "card": "5H", "target": 0, "pile": "left"})
+        msg = await fails(C.FAILED_PRECONDITION, p.rules.submit(game_id, move, view.your_seat), "was closed")
+        assert "every ante is refunded" in msg
+
+
+class RulesDownAtCancel(CancelAt):
+    """After the game was created the rules service goes away; then the host cancels."""
+
+    def __init__(self, stack: Stack, host: Any, reason: str):
+        super().__init__(stack, host, "after_game", reason)
+        self.rules_address = ""
+
+    async def after_game(self, info: Any) -> None:
+        if self.task is None:
+            self.rules_address = self.stack.rules.address
+            await self.stack.rules.kill()
+        await super().after_game(info)
+
+
+async def test_a_cancel_with_the_rules_service_away_refunds_only_once_the_game_is_closed(stack: Stack):
+    """The cancel's undoing cannot close the game (the rules service is down): nothing is refunded,
+    the lobby stays starting (cancelling); once the rules service is back the sweep closes the game,
+    then refunds every ante once. A live game with its antes back never exists."""
+    players, lid = await full_table(stack)
+    host = players[0]
+    hook = RulesDownAtCancel(stack, host, "wrong table")
+    stack.lobby.starter.faults = hook
+    start = lpb.StartGameRequest(request_id=rid(), lobby_id=lid)
+    starting = asyncio.create_task(host.call("StartGame", start))
+    await eventually(lambda: _marked(stack, lid), "the cancel's mark", timeout=60)
+    drives = stack.lobby.starter.drives
+    for _ in range(3):  # sweeps (every 0.2 s) and the waiting callers try again and again meanwhile
+        await asyncio.sleep(1.0)
+        info = await asyncio.to_thread(stack.lobby.store.lobby, lid)
+        assert info.status == "starting" and info.game_id == hook.game_id, info
+        assert await balances(players) == [1000 - ANTE] * 3  # the game may still be live: nothing back yet
+        kinds = [e.reason for e in await asyncio.to_thread(stack.ranking.store.entries_of_game, hook.game_id)]
+        assert kinds == ["ante_paid"] * 3
+    assert stack.lobby.starter.drives == drives  # no drive ended the saga
+
+    stack.rules = await RulesApp.start(stack.settings("rules", listen=hook.rules_address))
+    await eventually(
+        lambda: _status(stack.lobby.store, lid, ("cancelled",)), "the sweep undoing the start", timeout=60
+    )
+    assert hook.task is not None
+    closed = await _answer(hook.task, host, "CancelLobby", hook.request)
+    assert (closed.state, closed.start_error) == (
+        lpb.LOBBY_STATE_CLOSED,
+        "cancelled by the host: wrong table",
+    )
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await _answer(starting, host, "StartGame", start)
+    assert err.value.code() == C.FAILED_PRECONDITION and "cancelled by the host" in (
+        err.value.details() or ""
+    )
+    await assert_closed(players, hook.game_id)
+    assert await balances(players) == [1000] * 3
+    kinds = sorted(
+        e.reason for e in await asyncio.to_thread(stack.ranking.store.entries_of_game, hook.game_id)
+    )
+    assert kinds == ["ante_paid"] * 3 + ["ante_refunded"] * 3
+    assert (await asyncio.to_thread(stack.ranking.store.game_status, hook.game_id)) == "abandoned"
+    await clean_audit(stack)
+
+
+async def _marked(stack: Stack, lobby_id: str) -> bool:
+    row = await asyncio.to_thread(stack.lobby.store.lobby, lobby_id)
+    return bool(row.start_error and row.start_error.startswith("cancelling: "))
+
+
+async def _answer(task: asyncio.Task, player: Any, method: str, request: Any) -> Any:
+    """The call's answer; one that gave up waiting (UNAVAILABLE) is retried as a client would: the
+    same request id."""
+    try:
+        return await task
+    except grpc.aio.AioRpcError as err:
+        if err.code() != C.UNAVAILABLE:
+            raise
+    return await player.call(method, request)
 
 
 async def test_start_game_and_cancel_lobby_sent_together_end_in_exactly_one_outcome(stack: Stack):
@@ -148,10 +255,13 @@ async def test_start_game_and_cancel_lobby_sent_together_end_in_exactly_one_outc
             if when == "starting":
                 await eventually(lambda: _status(store, lid, ("starting", "started")), "the lobby starting")
             elif when == "registered":
+
                 async def registered() -> bool:
                     info = await asyncio.to_thread(store.lobby, lid)
                     return info.status == "started" or bool(
-                        info.game_id and await asyncio.to_thread(ranking.game_status, info.game_id))
+                        info.game_id and await asyncio.to_thread(ranking.game_status, info.game_id)
+                    )
+
                 await eventually(registered, "ranking holding the game")
             return await host.call("CancelLobby", cancel(lid, f"cancel {when}"))
 
@@ -192,8 +302,13 @@ async def test_court_lobby_cancel_closes_the_hosts_lobby_and_prints_why(stack: S
 
     players, lid = await full_table(stack)
     court = str(Path(sys.executable).parent / "court")
-    env = {"COURT_RANKING_ADDR": stack.ranking.address, "COURT_LOBBY_ADDR": stack.lobby.address,
-           "COURT_RULES_ADDR": stack.rules.address, "COURT_CONFIG_DIR": str(tmp_path / "cfg"), "PATH": "/usr/bin:/bin"}
+    env = {
+        "COURT_RANKING_ADDR": stack.ranking.address,
+        "COURT_LOBBY_ADDR": stack.lobby.address,
+        "COURT_RULES_ADDR": stack.rules.address,
+        "COURT_CONFIG_DIR": str(tmp_path / "cfg"),
+        "PATH": "/usr/bin:/bin",
+    }
 
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([court, "--plain", *args], env=env, capture_output=True, text=True, timeout=120)
@@ -210,4 +325,7 @@ async def test_court_lobby_cancel_closes_the_hosts_lobby_and_prints_why(stack: S
     assert done.returncode == 0, done.stdout + done.stderr
     assert "cancelled by the host: see you tomorrow" in done.stdout, done.stdout
     seen = await players[2].call("GetLobby", lpb.GetLobbyRequest(lobby_id=lid))
-    assert (seen.state, seen.start_error) == (lpb.LOBBY_STATE_CLOSED, "cancelled by the host: see you tomorrow")
+    assert (seen.state, seen.start_error) == (
+        lpb.LOBBY_STATE_CLOSED,
+        "cancelled by the host: see you tomorrow",
+    )

@@ -9,7 +9,7 @@ import random
 import grpc
 import pytest
 from court_client import RulesClient
-from court_kit.structs import to_dict
+from court_kit import typed
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 
 from tests.ranking.stack import Player, Stack, fails, rid
@@ -24,14 +24,16 @@ def resume(p: Player, game_id: str, request_id: str | None = None):
     return p.call("ResumeGame", lpb.ResumeGameRequest(request_id=request_id or rid(), game_id=game_id))
 
 
-async def hearts_vs_bots(stack: Stack, host: Player, others: tuple[Player, ...] = (), limit: int = 100
-                         ) -> lpb.Lobby:
+async def hearts_vs_bots(
+    stack: Stack, host: Player, others: tuple[Player, ...] = (), limit: int = 100
+) -> lpb.Lobby:
     lobby = await host.create_lobby("hearts", {"limit": limit}, online=False)
     for p in others:
         await p.join(lobby.lobby_id)
     for _ in range(4 - 1 - len(others)):
-        await host.call("SetBotSeat", lpb.SetBotSeatRequest(request_id=rid(), lobby_id=lobby.lobby_id,
-                                                            level="heuristic"))
+        await host.call(
+            "SetBotSeat", lpb.SetBotSeatRequest(request_id=rid(), lobby_id=lobby.lobby_id, level="heuristic")
+        )
     return await host.start(lobby.lobby_id)
 
 
@@ -52,14 +54,21 @@ async def test_a_hearts_game_resumes_at_the_start_of_its_hand(stack: Stack):
     view = await ann.rules.get_view(old_id, 0)
     # into the second hand (hand 1), past its passing, and a few plays more
     plays_in_hand_1 = 0
-    while to_dict(view.view)["hand"] < 1 or to_dict(view.view)["phase"] == "pass" or plays_in_hand_1 < 3:
-        if to_dict(view.view)["hand"] >= 1 and to_dict(view.view)["phase"] != "pass":
+    while (
+        typed.view_from_proto(view.view)["hand"] < 1
+        or typed.view_from_proto(view.view)["phase"] == "pass"
+        or plays_in_hand_1 < 3
+    ):
+        if (
+            typed.view_from_proto(view.view)["hand"] >= 1
+            and typed.view_from_proto(view.view)["phase"] != "pass"
+        ):
             plays_in_hand_1 += 1
         seat = rng.choice(list(view.to_act))
         mine = await clients[seat].get_view(old_id, seat)
         view = (await clients[seat].submit(old_id, rng.choice(list(mine.legal_actions)), seat)).view
         assert not view.finished
-    old_view = to_dict(view.view)
+    old_view = typed.view_from_proto(view.view)
     assert old_view["hand"] == 1
 
     first_rid = rid()
@@ -71,7 +80,7 @@ async def test_a_hearts_game_resumes_at_the_start_of_its_hand(stack: Stack):
     assert bob_seat == 1
     nv = await bob.rules.get_view(new.game_id, bob_seat)
     assert nv.your_seat == 1 and nv.seq == 0 and not nv.finished
-    resumed = to_dict(nv.view)
+    resumed = typed.view_from_proto(nv.view)
     assert resumed["hand"] == 1 and resumed["phase"] == "pass" and resumed["totals"] == old_view["totals"]
     assert len(resumed["cards"]) == 13
 
@@ -98,7 +107,9 @@ async def test_resume_refusals(stack: Stack):
     await fails(C.PERMISSION_DENIED, resume(cy, hearts.game_id), "did not sit")
     # a game without save points
     qc = await ann.create_lobby("queens_court", {"players": 2}, online=False)
-    await ann.call("SetBotSeat", lpb.SetBotSeatRequest(request_id=rid(), lobby_id=qc.lobby_id, level="random"))
+    await ann.call(
+        "SetBotSeat", lpb.SetBotSeatRequest(request_id=rid(), lobby_id=qc.lobby_id, level="random")
+    )
     qc = await ann.start(qc.lobby_id)
     await fails(C.FAILED_PRECONDITION, resume(ann, qc.game_id), "no save points")
     # an abandoned game
@@ -115,19 +126,23 @@ async def test_resume_refusals(stack: Stack):
         mine = await clients[seat].get_view(done.game_id, seat)
         view = (await clients[seat].submit(done.game_id, rng.choice(list(mine.legal_actions)), seat)).view
     await fails(C.FAILED_PRECONDITION, resume(ann, done.game_id), "finished")
-    assert [g.game_id for g in (await ann.call("ListMyGames", lpb.ListMyGamesRequest())).games] == [qc.game_id]
+    assert [g.game_id for g in (await ann.call("ListMyGames", lpb.ListMyGamesRequest())).games] == [
+        qc.game_id
+    ]
 
 
 async def test_an_online_game_resumes_as_a_local_one(stack: Stack):
     ann = await stack.player("Ann")
     lobby = await ann.create_lobby("hearts", {}, online=True)
     for _ in range(3):
-        await ann.call("SetBotSeat", lpb.SetBotSeatRequest(request_id=rid(), lobby_id=lobby.lobby_id, level="expert"))
+        await ann.call(
+            "SetBotSeat", lpb.SetBotSeatRequest(request_id=rid(), lobby_id=lobby.lobby_id, level="expert")
+        )
     started = await ann.start(lobby.lobby_id)
     new = await resume(ann, started.game_id)
     assert not new.online and new.ante == 0 and new.resumed_from == started.game_id
     assert [s.player_id for s in new.seats] == [ann.id] + ["bot:expert"] * 3
-    view = to_dict((await ann.rules.get_view(new.game_id, 0)).view)
+    view = typed.view_from_proto((await ann.rules.get_view(new.game_id, 0)).view)
     assert view["hand"] == 0 and view["phase"] == "pass"
     old = await ann.call("GetLobby", lpb.GetLobbyRequest(lobby_id=lobby.lobby_id))
     assert old.state == lpb.LOBBY_STATE_ABANDONED

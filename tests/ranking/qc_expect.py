@@ -10,10 +10,20 @@ from typing import Any
 from court_games.games.queens_court_accounting import assign_challenges
 
 STAKE = 100
-TIER_POINTS = {"queen_zero_own": 50, "glove_opponent": 50, "zero_draw_twice": 50, "first_out": 50,
-               "win_round_zero": 100, "win_round_small_piles": 100, "raise_opponent_8": 100,
-               "win_round_both_gloved": 100, "win_game_unbeaten": 200, "win_game_after_first_loss": 200,
-               "win_round_queen_showing": 200, "win_two_rounds_zero": 200}
+TIER_POINTS = {
+    "queen_zero_own": 50,
+    "glove_opponent": 50,
+    "zero_draw_twice": 50,
+    "first_out": 50,
+    "win_round_zero": 100,
+    "win_round_small_piles": 100,
+    "raise_opponent_8": 100,
+    "win_round_both_gloved": 100,
+    "win_game_unbeaten": 200,
+    "win_game_after_first_loss": 200,
+    "win_round_queen_showing": 200,
+    "win_two_rounds_zero": 200,
+}
 
 
 def round_points(events: Sequence[dict[str, Any]], n: int) -> list[int]:
@@ -48,8 +58,11 @@ def completed_challenges(events: Sequence[dict[str, Any]], n: int) -> dict[int, 
                 done[p].add("queen_zero_own")
             if p != q and e["card"] == "GL":
                 done[p].add("glove_opponent")
-            if p != q and None not in (e["spread_before"], e["spread_after"]) and \
-                    e["spread_after"] - e["spread_before"] >= 8:
+            if (
+                p != q
+                and None not in (e["spread_before"], e["spread_after"])
+                and e["spread_after"] - e["spread_before"] >= 8
+            ):
                 done[p].add("raise_opponent_8")
         elif e["type"] == "CardsDrawn" and e["count"] == 2:
             zero_draws[e["player"]] += 1
@@ -80,8 +93,9 @@ def completed_challenges(events: Sequence[dict[str, Any]], n: int) -> dict[int, 
     return done
 
 
-def expected_changes(events: Sequence[dict[str, Any]], n: int, ante: int, seed: int,
-                     bots: Sequence[bool] | None = None) -> list[int]:
+def expected_changes(
+    events: Sequence[dict[str, Any]], n: int, ante: int, seed: int, bots: Sequence[bool] | None = None
+) -> list[int]:
     """Every seat's net change over a finished game: rounds, ante, 2 x ante to the winner, challenges.
 
     With ``bots`` (True for a bot seat), docs/rules/queens_court.md's "Bots and rank points": a bot

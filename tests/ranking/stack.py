@@ -12,10 +12,10 @@ from typing import Any
 
 import grpc
 import pytest
-from court_client import RulesClient
+from court_client import RulesClient, options_proto
+from court_kit import typed
 from court_kit.natsauth import authorization_block
 from court_kit.settings import Settings
-from court_kit.structs import to_struct
 from court_lobby.app import LobbyApp
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.lobby.v1 import lobby_pb2_grpc
@@ -30,8 +30,12 @@ from tests.storage.db import BACKENDS, backend_url
 
 ACK_WAIT = 2.0  # seconds before an unacknowledged event goes to another consumer (30 in production)
 # the start saga's sweep and lease, the settle sweep: fast, so recovery tests take seconds
-FAST_SAGA = {"COURT_START_SWEEP": "0.2", "COURT_START_LEASE": "1.5", "COURT_SETTLE_SWEEP": "0.5",
-             "COURT_SETTLE_LEASE": "2"}
+FAST_SAGA = {
+    "COURT_START_SWEEP": "0.2",
+    "COURT_START_LEASE": "1.5",
+    "COURT_SETTLE_SWEEP": "0.5",
+    "COURT_SETTLE_LEASE": "2",
+}
 
 
 def rid() -> str:
@@ -72,7 +76,9 @@ class Player:
         return self._rules
 
     async def call(self, method: str, request: Any) -> Any:
-        return await getattr(self.lobby, method)(request, metadata=self.meta, timeout=30)
+        return await getattr(self.lobby, method)(
+            request, metadata=self.meta, timeout=60
+        )  # a loaded 2-core machine
 
     async def rank(self, method: str, request: Any) -> Any:
         return await getattr(self.ranking, method)(request, metadata=self.meta, timeout=30)
@@ -80,22 +86,42 @@ class Player:
     async def balance(self) -> int:
         return (await self.rank("GetBalance", rpb.GetBalanceRequest())).points
 
-    async def create_lobby(self, game: str, options: dict[str, Any], *, online: bool = True, ante: int = 0,
-                           private: bool = False) -> lpb.Lobby:
+    async def create_lobby(
+        self,
+        game: str,
+        options: dict[str, Any] | typed.GameOptions,
+        *,
+        online: bool = True,
+        ante: int = 0,
+        private: bool = False,
+    ) -> lpb.Lobby:
+        """``options``: the JSON form (as a client sends it) or a ready ``GameOptions`` (e.g. one
+        carrying fields this server does not know)."""
         req = lpb.CreateLobbyRequest(request_id=rid(), game=game, online=online, ante=ante, private=private)
-        to_struct(options, req.options)
+        req.options.CopyFrom(
+            options if isinstance(options, typed.GameOptions) else options_proto(game, options)
+        )
         return await self.call("CreateLobby", req)
 
     async def join(self, lobby_id: str, code: str = "") -> lpb.Lobby:
-        return await self.call("JoinLobby", lpb.JoinLobbyRequest(request_id=rid(), lobby_id=lobby_id, invite_code=code))
+        return await self.call(
+            "JoinLobby", lpb.JoinLobbyRequest(request_id=rid(), lobby_id=lobby_id, invite_code=code)
+        )
 
     async def start(self, lobby_id: str) -> lpb.Lobby:
         return await self.call("StartGame", lpb.StartGameRequest(request_id=rid(), lobby_id=lobby_id))
 
 
 class Stack:
-    def __init__(self, tmp_path: Path, db_url: str, *, nats_users: Mapping[str, str] | None = None,
-                 nats_config: str = "", common: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        tmp_path: Path,
+        db_url: str,
+        *,
+        nats_users: Mapping[str, str] | None = None,
+        nats_config: str = "",
+        common: Mapping[str, Any] | None = None,
+    ):
         """``nats_users``: run NATS with court_kit.natsauth's users (these passwords), each service as its own;
         ``nats_config``: more nats.conf (e.g. a tls block); ``common``: settings every service gets (TLS)."""
         self.common = dict(common or {})
@@ -104,8 +130,9 @@ class Stack:
         self.nats_users = dict(nats_users or {})
         if self.nats_users or nats_config:
             config = (authorization_block(self.nats_users) if self.nats_users else "") + nats_config
-            self.nats: Any = BinaryNats(tmp_path / "nats", config=config,
-                                        scheme="tls" if "tls" in nats_config else "nats")
+            self.nats: Any = BinaryNats(
+                tmp_path / "nats", config=config, scheme="tls" if "tls" in nats_config else "nats"
+            )
         else:
             self.nats = make_nats(tmp_path / "nats")
         self.closers: list[Any] = []
@@ -116,24 +143,37 @@ class Stack:
     def settings(self, service: str, **overrides: Any) -> Settings:
         extra: dict[str, Any] = {}
         if service in ("lobby", "ranking"):
-            extra["database_url"] = self.db_url if "postgresql" in self.db_url else \
-                f"sqlite:///{self.tmp_path / (service + '.db')}"
+            extra["database_url"] = (
+                self.db_url
+                if "postgresql" in self.db_url
+                else f"sqlite:///{self.tmp_path / (service + '.db')}"
+            )
         if service == "lobby":
             extra.update(rules_addr=self.rules.address, ranking_addr=self.ranking.address)
         extra["extra"] = dict(FAST_SAGA)
         if service == "lobby":  # the sign-in rate limits are tested on their own (tests/security)
-            extra["extra"].update({"COURT_LOGIN_RATE": "0", "COURT_LOGIN_NAME_RATE": "0", "COURT_SIGNUP_RATE": "0"})
+            extra["extra"].update(
+                {"COURT_LOGIN_RATE": "0", "COURT_LOGIN_NAME_RATE": "0", "COURT_SIGNUP_RATE": "0"}
+            )
         if service in self.nats_users:
             extra.update(nats_user=service, nats_password=self.nats_users[service])
-        values = dict(nats_url=self.nats.url, listen="127.0.0.1:0", metrics_listen="", **keys.overrides(service),
-                      env="test", state_dir=self.tmp_path / "state", **self.common, **extra)
+        values = dict(
+            nats_url=self.nats.url,
+            listen="127.0.0.1:0",
+            metrics_listen="",
+            **keys.overrides(service),
+            env="test",
+            state_dir=self.tmp_path / "state",
+            **self.common,
+            **extra,
+        )
         if "extra" in overrides and "extra" in values:
             overrides = {**overrides, "extra": {**values["extra"], **overrides["extra"]}}
         return Settings.load(service, {}, **{**values, **overrides})
 
     async def start(self, lobby_faults: Any = None) -> None:
         self.nats.start()
-        self.rules = await RulesApp.start(self.settings("rules"), sweep_delay=0.5)
+        self.rules = await RulesApp.start(self.settings("rules"))
         self.ranking = await self.start_ranking()
         self.lobby = await LobbyApp.start(self.settings("lobby"), faults=lobby_faults)
         self.lobby_channel = self.channel(self.lobby.address)
@@ -155,7 +195,9 @@ class Stack:
 
     async def start_ranking_again(self) -> None:
         """A new replica on the same address and database, consuming as the same durable."""
-        self.ranking = await RankingApp.start(self.settings("ranking", listen=self.ranking.address), ack_wait=ACK_WAIT)
+        self.ranking = await RankingApp.start(
+            self.settings("ranking", listen=self.ranking.address), ack_wait=ACK_WAIT
+        )
 
     async def second_ranking(self) -> RankingApp:
         """Another replica sharing the database and the durable consumer (stopped at the end)."""
@@ -180,8 +222,11 @@ class Stack:
     async def audit(self) -> rpb.AuditResponse:
         """The ranking service's ledger audit, as an operator runs it (an admin token)."""
         stub = ranking_pb2_grpc.RankingServiceStub(self.ranking_channel)
-        return await stub.Audit(rpb.AuditRequest(), metadata=(("authorization",
-                                                               f"Bearer {self.token('ops', 'admin')}"),), timeout=60)
+        return await stub.Audit(
+            rpb.AuditRequest(),
+            metadata=(("authorization", f"Bearer {self.token('ops', 'admin')}"),),
+            timeout=60,
+        )
 
     async def start_bot(self) -> Any:
         """The bot service (plays bot seats, answers Suggest), stopped at the end."""
@@ -189,11 +234,23 @@ class Stack:
         from court_bot.config import BotConfig
 
         settings = self.settings("bot", rules_addr=self.rules.address)
-        app = await BotApp.start(settings, config=BotConfig.from_settings(
-            settings, budgets_ms={"random": 5.0, "heuristic": 20.0, "expert": 40.0}, ack_wait=ACK_WAIT))
+        app = await BotApp.start(
+            settings,
+            config=BotConfig.from_settings(
+                settings, budgets_ms={"random": 5.0, "heuristic": 20.0, "expert": 40.0}, ack_wait=ACK_WAIT
+            ),
+        )
         self.closers.append(lambda: app.stop(0))
         self.bot = app
         return app
+
+    async def rules_view(self, game_id: str) -> Any:
+        """The spectator's view of a game (the lobby's service identity), turn clock included."""
+        c = RulesClient(self.channel(self.rules.address), self.token("service:lobby", "service"))
+        try:
+            return await c.get_view(game_id)
+        finally:
+            await c.close()
 
     def token(self, sub: str, role: str, ttl: float = 3600) -> str:
         return keys.token(sub, role, ttl)

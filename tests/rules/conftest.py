@@ -19,9 +19,18 @@ def token(sub: str, role: str = "player", ttl: float = 3600, **kw: Any) -> str:
     return keys.token(sub, role, ttl, **kw)
 
 
-def settings_for(nats_url: str, **overrides: Any) -> Settings:
-    return Settings.load("rules", {}, nats_url=nats_url, listen="127.0.0.1:0", metrics_listen="",
-                         env="test", **{**keys.overrides("rules"), **overrides})
+def settings_for(nats_url: str, extra: dict[str, str] | None = None, **overrides: Any) -> Settings:
+    if extra:
+        overrides["extra"] = extra
+    return Settings.load(
+        "rules",
+        {},
+        nats_url=nats_url,
+        listen="127.0.0.1:0",
+        metrics_listen="",
+        env="test",
+        **{**keys.overrides("rules"), **overrides},
+    )
 
 
 @pytest.fixture
@@ -40,8 +49,9 @@ class Replicas:
         self.apps: list[RulesApp] = []
         self.clients: list[RulesClient] = []
 
-    async def start(self, **kw: Any) -> RulesApp:
-        app = await RulesApp.start(settings_for(self.nats.url), **kw)
+    async def start(self, extra: dict[str, str] | None = None, **kw: Any) -> RulesApp:
+        """``extra``: COURT_* settings of the replica (``Settings.extra``)."""
+        app = await RulesApp.start(settings_for(self.nats.url, extra), **kw)
         self.apps.append(app)
         return app
 
@@ -69,4 +79,4 @@ async def replicas(nats_server: Any) -> AsyncIterator[Replicas]:
 
 @pytest.fixture
 async def rules(replicas: Replicas) -> RulesApp:
-    return await replicas.start(sweep_delay=0.2)
+    return await replicas.start()

@@ -9,8 +9,8 @@ from typing import Any
 
 import nats
 from court_client import RulesClient
-from court_kit.structs import to_dict
-from court_proto.court.events.v1 import events_pb2
+from court_kit import records as krec
+from court_proto.court.events.v2 import records_pb2
 from court_proto.court.rules.v1 import rules_pb2
 from nats.js.api import DeliverPolicy
 
@@ -23,9 +23,14 @@ GAMES: list[tuple[str, dict[str, Any], int]] = [
 ]
 
 
-async def play_out(clients: Mapping[int, RulesClient], game_id: str, rng: random.Random, *,
-                   max_moves: int = 5_000, on_reply: Callable[[int, Any], None] | None = None
-                   ) -> rules_pb2.GameView:
+async def play_out(
+    clients: Mapping[int, RulesClient],
+    game_id: str,
+    rng: random.Random,
+    *,
+    max_moves: int = 5_000,
+    on_reply: Callable[[int, Any], None] | None = None,
+) -> rules_pb2.GameView:
     """Every seat's own client reads its view and plays a random legal action, until the game ends."""
     any_client = next(iter(clients.values()))
     view = await any_client.get_view(game_id, next(iter(clients)))
@@ -46,13 +51,16 @@ async def play_out(clients: Mapping[int, RulesClient], game_id: str, rng: random
 
 
 class EventLog:
-    """Every event of one game on one subject set (public or full), as it is stored in JetStream."""
+    """Every record of one game, as stored in JetStream: the public records
+    (``court.events.<game>.<game_id>``, written by the projector) or, with ``full``, the game log
+    itself (``court.games.<shard>.<game_id>``). ``events`` is the list of ``court.events.v2.Record``."""
 
-    def __init__(self, nats_url: str, game: str, game_id: str, *, full: bool = False):
+    def __init__(self, nats_url: str, game: str, game_id: str, *, full: bool = False, shards: int = 1):
         self.url = nats_url
-        self.subject = f"court.{'full' if full else 'events'}.{game}.{game_id}.>"
-        self.events: list[events_pb2.GameEvent] = []
+        self.subject = krec.log_subject(game_id, shards) if full else krec.public_subject(game, game_id)
+        self.events: list[records_pb2.Record] = []
         self.raw_ids: list[str] = []
+        self.headers: list[dict[str, str]] = []
         self._changed = asyncio.Event()
         self._nc: Any = None
         self._sub: Any = None
@@ -60,8 +68,9 @@ class EventLog:
     async def __aenter__(self) -> EventLog:
         self._nc = await nats.connect(self.url, max_reconnect_attempts=-1, reconnect_time_wait=0.1)
         js = self._nc.jetstream()
-        self._sub = await js.subscribe(self.subject, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL,
-                                       cb=self._on_msg)
+        self._sub = await js.subscribe(
+            self.subject, ordered_consumer=True, deliver_policy=DeliverPolicy.ALL, cb=self._on_msg
+        )
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -69,13 +78,17 @@ class EventLog:
         await self._nc.close()
 
     async def _on_msg(self, msg: Any) -> None:
-        ev = events_pb2.GameEvent.FromString(msg.data)
-        self.events.append(ev)
+        self.events.append(krec.decode(msg.data))
+        self.headers.append(dict(msg.headers or {}))
         self.raw_ids.append(msg.headers.get("Nats-Msg-Id", "") if msg.headers else "")
         self._changed.set()
 
-    async def wait_until(self, predicate: Callable[[list[events_pb2.GameEvent]], bool], timeout: float = 15.0,
-                         what: str = "events") -> None:
+    async def wait_until(
+        self,
+        predicate: Callable[[list[records_pb2.Record]], bool],
+        timeout: float = 15.0,
+        what: str = "records",
+    ) -> None:
         async def loop() -> None:
             while not predicate(self.events):
                 self._changed.clear()
@@ -84,26 +97,31 @@ class EventLog:
         try:
             await asyncio.wait_for(loop(), timeout)
         except TimeoutError:
-            types = [(e.seq, e.type) for e in self.events[-8:]]
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last events {types}") from None
+            last = [(r.seq, r.WhichOneof("body")) for r in self.events[-8:]]
+            raise AssertionError(
+                f"timed out after {timeout}s waiting for {what}; last records {last}"
+            ) from None
 
     def payloads(self) -> list[dict[str, Any]]:
-        return [to_dict(e.payload) for e in self.events]
+        """Every event of every record, as ``core.Event.full()`` dicts (public records: no private parts)."""
+        return [e.full() for r in self.events for e in krec.events_of(r)]
 
 
-def has_game_end(seq: int) -> Callable[[list[events_pb2.GameEvent]], bool]:
-    return lambda evs: any(e.type == "GameEnded" and e.seq == seq for e in evs)
+def has_game_end(seq: int) -> Callable[[list[records_pb2.Record]], bool]:
+    return lambda recs: any(r.finished and r.seq == seq for r in recs)
 
 
-def assert_complete(events: list[events_pb2.GameEvent], last_seq: int) -> None:
-    """Events are in (seq, index) order, without gaps or duplicates, for every seq 0..last_seq."""
-    keys = [(e.seq, e.index) for e in events]
-    assert keys == sorted(keys), "events are stored in order"
-    assert len(keys) == len(set(keys)), "no event is stored twice"
-    seqs = sorted({e.seq for e in events})
-    assert seqs == list(range(last_seq + 1)), f"every move has events: {seqs[:5]}..{seqs[-5:]} vs 0..{last_seq}"
-    for s in seqs:
-        idx = [e.index for e in events if e.seq == s]
-        assert idx == list(range(len(idx))), f"move {s} has every event index"
-    for e in events:
-        assert e.event_id == f"{e.game_id}-{e.seq}-{e.index}"
+def assert_complete(records: list[records_pb2.Record], last_seq: int, *, public: bool = True) -> None:
+    """One record per seq 0..last_seq, in order, none twice; public ones with their message ids."""
+    seqs = [r.seq for r in records if r.WhichOneof("body") != "closed"]
+    assert seqs == list(range(last_seq + 1)), (
+        f"every move once, in order: {seqs[:5]}..{seqs[-5:]} vs 0..{last_seq}"
+    )
+    assert records[0].WhichOneof("body") == "created"
+    assert all(
+        r.WhichOneof("body") in ("move", "seat_changed")
+        for r in records[1:]
+        if r.WhichOneof("body") != "closed"
+    )
+    want = krec.PUBLIC if public else krec.FULL
+    assert all(r.visibility == want for r in records)

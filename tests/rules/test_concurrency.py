@@ -22,10 +22,12 @@ async def _fresh_views(clients: list[Any], gid: str, seat: int) -> Any:
 
 @pytest.mark.slow
 async def test_two_replicas_race_on_every_move(replicas: Any) -> None:
-    a = await replicas.start(sweep_delay=0.2)
-    b = await replicas.start(sweep_delay=0.2)
+    a = await replicas.start()
+    b = await replicas.start()
     players = ["ann", "ben"]
-    created = await replicas.client(a, "lobby", "service").create_game("queens_court", players, {"players": 2})
+    created = await replicas.client(a, "lobby", "service").create_game(
+        "queens_court", players, {"players": 2}
+    )
     gid = created.game_id
     on = {(p, r): replicas.client(app, p, retries=0) for p in players for r, app in (("a", a), ("b", b))}
     rng = random.Random(7)
@@ -64,8 +66,8 @@ async def test_two_replicas_race_on_every_move(replicas: Any) -> None:
 
 @pytest.mark.slow
 async def test_retry_storm_applies_each_move_once(replicas: Any) -> None:
-    a = await replicas.start(sweep_delay=0.2)
-    b = await replicas.start(sweep_delay=0.2)
+    a = await replicas.start()
+    b = await replicas.start()
     players = ["cat", "dan", "eve", "fay"]
     created = await replicas.client(a, "lobby", "service").create_game("hearts", players, {"limit": 10})
     gid = created.game_id
@@ -80,8 +82,9 @@ async def test_retry_storm_applies_each_move_once(replicas: Any) -> None:
         act = rng.choice(list(mine.legal_actions))
         rid = f"storm-{moves}"
         # eight identical submits at once, spread over both replicas
-        replies = await asyncio.gather(*(clients[(p, "ab"[i % 2])].submit(gid, act, seat, request_id=rid)
-                                         for i in range(8)))
+        replies = await asyncio.gather(
+            *(clients[(p, "ab"[i % 2])].submit(gid, act, seat, request_id=rid) for i in range(8))
+        )
         first = replies[0].SerializeToString()
         assert all(r.SerializeToString() == first for r in replies), "every retry gets the first answer"
         assert replies[0].seq == mine.seq + 1
@@ -97,40 +100,53 @@ async def test_retry_storm_applies_each_move_once(replicas: Any) -> None:
         view = replies[0].view
         moves += 1
     # a replica that never saw the game answers a retry from the log alone
-    cold = await replicas.start(sweep_delay=0.2)
+    cold = await replicas.start()
     hist = await replicas.client(cold, "root", "admin").history(gid)
     assert len(hist.moves) == moves
     assert [m.request_id for m in hist.moves] == [f"storm-{i}" for i in range(moves)]
     last = hist.moves[-1]
-    late = await replicas.client(cold, players[last.seat]).submit(gid, last.action, last.seat,
-                                                                 request_id=last.request_id)
+    late = await replicas.client(cold, players[last.seat]).submit(
+        gid, last.action, last.seat, request_id=last.request_id
+    )
     assert late.seq == moves and action_json(last.action)["type"] in ("play", "pass", "pass_card")
     assert len((await replicas.client(cold, "root", "admin").history(gid)).moves) == moves
 
 
 async def test_create_game_is_idempotent(replicas: Any) -> None:
-    a = await replicas.start(sweep_delay=0.2)
-    b = await replicas.start(sweep_delay=0.2)
+    a = await replicas.start()
+    b = await replicas.start()
     lobby_a = replicas.client(a, "lobby", "service")
     first = await lobby_a.create_game("hearts", ["w", "x", "y", "z"], {"limit": 30}, request_id="start-1")
     # concurrent and late retries, on both replicas, get the first answer: the same game, the same seed
-    again = await asyncio.gather(*(replicas.client(app, "lobby", "service").create_game(
-        "hearts", ["w", "x", "y", "z"], {"limit": 30}, request_id="start-1") for app in (a, b, a, b)))
+    again = await asyncio.gather(
+        *(
+            replicas.client(app, "lobby", "service").create_game(
+                "hearts", ["w", "x", "y", "z"], {"limit": 30}, request_id="start-1"
+            )
+            for app in (a, b, a, b)
+        )
+    )
     assert all(r.SerializeToString() == first.SerializeToString() for r in again)
     w = replicas.client(a, "w")
     view = await w.get_view(first.game_id)
     await w.submit(first.game_id, view.legal_actions[0])
-    cold = await replicas.start(sweep_delay=0.2)
-    late = await replicas.client(cold, "lobby", "service").create_game("hearts", ["w", "x", "y", "z"], {"limit": 30},
-                                                                     request_id="start-1")
+    cold = await replicas.start()
+    late = await replicas.client(cold, "lobby", "service").create_game(
+        "hearts", ["w", "x", "y", "z"], {"limit": 30}, request_id="start-1"
+    )
     assert late.SerializeToString() == first.SerializeToString(), "even after moves, on a cold replica"
     hist = await replicas.client(cold, "root", "admin").history(first.game_id)
     assert len(hist.moves) == 1
     # the same request id from another caller is another game
-    other = await replicas.client(a, "lobby2", "service").create_game("hearts", ["w", "x", "y", "z"],
-                                                                      request_id="start-1")
+    other = await replicas.client(a, "lobby2", "service").create_game(
+        "hearts", ["w", "x", "y", "z"], request_id="start-1"
+    )
     assert other.game_id != first.game_id
     # a player's local game: the same request id again, the same game and the same (their) seat
-    mine = [await replicas.client(app, "w").create_game("queens_court", ["bot:1", "w"], {"players": 2},
-                                                        request_id="local") for app in (a, b)]
+    mine = [
+        await replicas.client(app, "w").create_game(
+            "queens_court", ["bot:1", "w"], {"players": 2}, request_id="local"
+        )
+        for app in (a, b)
+    ]
     assert mine[0].game_id == mine[1].game_id and mine[0].view.your_seat == mine[1].view.your_seat == 1

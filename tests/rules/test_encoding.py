@@ -1,36 +1,72 @@
-"""The event bodies the outbox writes by hand are exactly the GameEvent protobuf would write."""
+"""The full records the rules service writes (court.events.v2.Record) read back to the same game,
+and their public form (court_kit.records.redact) drops every hidden part."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from court_games.registry import GAME_NAMES, get_game
-from court_proto.court.events.v1 import events_pb2
-from court_rules.games import GameEntry
-from court_rules.outbox import encode
+from court_kit import records as krec
+from court_rules.games import GameEntry, Move, create_of
+from court_rules.store import Record
 
 
 @pytest.mark.parametrize("game", GAME_NAMES)
-@pytest.mark.parametrize(("seq", "t_ms"), [(0, 1_700_000_000_000), (1, 1_700_000_000_123), (4321, 5)])
-def test_hand_written_bodies_parse_to_the_expected_event(game: str, seq: int, t_ms: int) -> None:
+def test_records_round_trip_and_redact(game: str) -> None:
     module = get_game(game)
     options = module.TEST_OPTION_SETS[0]
     n = module.num_players(module.new_game(module.options_from_dict(options), 1))
-    entry = GameEntry("gabc", {"k": "c", "game": game, "options": options, "seed": 77, "seats": [f"p{i}" for i in
-                                                                                             range(n)],
-                               "by": "lobby", "rid": "r", "t": t_ms}, 1)
-    events = entry.at(0)[1]
-    enc = encode(entry, seq, events, t_ms)
-    assert len(enc.public) == len(enc.full) == len(events)
-    for visibility, msgs, form in ((events_pb2.VISIBILITY_PUBLIC, enc.public, "public"),
-                                   (events_pb2.VISIBILITY_FULL, enc.full, "full")):
-        for i, ((subject, data, headers), e) in enumerate(zip(msgs, events, strict=True)):
-            want = events_pb2.GameEvent(event_id=f"gabc-{seq}-{i}", schema_version=1, game=game, game_id="gabc",
-                                        seq=seq, index=i, type=e.type, visibility=visibility)
-            want.time.FromMilliseconds(t_ms)
-            want.payload.update(e.for_seat(None) if form == "public" else e.full())
-            assert events_pb2.GameEvent.FromString(data) == want
-            prefix = "court.events" if form == "public" else "court.full"
-            assert subject == f"{prefix}.{game}.gabc.{e.type}"
-            assert headers["Nats-Msg-Id"] == want.event_id and headers["Court-Seq"] == str(seq)
-            assert ("Court-End" in headers) == (i == len(events) - 1)
-    assert any(e.type == "GameCreated" for e in events) and "seed" not in str(enc.payloads)
+    seats = [f"p{i}" for i in range(n)]
+    entry = GameEntry(
+        "gabc",
+        {
+            "k": "c",
+            "game": game,
+            "options": options,
+            "seed": 77,
+            "seats": seats,
+            "by": "lobby",
+            "rid": "r",
+            "t": 1_700_000_000_123,
+        },
+        1,
+    )
+    created = krec.decode(entry.created_record().SerializeToString())
+    assert created.seq == 0 and created.visibility == krec.FULL and created.created.seed == 77
+    assert create_of(created) == {
+        "k": "c",
+        "game": game,
+        "options": entry.options_dict,
+        "seed": 77,
+        "seats": seats,
+        "by": "lobby",
+        "rid": "r",
+        "t": 1_700_000_000_123,
+    }
+    replica = GameEntry("gabc", create_of(created), 1)
+    rng = random.Random(game)
+    for seq in range(1, 30):
+        if entry.finished:
+            break
+        seat = rng.choice(list(entry.to_act()))
+        action = rng.choice(list(module.legal_actions(entry.state, seat)))
+        aj = {k: v for k, v in module.action_to_json(action, seat).items() if k != "player"}
+        move, state, events = entry.propose(seat, action, aj, "sub", f"rid-{seq}", 1_700_000_000_000 + seq)
+        data = entry.move_record(move, state, events).SerializeToString()
+        entry.commit(move, state, events, seq + 1)
+        rec = krec.decode(data)
+        replica.apply_record(Record(seq + 1, rec))
+        assert replica.moves[-1] == Move(seq, seat, aj, "sub", f"rid-{seq}", 1_700_000_000_000 + seq)
+        assert replica.state == entry.state and replica.seq == seq
+        assert list(rec.to_act) == list(entry.to_act()) and rec.finished == entry.finished
+        assert krec.events_of(rec) == list(events)
+        public = krec.redact(rec)
+        assert public.visibility == krec.PUBLIC and not public.move.HasField("action")
+        assert not public.move.request_id and not public.move.by and public.move.action_type == aj["type"]
+        assert krec.events_of(public) == [krec.public_event(e) for e in events]
+        assert all(not e.private for e in krec.events_of(public))
+    pub0 = krec.redact(created)
+    assert pub0.created.seed == 0 and not pub0.created.created_by and not pub0.created.request_id
+    assert list(pub0.created.seats) == seats
+    assert all(not e.private for e in krec.events_of(pub0))

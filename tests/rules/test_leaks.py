@@ -12,11 +12,13 @@ from typing import Any
 
 import grpc
 import pytest
-from court_client import action, action_json
+from court_client import action, action_json, result_dict
 from court_games.registry import get_game
-from court_kit.structs import to_dict
+from court_kit import records as krec
+from court_kit import typed
 from court_proto.court.rules.v1 import rules_pb2
 from court_rules.games import start_game
+from google.protobuf.json_format import MessageToDict
 
 from tests.games.randomplay import ints_in, strings_in
 
@@ -26,8 +28,13 @@ ALL_CARDS = [r + s for s in "CDHS" for r in "23456789TJQKA"]
 
 
 def _view_obj(v: rules_pb2.GameView) -> Any:
-    return {"view": to_dict(v.view), "legal": [action_json(a) for a in v.legal_actions], "seats": list(v.seats),
-            "result": to_dict(v.result.result), "options": to_dict(v.options)}
+    return {
+        "view": typed.view_from_proto(v.view),
+        "legal": [action_json(a) for a in v.legal_actions],
+        "seats": list(v.seats),
+        "result": result_dict(v.result),
+        "options": typed.options_from_proto(v.options),
+    }
 
 
 class Seen:
@@ -43,7 +50,7 @@ class Seen:
 
     def update(self, reader: Any, u: rules_pb2.GameUpdate) -> None:
         self.view(reader, u.view)
-        self.events[reader].append((u.seq, [to_dict(e) for e in u.events]))
+        self.events[reader].append((u.seq, [typed.event_from_proto(e) for e in u.events]))
 
 
 async def _watch(client: Any, gid: str, seat: int | None, reader: Any, seen: Seen) -> None:
@@ -53,8 +60,9 @@ async def _watch(client: Any, gid: str, seat: int | None, reader: Any, seen: See
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("game", "options", "n"), GAMES, ids=[g[0] for g in GAMES])
-async def test_no_response_leaks_hidden_cards_or_the_seed(replicas: Any, rules: Any, game: str, options: dict,
-                                                          n: int) -> None:
+async def test_no_response_leaks_hidden_cards_or_the_seed(
+    replicas: Any, rules: Any, game: str, options: dict, n: int
+) -> None:
     players = [f"{game[:2]}{i}" for i in range(n)]
     created = await replicas.client(rules, "lobby", "service").create_game(game, players, options)
     gid = created.game_id
@@ -83,14 +91,15 @@ async def test_no_response_leaks_hidden_cards_or_the_seed(replicas: Any, rules: 
                 seen.errors.append((seat, mine.seq, info.value.details(), action_json(bogus)["card"]))
             reply = await c.submit(gid, rng.choice(list(mine.legal_actions)), seat)
             seen.view(seat, reply.view)
-            seen.events[seat].append((reply.seq, [to_dict(e) for e in reply.events]))
+            seen.events[seat].append((reply.seq, [typed.event_from_proto(e) for e in reply.events]))
             for nxt in reply.next:
                 seen.view(nxt.your_seat, nxt)
             view = reply.view
         await asyncio.wait_for(asyncio.gather(*watchers), 15)
         await public.wait_until(has_game_end(view.seq))
-        for e in public.events:
-            seen.events["public"].append((e.seq, to_dict(e.payload)))
+        for r in public.events:  # the whole public record: envelope, body and every event; no seed
+            assert r.WhichOneof("body") != "created" or r.created.seed == 0
+            seen.events["public"].append((r.seq, [MessageToDict(r), [e.full() for e in krec.events_of(r)]]))
     hist = await replicas.client(rules, "root", "admin").history(gid)
     _check(game, options, hist, seen, n)
 
@@ -147,7 +156,9 @@ def _check(game: str, options: dict, hist: rules_pb2.GetHistoryResponse, seen: S
         secret = (hidden(seq, None) & hidden(max(seq - 1, 0), None)) - revealed(seq)
         leaked = strings_in(payload) & secret
         assert not leaked, f"{game}: public event of move {seq} shows {sorted(leaked)}"
-        assert seed not in ints_in(payload), f"{game}: a public event shows the seed"
+        assert seed not in ints_in(payload) and str(seed) not in strings_in(payload), (
+            f"{game}: a public record shows the seed"
+        )
         checked += 1
     for seat, seq, msg, named in seen.errors:
         others = hidden(seq, seat) - {named}  # the card the player named may be echoed back

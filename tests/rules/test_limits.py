@@ -33,30 +33,40 @@ def test_sizes_and_ages_parse_and_bad_values_name_the_variable() -> None:
 
 
 async def test_streams_are_bounded_and_the_environment_overrides(nats_server: Any) -> None:
-    env = {"COURT_EVENTS_MAX_BYTES": "64MiB", "COURT_EVENTS_FULL_MAX_AGE": "2d",
-           "COURT_GAMES_MAX_MSGS_PER_SUBJECT": "500"}
+    env = {
+        "COURT_EVENTS_MAX_BYTES": "64MiB",
+        "COURT_EVENTS_MAX_AGE": "2d",
+        "COURT_GAMES_MAX_MSGS_PER_SUBJECT": "500",
+        "COURT_GAME_STREAMS": "2",
+    }
     app = await RulesApp.start(settings_for(nats_server.url, extra=env))
     try:
         js = app.store.js
-        games = (await js.stream_info("COURT_GAMES")).config
+        shards = [(await js.stream_info(f"COURT_GAMES_{i}")).config for i in (0, 1)]
         events = (await js.stream_info("COURT_EVENTS")).config
-        full = (await js.stream_info("COURT_EVENTS_FULL")).config
-        assert games.max_bytes == kjs.STREAM_LIMITS["COURT_GAMES"].max_bytes
-        assert games.max_msgs_per_subject == 500 and games.discard == DiscardPolicy.NEW
-        assert games.discard_new_per_subject is True
-        assert events.max_bytes == 64 << 20 and events.max_age == 30 * 86400
-        assert full.max_age == 2 * 86400 and full.max_bytes == kjs.STREAM_LIMITS["COURT_EVENTS_FULL"].max_bytes
-        for cfg in (games, events, full):
+        for games, i in zip(shards, (0, 1), strict=True):  # every shard has COURT_GAMES' limits
+            assert games.subjects == [f"court.games.{i}.*"]
+            assert games.max_bytes == kjs.STREAM_LIMITS["COURT_GAMES"].max_bytes
+            assert games.max_msgs_per_subject == 500 and games.discard == DiscardPolicy.NEW
+            assert games.discard_new_per_subject is True
+        assert events.max_bytes == 64 << 20 and events.max_age == 2 * 86400
+        names = {n async for n in _names(js)}
+        assert "COURT_EVENTS_FULL" not in names and "COURT_GAMES" not in names, "v1's streams are not made"
+        for cfg in (*shards, events):
             assert cfg.max_bytes > 0 and cfg.max_msg_size > 0 and cfg.num_replicas == 1
     finally:
         await app.stop(0)
 
 
 async def test_a_game_log_at_its_bound_refuses_moves_and_keeps_every_record(replicas: Any) -> None:
-    app = await RulesApp.start(settings_for(replicas.nats.url, extra={"COURT_GAMES_MAX_MSGS_PER_SUBJECT": "4"}))
+    app = await RulesApp.start(
+        settings_for(replicas.nats.url, extra={"COURT_GAMES_MAX_MSGS_PER_SUBJECT": "4"})
+    )
     replicas.apps.append(app)
     players = ["amy", "bob", "cal"]
-    created = await replicas.client(app, "lobby", "service").create_game("queens_court", players, {"players": 3})
+    created = await replicas.client(app, "lobby", "service").create_game(
+        "queens_court", players, {"players": 3}
+    )
     gid = created.game_id
     rng = random.Random(1)
     clients = {i: replicas.client(app, p, retries=0) for i, p in enumerate(players)}
@@ -73,5 +83,10 @@ async def test_a_game_log_at_its_bound_refuses_moves_and_keeps_every_record(repl
     assert info.value.code() == grpc.StatusCode.UNAVAILABLE
     # nothing was lost: the log still starts with the creation and holds all three moves
     assert (await clients[0].get_view(gid)).seq == 3
-    msgs = await kjs.direct_get_batch(app.nc, "COURT_GAMES", f"court.games.{gid}")
+    msgs = await kjs.direct_get_batch(app.nc, "COURT_GAMES_0", f"court.games.0.{gid}")
     assert [int(m.headers["Court-Seq"]) for m in msgs] == [0, 1, 2, 3]
+
+
+async def _names(js: Any) -> Any:
+    for n in await js.streams_info():
+        yield n.config.name

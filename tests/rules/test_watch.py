@@ -23,10 +23,12 @@ async def _until(ready: Any) -> None:
 
 
 async def test_watchers_on_another_replica_see_every_move(replicas: Any) -> None:
-    a = await replicas.start(sweep_delay=0.2)
-    b = await replicas.start(sweep_delay=0.2)
+    a = await replicas.start()
+    b = await replicas.start()
     players = ["nia", "oz"]
-    created = await replicas.client(a, "lobby", "service").create_game("queens_court", players, {"players": 2})
+    created = await replicas.client(a, "lobby", "service").create_game(
+        "queens_court", players, {"players": 2}
+    )
     gid = created.game_id
     seat_updates: list[Any] = []
     spectator_updates: list[Any] = []
@@ -54,8 +56,9 @@ async def test_watchers_on_another_replica_see_every_move(replicas: Any) -> None
 
 async def test_watch_resumes_from_a_sequence_number(replicas: Any, rules: Any) -> None:
     players = ["pia", "quy"]
-    created = await replicas.client(rules, "lobby", "service").create_game("the_court", players,
-                                                                           {"mode": "mutual_swap"})
+    created = await replicas.client(rules, "lobby", "service").create_game(
+        "the_court", players, {"mode": "mutual_swap"}
+    )
     gid = created.game_id
     clients = {i: replicas.client(rules, p) for i, p in enumerate(players)}
     rng = random.Random(2)
@@ -80,10 +83,12 @@ async def test_watch_resumes_from_a_sequence_number(replicas: Any, rules: Any) -
 
 
 async def test_client_watch_resumes_after_its_replica_dies(replicas: Any) -> None:
-    a = await replicas.start(sweep_delay=0.2)
-    b = await replicas.start(sweep_delay=0.2)
+    a = await replicas.start()
+    b = await replicas.start()
     players = ["ray", "sol"]
-    created = await replicas.client(a, "lobby", "service").create_game("queens_court", players, {"players": 2})
+    created = await replicas.client(a, "lobby", "service").create_game(
+        "queens_court", players, {"players": 2}
+    )
     gid = created.game_id
     # the watcher's channel dies with replica A; the SDK reconnects (here: to B) from the last seq seen
     watcher = replicas.client(a, "ray", retries=50, max_backoff=0.05)
@@ -108,7 +113,9 @@ async def test_streams_opened_as_a_move_lands_miss_and_repeat_nothing(replicas: 
     """The snapshot and the follow join without a gap: a stream opened while a move lands gets its
     snapshot at the position it found, then every later move exactly once, in order."""
     players = ["uma", "vic"]
-    created = await replicas.client(rules, "lobby", "service").create_game("queens_court", players, {"players": 2})
+    created = await replicas.client(rules, "lobby", "service").create_game(
+        "queens_court", players, {"players": 2}
+    )
     gid = created.game_id
     clients = {i: replicas.client(rules, p) for i, p in enumerate(players)}
     watchers = [replicas.client(rules, f"w{i}") for i in range(8)]
@@ -129,7 +136,9 @@ async def test_streams_opened_as_a_move_lands_miss_and_repeat_nothing(replicas: 
         seat = view.to_act[0]
         mine = await clients[seat].get_view(gid, seat)
         # a batch of streams opens while move n is submitted
-        tasks += [asyncio.create_task(follow(i)) for i in range((n - 1) * streams // last, n * streams // last)]
+        tasks += [
+            asyncio.create_task(follow(i)) for i in range((n - 1) * streams // last, n * streams // last)
+        ]
         await clients[seat].submit(gid, rng.choice(list(mine.legal_actions)), seat)
         await asyncio.wait_for(_until(lambda n=n: all(got[i] for i in range(n * streams // last))), 30)
     # a stream that missed the last move would wait for it for ever: give them a bound, then judge
@@ -141,5 +150,8 @@ async def test_streams_opened_as_a_move_lands_miss_and_repeat_nothing(replicas: 
         assert seqs == list(range(seqs[0], last + 1)), f"a stream saw {seqs}: every seq once, in order"
     # the batches did open on both sides of their move (the race was exercised)
     firsts = [seqs[0] for seqs in got]
-    assert any(firsts[i] == n - 1 for n in range(1, last + 1) for i in range((n - 1) * streams // last,
-                                                                             n * streams // last))
+    assert any(
+        firsts[i] == n - 1
+        for n in range(1, last + 1)
+        for i in range((n - 1) * streams // last, n * streams // last)
+    )

@@ -24,8 +24,14 @@ from tests.ranking.stack import Stack
 pytestmark = [pytest.mark.integration]
 
 C = grpc.StatusCode
-LIMITS = {"COURT_LOGIN_RATE": "0.01", "COURT_LOGIN_BURST": "4", "COURT_LOGIN_NAME_RATE": "0.01",
-          "COURT_LOGIN_NAME_BURST": "2", "COURT_SIGNUP_RATE": "0.01", "COURT_SIGNUP_BURST": "3"}
+LIMITS = {
+    "COURT_LOGIN_RATE": "0.01",
+    "COURT_LOGIN_BURST": "4",
+    "COURT_LOGIN_NAME_RATE": "0.01",
+    "COURT_LOGIN_NAME_BURST": "2",
+    "COURT_SIGNUP_RATE": "0.01",
+    "COURT_SIGNUP_BURST": "3",
+}
 
 
 @pytest.fixture
@@ -62,12 +68,16 @@ def accounts(stack: Stack) -> int:
 
 async def test_signups_are_limited_per_address_and_a_refused_one_creates_nothing(limited) -> None:
     stack, stub = limited
-    got = [await code_of(stub.CreateAccount(lpb.CreateAccountRequest(name=f"Ann{i}", password="correct horse")))
-           for i in range(2)]
+    got = [
+        await code_of(stub.CreateAccount(lpb.CreateAccountRequest(name=f"Ann{i}", password="correct horse")))
+        for i in range(2)
+    ]
     got += [await code_of(stub.CreateGuest(lpb.CreateGuestRequest()))]
     assert [c for c, _ in got] == [C.OK] * 3
     before = accounts(stack)
-    code, msg = await code_of(stub.CreateAccount(lpb.CreateAccountRequest(name="Ann9", password="correct horse")))
+    code, msg = await code_of(
+        stub.CreateAccount(lpb.CreateAccountRequest(name="Ann9", password="correct horse"))
+    )
     assert code == C.RESOURCE_EXHAUSTED and "try again in" in msg and "address" in msg
     code, _ = await code_of(stub.CreateGuest(lpb.CreateGuestRequest()))
     assert code == C.RESOURCE_EXHAUSTED
@@ -81,12 +91,18 @@ async def test_logins_are_limited_per_name_and_per_address(limited) -> None:
     stack, stub = limited
     await stack.player("Bea", "correct horse battery")  # made on the unlimited replica
     # per name: two tries for Bea, then refused even with the right password
-    assert (await code_of(stub.Login(lpb.LoginRequest(name="Bea", password="wrong password"))))[0] == C.UNAUTHENTICATED
-    assert (await code_of(stub.Login(lpb.LoginRequest(name="bea", password="correct horse battery"))))[0] == C.OK
+    assert (await code_of(stub.Login(lpb.LoginRequest(name="Bea", password="wrong password"))))[
+        0
+    ] == C.UNAUTHENTICATED
+    assert (await code_of(stub.Login(lpb.LoginRequest(name="bea", password="correct horse battery"))))[
+        0
+    ] == C.OK
     code, msg = await code_of(stub.Login(lpb.LoginRequest(name="BEA", password="correct horse battery")))
     assert code == C.RESOURCE_EXHAUSTED and "this account" in msg
     # per address: the address's budget (4, three of them spent above) goes on any name
-    assert (await code_of(stub.Login(lpb.LoginRequest(name="x1", password="whatever1"))))[0] == C.UNAUTHENTICATED
+    assert (await code_of(stub.Login(lpb.LoginRequest(name="x1", password="whatever1"))))[
+        0
+    ] == C.UNAUTHENTICATED
     code, msg = await code_of(stub.Login(lpb.LoginRequest(name="x2", password="whatever1")))
     assert code == C.RESOURCE_EXHAUSTED and "your address" in msg
 
@@ -110,27 +126,41 @@ async def test_streams_per_connection_and_message_size_are_bounded(tmp_path: Pat
         md = (("authorization", f"Bearer {keys.token('service:lobby', 'service')}"),)
         admin = (("authorization", f"Bearer {keys.token('root', 'admin')}"),)
         own = [("grpc.use_local_subchannel_pool", 1)]  # two channels, two connections (no shared subchannel)
-        async with grpc.aio.insecure_channel(rules.address, options=own) as ch, \
-                grpc.aio.insecure_channel(rules.address, options=own) as other:
+        async with (
+            grpc.aio.insecure_channel(rules.address, options=own) as ch,
+            grpc.aio.insecure_channel(rules.address, options=own) as other,
+        ):
             stub = rules_pb2_grpc.RulesServiceStub(ch)
-            created = await stub.CreateGame(rules_pb2.CreateGameRequest(request_id="r", game="queens_court",
-                                                                        seats=["a", "b"]), metadata=md)
-            watches = [stub.WatchGame(rules_pb2.WatchGameRequest(game_id=created.game_id), metadata=admin)
-                       for _ in range(2)]
+            created = await stub.CreateGame(
+                rules_pb2.CreateGameRequest(request_id="r", game="queens_court", seats=["a", "b"]),
+                metadata=md,
+            )
+            watches = [
+                stub.WatchGame(rules_pb2.WatchGameRequest(game_id=created.game_id), metadata=admin)
+                for _ in range(2)
+            ]
             for w in watches:
                 await w.read()  # both streams open and holding their snapshot
-            code, _ = await code_of(stub.GetView(rules_pb2.GetViewRequest(game_id=created.game_id), metadata=admin,
-                                                 timeout=1.5))
-            assert code == C.DEADLINE_EXCEEDED, "a third concurrent call on the connection waits for a free stream"
+            code, _ = await code_of(
+                stub.GetView(rules_pb2.GetViewRequest(game_id=created.game_id), metadata=admin, timeout=1.5)
+            )
+            assert code == C.DEADLINE_EXCEEDED, (
+                "a third concurrent call on the connection waits for a free stream"
+            )
             view = await rules_pb2_grpc.RulesServiceStub(other).GetView(
-                rules_pb2.GetViewRequest(game_id=created.game_id), metadata=admin, timeout=10)
+                rules_pb2.GetViewRequest(game_id=created.game_id), metadata=admin, timeout=10
+            )
             assert view.game_id == created.game_id, "other connections are not affected"
             for w in watches:
                 w.cancel()
             await asyncio.sleep(0)
             # a request over the size limit is refused before any handler sees it
-            big = rules_pb2.CreateGameRequest(request_id="x" * (70 * 1024), game="queens_court", seats=["a", "b"])
-            code, _ = await code_of(rules_pb2_grpc.RulesServiceStub(other).CreateGame(big, metadata=md, timeout=10))
+            big = rules_pb2.CreateGameRequest(
+                request_id="x" * (70 * 1024), game="queens_court", seats=["a", "b"]
+            )
+            code, _ = await code_of(
+                rules_pb2_grpc.RulesServiceStub(other).CreateGame(big, metadata=md, timeout=10)
+            )
             assert code == C.RESOURCE_EXHAUSTED
     finally:
         await rules.stop(0)

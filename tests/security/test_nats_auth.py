@@ -1,7 +1,8 @@
 """NATS users with per-service permissions (court_kit.natsauth), against the real nats-server:
 anonymous and wrong-password connections are refused; every identity is refused what it must not
-do (a fake GameEnded from analytics, ranking or bot; reading full information as bot; taking over
-another's consumer; deleting streams); and the whole stack still works with each service as its
+do (a fake record from analytics, ranking or bot on the game logs or the public records; reading
+the game logs as bot; the projector writing a game log; taking over another's consumer; deleting
+streams); and the whole stack still works with each service as its
 own user: a ranked game is settled, an all-bot game is played to the end."""
 
 from __future__ import annotations
@@ -34,8 +35,10 @@ async def secured(tmp_path: Path) -> AsyncIterator[tuple[Stack, BotApp]]:
     bot = None
     try:
         await stack.start()
-        bot = await BotApp.start(stack.settings("bot", rules_addr=stack.rules.address),
-                                 config=BotConfig(decision_threads=0, ack_wait=2.0, catchup=0.0))
+        bot = await BotApp.start(
+            stack.settings("bot", rules_addr=stack.rules.address),
+            config=BotConfig(decision_threads=0, ack_wait=2.0, catchup=0.0),
+        )
         yield stack, bot
     finally:
         if bot is not None:
@@ -56,8 +59,15 @@ class Conn:
             self.errors.append(str(exc))
             self.event.set()
 
-        self.nc = await nats.connect(url, user=user, password=password, inbox_prefix=inbox(user), error_cb=on_error,
-                                     allow_reconnect=False, connect_timeout=5)
+        self.nc = await nats.connect(
+            url,
+            user=user,
+            password=password,
+            inbox_prefix=inbox(user),
+            error_cb=on_error,
+            allow_reconnect=False,
+            connect_timeout=5,
+        )
         return self
 
     async def refused(self, what: str, action: Any) -> str:
@@ -70,7 +80,9 @@ class Conn:
         except (nats.errors.Error, TimeoutError):
             pass  # a request the server dropped times out; the violation still comes as an error
         await asyncio.wait_for(self.event.wait(), 10)
-        assert any("permissions violation" in e.lower() and what.lower() in e.lower() for e in self.errors), self.errors
+        assert any("permissions violation" in e.lower() and what.lower() in e.lower() for e in self.errors), (
+            self.errors
+        )
         return self.errors[-1]
 
 
@@ -85,74 +97,125 @@ async def test_anonymous_and_wrong_passwords_are_refused(secured: tuple[Stack, B
         await nats.connect(stack.nats.url, allow_reconnect=False, connect_timeout=5)
     assert "authorization" in str(info.value).lower()
     with pytest.raises(Exception) as info:
-        await nats.connect(stack.nats.url, user="analytics", password="guess", allow_reconnect=False,
-                           connect_timeout=5)
+        await nats.connect(
+            stack.nats.url, user="analytics", password="guess", allow_reconnect=False, connect_timeout=5
+        )
     assert "authorization" in str(info.value).lower()
     with pytest.raises(Exception) as info:  # noqa: B017 - nats-py raises several types for this
-        await nats.connect(stack.nats.url, user="lobby", password="anything", allow_reconnect=False,
-                           connect_timeout=5)  # the lobby has no NATS identity at all
+        await nats.connect(
+            stack.nats.url, user="lobby", password="anything", allow_reconnect=False, connect_timeout=5
+        )  # the lobby has no NATS identity at all
     assert "authorization" in str(info.value).lower()
 
 
 async def test_each_identity_is_refused_what_it_must_not_do(secured: tuple[Stack, BotApp]) -> None:
     stack, _ = secured
     url, pw = stack.nats.url, stack.nats_users
-    full_before = await stream_msgs(stack, "COURT_EVENTS_FULL")
-    logs_before = await stream_msgs(stack, "COURT_GAMES")
-    fake = json.dumps({"type": "GameEnded", "game_id": "g-fake", "seq": 9, "result": {"winners": [0]}}).encode()
+    public_before = await stream_msgs(stack, "COURT_EVENTS")
+    logs_before = await stream_msgs(stack, "COURT_GAMES_0")
+    fake = json.dumps(
+        {"type": "GameEnded", "game_id": "g-fake", "seq": 9, "result": {"winners": [0]}}
+    ).encode()
     for user in ("analytics", "ranking", "bot"):
         c = await Conn().open(url, user, pw[user])
         try:
-            # a fake GameEnded that ranking would pay out: on the v1 full subject, the game log, public records
-            await c.refused("court.full.queens_court.g-fake.GameEnded",
-                            lambda c=c: c.nc.publish("court.full.queens_court.g-fake.GameEnded", fake))
-            await c.refused("court.games.g-fake", lambda c=c: c.nc.publish("court.games.g-fake", fake))
-            await c.refused("court.events.queens_court.g-fake.GameEnded",
-                            lambda c=c: c.nc.publish("court.events.queens_court.g-fake.GameEnded", fake))
+            # a fake record that ranking would pay out: on a game log or the public records (v2 subjects)
+            await c.refused("court.games.0.g-fake", lambda c=c: c.nc.publish("court.games.0.g-fake", fake))
+            await c.refused(
+                "court.events.queens_court.g-fake",
+                lambda c=c: c.nc.publish("court.events.queens_court.g-fake", fake),
+            )
             # JetStream admin: no deletes, purges or message removal
-            await c.refused("$JS.API.STREAM.DELETE.COURT_EVENTS_FULL",
-                            lambda c=c: c.nc.request("$JS.API.STREAM.DELETE.COURT_EVENTS_FULL", b"", timeout=0.2))
-            await c.refused("$JS.API.STREAM.PURGE.COURT_GAMES",
-                            lambda c=c: c.nc.request("$JS.API.STREAM.PURGE.COURT_GAMES", b"", timeout=0.2))
+            await c.refused(
+                "$JS.API.STREAM.DELETE.COURT_EVENTS",
+                lambda c=c: c.nc.request("$JS.API.STREAM.DELETE.COURT_EVENTS", b"", timeout=0.2),
+            )
+            await c.refused(
+                "$JS.API.STREAM.PURGE.COURT_GAMES_0",
+                lambda c=c: c.nc.request("$JS.API.STREAM.PURGE.COURT_GAMES_0", b"", timeout=0.2),
+            )
             # nobody but ranking pulls (or acks) ranking's consumer, nor redefines it
             if user != "ranking":
-                await c.refused("$JS.API.CONSUMER.MSG.NEXT.COURT_EVENTS_FULL.ranking",
-                                lambda c=c: c.nc.request("$JS.API.CONSUMER.MSG.NEXT.COURT_EVENTS_FULL.ranking",
-                                                         b"1", timeout=0.2))
-                await c.refused("$JS.API.CONSUMER.CREATE.COURT_EVENTS_FULL.ranking",
-                                lambda c=c: c.nc.request("$JS.API.CONSUMER.CREATE.COURT_EVENTS_FULL.ranking",
-                                                         b"{}", timeout=0.2))
+                await c.refused(
+                    "$JS.API.CONSUMER.MSG.NEXT.COURT_EVENTS.ranking",
+                    lambda c=c: c.nc.request(
+                        "$JS.API.CONSUMER.MSG.NEXT.COURT_EVENTS.ranking", b"1", timeout=0.2
+                    ),
+                )
+                await c.refused(
+                    "$JS.API.CONSUMER.CREATE.COURT_EVENTS.ranking",
+                    lambda c=c: c.nc.request(
+                        "$JS.API.CONSUMER.CREATE.COURT_EVENTS.ranking", b"{}", timeout=0.2
+                    ),
+                )
+            # nobody but the projector (and rules' in-process one) takes over the projector's durable
+            await c.refused(
+                "$JS.API.CONSUMER.MSG.NEXT.COURT_GAMES_0.court-projector",
+                lambda c=c: c.nc.request(
+                    "$JS.API.CONSUMER.MSG.NEXT.COURT_GAMES_0.court-projector", b"1", timeout=0.2
+                ),
+            )
             # no snooping on another identity's replies, nor on game logs by core subscription
             await c.refused("_INBOX_rules.>", lambda c=c: c.nc.subscribe("_INBOX_rules.>"))
             await c.refused("court.games.>", lambda c=c: c.nc.subscribe("court.games.>"))
         finally:
             await c.nc.close()
-    # the bot service reads only the public records: no direct get of full information or game logs
+    # the bot service reads only the public records: no direct get or consumer on a game log
     c = await Conn().open(url, "bot", pw["bot"])
     try:
-        await c.refused("$JS.API.DIRECT.GET.COURT_EVENTS_FULL",
-                        lambda: c.nc.request("$JS.API.DIRECT.GET.COURT_EVENTS_FULL", b'{"seq": 1}', timeout=0.2))
-        await c.refused("$JS.API.DIRECT.GET.COURT_GAMES.court.games.x",
-                        lambda: c.nc.request("$JS.API.DIRECT.GET.COURT_GAMES.court.games.x", b"", timeout=0.2))
-        await c.refused("$JS.API.CONSUMER.CREATE.COURT_GAMES",
-                        lambda: c.nc.request("$JS.API.CONSUMER.CREATE.COURT_GAMES", b"{}", timeout=0.2))
+        await c.refused(
+            "$JS.API.DIRECT.GET.COURT_GAMES_0",
+            lambda: c.nc.request("$JS.API.DIRECT.GET.COURT_GAMES_0", b'{"seq": 1}', timeout=0.2),
+        )
+        await c.refused(
+            "$JS.API.DIRECT.GET.COURT_GAMES_0.court.games.0.x",
+            lambda: c.nc.request("$JS.API.DIRECT.GET.COURT_GAMES_0.court.games.0.x", b"", timeout=0.2),
+        )
+        await c.refused(
+            "$JS.API.CONSUMER.CREATE.COURT_GAMES_0",
+            lambda: c.nc.request("$JS.API.CONSUMER.CREATE.COURT_GAMES_0", b"{}", timeout=0.2),
+        )
     finally:
         await c.nc.close()
-    assert await stream_msgs(stack, "COURT_EVENTS_FULL") == full_before, "nothing forged was stored"
-    assert await stream_msgs(stack, "COURT_GAMES") == logs_before
+    # the projector publishes public records, never a game log, and deletes or purges nothing
+    c = await Conn().open(url, "projector", pw["projector"])
+    try:
+        await c.refused("court.games.0.g-fake", lambda: c.nc.publish("court.games.0.g-fake", fake))
+        await c.refused(
+            "$JS.API.STREAM.PURGE.COURT_GAMES_0",
+            lambda: c.nc.request("$JS.API.STREAM.PURGE.COURT_GAMES_0", b"", timeout=0.2),
+        )
+        await c.refused(
+            "$JS.API.STREAM.DELETE.COURT_EVENTS",
+            lambda: c.nc.request("$JS.API.STREAM.DELETE.COURT_EVENTS", b"", timeout=0.2),
+        )
+        await c.refused(
+            "$JS.API.CONSUMER.CREATE.COURT_EVENTS.ranking",
+            lambda: c.nc.request("$JS.API.CONSUMER.CREATE.COURT_EVENTS.ranking", b"{}", timeout=0.2),
+        )
+    finally:
+        await c.nc.close()
+    assert await stream_msgs(stack, "COURT_EVENTS") == public_before, "nothing forged was stored"
+    assert await stream_msgs(stack, "COURT_GAMES_0") == logs_before
 
 
 async def test_analytics_may_read_without_writing(secured: tuple[Stack, BotApp]) -> None:
     stack, _ = secured
     async with RulesClient(stack.rules.address, keys.token("service:lobby", "service")) as lobby:
         created = await lobby.create_game("queens_court", ["p1", "p2"])
-    nc = await kjs.connect(stack.nats.url, "analytics-test", user="analytics", password=stack.nats_users["analytics"])
+    nc = await kjs.connect(
+        stack.nats.url, "analytics-test", user="analytics", password=stack.nats_users["analytics"]
+    )
     try:
-        got = await kjs.direct_get_batch(nc, "COURT_EVENTS_FULL", f"court.full.queens_court.{created.game_id}.>")
-        assert got, "analytics reads the full-information records"
+        got = await kjs.direct_get_batch(nc, "COURT_GAMES_0", f"court.games.0.{created.game_id}")
+        assert got, "analytics reads the full-information records (the game log)"
         js = nc.jetstream()
-        sub = await js.subscribe("court.events.>", stream="COURT_EVENTS", ordered_consumer=True,
-                                 deliver_policy=nats.js.api.DeliverPolicy.ALL)
+        sub = await js.subscribe(
+            "court.events.>",
+            stream="COURT_EVENTS",
+            ordered_consumer=True,
+            deliver_policy=nats.js.api.DeliverPolicy.ALL,
+        )
         msg = await sub.next_msg(timeout=10)
         assert msg.subject.startswith("court.events.")
         await sub.unsubscribe()
@@ -176,13 +239,14 @@ async def test_the_stack_works_with_each_service_as_its_own_user(secured: tuple[
     async with RulesClient(stack.rules.address, keys.token("service:lobby", "service")) as lobby_client:
         created = await lobby_client.create_game("queens_court", ["bot:random", "bot:random"])
     async with RulesClient(stack.rules.address, keys.token("root", "admin")) as admin:
+
         async def finished() -> None:
             async for update in admin.watch(created.game_id):
                 if update.view.finished:
                     return
 
         await asyncio.wait_for(finished(), 120)
-    assert set(IDENTITIES) == {"rules", "ranking", "bot", "analytics"}
+    assert set(IDENTITIES) == {"rules", "projector", "ranking", "bot", "analytics"}
 
 
 def test_deployed_nats_configs_carry_the_one_permission_table() -> None:
@@ -193,7 +257,9 @@ def test_deployed_nats_configs_carry_the_one_permission_table() -> None:
     repo = Path(__file__).resolve().parents[2]
     block = authorization_block()
     for conf in ("deploy/base/nats/nats.conf", "deploy/compose/nats.conf"):
-        assert block in (repo / conf).read_text(), f"{conf} is out of step: python -m court_kit.natsauth --env"
+        assert block in (repo / conf).read_text(), (
+            f"{conf} is out of step: python -m court_kit.natsauth --env"
+        )
     for service, user in SERVICE_USERS.items():
         text = (repo / f"deploy/base/services/{service}.yaml").read_text()
         assert f"name: COURT_NATS_USER\n              value: {user}\n" in text

@@ -37,46 +37,107 @@ def cases(tmp: Path) -> list[tuple[str, str, dict[str, str], str]]:
     foreign = Signer.generate("court-lobby", "other-lobby")
     other_set = keys.write_key_set(tmp / "other-set.json", foreign)
     rsa_like = tmp / "rsa.json"
-    rsa_like.write_text('{"keys": [{"kty": "RSA", "kid": "r1", "iss": "court-lobby", "n": "xx", "e": "AQAB"}]}')
+    rsa_like.write_text(
+        '{"keys": [{"kty": "RSA", "kid": "r1", "iss": "court-lobby", "n": "xx", "e": "AQAB"}]}'
+    )
     hs = tmp / "hs.json"
     hs.write_text('{"keys": [{"kty": "oct", "kid": "h1", "iss": "court-lobby", "k": "c2VjcmV0"}]}')
     ranking_key = tmp / "ranking-set.json"
-    ranking_key.write_text('{"keys": [{"kty": "OKP", "crv": "Ed25519", "kid": "rk", "iss": "court-ranking", '
-                           '"x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}')
+    ranking_key.write_text(
+        '{"keys": [{"kty": "OKP", "crv": "Ed25519", "kid": "rk", "iss": "court-ranking", '
+        '"x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}'
+    )
     private_in_set = tmp / "private-set.json"
     private_in_set.write_text('{"keys": [' + __import__("json").dumps(keys.LOBBY.jwk()) + "]}")
     base = {"COURT_ENV": "prod", "COURT_STATE_DIR": str(tmp / "state"), "COURT_METRICS_LISTEN": ""}
     good = {s: {**base, **keys.env(s)} for s in MAINS}
     return [
         ("rules", "no key set", {**base, "COURT_ID_SECRET": keys.ID_SECRET}, "COURT_TOKEN_KEYS is not set"),
-        ("rules", "unreadable key set", {**good["rules"], "COURT_TOKEN_KEYS": str(tmp / "nope.json")}, "cannot read"),
-        ("rules", "dev key set in prod", {**good["rules"], "COURT_TOKEN_KEYS": str(dev.key_set)}, "development keys"),
+        (
+            "rules",
+            "unreadable key set",
+            {**good["rules"], "COURT_TOKEN_KEYS": str(tmp / "nope.json")},
+            "cannot read",
+        ),
+        (
+            "rules",
+            "dev key set in prod",
+            {**good["rules"], "COURT_TOKEN_KEYS": str(dev.key_set)},
+            "development keys",
+        ),
         ("ranking", "RSA key", {**good["ranking"], "COURT_TOKEN_KEYS": str(rsa_like)}, "only Ed25519"),
         ("ranking", "HMAC key", {**good["ranking"], "COURT_TOKEN_KEYS": str(hs)}, "only Ed25519"),
-        ("ranking", "ranking issuer", {**good["ranking"], "COURT_TOKEN_KEYS": str(ranking_key)}, "mints no tokens"),
-        ("ranking", "private key in the set", {**good["ranking"], "COURT_TOKEN_KEYS": str(private_in_set)},
-         "public keys only"),
-        ("ranking", "ranking holding a key", {**good["ranking"], "COURT_SIGNING_KEY": str(keys.SIGNING["lobby"])},
-         "mints no tokens"),
-        ("rules", "missing id secret", {k: v for k, v in good["rules"].items() if k != "COURT_ID_SECRET"},
-         "COURT_ID_SECRET is not set"),
+        (
+            "ranking",
+            "ranking issuer",
+            {**good["ranking"], "COURT_TOKEN_KEYS": str(ranking_key)},
+            "mints no tokens",
+        ),
+        (
+            "ranking",
+            "private key in the set",
+            {**good["ranking"], "COURT_TOKEN_KEYS": str(private_in_set)},
+            "public keys only",
+        ),
+        (
+            "ranking",
+            "ranking holding a key",
+            {**good["ranking"], "COURT_SIGNING_KEY": str(keys.SIGNING["lobby"])},
+            "mints no tokens",
+        ),
+        (
+            "rules",
+            "missing id secret",
+            {k: v for k, v in good["rules"].items() if k != "COURT_ID_SECRET"},
+            "COURT_ID_SECRET is not set",
+        ),
         ("rules", "short id secret", {**good["rules"], "COURT_ID_SECRET": "abc123"}, "too short"),
-        ("bot", "default id secret", {**good["bot"], "COURT_ID_SECRET": "dev-only-token-secret-not-for-production"},
-         "placeholder"),
-        ("lobby", "no signing key", {k: v for k, v in good["lobby"].items() if k != "COURT_SIGNING_KEY"},
-         "COURT_SIGNING_KEY is not set"),
-        ("lobby", "dev signing key", {**good["lobby"], "COURT_SIGNING_KEY": str(dev.signing_key("lobby")),
-                                      "COURT_TOKEN_KEYS": str(dev.key_set)}, "development"),
-        ("lobby", "the bot's key", {**good["lobby"], "COURT_SIGNING_KEY": str(keys.SIGNING["bot"])},
-         "belongs to court-bot"),
-        ("lobby", "key not published", {**good["lobby"], "COURT_TOKEN_KEYS": str(other_set)}, "not in COURT_TOKEN_KEYS"),
-        ("bot", "no signing key", {k: v for k, v in good["bot"].items() if k != "COURT_SIGNING_KEY"},
-         "COURT_SIGNING_KEY is not set"),
+        (
+            "bot",
+            "default id secret",
+            {**good["bot"], "COURT_ID_SECRET": "dev-only-token-secret-not-for-production"},
+            "placeholder",
+        ),
+        (
+            "lobby",
+            "no signing key",
+            {k: v for k, v in good["lobby"].items() if k != "COURT_SIGNING_KEY"},
+            "COURT_SIGNING_KEY is not set",
+        ),
+        (
+            "lobby",
+            "dev signing key",
+            {
+                **good["lobby"],
+                "COURT_SIGNING_KEY": str(dev.signing_key("lobby")),
+                "COURT_TOKEN_KEYS": str(dev.key_set),
+            },
+            "development",
+        ),
+        (
+            "lobby",
+            "the bot's key",
+            {**good["lobby"], "COURT_SIGNING_KEY": str(keys.SIGNING["bot"])},
+            "belongs to court-bot",
+        ),
+        (
+            "lobby",
+            "key not published",
+            {**good["lobby"], "COURT_TOKEN_KEYS": str(other_set)},
+            "not in COURT_TOKEN_KEYS",
+        ),
+        (
+            "bot",
+            "no signing key",
+            {k: v for k, v in good["bot"].items() if k != "COURT_SIGNING_KEY"},
+            "COURT_SIGNING_KEY is not set",
+        ),
     ]
 
 
-def test_prod_refuses_missing_default_short_or_misplaced_keys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                              capsys: Any) -> None:
+def test_prod_refuses_missing_default_short_or_misplaced_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
     wrong = {}
     for service, why, env, needle in cases(tmp_path):
         code, err = run(service, env, monkeypatch, capsys)
@@ -88,6 +149,12 @@ def test_prod_refuses_missing_default_short_or_misplaced_keys(tmp_path: Path, mo
 def test_a_real_process_exits_2_with_the_reason(tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "COURT_ENV": "prod", **keys.env("lobby"), "COURT_ID_SECRET": "x"}
     env.pop("COURT_SIGNING_KEY")
-    r = subprocess.run([str(Path(sys.executable).parent / "court-lobby")], env=env, capture_output=True, text=True,
-                       timeout=60, cwd=tmp_path)
+    r = subprocess.run(
+        [str(Path(sys.executable).parent / "court-lobby")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert r.returncode == 2 and "COURT_SIGNING_KEY is not set" in r.stderr, r.stderr

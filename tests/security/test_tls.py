@@ -32,15 +32,26 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 async def tls_stack(tmp_path: Path) -> AsyncIterator[tuple[Stack, BotApp, Certs]]:
     certs = make_certs(tmp_path / "certs")
     nats_tls = f'tls {{\n  cert_file: "{certs.cert}"\n  key_file: "{certs.key}"\n}}\n'
-    common = {"tls_cert": str(certs.cert), "tls_key": str(certs.key), "tls_ca": str(certs.ca),
-              "nats_ca": str(certs.ca)}
-    stack = Stack(tmp_path, f"sqlite:///{tmp_path / 'x.db'}", nats_users=generate_passwords(), nats_config=nats_tls,
-                  common=common)
+    common = {
+        "tls_cert": str(certs.cert),
+        "tls_key": str(certs.key),
+        "tls_ca": str(certs.ca),
+        "nats_ca": str(certs.ca),
+    }
+    stack = Stack(
+        tmp_path,
+        f"sqlite:///{tmp_path / 'x.db'}",
+        nats_users=generate_passwords(),
+        nats_config=nats_tls,
+        common=common,
+    )
     bot = None
     try:
         await stack.start()
-        bot = await BotApp.start(stack.settings("bot", rules_addr=stack.rules.address),
-                                 config=BotConfig(decision_threads=0, consume=False))
+        bot = await BotApp.start(
+            stack.settings("bot", rules_addr=stack.rules.address),
+            config=BotConfig(decision_threads=0, consume=False),
+        )
         yield stack, bot, certs
     finally:
         if bot is not None:
@@ -63,8 +74,9 @@ async def test_services_speak_tls_to_clients_and_each_other(tls_stack: tuple[Sta
         for p in (ann, bob):
             view = await p.rules.get_view(game_id)
             if view.your_seat in view.to_act:
-                hint = await bot_pb2_grpc.BotServiceStub(ch).Suggest(bot_pb2.SuggestRequest(game_id=game_id),
-                                                                     metadata=p.meta, timeout=30)
+                hint = await bot_pb2_grpc.BotServiceStub(ch).Suggest(
+                    bot_pb2.SuggestRequest(game_id=game_id), metadata=p.meta, timeout=30
+                )
                 hinted += hint.HasField("action")
     assert hinted >= 1
     # rules -> NATS (TLS) and ranking <- NATS (TLS): the game settles
@@ -101,14 +113,21 @@ async def test_plaintext_clients_are_refused(tls_stack: tuple[Stack, BotApp, Cer
 
     assert b"PONG" not in await asyncio.to_thread(plaintext_nats)
     with pytest.raises(Exception) as exc:  # noqa: B017 - the TLS failure surfaces as various types
-        await nats.connect(stack.nats.url.replace("tls://", "nats://"), user="rules",
-                           password=stack.nats_users["rules"], allow_reconnect=False, connect_timeout=3)
+        await nats.connect(
+            stack.nats.url.replace("tls://", "nats://"),
+            user="rules",
+            password=stack.nats_users["rules"],
+            allow_reconnect=False,
+            connect_timeout=3,
+        )
     assert exc.value is not None
 
 
 async def test_reflection_is_off_outside_dev_unless_enabled(tls_stack: tuple[Stack, BotApp, Certs]) -> None:
     stack, _, _ = tls_stack
-    assert Settings.load("rules", {"COURT_ENV": "dev", "COURT_STATE_DIR": str(stack.tmp_path / "d")}).reflection
+    assert Settings.load(
+        "rules", {"COURT_ENV": "dev", "COURT_STATE_DIR": str(stack.tmp_path / "d")}
+    ).reflection
     assert not stack.rules.settings.reflection
     async with stack.channel(stack.rules.address) as ch:
         call = reflection_pb2_grpc.ServerReflectionStub(ch).ServerReflectionInfo()
@@ -120,8 +139,9 @@ async def test_reflection_is_off_outside_dev_unless_enabled(tls_stack: tuple[Sta
     assert on.reflection and not on.is_dev
 
 
-async def test_a_plaintext_health_port_serves_health_and_nothing_else(tls_stack: tuple[Stack, BotApp, Certs]
-                                                                      ) -> None:
+async def test_a_plaintext_health_port_serves_health_and_nothing_else(
+    tls_stack: tuple[Stack, BotApp, Certs],
+) -> None:
     """For the kubelet's gRPC probes (no TLS): COURT_HEALTH_LISTEN answers health only."""
     from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
     from court_rules.app import RulesApp
@@ -136,7 +156,9 @@ async def test_a_plaintext_health_port_serves_health_and_nothing_else(tls_stack:
             reply = await health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=10)
             assert reply.status == health_pb2.HealthCheckResponse.SERVING
             with pytest.raises(grpc.aio.AioRpcError) as info:
-                await rules_pb2_grpc.RulesServiceStub(ch).GetView(rules_pb2.GetViewRequest(game_id="g"), timeout=5)
+                await rules_pb2_grpc.RulesServiceStub(ch).GetView(
+                    rules_pb2.GetViewRequest(game_id="g"), timeout=5
+                )
             assert info.value.code() == grpc.StatusCode.UNIMPLEMENTED
     finally:
         await app.stop(0)

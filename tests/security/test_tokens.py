@@ -51,8 +51,16 @@ def raw_jwt(header: dict[str, Any], claims: dict[str, Any], sign: Any = None) ->
 
 def claims(sub: str = "p-ann", role: str = "player", **kw: Any) -> dict[str, Any]:
     now = int(time.time())
-    return {"iss": "court-lobby", "sub": sub, "role": role, "aud": list(AUDIENCES[role]), "iat": now, "nbf": now,
-            "exp": now + 600, **kw}
+    return {
+        "iss": "court-lobby",
+        "sub": sub,
+        "role": role,
+        "aud": list(AUDIENCES[role]),
+        "iat": now,
+        "nbf": now,
+        "exp": now + 600,
+        **kw,
+    }
 
 
 def forgeries(sub: str) -> dict[str, str]:
@@ -82,18 +90,29 @@ def forgeries(sub: str) -> dict[str, str]:
         "stolen-kid-other-key": raw_jwt(lobby_kid, claims(sub), ed(stranger)),
         "foreign-issuer": raw_jwt(lobby_kid, claims(sub, iss="court-evil"), ed(keys.LOBBY)),
         "bot-key-claims-lobby": raw_jwt({"alg": "EdDSA", "kid": keys.BOT.kid}, claims(sub), ed(keys.BOT)),
-        "bot-key-mints-admin": raw_jwt({"alg": "EdDSA", "kid": keys.BOT.kid},
-                                       claims("root", "admin", iss="court-bot"), ed(keys.BOT)),
-        "bot-key-mints-player": raw_jwt({"alg": "EdDSA", "kid": keys.BOT.kid},
-                                        claims(sub, iss="court-bot"), ed(keys.BOT)),
+        "bot-key-mints-admin": raw_jwt(
+            {"alg": "EdDSA", "kid": keys.BOT.kid}, claims("root", "admin", iss="court-bot"), ed(keys.BOT)
+        ),
+        "bot-key-mints-player": raw_jwt(
+            {"alg": "EdDSA", "kid": keys.BOT.kid}, claims(sub, iss="court-bot"), ed(keys.BOT)
+        ),
         "wrong-audience": issue_token(keys.LOBBY, sub, "player", audience=["court-elsewhere"]),
-        "no-audience": raw_jwt(lobby_kid, {k: v for k, v in claims(sub).items() if k != "aud"}, ed(keys.LOBBY)),
+        "no-audience": raw_jwt(
+            lobby_kid, {k: v for k, v in claims(sub).items() if k != "aud"}, ed(keys.LOBBY)
+        ),
         "expired": issue_token(keys.LOBBY, sub, "player", ttl=60, now=now - 3600),
         "not-yet-valid": raw_jwt(lobby_kid, claims(sub, nbf=now + 3600), ed(keys.LOBBY)),
         "issued-in-future": raw_jwt(lobby_kid, claims(sub, iat=now + 3600, nbf=now), ed(keys.LOBBY)),
         "no-exp": raw_jwt(lobby_kid, {k: v for k, v in claims(sub).items() if k != "exp"}, ed(keys.LOBBY)),
-        "tampered-role": (lambda t: t.split(".")[0] + "." + b64(json.dumps(claims(sub, role="admin")).encode())
-                          + "." + t.split(".")[2])(issue_token(keys.LOBBY, sub, "player")),
+        "tampered-role": (
+            lambda t: (
+                t.split(".")[0]
+                + "."
+                + b64(json.dumps(claims(sub, role="admin")).encode())
+                + "."
+                + t.split(".")[2]
+            )
+        )(issue_token(keys.LOBBY, sub, "player")),
         "truncated": issue_token(keys.LOBBY, sub, "player")[:-6],
         "garbage": "eyJhbGciOiJFZERTQSJ9.not.base64!",
     }
@@ -105,8 +124,10 @@ async def full_stack(tmp_path: Path) -> AsyncIterator[tuple[Stack, BotApp]]:
     bot = None
     try:
         await stack.start()
-        bot = await BotApp.start(stack.settings("bot", rules_addr=stack.rules.address),
-                                 config=BotConfig(consume=False, decision_threads=0))
+        bot = await BotApp.start(
+            stack.settings("bot", rules_addr=stack.rules.address),
+            config=BotConfig(consume=False, decision_threads=0),
+        )
         yield stack, bot
     finally:
         if bot is not None:
@@ -121,7 +142,9 @@ def callers(stack: Stack, bot: BotApp) -> dict[str, Any]:
     ranking = ranking_pb2_grpc.RankingServiceStub(stack.ranking_channel)
     bots = bot_pb2_grpc.BotServiceStub(grpc.aio.insecure_channel(bot.address))
     return {
-        "rules": lambda md: rules.GetView(rules_pb2.GetViewRequest(game_id="g-none"), metadata=md, timeout=10),
+        "rules": lambda md: rules.GetView(
+            rules_pb2.GetViewRequest(game_id="g-none"), metadata=md, timeout=10
+        ),
         "lobby": lambda md: lobby.GetAccount(lpb.GetAccountRequest(), metadata=md, timeout=10),
         "ranking": lambda md: ranking.GetBalance(rpb.GetBalanceRequest(), metadata=md, timeout=10),
         "bot": lambda md: bots.Suggest(bot_pb2.SuggestRequest(game_id="g-none"), metadata=md, timeout=10),
@@ -154,15 +177,21 @@ async def test_every_forgery_is_unauthenticated_on_every_service(full_stack: tup
     assert not wrong, wrong
 
 
-async def test_each_identity_is_accepted_only_where_its_audience_says(full_stack: tuple[Stack, BotApp]) -> None:
+async def test_each_identity_is_accepted_only_where_its_audience_says(
+    full_stack: tuple[Stack, BotApp],
+) -> None:
     stack, bot = full_stack
     calls = callers(stack, bot)
     expect = {
         # the lobby's service identity: rules and ranking only
-        ("service", "lobby"): C.UNAUTHENTICATED, ("service", "bot"): C.UNAUTHENTICATED,
-        ("service", "rules"): C.NOT_FOUND, ("service", "ranking"): C.OK,
+        ("service", "lobby"): C.UNAUTHENTICATED,
+        ("service", "bot"): C.UNAUTHENTICATED,
+        ("service", "rules"): C.NOT_FOUND,
+        ("service", "ranking"): C.OK,
         # the bot service's identity: the rules service only
-        ("bot", "lobby"): C.UNAUTHENTICATED, ("bot", "ranking"): C.UNAUTHENTICATED, ("bot", "bot"): C.UNAUTHENTICATED,
+        ("bot", "lobby"): C.UNAUTHENTICATED,
+        ("bot", "ranking"): C.UNAUTHENTICATED,
+        ("bot", "bot"): C.UNAUTHENTICATED,
         ("bot", "rules"): C.NOT_FOUND,
     }
     got = {}
@@ -173,18 +202,28 @@ async def test_each_identity_is_accepted_only_where_its_audience_says(full_stack
 
 
 async def test_the_bot_identity_acts_only_for_bot_seats_and_mints_nothing_else(
-        full_stack: tuple[Stack, BotApp]) -> None:
+    full_stack: tuple[Stack, BotApp],
+) -> None:
     stack, bot = full_stack
     rules = rules_pb2_grpc.RulesServiceStub(grpc.aio.insecure_channel(stack.rules.address))
     svc = (("authorization", f"Bearer {keys.token('service:lobby', 'service')}"),)
-    created = await rules.CreateGame(rules_pb2.CreateGameRequest(request_id="c1", game="queens_court",
-                                                                 seats=["p-ann", "bot:random"]), metadata=svc)
+    created = await rules.CreateGame(
+        rules_pb2.CreateGameRequest(request_id="c1", game="queens_court", seats=["p-ann", "bot:random"]),
+        metadata=svc,
+    )
     bot_md = (("authorization", f"Bearer {keys.token('bot-service', 'bot')}"),)
-    code, _ = await code_of(rules.GetView(rules_pb2.GetViewRequest(game_id=created.game_id, seat=0), metadata=bot_md))
+    code, _ = await code_of(
+        rules.GetView(rules_pb2.GetViewRequest(game_id=created.game_id, seat=0), metadata=bot_md)
+    )
     assert code == C.PERMISSION_DENIED, "the bot identity may not read a player's seat"
-    code, _ = await code_of(rules.CreateGame(rules_pb2.CreateGameRequest(request_id="c2", game="queens_court",
-                                                                         seats=["bot:random", "bot:random"]),
-                                             metadata=bot_md))
+    code, _ = await code_of(
+        rules.CreateGame(
+            rules_pb2.CreateGameRequest(
+                request_id="c2", game="queens_court", seats=["bot:random", "bot:random"]
+            ),
+            metadata=bot_md,
+        )
+    )
     assert code == C.PERMISSION_DENIED, "the bot identity may not create games"
     view = await rules.GetView(rules_pb2.GetViewRequest(game_id=created.game_id, seat=1), metadata=bot_md)
     assert view.your_seat == 1
@@ -212,7 +251,7 @@ async def test_key_rotation_without_downtime(tmp_path: Path) -> None:
     rotating = {"token_keys": str(key_set), "extra": {"COURT_TOKEN_KEYS_RELOAD": "0"}}
     stack = Stack(tmp_path, f"sqlite:///{tmp_path / 'lobby.db'}")
     stack.nats.start()
-    stack.rules = await RulesApp.start(stack.settings("rules", **rotating), sweep_delay=0.5)
+    stack.rules = await RulesApp.start(stack.settings("rules", **rotating))
     stack.ranking = await RankingApp.start(stack.settings("ranking", **rotating))
     stack.lobby = await LobbyApp.start(stack.settings("lobby", **rotating))
     stack.lobby_channel = grpc.aio.insecure_channel(stack.lobby.address)
@@ -224,10 +263,15 @@ async def test_key_rotation_without_downtime(tmp_path: Path) -> None:
 
         async def works(token: str, lobby_channel: grpc.aio.Channel) -> None:
             md = (("authorization", f"Bearer {token}"),)
-            await lobby_pb2_grpc.LobbyServiceStub(lobby_channel).GetAccount(lpb.GetAccountRequest(), metadata=md)
-            await ranking_pb2_grpc.RankingServiceStub(stack.ranking_channel).GetBalance(rpb.GetBalanceRequest(),
-                                                                                        metadata=md)
-            code, _ = await code_of(svc_rules.GetView(rules_pb2.GetViewRequest(game_id="g-none"), metadata=md))
+            await lobby_pb2_grpc.LobbyServiceStub(lobby_channel).GetAccount(
+                lpb.GetAccountRequest(), metadata=md
+            )
+            await ranking_pb2_grpc.RankingServiceStub(stack.ranking_channel).GetBalance(
+                rpb.GetBalanceRequest(), metadata=md
+            )
+            code, _ = await code_of(
+                svc_rules.GetView(rules_pb2.GetViewRequest(game_id="g-none"), metadata=md)
+            )
             assert code == C.NOT_FOUND
 
         t_old = ann.token
@@ -236,11 +280,13 @@ async def test_key_rotation_without_downtime(tmp_path: Path) -> None:
         keys.write_key_set(key_set, old, new, keys.BOT)
         await works(t_old, stack.lobby_channel)
         # 2. a lobby replica with the new private key joins (then the old one would be drained)
-        new_lobby = await LobbyApp.start(stack.settings("lobby", signing_key=str(keys.write_private(new, tmp_path)),
-                                                        **rotating))
+        new_lobby = await LobbyApp.start(
+            stack.settings("lobby", signing_key=str(keys.write_private(new, tmp_path)), **rotating)
+        )
         new_channel = grpc.aio.insecure_channel(new_lobby.address)
         login = await lobby_pb2_grpc.LobbyServiceStub(new_channel).Login(
-            lpb.LoginRequest(name="Ann", password="correct horse battery"))
+            lpb.LoginRequest(name="Ann", password="correct horse battery")
+        )
         t_new = login.token
         assert json.loads(base64.urlsafe_b64decode(t_new.split(".")[0] + "==")).get("kid") == new.kid
         for token in (t_old, t_new):
@@ -250,12 +296,16 @@ async def test_key_rotation_without_downtime(tmp_path: Path) -> None:
         host = await stack.player("Bea")
         lobby = await lobby_pb2_grpc.LobbyServiceStub(new_channel).CreateLobby(
             lpb.CreateLobbyRequest(request_id="r1", game="queens_court", online=False),
-            metadata=(("authorization", f"Bearer {host.token}"),))
+            metadata=(("authorization", f"Bearer {host.token}"),),
+        )
         stub = lobby_pb2_grpc.LobbyServiceStub(new_channel)
         hmd = (("authorization", f"Bearer {host.token}"),)
-        await stub.SetBotSeat(lpb.SetBotSeatRequest(request_id="r2", lobby_id=lobby.lobby_id, level="random"),
-                              metadata=hmd)
-        started = await stub.StartGame(lpb.StartGameRequest(request_id="r3", lobby_id=lobby.lobby_id), metadata=hmd)
+        await stub.SetBotSeat(
+            lpb.SetBotSeatRequest(request_id="r2", lobby_id=lobby.lobby_id, level="random"), metadata=hmd
+        )
+        started = await stub.StartGame(
+            lpb.StartGameRequest(request_id="r3", lobby_id=lobby.lobby_id), metadata=hmd
+        )
         assert started.game_id
         # 3. after the old key's tokens have expired, retire it
         keys.write_key_set(key_set, new, keys.BOT)

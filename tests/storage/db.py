@@ -29,13 +29,18 @@ def fresh_postgres_database() -> tuple[str, str]:
     """Create an empty database on the test server; returns (sqlalchemy url, database name)."""
     base = os.environ.get("COURT_TEST_POSTGRES_URL")
     if not base:
-        pytest.fail("COURT_TEST_POSTGRES_URL is not set: the PostgreSQL storage tests need a real server. "
-                    "Run `make test` (it starts one with scripts/test-postgres.sh) or export "
-                    "COURT_TEST_POSTGRES_URL=postgresql://user@host:port/postgres", pytrace=False)
+        pytest.fail(
+            "COURT_TEST_POSTGRES_URL is not set: the PostgreSQL storage tests need a real server. "
+            "Run `make test` (it starts one with scripts/test-postgres.sh) or export "
+            "COURT_TEST_POSTGRES_URL=postgresql://user@host:port/postgres",
+            pytrace=False,
+        )
     name = f"court_test_{uuid.uuid4().hex[:16]}"
     with psycopg.connect(_admin_conninfo(base), autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
-    return normalize_url(make_url(normalize_url(base)).set(database=name).render_as_string(hide_password=False)), name
+    return normalize_url(
+        make_url(normalize_url(base)).set(database=name).render_as_string(hide_password=False)
+    ), name
 
 
 def drop_postgres_database(name: str) -> None:

@@ -57,10 +57,16 @@ def _race(n: int, fn: Callable[[int], object]) -> list[object]:
 
 class TestLobbyStore:
     def test_migrations_make_every_table_and_run_again_as_a_no_op(self, store):
-        assert {"lb_account", "lb_lobby", "lb_seat", "lb_refresh", "lb_request", "alembic_version_lobby"} <= set(
-            inspect(store.engine).get_table_names())
-        assert current_revision(store.engine, "lobby") == "0002"
-        assert migrate(store.engine) == "0002"
+        assert {
+            "lb_account",
+            "lb_lobby",
+            "lb_seat",
+            "lb_refresh",
+            "lb_request",
+            "alembic_version_lobby",
+        } <= set(inspect(store.engine).get_table_names())
+        assert current_revision(store.engine, "lobby") == "0003"
+        assert migrate(store.engine) == "0003"
 
     def test_names_are_unique_whatever_their_case(self, store):
         ann = store.create_account("Ann", "h")
@@ -68,8 +74,19 @@ class TestLobbyStore:
             store.create_account("ANN", "h")
         assert store.account_by_name("aNN").id == ann.id
 
-    @pytest.mark.parametrize("bad", ["Robert'); DROP TABLE lb_account;--", "x" * 25, "a", " lead", "",
-                                     "name\n", "semi;colon", "x" * 10_000])
+    @pytest.mark.parametrize(
+        "bad",
+        [
+            "Robert'); DROP TABLE lb_account;--",
+            "x" * 25,
+            "a",
+            " lead",
+            "",
+            "name\n",
+            "semi;colon",
+            "x" * 10_000,
+        ],
+    )
     def test_hostile_and_oversized_names_are_refused_and_change_nothing(self, store, bad):
         with pytest.raises(InvalidArgument):
             store.create_account(bad, "h")
@@ -217,8 +234,12 @@ class TestLobbyStore:
         assert store.starting() == [lobby.id]
         assert store.fail_start(lobby.id, first.start_rid, "rules said no", 9)
         reopened = store.lobby(lobby.id)
-        assert (reopened.status, reopened.seed, reopened.game_id, reopened.start_error) == ("open", None, None,
-                                                                                           "rules said no")
+        assert (reopened.status, reopened.seed, reopened.game_id, reopened.start_error) == (
+            "open",
+            None,
+            None,
+            "rules said no",
+        )
         second = store.begin_start(lobby.id, host)
         assert second.game_id != first.game_id and second.start_rid != first.start_rid
         assert store.lobby(lobby.id).start_error is None

@@ -56,6 +56,7 @@ def test_lobby_purge_removes_old_requests_expired_tokens_and_old_finished_lobbie
     e = lobby.engine
     ann = lobby.create_account("Ann", None)
     bob = lobby.create_account("Bob", None)
+
     # request log: one old answer, one fresh
     def remember(request_id: str, answer: bytes) -> rq.Claim:
         claim = rq.Claim(ann.id, request_id, "CreateLobby", "")
@@ -97,14 +98,19 @@ def test_lobby_purge_removes_old_requests_expired_tokens_and_old_finished_lobbie
     assert _count(e, RefreshToken) == 1
     # a second purge finds nothing more (every replica runs it)
     assert lobby_store.purge(lobby, request_ttl=7 * DAY, finished_ttl=30 * DAY) == {
-        "requests": 0, "refresh_tokens": 0, "lobbies": 0}
+        "requests": 0,
+        "refresh_tokens": 0,
+        "lobbies": 0,
+    }
 
 
 def test_ranking_purge_drops_events_of_long_ended_games_only(ranking: RankingStore) -> None:
     e = ranking.engine
     for gid in ("g-old", "g-new", "g-live"):
         ranking.open_game(gid, "queens_court", True, 0, 7, [("ann", "Ann"), ("bob", "Bob")])
-        ranking.record_events(gid, [(0, 0, False, {"type": "GameCreated"}), (0, 1, True, {"type": "TurnStarted"})])
+        ranking.record_events(
+            gid, [(0, 0, False, {"type": "GameCreated"}), (0, 1, True, {"type": "TurnStarted"})]
+        )
     _age(e, RankedGame, RankedGame.game_id == "g-old", status="finished", ended_at=utcnow() - 31 * DAY)
     _age(e, RankedGame, RankedGame.game_id == "g-new", status="finished", ended_at=utcnow() - DAY)
     before = ranking.balance("ann")

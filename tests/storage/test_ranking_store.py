@@ -62,8 +62,9 @@ def _expected(events: list[dict], result: dict, ante: int, seed: int) -> dict[in
     return total
 
 
-def _expected_with_bots(events: list[dict], result: dict, ante: int, bots: list[bool],
-                        assignment: dict | None = None) -> dict[int, int]:
+def _expected_with_bots(
+    events: list[dict], result: dict, ante: int, bots: list[bool], assignment: dict | None = None
+) -> dict[int, int]:
     """docs/rules/queens_court.md's "Bots and rank points", written out on its own: the people's change per seat."""
     n = len(bots)
     people = [s for s in range(n) if not bots[s]]
@@ -96,8 +97,15 @@ def _expected_with_bots(events: list[dict], result: dict, ante: int, bots: list[
 class TestRankingStore:
     def test_migrations_make_every_table_and_run_again_as_a_no_op(self, store):
         names = set(inspect(store.engine).get_table_names())
-        assert {"rk_ledger", "rk_game", "rk_event", "rk_challenge", "rk_player", "rk_rating",
-                "alembic_version_ranking"} <= names
+        assert {
+            "rk_ledger",
+            "rk_game",
+            "rk_event",
+            "rk_challenge",
+            "rk_player",
+            "rk_rating",
+            "alembic_version_ranking",
+        } <= names
         assert current_revision(store.engine, "ranking") == "0003"
         assert migrate(store.engine) == "0003"
 
@@ -112,12 +120,21 @@ class TestRankingStore:
             assert upgrade(engine, MIGRATIONS, "ranking", "0002") == "0002"
             with engine.begin() as conn:
                 for pid, points in (("p-ann", [1000, -150, 450]), ("p-bob", [1000, -150]), ("p-cy", [1000])):
-                    conn.execute(text("INSERT INTO rk_player (player_id, name, created_at) VALUES "
-                                      "(:p, '', CURRENT_TIMESTAMP)"), {"p": pid})
+                    conn.execute(
+                        text(
+                            "INSERT INTO rk_player (player_id, name, created_at) VALUES "
+                            "(:p, '', CURRENT_TIMESTAMP)"
+                        ),
+                        {"p": pid},
+                    )
                     for i, amount in enumerate(points):
-                        conn.execute(text("INSERT INTO rk_ledger (player_id, game_id, game, round, reason, amount, "
-                                          "created_at) VALUES (:p, :g, '', -1, 'x', :a, CURRENT_TIMESTAMP)"),
-                                     {"p": pid, "g": f"g{i}", "a": amount})
+                        conn.execute(
+                            text(
+                                "INSERT INTO rk_ledger (player_id, game_id, game, round, reason, amount, "
+                                "created_at) VALUES (:p, :g, '', -1, 'x', :a, CURRENT_TIMESTAMP)"
+                            ),
+                            {"p": pid, "g": f"g{i}", "a": amount},
+                        )
             assert migrate(engine) == "0003"
             store = RankingStore(engine)
             assert [store.balance(p, ensure=False) for p in ("p-ann", "p-bob", "p-cy")] == [1300, 850, 1000]
@@ -248,7 +265,9 @@ class TestRankingStore:
             store.record_event("g1", seq, idx, events[i], last)
         assert store.settle("g1") == 0
         assert [store.balance(p) for p, _ in PLAYERS] == [b + 400 for b in mid]
-        assert store.abandon_game("nope") == 0  # never registered: void, and a late registration takes nothing
+        assert (
+            store.abandon_game("nope") == 0
+        )  # never registered: void, and a late registration takes nothing
         with pytest.raises(FailedPrecondition, match="abandoned"):
             store.open_game("nope", "queens_court", True, 400, 1, PLAYERS)
         assert store.audit()["violations"] == []
@@ -294,8 +313,11 @@ class TestRankingStore:
         assert set(progress) == {0, 1, 2}
         for seat, rows in progress.items():
             assert [r["tier"] for r in rows] == [50, 100, 200]
-            paid = sum(e.amount for e in store.entries_of_game("g1")
-                       if e.player_id == info.players[seat] and e.reason.startswith("challenge:"))
+            paid = sum(
+                e.amount
+                for e in store.entries_of_game("g1")
+                if e.player_id == info.players[seat] and e.reason.startswith("challenge:")
+            )
             assert paid == sum(r["points"] for r in rows if r["completed"])
 
     def test_bot_seats_hold_no_points_and_no_rating(self, store):
@@ -318,7 +340,9 @@ class TestRankingStore:
         n = 2 + seed % 3
         events, result = play_queens_court(seed, n, move_seed=seed)
         me = seed % n
-        seats = [PLAYERS[0] if s == me else (f"bot:{'random' if s % 2 else 'expert'}", "Bot") for s in range(n)]
+        seats = [
+            PLAYERS[0] if s == me else (f"bot:{'random' if s % 2 else 'expert'}", "Bot") for s in range(n)
+        ]
         store.open_game(f"g{seed}", "queens_court", True, 150, seed, seats)
         _feed(store, f"g{seed}", events)
         want = _expected_with_bots(events, result, 150, [s != me for s in range(n)])

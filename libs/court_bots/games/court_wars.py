@@ -110,9 +110,22 @@ class Public:
     unseen: tuple[str, ...]  # the draw pile's cards, in pack order (their order is the secret)
 
     def state(self, draw: Sequence[str], seed: int = 0) -> State:
-        return State(options=self.options, seed=seed, phase=self.phase, player=self.player, courts=self.courts,
-                     draw=tuple(draw), discard=self.discard, pending=self.pending, pick=self.pick,
-                     turns=self.turns, out=self.out, aces=self.aces, winners=self.winners, end=self.end)
+        return State(
+            options=self.options,
+            seed=seed,
+            phase=self.phase,
+            player=self.player,
+            courts=self.courts,
+            draw=tuple(draw),
+            discard=self.discard,
+            pending=self.pending,
+            pick=self.pick,
+            turns=self.turns,
+            out=self.out,
+            aces=self.aces,
+            winners=self.winners,
+            end=self.end,
+        )
 
 
 def parse_view(view: Mapping[str, Any], seat: int) -> Public:
@@ -138,13 +151,25 @@ def parse_view(view: Mapping[str, Any], seat: int) -> Public:
                 seen.add(c.joker)
     unseen = tuple(c for c in pack_of(options) if c not in seen)
     if len(unseen) != view["draw_size"]:
-        raise ValueError(f"the view shows a draw pile of {view['draw_size']} cards but {len(unseen)} are unseen")
+        raise ValueError(
+            f"the view shows a draw pile of {view['draw_size']} cards but {len(unseen)} are unseen"
+        )
     return Public(
-        options=options, seat=seat, phase=phase, player=to_act[0] if to_act else 0, courts=courts,
-        discard=discard, pending=pending,
+        options=options,
+        seat=seat,
+        phase=phase,
+        player=to_act[0] if to_act else 0,
+        courts=courts,
+        discard=discard,
+        pending=pending,
         pick=view["setup_pick"]["pick"] + 1 if phase is Phase.SETUP else cw.SETUP_PASSES * n,
-        turns=view["turns"], out=tuple(bool(p["out"]) for p in view["players"]), aces=view["aces_this_turn"],
-        winners=tuple(view["winners"]), end=view["end"], draw_size=view["draw_size"], unseen=unseen,
+        turns=view["turns"],
+        out=tuple(bool(p["out"]) for p in view["players"]),
+        aces=view["aces_this_turn"],
+        winners=tuple(view["winners"]),
+        end=view["end"],
+        draw_size=view["draw_size"],
+        unseen=unseen,
     )
 
 
@@ -205,11 +230,12 @@ def player_value(cs: Sequence[Court], eq: bool, w: Weights = W) -> float:
 
 
 def _replace(cs: Sequence[Court], i: int, c: Court) -> tuple[Court, ...]:
-    return (*cs[:i], c, *cs[i + 1:])
+    return (*cs[:i], c, *cs[i + 1 :])
 
 
-def best_kill(courts: Sequence[Sequence[Court]], out: Sequence[bool], m: int, eq: bool,
-              w: Weights = W) -> tuple[float, int, int, int, int, float, float]:
+def best_kill(
+    courts: Sequence[Sequence[Court]], out: Sequence[bool], m: int, eq: bool, w: Weights = W
+) -> tuple[float, int, int, int, int, float, float]:
     """The mover ``m``'s most profitable defeat: (net, own court, spend k, target, target court, gain, cost).
 
     ``gain`` is the value the target loses, ``cost`` the value the spend costs ``m``, ``net`` their
@@ -229,7 +255,9 @@ def best_kill(courts: Sequence[Sequence[Court]], out: Sequence[bool], m: int, eq
             if c.standing and c.defence <= strongest:
                 if base is None:
                     base = player_value(cs, eq, w)
-                targets.append((t, ti, c.defence, base - player_value(_replace(cs, ti, Court(c.card, False)), eq, w)))
+                targets.append(
+                    (t, ti, c.defence, base - player_value(_replace(cs, ti, Court(c.card, False)), eq, w))
+                )
     if not targets:
         return best
     own = player_value(mine, eq, w)
@@ -249,7 +277,9 @@ def best_kill(courts: Sequence[Sequence[Court]], out: Sequence[bool], m: int, eq
                 s += GV[g[-k][0]]
             cost = costs.get((ci, k))
             if cost is None:
-                cost = costs[(ci, k)] = own - player_value(_replace(mine, ci, Court(a.card, True, g[:-k], a.joker)), eq, w)
+                cost = costs[(ci, k)] = own - player_value(
+                    _replace(mine, ci, Court(a.card, True, g[:-k], a.joker)), eq, w
+                )
             net = gain - cost
             if net > best[0]:
                 best = (net, ci, k, t, ti, gain, cost)
@@ -260,8 +290,9 @@ def material(courts: Sequence[Sequence[Court]], out: Sequence[bool], eq: bool, w
     return [0.0 if out[q] else player_value(cs, eq, w) for q, cs in enumerate(courts)]
 
 
-def utilities(courts: Sequence[Sequence[Court]], out: Sequence[bool], mover: int, eq: bool,
-              w: Weights = W) -> list[float]:
+def utilities(
+    courts: Sequence[Sequence[Court]], out: Sequence[bool], mover: int, eq: bool, w: Weights = W
+) -> list[float]:
     """Every player's share in [0, 1] (summing to 1 over the players still in)."""
     v = material(courts, out, eq, w)
     alive = [q for q in range(len(courts)) if not out[q]]
@@ -297,8 +328,9 @@ def next_player(out: Sequence[bool], p: int) -> int:
     return p
 
 
-def after_attack(courts: tuple[tuple[Court, ...], ...], out: tuple[bool, ...], p: int,
-                 a: Action) -> tuple[tuple[tuple[Court, ...], ...], tuple[bool, ...]]:
+def after_attack(
+    courts: tuple[tuple[Court, ...], ...], out: tuple[bool, ...], p: int, a: Action
+) -> tuple[tuple[tuple[Court, ...], ...], tuple[bool, ...]]:
     _, ci, k, t, tci, m = a
     own, tgt = courts[p][ci], courts[t][tci]
     cs = [list(x) for x in courts]
@@ -306,18 +338,22 @@ def after_attack(courts: tuple[tuple[Court, ...], ...], out: tuple[bool, ...], p
     if m == REMOVE_COURT:
         cs[t][tci] = Court(tgt.card, False, (), None)
         if not any(c.standing for c in cs[t]):
-            out = (*out[:t], True, *out[t + 1:])
+            out = (*out[:t], True, *out[t + 1 :])
     else:
         cs[t][tci] = Court(tgt.card, True, tgt.guards[:-m], tgt.joker)
     return tuple(tuple(x) for x in cs), out
 
 
-def with_court(courts: tuple[tuple[Court, ...], ...], p: int, ci: int, c: Court) -> tuple[tuple[Court, ...], ...]:
+def with_court(
+    courts: tuple[tuple[Court, ...], ...], p: int, ci: int, c: Court
+) -> tuple[tuple[Court, ...], ...]:
     mine = courts[p]
-    return (*courts[:p], (*mine[:ci], c, *mine[ci + 1:]), *courts[p + 1:])
+    return (*courts[:p], (*mine[:ci], c, *mine[ci + 1 :]), *courts[p + 1 :])
 
 
-def placed(courts: tuple[tuple[Court, ...], ...], p: int, ci: int, card: str) -> tuple[tuple[Court, ...], ...]:
+def placed(
+    courts: tuple[tuple[Court, ...], ...], p: int, ci: int, card: str
+) -> tuple[tuple[Court, ...], ...]:
     c = courts[p][ci]
     return with_court(courts, p, ci, Court(c.card, True, (*c.guards, card), c.joker))
 
@@ -335,8 +371,9 @@ def fits(c: Court, card: str, eq: bool) -> bool:
 # the heuristic: one ply of expectimax on the evaluation
 
 
-def _score(courts: tuple[tuple[Court, ...], ...], out: tuple[bool, ...], p: int, mover: int, eq: bool,
-           w: Weights) -> float:
+def _score(
+    courts: tuple[tuple[Court, ...], ...], out: tuple[bool, ...], p: int, mover: int, eq: bool, w: Weights
+) -> float:
     if out[p]:
         return 0.0
     alive = [q for q in range(len(out)) if not out[q]]
@@ -345,8 +382,15 @@ def _score(courts: tuple[tuple[Court, ...], ...], out: tuple[bool, ...], p: int,
     return utilities(courts, out, mover, eq, w)[p]
 
 
-def _best_place(courts: tuple[tuple[Court, ...], ...], out: tuple[bool, ...], p: int, card: str, mover: int,
-                eq: bool, w: Weights) -> tuple[float, int]:
+def _best_place(
+    courts: tuple[tuple[Court, ...], ...],
+    out: tuple[bool, ...],
+    p: int,
+    card: str,
+    mover: int,
+    eq: bool,
+    w: Weights,
+) -> tuple[float, int]:
     """The best of placing ``card`` on each court where it fits (-1: discarding it)."""
     best, where = _score(courts, out, p, mover, eq, w), -1
     for ci, c in enumerate(courts[p]):
@@ -357,7 +401,9 @@ def _best_place(courts: tuple[tuple[Court, ...], ...], out: tuple[bool, ...], p:
     return best, where
 
 
-def _revived(courts: tuple[tuple[Court, ...], ...], p: int, joker: str) -> tuple[tuple[Court, ...], ...] | None:
+def _revived(
+    courts: tuple[tuple[Court, ...], ...], p: int, joker: str
+) -> tuple[tuple[Court, ...], ...] | None:
     for ci, c in enumerate(courts[p]):
         if not c.standing:
             return with_court(courts, p, ci, Court(c.card, True, (), joker))
@@ -368,11 +414,17 @@ def _attacks(courts: tuple[tuple[Court, ...], ...], out: tuple[bool, ...], p: in
     return cw._attack_options(courts, out, p)
 
 
-def _best_attack(courts: tuple[tuple[Court, ...], ...], out: tuple[bool, ...], p: int, eq: bool,
-                 w: Weights, attacks: Sequence[Action] | None = None) -> tuple[float, Action | None]:
+def _best_attack(
+    courts: tuple[tuple[Court, ...], ...],
+    out: tuple[bool, ...],
+    p: int,
+    eq: bool,
+    w: Weights,
+    attacks: Sequence[Action] | None = None,
+) -> tuple[float, Action | None]:
     """The best attack for ``p`` by the evaluation after it, the next player to move."""
     best, act = -1.0, None
-    for a in (_attacks(courts, out, p) if attacks is None else attacks):
+    for a in _attacks(courts, out, p) if attacks is None else attacks:
         if a[0] != ATTACK:
             continue
         cs, o = after_attack(courts, out, p, a)
@@ -442,7 +494,9 @@ def action_scores(pub: Public, legal: Sequence[Action], w: Weights = W) -> list[
         elif code == REVIVE:
             assert pub.pending is not None
             c = courts[p][a[1]]
-            scores.append(_score(with_court(courts, p, a[1], Court(c.card, True, (), pub.pending)), out, p, nxt, eq, w))
+            scores.append(
+                _score(with_court(courts, p, a[1], Court(c.card, True, (), pub.pending)), out, p, nxt, eq, w)
+            )
         elif code == DEFEND:
             scores.append(defend_value(pub, p, w))
         else:  # discard, skip_attack, pass
@@ -463,8 +517,14 @@ def heuristic_action(pub: Public, legal: Sequence[Action], w: Weights = W) -> Ac
     return legal[best]
 
 
-def heuristic(view: Mapping[str, Any], seat: int, sample: Any, legal: tuple[Action, ...],
-              rng: random.Random, weights: Weights | None = None) -> Action:
+def heuristic(
+    view: Mapping[str, Any],
+    seat: int,
+    sample: Any,
+    legal: tuple[Action, ...],
+    rng: random.Random,
+    weights: Weights | None = None,
+) -> Action:
     """The rules of thumb (module docstring), from the view alone (``sample`` is not read)."""
     pub = parse_view(view, seat)
     action = heuristic_action(pub, legal, weights_for(pub.options.players) if weights is None else weights)
@@ -485,7 +545,7 @@ def playout_action(state: State, player: int, legal: tuple[Action, ...], rng: ra
     if ph in (Phase.TURN, Phase.ACE):
         net, ci, k, t, ti, _, _ = best_kill(state.courts, state.out, player, eq)
         if net > 0:
-            a = (ATTACK, ci, k, t, ti, REMOVE_COURT)
+            a: Action = (ATTACK, ci, k, t, ti, REMOVE_COURT)
             if a in legal:
                 return a
         return (DEFEND,) if ph is Phase.TURN and (DEFEND,) in legal else legal[-1]
@@ -513,8 +573,14 @@ def playout_action(state: State, player: int, legal: tuple[Action, ...], rng: ra
 # card kinds: suits never matter, and J/Q/K drawn from the pack all behave alike
 K_JOKER, K_ACE, K_COURT = 0, 1, 11
 S_SETUP, S_TURN, S_PLACE, S_JOKER, S_ACE, S_OVER = range(6)
-_SIM_PHASE = {Phase.SETUP: S_SETUP, Phase.TURN: S_TURN, Phase.PLACE: S_PLACE, Phase.JOKER: S_JOKER,
-              Phase.ACE: S_ACE, Phase.OVER: S_OVER}
+_SIM_PHASE = {
+    Phase.SETUP: S_SETUP,
+    Phase.TURN: S_TURN,
+    Phase.PLACE: S_PLACE,
+    Phase.JOKER: S_JOKER,
+    Phase.ACE: S_ACE,
+    Phase.OVER: S_OVER,
+}
 
 
 def kind(card: str) -> int:
@@ -534,13 +600,48 @@ class Sim:
     turning the discard pile over keeps its order. ``disc`` is the discard pile, bottom first.
     """
 
-    __slots__ = ("n", "eq", "limit", "st", "up", "jk", "out", "draw", "shuffled", "disc", "phase", "player",
-                 "pending", "aces", "turns", "pick", "winners", "rng")
+    __slots__ = (
+        "n",
+        "eq",
+        "limit",
+        "st",
+        "up",
+        "jk",
+        "out",
+        "draw",
+        "shuffled",
+        "disc",
+        "phase",
+        "player",
+        "pending",
+        "aces",
+        "turns",
+        "pick",
+        "winners",
+        "rng",
+    )
 
-    def __init__(self, n: int, eq: bool, limit: int, st: list[tuple[int, ...]], up: list[bool], jk: list[bool],
-                 out: list[bool], draw: list[int], shuffled: bool, disc: list[int], phase: int, player: int,
-                 pending: int, aces: int, turns: int, pick: int, winners: tuple[int, ...],
-                 rng: random.Random) -> None:
+    def __init__(
+        self,
+        n: int,
+        eq: bool,
+        limit: int,
+        st: list[tuple[int, ...]],
+        up: list[bool],
+        jk: list[bool],
+        out: list[bool],
+        draw: list[int],
+        shuffled: bool,
+        disc: list[int],
+        phase: int,
+        player: int,
+        pending: int,
+        aces: int,
+        turns: int,
+        pick: int,
+        winners: tuple[int, ...],
+        rng: random.Random,
+    ) -> None:
         self.n, self.eq, self.limit = n, eq, limit
         self.st, self.up, self.jk, self.out = st, up, jk, out
         self.draw, self.shuffled, self.disc = draw, shuffled, disc
@@ -553,15 +654,48 @@ class Sim:
         o = pub.options
         courts = [c for cs in pub.courts for c in cs]
         pile = [kind(c) for c in (pub.unseen if draw is None else reversed(draw))]
-        return cls(o.players, o.equal_guards, o.turn_limit, [tuple(GV[g[0]] for g in c.guards) for c in courts],
-                   [c.standing for c in courts], [c.joker is not None for c in courts], list(pub.out), pile,
-                   draw is None, [kind(c) for c in pub.discard], _SIM_PHASE[pub.phase], pub.player,
-                   kind(pub.pending) if pub.pending else -1, pub.aces, pub.turns, pub.pick, pub.winners, rng)
+        return cls(
+            o.players,
+            o.equal_guards,
+            o.turn_limit,
+            [tuple(GV[g[0]] for g in c.guards) for c in courts],
+            [c.standing for c in courts],
+            [c.joker is not None for c in courts],
+            list(pub.out),
+            pile,
+            draw is None,
+            [kind(c) for c in pub.discard],
+            _SIM_PHASE[pub.phase],
+            pub.player,
+            kind(pub.pending) if pub.pending else -1,
+            pub.aces,
+            pub.turns,
+            pub.pick,
+            pub.winners,
+            rng,
+        )
 
     def copy(self) -> Sim:
-        return Sim(self.n, self.eq, self.limit, self.st[:], self.up[:], self.jk[:], self.out[:], self.draw[:],
-                   self.shuffled, self.disc[:], self.phase, self.player, self.pending, self.aces, self.turns,
-                   self.pick, self.winners, self.rng)
+        return Sim(
+            self.n,
+            self.eq,
+            self.limit,
+            self.st[:],
+            self.up[:],
+            self.jk[:],
+            self.out[:],
+            self.draw[:],
+            self.shuffled,
+            self.disc[:],
+            self.phase,
+            self.player,
+            self.pending,
+            self.aces,
+            self.turns,
+            self.pick,
+            self.winners,
+            self.rng,
+        )
 
     # piles ------------------------------------------------------------------------------------
 
@@ -578,7 +712,9 @@ class Sim:
         return d.pop()
 
     def guard_left(self) -> bool:
-        return any(c >= 2 and c != K_COURT for c in self.draw) or any(c >= 2 and c != K_COURT for c in self.disc)
+        return any(c >= 2 and c != K_COURT for c in self.draw) or any(
+            c >= 2 and c != K_COURT for c in self.disc
+        )
 
     def fits(self, i: int, v: int) -> bool:
         if not self.up[i]:
@@ -590,8 +726,13 @@ class Sim:
 
     def attacks(self, p: int) -> list[Action]:
         st, up, out = self.st, self.up, self.out
-        targets = [(t, j % 3, st[j], 10 + sum(st[j])) for t in range(self.n) if t != p and not out[t]
-                   for j in range(3 * t, 3 * t + 3) if up[j]]
+        targets = [
+            (t, j % 3, st[j], 10 + sum(st[j]))
+            for t in range(self.n)
+            if t != p and not out[t]
+            for j in range(3 * t, 3 * t + 3)
+            if up[j]
+        ]
         opts: list[Action] = []
         for ci in range(3):
             i = 3 * p + ci
@@ -635,8 +776,10 @@ class Sim:
         if ph == S_PLACE or ph == S_SETUP:
             v = self.pending
             place = PLACE if ph == S_PLACE else SETUP_PLACE
-            return [*((place, ci) for ci in range(3) if self.fits(3 * p + ci, v)),
-                    (DISCARD,) if ph == S_PLACE else (SETUP_DISCARD,)]
+            return [
+                *((place, ci) for ci in range(3) if self.fits(3 * p + ci, v)),
+                (DISCARD,) if ph == S_PLACE else (SETUP_DISCARD,),
+            ]
         if ph == S_ACE:
             return [*self.attacks(p), (SKIP_ATTACK,)]
         if ph == S_JOKER:
@@ -664,8 +807,14 @@ class Sim:
         self.pending = -1
         if self.turns >= self.limit:
             st, up = self.st, self.up
-            keys = {s: (sum(up[3 * s:3 * s + 3]), sum(10 + sum(st[j]) for j in range(3 * s, 3 * s + 3) if up[j]))
-                    for s in range(self.n) if not self.out[s]}
+            keys = {
+                s: (
+                    sum(up[3 * s : 3 * s + 3]),
+                    sum(10 + sum(st[j]) for j in range(3 * s, 3 * s + 3) if up[j]),
+                )
+                for s in range(self.n)
+                if not self.out[s]
+            }
             best = max(keys.values())
             self.winners = tuple(s for s, k in keys.items() if k == best)
             self.phase = S_OVER
@@ -695,8 +844,11 @@ class Sim:
     def draw_again(self, skipped: bool) -> None:
         if not self.draw and not self.disc:
             self.end_turn()
-        elif (skipped or not self.has_attack(self.player)) and all(c == K_ACE for c in self.draw) \
-                and all(c == K_ACE for c in self.disc):
+        elif (
+            (skipped or not self.has_attack(self.player))
+            and all(c == K_ACE for c in self.draw)
+            and all(c == K_ACE for c in self.disc)
+        ):
             self.end_turn()
         else:
             self.defend_draw()
@@ -900,9 +1052,18 @@ class SearchResult:
     visits: dict[Action, int]
 
 
-def search(pub: Public, rng: random.Random, *, iterations: int | None = None, budget_ms: float | None = None,
-           horizon: int = HORIZON, exploration: float = EXPLORATION, prior: float = PRIOR, weights: Weights = W,
-           clock: Callable[[], float] = time.perf_counter) -> SearchResult:
+def search(
+    pub: Public,
+    rng: random.Random,
+    *,
+    iterations: int | None = None,
+    budget_ms: float | None = None,
+    horizon: int = HORIZON,
+    exploration: float = EXPLORATION,
+    prior: float = PRIOR,
+    weights: Weights = W,
+    clock: Callable[[], float] = time.perf_counter,
+) -> SearchResult:
     """MCTS for the seat to act from ``pub`` alone (module docstring)."""
     if iterations is None and budget_ms is None:
         raise ValueError("give iterations or budget_ms")
@@ -949,10 +1110,12 @@ def search(pub: Public, rng: random.Random, *, iterations: int | None = None, bu
                         sc = st[1] / st[0] + exploration * sqrt(lt / st[0])
                         if sc > best_s:
                             best_s, action = sc, a
-            st = stats.get(action)
-            fresh = st is None
-            if fresh:
+            got = stats.get(action)
+            fresh = got is None
+            if got is None:
                 st = stats[action] = [0, 0.0, {}]
+            else:
+                st = got
             m.step(action)
             path.append((st, p))
             if fresh:
@@ -992,7 +1155,9 @@ def next_kinds(m: Sim) -> list[tuple[int, float]]:
         for k in m.draw:
             counts[k] = counts.get(k, 0) + 1
         total = len(m.draw)
-        return [(k, c / total) for k, c in sorted(counts.items())]  # a fixed order: sums do not depend on the sample
+        return [
+            (k, c / total) for k, c in sorted(counts.items())
+        ]  # a fixed order: sums do not depend on the sample
     return [(m.disc[0], 1.0)] if m.disc else []
 
 
@@ -1100,8 +1265,14 @@ class _Expectimax:
         return sum(q * self.reply_value(s, me) for q, s in outs)
 
 
-def expectimax(pub: Public, rng: random.Random, *, budget_ms: float | None = None, weights: Weights = W,
-               clock: Callable[[], float] = time.perf_counter) -> SearchResult:
+def expectimax(
+    pub: Public,
+    rng: random.Random,
+    *,
+    budget_ms: float | None = None,
+    weights: Weights = W,
+    clock: Callable[[], float] = time.perf_counter,
+) -> SearchResult:
     """Two plies of expectimax at the start of a turn, after a guard is drawn, or after an Ace.
 
     The root's actions are tried in the order of the heuristic's scores, so that when time runs
@@ -1152,8 +1323,14 @@ def _stepped(m: Sim, a: Action) -> Sim:
     return c
 
 
-def expert(view: Mapping[str, Any], seat: int, sample: Any, legal: tuple[Action, ...], rng: random.Random,
-           budget_ms: float) -> tuple[Action, int]:
+def expert(
+    view: Mapping[str, Any],
+    seat: int,
+    sample: Any,
+    legal: tuple[Action, ...],
+    rng: random.Random,
+    budget_ms: float,
+) -> tuple[Action, int]:
     """Two plies of expectimax (``expectimax``) within ``BUDGET_SHARE`` of ``budget_ms`` (``sample`` is
     not read). It replaced the MCTS ``search`` as the expert: over 500 two-player games against the
     heuristic (``make bench``), the MCTS won 50.2% +- 4.4%, the expectimax 60.4% +- 4.3%."""

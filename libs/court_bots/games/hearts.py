@@ -150,7 +150,9 @@ def parse_view(view: Mapping[str, Any], seat: int) -> Public:
     phase = PHASES[view["phase"]]
     mine = _mask(view["cards"])
     chosen = _mask(view.get("chosen") or ())
-    tricks = tuple((t["leader"], tuple(H.CARD_ID[c] for c in t["cards"]), t["winner"]) for t in view["tricks"])
+    tricks = tuple(
+        (t["leader"], tuple(H.CARD_ID[c] for c in t["cards"]), t["winner"]) for t in view["tricks"]
+    )
     tv = view.get("trick") or {"leader": None, "cards": []}
     trick = tuple(H.CARD_ID[c] for c in tv["cards"])
     leader = tv["leader"] if tv["leader"] is not None else -1
@@ -191,10 +193,26 @@ def parse_view(view: Mapping[str, Any], seat: int) -> Public:
     known[seat] = 0
     forbid[seat] = 0
     return Public(
-        seat=seat, phase=phase, hand_no=view["hand"], limit=view["limit"], totals=tuple(view["totals"]),
-        history=tuple(tuple(p) for p in view["history"]), to_act=to_act, sizes=tuple(view["hand_sizes"]),
-        mine=mine, chosen=chosen, trick=trick, leader=leader, tricks=tricks, played=played, won=tuple(won),
-        taken=tuple(view["taken"]), passed=passed, received=received, known=tuple(known), forbid=tuple(forbid),
+        seat=seat,
+        phase=phase,
+        hand_no=view["hand"],
+        limit=view["limit"],
+        totals=tuple(view["totals"]),
+        history=tuple(tuple(p) for p in view["history"]),
+        to_act=to_act,
+        sizes=tuple(view["hand_sizes"]),
+        mine=mine,
+        chosen=chosen,
+        trick=trick,
+        leader=leader,
+        tricks=tricks,
+        played=played,
+        won=tuple(won),
+        taken=tuple(view["taken"]),
+        passed=passed,
+        received=received,
+        known=tuple(known),
+        forbid=tuple(forbid),
     )
 
 
@@ -218,8 +236,18 @@ class Sampler:
     ``sample(rng)`` returns the four hands (this seat's as seen) and, in the passing phase, the
     other seats' pending passes."""
 
-    __slots__ = ("pub", "others", "need", "groups", "base", "_memo", "_simple", "_gmasks", "pending_sizes",
-                 "relaxed")
+    __slots__ = (
+        "pub",
+        "others",
+        "need",
+        "groups",
+        "base",
+        "_memo",
+        "_simple",
+        "_gmasks",
+        "pending_sizes",
+        "relaxed",
+    )
 
     def __init__(self, pub: Public):
         self.pub = pub
@@ -244,7 +272,9 @@ class Sampler:
         self.need = need
         pool = pub.unseen & ~(known[0] | known[1] | known[2] | known[3])
         if any(n < 0 for n in need) or sum(need) != pool.bit_count():
-            raise ValueError(f"inconsistent {H.NAME} view: hand sizes {list(pub.sizes)} do not match the unseen cards")
+            raise ValueError(
+                f"inconsistent {H.NAME} view: hand sizes {list(pub.sizes)} do not match the unseen cards"
+            )
         self.relaxed = False
         self._memo: dict[tuple[int, int, int], _Splits] = {}
         groups = self._group(pool, forbid)
@@ -261,7 +291,9 @@ class Sampler:
         a, b, c = self.others
         for card in ids_of(pool):
             bit = BIT[card]
-            pat = (0 if forbid[a] & bit else 1) | (0 if forbid[b] & bit else 2) | (0 if forbid[c] & bit else 4)
+            pat = (
+                (0 if forbid[a] & bit else 1) | (0 if forbid[b] & bit else 2) | (0 if forbid[c] & bit else 4)
+            )
             if not pat:
                 return None
             by.setdefault(pat, []).append(card)
@@ -284,7 +316,7 @@ class Sampler:
             return got
         pat, cards = self.groups[i]
         n = len(cards)
-        rest = sum(len(g[1]) for g in self.groups[i + 1:])
+        rest = sum(len(g[1]) for g in self.groups[i + 1 :])
         rc = n + rest - ra - rb
         cum: list[float] = []
         splits: list[tuple[int, int, int]] = []
@@ -373,7 +405,9 @@ def to_state(pub: Public, hands: Sequence[int], pending: Sequence[int]) -> H.Sta
             pending[(pub.seat - off) % 4] = pub.received[1]
     if pub.phase is H.Phase.OVER:
         hands = (0, 0, 0, 0)
-    return H._state(match, pub.phase, pub.to_act, tuple(hands), pub.trick, pub.tricks, pub.won, tuple(pending))
+    return H._state(
+        match, pub.phase, pub.to_act, tuple(hands), pub.trick, pub.tricks, pub.won, tuple(pending)
+    )
 
 
 _CACHE: dict[str, Any] = {"view": None, "seat": None, "key": None, "sampler": None}
@@ -381,8 +415,15 @@ _CACHE: dict[str, Any] = {"view": None, "seat": None, "key": None, "sampler": No
 
 def _view_key(view: Mapping[str, Any]) -> tuple[Any, ...]:
     tv = view.get("trick") or {}
-    return (view.get("phase"), view.get("hand"), tuple(view.get("cards", ())), tuple(view.get("chosen") or ()),
-            len(view.get("tricks", ())), tuple(tv.get("cards", ())), tuple(view.get("to_act", ())))
+    return (
+        view.get("phase"),
+        view.get("hand"),
+        tuple(view.get("cards", ())),
+        tuple(view.get("chosen") or ()),
+        len(view.get("tricks", ())),
+        tuple(tv.get("cards", ())),
+        tuple(view.get("to_act", ())),
+    )
 
 
 def sampler_for(view: Mapping[str, Any], seat: int) -> Sampler:
@@ -530,7 +571,7 @@ def play_card(pub: Public, lm: int) -> int:
     last = len(trick) == 3
     if lm & suit:
         under = lm & (BIT[w] - 1)
-        if shooter >= 0 and winner == shooter and (sum(POINTS[c] for c in trick) or not last):
+        if shooter >= 0 and winner == shooter and (sum(POINTS[c] for c in trick) > 0 or not last):
             over = lm & ~(BIT[w] - 1)
             if over:
                 return _high(over & ~QS_BIT or over)  # take the trick from the shooter
@@ -589,7 +630,9 @@ def _lead(pub: Public, lm: int, out: int, qs_out: bool, shooter: int) -> int:
     return best
 
 
-def heuristic(view: Mapping[str, Any], seat: int, sample: Any, legal: Sequence[int], rng: random.Random) -> int:
+def heuristic(
+    view: Mapping[str, Any], seat: int, sample: Any, legal: Sequence[int], rng: random.Random
+) -> int:
     """The rules of thumb (fair: reads only the view)."""
     pub = parse_view(view, seat)
     if pub.phase is H.Phase.PASS:
@@ -622,7 +665,7 @@ def _legal_mask(h: int, trick: Sequence[int], broken: bool, first: bool) -> int:
 
 
 def playout_card(lm: int, trick: Sequence[int], win: int, qs_else: bool) -> int:
-    """"Follow low": the cheap rule of thumb the playouts use (``win``: the card winning the trick;
+    """ "Follow low": the cheap rule of thumb the playouts use (``win``: the card winning the trick;
     ``qs_else``: Q♠ is in another seat's hand)."""
     if not trick:
         if qs_else:
@@ -696,9 +739,18 @@ def utilities(taken: Sequence[int]) -> tuple[float, float, float, float]:
     return tuple(1.0 - t / MOON for t in taken)  # type: ignore[return-value]
 
 
-def search(pub: Public, rng: random.Random, *, sampler: Sampler | None = None, iterations: int | None = None,
-           budget_ms: float | None = None, exploration: float | None = None, epsilon: float = 0.0,
-           tree_players: str = "own", clock: Callable[[], float] = time.perf_counter) -> SearchResult:
+def search(
+    pub: Public,
+    rng: random.Random,
+    *,
+    sampler: Sampler | None = None,
+    iterations: int | None = None,
+    budget_ms: float | None = None,
+    exploration: float | None = None,
+    epsilon: float = 0.0,
+    tree_players: str = "own",
+    clock: Callable[[], float] = time.perf_counter,
+) -> SearchResult:
     """ISMCTS over the rest of the current hand from ``pub`` (play phase, ``pub.seat`` to play).
 
     Every iteration samples a deal (``sampler``), walks the tree with UCB over availability
@@ -840,8 +892,18 @@ def search(pub: Public, rng: random.Random, *, sampler: Sampler | None = None, i
     return SearchResult(best, done, (clock() - start) * 1000, visits, values)
 
 
-def playout(hands: list[int], trick: list[int], leader: int, win: int, taken: list[int], broken: bool,
-            first: bool, p: int, rnd: Callable[[], float], epsilon: float = 0.0) -> list[int]:
+def playout(
+    hands: list[int],
+    trick: list[int],
+    leader: int,
+    win: int,
+    taken: list[int],
+    broken: bool,
+    first: bool,
+    p: int,
+    rnd: Callable[[], float],
+    epsilon: float = 0.0,
+) -> list[int]:
     """Play the rest of the hand with ``playout_card`` (mutates ``hands``, ``trick`` and ``taken``);
     the points each seat took, before the moon."""
     points = POINTS
@@ -902,8 +964,16 @@ MARGIN_MS = 5.0
 EPSILON = 0.0
 
 
-def expert(view: Mapping[str, Any], seat: int, sample: Any, legal: Sequence[int], rng: random.Random,
-           budget_ms: float, *, iterations: int | None = None) -> tuple[int, int]:
+def expert(
+    view: Mapping[str, Any],
+    seat: int,
+    sample: Any,
+    legal: Sequence[int],
+    rng: random.Random,
+    budget_ms: float,
+    *,
+    iterations: int | None = None,
+) -> tuple[int, int]:
     """Passing: the heuristic's pass. Play: ISMCTS over the rest of the hand within the budget
     (``iterations``: a fixed number of iterations instead, for reproducible decisions)."""
     start = time.perf_counter()
@@ -921,7 +991,9 @@ def expert(view: Mapping[str, Any], seat: int, sample: Any, legal: Sequence[int]
         if iterations is not None:
             res = search(pub, rng, sampler=sampler, iterations=iterations, epsilon=EPSILON)
         else:
-            res = search(pub, rng, sampler=sampler, budget_ms=max(1.0, budget_ms - MARGIN_MS - spent), epsilon=EPSILON)
+            res = search(
+                pub, rng, sampler=sampler, budget_ms=max(1.0, budget_ms - MARGIN_MS - spent), epsilon=EPSILON
+            )
     finally:
         if collecting:
             gc.enable()

@@ -76,7 +76,9 @@ class Public:
     @property
     def hidden_needed(self) -> int:
         """How many unseen cards lie in the deck and the other hands."""
-        return self.deck_size + sum(self.hand_sizes[s] - self.gloves[s] for s in range(self.n) if s != self.seat)
+        return self.deck_size + sum(
+            self.hand_sizes[s] - self.gloves[s] for s in range(self.n) if s != self.seat
+        )
 
 
 def parse_view(view: Mapping[str, Any], seat: int) -> Public:
@@ -84,20 +86,32 @@ def parse_view(view: Mapping[str, Any], seat: int) -> Public:
         raise ValueError(f"not a {qc.NAME} view for seat {seat}")
     n = view["players"]
     table = view["table"]
-    piles = tuple(tuple(qc.CODE[c] for c in table[s][side]["cards"]) for s in range(n) for side in ("left", "right"))
+    piles = tuple(
+        tuple(qc.CODE[c] for c in table[s][side]["cards"]) for s in range(n) for side in ("left", "right")
+    )
     hand = tuple(sorted(qc.CODE[c] for c in view["hand"]))
     seen = {c for p in piles for c in p} | set(hand)
     unseen = tuple(c for c in range(N_STD) if c not in seen)
     to_act = view["to_act"]
     pub = Public(
-        n=n, seat=seat, round_no=view["round"], starter=view["starter"], phase=int(PHASES[view["phase"]]),
-        to_move=to_act[0] if to_act else -1, deck_size=view["deck_size"], piles=piles,
+        n=n,
+        seat=seat,
+        round_no=view["round"],
+        starter=view["starter"],
+        phase=int(PHASES[view["phase"]]),
+        to_move=to_act[0] if to_act else -1,
+        deck_size=view["deck_size"],
+        piles=piles,
         locked=sum(1 << s for s in range(n) if table[s]["locked"]),
         hand_sizes=tuple(table[s]["hand_size"] for s in range(n)),
-        gloves=tuple(bool(table[s]["holds_glove"]) for s in range(n)), hand=hand, unseen=unseen,
+        gloves=tuple(bool(table[s]["holds_glove"]) for s in range(n)),
+        hand=hand,
+        unseen=unseen,
         round_wins=tuple(view["round_wins"]),
-        rounds=tuple(qc.RoundRecord(tuple(r["spreads"]), tuple(r["pile_counts"]), tuple(r["winners"]))
-                     for r in view["rounds"]),
+        rounds=tuple(
+            qc.RoundRecord(tuple(r["spreads"]), tuple(r["pile_counts"]), tuple(r["winners"]))
+            for r in view["rounds"]
+        ),
         winner=view["winner"],
     )
     if pub.hidden_needed > len(unseen):
@@ -115,7 +129,7 @@ def sample_hidden(pub: Public, rng: random.Random) -> tuple[list[list[int]], lis
             hands.append(list(pub.hand))
             continue
         m = pub.hand_sizes[s] - pub.gloves[s]
-        h = sorted(cards[k:k + m])
+        h = sorted(cards[k : k + m])
         k += m
         if pub.gloves[s]:
             h.append(GL)
@@ -130,10 +144,20 @@ def determinize(view: Mapping[str, Any], seat: int, rng: random.Random) -> qc.St
     n = pub.n
     return qc.State(
         options=qc.Options(players=n, starter=(pub.starter - pub.round_no) % n),
-        seed=rng.getrandbits(31), decks=(), round_no=pub.round_no, starter=pub.starter,
-        phase=qc.Phase(pub.phase), to_move=pub.to_move, deck=tuple(deck), piles=pub.piles,
-        hands=tuple(tuple(h) for h in hands), locked=pub.locked, round_wins=pub.round_wins,
-        rounds=pub.rounds, winner=pub.winner, emptied_by=None,
+        seed=rng.getrandbits(31),
+        decks=(),
+        round_no=pub.round_no,
+        starter=pub.starter,
+        phase=qc.Phase(pub.phase),
+        to_move=pub.to_move,
+        deck=tuple(deck),
+        piles=pub.piles,
+        hands=tuple(tuple(h) for h in hands),
+        locked=pub.locked,
+        round_wins=pub.round_wins,
+        rounds=pub.rounds,
+        winner=pub.winner,
+        emptied_by=None,
     )
 
 
@@ -151,8 +175,20 @@ class Sim:
 
     __slots__ = ("n", "show", "glv", "cnt", "hands", "deck", "locked", "phase", "to_move", "over", "qpiles")
 
-    def __init__(self, n: int, show: list[int], glv: list[bool], cnt: list[int], hands: list[list[int]],
-                 deck: list[int], locked: int, phase: int, to_move: int, qpiles: int, over: bool = False):
+    def __init__(
+        self,
+        n: int,
+        show: list[int],
+        glv: list[bool],
+        cnt: list[int],
+        hands: list[list[int]],
+        deck: list[int],
+        locked: int,
+        phase: int,
+        to_move: int,
+        qpiles: int,
+        over: bool = False,
+    ):
         self.n = n
         self.show = show
         self.glv = glv
@@ -173,12 +209,34 @@ class Sim:
         cnt = [len(piles[2 * s]) + len(piles[2 * s + 1]) - glv[2 * s] - glv[2 * s + 1] for s in range(pub.n)]
         qpiles = sum(1 for p in piles for c in p if IS_Q[c])
         deck = deck_top_first[::-1]
-        return cls(pub.n, show, glv, cnt, hands, deck, pub.locked, pub.phase, pub.to_move, qpiles,
-                   over=pub.phase == 2)
+        return cls(
+            pub.n,
+            show,
+            glv,
+            cnt,
+            hands,
+            deck,
+            pub.locked,
+            pub.phase,
+            pub.to_move,
+            qpiles,
+            over=pub.phase == 2,
+        )
 
     def copy(self) -> Sim:
-        return Sim(self.n, self.show[:], self.glv[:], self.cnt[:], [h[:] for h in self.hands], self.deck[:],
-                   self.locked, self.phase, self.to_move, self.qpiles, self.over)
+        return Sim(
+            self.n,
+            self.show[:],
+            self.glv[:],
+            self.cnt[:],
+            [h[:] for h in self.hands],
+            self.deck[:],
+            self.locked,
+            self.phase,
+            self.to_move,
+            self.qpiles,
+            self.over,
+        )
 
     def spread(self, s: int) -> int:
         a = VAL[self.show[2 * s]]
@@ -338,7 +396,9 @@ class _Policy:
         deck = len(sim.deck)
         w = prm.fh_scale / (1.0 + deck / (prm.fh_turns * n)) if first_half else 1.0
         uq = self.unseen_queens(sim, p)
-        unseen_total = max(1, deck + sum(len(sim.hands[o]) - (GL in sim.hands[o]) for o in range(n) if o != p))
+        unseen_total = max(
+            1, deck + sum(len(sim.hands[o]) - (GL in sim.hands[o]) for o in range(n) if o != p)
+        )
         # chance an attacker holds a Queen (one hand's worth of unseen cards)
         pq = min(1.0, uq * 4.0 / unseen_total) if uq else 0.0
         sp = [sim.spread(s) for s in range(n)]
@@ -408,8 +468,19 @@ class _Policy:
                 out.append((score, c, x))
         return out
 
-    def _glove(self, sim: Sim, p: int, x: int, sp: list[int], spv: list[float], thr: list[float],
-               eff: list[float], leader: int, pq: float, prm: Params) -> float:
+    def _glove(
+        self,
+        sim: Sim,
+        p: int,
+        x: int,
+        sp: list[int],
+        spv: list[float],
+        thr: list[float],
+        eff: list[float],
+        leader: int,
+        pq: float,
+        prm: Params,
+    ) -> float:
         t = x >> 1
         if sim.phase == 0:
             return -100.0
@@ -433,7 +504,9 @@ class _Policy:
         if both:
             score += prm.glove_freeze * margin
         else:
-            score += prm.glove_freeze * 0.3 * margin - (thr[t] - new_thr) * (prm.duel if sim.n == 2 else prm.lead)
+            score += prm.glove_freeze * 0.3 * margin - (thr[t] - new_thr) * (
+                prm.duel if sim.n == 2 else prm.lead
+            )
         return score
 
     def choose(self, sim: Sim, p: int, prm: Params, rng: random.Random) -> tuple[int, int]:
@@ -470,8 +543,14 @@ def _to_action(card: int, idx: int) -> qc.Action:
     return (card, idx >> 1, idx & 1)
 
 
-def heuristic(view: Mapping[str, Any], seat: int, sample: Any, legal: tuple[qc.Action, ...],
-              rng: random.Random, params: Params = DEFAULT) -> qc.Action:
+def heuristic(
+    view: Mapping[str, Any],
+    seat: int,
+    sample: Any,
+    legal: tuple[qc.Action, ...],
+    rng: random.Random,
+    params: Params = DEFAULT,
+) -> qc.Action:
     """The rules of thumb (module docstring), from the view alone (``sample`` is not read)."""
     pub = parse_view(view, seat)
     sim = _placeholder_sim(pub)
@@ -622,10 +701,19 @@ class SearchResult:
 PlayoutFn = Callable[[Sim, int, random.Random], tuple[int, int]]
 
 
-def search(pub: Public, rng: random.Random, *, iterations: int | None = None, budget_ms: float | None = None,
-           exploration: float = 0.7, playout: PlayoutFn = playout_move, prior: float = 0.0,
-           prior_scale: float = 2.0, clock: Callable[[], float] = time.perf_counter,
-           start: float | None = None) -> SearchResult:
+def search(
+    pub: Public,
+    rng: random.Random,
+    *,
+    iterations: int | None = None,
+    budget_ms: float | None = None,
+    exploration: float = 0.7,
+    playout: PlayoutFn = playout_move,
+    prior: float = 0.0,
+    prior_scale: float = 2.0,
+    clock: Callable[[], float] = time.perf_counter,
+    start: float | None = None,
+) -> SearchResult:
     """SO-ISMCTS for ``pub.seat`` (to move) from its view alone; moves keyed by (rank, pile).
 
     Stops after ``iterations``, or when one more iteration of average length would end after
@@ -658,8 +746,9 @@ def search(pub: Public, rng: random.Random, *, iterations: int | None = None, bu
     while True:
         hands, deck = sample_hidden(pub, rng)
         deck.reverse()
-        sim = Sim(n, base_show[:], base_glv[:], base_cnt[:], hands, deck, base.locked, base.phase, seat,
-                  base.qpiles)
+        sim = Sim(
+            n, base_show[:], base_glv[:], base_cnt[:], hands, deck, base.locked, base.phase, seat, base.qpiles
+        )
         node = root
         path: list[tuple[_Node, int]] = []
         while not sim.over:
@@ -714,10 +803,14 @@ def search(pub: Public, rng: random.Random, *, iterations: int | None = None, bu
         now = clock()
         if now + (now - start) / done >= deadline:
             break
-    visits = {_to_action(root_cards[k >> 4], k & 15): (root.children[k].visits if k in root.children else 0)
-              for k in root_keys}
-    best_k = max(root_keys, key=lambda k: (root.children[k].visits, root.children[k].reward)
-                 if k in root.children else (0, 0.0))
+    visits = {
+        _to_action(root_cards[k >> 4], k & 15): (root.children[k].visits if k in root.children else 0)
+        for k in root_keys
+    }
+    best_k = max(
+        root_keys,
+        key=lambda k: (root.children[k].visits, root.children[k].reward) if k in root.children else (0, 0.0),
+    )
     return SearchResult(_to_action(root_cards[best_k >> 4], best_k & 15), done, visits)
 
 
@@ -727,15 +820,25 @@ BUDGET_SHARE = 0.72
 PRIOR = 2.0
 
 
-def expert(view: Mapping[str, Any], seat: int, sample: Any, legal: tuple[qc.Action, ...], rng: random.Random,
-           budget_ms: float, *, iterations: int | None = None) -> tuple[qc.Action, int]:
+def expert(
+    view: Mapping[str, Any],
+    seat: int,
+    sample: Any,
+    legal: tuple[qc.Action, ...],
+    rng: random.Random,
+    budget_ms: float,
+    *,
+    iterations: int | None = None,
+) -> tuple[qc.Action, int]:
     """ISMCTS within ``BUDGET_SHARE`` of ``budget_ms`` (``sample`` is not read).
 
     ``iterations`` also caps the search (tests use it for decisions that do not depend on the clock).
     """
     start = time.perf_counter()
     pub = parse_view(view, seat)
-    res = search(pub, rng, iterations=iterations, budget_ms=budget_ms * BUDGET_SHARE, prior=PRIOR, start=start)
+    res = search(
+        pub, rng, iterations=iterations, budget_ms=budget_ms * BUDGET_SHARE, prior=PRIOR, start=start
+    )
     assert res.action in legal, (res.action, legal)
     return res.action, res.iterations
 
@@ -765,8 +868,9 @@ class _Adapter:
         return 1.0 / len(winners) if seat in winners else 0.0
 
     @staticmethod
-    def playout_action(state: qc.State, player: int, legal: tuple[qc.Action, ...],
-                       rng: random.Random) -> qc.Action:
+    def playout_action(
+        state: qc.State, player: int, legal: tuple[qc.Action, ...], rng: random.Random
+    ) -> qc.Action:
         """``playout_move`` on a model of ``state`` (the mover's own hand and public facts only)."""
         sim = _sim_of_state(state)
         card, idx = playout_move(sim, player, rng)
@@ -780,8 +884,19 @@ def _sim_of_state(state: qc.State) -> Sim:
     glv = [p[-1] == GL for p in piles]
     cnt = [len(piles[2 * s]) + len(piles[2 * s + 1]) - glv[2 * s] - glv[2 * s + 1] for s in range(n)]
     qpiles = sum(1 for p in piles for c in p if IS_Q[c])
-    return Sim(n, show, glv, cnt, [list(h) for h in state.hands], list(state.deck[::-1]), state.locked,
-               int(state.phase), state.to_move, qpiles, over=state.phase == qc.Phase.OVER)
+    return Sim(
+        n,
+        show,
+        glv,
+        cnt,
+        [list(h) for h in state.hands],
+        list(state.deck[::-1]),
+        state.locked,
+        int(state.phase),
+        state.to_move,
+        qpiles,
+        over=state.phase == qc.Phase.OVER,
+    )
 
 
 ADAPTER = _Adapter()

@@ -61,15 +61,28 @@ NUMBERS = game.NUMBERS
 PLACE_RANK = game.PLACE_RANK
 VALUE = game.VALUE
 PLACE, NEW_TOWER, BANK, DISCARD = game.PLACE, game.NEW_TOWER, game.BANK, game.DISCARD
-OFFER, KEEP, ACCEPT, DECLINE, SWAP, BURN, DRAW = (game.OFFER, game.KEEP, game.ACCEPT, game.DECLINE,
-                                                  game.SWAP, game.BURN, game.DRAW)
+OFFER, KEEP, ACCEPT, DECLINE, SWAP, BURN, DRAW = (
+    game.OFFER,
+    game.KEEP,
+    game.ACCEPT,
+    game.DECLINE,
+    game.SWAP,
+    game.BURN,
+    game.DRAW,
+)
 MAX_TOWERS = game.MAX_TOWERS
 MOAT_SIZE = game.MOAT_SIZE
 
 # phases in the simulator
 P_DRAW, P_DECIDE, P_ANSWER, P_VOTE, P_PLACE, P_OVER = range(6)
-_PHASE_OF = {game.Phase.DRAW: P_DRAW, game.Phase.DECIDE: P_DECIDE, game.Phase.ANSWER: P_ANSWER,
-             game.Phase.VOTE: P_VOTE, game.Phase.PLACE: P_PLACE, game.Phase.OVER: P_OVER}
+_PHASE_OF = {
+    game.Phase.DRAW: P_DRAW,
+    game.Phase.DECIDE: P_DECIDE,
+    game.Phase.ANSWER: P_ANSWER,
+    game.Phase.VOTE: P_VOTE,
+    game.Phase.PLACE: P_PLACE,
+    game.Phase.OVER: P_OVER,
+}
 _PHASE_NAME = {v: k.value for k, v in _PHASE_OF.items()}
 
 _PR = {c: PLACE_RANK[c] for c in PLACE_RANK}  # rank char -> placing rank
@@ -82,8 +95,20 @@ _NUM_RANKS = "23456789T"
 class SPlayer:
     """One player's table in the simulator (mutable; ``deck`` is top-last for cheap pops)."""
 
-    __slots__ = ("deck", "towers", "tv", "moat", "score", "kings", "qa_left", "qa_total", "skips",
-                 "finished", "rem", "ctx")
+    __slots__ = (
+        "deck",
+        "towers",
+        "tv",
+        "moat",
+        "score",
+        "kings",
+        "qa_left",
+        "qa_total",
+        "skips",
+        "finished",
+        "rem",
+        "ctx",
+    )
 
     def __init__(self) -> None:
         self.deck: list[str] = []
@@ -159,8 +184,20 @@ class Sim:
     ``pending`` holds ``[card, owner, holder]`` lists; ``deck`` (shared variant) is top-last.
     """
 
-    __slots__ = ("mode", "shared", "players", "phase", "turn", "pending", "votes", "deck", "pile",
-                 "qa_left", "qa_total", "discards")
+    __slots__ = (
+        "mode",
+        "shared",
+        "players",
+        "phase",
+        "turn",
+        "pending",
+        "votes",
+        "deck",
+        "pile",
+        "qa_left",
+        "qa_total",
+        "discards",
+    )
     mode: str
     shared: bool
     players: list[SPlayer]
@@ -470,11 +507,25 @@ def snapshot(s: Sim) -> tuple[Any, ...]:
     return (
         _PHASE_NAME[s.phase],
         s.turn if s.phase != P_OVER else None,
-        tuple((tuple(reversed(p.deck)), tuple(tuple(t) for t in p.towers), tuple(p.moat), p.score, p.kings,
-               p.qa_left, p.skips, p.finished) for p in s.players),
+        tuple(
+            (
+                tuple(reversed(p.deck)),
+                tuple(tuple(t) for t in p.towers),
+                tuple(p.moat),
+                p.score,
+                p.kings,
+                p.qa_left,
+                p.skips,
+                p.finished,
+            )
+            for p in s.players
+        ),
         tuple(tuple(e) for e in s.pending),
         tuple(s.votes) if s.phase == P_VOTE else (),
-        tuple(reversed(s.deck)), tuple(s.pile), s.qa_left, s.discards,
+        tuple(reversed(s.deck)),
+        tuple(s.pile),
+        s.qa_left,
+        s.discards,
     )
 
 
@@ -490,8 +541,17 @@ class Weights:
 
     __slots__ = ("closer", "growth", "slot", "king", "jack", "moat_live", "moat_start", "pile_bar")
 
-    def __init__(self, closer: float = 0.75, growth: float = 0.34, slot: float = 0.6, king: float = 0.19,
-                 jack: float = 0.18, moat_live: float = 0.75, moat_start: float = 1.2, pile_bar: float = 2.0):
+    def __init__(
+        self,
+        closer: float = 0.75,
+        growth: float = 0.34,
+        slot: float = 0.6,
+        king: float = 0.19,
+        jack: float = 0.18,
+        moat_live: float = 0.75,
+        moat_start: float = 1.2,
+        pile_bar: float = 2.0,
+    ):
         self.closer = closer  # how much of a future closure's points a tower is worth now
         self.growth = growth  # per number card still to come that a clean tower can take
         self.slot = slot  # an empty tower slot
@@ -564,8 +624,14 @@ class Ctx:
         self.ge = ge
 
 
-def evaluate(towers: Sequence[Sequence[str]], tv: Sequence[int], moat: Sequence[str], score: int,
-             ctx: Ctx, w: Weights = W) -> float:
+def evaluate(
+    towers: Sequence[Sequence[str]],
+    tv: Sequence[int],
+    moat: Sequence[str],
+    score: int,
+    ctx: Ctx,
+    w: Weights = W,
+) -> float:
     """What one player's table is worth: the score so far plus what the open towers and the
     Moat should still bring, from the cards still to come (``ctx``)."""
     frozen_pen = 0
@@ -603,7 +669,9 @@ def evaluate(towers: Sequence[Sequence[str]], tv: Sequence[int], moat: Sequence[
     return val
 
 
-def _after(pl: SPlayer, card: str, action: tuple[int, int]) -> tuple[list[list[str]], list[int], list[str], int]:
+def _after(
+    pl: SPlayer, card: str, action: tuple[int, int]
+) -> tuple[list[list[str]], list[int], list[str], int]:
     """(towers, values, moat, score) of ``pl`` after resolving ``card`` with ``action``."""
     kind = action[0]
     r = card[0]
@@ -623,14 +691,14 @@ def _after(pl: SPlayer, card: str, action: tuple[int, int]) -> tuple[list[list[s
         return towers, tv, moat, score
     t = towers[i]
     value = tv[i]
-    towers = towers[:i] + towers[i + 1:]
-    tv = tv[:i] + tv[i + 1:]
+    towers = towers[:i] + towers[i + 1 :]
+    tv = tv[:i] + tv[i + 1 :]
     if r == "K":
         score -= value
         if moat:
             k = min(range(len(moat)), key=lambda j: (_PR[moat[j][0]], j))
             dep = moat[k]
-            moat = moat[:k] + moat[k + 1:]
+            moat = moat[:k] + moat[k + 1 :]
             towers = towers + [[dep]]
             tv = tv + [VALUE[dep[0]]]
         return towers, tv, moat, score
@@ -646,7 +714,9 @@ def _ctx(pl: SPlayer) -> Ctx:
     return ctx
 
 
-def best_placement(s: Sim, p: int, card: str, w: Weights = W, gain: bool = True) -> tuple[tuple[int, int], float]:
+def best_placement(
+    s: Sim, p: int, card: str, w: Weights = W, gain: bool = True
+) -> tuple[tuple[int, int], float]:
     """``p``'s best way to resolve ``card`` and (with ``gain``) its gain over the table as it stands."""
     pl = s.players[p]
     acts = _placements(pl, card, s.shared)
@@ -870,16 +940,41 @@ def determinize(view: Mapping[str, Any], seat: int, rng: random.Random) -> game.
         need = view["queens_aces_left"] - sum(1 for p in view["pending"] if p["card"][0] in "QA")
         deck = tuple(_deal_deck(pool, view["deck_size"], need, rng))
         players = tuple(
-            game.Player((), tuple(tuple(t["cards"]) for t in p["towers"]), (), p["score"], 0, 0, 0,
-                        tuple((tuple(c["cards"]), c["points"]) for c in p["closed"]), p["skips"], p["finished"],
-                        _end_of(p))
-            for p in vplayers)
-        pending = tuple(game.Pending(p["card"], p["owner"], p["holder"], game.EVERYONE) for p in view["pending"])
+            game.Player(
+                (),
+                tuple(tuple(t["cards"]) for t in p["towers"]),
+                (),
+                p["score"],
+                0,
+                0,
+                0,
+                tuple((tuple(c["cards"]), c["points"]) for c in p["closed"]),
+                p["skips"],
+                p["finished"],
+                _end_of(p),
+            )
+            for p in vplayers
+        )
+        pending = tuple(
+            game.Pending(p["card"], p["owner"], p["holder"], game.EVERYONE) for p in view["pending"]
+        )
         qa_left = view["queens_aces_left"]
         qa_total = qa_left + _qa_resolved(view, None)
         turn = view["turn"] if view["turn"] is not None else 0
-        return game.State(mode, 0, players, phase, turn, pending, (), tuple(view["discards"]), deck,
-                          tuple(view["pile"]), qa_left, qa_total)
+        return game.State(
+            mode,
+            0,
+            players,
+            phase,
+            turn,
+            pending,
+            (),
+            tuple(view["discards"]),
+            deck,
+            tuple(view["pile"]),
+            qa_left,
+            qa_total,
+        )
     seen_set = set(seen)
     pools = [[c for c in game.COLOUR_DECKS[i] if c not in seen_set] for i in range(n)]
     # hidden slots: each deck, the other players' face-down Moats, pending cards not shown to seat
@@ -899,7 +994,9 @@ def determinize(view: Mapping[str, Any], seat: int, rng: random.Random) -> game.
                 continue
             extra = []
             for c in range(n):
-                owed = vplayers[c]["deck_size"] + sum(1 for j in hidden_pending if view["pending"][j]["owner"] == c)
+                owed = vplayers[c]["deck_size"] + sum(
+                    1 for j in hidden_pending if view["pending"][j]["owner"] == c
+                )
                 extra.append(max(0, len(work[c]) - owed))
             cards: list[str] = []
             for c in range(n):
@@ -916,7 +1013,8 @@ def determinize(view: Mapping[str, Any], seat: int, rng: random.Random) -> game.
         decks = []
         for i, p in enumerate(vplayers):
             need = p["queens_aces_left"] - sum(
-                1 for j, e in enumerate(view["pending"]) if e["owner"] == i and pend_cards[j][0] in "QA")
+                1 for j, e in enumerate(view["pending"]) if e["owner"] == i and pend_cards[j][0] in "QA"
+            )
             decks.append(tuple(_deal_deck(work[i], p["deck_size"], need, rng)))
         state = _coop_state(view, seat, moats, decks, pend_cards)
         if _consistent(state, seat):
@@ -932,20 +1030,37 @@ def _end_of(p: Mapping[str, Any]) -> tuple[str, int, int] | None:
     return (e["reason"], e["tower_penalty"], e["moat_penalty"]) if e else None
 
 
-def _coop_state(view: Mapping[str, Any], seat: int, moats: list[list[str]], decks: list[tuple[str, ...]],
-                pend_cards: dict[int, str]) -> game.State:
+def _coop_state(
+    view: Mapping[str, Any],
+    seat: int,
+    moats: list[list[str]],
+    decks: list[tuple[str, ...]],
+    pend_cards: dict[int, str],
+) -> game.State:
     mode = view["mode"]
     players = []
     for i, p in enumerate(view["players"]):
         qa_left = p["queens_aces_left"]
         qa_total = qa_left + _qa_resolved(view, i)
-        players.append(game.Player(
-            decks[i], tuple(tuple(t["cards"]) for t in p["towers"]), tuple(moats[i]), p["score"],
-            p["kings_resolved"], qa_left, qa_total,
-            tuple((tuple(c["cards"]), c["points"]) for c in p["closed"]), 0, p["finished"], _end_of(p)))
+        players.append(
+            game.Player(
+                decks[i],
+                tuple(tuple(t["cards"]) for t in p["towers"]),
+                tuple(moats[i]),
+                p["score"],
+                p["kings_resolved"],
+                qa_left,
+                qa_total,
+                tuple((tuple(c["cards"]), c["points"]) for c in p["closed"]),
+                0,
+                p["finished"],
+                _end_of(p),
+            )
+        )
     pending = []
-    vote_pair = view["phase"] == "vote" or (mode == "mutual_swap" and view["turn"] is None
-                                            and len(view["pending"]) > 0)
+    vote_pair = view["phase"] == "vote" or (
+        mode == "mutual_swap" and view["turn"] is None and len(view["pending"]) > 0
+    )
     for j, e in enumerate(view["pending"]):
         owner, holder = e["owner"], e["holder"]
         if vote_pair:
@@ -959,12 +1074,15 @@ def _coop_state(view: Mapping[str, Any], seat: int, moats: list[list[str]], deck
         pending.append(game.Pending(pend_cards[j], owner, holder, seen))
     votes: tuple[int, ...] = ()
     if view["phase"] == "vote":
-        votes = tuple((-1 if not v["voted"] else (int(v["agree"]) if v["agree"] is not None else 0))
-                      for v in view["votes"])
+        votes = tuple(
+            (-1 if not v["voted"] else (int(v["agree"]) if v["agree"] is not None else 0))
+            for v in view["votes"]
+        )
     phase = game.Phase(view["phase"])
     turn = view["turn"] if view["turn"] is not None else -1
-    return game.State(mode, 0, tuple(players), phase, turn, tuple(pending), votes, tuple(view["discards"]),
-                      (), (), 0, 0)
+    return game.State(
+        mode, 0, tuple(players), phase, turn, tuple(pending), votes, tuple(view["discards"]), (), (), 0, 0
+    )
 
 
 def _consistent(state: game.State, seat: int) -> bool:
@@ -992,8 +1110,20 @@ def _sample_votes(state: game.State, view: Mapping[str, Any], seat: int, rng: ra
         if rng.random() < 0.15:
             agree = not agree
         votes[other] = int(agree)
-    return game.State(state.mode, state.seed, state.players, state.phase, state.turn, state.pending,
-                      tuple(votes), state.discards, state.deck, state.pile, state.qa_left, state.qa_total)
+    return game.State(
+        state.mode,
+        state.seed,
+        state.players,
+        state.phase,
+        state.turn,
+        state.pending,
+        tuple(votes),
+        state.discards,
+        state.deck,
+        state.pile,
+        state.qa_left,
+        state.qa_total,
+    )
 
 
 # --------------------------------------------------------------------------- the adapter
@@ -1016,7 +1146,9 @@ class CourtAdapter:
             return utility_of_scores(state.mode, s.scores(), seat)
         return utility_of_scores(state.mode, [p.score for p in state.players], seat)
 
-    def playout_action(self, state: game.State, player: int, legal: tuple[Any, ...], rng: random.Random) -> Any:
+    def playout_action(
+        self, state: game.State, player: int, legal: tuple[Any, ...], rng: random.Random
+    ) -> Any:
         a = choose(sim_from_state(state), player)
         return a if a in legal else legal[rng.randrange(len(legal))]
 
@@ -1027,8 +1159,9 @@ ADAPTER = CourtAdapter()
 # --------------------------------------------------------------------------- levels
 
 
-def heuristic(view: Mapping[str, Any], seat: int, sample: game.State, legal: Sequence[Any],
-              rng: random.Random) -> Any:
+def heuristic(
+    view: Mapping[str, Any], seat: int, sample: game.State, legal: Sequence[Any], rng: random.Random
+) -> Any:
     """The rules of thumb. ``sample`` comes from ``determinize(view, ...)``: the heuristic reads
     its public parts, the seat's own cards and the composition of the unseen cards (the same in
     every sample, up to which unseen number cards sit in the partner's Moat); the partner's
@@ -1046,8 +1179,15 @@ def heuristic(view: Mapping[str, Any], seat: int, sample: game.State, legal: Seq
 _UNKNOWN_MOAT_CARD = "6?"  # the mean number card, for the heuristic's reading of a hidden Moat
 
 
-def expert(view: Mapping[str, Any], seat: int, sample: game.State, legal: Sequence[Any], rng: random.Random,
-           budget_ms: float, iterations: int | None = None) -> tuple[Any, int]:
+def expert(
+    view: Mapping[str, Any],
+    seat: int,
+    sample: game.State,
+    legal: Sequence[Any],
+    rng: random.Random,
+    budget_ms: float,
+    iterations: int | None = None,
+) -> tuple[Any, int]:
     """Determinized rollouts of every root action (common random numbers), pruned by successive
     halving; the heuristic's own choice stands unless another action beats it in the rollouts by
     more than the noise (paired differences over the same sampled worlds).
@@ -1097,7 +1237,7 @@ def expert(view: Mapping[str, Any], seat: int, sample: game.State, legal: Sequen
         iters += 1
         if iters % HALVING_EVERY == 0 and len(cands) > 2:
             ranked = sorted(cands, key=lambda a: sums[a] / count[a], reverse=True)
-            keep = ranked[:max(2, (len(ranked) + 1) // 2)]
+            keep = ranked[: max(2, (len(ranked) + 1) // 2)]
             if prior not in keep:
                 keep[-1] = prior
             cands = keep

@@ -117,7 +117,12 @@ def options_from_dict(d: Mapping[str, Any]) -> Options:
 
 
 def options_to_dict(o: Options) -> dict[str, Any]:
-    return {"players": o.players, "jokers": o.jokers, "equal_guards": o.equal_guards, "turn_limit": o.turn_limit}
+    return {
+        "players": o.players,
+        "jokers": o.jokers,
+        "equal_guards": o.equal_guards,
+        "turn_limit": o.turn_limit,
+    }
 
 
 TEST_OPTION_SETS: list[dict[str, Any]] = [
@@ -206,8 +211,23 @@ def _fits(court: Court, card: str, equal: bool) -> bool:
 
 
 class _Work:
-    __slots__ = ("o", "seed", "phase", "player", "courts", "draw", "discard", "pending", "pick", "turns",
-                 "out", "aces", "winners", "end", "events")
+    __slots__ = (
+        "o",
+        "seed",
+        "phase",
+        "player",
+        "courts",
+        "draw",
+        "discard",
+        "pending",
+        "pick",
+        "turns",
+        "out",
+        "aces",
+        "winners",
+        "end",
+        "events",
+    )
 
     def __init__(self, s: State, emit: bool):
         self.o = s.options
@@ -262,8 +282,9 @@ class _Work:
     def put_discard(self, cards: Iterable[str], reason: str) -> None:
         cards = list(cards)
         self.discard.extend(cards)
-        self.emit("CardDiscarded", player=self.player, cards=cards, reason=reason,
-                  discard_size=len(self.discard))
+        self.emit(
+            "CardDiscarded", player=self.player, cards=cards, reason=reason, discard_size=len(self.discard)
+        )
 
     def guard_left(self) -> bool:
         return any(c[0] in GUARD_VALUE for c in self.draw) or any(c[0] in GUARD_VALUE for c in self.discard)
@@ -290,8 +311,13 @@ class _Work:
                 self.put_discard([card], "not a guard")
         self.pending = None
         self.phase, self.player = Phase.TURN, 0
-        self.emit("SetupEnded", player=0, courts=[_public_courts(c) for c in self.courts],
-                  draw_size=len(self.draw), discard_size=len(self.discard))
+        self.emit(
+            "SetupEnded",
+            player=0,
+            courts=[_public_courts(c) for c in self.courts],
+            draw_size=len(self.draw),
+            discard_size=len(self.discard),
+        )
 
     # play -------------------------------------------------------------------------------------
 
@@ -302,8 +328,15 @@ class _Work:
         self.courts[p][court] = Court(c.card, True, (*c.guards, card), c.joker)
         self.pending = None
         new = self.courts[p][court]
-        self.emit("GuardPlaced", player=p, card=card, court=COURTS[court], setup=setup,
-                  attack=new.attack, defence=new.defence)
+        self.emit(
+            "GuardPlaced",
+            player=p,
+            card=card,
+            court=COURTS[court],
+            setup=setup,
+            attack=new.attack,
+            defence=new.defence,
+        )
 
     def defend_draw(self) -> None:
         """Draw for the turn player and resolve the card as far as the rules do it automatically."""
@@ -331,7 +364,9 @@ class _Work:
             self.emit("DrawAgainEnded", player=self.player, reason="both piles are empty")
             self.end_turn()
         elif all(c[0] == "A" for c in piles) and skipped:
-            self.emit("DrawAgainEnded", player=self.player, reason="only Aces remain and the attack was skipped")
+            self.emit(
+                "DrawAgainEnded", player=self.player, reason="only Aces remain and the attack was skipped"
+            )
             self.end_turn()
         elif all(c[0] == "A" for c in piles) and not _has_attack(self.courts, self.out, self.player):
             self.emit("DrawAgainEnded", player=self.player, reason="only Aces remain and no attack exists")
@@ -357,11 +392,22 @@ class _Work:
             self.courts[t][tci] = Court(tgt.card, False, (), None)
         else:
             self.courts[t][tci] = Court(tgt.card, True, tgt.guards[:-m], tgt.joker)
-        self.emit("CourtAttacked", player=p, court=COURTS[ci], spend=k, spent=list(spent),
-                  strength=sum(_value(g) for g in spent), target=t, target_court=COURTS[tci],
-                  removed=list(removed), defeated=defeated, discarded=packet, ace_attack=self.phase is Phase.ACE,
-                  attacker_court=_public_court(self.courts[p][ci], ci),
-                  target_court_after=_public_court(self.courts[t][tci], tci))
+        self.emit(
+            "CourtAttacked",
+            player=p,
+            court=COURTS[ci],
+            spend=k,
+            spent=list(spent),
+            strength=sum(_value(g) for g in spent),
+            target=t,
+            target_court=COURTS[tci],
+            removed=list(removed),
+            defeated=defeated,
+            discarded=packet,
+            ace_attack=self.phase is Phase.ACE,
+            attacker_court=_public_court(self.courts[p][ci], ci),
+            target_court_after=_public_court(self.courts[t][tci], tci),
+        )
         if not defeated:
             return False
         self.emit("CourtDefeated", player=t, court=COURTS[tci], card=tgt.card, by=p, joker=joker)
@@ -396,9 +442,15 @@ class _Work:
 
     def finish(self, winners: tuple[int, ...], reason: str) -> None:
         self.phase, self.winners, self.end, self.pending = Phase.OVER, winners, reason, None
-        self.emit("GameEnded", player=self.player, reason=reason, winners=list(winners),
-                  winner=winners[0] if len(winners) == 1 else None, turns=self.turns,
-                  standing=_standing(self.courts))
+        self.emit(
+            "GameEnded",
+            player=self.player,
+            reason=reason,
+            winners=list(winners),
+            winner=winners[0] if len(winners) == 1 else None,
+            turns=self.turns,
+            standing=_standing(self.courts),
+        )
 
 
 def _limit_winners(courts: Sequence[Sequence[Court]], out: Sequence[bool]) -> tuple[int, ...]:
@@ -433,8 +485,13 @@ def _has_attack(courts: Sequence[Sequence[Court]], out: Sequence[bool], p: int) 
 
 
 def _attack_options(courts: Sequence[Sequence[Court]], out: Sequence[bool], p: int) -> list[Action]:
-    targets = [(t, tci, c, c.defence) for t, cs in enumerate(courts) if t != p and not out[t]
-               for tci, c in enumerate(cs) if c.standing]
+    targets = [
+        (t, tci, c, c.defence)
+        for t, cs in enumerate(courts)
+        if t != p and not out[t]
+        for tci, c in enumerate(cs)
+        if c.standing
+    ]
     opts: list[Action] = []
     for ci, own in enumerate(courts[p]):
         if not own.standing:
@@ -464,14 +521,18 @@ def _check_attack(s: State, p: int, a: Action) -> str | None:
     if not (0 <= ci < 3 and 0 <= tci < 3):
         return "courts are J, Q or K"
     own = s.courts[p][ci]
-    mine = ", ".join(f"{COURTS[i]} ({len(c.guards)})" for i, c in enumerate(s.courts[p]) if c.standing and c.guards)
+    mine = ", ".join(
+        f"{COURTS[i]} ({len(c.guards)})" for i, c in enumerate(s.courts[p]) if c.standing and c.guards
+    )
     if not own.standing:
         return f"your {COURTS[ci]} is defeated; courts with guards to spend: {mine or 'none'}"
     if not own.guards:
         return f"your {COURTS[ci]} has no guards to spend; courts with guards to spend: {mine or 'none'}"
     if not 1 <= k <= len(own.guards):
-        return (f"your {COURTS[ci]} holds {len(own.guards)} guard(s) ({' '.join(own.guards)}, bottom first): "
-                f"spend 1 to {len(own.guards)}")
+        return (
+            f"your {COURTS[ci]} holds {len(own.guards)} guard(s) ({' '.join(own.guards)}, bottom first): "
+            f"spend 1 to {len(own.guards)}"
+        )
     strength = sum(_value(g) for g in own.guards[-k:])
     n = s.options.players
     opponents = [q for q in range(n) if q != p and not s.out[q]]
@@ -483,17 +544,23 @@ def _check_attack(s: State, p: int, a: Action) -> str | None:
         return f"seat {t}'s {COURTS[tci]} is already defeated; its standing courts: {' '.join(up)}"
     if m == REMOVE_COURT:
         if strength < tgt.defence:
-            return (f"spending {k} guard(s) gives {strength}, less than the defence {tgt.defence} of seat {t}'s "
-                    f"{COURTS[tci]}; {'remove guards instead, or spend more' if tgt.guards else 'spend more'}")
+            return (
+                f"spending {k} guard(s) gives {strength}, less than the defence {tgt.defence} of seat {t}'s "
+                f"{COURTS[tci]}; {'remove guards instead, or spend more' if tgt.guards else 'spend more'}"
+            )
         return None
     if not tgt.guards:
-        return f"seat {t}'s {COURTS[tci]} has no guards to remove; attack it with remove \"court\" (defence 10)"
+        return (
+            f'seat {t}\'s {COURTS[tci]} has no guards to remove; attack it with remove "court" (defence 10)'
+        )
     if not 1 <= m <= len(tgt.guards):
-        return f"seat {t}'s {COURTS[tci]} holds {len(tgt.guards)} guard(s): remove 1 to {len(tgt.guards)} or \"court\""
+        return f'seat {t}\'s {COURTS[tci]} holds {len(tgt.guards)} guard(s): remove 1 to {len(tgt.guards)} or "court"'
     need = sum(_value(g) for g in tgt.guards[-m:])
     if need > strength:
-        return (f"removing the top {m} guard(s) of seat {t}'s {COURTS[tci]} ({' '.join(tgt.guards[-m:])}) needs "
-                f"{need}, but spending {k} guard(s) of your {COURTS[ci]} gives only {strength}")
+        return (
+            f"removing the top {m} guard(s) of seat {t}'s {COURTS[tci]} ({' '.join(tgt.guards[-m:])}) needs "
+            f"{need}, but spending {k} guard(s) of your {COURTS[ci]} gives only {strength}"
+        )
     return None
 
 
@@ -501,27 +568,53 @@ def _check_attack(s: State, p: int, a: Action) -> str | None:
 # the interface
 
 
-def start(options: Options, seed: int, decks: Sequence[Sequence[str]] | None = None) -> tuple[State, tuple[Event, ...]]:
+def start(
+    options: Options, seed: int, decks: Sequence[Sequence[str]] | None = None
+) -> tuple[State, tuple[Event, ...]]:
     """A new game and its opening events (GameStarted and the first pick's automatic draws)."""
     pack = _pack(options)
     if decks:
         if len(decks) != 1:
-            raise InvalidVector(f"court_wars plays one pack: decks holds {len(decks)} decks, give one (decks[0])")
+            raise InvalidVector(
+                f"court_wars plays one pack: decks holds {len(decks)} decks, give one (decks[0])"
+            )
         seated = " ".join(c + SEAT_SUITS[s] for s in range(options.players) for c in COURTS)
         try:
             draw = core.check_deck(decks[0], pack, what="decks[0] (the pack without the courts)")
         except InvalidVector as exc:
-            raise InvalidVector(f"{exc}; the seated courts ({seated}) are not in the pack"
-                                + ("" if options.jokers else " and jokers are off")) from exc
+            raise InvalidVector(
+                f"{exc}; the seated courts ({seated}) are not in the pack"
+                + ("" if options.jokers else " and jokers are off")
+            ) from exc
     else:
         draw = core.seeded_shuffle(pack, seed, "deal", 0)
     n = options.players
     courts = tuple(tuple(Court(c + SEAT_SUITS[s]) for c in COURTS) for s in range(n))
-    s0 = State(options=options, seed=seed, phase=Phase.SETUP, player=0, courts=courts, draw=tuple(draw), discard=(),
-               pending=None, pick=0, turns=0, out=(False,) * n, aces=0, winners=(), end=None)
+    s0 = State(
+        options=options,
+        seed=seed,
+        phase=Phase.SETUP,
+        player=0,
+        courts=courts,
+        draw=tuple(draw),
+        discard=(),
+        pending=None,
+        pick=0,
+        turns=0,
+        out=(False,) * n,
+        aces=0,
+        winners=(),
+        end=None,
+    )
     w = _Work(s0, True)
-    w.emit("GameStarted", player=0, players=n, options=options_to_dict(options), pack_size=len(draw),
-           courts=[[c.card for c in cs] for cs in courts])
+    w.emit(
+        "GameStarted",
+        player=0,
+        players=n,
+        options=options_to_dict(options),
+        pack_size=len(draw),
+        courts=[[c.card for c in cs] for cs in courts],
+    )
     w.next_setup_pick()
     return w.freeze(), tuple(w.events or ())
 
@@ -555,10 +648,12 @@ def legal_actions(state: State, player: int | None = None) -> tuple[Action, ...]
     ph = state.phase
     mine = state.courts[p]
     eq = state.options.equal_guards
-    if ph is Phase.SETUP:
-        return (*((SETUP_PLACE, i) for i, c in enumerate(mine) if _fits(c, state.pending, eq)), (SETUP_DISCARD,))
-    if ph is Phase.PLACE:
-        return (*((PLACE, i) for i, c in enumerate(mine) if _fits(c, state.pending, eq)), (DISCARD,))
+    if ph is Phase.SETUP or ph is Phase.PLACE:
+        card = state.pending
+        assert card is not None  # a guard is in hand in these phases
+        if ph is Phase.SETUP:
+            return (*((SETUP_PLACE, i) for i, c in enumerate(mine) if _fits(c, card, eq)), (SETUP_DISCARD,))
+        return (*((PLACE, i) for i, c in enumerate(mine) if _fits(c, card, eq)), (DISCARD,))
     if ph is Phase.JOKER:
         down = [(REVIVE, i) for i, c in enumerate(mine) if not c.standing]
         return tuple(down) if down else ((DISCARD,),)
@@ -603,8 +698,12 @@ def _simple_ok(state: State, p: int, a: Action) -> bool:
         place, drop = (SETUP_PLACE, SETUP_DISCARD) if ph is Phase.SETUP else (PLACE, DISCARD)
         if a == (drop,):
             return True
-        return (code == place and court is not None
-                and _fits(state.courts[p][court], state.pending, state.options.equal_guards))
+        return (
+            code == place
+            and court is not None
+            and state.pending is not None
+            and _fits(state.courts[p][court], state.pending, state.options.equal_guards)
+        )
     if ph is Phase.JOKER:
         down = any(not c.standing for c in state.courts[p])
         if a == (DISCARD,):
@@ -641,18 +740,29 @@ def _check(state: State, p: int, action: Any) -> None:
         why = f"seat {p} drew the guard {card}: place it on a court where it fits, or discard it"
     elif ph is Phase.JOKER:
         down = [COURTS[i] for i, c in enumerate(state.courts[p]) if not c.standing]
-        why = (f"seat {p} drew the Joker {card} and must revive a defeated court ({' '.join(down)})" if down
-               else f"seat {p} drew the Joker {card} with no defeated court: it must be discarded")
+        why = (
+            f"seat {p} drew the Joker {card} and must revive a defeated court ({' '.join(down)})"
+            if down
+            else f"seat {p} drew the Joker {card} with no defeated court: it must be discarded"
+        )
     elif ph is Phase.ACE:
         why = f"seat {p} discarded an Ace: attack or skip_attack, then the draw-again follows"
     elif code == PASS:
-        why = ("pass is allowed only when both piles are empty and no attack exists" if (state.draw or state.discard)
-               else "pass is not allowed while an attack exists")
+        why = (
+            "pass is allowed only when both piles are empty and no attack exists"
+            if (state.draw or state.discard)
+            else "pass is not allowed while an attack exists"
+        )
     elif code == DEFEND:
         why = "both piles are empty: nothing can be drawn"
     else:
         why = f"{name} is not an action at the start of a turn"
-    if code in (SETUP_PLACE, PLACE) and ph in (Phase.SETUP, Phase.PLACE) and len(action) == 2 and action[1] in (0, 1, 2):
+    if (
+        code in (SETUP_PLACE, PLACE)
+        and ph in (Phase.SETUP, Phase.PLACE)
+        and len(action) == 2
+        and action[1] in (0, 1, 2)
+    ):
         c = state.courts[p][action[1]]
         cmp = "lower or equal" if eq else "strictly lower"
         if c.standing and c.guards:
@@ -667,10 +777,15 @@ def _check(state: State, p: int, action: Any) -> None:
 def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple[State, tuple[Event, ...]]:
     if state.phase is Phase.OVER:
         won = ", ".join(map(str, state.winners))
-        raise IllegalAction(repr(action), f"the game is over ({state.end}; won by seat(s) {won}): no action is allowed")
+        raise IllegalAction(
+            repr(action), f"the game is over ({state.end}; won by seat(s) {won}): no action is allowed"
+        )
     if player != state.player or isinstance(player, bool):
-        raise NotYourTurn(repr(action), f"seat {player} cannot act now: it is seat {state.player}'s "
-                          f"{'setup pick' if state.phase is Phase.SETUP else 'turn'}")
+        raise NotYourTurn(
+            repr(action),
+            f"seat {player} cannot act now: it is seat {state.player}'s "
+            f"{'setup pick' if state.phase is Phase.SETUP else 'turn'}",
+        )
     _check(state, player, action)
     w = _Work(state, emit)
     code = action[0]
@@ -680,6 +795,7 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
         w.next_setup_pick()
     elif code == SETUP_DISCARD:
         card = w.pending
+        assert card is not None  # legal only with a card in hand
         w.pending = None
         w.put_discard([card], "setup: player's choice")
         w.next_setup_pick()
@@ -698,6 +814,7 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
         w.end_turn()
     elif code == DISCARD:
         card = w.pending
+        assert card is not None  # legal only with a card in hand
         w.pending = None
         w.put_discard([card], "player's choice" if is_guard(card) else "joker: no defeated court")
         w.end_turn()
@@ -731,17 +848,22 @@ def action_to_json(action: Action, player: int) -> dict[str, Any]:
         out["court"] = _court_name(action[1])
     elif code == ATTACK:
         _, ci, k, t, tci, m = action
-        out.update(court=_court_name(ci), spend=k, target=t, target_court=_court_name(tci),
-                   remove="court" if m == REMOVE_COURT else m)
+        out.update(
+            court=_court_name(ci),
+            spend=k,
+            target=t,
+            target_court=_court_name(tci),
+            remove="court" if m == REMOVE_COURT else m,
+        )
     return out
 
 
 def _court_from(d: Mapping[str, Any], key: str) -> int:
     if key not in d:
-        raise InvalidAction(f"{d.get('type')} needs {quote(key)}: one of \"J\", \"Q\", \"K\"")
+        raise InvalidAction(f'{d.get("type")} needs {quote(key)}: one of "J", "Q", "K"')
     v = d[key]
     if not isinstance(v, str) or v.upper() not in COURTS or len(v) != 1:
-        raise InvalidAction(f"{quote(key)} must be \"J\", \"Q\" or \"K\", got {quote(v)}")
+        raise InvalidAction(f'{quote(key)} must be "J", "Q" or "K", got {quote(v)}')
     return COURTS.index(v.upper())
 
 
@@ -776,7 +898,9 @@ def action_from_json(d: Mapping[str, Any]) -> Action:
         elif isinstance(r, int) and not isinstance(r, bool) and r >= 1:
             m = r
         else:
-            raise InvalidAction(f"'remove' must be a number of guards (1 or more) or \"court\", got {quote(r)}")
+            raise InvalidAction(
+                f"'remove' must be a number of guards (1 or more) or \"court\", got {quote(r)}"
+            )
         return (ATTACK, ci, k, target, tci, m)
     return (code,)
 
@@ -786,8 +910,15 @@ def action_from_json(d: Mapping[str, Any]) -> Action:
 
 
 def _public_court(c: Court, i: int) -> dict[str, Any]:
-    return {"court": COURTS[i], "card": c.card, "standing": c.standing, "joker": c.joker, "guards": list(c.guards),
-            "attack": c.attack if c.standing else 0, "defence": c.defence if c.standing else 0}
+    return {
+        "court": COURTS[i],
+        "card": c.card,
+        "standing": c.standing,
+        "joker": c.joker,
+        "guards": list(c.guards),
+        "attack": c.attack if c.standing else 0,
+        "defence": c.defence if c.standing else 0,
+    }
 
 
 def _public_courts(cs: Sequence[Court]) -> list[dict[str, Any]]:
@@ -805,7 +936,9 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
         "options": options_to_dict(state.options),
         "phase": state.phase.value,
         "to_act": list(to_act(state)),
-        "setup_pick": {"pick": state.pick - 1, "pass": (state.pick - 1) // n, "of": SETUP_PASSES * n} if setup else None,
+        "setup_pick": {"pick": state.pick - 1, "pass": (state.pick - 1) // n, "of": SETUP_PASSES * n}
+        if setup
+        else None,
         "turn": None if over or setup else state.turns + 1,
         "turns": state.turns,
         "turn_limit": state.options.turn_limit,

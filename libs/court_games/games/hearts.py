@@ -165,8 +165,8 @@ class Match:
     options: Options
     seed: int
     hand_no: int  # the hand being played (the last one once the game is over)
-    totals: tuple[int, int, int, int]
-    history: tuple[tuple[int, int, int, int], ...]  # scored points of every completed hand
+    totals: tuple[int, ...]  # one per seat (four)
+    history: tuple[tuple[int, ...], ...]  # scored points of every completed hand, one per seat
     decks: tuple[tuple[int, ...], ...]  # the vector's decks as card ids (empty: shuffle every hand)
 
     @property
@@ -200,7 +200,16 @@ _new_object = object.__new__
 assert State.__slots__ == ("match", "phase", "acting", "hands", "trick", "tricks", "won", "pending")
 
 
-def _state(match, phase, acting, hands, trick, tricks, won, pending) -> State:
+def _state(
+    match: Match,
+    phase: Phase,
+    acting: tuple[int, ...],
+    hands: Any,
+    trick: tuple[int, ...],
+    tricks: Any,
+    won: Any,
+    pending: Any,
+) -> State:
     s = _new_object(State)
     _s_match(s, match)
     _s_phase(s, phase)
@@ -249,7 +258,7 @@ def _game_over(totals: Sequence[int], limit: int) -> bool:
     return max(totals) >= limit
 
 
-def _over_state(match: Match, won=_ZERO4, tricks=(), pending=_ZERO4) -> State:
+def _over_state(match: Match, won: Any = _ZERO4, tricks: Any = (), pending: Any = _ZERO4) -> State:
     return _state(match, _OVER, (), _ZERO4, (), tricks, won, pending)
 
 
@@ -271,8 +280,9 @@ def new_game(options: Options, seed: int, decks: Sequence[Sequence[str]] | None 
     return _start_hand(match)
 
 
-def start(options: Options, seed: int, decks: Sequence[Sequence[str]] | None = None
-          ) -> tuple[State, tuple[Event, ...]]:
+def start(
+    options: Options, seed: int, decks: Sequence[Sequence[str]] | None = None
+) -> tuple[State, tuple[Event, ...]]:
     """A new game and its opening events (GameStarted, each seat's private HandDealt)."""
     state = new_game(options, seed, decks)
     return state, initial_events(state)
@@ -304,28 +314,39 @@ def _plausible_hand(points: Sequence[int]) -> bool:
 def resume(save: Mapping[str, Any]) -> State:
     """The game as it stood at the start of the saved hand: same deal, same passing direction."""
     if not isinstance(save, Mapping) or save.get("game") != NAME:
-        raise InvalidSave("not a hearts save record (expected an object with \"game\": \"hearts\")")
+        raise InvalidSave('not a hearts save record (expected an object with "game": "hearts")')
     if save.get("version") != SAVE_VERSION:
-        raise InvalidSave(f"unsupported hearts save version {quote(save.get('version'))}; this engine reads {SAVE_VERSION}")
+        raise InvalidSave(
+            f"unsupported hearts save version {quote(save.get('version'))}; this engine reads {SAVE_VERSION}"
+        )
     options = options_from_dict(save.get("options") or {})
     seed = save.get("seed")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InvalidSave(f"save seed must be an integer, got {quote(seed)}")
     hands = save.get("hands")
     if not isinstance(hands, list) or not all(
-        isinstance(p, list) and len(p) == NUM_PLAYERS and all(type(x) is int and x >= 0 for x in p) for p in hands
+        isinstance(p, list) and len(p) == NUM_PLAYERS and all(type(x) is int and x >= 0 for x in p)
+        for p in hands
     ):
-        raise InvalidSave("save 'hands' must be a list of [p0, p1, p2, p3] point lists, one per completed hand")
+        raise InvalidSave(
+            "save 'hands' must be a list of [p0, p1, p2, p3] point lists, one per completed hand"
+        )
     for i, p in enumerate(hands):
         if not _plausible_hand(p):
-            raise InvalidSave(f"save hand {i} scored {p}: a hand scores 26 points in all (each under 26), "
-                              f"or 0 for a moon shooter and 26 for each other seat")
+            raise InvalidSave(
+                f"save hand {i} scored {p}: a hand scores 26 points in all (each under 26), "
+                f"or 0 for a moon shooter and 26 for each other seat"
+            )
     if save.get("hand") != len(hands):
-        raise InvalidSave(f"save 'hand' must equal the number of completed hands ({len(hands)}), got {quote(save.get('hand'))}")
+        raise InvalidSave(
+            f"save 'hand' must equal the number of completed hands ({len(hands)}), got {quote(save.get('hand'))}"
+        )
     history = tuple(tuple(p) for p in hands)
     totals = tuple(sum(p[s] for p in history) for s in range(NUM_PLAYERS))
     if save.get("totals") != list(totals):
-        raise InvalidSave(f"save 'totals' {quote(save.get('totals'))} do not add up the hands' points {list(totals)}")
+        raise InvalidSave(
+            f"save 'totals' {quote(save.get('totals'))} do not add up the hands' points {list(totals)}"
+        )
     running = [0] * NUM_PLAYERS
     for i, p in enumerate(history[:-1]):
         running = [r + x for r, x in zip(running, p, strict=True)]
@@ -441,8 +462,9 @@ def _apply_play(state: State, player: int, action: int, emit: bool) -> tuple[Sta
         hands = (hands[0], hands[1], hands[2], hand)
     cards = trick + (action,)
     if len(cards) < 4:
-        new = _state(state.match, _PLAY, _SEAT[(player + 1) & 3], hands, cards, state.tricks, state.won,
-                     state.pending)
+        new = _state(
+            state.match, _PLAY, _SEAT[(player + 1) & 3], hands, cards, state.tricks, state.won, state.pending
+        )
         if not emit:
             return new, ()
         return new, _play_events(state, new, player, action, None)
@@ -475,8 +497,12 @@ def _end_hand(match: Match, won: tuple[int, ...], tricks: tuple[Any, ...], pendi
     totals = tuple(t + p for t, p in zip(match.totals, points, strict=True))
     history = match.history + (points,)
     if _game_over(totals, match.options.limit):
-        return _over_state(Match(match.options, match.seed, match.hand_no, totals, history, match.decks),
-                           won, tricks, pending)
+        return _over_state(
+            Match(match.options, match.seed, match.hand_no, totals, history, match.decks),
+            won,
+            tricks,
+            pending,
+        )
     return _start_hand(Match(match.options, match.seed, match.hand_no + 1, totals, history, match.decks))
 
 
@@ -492,25 +518,33 @@ def _apply_pass(state: State, player: int, action: int, emit: bool) -> tuple[Sta
         add = _BIT[action - PASS_CARD]
         if not hand & add:
             where = "it is already chosen" if chosen & add else "it is not in its hand"
-            raise IllegalAction(action_to_json(action, player),
-                                f"seat {player} cannot pass {CARDS[action - PASS_CARD]}: {where}; "
-                                f"choose from {' '.join(names_of(hand))}")
+            raise IllegalAction(
+                action_to_json(action, player),
+                f"seat {player} cannot pass {CARDS[action - PASS_CARD]}: {where}; "
+                f"choose from {' '.join(names_of(hand))}",
+            )
     elif action & PASS_SET and action >> 53 == 0 and (action & FULL).bit_count() == PASS_SIZE:
         cards = action & FULL
         if cards & chosen != chosen:
-            raise IllegalAction(action_to_json(action, player),
-                                f"seat {player} already chose {' '.join(names_of(chosen))} to pass: "
-                                f"a pass of three cards must include them")
+            raise IllegalAction(
+                action_to_json(action, player),
+                f"seat {player} already chose {' '.join(names_of(chosen))} to pass: "
+                f"a pass of three cards must include them",
+            )
         add = cards & ~chosen
         if add & ~hand:
-            raise IllegalAction(action_to_json(action, player),
-                                f"seat {player} does not hold {' '.join(names_of(add & ~hand))}; "
-                                f"its hand: {' '.join(names_of(hand))}")
+            raise IllegalAction(
+                action_to_json(action, player),
+                f"seat {player} does not hold {' '.join(names_of(add & ~hand))}; "
+                f"its hand: {' '.join(names_of(hand))}",
+            )
     elif 0 <= action < 52:
-        raise IllegalAction(action_to_json(action, player),
-                            f"seat {player} cannot play {CARDS[action]} yet: the hand starts with passing "
-                            f"{PASS_NAMES[state.match.hand_no % 4]}; choose "
-                            f"{PASS_SIZE - chosen.bit_count()} more card(s) to pass")
+        raise IllegalAction(
+            action_to_json(action, player),
+            f"seat {player} cannot play {CARDS[action]} yet: the hand starts with passing "
+            f"{PASS_NAMES[state.match.hand_no % 4]}; choose "
+            f"{PASS_SIZE - chosen.bit_count()} more card(s) to pass",
+        )
     else:
         raise IllegalAction(_json_or_raw(action, player), f"unknown action {quote(action)}")
     assert (chosen | add).bit_count() <= PASS_SIZE
@@ -526,15 +560,21 @@ def _apply_pass(state: State, player: int, action: int, emit: bool) -> tuple[Sta
         off = state.match.pass_offset
         for s in range(NUM_PLAYERS):
             hands[(s + off) % 4] |= pending[s]
-        new = _state(state.match, _PLAY, _SEAT[_holder(hands, TWO_CLUBS)], tuple(hands), (), (), _ZERO4,
-                     tuple(pending))
+        new = _state(
+            state.match, _PLAY, _SEAT[_holder(hands, TWO_CLUBS)], tuple(hands), (), (), _ZERO4, tuple(pending)
+        )
     else:
         new = _state(state.match, _PASS, acting, tuple(hands), (), (), _ZERO4, tuple(pending))
     if not emit:
         return new, ()
-    events = [Event("PassCardsChosen", {"seat": player, "count": add.bit_count(),
-                                        "chosen": pending[player].bit_count(), "ready": ready},
-                    private={"cards": names_of(add)}, owner=player)]
+    events = [
+        Event(
+            "PassCardsChosen",
+            {"seat": player, "count": add.bit_count(), "chosen": pending[player].bit_count(), "ready": ready},
+            private={"cards": names_of(add)},
+            owner=player,
+        )
+    ]
     if exchanged:
         events += _exchange_events(new)
     return new, tuple(events)
@@ -556,13 +596,18 @@ def _not_your_turn(state: State, player: Any) -> str:
         return f"there is no seat {quote(player)}: seats are 0-3"
     if state.phase is _PASS:
         waiting = ", ".join(map(str, state.acting))
-        return f"seat {player} has already chosen its {PASS_SIZE} cards to pass; waiting for seat(s) {waiting}"
+        return (
+            f"seat {player} has already chosen its {PASS_SIZE} cards to pass; waiting for seat(s) {waiting}"
+        )
     return f"it is seat {state.acting[0]}'s turn to play, not seat {player}'s"
 
 
 def _no_passing(state: State) -> str:
-    why = (f"hand {state.match.hand_no} has no passing" if not state.match.pass_offset
-           else "the passed cards have been exchanged")
+    why = (
+        f"hand {state.match.hand_no} has no passing"
+        if not state.match.pass_offset
+        else "the passed cards have been exchanged"
+    )
     return f"there is no passing now ({why}): it is seat {state.acting[0]}'s turn to play"
 
 
@@ -582,10 +627,14 @@ def _why_not_play(state: State, player: int, action: Any, legal: int) -> str:
     if not trick and hand & 1:
         return f"2C opens the hand: seat {player} must lead 2C"
     if trick and hand & _SUIT_OF_CARD[trick[0]]:
-        return f"{card} does not follow {SUIT_NAMES[trick[0] // 13]}: seat {player} must play one of {allowed}"
+        return (
+            f"{card} does not follow {SUIT_NAMES[trick[0] // 13]}: seat {player} must play one of {allowed}"
+        )
     if trick:
-        return (f"no heart and no QS on the first trick while the hand holds another card: "
-                f"seat {player} may play {allowed}")
+        return (
+            f"no heart and no QS on the first trick while the hand holds another card: "
+            f"seat {player} may play {allowed}"
+        )
     return f"hearts are not broken: seat {player} may not lead {card}; it may lead {allowed}"
 
 
@@ -597,8 +646,12 @@ def _trick_names(cards: Sequence[int]) -> list[str]:
 def _deal_events(state: State) -> list[Event]:
     m = state.match
     events = [
-        Event("HandDealt", {"seat": s, "hand": m.hand_no, "pass": PASS_NAMES[m.hand_no % 4], "cards_dealt": 13},
-              private={"cards": names_of(state.hands[s])}, owner=s)
+        Event(
+            "HandDealt",
+            {"seat": s, "hand": m.hand_no, "pass": PASS_NAMES[m.hand_no % 4], "cards_dealt": 13},
+            private={"cards": names_of(state.hands[s])},
+            owner=s,
+        )
         for s in range(NUM_PLAYERS)
     ]
     if state.phase is _PLAY:
@@ -609,19 +662,34 @@ def _deal_events(state: State) -> list[Event]:
 def _exchange_events(state: State) -> list[Event]:
     off = state.match.pass_offset
     events = [
-        Event("CardsPassed", {"seat": s, "to": (s + off) % 4, "direction": PASS_NAMES[state.match.hand_no % 4]},
-              private={"cards": names_of(state.pending[s])}, owner=(s + off) % 4)
+        Event(
+            "CardsPassed",
+            {"seat": s, "to": (s + off) % 4, "direction": PASS_NAMES[state.match.hand_no % 4]},
+            private={"cards": names_of(state.pending[s])},
+            owner=(s + off) % 4,
+        )
         for s in range(NUM_PLAYERS)
     ]
     events.append(Event("PlayStarted", {"hand": state.match.hand_no, "seat": state.acting[0]}))
     return events
 
 
-def _play_events(before: State, after: State, player: int, card: int, done: tuple[Any, ...] | None
-                 ) -> tuple[Event, ...]:
+def _play_events(
+    before: State, after: State, player: int, card: int, done: tuple[Any, ...] | None
+) -> tuple[Event, ...]:
     m = before.match
-    events = [Event("CardPlayed", {"seat": player, "card": CARDS[card], "hand": m.hand_no,
-                                   "trick": len(before.tricks), "position": len(before.trick)})]
+    events = [
+        Event(
+            "CardPlayed",
+            {
+                "seat": player,
+                "card": CARDS[card],
+                "hand": m.hand_no,
+                "trick": len(before.tricks),
+                "position": len(before.trick),
+            },
+        )
+    ]
     if card // 13 == HEARTS_SUIT:
         rest = before.hands[0] | before.hands[1] | before.hands[2] | before.hands[3]
         if rest & HEARTS == HEARTS:
@@ -629,19 +697,47 @@ def _play_events(before: State, after: State, player: int, card: int, done: tupl
     if done is None:
         return tuple(events)
     leader, cards, winner = done
-    events.append(Event("TrickTaken", {"seat": winner, "hand": m.hand_no, "trick": len(before.tricks),
-                                       "leader": leader, "cards": _trick_names(cards),
-                                       "points": sum(_POINTS[c] for c in cards)}))
+    events.append(
+        Event(
+            "TrickTaken",
+            {
+                "seat": winner,
+                "hand": m.hand_no,
+                "trick": len(before.tricks),
+                "leader": leader,
+                "cards": _trick_names(cards),
+                "points": sum(_POINTS[c] for c in cards),
+            },
+        )
+    )
     if after.match is m:
         return tuple(events)
     taken = [points_of(w) for w in (after.won if after.phase is _OVER else _won_after(before, done))]
     points = list(after.match.history[-1])
     shooter = taken.index(MOON) if MOON in taken else None
-    events.append(Event("HandEnded", {"hand": m.hand_no, "taken": taken, "points": points, "moon": shooter,
-                                      "totals": list(after.match.totals)}))
+    events.append(
+        Event(
+            "HandEnded",
+            {
+                "hand": m.hand_no,
+                "taken": taken,
+                "points": points,
+                "moon": shooter,
+                "totals": list(after.match.totals),
+            },
+        )
+    )
     if after.phase is _OVER:
-        events.append(Event("GameEnded", {"totals": list(after.match.totals), "winners": _winners(after.match),
-                                          "hands": len(after.match.history)}))
+        events.append(
+            Event(
+                "GameEnded",
+                {
+                    "totals": list(after.match.totals),
+                    "winners": _winners(after.match),
+                    "hands": len(after.match.history),
+                },
+            )
+        )
     else:
         events += _deal_events(after)
     return tuple(events)
@@ -656,9 +752,19 @@ def _won_after(before: State, done: tuple[Any, ...]) -> list[int]:
 def initial_events(state: State) -> tuple[Event, ...]:
     """The events of a game's start (``new_game`` returns only the state): GameStarted and the deal."""
     m = state.match
-    return (Event("GameStarted", {"game": NAME, "players": NUM_PLAYERS, "options": options_to_dict(m.options),
-                                  "hand": m.hand_no, "totals": list(m.totals)}),
-            *_deal_events(state))
+    return (
+        Event(
+            "GameStarted",
+            {
+                "game": NAME,
+                "players": NUM_PLAYERS,
+                "options": options_to_dict(m.options),
+                "hand": m.hand_no,
+                "totals": list(m.totals),
+            },
+        ),
+        *_deal_events(state),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -682,13 +788,13 @@ def action_from_json(d: Mapping[str, Any]) -> int:
     kind = d.get("type")
     if kind in ("play", "pass_card"):
         if "card" not in d:
-            raise InvalidAction(f"a {kind} action needs \"card\", e.g. {{\"type\": \"{kind}\", \"card\": \"2C\"}}")
+            raise InvalidAction(f'a {kind} action needs "card", e.g. {{"type": "{kind}", "card": "2C"}}')
         card = CARD_ID[core.parse_card(d["card"])]
         return card if kind == "play" else PASS_CARD + card
     if kind == "pass":
         cards = d.get("cards")
         if not isinstance(cards, list | tuple):
-            raise InvalidAction("a pass action needs \"cards\": a list of three cards, e.g. [\"QS\", \"AH\", \"KH\"]")
+            raise InvalidAction('a pass action needs "cards": a list of three cards, e.g. ["QS", "AH", "KH"]')
         ids = {CARD_ID[core.parse_card(c)] for c in cards}
         if len(cards) != PASS_SIZE or len(ids) != PASS_SIZE:
             raise InvalidAction(f"a pass is exactly three different cards, got {quote(list(cards))}")
@@ -735,8 +841,9 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
         "tricks": [{"leader": ld, "cards": _trick_names(cs), "winner": w} for ld, cs, w in state.tricks],
         "taken": [points_of(w) for w in state.won],
         "tricks_won": [w.bit_count() // 4 for w in state.won],
-        "hearts_broken": bool((state.won[0] | state.won[1] | state.won[2] | state.won[3] | mask_of(state.trick))
-                              & HEARTS),
+        "hearts_broken": bool(
+            (state.won[0] | state.won[1] | state.won[2] | state.won[3] | mask_of(state.trick)) & HEARTS
+        ),
         "totals": list(m.totals),
         "history": [list(p) for p in m.history],
         "finished": phase is _OVER,

@@ -189,15 +189,24 @@ def _pile_label(index: int) -> str:
 # dealing
 
 
-def _round_deck(options: Options, seed: int, decks: tuple[tuple[int, ...], ...], round_no: int) -> tuple[int, ...]:
+def _round_deck(
+    options: Options, seed: int, decks: tuple[tuple[int, ...], ...], round_no: int
+) -> tuple[int, ...]:
     if round_no < len(decks):
         return decks[round_no]
     return tuple(CODE[c] for c in seeded_shuffle(STANDARD_DECK, seed, "deal", round_no))
 
 
-def _deal_round(*, options: Options, seed: int, decks: tuple[tuple[int, ...], ...],
-                round_no: int, starter: int, round_wins: tuple[int, ...],
-                rounds: tuple[RoundRecord, ...]) -> State:
+def _deal_round(
+    *,
+    options: Options,
+    seed: int,
+    decks: tuple[tuple[int, ...], ...],
+    round_no: int,
+    starter: int,
+    round_wins: tuple[int, ...],
+    rounds: tuple[RoundRecord, ...],
+) -> State:
     n = options.players
     cards = _round_deck(options, seed, decks, round_no)
     piles: list[tuple[int, ...]] = []
@@ -205,14 +214,28 @@ def _deal_round(*, options: Options, seed: int, decks: tuple[tuple[int, ...], ..
         piles.append((cards[s],))
         piles.append((cards[n + s],))
     hands = tuple(tuple(sorted(cards[2 * n + k * n + s] for k in range(HAND_CARDS))) for s in range(n))
-    deck = cards[CARDS_PER_PLAYER * n:]
+    deck = cards[CARDS_PER_PLAYER * n :]
     phase = Phase.FIRST_HALF
     if not deck:  # the deal leaves no deck: straight into the second half
         phase = Phase.SECOND_HALF
         hands = tuple(h + (GL,) for h in hands)
-    return State(options=options, seed=seed, decks=decks, round_no=round_no, starter=starter, phase=phase,
-                 to_move=starter, deck=deck, piles=tuple(piles), hands=hands, locked=0,
-                 round_wins=round_wins, rounds=rounds, winner=None, emptied_by=None)
+    return State(
+        options=options,
+        seed=seed,
+        decks=decks,
+        round_no=round_no,
+        starter=starter,
+        phase=phase,
+        to_move=starter,
+        deck=deck,
+        piles=tuple(piles),
+        hands=hands,
+        locked=0,
+        round_wins=round_wins,
+        rounds=rounds,
+        winner=None,
+        emptied_by=None,
+    )
 
 
 def new_game(options: Options, seed: int, decks: Sequence[Sequence[str]] | None = None) -> State:
@@ -232,42 +255,64 @@ def new_game(options: Options, seed: int, decks: Sequence[Sequence[str]] | None 
                     f"{CARDS_PER_PLAYER * n} ({CARDS_PER_PLAYER} per player: two piles and three hand cards)"
                 )
             given.append(tuple(CODE[c] for c in cards))
-    return _deal_round(options=options, seed=int(seed), decks=tuple(given), round_no=0,
-                       starter=options.starter, round_wins=(0,) * n, rounds=())
+    return _deal_round(
+        options=options,
+        seed=int(seed),
+        decks=tuple(given),
+        round_no=0,
+        starter=options.starter,
+        round_wins=(0,) * n,
+        rounds=(),
+    )
 
 
 def _deal_events(state: State) -> list[Event]:
     n = state.options.players
-    events = [Event("RoundDealt", {
-        "round": state.round_no,
-        "starter": state.starter,
-        "piles": [[CARDS[state.piles[2 * s][0]], CARDS[state.piles[2 * s + 1][0]]] for s in range(n)],
-        "spreads": [_spread(state.piles, s) for s in range(n)],
-        "hand_sizes": [HAND_CARDS] * n,
-        "deck_size": len(state.deck),
-        "round_wins": list(state.round_wins),
-    })]
+    events = [
+        Event(
+            "RoundDealt",
+            {
+                "round": state.round_no,
+                "starter": state.starter,
+                "piles": [[CARDS[state.piles[2 * s][0]], CARDS[state.piles[2 * s + 1][0]]] for s in range(n)],
+                "spreads": [_spread(state.piles, s) for s in range(n)],
+                "hand_sizes": [HAND_CARDS] * n,
+                "deck_size": len(state.deck),
+                "round_wins": list(state.round_wins),
+            },
+        )
+    ]
     for s in range(n):
         dealt = [c for c in state.hands[s] if c != GL]
-        events.append(Event("HandDealt", {"round": state.round_no, "player": s, "count": len(dealt)},
-                            private={"cards": _names(dealt)}, owner=s))
+        events.append(
+            Event(
+                "HandDealt",
+                {"round": state.round_no, "player": s, "count": len(dealt)},
+                private={"cards": _names(dealt)},
+                owner=s,
+            )
+        )
     if state.phase == Phase.SECOND_HALF:
         events.append(_second_half_event(state))
     return events
 
 
 def _second_half_event(state: State) -> Event:
-    return Event("SecondHalfStarted", {
-        "round": state.round_no,
-        "emptied_by": state.emptied_by,
-        "next_player": state.to_move,
-        "gloves": state.options.players,
-        "hand_sizes": [len(h) for h in state.hands],
-    })
+    return Event(
+        "SecondHalfStarted",
+        {
+            "round": state.round_no,
+            "emptied_by": state.emptied_by,
+            "next_player": state.to_move,
+            "gloves": state.options.players,
+            "hand_sizes": [len(h) for h in state.hands],
+        },
+    )
 
 
-def start(options: Options, seed: int, decks: Sequence[Sequence[str]] | None = None
-          ) -> tuple[State, tuple[Event, ...]]:
+def start(
+    options: Options, seed: int, decks: Sequence[Sequence[str]] | None = None
+) -> tuple[State, tuple[Event, ...]]:
     """A new game and its opening events (see ``initial_events``)."""
     state = new_game(options, seed, decks)
     return state, initial_events(state)
@@ -281,9 +326,13 @@ def initial_events(state: State) -> tuple[Event, ...]:
     if state.round_no != 0 or state.phase == Phase.OVER or any(len(p) != 1 for p in state.piles):
         raise ValueError("initial_events describes the state new_game returned (before any play)")
     o = state.options
-    return (Event("GameStarted", {"game": NAME, "players": o.players, "starter": o.starter,
-                                  "options": options_to_dict(o)}),
-            *_deal_events(state))
+    return (
+        Event(
+            "GameStarted",
+            {"game": NAME, "players": o.players, "starter": o.starter, "options": options_to_dict(o)},
+        ),
+        *_deal_events(state),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,9 +380,13 @@ def action_from_json(d: Mapping[str, Any]) -> Action:
         raise InvalidAction(f"an action is a JSON object like {_EXAMPLE}, got {quote(d)}")
     extra = sorted(set(d) - _ACTION_KEYS)
     if extra:
-        raise InvalidAction(f"unknown field(s) {', '.join(map(quote, extra[:5]))} in {quote(dict(d))}; an action is {_EXAMPLE}")
+        raise InvalidAction(
+            f"unknown field(s) {', '.join(map(quote, extra[:5]))} in {quote(dict(d))}; an action is {_EXAMPLE}"
+        )
     if d.get("type") != "play":
-        raise InvalidAction(f"unknown action type {quote(d.get('type'))}: Queen's Court has only \"play\", as in {_EXAMPLE}")
+        raise InvalidAction(
+            f'unknown action type {quote(d.get("type"))}: Queen\'s Court has only "play", as in {_EXAMPLE}'
+        )
     for key in ("card", "target", "pile"):
         if key not in d:
             raise InvalidAction(f"action {quote(dict(d))} is missing {quote(key)}; an action is {_EXAMPLE}")
@@ -343,7 +396,7 @@ def action_from_json(d: Mapping[str, Any]) -> Action:
         raise InvalidAction(f"target must be a seat number (0, 1, ...), got {quote(target)}")
     pile = d["pile"]
     if pile not in PILE_CODE:
-        raise InvalidAction(f"pile must be \"left\" or \"right\", got {quote(pile)}")
+        raise InvalidAction(f'pile must be "left" or "right", got {quote(pile)}')
     return (CODE[card], target, PILE_CODE[pile])
 
 
@@ -359,9 +412,17 @@ def _action_json_or_repr(action: Any, player: int) -> Any:
 
 def _check_action(state: State, player: int, action: Any) -> None:
     n = state.options.players
-    if not (isinstance(action, tuple) and len(action) == 3 and all(type(x) is int for x in action)
-            and 0 <= action[0] < len(CARDS) and action[2] in (0, 1) and action[1] >= 0):
-        raise InvalidAction(f"malformed {NAME} action {quote(action)}: expected (card code, target seat, pile 0/1)")
+    if not (
+        isinstance(action, tuple)
+        and len(action) == 3
+        and all(type(x) is int for x in action)
+        and 0 <= action[0] < len(CARDS)
+        and action[2] in (0, 1)
+        and action[1] >= 0
+    ):
+        raise InvalidAction(
+            f"malformed {NAME} action {quote(action)}: expected (card code, target seat, pile 0/1)"
+        )
     aj = action_to_json(action, player)
     if state.phase == Phase.OVER:
         raise IllegalAction(aj, f"the game is over (seat {state.winner} won): no more plays")
@@ -370,16 +431,24 @@ def _check_action(state: State, player: int, action: Any) -> None:
     card, target, pile = action
     hand = state.hands[player]
     if card not in hand:
-        raise IllegalAction(aj, f"seat {player} does not hold {CARDS[card]}; their hand: {' '.join(_names(hand))}")
+        raise IllegalAction(
+            aj, f"seat {player} does not hold {CARDS[card]}; their hand: {' '.join(_names(hand))}"
+        )
     if target >= n:
         raise IllegalAction(aj, f"there is no seat {target}: this table has seats 0 to {n - 1}")
     index = 2 * target + pile
     if not _is_open(state.piles, state.locked, index):
-        why = (f"seat {target}'s piles are locked (they played their last card)"
-               if (state.locked >> target) & 1 else "it is gloved")
+        why = (
+            f"seat {target}'s piles are locked (they played their last card)"
+            if (state.locked >> target) & 1
+            else "it is gloved"
+        )
         opened = ", ".join(_pile_label(i) for i in _open_piles(state.piles, state.locked))
-        raise IllegalAction(aj, f"{CARDS[card]} cannot go on seat {target}'s {PILE_NAMES[pile]} pile: {why}; "
-                                f"open piles: {opened}")
+        raise IllegalAction(
+            aj,
+            f"{CARDS[card]} cannot go on seat {target}'s {PILE_NAMES[pile]} pile: {why}; "
+            f"open piles: {opened}",
+        )
 
 
 def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple[State, tuple[Event, ...]]:
@@ -397,20 +466,25 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
     spread_after = _spread(piles, target)
     if emit:
         t_piles = (piles[2 * target], piles[2 * target + 1])
-        events.append(Event("CardPlayed", {
-            "round": state.round_no,
-            "player": player,
-            "card": CARDS[card],
-            "target": target,
-            "pile": PILE_NAMES[pile],
-            "phase": PHASE_NAMES[state.phase],
-            "spread_before": spread_before,
-            "spread_after": spread_after,
-            "zero_by_queen": card != GL and CARDS[card][0] == "Q" and spread_after == 0,
-            "glove": card == GL,
-            "showing": [CARDS[_showing(p)] for p in t_piles],
-            "hand_size": len(hand),
-        }))
+        events.append(
+            Event(
+                "CardPlayed",
+                {
+                    "round": state.round_no,
+                    "player": player,
+                    "card": CARDS[card],
+                    "target": target,
+                    "pile": PILE_NAMES[pile],
+                    "phase": PHASE_NAMES[state.phase],
+                    "spread_before": spread_before,
+                    "spread_after": spread_after,
+                    "zero_by_queen": card != GL and CARDS[card][0] == "Q" and spread_after == 0,
+                    "glove": card == GL,
+                    "showing": [CARDS[_showing(p)] for p in t_piles],
+                    "hand_size": len(hand),
+                },
+            )
+        )
     locked = state.locked
     deck = state.deck
     phase = state.phase
@@ -423,18 +497,42 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
         hand.sort()
         hands[player] = tuple(hand)
         if emit:
-            events.append(Event("CardsDrawn", {
-                "round": state.round_no, "player": player, "count": len(drawn), "due": due,
-                "deck_size": len(deck)}, private={"cards": _names(drawn)}, owner=player))
+            events.append(
+                Event(
+                    "CardsDrawn",
+                    {
+                        "round": state.round_no,
+                        "player": player,
+                        "count": len(drawn),
+                        "due": due,
+                        "deck_size": len(deck),
+                    },
+                    private={"cards": _names(drawn)},
+                    owner=player,
+                )
+            )
         to_move = (player + 1) % n  # in the first half every hand holds cards
         if not deck:
             phase = Phase.SECOND_HALF
             emptied_by = player
             hands = [h + (GL,) for h in hands]
-        new = State(options=state.options, seed=state.seed, decks=state.decks, round_no=state.round_no,
-                    starter=state.starter, phase=phase, to_move=to_move, deck=deck, piles=tuple(piles),
-                    hands=tuple(hands), locked=locked, round_wins=state.round_wins, rounds=state.rounds,
-                    winner=None, emptied_by=emptied_by)
+        new = State(
+            options=state.options,
+            seed=state.seed,
+            decks=state.decks,
+            round_no=state.round_no,
+            starter=state.starter,
+            phase=phase,
+            to_move=to_move,
+            deck=deck,
+            piles=tuple(piles),
+            hands=tuple(hands),
+            locked=locked,
+            round_wins=state.round_wins,
+            rounds=state.rounds,
+            winner=None,
+            emptied_by=emptied_by,
+        )
         if emit and phase == Phase.SECOND_HALF:
             events.append(_second_half_event(new))
         return new, tuple(events)
@@ -443,26 +541,49 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
     if not hand:
         locked |= 1 << player
         if emit:
-            events.append(Event("PileLocked", {"round": state.round_no, "player": player,
-                                               "spread": _spread(piles, player),
-                                               "pile_count": _pile_count(piles, player)}))
+            events.append(
+                Event(
+                    "PileLocked",
+                    {
+                        "round": state.round_no,
+                        "player": player,
+                        "spread": _spread(piles, player),
+                        "pile_count": _pile_count(piles, player),
+                    },
+                )
+            )
     to_move = -1
     for k in range(1, n + 1):
         s = (player + k) % n
         if hands[s]:
             to_move = s
             break
-    mid = State(options=state.options, seed=state.seed, decks=state.decks, round_no=state.round_no,
-                starter=state.starter, phase=phase, to_move=to_move, deck=deck, piles=tuple(piles),
-                hands=tuple(hands), locked=locked, round_wins=state.round_wins, rounds=state.rounds,
-                winner=None, emptied_by=emptied_by)
+    mid = State(
+        options=state.options,
+        seed=state.seed,
+        decks=state.decks,
+        round_no=state.round_no,
+        starter=state.starter,
+        phase=phase,
+        to_move=to_move,
+        deck=deck,
+        piles=tuple(piles),
+        hands=tuple(hands),
+        locked=locked,
+        round_wins=state.round_wins,
+        rounds=state.rounds,
+        winner=None,
+        emptied_by=emptied_by,
+    )
     if to_move < 0 or not _open_piles(mid.piles, locked):
         reason = "hands_empty" if to_move < 0 else "no_legal_play"
         return _end_round(mid, reason, events if emit else None)
     return mid, tuple(events)
 
 
-def _round_outcome(state: State) -> tuple[tuple[int | None, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+def _round_outcome(
+    state: State,
+) -> tuple[tuple[int | None, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """(spreads, pile counts, winners, seats that gain a round win) of the position as it stands."""
     n = state.options.players
     spreads = tuple(_spread(state.piles, s) for s in range(n))
@@ -490,33 +611,60 @@ def _end_round(state: State, reason: str, events: list[Event] | None) -> tuple[S
     rounds = (*state.rounds, RoundRecord(spreads, counts, winners))
     champion = next((s for s in range(n) if round_wins[s] >= WINS_NEEDED), None)
     if events is not None:
-        events.append(Event("RoundEnded", {
-            "round": state.round_no,
-            "starter": state.starter,
-            "reason": reason,
-            "spreads": list(spreads),
-            "pile_counts": list(counts),
-            "winners": list(winners),
-            "losers": [s for s in range(n) if s not in winners],
-            "gained": list(gained),
-            "double_queen": [s for s in range(n) if spreads[s] is None],
-            "round_wins": list(round_wins),
-            "showing": [[CARDS[_showing(state.piles[2 * s + p])] for p in (0, 1)] for s in range(n)],
-            "gloved": [[state.piles[2 * s + p][-1] == GL for p in (0, 1)] for s in range(n)],
-            "cards_left": [len(h) for h in state.hands],
-        }))
+        events.append(
+            Event(
+                "RoundEnded",
+                {
+                    "round": state.round_no,
+                    "starter": state.starter,
+                    "reason": reason,
+                    "spreads": list(spreads),
+                    "pile_counts": list(counts),
+                    "winners": list(winners),
+                    "losers": [s for s in range(n) if s not in winners],
+                    "gained": list(gained),
+                    "double_queen": [s for s in range(n) if spreads[s] is None],
+                    "round_wins": list(round_wins),
+                    "showing": [[CARDS[_showing(state.piles[2 * s + p])] for p in (0, 1)] for s in range(n)],
+                    "gloved": [[state.piles[2 * s + p][-1] == GL for p in (0, 1)] for s in range(n)],
+                    "cards_left": [len(h) for h in state.hands],
+                },
+            )
+        )
     if champion is not None:
-        over = State(options=state.options, seed=state.seed, decks=state.decks, round_no=state.round_no,
-                     starter=state.starter, phase=Phase.OVER, to_move=-1, deck=state.deck, piles=state.piles,
-                     hands=state.hands, locked=state.locked, round_wins=round_wins, rounds=rounds,
-                     winner=champion, emptied_by=state.emptied_by)
+        over = State(
+            options=state.options,
+            seed=state.seed,
+            decks=state.decks,
+            round_no=state.round_no,
+            starter=state.starter,
+            phase=Phase.OVER,
+            to_move=-1,
+            deck=state.deck,
+            piles=state.piles,
+            hands=state.hands,
+            locked=state.locked,
+            round_wins=round_wins,
+            rounds=rounds,
+            winner=champion,
+            emptied_by=state.emptied_by,
+        )
         if events is not None:
-            events.append(Event("GameEnded", {"winner": champion, "round_wins": list(round_wins),
-                                              "rounds": len(rounds)}))
+            events.append(
+                Event(
+                    "GameEnded", {"winner": champion, "round_wins": list(round_wins), "rounds": len(rounds)}
+                )
+            )
         return over, tuple(events or ())
-    nxt = _deal_round(options=state.options, seed=state.seed, decks=state.decks,
-                      round_no=state.round_no + 1, starter=(state.starter + 1) % n, round_wins=round_wins,
-                      rounds=rounds)
+    nxt = _deal_round(
+        options=state.options,
+        seed=state.seed,
+        decks=state.decks,
+        round_no=state.round_no + 1,
+        starter=(state.starter + 1) % n,
+        round_wins=round_wins,
+        rounds=rounds,
+    )
     if events is not None:
         events.extend(_deal_events(nxt))
     return nxt, tuple(events or ())
@@ -543,17 +691,19 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
     table = []
     for s in range(n):
         spread = _spread(state.piles, s)
-        table.append({
-            "seat": s,
-            "left": _pile_view(state.piles[2 * s]),
-            "right": _pile_view(state.piles[2 * s + 1]),
-            "spread": spread,
-            "double_queen": spread is None,
-            "pile_count": _pile_count(state.piles, s),
-            "locked": bool((state.locked >> s) & 1),
-            "hand_size": len(state.hands[s]),
-            "holds_glove": GL in state.hands[s],
-        })
+        table.append(
+            {
+                "seat": s,
+                "left": _pile_view(state.piles[2 * s]),
+                "right": _pile_view(state.piles[2 * s + 1]),
+                "spread": spread,
+                "double_queen": spread is None,
+                "pile_count": _pile_count(state.piles, s),
+                "locked": bool((state.locked >> s) & 1),
+                "hand_size": len(state.hands[s]),
+                "holds_glove": GL in state.hands[s],
+            }
+        )
     out: dict[str, Any] = {
         "game": NAME,
         "seat": seat,
@@ -575,8 +725,10 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
 
 
 def _rounds_json(state: State) -> list[dict[str, Any]]:
-    return [{"spreads": list(r.spreads), "pile_counts": list(r.pile_counts), "winners": list(r.winners)}
-            for r in state.rounds]
+    return [
+        {"spreads": list(r.spreads), "pile_counts": list(r.pile_counts), "winners": list(r.winners)}
+        for r in state.rounds
+    ]
 
 
 def result(state: State) -> dict[str, Any]:

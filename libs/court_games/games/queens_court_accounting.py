@@ -36,7 +36,9 @@ MIN_PLAYERS, MAX_PLAYERS = 2, 4
 
 def _check_players(players: Any) -> int:
     if isinstance(players, bool) or not isinstance(players, int) or not MIN_PLAYERS <= players <= MAX_PLAYERS:
-        raise ValueError(f"players must be an integer from {MIN_PLAYERS} to {MAX_PLAYERS}, got {quote(players)}")
+        raise ValueError(
+            f"players must be an integer from {MIN_PLAYERS} to {MAX_PLAYERS}, got {quote(players)}"
+        )
     return players
 
 
@@ -235,8 +237,9 @@ def _counts(events: Sequence[Mapping[str, Any]], n: int) -> tuple[dict[str, list
     return c, ended is not None
 
 
-def challenge_progress(events: Sequence[Mapping[str, Any]], players: int,
-                       assignment: Mapping[Any, Sequence[str]]) -> dict[int, list[dict[str, Any]]]:
+def challenge_progress(
+    events: Sequence[Mapping[str, Any]], players: int, assignment: Mapping[Any, Sequence[str]]
+) -> dict[int, list[dict[str, Any]]]:
     """Each seat's assigned challenges with ``completed`` and a ``progress`` string ("1/2").
 
     Computed from the events alone (full form), so it is right mid-game too: the game-level
@@ -252,14 +255,23 @@ def challenge_progress(events: Sequence[Mapping[str, Any]], players: int,
                 raise ValueError(f"unknown challenge id {quote(cid)}; known: {', '.join(CHALLENGES)}")
             ch = CHALLENGES[cid]
             done = min(counts[cid][s], ch.goal)
-            rows.append({"id": cid, "tier": ch.tier, "points": ch.tier, "text": ch.text,
-                         "completed": done >= ch.goal, "progress": f"{done}/{ch.goal}"})
+            rows.append(
+                {
+                    "id": cid,
+                    "tier": ch.tier,
+                    "points": ch.tier,
+                    "text": ch.text,
+                    "completed": done >= ch.goal,
+                    "progress": f"{done}/{ch.goal}",
+                }
+            )
         out[s] = rows
     return out
 
 
-def challenge_payouts(events: Sequence[Mapping[str, Any]], players: int,
-                      assignment: Mapping[Any, Sequence[str]]) -> dict[int, int]:
+def challenge_payouts(
+    events: Sequence[Mapping[str, Any]], players: int, assignment: Mapping[Any, Sequence[str]]
+) -> dict[int, int]:
     """Rank points each seat earns from completed challenges, paid at game end.
 
     Before the GameEnded event (an unfinished or abandoned game) nobody is paid.

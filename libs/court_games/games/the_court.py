@@ -80,8 +80,21 @@ COLOUR_NAMES = ("red", "black")
 #: ranks for placing (2-10 face, J 11, Q 12, K 13, A 14)
 PLACE_RANK = {r: i + 2 for i, r in enumerate(core.RANKS)}
 #: values for scoring (a King is never counted)
-VALUE = {"2": 2, "3": 3, "4": 4, "5": 5, "6": 6, "7": 7, "8": 8, "9": 9, "T": 10,
-         "J": 10, "Q": 10, "A": 1, "K": 0}
+VALUE = {
+    "2": 2,
+    "3": 3,
+    "4": 4,
+    "5": 5,
+    "6": 6,
+    "7": 7,
+    "8": 8,
+    "9": 9,
+    "T": 10,
+    "J": 10,
+    "Q": 10,
+    "A": 1,
+    "K": 0,
+}
 NUMBERS = frozenset("23456789T")
 
 SPECTATOR_BIT = 1 << 8
@@ -211,8 +224,19 @@ def _owner_by_colour(card: str) -> int:
 
 
 class _P:
-    __slots__ = ("deck", "towers", "moat", "score", "kings", "qa_left", "qa_total", "closed", "skips",
-                 "finished", "end")
+    __slots__ = (
+        "deck",
+        "towers",
+        "moat",
+        "score",
+        "kings",
+        "qa_left",
+        "qa_total",
+        "closed",
+        "skips",
+        "finished",
+        "end",
+    )
 
     def __init__(self, p: Player):
         self.deck = p.deck
@@ -228,8 +252,19 @@ class _P:
         self.end = p.end
 
     def freeze(self) -> Player:
-        return Player(self.deck, tuple(self.towers), self.moat, self.score, self.kings, self.qa_left,
-                      self.qa_total, self.closed, self.skips, self.finished, self.end)
+        return Player(
+            self.deck,
+            tuple(self.towers),
+            self.moat,
+            self.score,
+            self.kings,
+            self.qa_left,
+            self.qa_total,
+            self.closed,
+            self.skips,
+            self.finished,
+            self.end,
+        )
 
 
 class _Work:
@@ -251,9 +286,20 @@ class _Work:
         self.events: list[Event] | None = [] if emit else None
 
     def freeze(self) -> State:
-        return State(self.mode, self.seed, tuple(p.freeze() for p in self.players), self.phase, self.turn,
-                     tuple(self.pending), tuple(self.votes), self.discards, self.deck, self.pile,
-                     self.qa_left, self.qa_total)
+        return State(
+            self.mode,
+            self.seed,
+            tuple(p.freeze() for p in self.players),
+            self.phase,
+            self.turn,
+            tuple(self.pending),
+            tuple(self.votes),
+            self.discards,
+            self.deck,
+            self.pile,
+            self.qa_left,
+            self.qa_total,
+        )
 
     # ---- helpers
 
@@ -261,8 +307,13 @@ class _Work:
     def shared(self) -> bool:
         return self.mode == "shared"
 
-    def emit(self, type_: str, data: dict[str, Any], private: dict[str, Any] | None = None,
-             owner: int | None = None) -> None:
+    def emit(
+        self,
+        type_: str,
+        data: dict[str, Any],
+        private: dict[str, Any] | None = None,
+        owner: int | None = None,
+    ) -> None:
         if self.events is not None:
             self.events.append(Event(type_, data, private, owner))
 
@@ -324,8 +375,9 @@ class _Work:
         if r in NUMBERS or r == "J":
             t = t + (card,)
             pl.towers[i] = t
-            self.emit("CardPlaced", {**base, "card": card, "tower": i, "value": _tower_value(t),
-                                     "frozen": r == "J"})
+            self.emit(
+                "CardPlaced", {**base, "card": card, "tower": i, "value": _tower_value(t), "frozen": r == "J"}
+            )
             return
         del pl.towers[i]
         cards = t + (card,)
@@ -334,23 +386,46 @@ class _Work:
             points = -value
             pl.score += points
             pl.closed = pl.closed + ((cards, points),)
-            self.emit("TowerSwept", {**base, "card": card, "tower": i, "cards": list(cards), "value": value,
-                                     "points": points, "score": pl.score})
+            self.emit(
+                "TowerSwept",
+                {
+                    **base,
+                    "card": card,
+                    "tower": i,
+                    "cards": list(cards),
+                    "value": value,
+                    "points": points,
+                    "score": pl.score,
+                },
+            )
             if pl.moat:
                 k = min(range(len(pl.moat)), key=lambda j: (PLACE_RANK[pl.moat[j][0]], j))
                 dep = pl.moat[k]
-                pl.moat = pl.moat[:k] + pl.moat[k + 1:]
+                pl.moat = pl.moat[:k] + pl.moat[k + 1 :]
                 pl.towers.append((dep,))
-                self.emit("MoatDeployed", {"seat": p, "card": dep, "tower": len(pl.towers) - 1,
-                                           "moat_size": len(pl.moat)})
+                self.emit(
+                    "MoatDeployed",
+                    {"seat": p, "card": dep, "tower": len(pl.towers) - 1, "moat_size": len(pl.moat)},
+                )
             return
         value = _tower_value(cards)
         jack = _frozen(t)
         points = value // 2 if (r == "A" or jack) else value
         pl.score += points
         pl.closed = pl.closed + ((cards, points),)
-        self.emit("TowerClosed", {**base, "card": card, "tower": i, "cards": list(cards), "value": value,
-                                  "jack": jack, "points": points, "score": pl.score})
+        self.emit(
+            "TowerClosed",
+            {
+                **base,
+                "card": card,
+                "tower": i,
+                "cards": list(cards),
+                "value": value,
+                "jack": jack,
+                "points": points,
+                "score": pl.score,
+            },
+        )
 
     def after_resolution(self, resolved: Pending) -> None:
         if self.shared:
@@ -378,9 +453,18 @@ class _Work:
         pl.score += tower_pen + moat_pen
         pl.finished = True
         pl.end = (reason, tower_pen, moat_pen)
-        self.emit("PlayerFinished", {"seat": p, "reason": reason, "tower_penalty": tower_pen,
-                                     "moat_penalty": moat_pen, "moat": list(pl.moat),
-                                     "open_towers": [list(t) for t in pl.towers], "score": pl.score})
+        self.emit(
+            "PlayerFinished",
+            {
+                "seat": p,
+                "reason": reason,
+                "tower_penalty": tower_pen,
+                "moat_penalty": moat_pen,
+                "moat": list(pl.moat),
+                "open_towers": [list(t) for t in pl.towers],
+                "score": pl.score,
+            },
+        )
 
     def check_ends(self) -> None:
         for p, pl in enumerate(self.players):
@@ -441,8 +525,12 @@ class _Work:
         partner = 1 - head.holder
         if not self.players[partner].finished and self.can_place(partner, head.card):
             self.pending[0] = Pending(head.card, head.owner, partner, head.seen | (1 << partner))
-            self.emit("CardOffered", {"seat": head.holder, "to": partner, "card_owner": head.owner,
-                                      "automatic": True}, {"card": head.card}, partner)
+            self.emit(
+                "CardOffered",
+                {"seat": head.holder, "to": partner, "card_owner": head.owner, "automatic": True},
+                {"card": head.card},
+                partner,
+            )
 
     def next_shared_turn(self) -> None:
         d = 1 - self.turn
@@ -460,13 +548,23 @@ class _Work:
         else:
             card, self.deck = self.deck[0], self.deck[1:]
         owner = d if card[0] in NUMBERS else _owner_by_colour(card)
-        self.emit("CardDrawn", {"seat": d, "source": _SOURCES[source], "card": card, "card_owner": owner,
-                                "deck_size": len(self.deck), "pile_size": len(self.pile)})
+        self.emit(
+            "CardDrawn",
+            {
+                "seat": d,
+                "source": _SOURCES[source],
+                "card": card,
+                "card_owner": owner,
+                "deck_size": len(self.deck),
+                "pile_size": len(self.pile),
+            },
+        )
         self.pending = [Pending(card, owner, owner, EVERYONE)]
         if owner != d:
             self.players[owner].skips += 1
-            self.emit("CardHandedOff", {"seat": d, "to": owner, "card": card,
-                                        "skips": self.players[owner].skips})
+            self.emit(
+                "CardHandedOff", {"seat": d, "to": owner, "card": card, "skips": self.players[owner].skips}
+            )
         self.phase = Phase.PLACE
 
 
@@ -499,8 +597,10 @@ def _check_colour(deck: tuple[str, ...], colour: int, what: str) -> None:
     allowed = set(COLOUR_DECKS[colour])
     for c in deck:
         if c not in allowed:
-            raise InvalidVector(f"{what} is the {COLOUR_NAMES[colour]} deck ({'H D' if colour == 0 else 'S C'}) "
-                                f"and may not hold {c}")
+            raise InvalidVector(
+                f"{what} is the {COLOUR_NAMES[colour]} deck ({'H D' if colour == 0 else 'S C'}) "
+                f"and may not hold {c}"
+            )
 
 
 def _new_player(deck: tuple[str, ...]) -> Player:
@@ -508,8 +608,9 @@ def _new_player(deck: tuple[str, ...]) -> Player:
     return Player(deck, (), (), 0, 0, qa, qa, (), 0, False, None)
 
 
-def start(options: Options, seed: int, decks: Sequence[Sequence[str] | None] | None = None
-          ) -> tuple[State, tuple[Event, ...]]:
+def start(
+    options: Options, seed: int, decks: Sequence[Sequence[str] | None] | None = None
+) -> tuple[State, tuple[Event, ...]]:
     """A new game and its opening events (the first draw happens at once)."""
     if not isinstance(options, Options):
         raise core.InvalidOptions("options must be a the_court.Options (use options_from_dict)")
@@ -519,9 +620,11 @@ def start(options: Options, seed: int, decks: Sequence[Sequence[str] | None] | N
         if not isinstance(decks, list | tuple):
             raise InvalidVector("decks must be a list of decks (each a list of cards, top first)")
         if len(decks) > n_decks:
-            raise InvalidVector(f"{mode} takes {n_decks} deck(s) in decks (decks[i] is seat i's deck"
-                                f"{'; the shared variant uses decks[0] alone' if mode == 'shared' else ''}),"
-                                f" got {len(decks)}")
+            raise InvalidVector(
+                f"{mode} takes {n_decks} deck(s) in decks (decks[i] is seat i's deck"
+                f"{'; the shared variant uses decks[0] alone' if mode == 'shared' else ''}),"
+                f" got {len(decks)}"
+            )
     given = list(decks or [])
     dks: list[tuple[str, ...]] = []
     for i in range(n_decks):
@@ -535,15 +638,17 @@ def start(options: Options, seed: int, decks: Sequence[Sequence[str] | None] | N
             d = core.seeded_shuffle(full, seed, "deal", i)
         dks.append(d)
     if mode == "shared":
-        players = (_new_player(()), _new_player(()))
+        players: tuple[Player, ...] = (_new_player(()), _new_player(()))
         qa = sum(1 for c in dks[0] if c[0] in "QA")
         s = State(mode, seed, players, Phase.DRAW, 0, (), (), (), dks[0], (), qa, qa)
     else:
         players = tuple(_new_player(d) for d in dks)
         s = State(mode, seed, players, Phase.DRAW, len(players) - 1, (), (), (), (), (), 0, 0)
     w = _Work(s, True)
-    w.emit("GameStarted", {"mode": mode, "players": len(players), "target": TARGETS[mode],
-                           "deck_sizes": [len(d) for d in dks]})
+    w.emit(
+        "GameStarted",
+        {"mode": mode, "players": len(players), "target": TARGETS[mode], "deck_sizes": [len(d) for d in dks]},
+    )
     if mode == "shared":
         if not w.deck:
             w.end_game("deck_empty")
@@ -646,18 +751,20 @@ def action_from_json(d: Mapping[str, Any]) -> Action:
     if kind == PLACE:
         i = d.get("tower")
         if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < MAX_TOWERS:
-            raise InvalidAction(f"place needs \"tower\": the index of an open tower, 0 to {MAX_TOWERS - 1} "
-                                f"(oldest first), got {quote(i)}")
+            raise InvalidAction(
+                f'place needs "tower": the index of an open tower, 0 to {MAX_TOWERS - 1} '
+                f"(oldest first), got {quote(i)}"
+            )
         return (PLACE, i)
     if kind == SWAP:
         agree = d.get("agree")
         if not isinstance(agree, bool):
-            raise InvalidAction(f"swap needs \"agree\": true or false, got {quote(agree)}")
+            raise InvalidAction(f'swap needs "agree": true or false, got {quote(agree)}')
         return (SWAP, int(agree))
     if kind == DRAW:
         src = d.get("source")
         if src not in _SOURCES:
-            raise InvalidAction(f"draw needs \"source\": \"deck\" or \"pile\", got {quote(src)}")
+            raise InvalidAction(f'draw needs "source": "deck" or "pile", got {quote(src)}')
         return (DRAW, _SOURCES.index(src))
     return (kind, 0)
 
@@ -695,8 +802,10 @@ def _why(state: State, player: int, action: Action, legal: tuple[Action, ...]) -
             if r in NUMBERS and _frozen(t):
                 return f"{card} cannot go on tower {arg} ({' '.join(t)}): it is frozen by a Jack, only Q, A or K may follow"
             if r in NUMBERS:
-                return (f"{card} cannot go on tower {arg} ({' '.join(t)}): a number card must equal or exceed "
-                        f"the top card {t[-1]}")
+                return (
+                    f"{card} cannot go on tower {arg} ({' '.join(t)}): a number card must equal or exceed "
+                    f"the top card {t[-1]}"
+                )
             if r == "J":
                 return f"a Jack never goes on a frozen tower (tower {arg}: {' '.join(t)})"
         if kind == NEW_TOWER:
@@ -714,8 +823,11 @@ def _why(state: State, player: int, action: Action, legal: tuple[Action, ...]) -
         if kind == DISCARD:
             return f"{card} can be placed, and a playable card may not be discarded"
         if kind in (OFFER, KEEP) and state.mode == "free_gift":
-            why = ("the partner has finished, so there is no offer step" if state.players[1 - player].finished
-                   else "the offer step is over")
+            why = (
+                "the partner has finished, so there is no offer step"
+                if state.players[1 - player].finished
+                else "the offer step is over"
+            )
             return f"{_act_text(action)} is not allowed now: {why}; seat {player} must resolve {card}"
         return f"{_act_text(action)} is not allowed now: seat {player} must resolve {card}"
     if ph is Phase.ANSWER and kind == ACCEPT:
@@ -727,8 +839,11 @@ def _why(state: State, player: int, action: Action, legal: tuple[Action, ...]) -
         return f"the pile's top card {state.pile[-1]} has no legal placement for seat {player} ({_towers_text(pl)})"
     phase_text = {
         Phase.DRAW: f"seat {player} draws",
-        Phase.DECIDE: (f"seat {player} chooses burn or keep for the card just drawn" if state.mode == "burn"
-                       else f"seat {player} chooses offer or keep for the card just drawn"),
+        Phase.DECIDE: (
+            f"seat {player} chooses burn or keep for the card just drawn"
+            if state.mode == "burn"
+            else f"seat {player} chooses offer or keep for the card just drawn"
+        ),
         Phase.ANSWER: f"seat {player} accepts or declines the offered card",
         Phase.VOTE: f"seat {player} votes on swapping the pair just drawn",
     }[ph]
@@ -757,17 +872,21 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
         raise IllegalAction(_safe_json(action, player), "the game is over: no action is allowed")
     if player not in acting:
         if state.phase is Phase.VOTE and isinstance(player, int) and 0 <= player < len(state.votes):
-            raise NotYourTurn(_safe_json(action, player),
-                              f"seat {player} has already voted on this pair; waiting for seat {acting[0]}'s vote")
-        raise NotYourTurn(_safe_json(action, player),
-                          f"it is not seat {player}'s turn: {_waiting_text(state, acting)}")
+            raise NotYourTurn(
+                _safe_json(action, player),
+                f"seat {player} has already voted on this pair; waiting for seat {acting[0]}'s vote",
+            )
+        raise NotYourTurn(
+            _safe_json(action, player), f"it is not seat {player}'s turn: {_waiting_text(state, acting)}"
+        )
     legal = legal_actions(state, player)
     if action not in legal:
         if not (isinstance(action, tuple) and len(action) == 2 and action[0] in _TYPE_NAMES):
             raise IllegalAction(repr(action), f"{quote(action)} is not an action of The Court")
         reason = _why(state, player, action, legal)
-        raise IllegalAction(action_to_json(action, player),
-                            f"{reason}; allowed: {', '.join(_act_text(a) for a in legal)}")
+        raise IllegalAction(
+            action_to_json(action, player), f"{reason}; allowed: {', '.join(_act_text(a) for a in legal)}"
+        )
     w = _Work(state, emit)
     kind = action[0]
     ph = state.phase
@@ -792,8 +911,12 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
         head = w.pending[0]
         partner = 1 - head.holder
         w.pending[0] = Pending(head.card, head.owner, head.holder, head.seen | (1 << partner))
-        w.emit("CardOffered", {"seat": player, "to": partner, "card_owner": head.owner, "automatic": False},
-               {"card": head.card}, partner)
+        w.emit(
+            "CardOffered",
+            {"seat": player, "to": partner, "card_owner": head.owner, "automatic": False},
+            {"card": head.card},
+            partner,
+        )
         w.phase = Phase.ANSWER
     elif kind == ACCEPT:
         head = w.pending[0]
@@ -861,8 +984,9 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
             }
             d["kings_resolved"] = pl.kings
             d["queens_aces_left"] = pl.qa_left
-        d["end"] = ({"reason": pl.end[0], "tower_penalty": pl.end[1], "moat_penalty": pl.end[2]}
-                    if pl.end else None)
+        d["end"] = (
+            {"reason": pl.end[0], "tower_penalty": pl.end[1], "moat_penalty": pl.end[2]} if pl.end else None
+        )
         players.append(d)
     out: dict[str, Any] = {
         "game": NAME,
@@ -906,8 +1030,14 @@ def _result(mode: str, scores: list[int], finished: bool) -> dict[str, Any]:
             assert target is not None
             won = combined >= target
             winners = list(range(len(scores))) if won else []
-    return {"scores": list(scores), "combined": combined, "target": target, "won": won,
-            "winners": winners, "finished": finished}
+    return {
+        "scores": list(scores),
+        "combined": combined,
+        "target": target,
+        "won": won,
+        "winners": winners,
+        "finished": finished,
+    }
 
 
 def result(state: State) -> dict[str, Any]:

@@ -49,10 +49,19 @@ SERVICE_NAME = "court.analytics.v1.Analytics"
 
 
 # the settings of its own it reads (COURT_ANALYTICS_*; the deploy tests check manifests against it)
-SETTINGS = ("COURT_ANALYTICS_LAKE", "COURT_ANALYTICS_DURABLE", "COURT_ANALYTICS_BATCH", "COURT_ANALYTICS_ACK_WAIT",
-            "COURT_ANALYTICS_SWEEP", "COURT_ANALYTICS_COMPACT_EVERY", "COURT_ANALYTICS_SETTLE",
-            "COURT_ANALYTICS_STALL", "COURT_ANALYTICS_STAGING_RETENTION", "COURT_ANALYTICS_RESUMED_AFTER",
-            "COURT_ANALYTICS_FAULT")
+SETTINGS = (
+    "COURT_ANALYTICS_LAKE",
+    "COURT_ANALYTICS_DURABLE",
+    "COURT_ANALYTICS_BATCH",
+    "COURT_ANALYTICS_ACK_WAIT",
+    "COURT_ANALYTICS_SWEEP",
+    "COURT_ANALYTICS_COMPACT_EVERY",
+    "COURT_ANALYTICS_SETTLE",
+    "COURT_ANALYTICS_STALL",
+    "COURT_ANALYTICS_STAGING_RETENTION",
+    "COURT_ANALYTICS_RESUMED_AFTER",
+    "COURT_ANALYTICS_FAULT",
+)
 
 
 def lake_location(settings: Settings) -> str:
@@ -79,24 +88,37 @@ class AnalyticsApp:
             lake = Lake(lake_location(settings), settle=settings.extra_float("ANALYTICS_SETTLE", SETTLE))
         except (OSError, ValueError) as exc:
             raise ConfigError(f"COURT_ANALYTICS_LAKE {lake_location(settings)[:80]!r}: {exc}") from None
-        retention = kjs.parse_age("COURT_ANALYTICS_STAGING_RETENTION",
-                                  settings.extra.get("COURT_ANALYTICS_STAGING_RETENTION", "7d"))
-        resumed_after = kjs.parse_age("COURT_ANALYTICS_RESUMED_AFTER",
-                                      settings.extra.get("COURT_ANALYTICS_RESUMED_AFTER", "10m"))
-        nc = await kjs.connect(settings.nats_servers(), name=f"court-analytics@{settings.listen}",
-                               **kjs.connect_options(settings))
+        retention = kjs.parse_age(
+            "COURT_ANALYTICS_STAGING_RETENTION", settings.extra.get("COURT_ANALYTICS_STAGING_RETENTION", "7d")
+        )
+        resumed_after = kjs.parse_age(
+            "COURT_ANALYTICS_RESUMED_AFTER", settings.extra.get("COURT_ANALYTICS_RESUMED_AFTER", "10m")
+        )
+        nc = await kjs.connect(
+            settings.nats_servers(),
+            name=f"court-analytics@{settings.listen}",
+            **kjs.connect_options(settings),
+        )
         try:
             consumer = LakeConsumer(
-                nc, lake, durable=settings.extra.get("COURT_ANALYTICS_DURABLE", "analytics"),
+                nc,
+                lake,
+                durable=settings.extra.get("COURT_ANALYTICS_DURABLE", "analytics"),
                 ack_wait=settings.extra_float("ANALYTICS_ACK_WAIT", 30.0, 0.5),
                 batch=settings.extra_int("ANALYTICS_BATCH", 256, 1, 4096),
                 sweep_every=settings.extra_float("ANALYTICS_SWEEP", 5.0, 0.05),
                 compact_every=settings.extra_float("ANALYTICS_COMPACT_EVERY", 300.0, 0.1),
-                retention=retention, resumed_after=resumed_after,
-                fault=settings.extra.get("COURT_ANALYTICS_FAULT", ""))
+                retention=retention,
+                resumed_after=resumed_after,
+                fault=settings.extra.get("COURT_ANALYTICS_FAULT", ""),
+            )
             server, port = create_server(settings.listen, settings=settings)
-            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection,
-                                                    health_listen=settings.health_listen)
+            health = await add_health_and_reflection(
+                server,
+                [SERVICE_NAME],
+                reflection_on=settings.reflection,
+                health_listen=settings.health_listen,
+            )
             await server.start()
         except BaseException:
             await nc.close()
@@ -104,8 +126,12 @@ class AnalyticsApp:
         metrics = start_metrics_server(settings.metrics_listen)
         app = cls(settings, nc, lake, consumer, server, port, health, metrics)
         app._task = asyncio.create_task(consumer.run(app._stop))
-        log.info("analytics service listening", port=port, lake=lake.root,
-                 metrics_port=metrics.port if metrics else None)
+        log.info(
+            "analytics service listening",
+            port=port,
+            lake=lake.root,
+            metrics_port=metrics.port if metrics else None,
+        )
         return app
 
     def dependencies(self) -> dict[str, Check]:
@@ -120,8 +146,10 @@ class AnalyticsApp:
                 raise RuntimeError("the record consumer has stopped")
             idle = time.monotonic() - self.consumer.alive_at
             if idle > stall:
-                raise RuntimeError(f"the record consumer has not come round for {idle:.0f}s: "
-                                   f"{self.consumer.failing or 'a batch is still being written'}")
+                raise RuntimeError(
+                    f"the record consumer has not come round for {idle:.0f}s: "
+                    f"{self.consumer.failing or 'a batch is still being written'}"
+                )
 
         return {"nats": nats_check(self.nc, timeout), "consumer": consumer}
 

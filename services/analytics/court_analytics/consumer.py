@@ -31,18 +31,35 @@ from .lake import RETENTION, WROTE, Lake
 log = klog.get_logger("court_analytics.consumer")
 
 INGESTED = Counter("court_analytics_records_ingested_total", "records staged and acknowledged")
-REJECTED = Counter("court_analytics_records_rejected_total", "messages that are not game records (acknowledged)")
+REJECTED = Counter(
+    "court_analytics_records_rejected_total", "messages that are not game records (acknowledged)"
+)
 GAMES = Counter("court_analytics_games_landed_total", "games whose tables were written by this process")
 STAGED_GAMES = Gauge("court_analytics_staged_games", "games with staged records and no tables yet")
-LAG = Gauge("court_analytics_lag_records", "records in the stream not yet acknowledged by the durable consumer")
-FINISH_FAILED = Counter("court_analytics_finish_failures_total", "attempts to land a game that failed (retried)")
+LAG = Gauge(
+    "court_analytics_lag_records", "records in the stream not yet acknowledged by the durable consumer"
+)
+FINISH_FAILED = Counter(
+    "court_analytics_finish_failures_total", "attempts to land a game that failed (retried)"
+)
 COMPACTED = Counter("court_analytics_files_compacted_total", "per-game files merged into part files")
 
 
 class LakeConsumer:
-    def __init__(self, nc: NATS, lake: Lake, *, durable: str = "analytics", batch: int = 256, ack_wait: float = 30.0,
-                 sweep_every: float = 5.0, compact_every: float = 300.0, retention: float = RETENTION,
-                 resumed_after: float | None = None, fault: str = ""):
+    def __init__(
+        self,
+        nc: NATS,
+        lake: Lake,
+        *,
+        durable: str = "analytics",
+        batch: int = 256,
+        ack_wait: float = 30.0,
+        sweep_every: float = 5.0,
+        compact_every: float = 300.0,
+        retention: float = RETENTION,
+        resumed_after: float | None = None,
+        fault: str = "",
+    ):
         self.nc = nc
         self.js = nc.jetstream()
         self.lake = lake
@@ -89,7 +106,9 @@ class LakeConsumer:
         for msg, recs in zip(msgs, self.lake.stage_batch([(m.data, m.headers) for m in msgs]), strict=True):
             if isinstance(recs, ValueError):
                 REJECTED.inc()
-                log.warning("not a game record; acknowledged and dropped", subject=msg.subject[:80], error=str(recs))
+                log.warning(
+                    "not a game record; acknowledged and dropped", subject=msg.subject[:80], error=str(recs)
+                )
                 continue
             for rec in recs:
                 if rec.type == "GameEnded":
@@ -105,12 +124,16 @@ class LakeConsumer:
         stays staged for the next sweep; the batch is acknowledged (its records are staged) and the
         other games go on."""
         try:
-            outcome = self.lake.try_finish(game_id,
-                                           before_done=lambda: self._maybe_fail("finished", self.landed + 1))
+            outcome = self.lake.try_finish(
+                game_id, before_done=lambda: self._maybe_fail("finished", self.landed + 1)
+            )
         except Exception as exc:  # noqa: BLE001 - a lake write failing, a staging file that does not decode
             FINISH_FAILED.inc()
-            log.warning("game not landed yet; the next sweep tries again", game_id=game_id,
-                        error=str(exc)[:300] or type(exc).__name__)
+            log.warning(
+                "game not landed yet; the next sweep tries again",
+                game_id=game_id,
+                error=str(exc)[:300] or type(exc).__name__,
+            )
             return
         if outcome:
             self._ended.discard(game_id)
@@ -136,7 +159,9 @@ class LakeConsumer:
             try:
                 closed = self.lake.close_out(retention=self.retention, resumed_after=self.resumed_after)
             except Exception as exc:  # noqa: BLE001 - the next sweep tries again
-                log.warning("closing out quiet games failed; the next sweep tries again", error=str(exc)[:300])
+                log.warning(
+                    "closing out quiet games failed; the next sweep tries again", error=str(exc)[:300]
+                )
                 return
             if closed:
                 log.info("games closed out", **closed)
@@ -158,12 +183,24 @@ class LakeConsumer:
                     next_sweep = time.monotonic() + self.sweep_every
                 if self._psub is None:
                     self._psub = await self.js.pull_subscribe(
-                        records.SUBJECTS, durable=self.durable, stream=records.STREAM,
-                        config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=self.ack_wait,
-                                              deliver_policy=DeliverPolicy.ALL, max_deliver=-1,
-                                              max_ack_pending=4096, max_waiting=512))
-                    log.info("consuming game records", stream=records.STREAM, durable=self.durable,
-                             lake=self.lake.root)
+                        records.SUBJECTS,
+                        durable=self.durable,
+                        stream=records.STREAM,
+                        config=ConsumerConfig(
+                            ack_policy=AckPolicy.EXPLICIT,
+                            ack_wait=self.ack_wait,
+                            deliver_policy=DeliverPolicy.ALL,
+                            max_deliver=-1,
+                            max_ack_pending=4096,
+                            max_waiting=512,
+                        ),
+                    )
+                    log.info(
+                        "consuming game records",
+                        stream=records.STREAM,
+                        durable=self.durable,
+                        lake=self.lake.root,
+                    )
                 if now >= next_compact:
                     next_compact = now + self.compact_every
                     COMPACTED.inc(await asyncio.to_thread(self.lake.compact))

@@ -55,14 +55,24 @@ from prometheus_client import Counter
 from .records import Record, decode
 
 log = klog.get_logger("court_analytics.lake")
-UNREADABLE = Counter("court_analytics_staging_unreadable_total",
-                     "staging files that did not decode (another version's records, or damage), set aside")
-CLOSED_OUT = Counter("court_analytics_games_closed_out_total",
-                     "games landed without a GameEnded after their staging went quiet, by status", ["status"])
-DROPPED = Counter("court_analytics_records_dropped_total",
-                  "staged records that landed nowhere when a game was closed out, by reason", ["reason"])
-LATE = Counter("court_analytics_records_late_total",
-               "records of a game already closed out as unfinished or resumed, past what landed (dropped)")
+UNREADABLE = Counter(
+    "court_analytics_staging_unreadable_total",
+    "staging files that did not decode (another version's records, or damage), set aside",
+)
+CLOSED_OUT = Counter(
+    "court_analytics_games_closed_out_total",
+    "games landed without a GameEnded after their staging went quiet, by status",
+    ["status"],
+)
+DROPPED = Counter(
+    "court_analytics_records_dropped_total",
+    "staged records that landed nowhere when a game was closed out, by reason",
+    ["reason"],
+)
+LATE = Counter(
+    "court_analytics_records_late_total",
+    "records of a game already closed out as unfinished or resumed, past what landed (dropped)",
+)
 
 STAGING = "_staging"
 DONE = "_done"
@@ -103,7 +113,9 @@ class GameTables:
     tables: dict[str, pa.Table]
 
 
-def build_tables(records: list[Record], status: str = FINISHED, resumed_into: str | None = None) -> GameTables:
+def build_tables(
+    records: list[Record], status: str = FINISHED, resumed_into: str | None = None
+) -> GameTables:
     """The rows of one game: records in (seq, index) order from GameCreated, complete moves only.
     ``status`` ``finished``: they end with GameEnded; ``unfinished`` / ``resumed`` (closed out): they
     end wherever the game stopped, and the game has no end time, result or winners."""
@@ -119,23 +131,27 @@ def build_tables(records: list[Record], status: str = FINISHED, resumed_into: st
     if winners is None and isinstance(single, int):  # Queen's Court's GameEnded names one winner
         winners = [single]
     resumed_from = created.payload.get("resumed_from")
-    games = pa.table({
-        "game_id": [game_id],
-        "status": [status],
-        "options": [_json(created.payload.get("options", {}))],
-        "seats": pa.array([seats], pa.list_(pa.string())),
-        "players": pa.array([[s for s in seats if not s.startswith("bot:")]], pa.list_(pa.string())),
-        "bot_levels": pa.array([[s.removeprefix("bot:") if s.startswith("bot:") else None for s in seats]],
-                               pa.list_(pa.string())),
-        "started_at": pa.array([created.time], pa.timestamp("us", tz="UTC")),
-        "ended_at": pa.array([last.time if status == FINISHED else None], pa.timestamp("us", tz="UTC")),
-        "last_move_at": pa.array([last.time], pa.timestamp("us", tz="UTC")),
-        "moves": pa.array([last.seq], pa.int64()),
-        "winners": pa.array([[int(w) for w in winners or []]], pa.list_(pa.int64())),
-        "result": pa.array([None if result is None else _json(result)], pa.string()),
-        "resumed_from": pa.array([resumed_from if isinstance(resumed_from, str) else None], pa.string()),
-        "resumed_into": pa.array([resumed_into], pa.string()),
-    })
+    games = pa.table(
+        {
+            "game_id": [game_id],
+            "status": [status],
+            "options": [_json(created.payload.get("options", {}))],
+            "seats": pa.array([seats], pa.list_(pa.string())),
+            "players": pa.array([[s for s in seats if not s.startswith("bot:")]], pa.list_(pa.string())),
+            "bot_levels": pa.array(
+                [[s.removeprefix("bot:") if s.startswith("bot:") else None for s in seats]],
+                pa.list_(pa.string()),
+            ),
+            "started_at": pa.array([created.time], pa.timestamp("us", tz="UTC")),
+            "ended_at": pa.array([last.time if status == FINISHED else None], pa.timestamp("us", tz="UTC")),
+            "last_move_at": pa.array([last.time], pa.timestamp("us", tz="UTC")),
+            "moves": pa.array([last.seq], pa.int64()),
+            "winners": pa.array([[int(w) for w in winners or []]], pa.list_(pa.int64())),
+            "result": pa.array([None if result is None else _json(result)], pa.string()),
+            "resumed_from": pa.array([resumed_from if isinstance(resumed_from, str) else None], pa.string()),
+            "resumed_into": pa.array([resumed_into], pa.string()),
+        }
+    )
     by_seq: dict[int, list[Record]] = defaultdict(list)
     for r in records:
         by_seq[r.seq].append(r)
@@ -150,15 +166,17 @@ def build_tables(records: list[Record], status: str = FINISHED, resumed_into: st
         move_rows["action_type"].append(applied.payload.get("action_type") if applied else None)
         move_rows["events"].append(len(evs))
         move_rows["event_types"].append([e.type for e in evs])
-    moves = pa.table({
-        "game_id": pa.array(move_rows["game_id"], pa.string()),
-        "seq": pa.array(move_rows["seq"], pa.int64()),
-        "time": pa.array(move_rows["time"], pa.timestamp("us", tz="UTC")),
-        "seat": pa.array(move_rows["seat"], pa.int64()),
-        "action_type": pa.array(move_rows["action_type"], pa.string()),
-        "events": pa.array(move_rows["events"], pa.int64()),
-        "event_types": pa.array(move_rows["event_types"], pa.list_(pa.string())),
-    })
+    moves = pa.table(
+        {
+            "game_id": pa.array(move_rows["game_id"], pa.string()),
+            "seq": pa.array(move_rows["seq"], pa.int64()),
+            "time": pa.array(move_rows["time"], pa.timestamp("us", tz="UTC")),
+            "seat": pa.array(move_rows["seat"], pa.int64()),
+            "action_type": pa.array(move_rows["action_type"], pa.string()),
+            "events": pa.array(move_rows["events"], pa.int64()),
+            "event_types": pa.array(move_rows["event_types"], pa.list_(pa.string())),
+        }
+    )
     tables = {"games": games, "moves": moves}
     kinds: dict[str, list[Record]] = defaultdict(list)
     for r in records:
@@ -234,10 +252,15 @@ class Lake:
         if game_id not in self._done_info:
             with self.fs.open_input_stream(self._p(DONE, game_id)) as f:
                 info = json.loads(f.read() or b"{}")
-            self._done_info[game_id] = {"status": info.get("status", FINISHED), "moves": info.get("moves", -1)}
+            self._done_info[game_id] = {
+                "status": info.get("status", FINISHED),
+                "moves": info.get("moves", -1),
+            }
         return self._done_info[game_id]
 
-    def stage_batch(self, messages: list[tuple[bytes, dict[str, str] | None]]) -> list[list[Record] | ValueError]:
+    def stage_batch(
+        self, messages: list[tuple[bytes, dict[str, str] | None]]
+    ) -> list[list[Record] | ValueError]:
         """Keep a batch of messages, one staging file per game (idempotent: a file's name is the
         digest of its contents, and its records are keyed). Returns each message's Records (one for
         a v1 event; ``records.decode`` may return a list, one message holding a move's records), or
@@ -258,8 +281,13 @@ class Lake:
             by_game[recs[0].game_id].append((recs, data))
             for rec in recs:
                 resumed_from = rec.payload.get("resumed_from") if rec.type == "GameCreated" else None
-                if isinstance(resumed_from, str) and resumed_from.isascii() and resumed_from.isalnum() \
-                        and len(resumed_from) <= 64 and not self._exists(self._p(RESUMED, resumed_from)):
+                if (
+                    isinstance(resumed_from, str)
+                    and resumed_from.isascii()
+                    and resumed_from.isalnum()
+                    and len(resumed_from) <= 64
+                    and not self._exists(self._p(RESUMED, resumed_from))
+                ):
                     self._put(self._p(RESUMED, resumed_from), rec.game_id.encode())  # the old game is over
         for game_id, msgs in by_game.items():
             recs = [r for rs, _ in msgs for r in rs]
@@ -313,11 +341,15 @@ class Lake:
             return ""
         tables = build_tables(records)
         for name, table in tables.tables.items():
-            self._put_table(self._p(name, f"game={tables.game}", f"day={tables.day}", f"{game_id}.parquet"), table)
+            self._put_table(
+                self._p(name, f"game={tables.game}", f"day={tables.day}", f"{game_id}.parquet"), table
+            )
         if before_done is not None:
             before_done()
-        self._put(self._p(DONE, game_id), _json({"records": len(records), "moves": records[-1].seq,
-                                                 "status": FINISHED}).encode())
+        self._put(
+            self._p(DONE, game_id),
+            _json({"records": len(records), "moves": records[-1].seq, "status": FINISHED}).encode(),
+        )
         self._done.add(game_id)
         self._drop_staging(game_id)
         return WROTE
@@ -332,8 +364,9 @@ class Lake:
         except OSError:
             pass
 
-    def close_out(self, *, retention: float = RETENTION, resumed_after: float | None = None,
-                  now: datetime | None = None) -> dict[str, int]:
+    def close_out(
+        self, *, retention: float = RETENTION, resumed_after: float | None = None, now: datetime | None = None
+    ) -> dict[str, int]:
         """Land the games that will never end, so staging does not keep them for ever. A staged game
         none of whose records arrived for ``retention`` seconds (its last staging file's time), or
         for ``resumed_after`` seconds (default ``settle``) once another game says it resumed it
@@ -382,19 +415,30 @@ class Lake:
             status, moves = NO_CREATION, -1
             DROPPED.labels("no_creation").inc(len(records))
         else:
-            status = FINISHED if prefix[-1].type == "GameEnded" else RESUMED_AS if resumed_into else UNFINISHED
+            status = (
+                FINISHED if prefix[-1].type == "GameEnded" else RESUMED_AS if resumed_into else UNFINISHED
+            )
             tables = build_tables(prefix, status, resumed_into if status == RESUMED_AS else None)
             for name, table in tables.tables.items():
-                self._put_table(self._p(name, f"game={tables.game}", f"day={tables.day}", f"{game_id}.parquet"),
-                                table)
+                self._put_table(
+                    self._p(name, f"game={tables.game}", f"day={tables.day}", f"{game_id}.parquet"), table
+                )
             moves = prefix[-1].seq
             DROPPED.labels("after_gap").inc(len(records) - len(prefix))
-        self._put(self._p(DONE, game_id), _json({"records": len(prefix), "moves": moves, "status": status}).encode())
+        self._put(
+            self._p(DONE, game_id), _json({"records": len(prefix), "moves": moves, "status": status}).encode()
+        )
         self._done.add(game_id)
         self._drop_staging(game_id)
         CLOSED_OUT.labels(status).inc()
-        log.info("game closed out", game_id=game_id, status=status, moves=moves, records=len(prefix),
-                 dropped=len(records) - len(prefix))
+        log.info(
+            "game closed out",
+            game_id=game_id,
+            status=status,
+            moves=moves,
+            records=len(prefix),
+            dropped=len(records) - len(prefix),
+        )
         return status
 
     def pending(self) -> list[str]:
@@ -407,25 +451,39 @@ class Lake:
         object store, however many games are in play)."""
         out: dict[str, list[pafs.FileInfo]] = defaultdict(list)
         prefix = self._p(STAGING) + "/"
-        for info in self.fs.get_file_info(pafs.FileSelector(self._p(STAGING), recursive=True, allow_not_found=True)):
-            if info.type == pafs.FileType.File and info.path.startswith(prefix) and "/" in info.path[len(prefix):]:
-                out[info.path[len(prefix):].split("/", 1)[0]].append(info)
+        for info in self.fs.get_file_info(
+            pafs.FileSelector(self._p(STAGING), recursive=True, allow_not_found=True)
+        ):
+            if (
+                info.type == pafs.FileType.File
+                and info.path.startswith(prefix)
+                and "/" in info.path[len(prefix) :]
+            ):
+                out[info.path[len(prefix) :].split("/", 1)[0]].append(info)
         return dict(out)
 
     def pending_ended(self, index: dict[str, list[pafs.FileInfo]] | None = None) -> list[str]:
         """Staged games with their GameEnded among the staged records (a staging file named
         ``...-e.pb``): the only ones that may be complete. Games still being played are not read."""
         index = self.staging_index() if index is None else index
-        return sorted(g for g, files in index.items() if any(f.base_name.endswith(ENDED_SUFFIX + ".pb") for f in files))
+        return sorted(
+            g for g, files in index.items() if any(f.base_name.endswith(ENDED_SUFFIX + ".pb") for f in files)
+        )
 
     # ------------------------------------------------------------------ compaction
 
     def tables(self) -> list[str]:
         infos = self.fs.get_file_info(pafs.FileSelector(self.root, allow_not_found=True))
-        return sorted(i.base_name for i in infos if i.type == pafs.FileType.Directory and not i.base_name.startswith("_"))
+        return sorted(
+            i.base_name
+            for i in infos
+            if i.type == pafs.FileType.Directory and not i.base_name.startswith("_")
+        )
 
     def _partitions(self, table: str) -> Iterable[str]:
-        for info in self.fs.get_file_info(pafs.FileSelector(self._p(table), recursive=True, allow_not_found=True)):
+        for info in self.fs.get_file_info(
+            pafs.FileSelector(self._p(table), recursive=True, allow_not_found=True)
+        ):
             if info.type == pafs.FileType.Directory and info.base_name.startswith("day="):
                 yield info.path
 
@@ -440,8 +498,11 @@ class Lake:
         return merged
 
     def _compact_partition(self, folder: str, now: datetime, min_files: int) -> int:
-        infos = [i for i in self.fs.get_file_info(pafs.FileSelector(folder)) if i.type == pafs.FileType.File
-                 and i.base_name.endswith(".parquet")]
+        infos = [
+            i
+            for i in self.fs.get_file_info(pafs.FileSelector(folder))
+            if i.type == pafs.FileType.File and i.base_name.endswith(".parquet")
+        ]
         names = {i.base_name for i in infos}
         for i in infos:  # finish an interrupted compaction: its inputs are still there
             if i.base_name.startswith("part-"):
@@ -455,13 +516,17 @@ class Lake:
             if name.startswith("part-"):
                 continue
             done = self.fs.get_file_info(self._p(DONE, name.removesuffix(".parquet")))
-            if done.type == pafs.FileType.File and done.mtime is not None and \
-                    (now - done.mtime.astimezone(UTC)).total_seconds() >= self.settle:
+            if (
+                done.type == pafs.FileType.File
+                and done.mtime is not None
+                and (now - done.mtime.astimezone(UTC)).total_seconds() >= self.settle
+            ):
                 small.append(name)
         if len(small) < min_files:
             return 0
-        merged = pa.concat_tables([pq.read_table(f"{folder}/{n}", filesystem=self.fs) for n in small],
-                                  promote_options="permissive")
+        merged = pa.concat_tables(
+            [pq.read_table(f"{folder}/{n}", filesystem=self.fs) for n in small], promote_options="permissive"
+        )
         digest = hashlib.sha256("\n".join(small).encode()).hexdigest()[:20]
         self._put_table(f"{folder}/part-{digest}.parquet", merged, {META_INPUTS: _json(small).encode()})
         for n in small:
@@ -481,11 +546,11 @@ def _unpack(body: bytes) -> list[Record]:
     while at < len(body):
         if at + 5 > len(body):
             raise ValueError("a staging file that ends inside a record's header")
-        n = int.from_bytes(body[at:at + 4], "big")
-        end = body[at + 4:at + 5]
+        n = int.from_bytes(body[at : at + 4], "big")
+        end = body[at + 4 : at + 5]
         if end not in (b"e", b"m") or at + 5 + n > len(body):
             raise ValueError("a staging file that is not a list of records")
-        decoded = decode(body[at + 5:at + 5 + n], {"Court-End": "1"} if end == b"e" else None)
+        decoded = decode(body[at + 5 : at + 5 + n], {"Court-End": "1"} if end == b"e" else None)
         out += decoded if isinstance(decoded, list) else [decoded]
         at += 5 + n
     return out

@@ -1,26 +1,24 @@
-"""The one place that knows the wire format of the public game records (today ``court.events.v1``).
+"""The one place that knows the wire format of the public game records (``court.events.v2``).
 
-Everything else in court-analytics works on ``Record``. Moving to the typed records of
-``court.events.v2`` changes this module only: ``STREAM``/``SUBJECTS`` and ``decode``.
-
-v1 (protos/court/events/v1/README.md): stream ``COURT_EVENTS``, subjects
-``court.events.<game>.<game_id>.<type>``, one ``GameEvent`` per message, its payload a Struct
-(numbers as doubles, all integral), ``Court-End: 1`` on the last event of each move.
+Everything else in court-analytics works on ``Record``: one per event, in the shape the lake's
+tables are built from. Stream ``COURT_EVENTS``, subjects ``court.events.<game>.<game_id>``, one
+``court.events.v2.Record`` per message (docs/contract.md): a game step with its events. ``decode``
+turns one into its event Records: for the creation a ``GameCreated`` (game, options, seats) first,
+for a move an ``ActionApplied`` (seat, action_type) first, then the record's own events (their
+public form, ``court_kit.records.events_of``); the last one of the message has ``end``.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from court_kit.structs import to_dict
-from court_proto.court.events.v1 import events_pb2
+from court_kit import records as krec
+from court_kit import typed
 
-STREAM = "COURT_EVENTS"
-SUBJECTS = "court.events.>"
-END_HEADER = "Court-End"
+STREAM = krec.PUBLIC_STREAM
+SUBJECTS = krec.PUBLIC_PREFIX + "*.*"
 
 
 @dataclass(frozen=True)
@@ -39,25 +37,48 @@ class Record:
         return self.game_id, self.seq, self.index
 
 
-def _ints(v: Any) -> Any:
-    """Struct numbers arrive as doubles; all of ours are integers."""
-    if isinstance(v, float) and math.isfinite(v) and v == int(v):
-        return int(v)
-    if isinstance(v, list):
-        return [_ints(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _ints(x) for k, x in v.items()}
-    return v
-
-
-def decode(data: bytes, headers: dict[str, str] | None) -> Record:
-    """One stream message as a Record (``ValueError`` when it is not one)."""
-    try:
-        ev = events_pb2.GameEvent.FromString(data)
-    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError and friends
-        raise ValueError(f"not a court.events.v1.GameEvent: {exc}") from None
-    if not ev.game_id or not ev.type:
-        raise ValueError("a GameEvent without game_id or type")
-    when = ev.time.ToDatetime(tzinfo=UTC) if ev.HasField("time") else datetime.fromtimestamp(0, UTC)
-    return Record(game=ev.game, game_id=ev.game_id, seq=int(ev.seq), index=int(ev.index), time=when, type=ev.type,
-                  payload=_ints(to_dict(ev.payload)), end=bool((headers or {}).get(END_HEADER)))
+def decode(data: bytes, headers: dict[str, str] | None = None) -> list[Record]:
+    """One stream message as its event Records (``ValueError`` when it is not a game record)."""
+    rec = krec.decode(data)
+    body = rec.WhichOneof("body")
+    when = rec.time.ToDatetime(tzinfo=UTC) if rec.HasField("time") else datetime.fromtimestamp(0, UTC)
+    payloads: list[dict[str, Any]] = []
+    if body == "created":
+        c = rec.created
+        created: dict[str, Any] = {
+            "type": "GameCreated",
+            "game": rec.game,
+            "options": typed.options_from_proto(c.options),
+            "seats": list(c.seats),
+        }
+        if c.resumed_from:
+            created["resumed_from"] = c.resumed_from
+        payloads.append(created)
+    elif body == "move":
+        applied: dict[str, Any] = {
+            "type": "ActionApplied",
+            "seat": int(rec.move.seat),
+            "action_type": rec.move.action_type,
+        }
+        if rec.move.autoplay:
+            applied["autoplay"] = rec.move.autoplay  # the turn clock played it
+        payloads.append(applied)
+    elif body == "seat_changed":
+        pass  # a turn clock seat record: its events (SeatAway / SeatReturned, TurnStarted) only
+    else:
+        raise ValueError(f"a {body} record carries no events")
+    payloads.extend(e.full() for e in krec.events_of(rec))
+    last = len(payloads) - 1
+    return [
+        Record(
+            game=rec.game,
+            game_id=rec.game_id,
+            seq=int(rec.seq),
+            index=i,
+            time=when,
+            type=str(p["type"]),
+            payload=p,
+            end=i == last,
+        )
+        for i, p in enumerate(payloads)
+    ]

@@ -85,8 +85,15 @@ class BotApp:
         return self.consumer.journal
 
     @classmethod
-    async def start(cls, settings: Settings, *, config: BotConfig | None = None, faults: Faults | None = None,
-                    adapters: Callable[[str], ModuleType | None] = find_adapter, name: str = "") -> BotApp:
+    async def start(
+        cls,
+        settings: Settings,
+        *,
+        config: BotConfig | None = None,
+        faults: Faults | None = None,
+        adapters: Callable[[str], ModuleType | None] = find_adapter,
+        name: str = "",
+    ) -> BotApp:
         _, signer = preflight(settings)
         assert signer is not None
         config = config or BotConfig.from_settings(settings)
@@ -94,19 +101,36 @@ class BotApp:
         rules_channel = client_channel(settings.rules_addr, settings)
         nc = None
         try:
-            nc = await kjs.connect(settings.nats_servers(), name=f"court-bot@{settings.listen}",
-                               **kjs.connect_options(settings))
+            nc = await kjs.connect(
+                settings.nats_servers(), name=f"court-bot@{settings.listen}", **kjs.connect_options(settings)
+            )
             rules = BotRules(rules_channel, signer, timeout=config.rules_timeout)
-            handler = TurnHandler(rules, decider, settings.id_secret, retry_delay=config.retry_delay,
-                                  faults=faults, replica=name or settings.listen)
-            consumer = TurnConsumer(nc, handler, concurrency=config.concurrency, ack_wait=config.ack_wait,
-                                    catchup=config.catchup)
-            servicer = BotServicer(rules_channel, decider, settings.id_secret, rules_timeout=config.rules_timeout)
-            server, port = create_server(settings.listen, settings=settings,
-                                         interceptors=[EdgeInterceptor(Verifier.for_service(settings))])
+            handler = TurnHandler(
+                rules,
+                decider,
+                settings.id_secret,
+                retry_delay=config.retry_delay,
+                faults=faults,
+                replica=name or settings.listen,
+            )
+            consumer = TurnConsumer(
+                nc, handler, concurrency=config.concurrency, ack_wait=config.ack_wait, catchup=config.catchup
+            )
+            servicer = BotServicer(
+                rules_channel, decider, settings.id_secret, rules_timeout=config.rules_timeout
+            )
+            server, port = create_server(
+                settings.listen,
+                settings=settings,
+                interceptors=[EdgeInterceptor(Verifier.for_service(settings))],
+            )
             bot_pb2_grpc.add_BotServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection,
-                                                    health_listen=settings.health_listen)
+            health = await add_health_and_reflection(
+                server,
+                [SERVICE_NAME],
+                reflection_on=settings.reflection,
+                health_listen=settings.health_listen,
+            )
             await server.start()
         except BaseException:
             if nc is not None:
@@ -115,14 +139,34 @@ class BotApp:
             decider.close()
             raise
         metrics = start_metrics_server(settings.metrics_listen)
-        app = cls(settings, config, nc, rules_channel, decider, handler, consumer, servicer, server, port, health,
-                  metrics)
+        app = cls(
+            settings,
+            config,
+            nc,
+            rules_channel,
+            decider,
+            handler,
+            consumer,
+            servicer,
+            server,
+            port,
+            health,
+            metrics,
+        )
         if config.consume:
             consumer.start()
-        log.info("bot service listening", port=port, metrics_port=metrics.port if metrics else None,
-                 rules=settings.rules_addr, budgets_ms=config.budgets_ms,
-                 adapters=[g for g in ("queens_court", "hearts", "the_court", "court_wars")
-                           if decider.adapter(g) is not None])
+        log.info(
+            "bot service listening",
+            port=port,
+            metrics_port=metrics.port if metrics else None,
+            rules=settings.rules_addr,
+            budgets_ms=config.budgets_ms,
+            adapters=[
+                g
+                for g in ("queens_court", "hearts", "the_court", "court_wars")
+                if decider.adapter(g) is not None
+            ],
+        )
         return app
 
     async def close(self, grace: float | None = None) -> None:
@@ -154,8 +198,13 @@ class BotApp:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_service("bot", lambda settings: BotApp.start(settings, config=BotConfig.from_settings(settings)), argv,
-                       check=BotConfig.from_settings)
+    return run_service(
+        "bot",
+        lambda settings: BotApp.start(settings, config=BotConfig.from_settings(settings)),
+        argv,
+        check=BotConfig.from_settings,
+    )
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -53,8 +53,9 @@ class BotConfig:
         for level in LEVELS:
             v = settings.extra_float(f"BOT_BUDGET_{level.upper()}_MS", DEFAULT_BUDGET_MS[level], lo=0.0)
             if v <= 0:
-                raise ConfigError(f"COURT_BOT_BUDGET_{level.upper()}_MS must be a positive number of "
-                                  f"milliseconds, got {v}")
+                raise ConfigError(
+                    f"COURT_BOT_BUDGET_{level.upper()}_MS must be a positive number of milliseconds, got {v}"
+                )
             budgets[level] = v
         cfg = cls(
             budgets_ms=budgets,

@@ -118,20 +118,33 @@ class Choice:
         }[self.level]
         if self.via == "fallback":
             what = "a random legal move (the adapter proposed an illegal one; reported)"
-        return (f"{self.level} level, {what}, from seat {seat}'s view at move {seq}, "
-                f"decided in {self.seconds * 1000:.1f} ms")
+        return (
+            f"{self.level} level, {what}, from seat {seat}'s view at move {seq}, "
+            f"decided in {self.seconds * 1000:.1f} ms"
+        )
 
 
 class Decider:
-    def __init__(self, budgets_ms: Mapping[str, float], *, threads: int = 1,
-                 adapters: Callable[[str], ModuleType | None] = find_adapter):
+    def __init__(
+        self,
+        budgets_ms: Mapping[str, float],
+        *,
+        threads: int = 1,
+        adapters: Callable[[str], ModuleType | None] = find_adapter,
+    ):
         self.budgets_ms = dict(budgets_ms)
         self._adapters = adapters
         self._adapter_cache: dict[str, ModuleType | None] = {}
         # threads=0: decide on the event loop's own thread (no GIL hand-offs, but I/O waits meanwhile)
-        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="court-bot-decide") if threads else None
+        self._pool = (
+            ThreadPoolExecutor(max_workers=threads, thread_name_prefix="court-bot-decide")
+            if threads
+            else None
+        )
         # (wall, cpu) seconds of recent decisions per (game, level), for benchmarks and tests
-        self.recent: dict[tuple[str, str], deque[tuple[float, float]]] = defaultdict(lambda: deque(maxlen=RECENT))
+        self.recent: dict[tuple[str, str], deque[tuple[float, float]]] = defaultdict(
+            lambda: deque(maxlen=RECENT)
+        )
 
     def close(self) -> None:
         if self._pool is not None:
@@ -151,13 +164,24 @@ class Decider:
         if level not in LEVELS:
             raise UnknownLevel(f"unknown bot level {quote(level)}; levels: {', '.join(LEVELS)}")
         if level != "random" and self.adapter(game) is None:
-            raise NoAdapter(f"the {level} level does not play {game} in this build yet (no "
-                            f"court_bots.games.{game} adapter); levels available for {game}: "
-                            f"{', '.join(self.levels_for(game))}")
+            raise NoAdapter(
+                f"the {level} level does not play {game} in this build yet (no "
+                f"court_bots.games.{game} adapter); levels available for {game}: "
+                f"{', '.join(self.levels_for(game))}"
+            )
 
-    async def decide(self, game: str, view: Mapping[str, Any], seat: int, level: str,
-                     legal: Sequence[actions_pb2.Action], rng: random.Random, *, deadline: float | None = None,
-                     purpose: str = "turn") -> Choice:
+    async def decide(
+        self,
+        game: str,
+        view: Mapping[str, Any],
+        seat: int,
+        level: str,
+        legal: Sequence[actions_pb2.Action],
+        rng: random.Random,
+        *,
+        deadline: float | None = None,
+        purpose: str = "turn",
+    ) -> Choice:
         """The move ``level`` makes for ``seat`` from ``view`` (``legal``: the seat's legal actions).
 
         The level's budget bounds the thinking; ``deadline`` (a ``time.perf_counter()`` instant)
@@ -171,38 +195,72 @@ class Decider:
         if mod is None:  # random level, no adapter: the rules service's legal list
             t0, c0 = time.perf_counter(), time.thread_time()
             action = legal[rng.randrange(len(legal))]
-            choice = Choice(action, level, game, time.perf_counter() - t0, via="legal_list",
-                            cpu_seconds=time.thread_time() - c0)
+            choice = Choice(
+                action,
+                level,
+                game,
+                time.perf_counter() - t0,
+                via="legal_list",
+                cpu_seconds=time.thread_time() - c0,
+            )
         elif self._pool is None:
             choice = self._choose(game, dict(view), seat, level, rng, budget, deadline)
         else:
             ctx = contextvars.copy_context()
             loop = asyncio.get_running_loop()
             choice = await loop.run_in_executor(
-                self._pool, ctx.run, self._choose, game, dict(view), seat, level, rng, budget, deadline)
+                self._pool, ctx.run, self._choose, game, dict(view), seat, level, rng, budget, deadline
+            )
             if choice.action not in legal:
-                log.error("the bot proposed an illegal move; playing a random legal one instead",
-                          game=game, level=level, seat=seat, action=kactions.to_json(choice.action))
+                log.error(
+                    "the bot proposed an illegal move; playing a random legal one instead",
+                    game=game,
+                    level=level,
+                    seat=seat,
+                    action=kactions.to_json(choice.action),
+                )
                 ERRORS.labels("illegal_decision").inc()
-                choice = Choice(legal[rng.randrange(len(legal))], level, game, choice.seconds,
-                                choice.iterations, via="fallback", cpu_seconds=choice.cpu_seconds)
+                choice = Choice(
+                    legal[rng.randrange(len(legal))],
+                    level,
+                    game,
+                    choice.seconds,
+                    choice.iterations,
+                    via="fallback",
+                    cpu_seconds=choice.cpu_seconds,
+                )
         DECISIONS.labels(game, level, purpose).inc()
         DECISION_SECONDS.labels(game, level).observe(choice.seconds)
         self.recent[(game, level)].append((choice.seconds, choice.cpu_seconds))
         return choice
 
     @staticmethod
-    def _choose(game: str, view: dict[str, Any], seat: int, level: str, rng: random.Random,
-                budget_ms: float, deadline: float | None) -> Choice:
+    def _choose(
+        game: str,
+        view: dict[str, Any],
+        seat: int,
+        level: str,
+        rng: random.Random,
+        budget_ms: float,
+        deadline: float | None,
+    ) -> Choice:
         t0, c0 = time.perf_counter(), time.thread_time()
         if deadline is not None:
             left_ms = (deadline - t0) * 1000
             if left_ms < MIN_BUDGET_MS:
-                raise TooLate(f"the deadline passed before the {level} bot could think: allow at least "
-                              f"{budget_ms + 20:.0f} ms")
+                raise TooLate(
+                    f"the deadline passed before the {level} bot could think: allow at least "
+                    f"{budget_ms + 20:.0f} ms"
+                )
             budget_ms = min(budget_ms, left_ms)
         decision = court_bots.choose(game, view, seat, level, rng, budget_ms)
         module = get_game(game)
         action = kactions.from_json(game, module.action_to_json(decision.action, seat))
-        return Choice(action, level, game, time.perf_counter() - t0, decision.iterations,
-                      cpu_seconds=time.thread_time() - c0)
+        return Choice(
+            action,
+            level,
+            game,
+            time.perf_counter() - t0,
+            decision.iterations,
+            cpu_seconds=time.thread_time() - c0,
+        )

@@ -20,10 +20,10 @@ from typing import Any
 import grpc
 from court_client import RulesClient
 from court_kit import logging as klog
+from court_kit import typed
 from court_kit.checks import quote
 from court_kit.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from court_kit.server import current_identity
-from court_kit.structs import to_dict
 from court_proto.court.bot.v1 import bot_pb2, bot_pb2_grpc
 
 from .decide import Decider, position_rng
@@ -43,8 +43,9 @@ def bearer(context: grpc.aio.ServicerContext) -> str:
 
 
 class BotServicer(bot_pb2_grpc.BotServiceServicer):
-    def __init__(self, rules_channel: grpc.aio.Channel, decider: Decider, secret: str, *,
-                 rules_timeout: float = 5.0):
+    def __init__(
+        self, rules_channel: grpc.aio.Channel, decider: Decider, secret: str, *, rules_timeout: float = 5.0
+    ):
         self.channel = rules_channel
         self.decider = decider
         self._secret = secret
@@ -54,8 +55,10 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         ident = current_identity()
         level = request.level
         if level and level not in self.decider.budgets_ms:
-            raise InvalidArgument(f"unknown bot level {quote(level)}; levels: "
-                                  f"{', '.join(self.decider.budgets_ms)} (empty: the strongest)")
+            raise InvalidArgument(
+                f"unknown bot level {quote(level)}; levels: "
+                f"{', '.join(self.decider.budgets_ms)} (empty: the strongest)"
+            )
         if not request.game_id:
             raise InvalidArgument("game_id is required")
         klog.bind(game_id=request.game_id)
@@ -72,14 +75,25 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         if view.finished:
             raise FailedPrecondition("the game is over")
         if seat not in view.to_act:
-            raise FailedPrecondition(f"seat {seat} is not to act now (to act: {list(view.to_act)}); "
-                                     "ask again on your turn")
+            raise FailedPrecondition(
+                f"seat {seat} is not to act now (to act: {list(view.to_act)}); ask again on your turn"
+            )
         level = level or self.decider.levels_for(view.game)[0]
         self.decider.check_level(view.game, level)
         remaining = context.time_remaining()
         deadline = None if remaining is None else time.perf_counter() + remaining - DEADLINE_MARGIN_S
         rng = position_rng(self._secret, "suggest", ident.sub, view.game_id, view.seq, seat, level)
-        choice = await self.decider.decide(view.game, to_dict(view.view), seat, level, list(view.legal_actions),
-                                           rng, deadline=deadline, purpose="suggest")
+        choice = await self.decider.decide(
+            view.game,
+            typed.view_from_proto(view.view),
+            seat,
+            level,
+            list(view.legal_actions),
+            rng,
+            deadline=deadline,
+            purpose="suggest",
+        )
         log.info("suggested", seat=seat, level=level, ms=round(choice.seconds * 1000, 2))
-        return bot_pb2.SuggestResponse(action=choice.action, seq=view.seq, explanation=choice.explain(seat, view.seq))
+        return bot_pb2.SuggestResponse(
+            action=choice.action, seq=view.seq, explanation=choice.explain(seat, view.seq)
+        )

@@ -1,8 +1,10 @@
-"""Playing the bot seats: TurnStarted events in, moves out.
+"""Playing the bot seats: public game records in, moves out.
 
-The rules service publishes ``court.events.<game>.<game_id>.TurnStarted`` to the ``COURT_EVENTS``
-stream after every move that leaves the game running (and at creation), with ``to_act`` (seats)
-and ``players`` (their ids; a bot seat is ``bot:<level>``, optionally ``bot:<level>:<name>``).
+The projector publishes one public record (``court.events.v2.Record``, docs/contract.md) per game
+step on ``court.events.<game>.<game_id>`` in the ``COURT_EVENTS`` stream; each carries ``to_act``
+(the seats to act next) and ``to_act_players`` (their ids; a bot seat is ``bot:<level>``,
+optionally ``bot:<level>:<name>``). A record with no bot seat to act is acknowledged at once
+(``not_bot``); the others are turns.
 
 **One handler per turn, across replicas.** Every replica pulls from one durable JetStream
 consumer, ``court-bot`` (explicit acks, ``ack_wait`` from COURT_BOT_ACK_WAIT). JetStream gives
@@ -15,7 +17,7 @@ JetStream form of a NATS queue group, with the durability a plain queue group la
 before acking, or an ack was lost):
 
 * the handler reads the bot seat's view; if the game has moved past the event's ``seq`` (or is
-  over) the turn is stale: acked and dropped (the newer position has its own TurnStarted);
+  over) the turn is stale: acked and dropped (the newer position has its own record);
 * the move is submitted with request id ``bot-<game_id>-<seq>-<seat>`` under the one bot
   identity every replica shares, so two handlers of one position send the same id and the rules
   service applies it once (a repeat gets the first answer; the same id with another action, as
@@ -52,9 +54,9 @@ from typing import Any
 
 import grpc
 from court_kit import logging as klog
-from court_kit.checks import quote
-from court_kit.structs import to_dict
-from court_proto.court.events.v1 import events_pb2
+from court_kit import records as krec
+from court_kit import typed
+from court_proto.court.events.v2 import records_pb2
 from court_proto.court.rules.v1 import rules_pb2
 from nats.aio.client import Client as NATS
 from nats.errors import TimeoutError as NatsTimeout
@@ -67,8 +69,8 @@ from .upstream import BotRules
 
 log = klog.get_logger("court_bot.turns")
 
-STREAM = "COURT_EVENTS"  # the rules service's public event stream (protos/court/events/v1)
-TURN_SUBJECT = "court.events.*.*.TurnStarted"
+STREAM = krec.PUBLIC_STREAM  # the public records (protos/court/events/v2)
+TURN_SUBJECT = krec.PUBLIC_PREFIX + "*.*"  # every public record: each says who acts next
 DURABLE = "court-bot"
 BOT_PREFIX = "bot:"
 FETCH_WAIT = 1.0  # seconds one pull request lingers (also how soon an idle worker notices a stop)
@@ -97,7 +99,7 @@ def bot_level(player: str) -> str | None:
     """``bot:<level>`` (or ``bot:<level>:<name>``) -> level; ``None`` for a person."""
     if not player.startswith(BOT_PREFIX):
         return None
-    return player[len(BOT_PREFIX):].split(":", 1)[0]
+    return player[len(BOT_PREFIX) :].split(":", 1)[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,15 +111,12 @@ class Turn:
     players: tuple[str, ...]
 
     @classmethod
-    def from_event(cls, ev: events_pb2.GameEvent) -> Turn:
-        if ev.type != "TurnStarted":
-            raise ValueError(f"not a TurnStarted event: {quote(ev.type)}")
-        payload = to_dict(ev.payload)
-        to_act = tuple(int(s) for s in payload.get("to_act", ()))
-        players = tuple(str(p) for p in payload.get("players", ()))
+    def from_record(cls, rec: records_pb2.Record) -> Turn:
+        to_act = tuple(int(s) for s in rec.to_act)
+        players = tuple(rec.to_act_players)
         if len(to_act) != len(players):
-            raise ValueError("TurnStarted lists to_act and players of different lengths")
-        return cls(ev.game, ev.game_id, int(ev.seq), to_act, players)
+            raise ValueError("the record lists to_act and to_act_players of different lengths")
+        return cls(rec.game, rec.game_id, int(rec.seq), to_act, players)
 
     def bot_seats(self) -> list[tuple[int, str]]:
         """(seat, level) of every bot seat to act, in ``to_act`` order."""
@@ -182,8 +181,16 @@ class Journal:
 class TurnHandler:
     """Plays one turn event: read the bot seat's view, decide, submit."""
 
-    def __init__(self, rules: BotRules, decider: Decider, secret: str, *, retry_delay: float = 30.0,
-                 faults: Faults | None = None, replica: str = ""):
+    def __init__(
+        self,
+        rules: BotRules,
+        decider: Decider,
+        secret: str,
+        *,
+        retry_delay: float = 30.0,
+        faults: Faults | None = None,
+        replica: str = "",
+    ):
         self.rules = rules
         self.decider = decider
         self._secret = secret
@@ -195,8 +202,12 @@ class TurnHandler:
         klog.bind(game_id=turn.game_id, seq=turn.seq, game=turn.game)
         t0 = time.perf_counter()
 
-        def done(outcome: Outcome, seat: int | None = None, level: str | None = None,
-                 retry_after: float | None = None) -> Handled:
+        def done(
+            outcome: Outcome,
+            seat: int | None = None,
+            level: str | None = None,
+            retry_after: float | None = None,
+        ) -> Handled:
             return Handled(turn.game_id, turn.seq, outcome, seat, level, delivered, retry_after, self.replica)
 
         seats = turn.bot_seats()
@@ -226,8 +237,15 @@ class TurnHandler:
             if seat not in view.to_act:  # cannot happen at the event's own seq; keep the guard
                 continue
             rng = position_rng(self._secret, turn.game_id, turn.seq, seat)
-            choice = await self.decider.decide(turn.game, to_dict(view.view), seat, level,
-                                               list(view.legal_actions), rng, purpose="turn")
+            choice = await self.decider.decide(
+                turn.game,
+                typed.view_from_proto(view.view),
+                seat,
+                level,
+                list(view.legal_actions),
+                rng,
+                purpose="turn",
+            )
             rid = request_id(turn.game_id, turn.seq, seat)
             await self.faults.decided(turn, seat, choice.action)
             await self.faults.before_submit(turn, seat)
@@ -254,8 +272,14 @@ class TurnHandler:
                     if now.finished or now.seq > turn.seq:
                         log.info("the game moved on before the bot's move", seat=seat, reason=err.details())
                         return done(Outcome.STALE, seat, level)
-                    log.info("the rules replica refused the move on an older position; sending it again",
-                             seat=seat, code=code.name, reason=err.details(), now=now.seq, attempt=attempt + 1)
+                    log.info(
+                        "the rules replica refused the move on an older position; sending it again",
+                        seat=seat,
+                        code=code.name,
+                        reason=err.details(),
+                        now=now.seq,
+                        attempt=attempt + 1,
+                    )
             if reply is None:
                 return done(Outcome.BEHIND, seat, level, retry_after=BEHIND_DELAY)
             TURN_SECONDS.observe(time.perf_counter() - t0)
@@ -266,8 +290,9 @@ class TurnHandler:
             return done(Outcome.RETRY, seats[0][0], seats[0][1], retry_after=self.retry_delay)
         return done(Outcome.STALE)
 
-    def _rules_failed(self, what: str, err: grpc.aio.AioRpcError, done: Callable[..., Handled], seat: int,
-                      level: str) -> Handled:
+    def _rules_failed(
+        self, what: str, err: grpc.aio.AioRpcError, done: Callable[..., Handled], seat: int, level: str
+    ) -> Handled:
         code = err.code()
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED):
             log.warning("rules service unavailable", what=what, code=code.name, reason=err.details())
@@ -278,8 +303,12 @@ class TurnHandler:
             ERRORS.labels("unknown_game").inc()
             return done(Outcome.FAILED, seat, level)
         if code in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
-            log.error("the rules service refused the bot identity (is its key in COURT_TOKEN_KEYS?)",
-                      what=what, code=code.name, reason=err.details())
+            log.error(
+                "the rules service refused the bot identity (is its key in COURT_TOKEN_KEYS?)",
+                what=what,
+                code=code.name,
+                reason=err.details(),
+            )
             ERRORS.labels("refused").inc()
             return done(Outcome.RETRY, seat, level, retry_after=self.retry_delay)
         log.error("the rules service answered an error", what=what, code=code.name, reason=err.details())
@@ -290,8 +319,16 @@ class TurnHandler:
 class TurnConsumer:
     """``concurrency`` workers per replica, each pulling one turn at a time from the shared consumer."""
 
-    def __init__(self, nc: NATS, handler: TurnHandler, *, concurrency: int = 8, ack_wait: float = 10.0,
-                 catchup: float = 600.0, journal: Journal | None = None):
+    def __init__(
+        self,
+        nc: NATS,
+        handler: TurnHandler,
+        *,
+        concurrency: int = 8,
+        ack_wait: float = 10.0,
+        catchup: float = 600.0,
+        journal: Journal | None = None,
+    ):
         self.nc = nc
         self.js = nc.jetstream(timeout=5.0)
         self.handler = handler
@@ -304,8 +341,9 @@ class TurnConsumer:
         self.attached = asyncio.Event()  # set once the consumer exists and a worker is pulling
 
     def start(self) -> None:
-        self._workers = [asyncio.create_task(self._work(i), name=f"court-bot-turns-{i}")
-                         for i in range(self.concurrency)]
+        self._workers = [
+            asyncio.create_task(self._work(i), name=f"court-bot-turns-{i}") for i in range(self.concurrency)
+        ]
 
     async def stop(self, grace: float) -> None:
         """Take no new turns; let the ones in hand finish (up to ``grace`` seconds after the pulls end)."""
@@ -334,18 +372,30 @@ class TurnConsumer:
         except NotFoundError:
             info = None
         if info is not None:
-            if info.config.ack_wait is None or abs(info.config.ack_wait - self.ack_wait) > 1e-3:
-                # COURT_BOT_ACK_WAIT changed: the last replica started wins (the rest stays as created)
-                await self.js.add_consumer(STREAM, replace(info.config, ack_wait=self.ack_wait))
+            if (
+                info.config.ack_wait is None
+                or abs(info.config.ack_wait - self.ack_wait) > 1e-3
+                or info.config.filter_subject != TURN_SUBJECT
+            ):
+                # COURT_BOT_ACK_WAIT changed, or a v1 consumer (TurnStarted subjects): the last
+                # replica started wins (the rest stays as created)
+                await self.js.add_consumer(
+                    STREAM, replace(info.config, ack_wait=self.ack_wait, filter_subject=TURN_SUBJECT)
+                )
                 log.info("updated the shared turn consumer", ack_wait=self.ack_wait)
             return
         config = ConsumerConfig(
-            durable_name=DURABLE, name=DURABLE, filter_subject=TURN_SUBJECT,
-            ack_policy=AckPolicy.EXPLICIT, ack_wait=self.ack_wait, max_deliver=-1,
+            durable_name=DURABLE,
+            name=DURABLE,
+            filter_subject=TURN_SUBJECT,
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=self.ack_wait,
+            max_deliver=-1,
             deliver_policy=DeliverPolicy.BY_START_TIME,
             opt_start_time=datetime.now(UTC) - timedelta(seconds=self.catchup),
-            max_ack_pending=20_000, max_waiting=4096,
-            description="Court bot service: every TurnStarted, one replica each",
+            max_ack_pending=20_000,
+            max_waiting=4096,
+            description="Court bot service: every public record (the turns), one replica each",
         )
         try:
             await self.js.add_consumer(STREAM, config)
@@ -391,11 +441,16 @@ class TurnConsumer:
         klog.clear()
         delivered = msg.metadata.num_delivered
         try:
-            turn = Turn.from_event(events_pb2.GameEvent.FromString(msg.data))
-        except Exception as exc:  # noqa: BLE001 - a malformed event can never be played
-            log.error("dropping a malformed turn event", subject=msg.subject, error=str(exc))
+            turn = Turn.from_record(krec.decode(msg.data))
+        except Exception as exc:  # noqa: BLE001 - a malformed record can never be played
+            log.error("dropping a malformed turn record", subject=msg.subject, error=str(exc))
             ERRORS.labels("bad_event").inc()
             await msg.term()
+            return
+        if not turn.bot_seats():  # a person's turn, or the game is over: nothing for a bot
+            with contextlib.suppress(Exception):
+                await msg.ack()
+            TURNS.labels(Outcome.NOT_BOT.value).inc()
             return
         keepalive = asyncio.create_task(self._keep_reserved(msg))
         try:
@@ -403,8 +458,14 @@ class TurnConsumer:
         except Exception:  # noqa: BLE001 - a bug: log it, put the turn back for a later try
             log.exception("handling a turn failed")
             ERRORS.labels("internal").inc()
-            handled = Handled(turn.game_id, turn.seq, Outcome.RETRY, delivered=delivered,
-                              retry_after=self.handler.retry_delay, replica=self.handler.replica)
+            handled = Handled(
+                turn.game_id,
+                turn.seq,
+                Outcome.RETRY,
+                delivered=delivered,
+                retry_after=self.handler.retry_delay,
+                replica=self.handler.replica,
+            )
         finally:
             keepalive.cancel()
         try:

@@ -53,8 +53,9 @@ class BotRules:
     async def view(self, game_id: str, seat: int) -> rules_pb2.GameView:
         return await self._fresh().get_view(game_id, seat)
 
-    async def submit(self, game_id: str, seat: int, action: actions_pb2.Action, request_id: str
-                     ) -> rules_pb2.SubmitActionResponse:
+    async def submit(
+        self, game_id: str, seat: int, action: actions_pb2.Action, request_id: str
+    ) -> rules_pb2.SubmitActionResponse:
         """Submit under ``request_id``, retrying only while the rules service is unreachable.
 
         ABORTED and FAILED_PRECONDITION are not retried here: they mean either that the game moved
@@ -67,8 +68,9 @@ class BotRules:
         delay = 0.05
         for attempt in range(SUBMIT_RETRIES + 1):
             try:
-                return await client.stub.SubmitAction(req, metadata=client.metadata(request_id),
-                                                      timeout=self.timeout)
+                return await client.stub.SubmitAction(
+                    req, metadata=client.metadata(request_id), timeout=self.timeout
+                )
             except grpc.aio.AioRpcError as err:
                 if err.code() != grpc.StatusCode.UNAVAILABLE or attempt == SUBMIT_RETRIES:
                     raise

@@ -71,8 +71,14 @@ class LoginLimits:
     ``COURT_PASSWORD_WORKERS`` threads (default 1 per replica), apart from the database threads.
     """
 
-    def __init__(self, *, login: tuple[float, float] = (10.0, 30.0), name: tuple[float, float] = (0.5, 10.0),
-                 signup: tuple[float, float] = (2.0, 30.0), workers: int = 1):
+    def __init__(
+        self,
+        *,
+        login: tuple[float, float] = (10.0, 30.0),
+        name: tuple[float, float] = (0.5, 10.0),
+        signup: tuple[float, float] = (2.0, 30.0),
+        workers: int = 1,
+    ):
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="argon2")
         self.login = RateLimiter(*login) if login[0] > 0 else None
         self.name = RateLimiter(*name) if name[0] > 0 else None
@@ -81,10 +87,17 @@ class LoginLimits:
     @classmethod
     def from_settings(cls, settings: Settings) -> LoginLimits:
         def pair(name: str, rate: float, burst: float) -> tuple[float, float]:
-            return (settings.extra_float(f"{name}_RATE", rate), max(1.0, settings.extra_float(f"{name}_BURST", burst)))
+            return (
+                settings.extra_float(f"{name}_RATE", rate),
+                max(1.0, settings.extra_float(f"{name}_BURST", burst)),
+            )
 
-        return cls(login=pair("LOGIN", 10.0, 30.0), name=pair("LOGIN_NAME", 0.5, 10.0),
-                   signup=pair("SIGNUP", 2.0, 30.0), workers=settings.extra_int("PASSWORD_WORKERS", 1, lo=1, hi=64))
+        return cls(
+            login=pair("LOGIN", 10.0, 30.0),
+            name=pair("LOGIN_NAME", 0.5, 10.0),
+            signup=pair("SIGNUP", 2.0, 30.0),
+            workers=settings.extra_int("PASSWORD_WORKERS", 1, lo=1, hi=64),
+        )
 
     @staticmethod
     def _check(limiter: RateLimiter | None, key: str, what: str) -> None:

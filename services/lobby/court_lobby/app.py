@@ -11,6 +11,8 @@ at start-up) and COURT_START_LEASE (seconds a replica holds a lobby while drivin
 TTL purges (``store.purge``, every COURT_PURGE_INTERVAL seconds, default 3600): request-log rows
 older than COURT_REQUEST_TTL (default 7 days), refresh tokens past their expiry, lobbies of
 finished or abandoned games older than COURT_FINISHED_LOBBY_TTL (default 30 days).
+Turn clock (docs/clock.md): every COURT_ABANDON_SWEEP seconds (default 30) the lobby abandons the
+started games whose every person's seat has been away for the lobby's abandon_after_seconds.
 
 The schema is migrated at start (Alembic; ``migrate`` runs only that) unless
 COURT_MIGRATE_ON_START=false, which only checks it is current (deploy/ migrates in a Job).
@@ -68,6 +70,8 @@ class LobbyApp:
     _task: asyncio.Task | None = None
     purger: PurgeTask | None = None
     _purge_task: asyncio.Task | None = None
+    _away_task: asyncio.Task | None = None
+    servicer: LobbyServicer | None = None
 
     @property
     def address(self) -> str:
@@ -78,7 +82,9 @@ class LobbyApp:
     def dependencies(self) -> dict[str, Check]:
         """Readiness: the database is required (court_kit.health); rules and ranking are other
         services with readiness of their own (calls that need them answer UNAVAILABLE meanwhile)."""
-        return {"database": database_check(self.engine, self.settings.extra_float("READY_TIMEOUT", 2.0, lo=0.05))}
+        return {
+            "database": database_check(self.engine, self.settings.extra_float("READY_TIMEOUT", 2.0, lo=0.05))
+        }
 
     @classmethod
     async def start(cls, settings: Settings, *, faults: Faults | None = None) -> LobbyApp:
@@ -88,18 +94,33 @@ class LobbyApp:
         store = LobbyStore(engine)
         backends = Backends(settings, signer)
         try:
-            tokens = TokenPolicy(signer, ttl=settings.extra_float("TOKEN_TTL", 3600.0, lo=1.0),
-                                 refresh_ttl=settings.extra_float("REFRESH_TTL", 30 * 24 * 3600.0, lo=1.0))
+            tokens = TokenPolicy(
+                signer,
+                ttl=settings.extra_float("TOKEN_TTL", 3600.0, lo=1.0),
+                refresh_ttl=settings.extra_float("REFRESH_TTL", 30 * 24 * 3600.0, lo=1.0),
+            )
             servicer = LobbyServicer(store, backends, tokens, LoginLimits.from_settings(settings))
-            starter = Starter(store, backends, servicer._render_start,
-                              lease=settings.extra_float("START_LEASE", 30.0, lo=0.1),
-                              sweep=settings.extra_float("START_SWEEP", 10.0, lo=0.05), faults=faults)
+            starter = Starter(
+                store,
+                backends,
+                servicer._render_start,
+                lease=settings.extra_float("START_LEASE", 30.0, lo=0.1),
+                sweep=settings.extra_float("START_SWEEP", 10.0, lo=0.05),
+                faults=faults,
+            )
             servicer.starter = starter
-            server, port = create_server(settings.listen, settings=settings, interceptors=[
-                EdgeInterceptor(Verifier.for_service(settings), public_methods=PUBLIC_METHODS)])
+            server, port = create_server(
+                settings.listen,
+                settings=settings,
+                interceptors=[EdgeInterceptor(Verifier.for_service(settings), public_methods=PUBLIC_METHODS)],
+            )
             lobby_pb2_grpc.add_LobbyServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection,
-                                                    health_listen=settings.health_listen)
+            health = await add_health_and_reflection(
+                server,
+                [SERVICE_NAME],
+                reflection_on=settings.reflection,
+                health_listen=settings.health_listen,
+            )
             await server.start()
         except BaseException:
             await backends.close()
@@ -112,16 +133,40 @@ class LobbyApp:
         day = 86400.0
         request_ttl = timedelta(seconds=settings.extra_float("REQUEST_TTL", 7 * day, lo=1.0))
         finished_ttl = timedelta(seconds=settings.extra_float("FINISHED_LOBBY_TTL", 30 * day, lo=1.0))
-        app.purger = PurgeTask("lobby", lambda: purge(store, request_ttl=request_ttl, finished_ttl=finished_ttl),
-                               interval=settings.extra_float("PURGE_INTERVAL", 3600.0, lo=0.05))
+        app.purger = PurgeTask(
+            "lobby",
+            lambda: purge(store, request_ttl=request_ttl, finished_ttl=finished_ttl),
+            interval=settings.extra_float("PURGE_INTERVAL", 3600.0, lo=0.05),
+        )
         app._purge_task = asyncio.create_task(app.purger.run(app._stop))
+        app.servicer = servicer
+        app._away_task = asyncio.create_task(
+            app._abandon_away(servicer, settings.extra_float("ABANDON_SWEEP", 30.0, lo=0.05))
+        )
         return app
+
+    async def _abandon_away(self, servicer: LobbyServicer, every: float) -> None:
+        """Until stopped: abandon games every person of which has been away for the abandon time."""
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), every)
+            if self._stop.is_set():
+                return
+            try:
+                await servicer.abandon_away_games()
+            except Exception as exc:  # noqa: BLE001 - the database or rules away for a moment: next round
+                log.warning("abandon sweep failed", error=str(exc)[:200] or type(exc).__name__)
 
     async def _stop_background(self) -> None:
         self._stop.set()
         if self._purge_task is not None:
             with contextlib.suppress(Exception):
                 await self._purge_task
+        for t in (self._away_task,):
+            if t is not None:
+                t.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -142,7 +187,13 @@ class LobbyApp:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_service("lobby", LobbyApp.start, argv, migrate=lambda settings: open_database(settings, migrate_schema=True).dispose())
+    return run_service(
+        "lobby",
+        LobbyApp.start,
+        argv,
+        migrate=lambda settings: open_database(settings, migrate_schema=True).dispose(),
+    )
+
 
 if __name__ == "__main__":
     sys.exit(main())

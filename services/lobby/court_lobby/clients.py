@@ -13,6 +13,7 @@ from court_kit import errors as kerr
 from court_kit.server import client_channel
 from court_kit.settings import Settings
 from court_kit.tokens import Signer, issue_token
+from court_proto.court.games.v1 import events_pb2
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 from court_proto.court.ranking.v1 import ranking_pb2_grpc
 from court_proto.court.rules.v1 import rules_pb2
@@ -70,18 +71,31 @@ class Backends:
     async def _ranking(self, method: Any, request: Any) -> Any:
         self._ranking_client.token = self.token.get()
         try:
-            return await self._ranking_client._call(method, request, TRANSIENT, getattr(request, "request_id", None))
+            return await self._ranking_client._call(
+                method, request, TRANSIENT, getattr(request, "request_id", None)
+            )
         except grpc.aio.AioRpcError as err:
             raise translate(err, "ranking") from None
 
     # ---------------------------------------------------------------- rules
 
-    async def create_game(self, game: str, seats: Sequence[str], options: Mapping[str, Any], seed: int,
-                          request_id: str, game_id: str = "") -> str:
+    async def create_game(
+        self,
+        game: str,
+        seats: Sequence[str],
+        options: Mapping[str, Any],
+        seed: int,
+        request_id: str,
+        game_id: str = "",
+        clock: Mapping[str, Any] | None = None,
+    ) -> str:
+        """``clock``: the lobby's turn clock (court_kit.clock.ClockSettings fields), given to the game."""
         self.rules.token = self.token.get()
+        tc = events_pb2.TurnClock(**clock) if clock else None
         try:
-            reply = await self.rules.create_game(game, seats, options, seed=seed, request_id=request_id,
-                                                 game_id=game_id)
+            reply = await self.rules.create_game(
+                game, seats, options, seed=seed, request_id=request_id, game_id=game_id, clock=tc
+            )
         except grpc.aio.AioRpcError as err:
             raise translate(err, "rules") from None
         return reply.game_id
@@ -94,6 +108,29 @@ class Backends:
         except grpc.aio.AioRpcError as err:
             raise translate(err, "rules") from None
         return reply.game_id
+
+    async def close_game(self, game_id: str, reason: str) -> bool:
+        """Close the rules service's game ``game_id`` for good (its start is undone, its antes
+        refunded); the request id is the game's, so every retry, by any replica, is the same call.
+        False when the rules service holds no such game (the start never created it)."""
+        self.rules.token = self.token.get()
+        try:
+            await self.rules.close_game(
+                game_id, reason[:200] or "the game's start was undone", request_id=f"lobby-close-{game_id}"
+            )
+        except grpc.aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.NOT_FOUND:
+                return False
+            raise translate(err, "rules") from None
+        return True
+
+    async def leave_seat(self, game_id: str, seat: int) -> rules_pb2.SeatResponse:
+        """Mark a person's seat away (the autoplay bot plays it on): one player's AbandonGame."""
+        self.rules.token = self.token.get()
+        try:
+            return await self.rules.leave_seat(game_id, seat, request_id=f"lobby-away-{game_id}-{seat}")
+        except grpc.aio.AioRpcError as err:
+            raise translate(err, "rules") from None
 
     async def game_view(self, game_id: str) -> rules_pb2.GameView:
         self.rules.token = self.token.get()
@@ -111,19 +148,29 @@ class Backends:
     async def ratings(self, game: str, player_ids: Sequence[str]) -> dict[str, float]:
         if not player_ids:
             return {}
-        reply = await self._ranking(self.ranking.GetRatings, rpb.GetRatingsRequest(game=game, player_ids=player_ids))
+        reply = await self._ranking(
+            self.ranking.GetRatings, rpb.GetRatingsRequest(game=game, player_ids=player_ids)
+        )
         return {pid: r.mu for pid, r in zip(reply.player_ids, reply.ratings, strict=True)}
 
-    async def register_game(self, game_id: str, game: str, online: bool, ante: int, seed: int,
-                            seats: Sequence[tuple[str, str]]) -> rpb.RegisterGameResponse:
-        req = rpb.RegisterGameRequest(request_id=f"register:{game_id}", game_id=game_id, game=game, online=online,
-                                      ante=ante, seed=seed,
-                                      seats=[rpb.RankedSeat(player_id=p, name=n) for p, n in seats])
+    async def register_game(
+        self, game_id: str, game: str, online: bool, ante: int, seed: int, seats: Sequence[tuple[str, str]]
+    ) -> rpb.RegisterGameResponse:
+        req = rpb.RegisterGameRequest(
+            request_id=f"register:{game_id}",
+            game_id=game_id,
+            game=game,
+            online=online,
+            ante=ante,
+            seed=seed,
+            seats=[rpb.RankedSeat(player_id=p, name=n) for p, n in seats],
+        )
         return await self._ranking(self.ranking.RegisterGame, req)
 
     async def abandon_game(self, game_id: str) -> rpb.AbandonGameResponse:
-        return await self._ranking(self.ranking.AbandonGame,
-                                   rpb.AbandonGameRequest(request_id=f"abandon:{game_id}", game_id=game_id))
+        return await self._ranking(
+            self.ranking.AbandonGame, rpb.AbandonGameRequest(request_id=f"abandon:{game_id}", game_id=game_id)
+        )
 
 
 def translate(err: grpc.aio.AioRpcError, service: str) -> Exception:
@@ -140,8 +187,10 @@ def translate(err: grpc.aio.AioRpcError, service: str) -> Exception:
         grpc.StatusCode.ABORTED: kerr.Aborted,
     }
     if code in TRANSIENT:
-        return kerr.Unavailable(f"the {service} service did not answer ({code.name}: {detail[:200]}); retry with the "
-                                "same request_id")
+        return kerr.Unavailable(
+            f"the {service} service did not answer ({code.name}: {detail[:200]}); retry with the "
+            "same request_id"
+        )
     cls = by_code.get(code)
     if cls is None:
         return RemoteError(code, f"{service} service failed ({code.name}): {detail[:200]}")

@@ -39,8 +39,11 @@ class RefreshToken(LobbyModel, table=True):
     __tablename__ = "lb_refresh"
 
     token_hash: str = Field(primary_key=True, max_length=64)
-    account_id: str = Field(sa_column=Column(String(36), ForeignKey("lb_account.id", ondelete="CASCADE"),
-                                             nullable=False, index=True))
+    account_id: str = Field(
+        sa_column=Column(
+            String(36), ForeignKey("lb_account.id", ondelete="CASCADE"), nullable=False, index=True
+        )
+    )
     expires_at: datetime
     used: bool = False
 
@@ -73,19 +76,23 @@ class Lobby(LobbyModel, table=True):
     start_error: str | None = Field(default=None, max_length=300)  # why the last start failed
     lease_owner: str | None = Field(default=None, max_length=64)  # who drives the saga now ...
     lease_until: datetime | None = None  # ... until when (a dead driver's lease expires)
+    # the turn clock (court_kit.clock) as JSON; None: no clock (lobbies made before it existed)
+    clock: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class Seat(LobbyModel, table=True):
     __tablename__ = "lb_seat"
     __table_args__ = (UniqueConstraint("lobby_id", "account_id", name="uq_lb_seat_account"),)
 
-    lobby_id: str = Field(sa_column=Column(String(36), ForeignKey("lb_lobby.id", ondelete="CASCADE"),
-                                           primary_key=True))
+    lobby_id: str = Field(
+        sa_column=Column(String(36), ForeignKey("lb_lobby.id", ondelete="CASCADE"), primary_key=True)
+    )
     seat_no: int = Field(primary_key=True)
     account_id: str | None = Field(default=None, max_length=36, index=True)  # None: a bot
     bot_level: str | None = Field(default=None, max_length=16)
     name: str = Field(default="", max_length=24)
     ready: bool = False
+    abandon_asked: bool = False  # this seat's person asked to abandon the started game
     joined_at: datetime = Field(default_factory=utcnow)
 
 
@@ -99,7 +106,9 @@ class RequestLog(LobbyModel, table=True):
     method: str = Field(max_length=64)
     body_hash: str = Field(default="", max_length=64)  # a reused id with another body is refused
     code: int = 0  # the answer's gRPC status code (0: OK; the StartGame saga may end in an error)
-    response: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))  # None: pending
+    response: bytes | None = Field(
+        default=None, sa_column=Column(LargeBinary, nullable=True)
+    )  # None: pending
     created_at: datetime = Field(default_factory=utcnow)
 
 

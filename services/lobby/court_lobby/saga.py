@@ -13,10 +13,14 @@ exactly those, so any step may run again, on any replica, any number of times:
 The host may cancel a starting lobby (``CancelLobby``): the row is marked ``cancelling: <reason>``
 and the driver, at its next lease renewal (before every step) or when ``finish_start`` is refused
 for it, undoes the start as below, except that the lobby ends ``cancelled`` (closed) rather than
-open. A game the rules service already created stays abandoned in ranking, so it never pays out.
+open. A game the rules service already created is closed there (``CloseGame``, keyed by the game
+id: it refuses moves from then on) before any ante is refunded, and stays abandoned in ranking, so
+it never pays out.
 
 If a step answers a permanent error (anything but UNAVAILABLE / DEADLINE_EXCEEDED), the saga
 compensates: the intent is recorded on the row first (``start_error`` = "compensating: ..."), then
+the rules service closes the game if it created it (so a game whose antes are back never takes
+another move; unreachable: the start stays marked and the next drive closes it first), then
 the ranking service refunds every ante once, keyed by the game id (``AbandonGame``: a game never
 registered is marked void, so a late registration takes nothing), then the lobby goes back to
 ``open`` with the reason in ``start_error``, visible to its members. A transient error leaves the
@@ -62,6 +66,9 @@ class Faults:
     async def after_game(self, info: LobbyInfo) -> None:
         """After the game was created, before the lobby is marked started."""
 
+    async def after_close(self, info: LobbyInfo) -> None:
+        """Undoing a start: after the rules service closed its game (or had none), before the refund."""
+
 
 class Undo(Exception):
     """The host cancelled the lobby while it was starting: undo the start (its reason attached)."""
@@ -69,6 +76,12 @@ class Undo(Exception):
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
+
+
+def _close_reason(reason: str, online: bool) -> str:
+    """What the players of a closed game read (the rules service takes at most 200 characters)."""
+    text = f"its lobby's start was undone ({reason})" + ("; every ante is refunded" if online else "")
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def _code(exc: BaseException) -> int:
@@ -80,8 +93,16 @@ def _code(exc: BaseException) -> int:
 
 
 class Starter:
-    def __init__(self, store: LobbyStore, backends: Backends, render: Callable[[LobbyInfo], bytes], *,
-                 lease: float = 30.0, sweep: float = 10.0, faults: Faults | None = None):
+    def __init__(
+        self,
+        store: LobbyStore,
+        backends: Backends,
+        render: Callable[[LobbyInfo], bytes],
+        *,
+        lease: float = 30.0,
+        sweep: float = 10.0,
+        faults: Faults | None = None,
+    ):
         self.store = store
         self.backends = backends
         self.render = render
@@ -105,8 +126,9 @@ class Starter:
         if task is None:
             task = asyncio.ensure_future(self._drive(lobby_id))
             self._driving[lobby_id] = task
-            task.add_done_callback(lambda t: self._driving.pop(lobby_id, None) if self._driving.get(lobby_id) is t
-                                   else None)
+            task.add_done_callback(
+                lambda t: self._driving.pop(lobby_id, None) if self._driving.get(lobby_id) is t else None
+            )
         return await asyncio.shield(task)
 
     async def _drive(self, lobby_id: str) -> bool:
@@ -120,7 +142,9 @@ class Starter:
             self.drives += 1
             return True
         except kerr.Unavailable as exc:
-            log.warning("start saga paused; it goes on at the next drive", lobby_id=lobby_id, error=str(exc)[:200])
+            log.warning(
+                "start saga paused; it goes on at the next drive", lobby_id=lobby_id, error=str(exc)[:200]
+            )
             return False
         finally:
             keep.cancel()
@@ -144,25 +168,38 @@ class Starter:
         if mark is None:
             raise kerr.Unavailable(f"lost the lease on lobby {info.id}; another replica drives it")
         if mark.startswith(CANCELLING) and not undoing:
-            raise Undo(mark[len(CANCELLING):])
+            raise Undo(mark[len(CANCELLING) :])
 
     async def _steps(self, info: LobbyInfo, owner: str) -> None:
         assert info.game_id and info.start_rid and info.seed is not None
         for prefix in (COMPENSATING, CANCELLING):
             if info.start_error and info.start_error.startswith(prefix):
-                await self._compensate(info, owner, info.start_error[len(prefix):], None)
+                await self._compensate(info, owner, info.start_error[len(prefix) :], None)
                 return
         seats = [s.account_id or f"{BOT_PREFIX}{s.bot_level}" for s in info.seated]
         try:
             await self.faults.before_antes(info)
             await self._renew(info, owner)  # cancelled already? then nothing is taken at all
             if info.online:
-                await self.backends.register_game(info.game_id, info.game, True, info.ante, info.seed,
-                                                  [(p, s.name) for p, s in zip(seats, info.seated, strict=True)])
+                await self.backends.register_game(
+                    info.game_id,
+                    info.game,
+                    True,
+                    info.ante,
+                    info.seed,
+                    [(p, s.name) for p, s in zip(seats, info.seated, strict=True)],
+                )
                 await self.faults.after_antes(info)
             await self._renew(info, owner)
-            await self.backends.create_game(info.game, seats, info.options, info.seed,
-                                            request_id=info.start_rid, game_id=info.game_id)
+            await self.backends.create_game(
+                info.game,
+                seats,
+                info.options,
+                info.seed,
+                request_id=info.start_rid,
+                game_id=info.game_id,
+                clock=info.clock,
+            )
             await self.faults.after_game(info)
             await self._renew(info, owner)
         except Undo as undo:
@@ -175,26 +212,51 @@ class Starter:
             return
         done = await self._run(self.store.finish_start, info.id, info.start_rid, self.render)
         if done.status == STARTING:  # the host cancelled it after the last renewal: refused, so undo it
-            await self._compensate(info, owner, (done.start_error or "")[len(CANCELLING):], None)
+            await self._compensate(info, owner, (done.start_error or "")[len(CANCELLING) :], None)
             return
         log.info("game started", lobby_id=info.id, game_id=info.game_id, online=info.online, ante=info.ante)
 
     async def _compensate(self, info: LobbyInfo, owner: str, reason: str, exc: BaseException | None) -> None:
         await self._run(self.store.mark_compensating, info.id, info.start_rid, reason)
+        await self._renew(info, owner, undoing=True)
+        try:
+            # the game first, then the antes: a refunded game is never left accepting moves. Keyed by
+            # the game id (one request id for every retry, any replica); the rules service away: the
+            # start stays marked and the next drive (the sweep) closes it before refunding anything
+            closed = await self.backends.close_game(info.game_id, _close_reason(reason, info.online))
+        except kerr.FailedPrecondition as err:
+            # the rules service's game has ended: it was created and played, so it did start
+            log.error(
+                "a failed start's game has ended; marking the lobby started",
+                lobby_id=info.id,
+                error=str(err)[:200],
+            )
+            await self._run(self.store.finish_start, info.id, info.start_rid, self.render, True)
+            return
+        await self.faults.after_close(info)
+        if closed:
+            log.info("the undone start's game is closed", lobby_id=info.id, game_id=info.game_id)
         if info.online:
             await self._renew(info, owner, undoing=True)
             try:
                 await self.backends.abandon_game(info.game_id)  # every ante back, once, keyed by the game id
             except kerr.FailedPrecondition as err:
                 # the game has ended in ranking: it was created and played, so it did start
-                log.error("a failed start's game has ended; marking the lobby started", lobby_id=info.id,
-                          error=str(err)[:200])
+                log.error(
+                    "a failed start's game has ended; marking the lobby started",
+                    lobby_id=info.id,
+                    error=str(err)[:200],
+                )
                 await self._run(self.store.finish_start, info.id, info.start_rid, self.render, True)
                 return
         code = _code(exc) if exc is not None else FAILED_PRECONDITION
         await self._run(self.store.fail_start, info.id, info.start_rid, reason, code)
-        log.warning("start undone; the lobby is open again (or closed, if its host cancelled it)", lobby_id=info.id, game_id=info.game_id,
-                    reason=reason[:200])
+        log.warning(
+            "start undone; the lobby is open again (or closed, if its host cancelled it)",
+            lobby_id=info.id,
+            game_id=info.game_id,
+            reason=reason[:200],
+        )
 
     async def sweep(self) -> int:
         """Drive every lobby left in ``starting`` whose lease is free; returns how many ended."""

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
 from court_games import GAME_NAMES, get_game
+from court_kit import clock as kclock
 from court_kit import logging as klog
+from court_kit import typed
 from court_kit.checks import page_offset, quote
 from court_kit.errors import (
     Aborted,
@@ -26,7 +29,6 @@ from court_kit.errors import (
     Unavailable,
 )
 from court_kit.server import current_identity
-from court_kit.structs import to_dict, to_struct
 from court_proto.court.lobby.v1 import lobby_pb2 as pb
 from court_proto.court.lobby.v1 import lobby_pb2_grpc
 from court_store import requests as rq
@@ -57,12 +59,18 @@ MAX_ANTE = 1_000_000
 BOT_PREFIX = "bot:"
 QUICK_MATCH_CANDIDATES = 20
 RESUME_BOT_LEVEL = "heuristic"  # takes a resumed game's seat whose player's account is gone
-STATES = {OPEN: pb.LOBBY_STATE_OPEN, STARTING: pb.LOBBY_STATE_STARTING, STARTED: pb.LOBBY_STATE_STARTED,
-          FINISHED: pb.LOBBY_STATE_FINISHED, CANCELLED: pb.LOBBY_STATE_CLOSED}
+STATES = {
+    OPEN: pb.LOBBY_STATE_OPEN,
+    STARTING: pb.LOBBY_STATE_STARTING,
+    STARTED: pb.LOBBY_STATE_STARTED,
+    FINISHED: pb.LOBBY_STATE_FINISHED,
+    CANCELLED: pb.LOBBY_STATE_CLOSED,
+}
 CODES = {c.value[0]: c for c in grpc.StatusCode}
 START_WAIT = 25.0  # seconds a StartGame call waits for its saga before answering UNAVAILABLE (retry: same id)
-PUBLIC_METHODS = tuple(f"/court.lobby.v1.LobbyService/{m}" for m in
-                       ("CreateAccount", "CreateGuest", "Login", "RefreshToken"))
+PUBLIC_METHODS = tuple(
+    f"/court.lobby.v1.LobbyService/{m}" for m in ("CreateAccount", "CreateGuest", "Login", "RefreshToken")
+)
 
 
 def _ts(dt: Any) -> Timestamp:
@@ -81,8 +89,14 @@ def seat_count(game: str, options: dict[str, Any]) -> int:
 
 
 class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
-    def __init__(self, store: LobbyStore, backends: Backends, tokens: accounts.TokenPolicy,
-                 limits: accounts.LoginLimits | None = None, starter: Starter | None = None):
+    def __init__(
+        self,
+        store: LobbyStore,
+        backends: Backends,
+        tokens: accounts.TokenPolicy,
+        limits: accounts.LoginLimits | None = None,
+        starter: Starter | None = None,
+    ):
         self.store = store
         self.backends = backends
         self.tokens = tokens
@@ -113,17 +127,22 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
     def _call(self, me: Account, request: Any, method: str) -> Call:
         if not request.request_id:
             raise InvalidArgument("request_id is required: choose one per change and reuse it on retries")
-        return Call(rq.Claim(me.id, request.request_id, method, rq.body_hash(method, request)),
-                    lambda info: self._lobby_proto(info, me.id).SerializeToString())
+        return Call(
+            rq.Claim(me.id, request.request_id, method, rq.body_hash(method, request)),
+            lambda info: self._lobby_proto(info, me.id).SerializeToString(),
+        )
 
     @staticmethod
     def _replay(stored: rq.Stored) -> pb.Lobby:
         if stored.code:
-            raise RemoteError(CODES.get(stored.code, grpc.StatusCode.UNKNOWN), (stored.response or b"").decode())
+            raise RemoteError(
+                CODES.get(stored.code, grpc.StatusCode.UNKNOWN), (stored.response or b"").decode()
+            )
         return pb.Lobby.FromString(stored.response or b"")
 
-    async def _once(self, me: Account, request: Any, method: str,
-                    work: Callable[[Call], Awaitable[LobbyInfo]]) -> pb.Lobby:
+    async def _once(
+        self, me: Account, request: Any, method: str, work: Callable[[Call], Awaitable[LobbyInfo]]
+    ) -> pb.Lobby:
         """Apply ``work`` once per (caller, request id): its store write claims the request id in the
         same transaction as the change and stores the answer with it, so a concurrent duplicate
         waits for the first and gets its answer; a reused id with another body is INVALID_ARGUMENT."""
@@ -163,30 +182,55 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                 info = await self._run(self.store.lobby, lobby_id)
                 if info.status != STARTING:
                     if info.status == CANCELLED:
-                        await self._run(self.store.answer_pending, call.claim.caller, call.claim.request_id,
-                                        call.render(info))
+                        await self._run(
+                            self.store.answer_pending,
+                            call.claim.caller,
+                            call.claim.request_id,
+                            call.render(info),
+                        )
                     else:
-                        await self._run(self.store.answer_pending, call.claim.caller, call.claim.request_id,
-                                        f"lobby {lobby_id}'s game started before the cancel could undo it "
-                                        f"(it is {info.status}); a seated player may AbandonGame".encode(),
-                                        int(grpc.StatusCode.FAILED_PRECONDITION.value[0]))
+                        await self._run(
+                            self.store.answer_pending,
+                            call.claim.caller,
+                            call.claim.request_id,
+                            f"lobby {lobby_id}'s game started before the cancel could undo it "
+                            f"(it is {info.status}); a seated player may AbandonGame".encode(),
+                            int(grpc.StatusCode.FAILED_PRECONDITION.value[0]),
+                        )
                     continue
             if loop.time() > deadline:
-                raise Unavailable(f"the game of lobby {lobby_id} is still starting; retry "
-                                  f"{'CancelLobby' if cancel else 'StartGame'} with the same request_id")
+                raise Unavailable(
+                    f"the game of lobby {lobby_id} is still starting; retry "
+                    f"{'CancelLobby' if cancel else 'StartGame'} with the same request_id"
+                )
             await asyncio.sleep(pause)
             pause = min(pause * 2, 0.5)
 
     def _lobby_proto(self, info: LobbyInfo, viewer: str | None = None) -> pb.Lobby:
         state = STATES.get(info.status, pb.LOBBY_STATE_ABANDONED if info.game_id else pb.LOBBY_STATE_CLOSED)
-        out = pb.Lobby(lobby_id=info.id, game=info.game, host=info.host_id, ante=info.ante, state=state,
-                       game_id=info.game_id or "", created=_ts(info.created_at), online=info.online,
-                       private=not info.public, resumed_from=info.resumed_from or "")
+        out = pb.Lobby(
+            lobby_id=info.id,
+            game=info.game,
+            host=info.host_id,
+            ante=info.ante,
+            state=state,
+            game_id=info.game_id or "",
+            created=_ts(info.created_at),
+            online=info.online,
+            private=not info.public,
+            resumed_from=info.resumed_from or "",
+        )
         if info.status != STARTING and info.start_error:
             out.start_error = info.start_error
         if info.status in (OPEN, STARTING):
             out.game_id = ""  # fixed at the start, shown once the game exists
-        to_struct(info.options, out.options)
+        if info.options:
+            out.options.CopyFrom(typed.options_to_proto(info.game, info.options))
+        if info.clock:
+            out.turn_seconds = int(info.clock["turn_seconds"])
+            out.time_bank_seconds = int(info.clock["time_bank_seconds"])
+            out.autoplay_level = str(info.clock["autoplay_level"])
+            out.abandon_after_seconds = int(info.clock["abandon_after_seconds"])
         if info.invite_code and viewer is not None and info.seat_of(viewer):
             out.invite_code = info.invite_code
         seated = {s.seat_no: s for s in info.seated}
@@ -196,17 +240,25 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                 out.seats.append(pb.LobbySeat(seat=n))
             else:
                 pid = s.account_id or f"{BOT_PREFIX}{s.bot_level}"
-                out.seats.append(pb.LobbySeat(seat=n, player_id=pid, name=s.name, ready=s.ready))
+                out.seats.append(
+                    pb.LobbySeat(
+                        seat=n, player_id=pid, name=s.name, ready=s.ready, abandon_asked=s.abandon_asked
+                    )
+                )
         return out
 
     async def _auth_reply(self, acc: Account) -> pb.AuthResponse:
         token, expires = self.tokens.access(acc.id)
         refresh = await self._run(self.store.issue_refresh, acc.id, self.tokens.refresh_delta)
-        return pb.AuthResponse(account=pb.Account(player_id=acc.id, name=acc.name, created=_ts(acc.created_at),
-                                                  guest=acc.guest),
-                               token=token, expires=_ts(expires), refresh_token=refresh,
-                               refresh_expires=Timestamp(seconds=int(expires.timestamp() - self.tokens.ttl
-                                                                     + self.tokens.refresh_ttl)))
+        return pb.AuthResponse(
+            account=pb.Account(player_id=acc.id, name=acc.name, created=_ts(acc.created_at), guest=acc.guest),
+            token=token,
+            expires=_ts(expires),
+            refresh_token=refresh,
+            refresh_expires=Timestamp(
+                seconds=int(expires.timestamp() - self.tokens.ttl + self.tokens.refresh_ttl)
+            ),
+        )
 
     # ------------------------------------------------------------------ accounts
 
@@ -214,8 +266,11 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         self.limits.check_signup(context.peer())
         accounts.check_password(request.password)
         check_name(request.name)
-        acc = await self._run(self.store.create_account, request.name,
-                              await self._hashing(accounts.hash_password, request.password))
+        acc = await self._run(
+            self.store.create_account,
+            request.name,
+            await self._hashing(accounts.hash_password, request.password),
+        )
         log.info("account created", player_id=acc.id)
         return await self._auth_reply(acc)
 
@@ -230,7 +285,9 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             raise InvalidArgument(f"a password has at most {accounts.MAX_PASSWORD} characters")
         self.limits.check_login(context.peer(), request.name)
         acc = await self._run(self.store.account_by_name, request.name)
-        ok = await self._hashing(accounts.verify_password, acc.password_hash if acc else None, request.password)
+        ok = await self._hashing(
+            accounts.verify_password, acc.password_hash if acc else None, request.password
+        )
         if acc is None or not ok:
             raise Unauthenticated("wrong name or password")
         if accounts.needs_rehash(acc.password_hash):
@@ -261,7 +318,9 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         if online and me.guest:
             raise PermissionDenied("guest accounts play local games; create an account to play online")
 
-    def _validate_new_lobby(self, game: str, options: dict[str, Any], seats: int, ante: int, online: bool) -> int:
+    def _validate_new_lobby(
+        self, game: str, options: dict[str, Any], seats: int, ante: int, online: bool
+    ) -> int:
         needed = seat_count(game, options)
         if seats and seats != needed:
             raise InvalidArgument(f"{game} with these options seats {needed} players, not {seats}")
@@ -271,16 +330,51 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             raise InvalidArgument("an ante is staked only in online Queen's Court lobbies")
         return needed
 
+    @staticmethod
+    def _clock(request: Any, online: bool) -> dict[str, Any]:
+        """The lobby's turn clock from the request's optional fields, defaults for the rest
+        (court_kit.clock: 45 s turns online, none locally); INVALID_ARGUMENT outside the ranges."""
+
+        def opt(name: str, default: Any) -> Any:
+            return getattr(request, name) if request.HasField(name) else default
+
+        c = kclock.validate(
+            opt("turn_seconds", kclock.ONLINE_TURN_SECONDS if online else kclock.LOCAL_TURN_SECONDS),
+            opt("time_bank_seconds", kclock.DEFAULT_BANK_SECONDS),
+            opt("autoplay_level", kclock.DEFAULT_LEVEL),
+            opt("abandon_after_seconds", kclock.DEFAULT_ABANDON_SECONDS),
+        )
+        return {
+            "turn_seconds": c.turn_seconds,
+            "time_bank_seconds": c.time_bank_seconds,
+            "autoplay_level": c.autoplay_level,
+            "abandon_after_seconds": c.abandon_after_seconds,
+        }
+
     async def CreateLobby(self, request: pb.CreateLobbyRequest, context: Any) -> pb.Lobby:
         me = await self._me()
 
         async def work(call: Call) -> LobbyInfo:
-            options = to_dict(request.options)
-            seats = self._validate_new_lobby(request.game, options, request.seats, request.ante, request.online)
+            options = typed.requested_options(request.game, request.options)
+            seats = self._validate_new_lobby(
+                request.game, options, request.seats, request.ante, request.online
+            )
+            clock = self._clock(request, request.online)
             self._check_online(me, request.online)
             await self._check_ante(me, request.ante)
-            return await self._run(self.store.create_lobby, me, request.game, options, request.online, request.ante,
-                                   seats, not request.private, None, call)
+            return await self._run(
+                self.store.create_lobby,
+                me,
+                request.game,
+                options,
+                request.online,
+                request.ante,
+                seats,
+                not request.private,
+                None,
+                call,
+                clock,
+            )
 
         return await self._once(me, request, "CreateLobby", work)
 
@@ -292,9 +386,15 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         offset = page_offset(request.page_token, 9) if request.page_token else 0
         if request.game and request.game not in GAME_NAMES:
             raise InvalidArgument(f"unknown game {quote(request.game)}; games: {', '.join(GAME_NAMES)}")
-        found = await self._run(self.store.list_open, request.game or None,
-                                request.ante if request.HasField("ante") else None,
-                                request.online if request.HasField("online") else None, True, size + 1, offset)
+        found = await self._run(
+            self.store.list_open,
+            request.game or None,
+            request.ante if request.HasField("ante") else None,
+            request.online if request.HasField("online") else None,
+            True,
+            size + 1,
+            offset,
+        )
         out = pb.ListLobbiesResponse(lobbies=[self._lobby_proto(x) for x in found[:size]])
         if len(found) > size:
             out.next_page_token = str(offset + size)
@@ -346,7 +446,9 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
             seat = request.seat if request.HasField("seat") else None
             if request.level:
                 if request.level not in BOT_LEVELS:
-                    raise InvalidArgument(f"unknown bot level {quote(request.level)}; use one of {', '.join(BOT_LEVELS)}")
+                    raise InvalidArgument(
+                        f"unknown bot level {quote(request.level)}; use one of {', '.join(BOT_LEVELS)}"
+                    )
                 return await self._run(self.store.add_bot, request.lobby_id, me, request.level, seat, call)
             if seat is None:
                 raise InvalidArgument("name the seat whose bot to remove")
@@ -384,9 +486,16 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                         balance = await self.backends.balance(s.account_id)
                         if balance < info.ante:
                             raise FailedPrecondition(
-                                f"{s.name} holds {balance} rank points, less than the ante of {info.ante}")
-            await self._run(self.store.begin_start, request.lobby_id, me, call,
-                            lease_owner=self.starter.owner, lease=self.starter.lease)
+                                f"{s.name} holds {balance} rank points, less than the ante of {info.ante}"
+                            )
+            await self._run(
+                self.store.begin_start,
+                request.lobby_id,
+                me,
+                call,
+                lease_owner=self.starter.owner,
+                lease=self.starter.lease,
+            )
             raise rq.Replayed(rq.Stored(0, None))  # claimed and pending: the saga answers
 
         return await self._once(me, request, "StartGame", work)
@@ -415,11 +524,12 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
 
         async def work(call: Call) -> LobbyInfo:
             self._check_online(me, True)
-            options = to_dict(request.options)
+            options = typed.requested_options(request.game, request.options)
             seats = self._validate_new_lobby(request.game, options, 0, request.ante, True)
             await self._check_ante(me, request.ante)
-            candidates = await self._run(self.store.list_open, request.game, request.ante, True, True,
-                                         QUICK_MATCH_CANDIDATES)
+            candidates = await self._run(
+                self.store.list_open, request.game, request.ante, True, True, QUICK_MATCH_CANDIDATES
+            )
             for c in candidates:
                 if c.seat_of(me.id):
                     return await self._run(self.store.remember, call, c.id)
@@ -436,8 +546,20 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                     return await self._run(self.store.join, c.id, me, "", None, call)
                 except (FailedPrecondition, Aborted, PermissionDenied):
                     continue  # filled or started meanwhile: the next one
-            return await self._run(self.store.create_lobby, me, request.game, options, True, request.ante, seats, True,
-                                   None, call)
+            clock = self._clock(pb.CreateLobbyRequest(), True)  # quick match: the online defaults
+            return await self._run(
+                self.store.create_lobby,
+                me,
+                request.game,
+                options,
+                True,
+                request.ante,
+                seats,
+                True,
+                None,
+                call,
+                clock,
+            )
 
         return await self._once(me, request, "QuickMatch", work)
 
@@ -448,7 +570,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         view = await self.backends.game_view(info.game_id)
         # a game the rules service closed for a resume whose new lobby is not recorded yet (the
         # lobby died in between) counts as running: resuming it again completes that resume
-        if view.finished and "resumed_into" not in view.result.result.fields:
+        if view.finished and not view.result.resumed_into:
             await self._run(self.store.set_status, info.id, STARTED, FINISHED)
             return False
         return True
@@ -458,9 +580,17 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         out = pb.ListMyGamesResponse()
         for info in await self._run(self.store.my_games, me.id):
             if await self._still_running(info):
-                out.games.append(pb.MyGame(game_id=info.game_id, game=info.game, seat=info.seat_of(me.id).seat_no,
-                                           lobby_id=info.id, online=info.online, ante=info.ante,
-                                           started=_ts(info.started_at)))
+                out.games.append(
+                    pb.MyGame(
+                        game_id=info.game_id,
+                        game=info.game,
+                        seat=info.seat_of(me.id).seat_no,
+                        lobby_id=info.id,
+                        online=info.online,
+                        ante=info.ante,
+                        started=_ts(info.started_at),
+                    )
+                )
         return out
 
     async def _my_started_game(self, me: Account, game_id: str) -> LobbyInfo:
@@ -476,13 +606,51 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
 
         async def work(call: Call) -> LobbyInfo:
             info = await self._my_started_game(me, request.game_id)
-            if info.online:
-                await self.backends.abandon_game(info.game_id)  # every ante back, once
-            done = await self._run(self.store.abandon, info.id, call)
-            log.info("game abandoned", game_id=info.game_id, by=me.id)
-            return done
+            info = await self._run(self.store.ask_abandon, info.id, me.id)
+            if all(s.abandon_asked for s in info.seated if s.account_id):
+                return await self._abandon(info, call, f"every person asked ({me.id} last)")
+            # alone: the seat is marked away and the autoplay bot plays it to the end; the result stands
+            await self.backends.leave_seat(info.game_id, info.seat_of(me.id).seat_no)
+            log.info("abandon asked: the seat is away, the game goes on", game_id=info.game_id, by=me.id)
+            return await self._run(self.store.remember, call, info.id)
 
         return await self._once(me, request, "AbandonGame", work)
+
+    async def _abandon(self, info: LobbyInfo, call: Call | None, why: str) -> LobbyInfo:
+        """Abandon the started game: every ante back exactly once (the ranking's keyed entries)."""
+        if info.online:
+            await self.backends.abandon_game(info.game_id)  # every ante back, once
+        done = await self._run(self.store.abandon, info.id, call)
+        log.info("game abandoned", game_id=info.game_id, why=why)
+        return done
+
+    async def abandon_away_games(self, now_ms: int | None = None) -> int:
+        """Abandon every started game whose every human seat has been away for the lobby's
+        abandon_after_seconds (the rules view's ``abandon_at`` has passed). Returns how many."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        n, after = 0, ""
+        while True:
+            batch = await self._run(self.store.started_with_clock, 500, after)
+            if not batch:
+                return n
+            after = batch[-1].id
+            for info in batch:
+                if not info.clock or not info.clock.get("abandon_after_seconds") or not info.game_id:
+                    continue
+                try:
+                    view = await self.backends.game_view(info.game_id)
+                    if (
+                        view.finished
+                        or not view.HasField("abandon_at")
+                        or view.abandon_at.ToMilliseconds() > now_ms
+                    ):
+                        continue
+                    await self._abandon(info, None, "every person's seat was away for the abandon time")
+                    n += 1
+                except (Aborted, FailedPrecondition):
+                    continue  # finished or abandoned meanwhile
+                except ServiceError as exc:
+                    log.warning("could not check an away game", game_id=info.game_id, error=str(exc))
 
     async def _resume(self, me: Account, game_id: str, call: Call) -> LobbyInfo:
         """A new started lobby whose game continues ``game_id`` from its save point.
@@ -502,8 +670,10 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         if done is not None:
             return await self._run(self.store.remember, call, done.id)
         if not hasattr(get_game(old.game), "save_point"):
-            raise FailedPrecondition(f"{old.game} games have no save points and cannot be resumed "
-                                     "(only Hearts saves at the start of every hand)")
+            raise FailedPrecondition(
+                f"{old.game} games have no save points and cannot be resumed "
+                "(only Hearts saves at the start of every hand)"
+            )
         if old.status != STARTED or not await self._still_running(old):
             status = FINISHED if old.status == STARTED else old.status
             raise FailedPrecondition(f"game {game_id} cannot be resumed: it is {status}")
@@ -517,8 +687,12 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                 except NotFound:
                     x = SeatInfo(x.seat_no, None, RESUME_BOT_LEVEL, "", True)
             seats.append(SeatInfo(x.seat_no, None, x.bot_level, f"Bot ({x.bot_level})", True))
-        new_id = await self.backends.resume_game(old.game, [x.account_id or f"{BOT_PREFIX}{x.bot_level}" for x in seats],
-                                                 game_id, request_id=f"lobby-resume-{game_id}")
+        new_id = await self.backends.resume_game(
+            old.game,
+            [x.account_id or f"{BOT_PREFIX}{x.bot_level}" for x in seats],
+            game_id,
+            request_id=f"lobby-resume-{game_id}",
+        )
         if old.online:
             await self.backends.abandon_game(game_id)
         info = await self._run(self.store.record_resume, old, me, seats, new_id, call)

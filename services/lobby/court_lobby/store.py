@@ -93,7 +93,8 @@ def check_name(name: Any, what: str = "name") -> str:
         shown = name if isinstance(name, str) and len(name) <= 40 else f"{str(name)[:40]}..."
         raise InvalidArgument(
             f"{what} {quote(shown)} is not allowed: use 2 to 24 characters, letters, digits, space, '_', '.' or '-', "
-            "starting with a letter or digit")
+            "starting with a letter or digit"
+        )
     return name
 
 
@@ -108,6 +109,7 @@ class SeatInfo:
     bot_level: str | None
     name: str
     ready: bool
+    abandon_asked: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +135,7 @@ class LobbyInfo:
     starting_at: datetime | None = None
     start_account: str | None = None
     start_request: str | None = None
+    clock: dict[str, Any] | None = None  # court_kit.clock.ClockSettings fields; None: no clock
 
     @property
     def free_seats(self) -> int:
@@ -154,8 +157,13 @@ class LobbyStore:
     def create_account(self, name: str, password_hash: str | None, guest: bool = False) -> Account:
         """A new account; ``AlreadyExists`` when the name (compared casefolded) is taken."""
         check_name(name)
-        acc = Account(id=str(uuid.uuid4()), name=name, name_key=name.casefold(), password_hash=password_hash,
-                      guest=guest)
+        acc = Account(
+            id=str(uuid.uuid4()),
+            name=name,
+            name_key=name.casefold(),
+            password_hash=password_hash,
+            guest=guest,
+        )
         try:
             with self.session() as s, s.begin():
                 s.add(acc)
@@ -184,7 +192,9 @@ class LobbyStore:
     def issue_refresh(self, account_id: str, ttl: timedelta) -> str:
         token = secrets.token_urlsafe(32)
         with self.session() as s, s.begin():
-            s.add(RefreshToken(token_hash=_hash_token(token), account_id=account_id, expires_at=utcnow() + ttl))
+            s.add(
+                RefreshToken(token_hash=_hash_token(token), account_id=account_id, expires_at=utcnow() + ttl)
+            )
         return token
 
     def use_refresh(self, token: str) -> Account:
@@ -193,8 +203,15 @@ class LobbyStore:
             raise Unauthenticated("the refresh token is malformed; log in again")
         h = _hash_token(token)
         with self.session() as s, s.begin():
-            done = s.execute(update(RefreshToken).where(RefreshToken.token_hash == h, RefreshToken.used.is_(False),
-                                                         RefreshToken.expires_at > utcnow()).values(used=True))
+            done = s.execute(
+                update(RefreshToken)
+                .where(
+                    RefreshToken.token_hash == h,
+                    RefreshToken.used.is_(False),
+                    RefreshToken.expires_at > utcnow(),
+                )
+                .values(used=True)
+            )
             if done.rowcount != 1:
                 raise Unauthenticated("the refresh token is unknown, expired or already used; log in again")
             row = s.get(RefreshToken, h)
@@ -243,13 +260,32 @@ class LobbyStore:
     def _info(s: Session, lobby: Lobby) -> LobbyInfo:
         seats = s.exec(select(Seat).where(Seat.lobby_id == lobby.id).order_by(Seat.seat_no)).all()
         return LobbyInfo(
-            id=lobby.id, game=lobby.game, options=json.loads(lobby.options), online=lobby.online, ante=lobby.ante,
-            seats=lobby.seats, public=lobby.public, invite_code=lobby.invite_code, host_id=lobby.host_id,
-            status=lobby.status, game_id=lobby.game_id, seed=lobby.seed, resumed_from=lobby.resumed_from,
-            created_at=lobby.created_at, started_at=lobby.started_at,
-            seated=tuple(SeatInfo(x.seat_no, x.account_id, x.bot_level, x.name, x.ready) for x in seats),
-            start_rid=lobby.start_rid, start_error=lobby.start_error, starting_at=lobby.starting_at,
-            start_account=lobby.start_account, start_request=lobby.start_request)
+            id=lobby.id,
+            game=lobby.game,
+            options=json.loads(lobby.options),
+            online=lobby.online,
+            ante=lobby.ante,
+            seats=lobby.seats,
+            public=lobby.public,
+            invite_code=lobby.invite_code,
+            host_id=lobby.host_id,
+            status=lobby.status,
+            game_id=lobby.game_id,
+            seed=lobby.seed,
+            resumed_from=lobby.resumed_from,
+            created_at=lobby.created_at,
+            started_at=lobby.started_at,
+            seated=tuple(
+                SeatInfo(x.seat_no, x.account_id, x.bot_level, x.name, x.ready, x.abandon_asked)
+                for x in seats
+            ),
+            start_rid=lobby.start_rid,
+            start_error=lobby.start_error,
+            starting_at=lobby.starting_at,
+            start_account=lobby.start_account,
+            start_request=lobby.start_request,
+            clock=json.loads(lobby.clock) if lobby.clock else None,
+        )
 
     def lobby(self, lobby_id: str) -> LobbyInfo:
         check_text(lobby_id, "lobby_id", 36)
@@ -267,8 +303,11 @@ class LobbyStore:
 
     def _take(self, s: Session, lobby_id: str, status: str = OPEN) -> Lobby:
         """Lock the lobby for a change; it must be in ``status`` (``open`` by default)."""
-        done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == status)
-                         .values(version=Lobby.version + 1))
+        done = s.execute(
+            update(Lobby)
+            .where(Lobby.id == lobby_id, Lobby.status == status)
+            .values(version=Lobby.version + 1)
+        )
         row = s.get(Lobby, lobby_id, populate_existing=True)
         if row is None:
             raise NotFound(f"no lobby {quote(lobby_id)}")
@@ -278,26 +317,56 @@ class LobbyStore:
             raise FailedPrecondition(f"lobby {lobby_id} is {row.status}, not {status}")
         return row
 
-    def create_lobby(self, host: Account, game: str, options: Mapping[str, Any], online: bool, ante: int,
-                     seats: int, public: bool, resumed_from: str | None = None, call: Call | None = None
-                     ) -> LobbyInfo:
-        """A new open lobby with the host in seat 0 (private lobbies get an invite code)."""
-        lobby = Lobby(id=str(uuid.uuid4()), game=game, options=json.dumps(dict(options), sort_keys=True),
-                      online=online, ante=ante, seats=seats, public=public,
-                      invite_code=None if public else secrets.token_hex(4).upper(), host_id=host.id,
-                      resumed_from=resumed_from)
+    def create_lobby(
+        self,
+        host: Account,
+        game: str,
+        options: Mapping[str, Any],
+        online: bool,
+        ante: int,
+        seats: int,
+        public: bool,
+        resumed_from: str | None = None,
+        call: Call | None = None,
+        clock: Mapping[str, Any] | None = None,
+    ) -> LobbyInfo:
+        """A new open lobby with the host in seat 0 (private lobbies get an invite code).
+        ``clock``: the turn clock's settings (``court_kit.clock.ClockSettings`` fields)."""
+        lobby = Lobby(
+            id=str(uuid.uuid4()),
+            game=game,
+            options=json.dumps(dict(options), sort_keys=True),
+            online=online,
+            ante=ante,
+            seats=seats,
+            public=public,
+            invite_code=None if public else secrets.token_hex(4).upper(),
+            host_id=host.id,
+            resumed_from=resumed_from,
+            clock=json.dumps(dict(clock), sort_keys=True) if clock else None,
+        )
         with self._write(call) as s:
             s.add(lobby)
             s.flush()
             s.add(Seat(lobby_id=lobby.id, seat_no=0, account_id=host.id, name=host.name))
             return self._reply(s, call, lobby.id)
 
-    def list_open(self, game: str | None = None, ante: int | None = None, online: bool | None = None,
-                  with_free_seat: bool = True, limit: int = 50, offset: int = 0) -> list[LobbyInfo]:
+    def list_open(
+        self,
+        game: str | None = None,
+        ante: int | None = None,
+        online: bool | None = None,
+        with_free_seat: bool = True,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[LobbyInfo]:
         """Open public lobbies, oldest first, filtered by game, ante and mode."""
         taken = select(Seat.lobby_id, func.count().label("n")).group_by(Seat.lobby_id).subquery()
-        q = (select(Lobby).join(taken, taken.c.lobby_id == Lobby.id, isouter=True)
-             .where(Lobby.status == OPEN, Lobby.public.is_(True)))
+        q = (
+            select(Lobby)
+            .join(taken, taken.c.lobby_id == Lobby.id, isouter=True)
+            .where(Lobby.status == OPEN, Lobby.public.is_(True))
+        )
         if game:
             q = q.where(Lobby.game == game)
         if ante is not None:
@@ -310,8 +379,14 @@ class LobbyStore:
         with self.session() as s:
             return [self._info(s, row) for row in s.exec(q)]
 
-    def join(self, lobby_id: str, account: Account, invite_code: str = "", seat_no: int | None = None,
-             call: Call | None = None) -> LobbyInfo:
+    def join(
+        self,
+        lobby_id: str,
+        account: Account,
+        invite_code: str = "",
+        seat_no: int | None = None,
+        call: Call | None = None,
+    ) -> LobbyInfo:
         """Take ``seat_no`` or the lowest free seat. Joining a lobby one already sits in changes nothing."""
         try:
             with self._write(call) as s:
@@ -320,7 +395,8 @@ class LobbyStore:
                 if info.seat_of(account.id):
                     return self._reply(s, call, lobby_id)
                 if not lobby.public and not secrets.compare_digest(
-                        (invite_code or "").upper().encode(), (lobby.invite_code or "").encode()):
+                    (invite_code or "").upper().encode(), (lobby.invite_code or "").encode()
+                ):
                     raise PermissionDenied(f"lobby {lobby_id} is private: a correct invite code is required")
                 taken = {x.seat_no for x in info.seated}
                 free = [n for n in range(lobby.seats) if n not in taken]
@@ -346,8 +422,11 @@ class LobbyStore:
             if gone.rowcount == 0:
                 raise FailedPrecondition(f"you have no seat in lobby {lobby_id}")
             if lobby.host_id == account.id:
-                heir = s.exec(select(Seat).where(Seat.lobby_id == lobby_id, Seat.account_id.is_not(None))
-                              .order_by(Seat.seat_no)).first()
+                heir = s.exec(
+                    select(Seat)
+                    .where(Seat.lobby_id == lobby_id, Seat.account_id.is_not(None))
+                    .order_by(Seat.seat_no)
+                ).first()
                 if heir is None:
                     lobby.status = ABANDONED
                 else:
@@ -358,8 +437,11 @@ class LobbyStore:
     def set_ready(self, lobby_id: str, account: Account, ready: bool, call: Call | None = None) -> LobbyInfo:
         with self._write(call) as s:
             self._take(s, lobby_id)
-            done = s.execute(update(Seat).where(Seat.lobby_id == lobby_id, Seat.account_id == account.id)
-                             .values(ready=ready))
+            done = s.execute(
+                update(Seat)
+                .where(Seat.lobby_id == lobby_id, Seat.account_id == account.id)
+                .values(ready=ready)
+            )
             if done.rowcount == 0:
                 raise FailedPrecondition(f"you have no seat in lobby {lobby_id}")
             return self._reply(s, call, lobby_id)
@@ -370,8 +452,14 @@ class LobbyStore:
             raise PermissionDenied(f"only the lobby's host may {what}")
         return lobby
 
-    def add_bot(self, lobby_id: str, account: Account, level: str, seat_no: int | None = None,
-                call: Call | None = None) -> LobbyInfo:
+    def add_bot(
+        self,
+        lobby_id: str,
+        account: Account,
+        level: str,
+        seat_no: int | None = None,
+        call: Call | None = None,
+    ) -> LobbyInfo:
         """Seat a bot (host only) at ``level`` in ``seat_no`` or the lowest free seat."""
         if level not in BOT_LEVELS:
             raise InvalidArgument(f"unknown bot level {quote(level)}; use one of {', '.join(BOT_LEVELS)}")
@@ -387,11 +475,14 @@ class LobbyStore:
                 raise InvalidArgument(f"seat must be from 0 to {lobby.seats - 1}, got {seat_no}")
             elif seat_no in taken:
                 raise FailedPrecondition(f"seat {seat_no} of lobby {lobby_id} is taken")
-            s.add(Seat(lobby_id=lobby_id, seat_no=seat_no, bot_level=level, name=f"Bot ({level})", ready=True))
+            s.add(
+                Seat(lobby_id=lobby_id, seat_no=seat_no, bot_level=level, name=f"Bot ({level})", ready=True)
+            )
             return self._reply(s, call, lobby_id)
 
-    def kick(self, lobby_id: str, account: Account, seat_no: int, bots_only: bool = False,
-             call: Call | None = None) -> LobbyInfo:
+    def kick(
+        self, lobby_id: str, account: Account, seat_no: int, bots_only: bool = False, call: Call | None = None
+    ) -> LobbyInfo:
         """Empty a seat (host only): a person is removed, a bot taken away (``bots_only``: bots alone)."""
         with self._write(call) as s:
             lobby = self._host_take(s, lobby_id, account, "kick a player or remove a bot")
@@ -405,8 +496,15 @@ class LobbyStore:
             s.execute(delete(Seat).where(Seat.lobby_id == lobby_id, Seat.seat_no == seat_no))
             return self._reply(s, call, lobby_id)
 
-    def begin_start(self, lobby_id: str, account: Account, call: Call | None = None, *,
-                    lease_owner: str | None = None, lease: float = 0.0) -> LobbyInfo:
+    def begin_start(
+        self,
+        lobby_id: str,
+        account: Account,
+        call: Call | None = None,
+        *,
+        lease_owner: str | None = None,
+        lease: float = 0.0,
+    ) -> LobbyInfo:
         """open -> starting (host only, every seat filled): the start saga's identity fixed in one go.
 
         The new game's id and seed, the saga's id (the rules service's request id) and the StartGame
@@ -426,19 +524,33 @@ class LobbyStore:
                 raise PermissionDenied("only the lobby's host may start the game")
             n = s.exec(select(func.count()).select_from(Seat).where(Seat.lobby_id == lobby_id)).one()
             if lobby.status == OPEN and n < lobby.seats:
-                raise FailedPrecondition(f"lobby {lobby_id} has {lobby.seats - n} empty seat(s); "
-                                         "wait for players or add bots")
+                raise FailedPrecondition(
+                    f"lobby {lobby_id} has {lobby.seats - n} empty seat(s); wait for players or add bots"
+                )
             seed = secrets.randbits(52)  # the rules service takes seeds below 2**53 (JSON-safe)
-            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == OPEN).values(
-                status=STARTING, version=Lobby.version + 1, seed=seed, game_id=new_game_id(),
-                start_rid=f"lobby-start-{uuid.uuid4().hex}", starting_at=utcnow(), start_error=None,
-                start_account=call.claim.caller if call else None,
-                start_request=call.claim.request_id if call else None, lease_owner=lease_owner,
-                lease_until=utcnow() + timedelta(seconds=lease) if lease_owner else None))
+            done = s.execute(
+                update(Lobby)
+                .where(Lobby.id == lobby_id, Lobby.status == OPEN)
+                .values(
+                    status=STARTING,
+                    version=Lobby.version + 1,
+                    seed=seed,
+                    game_id=new_game_id(),
+                    start_rid=f"lobby-start-{uuid.uuid4().hex}",
+                    starting_at=utcnow(),
+                    start_error=None,
+                    start_account=call.claim.caller if call else None,
+                    start_request=call.claim.request_id if call else None,
+                    lease_owner=lease_owner,
+                    lease_until=utcnow() + timedelta(seconds=lease) if lease_owner else None,
+                )
+            )
             if done.rowcount != 1:
                 raise FailedPrecondition(f"lobby {lobby_id} is {lobby.status}: its game was already started")
             s.flush()
-            return self._info(s, s.get(Lobby, lobby_id, populate_existing=True))  # answered when the saga ends
+            return self._info(
+                s, s.get(Lobby, lobby_id, populate_existing=True)
+            )  # answered when the saga ends
 
     # the saga's lease: one driver at a time, taken over once it expires
 
@@ -447,10 +559,15 @@ class LobbyStore:
         or another driver holds an unexpired lease."""
         now = utcnow()
         with self.session() as s, s.begin():
-            done = s.execute(update(Lobby).where(
-                Lobby.id == lobby_id, Lobby.status == STARTING,
-                (Lobby.lease_until.is_(None)) | (Lobby.lease_until < now) | (Lobby.lease_owner == owner))
-                .values(lease_owner=owner, lease_until=now + timedelta(seconds=ttl)))
+            done = s.execute(
+                update(Lobby)
+                .where(
+                    Lobby.id == lobby_id,
+                    Lobby.status == STARTING,
+                    (Lobby.lease_until.is_(None)) | (Lobby.lease_until < now) | (Lobby.lease_owner == owner),
+                )
+                .values(lease_owner=owner, lease_until=now + timedelta(seconds=ttl))
+            )
             if done.rowcount != 1:
                 return None
             return self._info(s, s.get(Lobby, lobby_id, populate_existing=True))
@@ -459,36 +576,57 @@ class LobbyStore:
         """Extend ``owner``'s lease; None when it is lost (or the lobby no longer starting), else the
         row's ``start_error`` ("" if none): a ``cancelling: ...`` one tells the driver to undo the start."""
         with self.session() as s, s.begin():
-            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTING,
-                                                 Lobby.lease_owner == owner)
-                             .values(lease_until=utcnow() + timedelta(seconds=ttl)))
+            done = s.execute(
+                update(Lobby)
+                .where(Lobby.id == lobby_id, Lobby.status == STARTING, Lobby.lease_owner == owner)
+                .values(lease_until=utcnow() + timedelta(seconds=ttl))
+            )
             if done.rowcount != 1:
                 return None
             return s.exec(select(Lobby.start_error).where(Lobby.id == lobby_id)).one() or ""
 
     def release_lease(self, lobby_id: str, owner: str) -> None:
         with self.session() as s, s.begin():
-            s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.lease_owner == owner)
-                      .values(lease_owner=None, lease_until=None))
+            s.execute(
+                update(Lobby)
+                .where(Lobby.id == lobby_id, Lobby.lease_owner == owner)
+                .values(lease_owner=None, lease_until=None)
+            )
 
     def starting(self, limit: int = 50) -> list[str]:
         """Lobbies in ``starting`` whose lease is free or expired, oldest first (the sweep's work)."""
         now = utcnow()
         with self.session() as s:
-            return list(s.exec(select(Lobby.id).where(
-                Lobby.status == STARTING, (Lobby.lease_until.is_(None)) | (Lobby.lease_until < now))
-                .order_by(Lobby.starting_at, Lobby.id).limit(limit)))
+            return list(
+                s.exec(
+                    select(Lobby.id)
+                    .where(
+                        Lobby.status == STARTING, (Lobby.lease_until.is_(None)) | (Lobby.lease_until < now)
+                    )
+                    .order_by(Lobby.starting_at, Lobby.id)
+                    .limit(limit)
+                )
+            )
 
     def mark_compensating(self, lobby_id: str, start_rid: str, reason: str) -> bool:
         """Record that this start is being undone (so whoever drives it next undoes it too); a
         cancel's mark (``cancelling: ...``) is kept: the lobby closes when the undoing ends."""
         with self.session() as s, s.begin():
-            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTING,
-                                                 Lobby.start_rid == start_rid, _not_cancelling())
-                             .values(start_error=(COMPENSATING + reason)[:300]))
+            done = s.execute(
+                update(Lobby)
+                .where(
+                    Lobby.id == lobby_id,
+                    Lobby.status == STARTING,
+                    Lobby.start_rid == start_rid,
+                    _not_cancelling(),
+                )
+                .values(start_error=(COMPENSATING + reason)[:300])
+            )
             return done.rowcount == 1
 
-    def cancel(self, lobby_id: str, account: Account, reason: str, call: Call | None = None) -> LobbyInfo | None:
+    def cancel(
+        self, lobby_id: str, account: Account, reason: str, call: Call | None = None
+    ) -> LobbyInfo | None:
         """CancelLobby (host only). An open lobby is closed at once (``cancelled``, the reason in
         ``start_error``) and the lobby returned, its answer stored with the claim. A starting lobby
         is marked ``cancelling: <reason>`` in the same transaction as the claim and None returned:
@@ -503,38 +641,64 @@ class LobbyStore:
                 raise NotFound(f"no lobby {quote(lobby_id)}")
             if lobby.host_id != account.id:
                 raise PermissionDenied("only the lobby's host may cancel it")
-            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == OPEN)
-                             .values(status=CANCELLED, version=Lobby.version + 1, start_error=text[:300]))
+            done = s.execute(
+                update(Lobby)
+                .where(Lobby.id == lobby_id, Lobby.status == OPEN)
+                .values(status=CANCELLED, version=Lobby.version + 1, start_error=text[:300])
+            )
             if done.rowcount == 1:
                 return self._reply(s, call, lobby_id)
-            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTING)
-                             .values(version=Lobby.version + 1))
+            done = s.execute(
+                update(Lobby)
+                .where(Lobby.id == lobby_id, Lobby.status == STARTING)
+                .values(version=Lobby.version + 1)
+            )
             if done.rowcount == 1:
-                s.execute(update(Lobby).where(Lobby.id == lobby_id, _not_cancelling())
-                          .values(start_error=(CANCELLING + text)[:300]))
+                s.execute(
+                    update(Lobby)
+                    .where(Lobby.id == lobby_id, _not_cancelling())
+                    .values(start_error=(CANCELLING + text)[:300])
+                )
                 return None  # a cancel of a cancelling lobby waits for the same end
             row = s.get(Lobby, lobby_id, populate_existing=True)
             if row.status == STARTED:
-                raise FailedPrecondition(f"lobby {lobby_id}'s game has started: it can no longer be cancelled "
-                                         "(a seated player may AbandonGame)")
-            raise FailedPrecondition(f"lobby {lobby_id} is {row.status}: only an open or starting lobby can be "
-                                     "cancelled")
+                raise FailedPrecondition(
+                    f"lobby {lobby_id}'s game has started: it can no longer be cancelled "
+                    "(a seated player may AbandonGame)"
+                )
+            raise FailedPrecondition(
+                f"lobby {lobby_id} is {row.status}: only an open or starting lobby can be cancelled"
+            )
 
     def _answer_start(self, s: Session, lobby: Lobby, response: bytes, code: int) -> None:
         if lobby.start_account and lobby.start_request:
             rq.answer(s, REQUESTS, rq.Claim(lobby.start_account, lobby.start_request, "", ""), response, code)
 
-    def finish_start(self, lobby_id: str, start_rid: str, render: Callable[[LobbyInfo], bytes],
-                     force: bool = False) -> LobbyInfo:
+    def finish_start(
+        self, lobby_id: str, start_rid: str, render: Callable[[LobbyInfo], bytes], force: bool = False
+    ) -> LobbyInfo:
         """starting -> started (the saga's last step; the StartGame request's answer is stored with it).
 
         Refused (the lobby returned still ``starting``) once the host has cancelled it: the driver
         undoes the start instead. ``force``: the game has already ended, so it started regardless."""
         with self.session() as s, s.begin():
-            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTING,
-                                                 Lobby.start_rid == start_rid, true() if force else _not_cancelling())
-                             .values(status=STARTED, started_at=utcnow(), version=Lobby.version + 1,
-                                     lease_owner=None, lease_until=None, start_error=None))
+            done = s.execute(
+                update(Lobby)
+                .where(
+                    Lobby.id == lobby_id,
+                    Lobby.status == STARTING,
+                    Lobby.start_rid == start_rid,
+                    true() if force else _not_cancelling(),
+                )
+                .values(
+                    status=STARTED,
+                    started_at=utcnow(),
+                    version=Lobby.version + 1,
+                    lease_owner=None,
+                    lease_until=None,
+                    start_error=None,
+                )
+            )
             lobby = s.get(Lobby, lobby_id, populate_existing=True)
             if lobby is None:
                 raise NotFound(f"no lobby {quote(lobby_id)}")
@@ -551,30 +715,73 @@ class LobbyStore:
             lobby = s.get(Lobby, lobby_id, with_for_update=True)
             status = OPEN
             if lobby is not None and lobby.start_error and lobby.start_error.startswith(CANCELLING):
-                status, reason = CANCELLED, lobby.start_error[len(CANCELLING):]
+                status, reason = CANCELLED, lobby.start_error[len(CANCELLING) :]
                 code = int(StatusCode.FAILED_PRECONDITION.value[0])
-            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTING,
-                                                 Lobby.start_rid == start_rid)
-                             .values(status=status, version=Lobby.version + 1, seed=None, game_id=None,
-                                     start_rid=None, starting_at=None, start_error=reason[:300],
-                                     lease_owner=None, lease_until=None))
+            done = s.execute(
+                update(Lobby)
+                .where(Lobby.id == lobby_id, Lobby.status == STARTING, Lobby.start_rid == start_rid)
+                .values(
+                    status=status,
+                    version=Lobby.version + 1,
+                    seed=None,
+                    game_id=None,
+                    start_rid=None,
+                    starting_at=None,
+                    start_error=reason[:300],
+                    lease_owner=None,
+                    lease_until=None,
+                )
+            )
             if done.rowcount == 1 and lobby is not None:
                 shown = f"lobby {lobby_id} was {reason}" if status == CANCELLED else reason
                 self._answer_start(s, lobby, shown.encode()[:1000], code)  # lobby: the row as it was
-                s.execute(update(Lobby).where(Lobby.id == lobby_id).values(start_account=None, start_request=None))
+                s.execute(
+                    update(Lobby).where(Lobby.id == lobby_id).values(start_account=None, start_request=None)
+                )
             return done.rowcount == 1
 
     def set_status(self, lobby_id: str, from_status: str, to_status: str) -> bool:
         with self.session() as s, s.begin():
-            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == from_status)
-                             .values(status=to_status, version=Lobby.version + 1))
+            done = s.execute(
+                update(Lobby)
+                .where(Lobby.id == lobby_id, Lobby.status == from_status)
+                .values(status=to_status, version=Lobby.version + 1)
+            )
             return done.rowcount == 1
+
+    def ask_abandon(self, lobby_id: str, account_id: str) -> LobbyInfo:
+        """Mark ``account_id``'s seat of the started lobby as asking to abandon its game (kept)."""
+        with self.session() as s:
+            s.execute(
+                update(Seat)
+                .where(Seat.lobby_id == lobby_id, Seat.account_id == account_id)
+                .values(abandon_asked=True)
+            )
+            s.commit()
+            row = s.get(Lobby, lobby_id)
+            if row is None:
+                raise NotFound(f"no lobby {quote(lobby_id)}")
+            return self._info(s, row)
+
+    def started_with_clock(self, limit: int = 500, after: str = "") -> list[LobbyInfo]:
+        """Started lobbies that have a turn clock, by id, ``limit`` at a time after ``after``."""
+        q = (
+            select(Lobby)
+            .where(Lobby.status == STARTED, Lobby.clock.is_not(None), Lobby.id > after)
+            .order_by(Lobby.id)
+            .limit(limit)
+        )
+        with self.session() as s:
+            return [self._info(s, row) for row in s.exec(q)]
 
     def abandon(self, lobby_id: str, call: Call | None = None) -> LobbyInfo:
         """started -> abandoned (its antes are refunded by then), answering ``call`` with it."""
         with self._write(call) as s:
-            done = s.execute(update(Lobby).where(Lobby.id == lobby_id, Lobby.status == STARTED)
-                             .values(status=ABANDONED, version=Lobby.version + 1))
+            done = s.execute(
+                update(Lobby)
+                .where(Lobby.id == lobby_id, Lobby.status == STARTED)
+                .values(status=ABANDONED, version=Lobby.version + 1)
+            )
             if done.rowcount != 1:
                 raise Aborted(f"lobby {lobby_id} changed state meanwhile; look again")
             return self._reply(s, call, lobby_id)
@@ -586,8 +793,9 @@ class LobbyStore:
             row = s.exec(select(Lobby).where(Lobby.resumed_from == game_id)).first()
             return None if row is None else self._info(s, row)
 
-    def record_resume(self, old: LobbyInfo, host: Account, seats: Sequence[SeatInfo], game_id: str,
-                      call: Call | None = None) -> LobbyInfo:
+    def record_resume(
+        self, old: LobbyInfo, host: Account, seats: Sequence[SeatInfo], game_id: str, call: Call | None = None
+    ) -> LobbyInfo:
         """The started lobby of ``game_id``, resumed from ``old``'s game; ``old`` becomes abandoned.
 
         The new lobby's id is derived from the old game's id, so of two racing resumes one row is
@@ -596,16 +804,40 @@ class LobbyStore:
         lobby_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"court-lobby-resume:{old.game_id}"))
         try:
             with self._write(call) as s:
-                s.add(Lobby(id=lobby_id, game=old.game, options=json.dumps(old.options, sort_keys=True), online=False,
-                            ante=0, seats=old.seats, public=False, invite_code=secrets.token_hex(4).upper(),
-                            host_id=host.id, status=STARTED, game_id=game_id, resumed_from=old.game_id,
-                            started_at=utcnow()))
+                s.add(
+                    Lobby(
+                        id=lobby_id,
+                        game=old.game,
+                        options=json.dumps(old.options, sort_keys=True),
+                        online=False,
+                        ante=0,
+                        seats=old.seats,
+                        public=False,
+                        invite_code=secrets.token_hex(4).upper(),
+                        host_id=host.id,
+                        status=STARTED,
+                        game_id=game_id,
+                        resumed_from=old.game_id,
+                        started_at=utcnow(),
+                    )
+                )
                 s.flush()
                 for x in seats:
-                    s.add(Seat(lobby_id=lobby_id, seat_no=x.seat_no, account_id=x.account_id, bot_level=x.bot_level,
-                               name=x.name, ready=True))
-                s.execute(update(Lobby).where(Lobby.id == old.id, Lobby.status == STARTED)
-                          .values(status=ABANDONED, version=Lobby.version + 1))
+                    s.add(
+                        Seat(
+                            lobby_id=lobby_id,
+                            seat_no=x.seat_no,
+                            account_id=x.account_id,
+                            bot_level=x.bot_level,
+                            name=x.name,
+                            ready=True,
+                        )
+                    )
+                s.execute(
+                    update(Lobby)
+                    .where(Lobby.id == old.id, Lobby.status == STARTED)
+                    .values(status=ABANDONED, version=Lobby.version + 1)
+                )
                 return self._reply(s, call, lobby_id)
         except IntegrityError:
             pass  # a concurrent resume of the same game wrote it first
@@ -613,9 +845,12 @@ class LobbyStore:
 
     def my_games(self, account_id: str, statuses: Sequence[str] = (STARTED,)) -> list[LobbyInfo]:
         """Lobbies whose game ``account_id`` sits in, newest first."""
-        q = (select(Lobby).join(Seat, Seat.lobby_id == Lobby.id)
-             .where(Seat.account_id == account_id, Lobby.status.in_(list(statuses)))
-             .order_by(Lobby.started_at.desc(), Lobby.id))
+        q = (
+            select(Lobby)
+            .join(Seat, Seat.lobby_id == Lobby.id)
+            .where(Seat.account_id == account_id, Lobby.status.in_(list(statuses)))
+            .order_by(Lobby.started_at.desc(), Lobby.id)
+        )
         with self.session() as s:
             return [self._info(s, row) for row in s.exec(q)]
 
@@ -645,8 +880,9 @@ def _delete_where(engine: Engine, table: Any, where: Any) -> int:
         return int(s.execute(delete(table).where(where)).rowcount or 0)
 
 
-def purge(store: LobbyStore, *, request_ttl: timedelta, finished_ttl: timedelta,
-          now: datetime | None = None) -> dict[str, int]:
+def purge(
+    store: LobbyStore, *, request_ttl: timedelta, finished_ttl: timedelta, now: datetime | None = None
+) -> dict[str, int]:
     """Delete what no longer serves anyone (the lobby's TTL purges, ``court_lobby.app``'s task):
 
     * request-log rows older than ``request_ttl`` (a retry comes seconds later, not days);
@@ -659,9 +895,13 @@ def purge(store: LobbyStore, *, request_ttl: timedelta, finished_ttl: timedelta,
     out = {"requests": 0, "refresh_tokens": 0, "lobbies": 0}
     e = store.engine
     out["requests"] = _delete_where(e, RequestLog, RequestLog.created_at < now - request_ttl)
-    out["refresh_tokens"] = _delete_batched(e, RefreshToken, RefreshToken.token_hash, RefreshToken.expires_at < now)
+    out["refresh_tokens"] = _delete_batched(
+        e, RefreshToken, RefreshToken.token_hash, RefreshToken.expires_at < now
+    )
     old = now - finished_ttl
-    done = Lobby.status.in_([FINISHED, ABANDONED, CANCELLED]) & (func.coalesce(Lobby.started_at, Lobby.created_at) < old)
+    done = Lobby.status.in_([FINISHED, ABANDONED, CANCELLED]) & (
+        func.coalesce(Lobby.started_at, Lobby.created_at) < old
+    )
     while True:
         with Session(e) as s, s.begin():
             ids = [r[0] for r in s.execute(select(Lobby.id).where(done).limit(PURGE_BATCH))]

@@ -82,20 +82,30 @@ class RankingApp:
         return {"nats": nats_check(self.nc, timeout), "database": database_check(self.engine, timeout)}
 
     @classmethod
-    async def start(cls, settings: Settings, *, durable: str = "ranking", ack_wait: float = 30.0) -> RankingApp:
+    async def start(
+        cls, settings: Settings, *, durable: str = "ranking", ack_wait: float = 30.0
+    ) -> RankingApp:
         preflight(settings)
         engine = await asyncio.to_thread(open_database, settings)
         store = RankingStore(engine)
-        nc = await kjs.connect(settings.nats_servers(), name=f"court-ranking@{settings.listen}",
-                               **kjs.connect_options(settings))
+        nc = await kjs.connect(
+            settings.nats_servers(), name=f"court-ranking@{settings.listen}", **kjs.connect_options(settings)
+        )
         try:
             consumer = EventConsumer(nc, store, durable=durable, ack_wait=ack_wait)
             servicer = RankingServicer(store, backfill=consumer.backfill)
-            server, port = create_server(settings.listen, settings=settings,
-                                         interceptors=[EdgeInterceptor(Verifier.for_service(settings))])
+            server, port = create_server(
+                settings.listen,
+                settings=settings,
+                interceptors=[EdgeInterceptor(Verifier.for_service(settings))],
+            )
             ranking_pb2_grpc.add_RankingServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection,
-                                                    health_listen=settings.health_listen)
+            health = await add_health_and_reflection(
+                server,
+                [SERVICE_NAME],
+                reflection_on=settings.reflection,
+                health_listen=settings.health_listen,
+            )
             await server.start()
         except BaseException:
             await nc.close()
@@ -104,11 +114,18 @@ class RankingApp:
         metrics = start_metrics_server(settings.metrics_listen)
         app = cls(settings, engine, nc, store, consumer, server, port, health, metrics)
         app._task = asyncio.create_task(consumer.run(app._stop))
-        app._sweeper = asyncio.create_task(app._sweep_loop(settings.extra_float("SETTLE_SWEEP", 30.0, lo=0.05),
-                                                           settings.extra_float("SETTLE_LEASE", 60.0, lo=0.1)))
+        app._sweeper = asyncio.create_task(
+            app._sweep_loop(
+                settings.extra_float("SETTLE_SWEEP", 30.0, lo=0.05),
+                settings.extra_float("SETTLE_LEASE", 60.0, lo=0.1),
+            )
+        )
         ttl = timedelta(seconds=settings.extra_float("RANKED_EVENTS_TTL", 30 * 86400.0, lo=1.0))
-        app.purger = PurgeTask("ranking", lambda: store.purge(events_ttl=ttl),
-                               interval=settings.extra_float("PURGE_INTERVAL", 3600.0, lo=0.05))
+        app.purger = PurgeTask(
+            "ranking",
+            lambda: store.purge(events_ttl=ttl),
+            interval=settings.extra_float("PURGE_INTERVAL", 3600.0, lo=0.05),
+        )
         app._purge_task = asyncio.create_task(app.purger.run(app._stop))
         log.info("ranking service listening", port=port, metrics_port=metrics.port if metrics else None)
         return app
@@ -176,7 +193,13 @@ class RankingApp:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_service("ranking", RankingApp.start, argv, migrate=lambda settings: open_database(settings, migrate_schema=True).dispose())
+    return run_service(
+        "ranking",
+        RankingApp.start,
+        argv,
+        migrate=lambda settings: open_database(settings, migrate_schema=True).dispose(),
+    )
+
 
 if __name__ == "__main__":
     sys.exit(main())

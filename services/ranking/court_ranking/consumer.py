@@ -1,8 +1,12 @@
-"""The ranking service's durable JetStream consumer of the full-information game events.
+"""The ranking service's durable JetStream consumer of the public game records.
 
-One durable pull consumer (``ranking``) on ``COURT_EVENTS_FULL`` (subjects
-``court.full.<game>.<game_id>.<type>``) is shared by every replica: JetStream hands each message
-to one of them, and an unacknowledged message (a replica killed mid-way) is delivered again after
+One durable pull consumer (``ranking``) on ``COURT_EVENTS`` (subjects
+``court.events.<game>.<game_id>``, one ``court.events.v2.Record`` per game step, written by the
+rules service's projector) is shared by every replica. Settling needs public facts only (rounds
+and the game ending); each record's events are kept as ``(seq, index, last of the record,
+payload)`` rows, the payload the event's public form (``core.Event.full()`` of the public event).
+JetStream hands each message JetStream hands each message
+to one replica, and an unacknowledged message (a replica killed mid-way) is delivered again after
 ``ack_wait``. Each message is acknowledged only after its effects are committed, and every effect
 is idempotent (events and ledger entries are unique-keyed), so a redelivery changes nothing.
 
@@ -21,8 +25,8 @@ from typing import Any
 
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
-from court_kit.structs import to_dict
-from court_proto.court.events.v1 import events_pb2
+from court_kit import records as krec
+from court_proto.court.events.v2 import records_pb2
 from nats.aio.client import Client as NATS
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -31,20 +35,31 @@ from .store import SETTLING_EVENTS, RankingStore
 
 log = klog.get_logger("court_ranking.consumer")
 
-FULL_STREAM = "COURT_EVENTS_FULL"
-FULL_PREFIX = "court.full."
-END_HEADER = "Court-End"  # the rules service marks the last event of each move with it
+STREAM = krec.PUBLIC_STREAM
+PREFIX = krec.PUBLIC_PREFIX
 DURABLE = "ranking"
 
 
-def decode(data: bytes, headers: dict[str, str] | None) -> tuple[events_pb2.GameEvent, dict[str, Any], bool]:
-    ev = events_pb2.GameEvent.FromString(data)
-    return ev, to_dict(ev.payload), bool((headers or {}).get(END_HEADER))
+def rows_of(rec: records_pb2.Record) -> list[tuple[int, int, bool, dict[str, Any]]]:
+    """A record's events as ranking rows: (seq, index, last of the record, payload)."""
+    events = krec.events_of(rec)
+    return [(int(rec.seq), i, i == len(events) - 1, e.full()) for i, e in enumerate(events)]
+
+
+def decode(data: bytes) -> records_pb2.Record:
+    return krec.decode(data)
 
 
 class EventConsumer:
-    def __init__(self, nc: NATS, store: RankingStore, *, durable: str = DURABLE, batch: int = 64,
-                 ack_wait: float = 30.0):
+    def __init__(
+        self,
+        nc: NATS,
+        store: RankingStore,
+        *,
+        durable: str = DURABLE,
+        batch: int = 64,
+        ack_wait: float = 30.0,
+    ):
         self.nc = nc
         self.js = nc.jetstream()
         self.store = store
@@ -57,6 +72,7 @@ class EventConsumer:
 
     async def wait_for(self, predicate: Callable[[], Awaitable[bool]], timeout: float, what: str) -> None:
         """Until ``predicate()`` holds, re-checked after each applied event (tests, tools)."""
+
         async def loop() -> None:
             while not await predicate():
                 async with self.progress:
@@ -72,26 +88,27 @@ class EventConsumer:
 
     async def backfill(self, game: str, game_id: str) -> int:
         """Record every event of the game the stream holds; returns how many were new."""
-        msgs = await kjs.direct_get_batch(self.nc, FULL_STREAM, f"{FULL_PREFIX}{game}.{game_id}.>")
+        msgs = await kjs.direct_get_batch(self.nc, STREAM, krec.public_subject(game, game_id))
         rows = []
         for m in msgs:
-            ev, payload, last = decode(m.data, m.headers)
-            rows.append((ev.seq, ev.index, last, payload))
+            rows.extend(rows_of(decode(m.data)))
         added = await asyncio.to_thread(self.store.record_events, game_id, rows)
         if added:
             log.info("backfilled events", game_id=game_id, added=added)
         return added
 
     async def handle(self, data: bytes, headers: dict[str, str] | None) -> None:
-        """Apply one event message (idempotent: safe to call again for the same message)."""
-        ev, payload, last = decode(data, headers)
-        if not await asyncio.to_thread(self.store.is_ranked, ev.game_id):
+        """Apply one record message (idempotent: safe to call again for the same message)."""
+        rec = decode(data)
+        if not await asyncio.to_thread(self.store.is_ranked, rec.game_id):
             return
-        payload.setdefault("type", ev.type)
-        await asyncio.to_thread(self.store.take_event, ev.game_id, ev.seq, ev.index, payload, last)
-        if ev.type in SETTLING_EVENTS and not await asyncio.to_thread(self.store.covers, ev.game_id, ev.seq, ev.index):
-            await self.backfill(ev.game, ev.game_id)
-            await asyncio.to_thread(self.store.settle, ev.game_id)
+        for seq, idx, last, payload in rows_of(rec):
+            await asyncio.to_thread(self.store.take_event, rec.game_id, seq, idx, payload, last)
+            if payload["type"] in SETTLING_EVENTS and not await asyncio.to_thread(
+                self.store.covers, rec.game_id, seq, idx
+            ):
+                await self.backfill(rec.game, rec.game_id)
+                await asyncio.to_thread(self.store.settle, rec.game_id)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Fetch and apply events until ``stop`` is set; survives NATS restarts and a missing stream."""
@@ -109,14 +126,22 @@ class EventConsumer:
             try:
                 if psub is None:
                     psub = await self.js.pull_subscribe(
-                        f"{FULL_PREFIX}>", durable=self.durable, stream=FULL_STREAM,
-                        config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=self.ack_wait,
-                                              deliver_policy=DeliverPolicy.ALL, max_deliver=-1,
-                                              max_ack_pending=1024, max_waiting=512))
+                        f"{PREFIX}*.*",
+                        durable=self.durable,
+                        stream=STREAM,
+                        config=ConsumerConfig(
+                            ack_policy=AckPolicy.EXPLICIT,
+                            ack_wait=self.ack_wait,
+                            deliver_policy=DeliverPolicy.ALL,
+                            max_deliver=-1,
+                            max_ack_pending=1024,
+                            max_waiting=512,
+                        ),
+                    )
                     self._psub = psub
                     if not trouble.down:
-                        log.info("consuming game events", stream=FULL_STREAM, durable=self.durable)
-                    trouble.ok("consuming game events again", stream=FULL_STREAM, durable=self.durable)
+                        log.info("consuming game events", stream=STREAM, durable=self.durable)
+                    trouble.ok("consuming game events again", stream=STREAM, durable=self.durable)
                 try:
                     msgs = await psub.fetch(self.batch, timeout=1.0)
                 except (TimeoutError, NatsTimeout):

@@ -27,8 +27,13 @@ from .store import RankingStore
 
 log = klog.get_logger("court_ranking.servicer")
 TRUSTED = ("service", "admin")
-KINDS = {"opening": pb.ENTRY_KIND_GRANT, "ante_paid": pb.ENTRY_KIND_ANTE, "ante_refunded": pb.ENTRY_KIND_ANTE_REFUND,
-         "ante_won": pb.ENTRY_KIND_ANTE_PAYOUT, "round": pb.ENTRY_KIND_ROUND}
+KINDS = {
+    "opening": pb.ENTRY_KIND_GRANT,
+    "ante_paid": pb.ENTRY_KIND_ANTE,
+    "ante_refunded": pb.ENTRY_KIND_ANTE_REFUND,
+    "ante_won": pb.ENTRY_KIND_ANTE_PAYOUT,
+    "round": pb.ENTRY_KIND_ROUND,
+}
 METRICS = {pb.METRIC_UNSPECIFIED: "rating", pb.METRIC_RATING: "rating", pb.METRIC_POINTS: "points"}
 MAX_ID = 64
 
@@ -64,9 +69,18 @@ def _game(name: str) -> str:
 
 def entry_proto(e: LedgerEntry, balance_after: int) -> pb.LedgerEntry:
     kind = pb.ENTRY_KIND_CHALLENGE if e.reason.startswith(settle.CHALLENGE_REASON) else KINDS.get(e.reason, 0)
-    return pb.LedgerEntry(entry_id=f"{e.game_id}:{e.round}:{e.reason}:{e.player_id}", player_id=e.player_id,
-                          delta=e.amount, balance_after=balance_after, kind=kind, game_id=e.game_id, note=e.reason,
-                          time=_ts(e.created_at), round=e.round, game=e.game)
+    return pb.LedgerEntry(
+        entry_id=f"{e.game_id}:{e.round}:{e.reason}:{e.player_id}",
+        player_id=e.player_id,
+        delta=e.amount,
+        balance_after=balance_after,
+        kind=kind,
+        game_id=e.game_id,
+        note=e.reason,
+        time=_ts(e.created_at),
+        round=e.round,
+        game=e.game,
+    )
 
 
 class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
@@ -119,10 +133,17 @@ class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
         if pid == ident.sub:
             await self._run(self.store.ensure_player, pid)
         p = await self._run(self.store.profile, pid)
-        return pb.Profile(player_id=p["player_id"], name=p["name"], points=p["balance"], games=p["games"],
-                          since=_ts(p["since"]),
-                          stats=[pb.GameStats(game=r.game, played=r.games, rating=r.ordinal, mu=r.mu, sigma=r.sigma)
-                                 for r in p["ratings"]])
+        return pb.Profile(
+            player_id=p["player_id"],
+            name=p["name"],
+            points=p["balance"],
+            games=p["games"],
+            since=_ts(p["since"]),
+            stats=[
+                pb.GameStats(game=r.game, played=r.games, rating=r.ordinal, mu=r.mu, sigma=r.sigma)
+                for r in p["ratings"]
+            ],
+        )
 
     async def GetLeaderboard(self, request: pb.GetLeaderboardRequest, context: Any) -> pb.Leaderboard:
         ident = current_identity()
@@ -170,8 +191,15 @@ class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
         for s in seats:
             sc = pb.SeatChallenges(seat=s, player_id=info.players[s])
             for row in progress.get(s, []):
-                sc.challenges.append(pb.Challenge(challenge_id=row["id"], tier=row["tier"], text=row["text"],
-                                                  complete=row["completed"], progress=row["progress"]))
+                sc.challenges.append(
+                    pb.Challenge(
+                        challenge_id=row["id"],
+                        tier=row["tier"],
+                        text=row["text"],
+                        complete=row["completed"],
+                        progress=row["progress"],
+                    )
+                )
             out.seats.append(sc)
         return out
 
@@ -183,7 +211,9 @@ class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
         out = pb.Ratings(player_ids=list(request.player_ids))
         for pid in request.player_ids:
             r = await self._run(self.store.rating, check_text(pid, "player_id", MAX_ID), game)
-            out.ratings.append(pb.GameStats(game=game, played=r.games, rating=r.ordinal, mu=r.mu, sigma=r.sigma))
+            out.ratings.append(
+                pb.GameStats(game=game, played=r.games, rating=r.ordinal, mu=r.mu, sigma=r.sigma)
+            )
         return out
 
     def _claim(self, ident: Identity, request: Any, method: str) -> rq.Claim:
@@ -199,7 +229,9 @@ class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
 
     @staticmethod
     def _render_abandon(info: settle.GameInfo, refunded: bool, balances: dict[str, int]) -> bytes:
-        out = pb.AbandonGameResponse(refunds=sum(1 for p in info.players if not settle.is_bot(p)) if refunded else 0)
+        out = pb.AbandonGameResponse(
+            refunds=sum(1 for p in info.players if not settle.is_bot(p)) if refunded else 0
+        )
         out.balances.extend(pb.Balance(player_id=p, points=v) for p, v in balances.items())
         return out.SerializeToString()
 
@@ -218,8 +250,17 @@ class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
         if stored is not None:
             return pb.RegisterGameResponse.FromString(stored.response or b"")
         try:
-            info, created = await self._run(self.store.open_game, request.game_id, game, request.online, request.ante,
-                                            request.seed, seats, claim, self._render_register)
+            info, created = await self._run(
+                self.store.open_game,
+                request.game_id,
+                game,
+                request.online,
+                request.ante,
+                request.seed,
+                seats,
+                claim,
+                self._render_register,
+            )
         except rq.Replayed as again:
             return pb.RegisterGameResponse.FromString(again.stored.response or b"")
         if created and self.backfill is not None and info.online:
@@ -228,8 +269,11 @@ class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
                 await self._run(self.store.settle, request.game_id)
             except Exception as exc:  # noqa: BLE001 - the antes are committed: never answer an error now
                 # (the consumer and the settle sweep read the events back later)
-                log.warning("backfill after registration failed", game_id=request.game_id,
-                            error=str(exc)[:200] or type(exc).__name__)
+                log.warning(
+                    "backfill after registration failed",
+                    game_id=request.game_id,
+                    error=str(exc)[:200] or type(exc).__name__,
+                )
         stored = await self._run(self.store.recall, claim)
         return pb.RegisterGameResponse.FromString(stored.response or b"")
 
@@ -255,7 +299,11 @@ class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
         if current_identity().role != "admin":
             raise PermissionDenied("the audit is for operators: call it with an admin token")
         found = await self._run(self.store.audit)
-        out = pb.AuditResponse(accounts=found["accounts"], games=found["games"], entries=found["entries"],
-                               total_points=found["total_points"])
+        out = pb.AuditResponse(
+            accounts=found["accounts"],
+            games=found["games"],
+            entries=found["entries"],
+            total_points=found["total_points"],
+        )
         out.violations.extend(pb.AuditViolation(**v) for v in found["violations"])
         return out

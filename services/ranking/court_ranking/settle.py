@@ -30,7 +30,9 @@ ROUND_REASON = "round"
 ANTE_PAID, ANTE_REFUNDED, ANTE_WON = "ante_paid", "ante_refunded", "ante_won"
 CHALLENGE_REASON = "challenge:"  # + the challenge id
 BOT_PREFIX = "bot:"
-RANKED_GAMES_WITH_POINTS = frozenset({"queens_court"})  # docs/rules/queens_court.md: rank points and antes are Queen's Court's
+RANKED_GAMES_WITH_POINTS = frozenset(
+    {"queens_court"}
+)  # docs/rules/queens_court.md: rank points and antes are Queen's Court's
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,9 +92,18 @@ def ante_payout(info: GameInfo, winner: int | None) -> dict[int, int]:
 
 def _entries(info: GameInfo, rnd: int, reason: str, by_seat: Mapping[int, int]) -> list[dict[str, Any]]:
     """Ledger rows for the non-zero amounts of ``by_seat``; bot seats get none."""
-    return [{"game_id": info.game_id, "game": info.game, "player_id": info.players[s], "round": rnd,
-             "reason": reason, "amount": d}
-            for s, d in sorted(by_seat.items()) if d and not is_bot(info.players[s])]
+    return [
+        {
+            "game_id": info.game_id,
+            "game": info.game,
+            "player_id": info.players[s],
+            "round": rnd,
+            "reason": reason,
+            "amount": d,
+        }
+        for s, d in sorted(by_seat.items())
+        if d and not is_bot(info.players[s])
+    ]
 
 
 def assign(game: str, seed: int, players: int) -> dict[int, tuple[str, ...]]:

@@ -93,13 +93,33 @@ class RankingStore:
         players = [(p, n) for p, n in players if not settle.is_bot(p)]
         for pid, _ in players:
             _check_id(pid, "player id")
-        insert_ignore(s, Player.__table__, [{"player_id": p, "name": n[:64], "created_at": utcnow()} for p, n in players])
-        self._post(s, [
-            {"player_id": p, "game_id": OPENING_GAME, "game": "", "round": 0, "reason": OPENING_REASON,
-             "amount": STARTING_POINTS, "created_at": utcnow()} for p, _ in players])
+        insert_ignore(
+            s,
+            Player.__table__,
+            [{"player_id": p, "name": n[:64], "created_at": utcnow()} for p, n in players],
+        )
+        self._post(
+            s,
+            [
+                {
+                    "player_id": p,
+                    "game_id": OPENING_GAME,
+                    "game": "",
+                    "round": 0,
+                    "reason": OPENING_REASON,
+                    "amount": STARTING_POINTS,
+                    "created_at": utcnow(),
+                }
+                for p, _ in players
+            ],
+        )
         for pid, name in players:
             if name:
-                s.execute(update(Player).where(Player.player_id == pid, Player.name != name[:64]).values(name=name[:64]))
+                s.execute(
+                    update(Player)
+                    .where(Player.player_id == pid, Player.name != name[:64])
+                    .values(name=name[:64])
+                )
 
     def ensure_player(self, player_id: str, name: str = "") -> None:
         """Create ``player_id`` with the opening 1,000 points (once); keep the display name fresh."""
@@ -115,13 +135,17 @@ class RankingStore:
         """Write ledger entries (each at most once: a clash with the unique key is skipped) and move
         the balance of every player by exactly the entries really written, in ``s``'s transaction
         (players in a fixed order, so two transactions never wait on each other's rows)."""
-        written = insert_ignore_returning(s, LedgerEntry.__table__, rows, LedgerEntry.player_id, LedgerEntry.amount)
+        written = insert_ignore_returning(
+            s, LedgerEntry.__table__, rows, LedgerEntry.player_id, LedgerEntry.amount
+        )
         moved: dict[str, int] = {}
         for pid, amount in written:
             moved[pid] = moved.get(pid, 0) + int(amount)
         for pid in sorted(moved):
             if moved[pid]:
-                s.execute(update(Player).where(Player.player_id == pid).values(balance=Player.balance + moved[pid]))
+                s.execute(
+                    update(Player).where(Player.player_id == pid).values(balance=Player.balance + moved[pid])
+                )
         return len(written)
 
     @staticmethod
@@ -148,12 +172,19 @@ class RankingStore:
     def balance_through(self, player_id: str, entry_id: int) -> int:
         """The player's balance right after entry ``entry_id`` (the sum of entries up to it)."""
         with self.session() as s:
-            return int(s.exec(select(func.coalesce(func.sum(LedgerEntry.amount), 0))
-                              .where(LedgerEntry.player_id == player_id, LedgerEntry.id <= entry_id)).one())
+            return int(
+                s.exec(
+                    select(func.coalesce(func.sum(LedgerEntry.amount), 0)).where(
+                        LedgerEntry.player_id == player_id, LedgerEntry.id <= entry_id
+                    )
+                ).one()
+            )
 
     def entries_of_game(self, game_id: str) -> list[LedgerEntry]:
         with self.session() as s:
-            return list(s.exec(select(LedgerEntry).where(LedgerEntry.game_id == game_id).order_by(LedgerEntry.id)))
+            return list(
+                s.exec(select(LedgerEntry).where(LedgerEntry.game_id == game_id).order_by(LedgerEntry.id))
+            )
 
     # ------------------------------------------------------------------ ranked games
 
@@ -173,8 +204,9 @@ class RankingStore:
         with self.session() as s:
             return rq.recall(s, REQUESTS, claim)
 
-    def _answer(self, s: Session, claim: rq.Claim | None, render: Render | None, info: settle.GameInfo,
-                created: bool) -> bytes | None:
+    def _answer(
+        self, s: Session, claim: rq.Claim | None, render: Render | None, info: settle.GameInfo, created: bool
+    ) -> bytes | None:
         if render is None:
             return None
         balances = {p: self._balance(s, p) for p in dict.fromkeys(info.players) if not settle.is_bot(p)}
@@ -183,9 +215,17 @@ class RankingStore:
             rq.answer(s, REQUESTS, claim, out)
         return out
 
-    def open_game(self, game_id: str, game: str, online: bool, ante: int, seed: int,
-                  players: Sequence[tuple[str, str]], claim: rq.Claim | None = None,
-                  render: Render | None = None) -> tuple[settle.GameInfo, bool]:
+    def open_game(
+        self,
+        game_id: str,
+        game: str,
+        online: bool,
+        ante: int,
+        seed: int,
+        players: Sequence[tuple[str, str]],
+        claim: rq.Claim | None = None,
+        render: Render | None = None,
+    ) -> tuple[settle.GameInfo, bool]:
         """Register a game as it starts: take every ante (once, keyed by game and player) and assign
         the challenges, in one transaction with the call's claim and answer.
 
@@ -210,36 +250,70 @@ class RankingStore:
                     raise  # a concurrent registration of the same game committed first: look again
         raise AssertionError("unreachable")
 
-    def _open_game(self, game_id: str, game: str, online: bool, ante: int, seed: int,
-                   players: Sequence[tuple[str, str]], people: list[str], claim: rq.Claim | None,
-                   render: Render | None) -> tuple[settle.GameInfo, bool]:
+    def _open_game(
+        self,
+        game_id: str,
+        game: str,
+        online: bool,
+        ante: int,
+        seed: int,
+        players: Sequence[tuple[str, str]],
+        people: list[str],
+        claim: rq.Claim | None,
+        render: Render | None,
+    ) -> tuple[settle.GameInfo, bool]:
         with self._write(claim) as s:
             row = s.get(RankedGame, game_id, with_for_update=True)
             if row is not None:
                 if row.status in (ABANDONED, VOID):
-                    raise FailedPrecondition(f"game {game_id} was abandoned before it was registered here; "
-                                             "nothing was taken")
+                    raise FailedPrecondition(
+                        f"game {game_id} was abandoned before it was registered here; nothing was taken"
+                    )
                 info = self._info(s, row)
                 self._answer(s, claim, render, info, False)
                 return info, False
             assignment = settle.assign(game, seed, len(players)) if online else {}
-            info = settle.GameInfo(game_id=game_id, game=game, online=online, ante=ante, seed=seed,
-                                   players=tuple(p for p, _ in players), assignment=assignment)
+            info = settle.GameInfo(
+                game_id=game_id,
+                game=game,
+                online=online,
+                ante=ante,
+                seed=seed,
+                players=tuple(p for p, _ in players),
+                assignment=assignment,
+            )
             self._ensure(s, players)
-            s.add(RankedGame(game_id=game_id, game=game, online=online, ante=ante, seed=seed,
-                             players=json.dumps(list(info.players))))
+            s.add(
+                RankedGame(
+                    game_id=game_id,
+                    game=game,
+                    online=online,
+                    ante=ante,
+                    seed=seed,
+                    players=json.dumps(list(info.players)),
+                )
+            )
             s.flush()  # the primary key settles a race between two registrations of one game
             for seat, ids in assignment.items():
                 for cid in ids:
-                    s.add(GameChallenge(game_id=game_id, seat=seat, challenge_id=cid, tier=qca.CHALLENGES[cid].tier))
+                    s.add(
+                        GameChallenge(
+                            game_id=game_id, seat=seat, challenge_id=cid, tier=qca.CHALLENGES[cid].tier
+                        )
+                    )
             if online and ante:
                 # lock the players' rows in a fixed order, then check and deduct
-                s.exec(select(Player).where(Player.player_id.in_(sorted(people)))
-                       .order_by(Player.player_id).with_for_update()).all()
+                s.exec(
+                    select(Player)
+                    .where(Player.player_id.in_(sorted(people)))
+                    .order_by(Player.player_id)
+                    .with_for_update()
+                ).all()
                 short = [p for p in people if not qca.can_join(self._balance(s, p), ante)]
                 if short:
                     raise FailedPrecondition(
-                        f"player(s) {', '.join(short)} hold fewer than the ante of {ante} rank points")
+                        f"player(s) {', '.join(short)} hold fewer than the ante of {ante} rank points"
+                    )
                 self._post(s, settle.ante_entries(info))
             self._answer(s, claim, render, info, True)
             return info, True
@@ -256,12 +330,21 @@ class RankingStore:
     @staticmethod
     def _info(s: Session, row: RankedGame) -> settle.GameInfo:
         assignment: dict[int, list[str]] = {}
-        for c in s.exec(select(GameChallenge).where(GameChallenge.game_id == row.game_id)
-                        .order_by(GameChallenge.seat, GameChallenge.tier)):
+        for c in s.exec(
+            select(GameChallenge)
+            .where(GameChallenge.game_id == row.game_id)
+            .order_by(GameChallenge.seat, GameChallenge.tier)
+        ):
             assignment.setdefault(c.seat, []).append(c.challenge_id)
-        return settle.GameInfo(game_id=row.game_id, game=row.game, online=row.online, ante=row.ante,
-                               seed=row.seed, players=tuple(json.loads(row.players)),
-                               assignment={k: tuple(v) for k, v in assignment.items()})
+        return settle.GameInfo(
+            game_id=row.game_id,
+            game=row.game,
+            online=row.online,
+            ante=row.ante,
+            seed=row.seed,
+            players=tuple(json.loads(row.players)),
+            assignment={k: tuple(v) for k, v in assignment.items()},
+        )
 
     def game_status(self, game_id: str) -> str | None:
         with self.session() as s:
@@ -277,18 +360,31 @@ class RankingStore:
 
         Returns how many were new (0 for an unregistered game: local games are never ranked).
         """
-        rows = [{"game_id": game_id, "seq": seq, "idx": idx, "last": last, "type": str(payload.get("type", "")),
-                 "payload": json.dumps(dict(payload))} for seq, idx, last, payload in events]
+        rows = [
+            {
+                "game_id": game_id,
+                "seq": seq,
+                "idx": idx,
+                "last": last,
+                "type": str(payload.get("type", "")),
+                "payload": json.dumps(dict(payload)),
+            }
+            for seq, idx, last, payload in events
+        ]
         with self.session() as s, s.begin():
             if s.get(RankedGame, game_id) is None:
                 return 0
             return insert_ignore(s, GameEvent.__table__, rows)
 
-    def record_event(self, game_id: str, seq: int, idx: int, payload: Mapping[str, Any], last: bool = False) -> bool:
+    def record_event(
+        self, game_id: str, seq: int, idx: int, payload: Mapping[str, Any], last: bool = False
+    ) -> bool:
         """Keep one event; ``False`` when the game is not ranked or the event is a repeat."""
         return self.record_events(game_id, [(seq, idx, last, payload)]) == 1
 
-    def take_event(self, game_id: str, seq: int, idx: int, payload: Mapping[str, Any], last: bool = False) -> int:
+    def take_event(
+        self, game_id: str, seq: int, idx: int, payload: Mapping[str, Any], last: bool = False
+    ) -> int:
         """Record one event and settle the game when it may owe something new; returns entries added.
 
         Settling is needed when the event ends a round or the game (also when it is a repeat: the
@@ -306,27 +402,36 @@ class RankingStore:
 
     def _last_key(self, game_id: str) -> tuple[int, int]:
         with self.session() as s:
-            row = s.exec(select(GameEvent.seq, GameEvent.idx).where(GameEvent.game_id == game_id)
-                         .order_by(GameEvent.seq.desc(), GameEvent.idx.desc()).limit(1)).first()
+            row = s.exec(
+                select(GameEvent.seq, GameEvent.idx)
+                .where(GameEvent.game_id == game_id)
+                .order_by(GameEvent.seq.desc(), GameEvent.idx.desc())
+                .limit(1)
+            ).first()
         return (-1, -1) if row is None else (int(row[0]), int(row[1]))
 
     def event_keys(self, game_id: str) -> set[tuple[int, int]]:
         with self.session() as s:
-            return {(int(a), int(b)) for a, b in
-                    s.exec(select(GameEvent.seq, GameEvent.idx).where(GameEvent.game_id == game_id))}
+            return {
+                (int(a), int(b))
+                for a, b in s.exec(select(GameEvent.seq, GameEvent.idx).where(GameEvent.game_id == game_id))
+            }
 
     def events(self, game_id: str) -> list[dict[str, Any]]:
         """The contiguous prefix of the game's stored events, oldest first (see ``_prefix``)."""
         return self._prefix(game_id)[0]
 
-    def _prefix(self, game_id: str, upto: tuple[int, int] | None = None
-                ) -> tuple[list[dict[str, Any]], tuple[int, int]]:
+    def _prefix(
+        self, game_id: str, upto: tuple[int, int] | None = None
+    ) -> tuple[list[dict[str, Any]], tuple[int, int]]:
         """(the prefix, the key of its final event).
 
         Events are keyed (move seq, index within the move): seqs run 0, 1, 2, ..., each move's
         indices 0, 1, 2, ... up to the one flagged ``last``; the prefix stops at the first break.
         """
-        q = select(GameEvent.seq, GameEvent.idx, GameEvent.last, GameEvent.payload).where(GameEvent.game_id == game_id)
+        q = select(GameEvent.seq, GameEvent.idx, GameEvent.last, GameEvent.payload).where(
+            GameEvent.game_id == game_id
+        )
         if upto is not None:
             q = q.where((GameEvent.seq < upto[0]) | ((GameEvent.seq == upto[0]) & (GameEvent.idx <= upto[1])))
         with self.session() as s:
@@ -361,18 +466,23 @@ class RankingStore:
             if locked.status in (ABANDONED, VOID):
                 return 0
             if ended is not None:
-                s.execute(update(RankedGame).where(RankedGame.game_id == game_id, RankedGame.status == ACTIVE)
-                          .values(status=FINISHED, winner=ended.get("winner"), ended_at=utcnow()))
+                s.execute(
+                    update(RankedGame)
+                    .where(RankedGame.game_id == game_id, RankedGame.status == ACTIVE)
+                    .values(status=FINISHED, winner=ended.get("winner"), ended_at=utcnow())
+                )
             added = self._post(s, [{**e, "created_at": utcnow()} for e in entries])
             if ranks is not None:
-                won = s.execute(update(RankedGame).where(RankedGame.game_id == game_id, RankedGame.rated.is_(False))
-                                .values(rated=True))
+                won = s.execute(
+                    update(RankedGame)
+                    .where(RankedGame.game_id == game_id, RankedGame.rated.is_(False))
+                    .values(rated=True)
+                )
                 if won.rowcount == 1:
                     self._rate(s, info, ranks)
         return added
 
-    def abandon_game(self, game_id: str, claim: rq.Claim | None = None,
-                     render: Render | None = None) -> int:
+    def abandon_game(self, game_id: str, claim: rq.Claim | None = None, render: Render | None = None) -> int:
         """An unfinished game given up: every ante comes back (once, keyed by the game id), no
         payout, no challenges. A game never registered is recorded as ``void`` so a late
         registration takes nothing. Returns the refund entries written now."""
@@ -382,19 +492,35 @@ class RankingStore:
                 with self._write(claim) as s:
                     row = s.get(RankedGame, game_id, with_for_update=True)
                     if row is None:
-                        row = RankedGame(game_id=game_id, game="", online=False, ante=0, seed=0, players="[]",
-                                         status=VOID, ended_at=utcnow())
+                        row = RankedGame(
+                            game_id=game_id,
+                            game="",
+                            online=False,
+                            ante=0,
+                            seed=0,
+                            players="[]",
+                            status=VOID,
+                            ended_at=utcnow(),
+                        )
                         s.add(row)
                         s.flush()
                         self._answer(s, claim, render, self._info(s, row), False)
                         return 0
                     if row.status == FINISHED:
                         raise FailedPrecondition(f"game {game_id} has already ended; it cannot be abandoned")
-                    s.execute(update(RankedGame).where(RankedGame.game_id == game_id, RankedGame.status == ACTIVE)
-                              .values(status=ABANDONED, ended_at=utcnow()))
+                    s.execute(
+                        update(RankedGame)
+                        .where(RankedGame.game_id == game_id, RankedGame.status == ACTIVE)
+                        .values(status=ABANDONED, ended_at=utcnow())
+                    )
                     info = self._info(s, row)
-                    n = 0 if row.status == VOID else self._post(
-                        s, [{**e, "created_at": utcnow()} for e in settle.refund_entries(info)])
+                    n = (
+                        0
+                        if row.status == VOID
+                        else self._post(
+                            s, [{**e, "created_at": utcnow()} for e in settle.refund_entries(info)]
+                        )
+                    )
                     self._answer(s, claim, render, info, bool(n))
                     return n
             except IntegrityError:
@@ -408,24 +534,41 @@ class RankingStore:
         """(game, game id) of active online games whose lease is free: the settle sweep's work."""
         now = utcnow()
         with self.session() as s:
-            return [(g, i) for i, g in s.exec(select(RankedGame.game_id, RankedGame.game).where(
-                RankedGame.status == ACTIVE, RankedGame.online.is_(True),
-                (RankedGame.lease_until.is_(None)) | (RankedGame.lease_until < now))
-                .order_by(RankedGame.created_at).limit(limit))]
+            return [
+                (g, i)
+                for i, g in s.exec(
+                    select(RankedGame.game_id, RankedGame.game)
+                    .where(
+                        RankedGame.status == ACTIVE,
+                        RankedGame.online.is_(True),
+                        (RankedGame.lease_until.is_(None)) | (RankedGame.lease_until < now),
+                    )
+                    .order_by(RankedGame.created_at)
+                    .limit(limit)
+                )
+            ]
 
     def acquire_lease(self, game_id: str, owner: str, ttl: float) -> bool:
         now = utcnow()
         with self.session() as s, s.begin():
-            done = s.execute(update(RankedGame).where(
-                RankedGame.game_id == game_id, RankedGame.status == ACTIVE,
-                (RankedGame.lease_until.is_(None)) | (RankedGame.lease_until < now))
-                .values(lease_owner=owner, lease_until=now + timedelta(seconds=ttl)))
+            done = s.execute(
+                update(RankedGame)
+                .where(
+                    RankedGame.game_id == game_id,
+                    RankedGame.status == ACTIVE,
+                    (RankedGame.lease_until.is_(None)) | (RankedGame.lease_until < now),
+                )
+                .values(lease_owner=owner, lease_until=now + timedelta(seconds=ttl))
+            )
             return done.rowcount == 1
 
     def release_lease(self, game_id: str, owner: str) -> None:
         with self.session() as s, s.begin():
-            s.execute(update(RankedGame).where(RankedGame.game_id == game_id, RankedGame.lease_owner == owner)
-                      .values(lease_owner=None, lease_until=None))
+            s.execute(
+                update(RankedGame)
+                .where(RankedGame.game_id == game_id, RankedGame.lease_owner == owner)
+                .values(lease_owner=None, lease_until=None)
+            )
 
     def challenges(self, game_id: str) -> tuple[settle.GameInfo, dict[int, list[dict[str, Any]]]]:
         info = self.game_info(game_id)
@@ -433,8 +576,10 @@ class RankingStore:
         if not info.assignment:
             return info, {}
         if self.game_status(game_id) != "active" and not self.event_keys(game_id):
-            raise FailedPrecondition(f"the events of game {game_id} were purged after it ended "
-                                     "(COURT_RANKED_EVENTS_TTL); its ledger entries remain")
+            raise FailedPrecondition(
+                f"the events of game {game_id} were purged after it ended "
+                "(COURT_RANKED_EVENTS_TTL); its ledger entries remain"
+            )
         return info, qca.challenge_progress(self.events(game_id), len(info.players), info.assignment)
 
     # ------------------------------------------------------------------ the audit
@@ -462,27 +607,51 @@ class RankingStore:
         with self.session() as s:
             shown = {p: int(b) for p, b in s.exec(select(Player.player_id, Player.balance))}
             players = set(shown)
-            grants = {p: (int(n), int(t)) for p, n, t in s.exec(
-                select(L.player_id, func.count(), func.sum(L.amount)).where(L.reason == OPENING_REASON)
-                .group_by(L.player_id))}
-            others = {p: (int(n), int(t)) for p, n, t in s.exec(
-                select(L.player_id, func.count(), func.sum(L.amount)).where(L.reason != OPENING_REASON)
-                .group_by(L.player_id))}
+            grants = {
+                p: (int(n), int(t))
+                for p, n, t in s.exec(
+                    select(L.player_id, func.count(), func.sum(L.amount))
+                    .where(L.reason == OPENING_REASON)
+                    .group_by(L.player_id)
+                )
+            }
+            others = {
+                p: (int(n), int(t))
+                for p, n, t in s.exec(
+                    select(L.player_id, func.count(), func.sum(L.amount))
+                    .where(L.reason != OPENING_REASON)
+                    .group_by(L.player_id)
+                )
+            }
             for p in sorted(players):
                 n, t = grants.get(p, (0, 0))
                 if (n, t) != (1, STARTING_POINTS):
-                    bad("grant", f"{n} starting grant entries totalling {t} (expected one of {STARTING_POINTS})", p)
+                    bad(
+                        "grant",
+                        f"{n} starting grant entries totalling {t} (expected one of {STARTING_POINTS})",
+                        p,
+                    )
                 balance = shown[p]
                 expected = STARTING_POINTS + others.get(p, (0, 0))[1]
                 if balance != expected:
-                    bad("balance", f"balance {balance} != starting grant {STARTING_POINTS} + entries "
-                                   f"{others.get(p, (0, 0))[1]} = {expected}", p)
+                    bad(
+                        "balance",
+                        f"balance {balance} != starting grant {STARTING_POINTS} + entries "
+                        f"{others.get(p, (0, 0))[1]} = {expected}",
+                        p,
+                    )
             for p in sorted((set(grants) | set(others)) - players):
                 kind = "bot_entry" if settle.is_bot(p) else "balance"
-                bad(kind, f"ledger entries for {'a bot seat' if settle.is_bot(p) else 'an unknown account'}", p)
+                bad(
+                    kind,
+                    f"ledger entries for {'a bot seat' if settle.is_bot(p) else 'an unknown account'}",
+                    p,
+                )
             for g, p, r, reason, n in s.exec(
-                    select(L.game_id, L.player_id, L.round, L.reason, func.count())
-                    .group_by(L.game_id, L.player_id, L.round, L.reason).having(func.count() > 1)):
+                select(L.game_id, L.player_id, L.round, L.reason, func.count())
+                .group_by(L.game_id, L.player_id, L.round, L.reason)
+                .having(func.count() > 1)
+            ):
                 bad("duplicate_entry", f"{n} entries of kind {reason} (round {r})", p, g)
             entries = int(s.exec(select(func.count()).select_from(L)).one())
             total = int(s.exec(select(func.coalesce(func.sum(L.amount), 0))).one())
@@ -511,7 +680,11 @@ class RankingStore:
                     continue
                 want_paid = {p: -row.ante for p in persons}
                 if kinds[settle.ANTE_PAID] != want_paid:
-                    bad("ante_mismatch", f"antes taken {kinds[settle.ANTE_PAID]}, expected {want_paid}", game_id=g)
+                    bad(
+                        "ante_mismatch",
+                        f"antes taken {kinds[settle.ANTE_PAID]}, expected {want_paid}",
+                        game_id=g,
+                    )
                 refunded, won = kinds[settle.ANTE_REFUNDED], kinds[settle.ANTE_WON]
                 if refunded and won:
                     bad("refund_and_payout", f"refunded {refunded} and paid out {won}", game_id=g)
@@ -522,12 +695,20 @@ class RankingStore:
                 elif row.status == FINISHED:
                     want = {info.players[k]: v for k, v in settle.ante_payout(info, row.winner).items()}
                     if won != want or refunded:
-                        bad("unsettled_antes", f"ended: paid out {won}, refunded {refunded}, expected payout {want}",
-                            game_id=g)
+                        bad(
+                            "unsettled_antes",
+                            f"ended: paid out {won}, refunded {refunded}, expected payout {want}",
+                            game_id=g,
+                        )
                 elif refunded or won:
                     bad("ante_mismatch", f"a running game has refunds {refunded} or payouts {won}", game_id=g)
-        return {"violations": out, "accounts": len(players), "games": games, "entries": entries,
-                "total_points": total}
+        return {
+            "violations": out,
+            "accounts": len(players),
+            "games": games,
+            "entries": entries,
+            "total_points": total,
+        }
 
     # ------------------------------------------------------------------ TTL purges
 
@@ -539,9 +720,16 @@ class RankingStore:
         total = 0
         while True:
             with self.session() as s, s.begin():
-                ids = [r[0] for r in s.execute(
-                    select(GameEvent.game_id).join(RankedGame, RankedGame.game_id == GameEvent.game_id)
-                    .where(RankedGame.status != "active", RankedGame.ended_at < old).distinct().limit(batch))]
+                ids = [
+                    r[0]
+                    for r in s.execute(
+                        select(GameEvent.game_id)
+                        .join(RankedGame, RankedGame.game_id == GameEvent.game_id)
+                        .where(RankedGame.status != "active", RankedGame.ended_at < old)
+                        .distinct()
+                        .limit(batch)
+                    )
+                ]
                 if not ids:
                     return {"events": total}
                 total += int(s.execute(delete(GameEvent).where(GameEvent.game_id.in_(ids))).rowcount or 0)
@@ -555,19 +743,43 @@ class RankingStore:
             return
         ids = [info.players[i] for i in seats]
         ranks = [ranks[i] for i in seats]
-        rows = {r.player_id: r for r in s.exec(select(Rating).where(Rating.game == info.game, Rating.player_id.in_(sorted(ids)))
-                                               .order_by(Rating.player_id).with_for_update())}
+        rows = {
+            r.player_id: r
+            for r in s.exec(
+                select(Rating)
+                .where(Rating.game == info.game, Rating.player_id.in_(sorted(ids)))
+                .order_by(Rating.player_id)
+                .with_for_update()
+            )
+        }
         teams = []
         for pid in ids:
             r = rows.get(pid)
-            teams.append([_model.rating(name=pid) if r is None else _model.create_rating([r.mu, r.sigma], name=pid)])
+            teams.append(
+                [_model.rating(name=pid) if r is None else _model.create_rating([r.mu, r.sigma], name=pid)]
+            )
         rated = _model.rate(teams, ranks=ranks)
         for pid, (new,) in zip(ids, rated, strict=True):
             r = rows.get(pid)
             if r is None:
-                s.add(Rating(player_id=pid, game=info.game, mu=new.mu, sigma=new.sigma, ordinal=new.ordinal(), games=1))
+                s.add(
+                    Rating(
+                        player_id=pid,
+                        game=info.game,
+                        mu=new.mu,
+                        sigma=new.sigma,
+                        ordinal=new.ordinal(),
+                        games=1,
+                    )
+                )
             else:
-                r.mu, r.sigma, r.ordinal, r.games, r.updated_at = new.mu, new.sigma, new.ordinal(), r.games + 1, utcnow()
+                r.mu, r.sigma, r.ordinal, r.games, r.updated_at = (
+                    new.mu,
+                    new.sigma,
+                    new.ordinal(),
+                    r.games + 1,
+                    utcnow(),
+                )
                 s.add(r)
 
     def rating(self, player_id: str, game: str) -> Rating:
@@ -581,25 +793,46 @@ class RankingStore:
 
     def _board_query(self, game: str, metric: str):
         if metric == "rating":
-            return (select(Rating.player_id, Player.name, Rating.ordinal.label("value"), Rating.games.label("games"))
-                    .join(Player, Player.player_id == Rating.player_id, isouter=True)
-                    .where(Rating.game == game))
+            return (
+                select(
+                    Rating.player_id, Player.name, Rating.ordinal.label("value"), Rating.games.label("games")
+                )
+                .join(Player, Player.player_id == Rating.player_id, isouter=True)
+                .where(Rating.game == game)
+            )
         if metric == "points":
-            return (select(LedgerEntry.player_id, Player.name, func.sum(LedgerEntry.amount).label("value"),
-                           func.count(func.distinct(LedgerEntry.game_id)).label("games"))
-                    .join(Player, Player.player_id == LedgerEntry.player_id, isouter=True)
-                    .where(LedgerEntry.game == game).group_by(LedgerEntry.player_id, Player.name))
+            return (
+                select(
+                    LedgerEntry.player_id,
+                    Player.name,
+                    func.sum(LedgerEntry.amount).label("value"),
+                    func.count(func.distinct(LedgerEntry.game_id)).label("games"),
+                )
+                .join(Player, Player.player_id == LedgerEntry.player_id, isouter=True)
+                .where(LedgerEntry.game == game)
+                .group_by(LedgerEntry.player_id, Player.name)
+            )
         raise InvalidArgument(f"unknown leaderboard metric {quote(metric)}; use rating or points")
 
-    def leaderboard(self, game: str, metric: str = "rating", limit: int = 10, offset: int = 0) -> list[Standing]:
+    def leaderboard(
+        self, game: str, metric: str = "rating", limit: int = 10, offset: int = 0
+    ) -> list[Standing]:
         """Players of ``game`` best first: by conservative rating, or by net rank points won in it."""
         limit = max(1, min(limit, 100))
         sub = self._board_query(game, metric).subquery()
         q = select(sub).order_by(sub.c.value.desc(), sub.c.player_id).offset(max(0, offset)).limit(limit)
         with self.session() as s:
             rows = s.execute(q).all()
-        return [Standing(rank=offset + i + 1, player_id=r.player_id, name=r.name or "", value=float(r.value),
-                         games=int(r.games)) for i, r in enumerate(rows)]
+        return [
+            Standing(
+                rank=offset + i + 1,
+                player_id=r.player_id,
+                name=r.name or "",
+                value=float(r.value),
+                games=int(r.games),
+            )
+            for i, r in enumerate(rows)
+        ]
 
     def rank_of(self, player_id: str, game: str, metric: str = "rating") -> int | None:
         """The player's 1-based place on the board (``None`` when not on it)."""
@@ -608,8 +841,13 @@ class RankingStore:
             mine = s.execute(select(sub.c.value).where(sub.c.player_id == player_id)).first()
             if mine is None:
                 return None
-            ahead = s.execute(select(func.count()).select_from(sub).where(
-                (sub.c.value > mine.value) | ((sub.c.value == mine.value) & (sub.c.player_id < player_id)))).scalar_one()
+            ahead = s.execute(
+                select(func.count())
+                .select_from(sub)
+                .where(
+                    (sub.c.value > mine.value) | ((sub.c.value == mine.value) & (sub.c.player_id < player_id))
+                )
+            ).scalar_one()
         return int(ahead) + 1
 
     def around(self, player_id: str, game: str, metric: str = "rating", limit: int = 10) -> list[Standing]:
@@ -624,10 +862,19 @@ class RankingStore:
             if p is None:
                 raise NotFound(f"no player {quote(player_id)}")
             ratings = list(s.exec(select(Rating).where(Rating.player_id == player_id).order_by(Rating.game)))
-            games = s.exec(select(func.count(func.distinct(LedgerEntry.game_id)))
-                           .where(LedgerEntry.player_id == player_id, LedgerEntry.game_id != OPENING_GAME)).one()
-            return {"player_id": p.player_id, "name": p.name, "balance": self._balance(s, player_id),
-                    "ratings": ratings, "games": int(games), "since": p.created_at}
+            games = s.exec(
+                select(func.count(func.distinct(LedgerEntry.game_id))).where(
+                    LedgerEntry.player_id == player_id, LedgerEntry.game_id != OPENING_GAME
+                )
+            ).one()
+            return {
+                "player_id": p.player_id,
+                "name": p.name,
+                "balance": self._balance(s, player_id),
+                "ratings": ratings,
+                "games": int(games),
+                "since": p.created_at,
+            }
 
 
 __all__ = ["GAME_LEVEL", "MIGRATIONS", "RankingStore", "Standing", "check_schema", "migrate"]

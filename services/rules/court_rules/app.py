@@ -2,11 +2,20 @@
 
 Settings come from the environment (court_kit.settings); the service's own:
 
-    COURT_OUTBOX_SWEEP_DELAY   seconds after which the sweeper checks a state
-                               record's events (default 5)
+    COURT_GAME_STREAMS         how many streams the game logs are spread over (default 1;
+                               court_kit.records: fixed for the life of a deployment)
+    COURT_PROJECTOR            on (default): run the projector (court_rules.projector) in this
+                               process; off: a court-projector process runs it (court_kit.settings)
+    COURT_PROJECTOR_BATCH, COURT_PROJECTOR_ACK_WAIT   the projector's fetch size (256) and
+                               ack wait (30 s)
     COURT_GAME_CACHE           games kept in memory per replica (default 20000)
     COURT_FINISHED_RETENTION   how long a finished game stays in the hot streams before the
                                janitor purges it (it stays readable from the archive; default 2d)
+    COURT_CLOCK_ACK_WAIT       seconds before a due clock record a replica took (and died with)
+                               goes to another replica (default 10)
+    COURT_CLOCK_MAX_PENDING    clock records JetStream holds for the replicas at once (default 100000)
+    COURT_CLOCK_SECOND_MS      dev/test only: milliseconds one clock second lasts (default 1000;
+                               docs/clock.md)
 
 ``RulesApp.start(settings)`` is what tests use (port 0, in process); ``main``
 adds logging, signals and graceful shutdown.
@@ -17,10 +26,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import nats.errors
 import nats.js.errors
+from court_kit import clock as kitclock
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.health import Check, nats_check
@@ -33,8 +45,9 @@ from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
 
 from .archive import run_janitor
+from .clockdriver import ClockDriver
 from .games import GameCache
-from .outbox import Outbox
+from .projector import Projector, projector_for
 from .servicer import Faults, RulesServicer
 from .store import GameStore
 
@@ -51,7 +64,9 @@ async def _ensure_streams(store: GameStore) -> None:
         try:
             await store.ensure_streams()
         except (TimeoutError, nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError) as exc:
-            waiting.failed("waiting for JetStream to create the streams", error=str(exc) or type(exc).__name__)
+            waiting.failed(
+                "waiting for JetStream to create the streams", error=str(exc) or type(exc).__name__
+            )
             await asyncio.sleep(0.5)
             continue
         except nats.js.errors.APIError as exc:
@@ -70,15 +85,17 @@ class RulesApp:
     nc: NATS
     store: GameStore
     cache: GameCache
-    outbox: Outbox
+    projector: Projector | None
     servicer: RulesServicer
     server: object
     port: int
     health: HealthServicer
     metrics: MetricsServer | None
     _stop_sweeper: asyncio.Event = field(default_factory=asyncio.Event)
-    _sweeper: asyncio.Task | None = None
+    _projecting: asyncio.Task | None = None
     _janitor: asyncio.Task | None = None
+    _clock: asyncio.Task | None = None
+    driver: ClockDriver | None = None
 
     @property
     def address(self) -> str:
@@ -91,45 +108,86 @@ class RulesApp:
         return {"nats": nats_check(self.nc, self.settings.extra_float("READY_TIMEOUT", 2.0, lo=0.05))}
 
     @classmethod
-    async def start(cls, settings: Settings, *, faults: Faults | None = None,
-                    sweep_delay: float | None = None, sweep_ack_wait: float | None = None) -> RulesApp:
-        retention = kjs.parse_age("COURT_FINISHED_RETENTION", settings.extra.get("COURT_FINISHED_RETENTION", "2d"))
+    async def start(
+        cls,
+        settings: Settings,
+        *,
+        faults: Faults | None = None,
+        projector: bool | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> RulesApp:
+        """``projector``: run the projector here (default: ``COURT_PROJECTOR``, on)."""
+        retention = kjs.parse_age(
+            "COURT_FINISHED_RETENTION", settings.extra.get("COURT_FINISHED_RETENTION", "2d")
+        )
+        second_ms = kitclock.second_ms(settings.env, settings.extra)
         preflight(settings)
-        nc = await kjs.connect(settings.nats_servers(), name=f"court-rules@{settings.listen}",
-                               **kjs.connect_options(settings))
+        nc = await kjs.connect(
+            settings.nats_servers(), name=f"court-rules@{settings.listen}", **kjs.connect_options(settings)
+        )
         try:
             store = GameStore(nc, replicas=settings.stream_replicas, environ=settings.extra)
             await _ensure_streams(store)
             cache = GameCache(store, capacity=settings.extra_int("GAME_CACHE", 20_000, lo=1))
-            outbox = Outbox(store, cache)
-            cache.on_load = outbox.on_load
-            servicer = RulesServicer(store, cache, outbox, id_secret=settings.id_secret, faults=faults)
-            server, port = create_server(settings.listen, settings=settings,
-                                         interceptors=[EdgeInterceptor(Verifier.for_service(settings))])
+            if projector is None:
+                projector = settings.projector
+            proj = projector_for(store, settings) if projector else None
+            servicer = RulesServicer(
+                store,
+                cache,
+                id_secret=settings.id_secret,
+                faults=faults,
+                clock=clock,
+                clock_second_ms=second_ms,
+            )
+            server, port = create_server(
+                settings.listen,
+                settings=settings,
+                interceptors=[EdgeInterceptor(Verifier.for_service(settings))],
+            )
             rules_pb2_grpc.add_RulesServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(server, [SERVICE_NAME], reflection_on=settings.reflection,
-                                                    health_listen=settings.health_listen)
+            health = await add_health_and_reflection(
+                server,
+                [SERVICE_NAME],
+                reflection_on=settings.reflection,
+                health_listen=settings.health_listen,
+            )
             await server.start()
         except BaseException:
             await nc.close()
             raise
         metrics = start_metrics_server(settings.metrics_listen)
-        app = cls(settings, nc, store, cache, outbox, servicer, server, port, health, metrics)
-        delay = settings.extra_float("OUTBOX_SWEEP_DELAY", 5.0) if sweep_delay is None else sweep_delay
-        app._sweeper = asyncio.create_task(outbox.run_sweeper(app._stop_sweeper, delay=delay,
-                                                              ack_wait=sweep_ack_wait))
+        app = cls(settings, nc, store, cache, proj, servicer, server, port, health, metrics)
+        if proj is not None:
+            app._projecting = asyncio.create_task(proj.run(app._stop_sweeper))
         app._janitor = asyncio.create_task(run_janitor(store, app._stop_sweeper, retention=retention))
+        app.driver = ClockDriver(
+            servicer,
+            cache,
+            secret=settings.id_secret,
+            clock=clock,
+            ack_wait=settings.extra_float("CLOCK_ACK_WAIT", 10.0, lo=1.0),
+            max_pending=settings.extra_int("CLOCK_MAX_PENDING", 100_000, lo=1),
+        )
+        app._clock = asyncio.create_task(app.driver.run(app._stop_sweeper))
         log.info("rules service listening", port=port, metrics_port=metrics.port if metrics else None)
         return app
 
     async def _stop_background(self) -> None:
+        """Told to stop and cancelled, then waited for at most 5 s: a cancellation swallowed below a
+        loop (Python 3.11's ``wait_for`` can lose one that races its inner future) must not keep a
+        shutdown waiting; closing NATS afterwards ends whatever is still in flight."""
         self._stop_sweeper.set()
-        await self.outbox.close()
-        for task in (self._sweeper, self._janitor):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+        tasks = [t for t in (self._projecting, self._janitor, self._clock) if t is not None]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            done, pending = await asyncio.wait(tasks, timeout=5.0)
+            for task in done:
+                if not task.cancelled():
+                    task.exception()  # retrieved: a background loop's error at shutdown is no news
+            if pending:
+                log.warning("background work still stopping; NATS is closed under it", tasks=len(pending))
         if self.metrics is not None:
             self.metrics.close()
 
@@ -156,6 +214,7 @@ class RulesApp:
 
 def main(argv: list[str] | None = None) -> int:
     return run_service("rules", RulesApp.start, argv)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,11 +1,12 @@
-"""The janitor: finished games leave the hot streams ``COURT_FINISHED_RETENTION`` after they end.
+"""The janitor: finished games leave the hot log ``COURT_FINISHED_RETENTION`` after they end.
 
-Every finished game has one message in ``COURT_GAMES_ARCHIVE`` (written with its final move, see
-``Outbox.archive``), in the order games finished. The janitor is a durable headers-only pull
-consumer on that stream (``rules-janitor``) shared by every rules replica: it takes each message
-once it is ``retention`` seconds old, purges the game's subjects from ``COURT_GAMES``,
-``COURT_EVENTS`` and ``COURT_EVENTS_FULL`` (idempotent: a redelivery purges nothing more), and
-acknowledges it. A message not yet due is put back with a delay of the time it still has to wait
+Every finished game has one message in ``COURT_GAMES_ARCHIVE``, written by the projector once the
+game's final record is public (``court_rules.projector``), in the order games finished. The
+janitor is a durable headers-only pull consumer on that stream (``rules-janitor``) shared by every
+rules replica: it takes each message once it is ``retention`` seconds old, purges the game's log
+subject from its ``COURT_GAMES_<shard>`` stream (idempotent: a redelivery purges nothing more),
+and acknowledges it. The game's public records stay in ``COURT_EVENTS`` until that feed's own
+limits drop them. A message not yet due is put back with a delay of the time it still has to wait
 (and so is everything after it, which is younger). The game still loads from the archive
 (``GameStore.records``), so views, history and watching a finished game keep working.
 """
@@ -36,10 +37,18 @@ async def run_janitor(store: GameStore, stop: asyncio.Event, *, retention: float
             try:
                 if psub is None:
                     psub = await store.js.pull_subscribe(
-                        ARCHIVE_PREFIX + "*", durable=JANITOR_DURABLE, stream=ARCHIVE_STREAM,
-                        config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=60.0, headers_only=True,
-                                              deliver_policy=DeliverPolicy.ALL, max_ack_pending=10_000,
-                                              max_deliver=-1))
+                        ARCHIVE_PREFIX + "*",
+                        durable=JANITOR_DURABLE,
+                        stream=ARCHIVE_STREAM,
+                        config=ConsumerConfig(
+                            ack_policy=AckPolicy.EXPLICIT,
+                            ack_wait=60.0,
+                            headers_only=True,
+                            deliver_policy=DeliverPolicy.ALL,
+                            max_ack_pending=10_000,
+                            max_deliver=-1,
+                        ),
+                    )
                 try:
                     msgs = await psub.fetch(batch, timeout=1.0)
                 except TimeoutError:
@@ -52,8 +61,8 @@ async def run_janitor(store: GameStore, stop: asyncio.Event, *, retention: float
                         for rest in msgs[i:]:
                             await rest.nak(delay=max(0.05, wait))
                         break
-                    gid = m.subject[len(ARCHIVE_PREFIX):]
-                    await store.purge_hot((m.headers or {}).get("Court-Game", "*"), gid)
+                    gid = m.subject[len(ARCHIVE_PREFIX) :]
+                    await store.purge_hot(gid)
                     PURGED.inc()
                     await m.ack()
                 trouble.ok("janitor running again")

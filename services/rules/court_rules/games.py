@@ -1,15 +1,14 @@
-"""Games as event-sourced entries: the state log replayed through the engine.
+"""Games as event-sourced entries: the game log replayed through the engine.
 
-A game's log (``store.Record`` bodies, JSON) is::
+A game's log is its full-information records (``court.events.v2.Record``, ``court_kit.records``):
+``GameCreated`` at seq 0 (game, options, seed, seats, caller, request id, time, the opening
+events), one ``MoveRecorded`` per accepted move (seat, typed action, caller, request id, time,
+the move's events), and for a game resumed as another (or closed by the lobby, ``CloseGame``)
+a last ``GameClosed``. Inside the
+service a creation is also kept as a small dict (``create``: the keys ``game``, ``options``,
+``seed``, ``seats``, ``by``, ``rid``, ``t``, and for a resumed game ``save``, ``resumed_from``).
 
-    {"k": "c", "v": 1, "game": .., "options": {..}, "seed": n, "seats": [..],
-     "by": sub, "rid": request_id, "t": ms}                     # seq 0: created
-    {"k": "m", "seq": n, "seat": p, "a": {canonical action}, "by": sub,
-     "rid": request_id, "t": ms}                                 # seq n: a move
-    {"k": "x", "into": game_id, "by": sub, "rid": request_id, "t": ms}
-                                 # closed: resumed as game ``into`` (last, no seq)
-
-State is the engine's replay of that log (deterministic given the seed), so
+State is the engine's replay of that log (the actions only: events are written for readers) (deterministic given the seed), so
 any replica rebuilds any game, and a request id is found again in the log: a
 retry on a cold replica still gets the first answer. ``GameCache`` keeps the
 entries a replica has seen, each with the stream sequence of its last record,
@@ -21,21 +20,25 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import json
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
 from court_games.core import Event
 from court_games.registry import get_game
+from court_kit import actions as kactions
+from court_kit import records as krec
+from court_kit import typed
 from court_kit.checks import quote
 from court_kit.errors import InvalidArgument, NotFound
-from court_kit.structs import struct_bytes
+from court_proto.court.events.v2 import records_pb2
 
+from . import clock as kclock
 from .store import GameStore, Record
 
-RECORD_VERSION = 1
 RECENT = 16  # states and events kept for the last moves (watchers, retries)
 BOT_PREFIX = "bot:"
 
@@ -82,17 +85,46 @@ class Move:
     by: str
     rid: str
     t: int  # ms since the epoch
+    kind: str = kclock.MOVE  # see clock.KINDS
+    dl: tuple[tuple[int, int], ...] | None = None  # (seat, deadline ms) of the seats to act after it
+    due: int | None = field(default=None, compare=False)  # when the clock has work after it (not stored)
 
-    def body(self) -> dict[str, Any]:
-        return {"k": "m", "seq": self.seq, "seat": self.seat, "a": self.action, "by": self.by, "rid": self.rid,
-                "t": self.t}
+    @property
+    def is_seat_record(self) -> bool:
+        return self.kind in (kclock.SEAT_AWAY, kclock.SEAT_RETURNED)
+
+    @property
+    def autoplay(self) -> str:
+        """MoveRecorded.autoplay: "" for the seat's own move, else "timeout" or "away"."""
+        return "" if self.kind == kclock.MOVE else self.kind
+
+
+def create_of(rec: records_pb2.Record) -> dict[str, Any]:
+    """A GameCreated record as the creation dict ``GameEntry`` takes."""
+    c = rec.created
+    out: dict[str, Any] = {
+        "k": "c",
+        "game": rec.game,
+        "options": typed.options_from_proto(c.options),
+        "seed": int(c.seed),
+        "seats": list(c.seats),
+        "by": c.created_by,
+        "rid": c.request_id,
+        "t": krec.time_ms(rec),
+    }
+    if c.save_json:
+        out["save"] = json.loads(c.save_json)
+    if c.resumed_from:
+        out["resumed_from"] = c.resumed_from
+    if c.HasField("clock"):
+        out["clock"] = krec.clock_from_proto(c.clock)
+    return out
 
 
 class GameEntry:
     """One game as this replica knows it (up to stream sequence ``last_sseq``)."""
 
     def __init__(self, game_id: str, create: dict[str, Any], sseq: int):
-        self.create_record = create
         if create.get("k") != "c":
             raise ValueError(f"game {game_id}: the log does not start with a creation record")
         self.game_id = game_id
@@ -100,7 +132,8 @@ class GameEntry:
         self.module = get_game(self.game)
         self.options_dict: dict[str, Any] = create["options"]
         self.options = self.module.options_from_dict(self.options_dict)
-        self.options_bytes = struct_bytes(self.options_dict)  # every view carries them
+        # every view carries them (court.games.v1.GameOptions, serialized once)
+        self.options_bytes = typed.options_to_proto(self.game, self.options_dict).SerializeToString()
         self.seed: int = create["seed"]
         self.seats: tuple[str, ...] = tuple(create["seats"])
         self.created_by: str = create["by"]
@@ -111,15 +144,25 @@ class GameEntry:
         self.state, opening = self._start()
         n = self.module.num_players(self.state)
         if n != len(self.seats):
-            raise InvalidArgument(f"{self.game} with these options seats {n} players; got {len(self.seats)} seats")
-        self.closed_into: str | None = None  # the game that resumed this one, which is then over
+            raise InvalidArgument(
+                f"{self.game} with these options seats {n} players; got {len(self.seats)} seats"
+            )
+        self.clock_record: dict[str, Any] | None = create.get("clock")
+        self.clock_settings = kclock.Settings.from_record(self.clock_record)
+        self.humans = tuple(i for i, s in enumerate(self.seats) if not s.startswith(BOT_PREFIX))
+        # the clock after every seq, and the seat events of that record (index: seq)
+        self.clocks: list[tuple[kclock.Clock, tuple[str, ...]]] = [
+            (kclock.opening(self.clock_settings, n, self.module.to_act(self.state), self.created_t), ())
+        ]
+        # set once the game is closed: the game that resumed this one, or "" for a game the lobby
+        # closed (CloseGame, ``closed_reason`` saying why); either way it is then over
+        self.closed_into: str | None = None
+        self.closed_reason = ""
+        self.closed_by: tuple[str, str, int] = ("", "", 0)
         self.seq = 0
         self.last_sseq = sseq
         self.moves: list[Move] = []
         self.requests: dict[tuple[str, str], int] = {(self.created_by, self.created_rid): 0}
-        self.published = -1  # events known stored (both streams) through this seq
-        self.archived = False  # the finished game's log is in the archive
-        self.unconfirmed: int | None = None  # first seq whose publish failed part-way, if any
         self.lock = asyncio.Lock()
         self.recent: OrderedDict[int, tuple[Any, tuple[Event, ...]]] = OrderedDict()
         self._remember(0, self.state, self.service_events(0, None, opening))
@@ -136,6 +179,12 @@ class GameEntry:
     def finished(self) -> bool:
         return self.closed_into is not None or self.module.is_terminal(self.state)
 
+    def closed_text(self) -> str:
+        """Why a closed game refuses moves (FAILED_PRECONDITION's message)."""
+        if self.closed_into:
+            return f"game {self.game_id} was resumed as game {self.closed_into} and is over: play on there"
+        return f"game {self.game_id} was closed and is over: {self.closed_reason}"
+
     def closed_at(self, seq: int) -> bool:
         """Whether the position after ``seq`` is closed (a resumed game's last one)."""
         return self.closed_into is not None and seq == self.seq
@@ -151,42 +200,223 @@ class GameEntry:
     def bot_seats(self) -> list[int]:
         return [i for i, s in enumerate(self.seats) if s.startswith(BOT_PREFIX)]
 
+    # ---------------------------------------------------------------- turn clock
+
+    @property
+    def clock(self) -> kclock.Clock:
+        """The seats' clocks as of the last record."""
+        return self.clocks[self.seq][0]
+
+    def clock_at(self, seq: int) -> kclock.Clock:
+        return self.clocks[seq][0]
+
+    def next_due(self) -> int | None:
+        """When the clock next has something to do here (ms since the epoch), or None."""
+        if self.finished:
+            return None
+        return kclock.next_due(self.clock, self.to_act(), self.humans)
+
+    def deadlines_at(self, seq: int) -> tuple[tuple[int, int], ...]:
+        """(seat, deadline ms) of the seats to act after ``seq`` (none without a clock)."""
+        if not self.clock_settings.on or seq >= len(self.clocks):
+            return ()
+        return tuple(sorted(kclock.deadlines(self.clocks[seq][0]).items()))
+
+    def _advance(self, move: Move, prev_state: Any, state: Any) -> tuple[kclock.Clock, tuple[str, ...]]:
+        prev_clock = self.clocks[move.seq - 1][0]
+        recorded = dict(move.dl) if move.dl is not None else None
+        clk, notes = kclock.advance(
+            self.clock_settings,
+            prev_clock,
+            self.module.to_act(prev_state),
+            self.module.to_act(state),
+            move.seq,
+            move.t,
+            move.seat,
+            move.kind,
+            recorded,
+        )
+        return clk, tuple(notes)
+
+    def _apply_move(self, state: Any, move: Move, emit: bool) -> tuple[Any, tuple[Event, ...]]:
+        if move.is_seat_record:
+            return state, ()
+        state, engine = self.module.apply(
+            state, move.seat, self.module.action_from_json(move.action), emit=emit
+        )
+        return state, tuple(engine)
+
     # ---------------------------------------------------------------- events
 
-    def service_events(self, seq: int, move: Move | None, engine: Sequence[Event], state: Any = None
-                       ) -> tuple[Event, ...]:
-        """A record's events: the service's own around the engine's (see protos/court/events/v1/README.md)."""
+    def service_events(
+        self,
+        seq: int,
+        move: Move | None,
+        engine: Sequence[Event],
+        state: Any = None,
+        clock: tuple[kclock.Clock, tuple[str, ...]] | None = None,
+    ) -> tuple[Event, ...]:
+        """A record's events: the engine's, then the service's ``TurnStarted`` (or ``GameEnded``
+        for an engine that emits none) (docs/contract.md). The creation and the move themselves
+        are the record's body (GameCreated, MoveRecorded, SeatChanged), not events.
+
+        Turn clock (docs/clock.md): a move the clock made on a timeout starts with
+        ``TurnTimedOut``; ``SeatReturned`` comes first for a seat back from away, ``SeatAway``
+        after the move that marked it; ``TurnStarted`` lists the deadlines and the away seats."""
         state = self.state if state is None else state
+        clk, notes = self.clocks[seq] if clock is None else clock
         out: list[Event] = []
-        if move is None:
-            created = {"game": self.game, "options": self.options_dict, "seats": list(self.seats)}
-            if self.resumed_from is not None:
-                created["resumed_from"] = self.resumed_from
-            out.append(Event("GameCreated", created, private={"seed": self.seed}, owner=None))
-        else:
-            out.append(Event("ActionApplied", {"seat": move.seat, "action_type": move.action.get("type")},
-                             private={"action": move.action, "by": move.by}, owner=move.seat))
+        if move is not None:
+            if move.is_seat_record:
+                for note in notes:
+                    out.append(Event(note, {"seat": move.seat, "player": self.seats[move.seat]}))
+            else:
+                if move.kind == kclock.TIMEOUT:
+                    prev = self.clocks[seq - 1][0][move.seat]
+                    out.append(
+                        Event(
+                            "TurnTimedOut",
+                            {
+                                "seat": move.seat,
+                                "turn_seq": max(0, prev.turn_seq),
+                                "deadline_ms": prev.deadline or 0,
+                            },
+                        )
+                    )
+                if "SeatReturned" in notes:
+                    out.append(Event("SeatReturned", {"seat": move.seat, "player": self.seats[move.seat]}))
         out.extend(engine)
+        if move is not None and not move.is_seat_record and "SeatAway" in notes:
+            out.append(Event("SeatAway", {"seat": move.seat, "player": self.seats[move.seat]}))
         if self.module.is_terminal(state):
             if not any(e.type == "GameEnded" for e in engine):
                 result = self.module.result(state)
                 out.append(Event("GameEnded", {"result": result, "winners": winners_of(result)}))
         else:
             acting = list(self.module.to_act(state))
-            out.append(Event("TurnStarted", {"to_act": acting, "players": [self.seats[i] for i in acting]}))
+            turn: dict[str, Any] = {"to_act": acting, "players": [self.seats[i] for i in acting]}
+            dls = kclock.deadlines(clk) if self.clock_settings.on else {}
+            if dls:
+                turn["deadlines"] = [{"seat": i, "deadline_ms": dls[i]} for i in acting if i in dls]
+            away = [i for i, x in enumerate(clk) if x.away]
+            if away:
+                turn["away"] = away
+            out.append(Event("TurnStarted", turn))
         return tuple(out)
+
+    # ---------------------------------------------------------------- records
+
+    def created_record(self) -> records_pb2.Record:
+        """The game's full GameCreated record (seq 0)."""
+        state, events = self.at(0)
+        acting = self.module.to_act(state)
+        return krec.created_record(
+            self.game,
+            self.game_id,
+            self.created_t,
+            seats=self.seats,
+            options=self.options_dict,
+            seed=self.seed,
+            by=self.created_by,
+            request_id=self.created_rid,
+            events=events,
+            to_act=acting,
+            finished=self.module.is_terminal(state),
+            resumed_from=self.resumed_from,
+            save=self.save,
+            clock=self.clock_record,
+            deadlines=self.deadlines_at(0),
+        )
+
+    def move_record(
+        self, move: Move, state: Any, events: Sequence[Event], action: Any = None
+    ) -> records_pb2.Record:
+        """The full MoveRecorded record of ``move`` (``action``: its typed proto, when at hand), or
+        the SeatChanged record of a seat record."""
+        finished = self.module.is_terminal(state)
+        acting = () if finished else self.module.to_act(state)
+        dl = move.dl or ()
+        if move.is_seat_record:
+            return krec.seat_record(
+                self.game,
+                self.game_id,
+                move.seq,
+                move.t,
+                seat=move.seat,
+                kind=move.kind,
+                by=move.by,
+                request_id=move.rid,
+                events=events,
+                to_act=acting,
+                seats=self.seats,
+                finished=finished,
+                deadlines=dl,
+            )
+        typed = action if action is not None else kactions.from_json(self.game, move.action)
+        return krec.move_record(
+            self.game,
+            self.game_id,
+            move.seq,
+            move.t,
+            seat=move.seat,
+            action=typed,
+            action_type=str(move.action.get("type", "")),
+            by=move.by,
+            request_id=move.rid,
+            events=events,
+            to_act=acting,
+            seats=self.seats,
+            finished=finished,
+            autoplay=move.autoplay,
+            deadlines=dl,
+        )
+
+    def closed_record(self, into: str, by: str, rid: str, t: int, reason: str = "") -> records_pb2.Record:
+        return krec.closed_record(
+            self.game, self.game_id, self.seq, t, into=into, by=by, request_id=rid, reason=reason
+        )
+
+    def records(self) -> list[records_pb2.Record]:
+        """The game's whole full log as records (the archive; replays the engine once)."""
+        out = [self.created_record()]
+        for seq, state, events in self.replay(0, self.seq):
+            out.append(self.move_record(self.moves[seq - 1], state, events))
+        if self.closed_into is not None:
+            out.append(self.closed_record(self.closed_into, *self.closed_by, reason=self.closed_reason))
+        return out
 
     # ---------------------------------------------------------------- writing
 
-    def propose(self, seat: int, action: Any, action_json: dict[str, Any], by: str, rid: str, t: int
-                ) -> tuple[Move, Any, tuple[Event, ...]]:
-        """The move, new state and events of ``action`` (IllegalAction propagates); commits nothing."""
-        state, engine = self.module.apply(self.state, seat, action)
-        move = Move(self.seq + 1, seat, action_json, by, rid, t)
-        return move, state, self.service_events(move.seq, move, engine, state)
+    def propose(
+        self,
+        seat: int,
+        action: Any,
+        action_json: dict[str, Any],
+        by: str,
+        rid: str,
+        t: int,
+        kind: str = kclock.MOVE,
+    ) -> tuple[Move, Any, tuple[Event, ...]]:
+        """The move, new state and events of ``action`` (IllegalAction propagates); commits nothing.
+        ``action`` is None for a seat record (``kind`` seat_away / seat_returned)."""
+        if action is None:
+            state, engine = self.state, ()
+        else:
+            state, engine = self.module.apply(self.state, seat, action)
+        move = Move(self.seq + 1, seat, action_json, by, rid, t, kind)
+        clk = self._advance(move, self.state, state)
+        dl = tuple(sorted(kclock.deadlines(clk[0]).items())) if self.clock_settings.on else None
+        due = (
+            None
+            if self.module.is_terminal(state)
+            else kclock.next_due(clk[0], self.module.to_act(state), self.humans)
+        )
+        move = Move(move.seq, seat, action_json, by, rid, t, kind, dl, due)
+        return move, state, self.service_events(move.seq, move, engine, state, clk)
 
     def commit(self, move: Move, state: Any, events: tuple[Event, ...], sseq: int) -> None:
         assert move.seq == self.seq + 1, "moves commit in order"
+        self.clocks.append(self._advance(move, self.state, state))
         self.state = state
         self.seq = move.seq
         self.last_sseq = sseq
@@ -199,15 +429,37 @@ class GameEntry:
     def apply_record(self, rec: Record, *, emit: bool = True) -> None:
         """Apply a record another replica wrote (``ValueError`` when it does not follow on)."""
         b = rec.body
-        if b.get("k") == "x" and self.closed_into is None:
-            self.close(b["into"], rec.sseq)
+        kind = b.WhichOneof("body")
+        if kind == "closed" and self.closed_into is None:
+            self.close(
+                b.closed.into, rec.sseq, (b.closed.by, b.closed.request_id, krec.time_ms(b)), b.closed.reason
+            )
             return
-        if self.closed_into is not None or b.get("k") != "m" or b.get("seq") != self.seq + 1:
-            raise ValueError(f"game {self.game_id}: record {b.get('seq')!r} does not follow move {self.seq}")
-        move = Move(b["seq"], b["seat"], b["a"], b["by"], b["rid"], b["t"])
-        action = self.module.action_from_json(move.action)
-        state, engine = self.module.apply(self.state, move.seat, action, emit=emit)
-        events = self.service_events(move.seq, move, engine, state) if emit else ()
+        if self.closed_into is not None or kind not in ("move", "seat_changed") or b.seq != self.seq + 1:
+            raise ValueError(
+                f"game {self.game_id}: record {b.seq!r} ({kind}) does not follow move {self.seq}"
+            )
+        dl = tuple((int(d.seat), int(d.deadline_ms)) for d in b.deadlines) if self.clock_settings.on else None
+        if kind == "seat_changed":
+            sc = b.seat_changed
+            if sc.kind not in (kclock.SEAT_AWAY, kclock.SEAT_RETURNED):
+                raise ValueError(
+                    f"game {self.game_id}: record {b.seq} has an unknown seat change {sc.kind!r}"
+                )
+            move = Move(int(b.seq), int(sc.seat), {}, sc.by, sc.request_id, krec.time_ms(b), sc.kind, dl)
+            state, engine = self.state, ()
+        else:
+            m = b.move
+            mkind = m.autoplay or kclock.MOVE
+            if mkind not in (kclock.MOVE, kclock.TIMEOUT, kclock.AWAY_PLAY):
+                raise ValueError(f"game {self.game_id}: record {b.seq} has an unknown autoplay {mkind!r}")
+            action = self.module.action_from_json(kactions.to_json(m.action))
+            canonical = {k: v for k, v in self.module.action_to_json(action, 0).items() if k != "player"}
+            move = Move(int(b.seq), int(m.seat), canonical, m.by, m.request_id, krec.time_ms(b), mkind, dl)
+            state, engine = self.module.apply(self.state, move.seat, action, emit=emit)
+        clk = self._advance(move, self.state, state)
+        self.clocks.append(clk)
+        events = self.service_events(move.seq, move, engine, state, clk) if emit else ()
         self.state = state
         self.seq = move.seq
         self.last_sseq = rec.sseq
@@ -218,9 +470,13 @@ class GameEntry:
         self.changed.set()
         self.changed = asyncio.Event()
 
-    def close(self, into: str, sseq: int) -> None:
-        """The game was resumed as game ``into`` (its closing record is at stream sequence ``sseq``)."""
+    def close(self, into: str, sseq: int, by: tuple[str, str, int] = ("", "", 0), reason: str = "") -> None:
+        """The game was resumed as game ``into``, or (``into`` empty) closed for ``reason`` (its
+        closing record is at stream sequence ``sseq``; ``by``: caller, request id, time of the
+        closing record)."""
         self.closed_into = into
+        self.closed_reason = reason
+        self.closed_by = by
         self.last_sseq = sseq
         self.changed.set()
         self.changed = asyncio.Event()
@@ -232,7 +488,9 @@ class GameEntry:
 
     # ---------------------------------------------------------------- replay
 
-    def replay(self, after: int = -1, upto: int | None = None) -> Iterator[tuple[int, Any, tuple[Event, ...]]]:
+    def replay(
+        self, after: int = -1, upto: int | None = None
+    ) -> Iterator[tuple[int, Any, tuple[Event, ...]]]:
         """(seq, state after it, its events) for every seq in (after, upto], recent ones from memory."""
         upto = self.seq if upto is None else upto
         if all(s in self.recent for s in range(after + 1, upto + 1)):
@@ -245,7 +503,7 @@ class GameEntry:
             yield 0, state, self.service_events(0, None, opening, state)
         for move in self.moves[:upto]:
             emit = move.seq > after
-            state, engine = self.module.apply(state, move.seat, self.module.action_from_json(move.action), emit=emit)
+            state, engine = self._apply_move(state, move, emit)
             if emit:
                 yield move.seq, state, self.service_events(move.seq, move, engine, state)
 
@@ -266,8 +524,6 @@ class GameCache:
         self.capacity = capacity
         self._entries: OrderedDict[str, GameEntry] = OrderedDict()
         self._loading: dict[str, asyncio.Future[GameEntry]] = {}
-        # called with each entry loaded from the log (the outbox checks its events)
-        self.on_load: Callable[[GameEntry], Awaitable[None]] | None = None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -297,8 +553,6 @@ class GameCache:
         self._loading[game_id] = fut
         try:
             entry = await self._load(game_id)
-            if self.on_load is not None:
-                await self.on_load(entry)
             self.put(entry)
             fut.set_result(entry)
             return entry
@@ -315,13 +569,15 @@ class GameCache:
         records = await self.store.records(game_id)
         if not records:
             raise NotFound(f"no game {quote(game_id)}")
-        entry = GameEntry(game_id, records[0].body, records[0].sseq)
+        first = records[0].body
+        if first.WhichOneof("body") != "created":
+            raise ValueError(f"game {game_id}: the log does not start with a GameCreated record")
+        entry = GameEntry(game_id, create_of(first), records[0].sseq)
         rest = records[1:]
         for i, rec in enumerate(rest):
             entry.apply_record(rec, emit=i >= len(rest) - RECENT)
-        if records[0].archived:  # finished and archived: its events were complete before it left
-            entry.archived = True
-            entry.published = entry.seq
+        if records[0].archived:
+            entry.last_sseq = records[-1].sseq
         return entry
 
     async def refresh(self, entry: GameEntry) -> bool:

@@ -13,6 +13,9 @@ Who may do what (see protos/court/rules/v1/rules.proto):
   The resumed game is closed in the same step (a closing record in its log,
   before the new game's creation), so two playable copies of one deal never
   exist: it answers finished, its result names the game that continues it;
+* only ``service`` closes a game (``CloseGame``: the lobby, when it undoes a start whose game
+  exists, e.g. its host cancelled the lobby and every ante is refunded): a closing record with the
+  reason ends its log and its public stream; it then answers finished and refuses moves;
 * ``admin`` may read any seat's view; ``admin`` and ``analytics`` read the
   full-information history. Neither acts for a seat.
 
@@ -38,7 +41,9 @@ from typing import Any
 from court_games.core import IllegalAction
 from court_games.registry import get_game
 from court_kit import actions as kactions
+from court_kit import clock as kitclock
 from court_kit import logging as klog
+from court_kit import typed
 from court_kit.checks import quote
 from court_kit.errors import (
     Aborted,
@@ -47,18 +52,16 @@ from court_kit.errors import (
     InvalidArgument,
     NotFound,
     PermissionDenied,
-    Unavailable,
 )
 from court_kit.server import current_identity
-from court_kit.structs import fill_struct, to_dict, to_struct
 from court_kit.tokens import Identity
 from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from nats.errors import TimeoutError as NatsTimeout
 from prometheus_client import Counter
 
-from .games import BOT_PREFIX, RECORD_VERSION, GameCache, GameEntry, game_id_for, valid_game_id
-from .outbox import Encoded, Outbox
-from .store import CLOSED_HEADER, SEQ_HEADER, Conflict, GameStore, game_subject
+from . import clock as kclock
+from .games import BOT_PREFIX, GameCache, GameEntry, game_id_for, valid_game_id
+from .store import CLOSED_HEADER, SEQ_HEADER, Conflict, GameStore
 from .views import ActionCodec, game_view, result_proto
 
 log = klog.get_logger("court_rules")
@@ -67,8 +70,9 @@ MOVES = Counter("court_rules_moves_total", "Moves accepted, by game", ["game"])
 CONFLICTS = Counter("court_rules_conflicts_total", "Appends that lost a race (answered ABORTED or replayed)")
 REPLAYED = Counter("court_rules_idempotent_replays_total", "Retries answered with the first answer")
 
-MAX_SEED = 2**53  # seeds stay exact in JSON and in the full events' Struct payloads
+MAX_SEED = 2**53  # seeds stay exact in JSON (records, saves, clients in other languages)
 MAX_ID = 128
+MAX_REASON = 200
 CHOSEN_GAME_ID = re.compile(r"g[0-9a-f]{24}")  # the shape of every game id (games.game_id_for)
 WATCH_POLL = 5.0  # a watcher re-reads the log this often when no notification came
 BEHIND_POLL = 0.1  # how soon a watcher re-reads a log that did not yet show a move it was told of
@@ -78,7 +82,7 @@ class Faults:
     """Fault injection points for tests (the production instance does nothing)."""
 
     def after_append(self, entry: GameEntry, seq: int) -> None:
-        """Called after a record is durably appended and before its events are published."""
+        """Called after a record is durably appended, before the caller is answered."""
 
 
 def _require_id(value: str, what: str) -> str:
@@ -107,16 +111,83 @@ def _check_seat(entry: GameEntry, seat: int) -> int:
     return seat
 
 
+class Wakes:
+    """One NATS subscription per watched game on this replica, fanned out to its watchers in
+    process (each WatchGame stream had its own, so nats-server sent every move once per watcher)."""
+
+    def __init__(self, nc: Any):
+        self.nc = nc
+        self._games: dict[str, tuple[Any, set[asyncio.Queue[Any]]]] = {}
+        self._pending: dict[str, asyncio.Future[Any]] = {}
+
+    async def join(self, subject: str) -> asyncio.Queue[Any]:
+        """A queue of the subject's messages from now on (the subscription is on the connection
+        before this returns, so it precedes any later request of this replica's)."""
+        q: asyncio.Queue[Any] = asyncio.Queue()
+        while True:
+            held = self._games.get(subject)
+            if held is not None:
+                held[1].add(q)
+                return q
+            pending = self._pending.get(subject)
+            if pending is not None:
+                await asyncio.shield(pending)
+                continue
+            fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self._pending[subject] = fut
+            queues: set[asyncio.Queue[Any]] = {q}
+
+            async def fan_out(msg: Any, queues: set[asyncio.Queue[Any]] = queues) -> None:
+                for w in queues:
+                    w.put_nowait(msg)
+
+            try:
+                sub = await self.nc.subscribe(subject, cb=fan_out)
+            except BaseException as exc:
+                fut.set_exception(exc)
+                fut.exception()
+                raise
+            finally:
+                del self._pending[subject]
+            self._games[subject] = (sub, queues)
+            fut.set_result(None)
+            return q
+
+    async def leave(self, subject: str, q: asyncio.Queue[Any]) -> None:
+        held = self._games.get(subject)
+        if held is None:
+            return
+        held[1].discard(q)
+        if not held[1]:
+            del self._games[subject]
+            try:
+                await held[0].unsubscribe()
+            except Exception:  # noqa: BLE001 - the connection may be gone already
+                pass
+
+    def __len__(self) -> int:
+        return len(self._games)
+
+
 class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
-    def __init__(self, store: GameStore, cache: GameCache, outbox: Outbox, *, id_secret: str,
-                 faults: Faults | None = None, clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        store: GameStore,
+        cache: GameCache,
+        *,
+        id_secret: str,
+        faults: Faults | None = None,
+        clock: Callable[[], float] = time.time,
+        clock_second_ms: int = 1000,
+    ):
+        self.clock_second_ms = clock_second_ms  # COURT_CLOCK_SECOND_MS (dev/test only; court_kit.clock)
         self.store = store
         self.cache = cache
-        self.outbox = outbox
         self.codec = ActionCodec()
         self._secret = id_secret  # COURT_ID_SECRET: game ids, never a token key
         self.faults = faults or Faults()
         self._clock = clock
+        self.wakes = Wakes(store.nc)
 
     # ------------------------------------------------------------------ seats
 
@@ -128,8 +199,10 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         if requested is not None:
             _check_seat(entry, requested)
             if not _may_view(entry, ident, requested):
-                raise PermissionDenied(f"seat {requested} is not yours; you may watch this game as a spectator "
-                                       "(leave the seat out)")
+                raise PermissionDenied(
+                    f"seat {requested} is not yours; you may watch this game as a spectator "
+                    "(leave the seat out)"
+                )
             return requested
         mine = self._own_seats(entry, ident)
         if not mine:
@@ -155,17 +228,23 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
 
     # ------------------------------------------------------------------ RPCs
 
-    async def CreateGame(self, request: rules_pb2.CreateGameRequest, context: Any) -> rules_pb2.CreateGameResponse:
+    async def CreateGame(
+        self, request: rules_pb2.CreateGameRequest, context: Any
+    ) -> rules_pb2.CreateGameResponse:
         ident = current_identity()
         if ident.role in ("bot", "analytics"):
             raise PermissionDenied(f"the {ident.role} role may not create games")
         rid = _require_id(request.request_id, "request_id")
         module = get_game(request.game)  # InvalidOptions -> INVALID_ARGUMENT
-        options = module.options_to_dict(module.options_from_dict(to_dict(request.options)))
+        options = module.options_to_dict(
+            module.options_from_dict(typed.requested_options(request.game, request.options))
+        )
         seats = list(request.seats)
         for s in seats:
             if not s or len(s) > MAX_ID or (s.startswith(BOT_PREFIX) and len(s) == len(BOT_PREFIX)):
-                raise InvalidArgument(f"seat id {quote(s)} must be a player id or \"bot:<level>\" (1-{MAX_ID} chars)")
+                raise InvalidArgument(
+                    f'seat id {quote(s)} must be a player id or "bot:<level>" (1-{MAX_ID} chars)'
+                )
         if request.HasField("seed"):
             if ident.role not in ("service", "admin"):
                 raise PermissionDenied("only a trusted caller (service, admin) may choose the seed")
@@ -176,13 +255,17 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             seed = secrets.randbits(52)
         if ident.role == "player":
             if ident.sub not in seats or any(s != ident.sub and not s.startswith(BOT_PREFIX) for s in seats):
-                raise PermissionDenied("a player may create only local games: every seat must be you or a bot "
-                                       "(\"bot:<level>\"); games with other players start from the lobby")
+                raise PermissionDenied(
+                    "a player may create only local games: every seat must be you or a bot "
+                    '("bot:<level>"); games with other players start from the lobby'
+                )
         if request.game_id:
             if ident.role not in ("service", "admin"):
                 raise PermissionDenied("only a trusted caller (service, admin) may choose the game id")
             if not CHOSEN_GAME_ID.fullmatch(request.game_id):
-                raise InvalidArgument(f"game_id {quote(request.game_id)} must be 'g' and 24 lowercase hex digits")
+                raise InvalidArgument(
+                    f"game_id {quote(request.game_id)} must be 'g' and 24 lowercase hex digits"
+                )
             game_id = request.game_id
         else:
             game_id = game_id_for(self._secret, ident.sub, rid)
@@ -190,32 +273,56 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         old: GameEntry | None = None
         if request.resume_from:
             old, old_seq, resume = await self._save_point(request, ident, module, seats, game_id)
-            if request.options.fields and options != resume["save"]["options"]:
+            if request.options.WhichOneof("game") is not None and options != resume["save"]["options"]:
                 raise InvalidArgument("a resumed game keeps the options of its save point: leave options out")
             options, seed = resume["save"]["options"], resume["save"]["seed"]
         klog.bind(game_id=game_id)
         known = self.cache.peek(game_id)
         if known is not None:
             return self._created_answer(known, ident, rid)
-        record = {"k": "c", "v": RECORD_VERSION, "game": request.game, "options": options, "seed": seed,
-                  "seats": seats, "by": ident.sub, "rid": rid, "t": int(self._clock() * 1000), **resume}
+        record = {
+            "k": "c",
+            "game": request.game,
+            "options": options,
+            "seed": seed,
+            "seats": seats,
+            "by": ident.sub,
+            "rid": rid,
+            "t": int(self._clock() * 1000),
+            **resume,
+        }
+        if request.HasField("clock"):
+            c = request.clock
+            settings = kitclock.validate(
+                c.turn_seconds,
+                c.time_bank_seconds,
+                c.autoplay_level or kitclock.DEFAULT_LEVEL,
+                c.abandon_after_seconds,
+            )
+            record["clock"] = kitclock.to_record(settings, self.clock_second_ms)
         entry = GameEntry(game_id, record, 0)  # InvalidArgument when the seats do not fit the game
         if old is not None:
             await self._close(old, old_seq, game_id, ident, rid)
         try:
-            entry.last_sseq = await self.store.append(game_id, record, 0, 0)
+            entry.last_sseq = await self.store.append(
+                game_id, entry.created_record().SerializeToString(), 0, 0, due=entry.next_due()
+            )
         except Conflict:
             CONFLICTS.inc()
             return self._created_answer(await self.cache.get(game_id), ident, rid)
         self.cache.put(entry)
         log.info("game created", game=request.game, seats=len(seats))
-        async with entry.lock:
-            self.faults.after_append(entry, 0)
-            await self._publish(entry, 0, entry.at(0)[1])
+        self.faults.after_append(entry, 0)
         return self._created_answer(entry, ident, rid)
 
-    async def _save_point(self, request: rules_pb2.CreateGameRequest, ident: Identity, module: Any,
-                          seats: list[str], game_id: str) -> tuple[GameEntry, int, dict[str, Any]]:
+    async def _save_point(
+        self,
+        request: rules_pb2.CreateGameRequest,
+        ident: Identity,
+        module: Any,
+        seats: list[str],
+        game_id: str,
+    ) -> tuple[GameEntry, int, dict[str, Any]]:
         """The game resumed, the seq its save point was read at, and the creation record's part for
         a game resumed from it."""
         if ident.role != "service":
@@ -233,8 +340,12 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             if now.startswith(BOT_PREFIX) or now == was:
                 continue
             whose = "a bot's" if was.startswith(BOT_PREFIX) else f"{quote(was)}'s"
-            raise InvalidArgument(f"seat {i} of game {old.game_id} is {whose}: a resumed game keeps each person "
-                                  f"in their own seat (or gives the seat to a bot), got {quote(now)}")
+            raise InvalidArgument(
+                f"seat {i} of game {old.game_id} is {whose}: a resumed game keeps each person "
+                f"in their own seat (or gives the seat to a bot), got {quote(now)}"
+            )
+        if old.closed_into == "":
+            raise FailedPrecondition(old.closed_text() + ": nothing to resume")
         if old.closed_into is not None and old.closed_into != game_id:
             raise FailedPrecondition(f"game {old.game_id} was resumed already, as game {old.closed_into}")
         if old.module.is_terminal(old.state):
@@ -247,19 +358,22 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             if old.closed_into == into:
                 return  # a retry: this request closed it already
             if old.closed_into is not None or old.seq != seq:
-                raise Aborted(f"game {old.game_id} changed while it was being resumed; retry with the same "
-                              "request_id")
-            body = {"k": "x", "into": into, "by": ident.sub, "rid": rid, "t": int(self._clock() * 1000)}
+                raise Aborted(
+                    f"game {old.game_id} changed while it was being resumed; retry with the same request_id"
+                )
+            t = int(self._clock() * 1000)
+            data = old.closed_record(into, ident.sub, rid, t).SerializeToString()
             try:
-                sseq = await self.store.append(old.game_id, body, old.seq, old.last_sseq, closing=True)
+                sseq = await self.store.append(old.game_id, data, old.seq, old.last_sseq, closing=True)
             except Conflict:
                 CONFLICTS.inc()
                 await self.cache.refresh(old)
                 if old.closed_into == into:
                     return
-                raise Aborted(f"game {old.game_id} changed while it was being resumed; retry with the same "
-                              "request_id") from None
-            old.close(into, sseq)
+                raise Aborted(
+                    f"game {old.game_id} changed while it was being resumed; retry with the same request_id"
+                ) from None
+            old.close(into, sseq, (ident.sub, rid, t))
         log.info("game closed: resumed as another game", closed=old.game_id, into=into)
 
     def _created_answer(self, entry: GameEntry, ident: Identity, rid: str) -> rules_pb2.CreateGameResponse:
@@ -270,8 +384,9 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         mine = self._own_seats(entry, ident)
         acting = [x for x in mine if x in entry.module.to_act(state)]
         seat = (acting or mine or [None])[0]
-        return rules_pb2.CreateGameResponse(game_id=entry.game_id,
-                                            view=game_view(entry, self.codec, state, 0, seat))
+        return rules_pb2.CreateGameResponse(
+            game_id=entry.game_id, view=game_view(entry, self.codec, state, 0, seat)
+        )
 
     async def GetView(self, request: rules_pb2.GetViewRequest, context: Any) -> rules_pb2.GameView:
         ident = current_identity()
@@ -280,8 +395,9 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         seat = self._viewer_seat(entry, ident, request.seat if request.HasField("seat") else None)
         return game_view(entry, self.codec, entry.state, entry.seq, seat)
 
-    async def ListLegalActions(self, request: rules_pb2.ListLegalActionsRequest, context: Any
-                               ) -> rules_pb2.ListLegalActionsResponse:
+    async def ListLegalActions(
+        self, request: rules_pb2.ListLegalActionsRequest, context: Any
+    ) -> rules_pb2.ListLegalActionsResponse:
         ident = current_identity()
         entry = await self.cache.fresh(request.game_id)
         klog.bind(game_id=entry.game_id)
@@ -290,11 +406,14 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             raise PermissionDenied("you have no seat in this game: legal actions are a seat's own")
         out = rules_pb2.ListLegalActionsResponse(game_id=entry.game_id, seq=entry.seq, seat=seat)
         if seat in entry.to_act():
-            out.actions.extend(self.codec.proto(entry, a, seat) for a in entry.module.legal_actions(entry.state, seat))
+            out.actions.extend(
+                self.codec.proto(entry, a, seat) for a in entry.module.legal_actions(entry.state, seat)
+            )
         return out
 
-    async def SubmitAction(self, request: rules_pb2.SubmitActionRequest, context: Any
-                           ) -> rules_pb2.SubmitActionResponse:
+    async def SubmitAction(
+        self, request: rules_pb2.SubmitActionRequest, context: Any
+    ) -> rules_pb2.SubmitActionResponse:
         ident = current_identity()
         rid = _require_id(request.request_id, "request_id")
         if not request.HasField("action"):
@@ -315,20 +434,34 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 if first is not None:
                     return self._first_answer(entry, first, ident, action_json)
                 if entry.closed_into is not None:
-                    raise FailedPrecondition(f"game {entry.game_id} was resumed as game {entry.closed_into} "
-                                             "and is over: play on there")
+                    raise FailedPrecondition(entry.closed_text())
                 seat = self._acting_seat(entry, ident, requested)
+                if (
+                    request.HasField("turn_seq")
+                    and seat in entry.to_act()
+                    and entry.clock[seat].turn_seq != request.turn_seq
+                ):
+                    if attempt == 0 and await self.cache.refresh(entry):
+                        continue
+                    raise FailedPrecondition(
+                        f"the turn of seat {seat} that started at record {request.turn_seq} is over (it timed out "
+                        f"and the clock played it); its turn now started at record {entry.clock[seat].turn_seq}"
+                    )
                 try:
-                    move, state, events = entry.propose(seat, action, action_json, ident.sub, rid,
-                                                        int(self._clock() * 1000))
+                    move, state, events = entry.propose(
+                        seat, action, action_json, ident.sub, rid, int(self._clock() * 1000)
+                    )
                     break
                 except IllegalAction:
                     # our cache may be behind the log: judge again on the latest position, once
                     if attempt == 0 and await self.cache.refresh(entry):
                         continue
                     raise
+            data = entry.move_record(
+                move, state, events, self.codec.proto(entry, action, seat)
+            ).SerializeToString()
             try:
-                sseq = await self.store.append(entry.game_id, move.body(), move.seq, entry.last_sseq)
+                sseq = await self.store.append(entry.game_id, data, move.seq, entry.last_sseq, due=move.due)
             except Conflict:
                 CONFLICTS.inc()
                 await self.cache.refresh(entry)
@@ -336,62 +469,55 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 if first is not None:
                     return self._first_answer(entry, first, ident, action_json)
                 if entry.closed_into is not None:
-                    raise FailedPrecondition(f"game {entry.game_id} was resumed as game {entry.closed_into} "
-                                             "and is over: play on there") from None
-                raise Aborted("another move reached this game first; retry with the same request_id") from None
+                    raise FailedPrecondition(entry.closed_text()) from None
+                raise Aborted(
+                    "another move reached this game first; retry with the same request_id"
+                ) from None
             entry.commit(move, state, events, sseq)
             MOVES.labels(entry.game).inc()
             self.faults.after_append(entry, move.seq)
-            if entry.finished:
-                try:
-                    await self.outbox.archive(entry)
-                except Unavailable as exc:  # the move stands; the sweeper's catch-up archives it
-                    log.warning("finished game not archived yet", error=str(exc))
-            enc = await self._publish(entry, move.seq, events)
-            return self._submit_answer(entry, move.seq, seat, ident, state, events,
-                                       enc.payloads if enc is not None else None)
+            return self._submit_answer(entry, move.seq, seat, ident, state, events)
 
-    async def _publish(self, entry: GameEntry, seq: int, events: Any) -> Encoded | None:
-        try:
-            return await self.outbox.publish(entry, seq, events)
-        except Unavailable as exc:
-            # the move stands (it is in the log); the next writer or the sweeper publishes its events
-            log.warning("events not published yet", seq=seq, error=str(exc))
-            return None
-
-    def _first_answer(self, entry: GameEntry, seq: int, ident: Identity, action_json: dict[str, Any]
-                      ) -> rules_pb2.SubmitActionResponse:
+    def _first_answer(
+        self, entry: GameEntry, seq: int, ident: Identity, action_json: dict[str, Any]
+    ) -> rules_pb2.SubmitActionResponse:
         REPLAYED.inc()
         if seq == 0:
             raise InvalidArgument("this request_id created the game; use a new one for each move")
         move = entry.moves[seq - 1]
+        if move.is_seat_record:
+            raise InvalidArgument(
+                f"request_id {quote(move.rid)} was already used for a seat change (record {seq}); "
+                "use a new request_id for a move"
+            )
         if move.action != action_json:
-            raise InvalidArgument(f"request_id {quote(move.rid)} was already used for another action "
-                                  f"(move {seq}); use a new request_id for a new action")
+            raise InvalidArgument(
+                f"request_id {quote(move.rid)} was already used for another action "
+                f"(move {seq}); use a new request_id for a new action"
+            )
         state, events = entry.at(seq)
         return self._submit_answer(entry, seq, move.seat, ident, state, events)
 
-    def _submit_answer(self, entry: GameEntry, seq: int, seat: int, ident: Identity, state: Any, events: Any,
-                       public: list[bytes] | None = None) -> rules_pb2.SubmitActionResponse:
+    def _submit_answer(
+        self, entry: GameEntry, seq: int, seat: int, ident: Identity, state: Any, events: Any
+    ) -> rules_pb2.SubmitActionResponse:
         out = rules_pb2.SubmitActionResponse(seq=seq, view=game_view(entry, self.codec, state, seq, seat))
-        for i, e in enumerate(events):
-            if public is not None and not (e.private and e.owner == seat):
-                out.events.add().MergeFromString(public[i])  # what the seat sees is the public form
-            else:
-                fill_struct(out.events.add(), e.for_seat(seat))
+        out.events.extend([typed.event_for_seat_to_proto(entry.game, e, seat) for e in events])
         for s in entry.module.to_act(state):
             if s != seat and _may_act(entry, ident, s):
                 out.next.append(game_view(entry, self.codec, state, seq, s))
         return out
 
-    async def WatchGame(self, request: rules_pb2.WatchGameRequest, context: Any
-                        ) -> AsyncIterator[rules_pb2.GameUpdate]:
+    async def WatchGame(
+        self, request: rules_pb2.WatchGameRequest, context: Any
+    ) -> AsyncIterator[rules_pb2.GameUpdate]:
         ident = current_identity()
         if not valid_game_id(request.game_id):
             raise NotFound(f"no game {quote(request.game_id)}")
         # subscribed before the log is read: a move appended between the read and the subscription
         # would otherwise reach this watcher only at the next poll (WATCH_POLL seconds late)
-        wake = await self.store.nc.subscribe(game_subject(request.game_id))
+        subject = self.store.subject(request.game_id)
+        wake = await self.wakes.join(subject)
         try:
             entry = await self.cache.fresh(request.game_id)
             klog.bind(game_id=entry.game_id)
@@ -402,21 +528,26 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 # the snapshot's seq is taken with its view, before the yield: a move landing while
                 # the snapshot is on its way is then the follow's first update (no gap, no repeat)
                 sent = entry.seq
-                yield rules_pb2.GameUpdate(seq=sent, view=game_view(entry, self.codec, entry.state, sent, seat))
+                yield rules_pb2.GameUpdate(
+                    seq=sent, view=game_view(entry, self.codec, entry.state, sent, seat)
+                )
             while True:
                 if sent < entry.seq:
                     # materialised first: the entry may move on (and forget recent states) meanwhile
                     for s, state, events in list(entry.replay(sent, entry.seq)):
-                        update = rules_pb2.GameUpdate(seq=s, view=game_view(entry, self.codec, state, s, seat))
-                        for e in events:
-                            fill_struct(update.events.add(), e.for_seat(seat))
+                        update = rules_pb2.GameUpdate(
+                            seq=s, view=game_view(entry, self.codec, state, s, seat)
+                        )
+                        update.events.extend(
+                            [typed.event_for_seat_to_proto(entry.game, e, seat) for e in events]
+                        )
                         yield update
                         sent = s
                     continue
                 if entry.finished:
                     return
                 try:
-                    msg = await wake.next_msg(timeout=WATCH_POLL)
+                    msg = await asyncio.wait_for(wake.get(), WATCH_POLL)
                     headers = msg.headers or {}
                     hint = int(headers.get(SEQ_HEADER, "0"))
                     closing = CLOSED_HEADER in headers
@@ -439,33 +570,182 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                         async with entry.lock:
                             await self.cache.refresh(entry)
         finally:
-            try:
-                await wake.unsubscribe()
-            except Exception:  # noqa: BLE001 - the connection may be gone already
-                pass
+            await self.wakes.leave(subject, wake)
 
-    async def GetHistory(self, request: rules_pb2.GetHistoryRequest, context: Any) -> rules_pb2.GetHistoryResponse:
+    async def CloseGame(
+        self, request: rules_pb2.CloseGameRequest, context: Any
+    ) -> rules_pb2.CloseGameResponse:
+        """Close an unfinished game for good (its lobby was cancelled, its antes refunded). Idempotent:
+        a game closed already (by any request, or by a resume) answers its closed view."""
+        ident = current_identity()
+        if ident.role != "service":
+            raise PermissionDenied(
+                "only the lobby closes games (when it cancels their lobby); players may "
+                "abandon a game through the lobby's AbandonGame"
+            )
+        rid = _require_id(request.request_id, "request_id")
+        reason = request.reason.strip()
+        if not reason or len(reason) > MAX_REASON:
+            raise InvalidArgument(f"reason is required (1 to {MAX_REASON} characters): the players read it")
+        entry = await self.cache.fresh(request.game_id)  # NotFound for a game that does not exist
+        klog.bind(game_id=entry.game_id)
+        async with entry.lock:
+            for attempt in (0, 1):
+                if entry.closed_into is not None:
+                    break  # closed already: by this request (a retry), another, or a resume
+                if entry.module.is_terminal(entry.state):
+                    raise FailedPrecondition(f"game {entry.game_id} is finished: there is nothing to close")
+                t = int(self._clock() * 1000)
+                data = entry.closed_record("", ident.sub, rid, t, reason).SerializeToString()
+                try:
+                    sseq = await self.store.append(
+                        entry.game_id, data, entry.seq, entry.last_sseq, closing=True
+                    )
+                except Conflict:
+                    # a move (or another close) reached the log first: judge again on the latest position
+                    CONFLICTS.inc()
+                    await self.cache.refresh(entry)
+                    if attempt == 1 and entry.closed_into is None:
+                        raise Aborted(
+                            f"game {entry.game_id} changed while it was being closed; retry with the "
+                            "same request_id"
+                        ) from None
+                    continue
+                entry.close("", sseq, (ident.sub, rid, t), reason)
+                log.info("game closed", reason=reason[:200])
+                self.faults.after_append(entry, entry.seq)
+                break
+            now = entry.closed_by[:2] == (ident.sub, rid)
+            return rules_pb2.CloseGameResponse(
+                game_id=entry.game_id,
+                closed_now=now,
+                view=game_view(entry, self.codec, entry.state, entry.seq, None),
+            )
+
+    async def GetHistory(
+        self, request: rules_pb2.GetHistoryRequest, context: Any
+    ) -> rules_pb2.GetHistoryResponse:
         ident = current_identity()
         if not ident.may_read_full:
             raise PermissionDenied("the full-information history is for the admin and analytics roles")
         entry = await self.cache.fresh(request.game_id)
         klog.bind(game_id=entry.game_id)
         out = rules_pb2.GetHistoryResponse(
-            game=entry.game, game_id=entry.game_id, seed=entry.seed, seats=entry.seats,
-            created_by=entry.created_by, to_act=entry.to_act(),
+            game=entry.game,
+            game_id=entry.game_id,
+            seed=entry.seed,
+            seats=entry.seats,
+            created_by=entry.created_by,
+            to_act=entry.to_act(),
         )
-        to_struct(entry.options_dict, out.options)
+        out.options.MergeFromString(entry.options_bytes)
         out.created.FromMilliseconds(entry.created_t)
         for seq, _state, events in entry.replay(-1, entry.seq):
             if seq == 0:
-                for e in events:
-                    to_struct(e.full(), out.created_events.add())
+                out.created_events.extend([typed.event_to_proto(entry.game, e) for e in events])
                 continue
             m = entry.moves[seq - 1]
-            hm = out.moves.add(seq=seq, seat=m.seat, player=m.by, request_id=m.rid,
-                               action=kactions.from_json(entry.game, m.action))
+            hm = out.moves.add(seq=seq, seat=m.seat, player=m.by, request_id=m.rid, kind=m.kind)
+            if not m.is_seat_record:
+                hm.action.CopyFrom(kactions.from_json(entry.game, m.action))
             hm.time.FromMilliseconds(m.t)
-            for e in events:
-                to_struct(e.full(), hm.events.add())
+            hm.events.extend([typed.event_to_proto(entry.game, e) for e in events])
         result_proto(entry, entry.state, out.result, entry.closed_into is not None)
         return out
+
+    # ------------------------------------------------------------------ turn clock
+
+    async def write_locked(
+        self,
+        entry: GameEntry,
+        seat: int,
+        action: Any,
+        action_json: dict[str, Any],
+        by: str,
+        rid: str,
+        kind: str,
+    ) -> int | None:
+        """Append one record the service itself decided (a clock move, a seat record); the caller
+        holds ``entry.lock`` and has refreshed the entry. Returns its seq, or None when another
+        writer was first (the entry is refreshed: the caller judges again)."""
+        move, state, events = entry.propose(
+            seat, action, action_json, by, rid, int(self._clock() * 1000), kind
+        )
+        typed_action = None if action is None else self.codec.proto(entry, action, seat)
+        data = entry.move_record(move, state, events, typed_action).SerializeToString()
+        try:
+            sseq = await self.store.append(entry.game_id, data, move.seq, entry.last_sseq, due=move.due)
+        except Conflict:
+            CONFLICTS.inc()
+            await self.cache.refresh(entry)
+            return None
+        entry.commit(move, state, events, sseq)
+        if not move.is_seat_record:
+            MOVES.labels(entry.game).inc()
+        self.faults.after_append(entry, move.seq)
+        return move.seq
+
+    async def _seat_change(self, request: Any, kind: str) -> rules_pb2.SeatResponse:
+        ident = current_identity()
+        rid = _require_id(request.request_id, "request_id")
+        entry = await self.cache.get(request.game_id)
+        klog.bind(game_id=entry.game_id)
+        requested = request.seat if request.HasField("seat") else None
+        if ident.role == "service" and kind == kclock.SEAT_AWAY:
+            if requested is None:
+                raise InvalidArgument("name the seat to mark away")
+            seat = _check_seat(entry, requested)
+            if entry.seats[seat].startswith(BOT_PREFIX):
+                raise InvalidArgument(f"seat {seat} is a bot's: only a person's seat can be away")
+        elif ident.role == "player":
+            if requested is not None:
+                _check_seat(entry, requested)
+                if not _may_act(entry, ident, requested):
+                    raise PermissionDenied(f"seat {requested} is not yours")
+                seat = requested
+            else:
+                mine = self._own_seats(entry, ident)
+                if not mine:
+                    raise PermissionDenied("you have no seat in this game")
+                if len(mine) > 1:
+                    raise InvalidArgument(f"you hold several seats ({mine}): name one in `seat`")
+                seat = mine[0]
+        else:
+            what = "LeaveSeat" if kind == kclock.SEAT_AWAY else "ReturnToSeat"
+            raise PermissionDenied(
+                f"the {ident.role} role may not call {what}: a seat's player may "
+                "(and the lobby may mark a seat away)"
+            )
+        async with entry.lock:
+            await self.cache.refresh(entry)
+            for _attempt in range(5):
+                first = entry.requests.get((ident.sub, rid))
+                if first is not None:
+                    if first == 0 or not entry.moves[first - 1].is_seat_record:
+                        raise InvalidArgument(f"request_id {quote(rid)} was already used for another call")
+                    REPLAYED.inc()
+                    return self._seat_answer(entry, first, entry.moves[first - 1].seat, True)
+                if entry.finished:
+                    raise FailedPrecondition(f"game {entry.game_id} is over")
+                away = entry.clock[seat].away
+                if away == (kind == kclock.SEAT_AWAY):
+                    return self._seat_answer(entry, entry.seq, seat, False)
+                seq = await self.write_locked(entry, seat, None, {}, ident.sub, rid, kind)
+                if seq is not None:
+                    log.info("seat changed", seat=seat, kind=kind)
+                    return self._seat_answer(entry, seq, seat, True)
+        raise Aborted("the game kept moving; retry with the same request_id")
+
+    def _seat_answer(self, entry: GameEntry, seq: int, seat: int, changed: bool) -> rules_pb2.SeatResponse:
+        state = entry.state if seq == entry.seq else entry.at(seq)[0]
+        return rules_pb2.SeatResponse(
+            seq=seq, view=game_view(entry, self.codec, state, seq, seat), changed=changed
+        )
+
+    async def ReturnToSeat(
+        self, request: rules_pb2.ReturnToSeatRequest, context: Any
+    ) -> rules_pb2.SeatResponse:
+        return await self._seat_change(request, kclock.SEAT_RETURNED)
+
+    async def LeaveSeat(self, request: rules_pb2.LeaveSeatRequest, context: Any) -> rules_pb2.SeatResponse:
+        return await self._seat_change(request, kclock.SEAT_AWAY)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from court_kit import actions as kactions
-from court_kit.structs import fill_struct
+from court_kit import records as krec
+from court_kit import typed
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2
 
 from .games import GameEntry, winners_of
@@ -30,31 +31,63 @@ class ActionCodec:
 
 
 def result_proto(entry: GameEntry, state: Any, into: rules_pb2.GameResult, closed: bool = False) -> None:
-    """The engine's result; for a game closed by a resume: the result as it stood, ``resumed_into``
-    naming the game that continues it, no winners, finished."""
+    """The engine's result; for a closed game: the result as it stood, ``resumed_into`` naming the
+    game that continues it (a resume) or ``closed_reason`` saying why (CloseGame), no winners,
+    finished."""
     result = entry.module.result(state)
+    into.result.CopyFrom(typed.result_to_proto(entry.game, result))
     if closed:
-        fill_struct(into.result, {**result, "resumed_into": entry.closed_into})
+        into.resumed_into = entry.closed_into or ""
+        into.closed_reason = entry.closed_reason
         into.finished = True
         return
-    fill_struct(into.result, result)
     into.winners.extend(winners_of(result))
     into.finished = bool(result.get("finished", entry.module.is_terminal(state)))
 
 
-def game_view(entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: int | None) -> rules_pb2.GameView:
+def game_view(
+    entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: int | None
+) -> rules_pb2.GameView:
     module = entry.module
     closed = entry.closed_at(seq)
     acting = () if closed else module.to_act(state)
     finished = closed or module.is_terminal(state)
-    v = rules_pb2.GameView(game=entry.game, game_id=entry.game_id, seq=seq, to_act=acting, finished=finished,
-                           seats=entry.seats)
+    v = rules_pb2.GameView(
+        game=entry.game,
+        game_id=entry.game_id,
+        seq=seq,
+        to_act=acting,
+        finished=finished,
+        seats=entry.seats,
+        view=typed.view_to_proto(entry.game, module.view(state, seat)),
+    )
     if seat is not None:
         v.your_seat = seat
-    fill_struct(v.view, module.view(state, seat))
     v.options.MergeFromString(entry.options_bytes)
     if seat is not None and seat in acting:
         v.legal_actions.extend([codec.proto(entry, a, seat) for a in module.legal_actions(state, seat)])
     if finished:
         result_proto(entry, state, v.result, closed)
+    clock_proto(entry, seq, v)
     return v
+
+
+def clock_proto(entry: GameEntry, seq: int, v: rules_pb2.GameView) -> None:
+    """The turn clock as of ``seq``: settings, and every seat's deadline, bank and away mark."""
+    if entry.clock_record is not None:
+        v.clock.CopyFrom(krec.clock_to_proto(entry.clock_record))
+    if seq >= len(entry.clocks):
+        return
+    over = v.finished
+    clk = entry.clock_at(seq)
+    cs = entry.clock_settings
+    if not over and cs.abandon_ms > 0 and entry.humans and all(clk[h].away for h in entry.humans):
+        v.abandon_at.FromMilliseconds(max(clk[h].away_since or 0 for h in entry.humans) + cs.abandon_ms)
+    for i, s in enumerate(clk):
+        c = v.seat_clocks.add(seat=i, bank_ms=s.bank_ms, away=s.away, timeouts_in_row=s.timeouts)
+        if s.deadline is not None and not over:
+            c.deadline.FromMilliseconds(s.deadline)
+        if s.turn_seq >= 0 and not over:
+            c.turn_seq = s.turn_seq
+        if s.away_since is not None:
+            c.away_since.FromMilliseconds(s.away_since)

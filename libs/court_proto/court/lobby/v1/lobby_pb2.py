@@ -22,71 +22,71 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
-from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from court_proto.court.games.v1 import events_pb2 as court_dot_games_dot_v1_dot_events__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x63ourt/lobby/v1/lobby.proto\x12\x0e\x63ourt.lobby.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"f\n\x07\x41\x63\x63ount\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12+\n\x07\x63reated\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05guest\x18\x04 \x01(\x08\"6\n\x14\x43reateAccountRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\"\"\n\x12\x43reateGuestRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\".\n\x0cLoginRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\",\n\x13RefreshTokenRequest\x12\x15\n\rrefresh_token\x18\x01 \x01(\t\"\xc0\x01\n\x0c\x41uthResponse\x12(\n\x07\x61\x63\x63ount\x18\x01 \x01(\x0b\x32\x17.court.lobby.v1.Account\x12\r\n\x05token\x18\x02 \x01(\t\x12+\n\x07\x65xpires\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rrefresh_token\x18\x04 \x01(\t\x12\x33\n\x0frefresh_expires\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"&\n\x11GetAccountRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\"I\n\tLobbySeat\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\r\n\x05ready\x18\x04 \x01(\x08\"\xe1\x02\n\x05Lobby\x12\x10\n\x08lobby_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12(\n\x07options\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0c\n\x04host\x18\x04 \x01(\t\x12\x0c\n\x04\x61nte\x18\x05 \x01(\x03\x12(\n\x05seats\x18\x06 \x03(\x0b\x32\x19.court.lobby.v1.LobbySeat\x12)\n\x05state\x18\x07 \x01(\x0e\x32\x1a.court.lobby.v1.LobbyState\x12\x0f\n\x07game_id\x18\x08 \x01(\t\x12+\n\x07\x63reated\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06online\x18\n \x01(\x08\x12\x0f\n\x07private\x18\x0b \x01(\x08\x12\x13\n\x0binvite_code\x18\x0c \x01(\t\x12\x14\n\x0cresumed_from\x18\r \x01(\t\x12\x13\n\x0bstart_error\x18\x0e \x01(\t\"\x9e\x01\n\x12\x43reateLobbyRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12(\n\x07options\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\r\n\x05seats\x18\x04 \x01(\x05\x12\x0c\n\x04\x61nte\x18\x05 \x01(\x03\x12\x0e\n\x06online\x18\x06 \x01(\x08\x12\x0f\n\x07private\x18\x07 \x01(\x08\"\x85\x01\n\x12ListLobbiesRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\x11\n\x04\x61nte\x18\x04 \x01(\x03H\x00\x88\x01\x01\x12\x13\n\x06online\x18\x05 \x01(\x08H\x01\x88\x01\x01\x42\x07\n\x05_anteB\t\n\x07_online\"V\n\x13ListLobbiesResponse\x12&\n\x07lobbies\x18\x01 \x03(\x0b\x32\x15.court.lobby.v1.Lobby\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"#\n\x0fGetLobbyRequest\x12\x10\n\x08lobby_id\x18\x01 \x01(\t\"i\n\x10JoinLobbyRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08lobby_id\x18\x02 \x01(\t\x12\x11\n\x04seat\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0binvite_code\x18\x04 \x01(\tB\x07\n\x05_seat\"9\n\x11LeaveLobbyRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08lobby_id\x18\x02 \x01(\t\"F\n\x0fSetReadyRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08lobby_id\x18\x02 \x01(\t\x12\r\n\x05ready\x18\x03 \x01(\x08\"d\n\x11SetBotSeatRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08lobby_id\x18\x02 \x01(\t\x12\x11\n\x04seat\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\r\n\x05level\x18\x04 \x01(\tB\x07\n\x05_seat\"G\n\x11KickPlayerRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08lobby_id\x18\x02 \x01(\t\x12\x0c\n\x04seat\x18\x03 \x01(\x05\"8\n\x10StartGameRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08lobby_id\x18\x02 \x01(\t\"J\n\x12\x43\x61ncelLobbyRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08lobby_id\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"m\n\x11QuickMatchRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12(\n\x07options\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0c\n\x04\x61nte\x18\x04 \x01(\x03\"\x92\x01\n\x06MyGame\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\x0c\n\x04seat\x18\x03 \x01(\x05\x12\x10\n\x08lobby_id\x18\x04 \x01(\t\x12+\n\x07started\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06online\x18\x06 \x01(\x08\x12\x0c\n\x04\x61nte\x18\x07 \x01(\x03\"\x14\n\x12ListMyGamesRequest\"<\n\x13ListMyGamesResponse\x12%\n\x05games\x18\x01 \x03(\x0b\x32\x16.court.lobby.v1.MyGame\"8\n\x11ResumeGameRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\"9\n\x12\x41\x62\x61ndonGameRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t*\xbf\x01\n\nLobbyState\x12\x1b\n\x17LOBBY_STATE_UNSPECIFIED\x10\x00\x12\x14\n\x10LOBBY_STATE_OPEN\x10\x01\x12\x17\n\x13LOBBY_STATE_STARTED\x10\x02\x12\x16\n\x12LOBBY_STATE_CLOSED\x10\x03\x12\x18\n\x14LOBBY_STATE_STARTING\x10\x04\x12\x18\n\x14LOBBY_STATE_FINISHED\x10\x05\x12\x19\n\x15LOBBY_STATE_ABANDONED\x10\x06\x32\xa0\x0b\n\x0cLobbyService\x12S\n\rCreateAccount\x12$.court.lobby.v1.CreateAccountRequest\x1a\x1c.court.lobby.v1.AuthResponse\x12O\n\x0b\x43reateGuest\x12\".court.lobby.v1.CreateGuestRequest\x1a\x1c.court.lobby.v1.AuthResponse\x12\x43\n\x05Login\x12\x1c.court.lobby.v1.LoginRequest\x1a\x1c.court.lobby.v1.AuthResponse\x12Q\n\x0cRefreshToken\x12#.court.lobby.v1.RefreshTokenRequest\x1a\x1c.court.lobby.v1.AuthResponse\x12H\n\nGetAccount\x12!.court.lobby.v1.GetAccountRequest\x1a\x17.court.lobby.v1.Account\x12H\n\x0b\x43reateLobby\x12\".court.lobby.v1.CreateLobbyRequest\x1a\x15.court.lobby.v1.Lobby\x12V\n\x0bListLobbies\x12\".court.lobby.v1.ListLobbiesRequest\x1a#.court.lobby.v1.ListLobbiesResponse\x12\x42\n\x08GetLobby\x12\x1f.court.lobby.v1.GetLobbyRequest\x1a\x15.court.lobby.v1.Lobby\x12\x44\n\tJoinLobby\x12 .court.lobby.v1.JoinLobbyRequest\x1a\x15.court.lobby.v1.Lobby\x12\x46\n\nLeaveLobby\x12!.court.lobby.v1.LeaveLobbyRequest\x1a\x15.court.lobby.v1.Lobby\x12\x42\n\x08SetReady\x12\x1f.court.lobby.v1.SetReadyRequest\x1a\x15.court.lobby.v1.Lobby\x12\x46\n\nSetBotSeat\x12!.court.lobby.v1.SetBotSeatRequest\x1a\x15.court.lobby.v1.Lobby\x12\x46\n\nKickPlayer\x12!.court.lobby.v1.KickPlayerRequest\x1a\x15.court.lobby.v1.Lobby\x12\x44\n\tStartGame\x12 .court.lobby.v1.StartGameRequest\x1a\x15.court.lobby.v1.Lobby\x12H\n\x0b\x43\x61ncelLobby\x12\".court.lobby.v1.CancelLobbyRequest\x1a\x15.court.lobby.v1.Lobby\x12\x46\n\nQuickMatch\x12!.court.lobby.v1.QuickMatchRequest\x1a\x15.court.lobby.v1.Lobby\x12V\n\x0bListMyGames\x12\".court.lobby.v1.ListMyGamesRequest\x1a#.court.lobby.v1.ListMyGamesResponse\x12\x46\n\nResumeGame\x12!.court.lobby.v1.ResumeGameRequest\x1a\x15.court.lobby.v1.Lobby\x12H\n\x0b\x41\x62\x61ndonGame\x12\".court.lobby.v1.AbandonGameRequest\x1a\x15.court.lobby.v1.Lobbyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x63ourt/lobby/v1/lobby.proto\x12\x0e\x63ourt.lobby.v1\x1a\x1b\x63ourt/games/v1/events.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"f\n\x07\x41\x63\x63ount\x12\x11\n\tplayer_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12+\n\x07\x63reated\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05guest\x18\x04 \x01(\x08\"6\n\x14\x43reateAccountRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\"\"\n\x12\x43reateGuestRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\".\n\x0cLoginRequest\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08password\x18\x02 \x01(\t\",\n\x13RefreshTokenRequest\x12\x15\n\rrefresh_token\x18\x01 \x01(\t\"\xc0\x01\n\x0c\x41uthResponse\x12(\n\x07\x61\x63\x63ount\x18\x01 \x01(\x0b\x32\x17.court.lobby.v1.Account\x12\r\n\x05token\x18\x02 \x01(\t\x12+\n\x07\x65xpires\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x15\n\rrefresh_token\x18\x04 \x01(\t\x12\x33\n\x0frefresh_expires\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"&\n\x11GetAccountRequest\x12\x11\n\tplayer_id\x18\x01 \x01(\t\"`\n\tLobbySeat\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12\x11\n\tplayer_id\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\r\n\x05ready\x18\x04 \x01(\x08\x12\x15\n\rabandon_asked\x18\x05 \x01(\x08\"\xcd\x03\n\x05Lobby\x12\x10\n\x08lobby_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12,\n\x07options\x18\x03 \x01(\x0b\x32\x1b.court.games.v1.GameOptions\x12\x0c\n\x04host\x18\x04 \x01(\t\x12\x0c\n\x04\x61nte\x18\x05 \x01(\x03\x12(\n\x05seats\x18\x06 \x03(\x0b\x32\x19.court.lobby.v1.LobbySeat\x12)\n\x05state\x18\x07 \x01(\x0e\x32\x1a.court.lobby.v1.LobbyState\x12\x0f\n\x07game_id\x18\x08 \x01(\t\x12+\n\x07\x63reated\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06online\x18\n \x01(\x08\x12\x0f\n\x07private\x18\x0b \x01(\x08\x12\x13\n\x0binvite_code\x18\x0c \x01(\t\x12\x14\n\x0cresumed_from\x18\r \x01(\t\x12\x13\n\x0bstart_error\x18\x0e \x01(\t\x12\x14\n\x0cturn_seconds\x18\x0f \x01(\x05\x12\x19\n\x11time_bank_seconds\x18\x10 \x01(\x05\x12\x16\n\x0e\x61utoplay_level\x18\x11 \x01(\t\x12\x1d\n\x15\x61\x62\x61ndon_after_seconds\x18\x12 \x01(\x05\"\xf2\x02\n\x12\x43reateLobbyRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12,\n\x07options\x18\x03 \x01(\x0b\x32\x1b.court.games.v1.GameOptions\x12\r\n\x05seats\x18\x04 \x01(\x05\x12\x0c\n\x04\x61nte\x18\x05 \x01(\x03\x12\x0e\n\x06online\x18\x06 \x01(\x08\x12\x0f\n\x07private\x18\x07 \x01(\x08\x12\x19\n\x0cturn_seconds\x18\x08 \x01(\x05H\x00\x88\x01\x01\x12\x1e\n\x11time_bank_seconds\x18\t \x01(\x05H\x01\x88\x01\x01\x12\x1b\n\x0e\x61utoplay_level\x18\n \x01(\tH\x02\x88\x01\x01\x12\"\n\x15\x61\x62\x61ndon_after_seconds\x18\x0b \x01(\x05H\x03\x88\x01\x01\x42\x0f\n\r_turn_secondsB\x14\n\x12_time_bank_secondsB\x11\n\x0f_autoplay_levelB\x18\n\x16_abandon_after_seconds\"\x85\x01\n\x12ListLobbiesRequest\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\x12\x11\n\x04\x61nte\x18\x04 \x01(\x03H\x00\x88\x01\x01\x12\x13\n\x06online\x18\x05 \x01(\x08H\x01\x88\x01\x01\x42\x07\n\x05_anteB\t\n\x07_online\"V\n\x13ListLobbiesResponse\x12&\n\x07lobbies\x18\x01 \x03(\x0b\x32\x15.court.lobby.v1.Lobby\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"#\n\x0fGetLobbyRequest\x12\x10\n\x08lobby_id\x18\x01 \x01(\t\"i\n\x10JoinLobbyRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08lobby_id\x18\x02 \x01(\t\x12\x11\n\x04seat\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\x13\n\x0binvite_code\x18\x04 \x01(\tB\x07\n\x05_seat\"9\n\x11LeaveLobbyRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08lobby_id\x18\x02 \x01(\t\"F\n\x0fSetReadyRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08lobby_id\x18\x02 \x01(\t\x12\r\n\x05ready\x18\x03 \x01(\x08\"d\n\x11SetBotSeatRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08lobby_id\x18\x02 \x01(\t\x12\x11\n\x04seat\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12\r\n\x05level\x18\x04 \x01(\tB\x07\n\x05_seat\"G\n\x11KickPlayerRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08lobby_id\x18\x02 \x01(\t\x12\x0c\n\x04seat\x18\x03 \x01(\x05\"8\n\x10StartGameRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08lobby_id\x18\x02 \x01(\t\"J\n\x12\x43\x61ncelLobbyRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x10\n\x08lobby_id\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"q\n\x11QuickMatchRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12,\n\x07options\x18\x03 \x01(\x0b\x32\x1b.court.games.v1.GameOptions\x12\x0c\n\x04\x61nte\x18\x04 \x01(\x03\"\x92\x01\n\x06MyGame\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\x0c\n\x04seat\x18\x03 \x01(\x05\x12\x10\n\x08lobby_id\x18\x04 \x01(\t\x12+\n\x07started\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06online\x18\x06 \x01(\x08\x12\x0c\n\x04\x61nte\x18\x07 \x01(\x03\"\x14\n\x12ListMyGamesRequest\"<\n\x13ListMyGamesResponse\x12%\n\x05games\x18\x01 \x03(\x0b\x32\x16.court.lobby.v1.MyGame\"8\n\x11ResumeGameRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\"9\n\x12\x41\x62\x61ndonGameRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t*\xbf\x01\n\nLobbyState\x12\x1b\n\x17LOBBY_STATE_UNSPECIFIED\x10\x00\x12\x14\n\x10LOBBY_STATE_OPEN\x10\x01\x12\x17\n\x13LOBBY_STATE_STARTED\x10\x02\x12\x16\n\x12LOBBY_STATE_CLOSED\x10\x03\x12\x18\n\x14LOBBY_STATE_STARTING\x10\x04\x12\x18\n\x14LOBBY_STATE_FINISHED\x10\x05\x12\x19\n\x15LOBBY_STATE_ABANDONED\x10\x06\x32\xa0\x0b\n\x0cLobbyService\x12S\n\rCreateAccount\x12$.court.lobby.v1.CreateAccountRequest\x1a\x1c.court.lobby.v1.AuthResponse\x12O\n\x0b\x43reateGuest\x12\".court.lobby.v1.CreateGuestRequest\x1a\x1c.court.lobby.v1.AuthResponse\x12\x43\n\x05Login\x12\x1c.court.lobby.v1.LoginRequest\x1a\x1c.court.lobby.v1.AuthResponse\x12Q\n\x0cRefreshToken\x12#.court.lobby.v1.RefreshTokenRequest\x1a\x1c.court.lobby.v1.AuthResponse\x12H\n\nGetAccount\x12!.court.lobby.v1.GetAccountRequest\x1a\x17.court.lobby.v1.Account\x12H\n\x0b\x43reateLobby\x12\".court.lobby.v1.CreateLobbyRequest\x1a\x15.court.lobby.v1.Lobby\x12V\n\x0bListLobbies\x12\".court.lobby.v1.ListLobbiesRequest\x1a#.court.lobby.v1.ListLobbiesResponse\x12\x42\n\x08GetLobby\x12\x1f.court.lobby.v1.GetLobbyRequest\x1a\x15.court.lobby.v1.Lobby\x12\x44\n\tJoinLobby\x12 .court.lobby.v1.JoinLobbyRequest\x1a\x15.court.lobby.v1.Lobby\x12\x46\n\nLeaveLobby\x12!.court.lobby.v1.LeaveLobbyRequest\x1a\x15.court.lobby.v1.Lobby\x12\x42\n\x08SetReady\x12\x1f.court.lobby.v1.SetReadyRequest\x1a\x15.court.lobby.v1.Lobby\x12\x46\n\nSetBotSeat\x12!.court.lobby.v1.SetBotSeatRequest\x1a\x15.court.lobby.v1.Lobby\x12\x46\n\nKickPlayer\x12!.court.lobby.v1.KickPlayerRequest\x1a\x15.court.lobby.v1.Lobby\x12\x44\n\tStartGame\x12 .court.lobby.v1.StartGameRequest\x1a\x15.court.lobby.v1.Lobby\x12H\n\x0b\x43\x61ncelLobby\x12\".court.lobby.v1.CancelLobbyRequest\x1a\x15.court.lobby.v1.Lobby\x12\x46\n\nQuickMatch\x12!.court.lobby.v1.QuickMatchRequest\x1a\x15.court.lobby.v1.Lobby\x12V\n\x0bListMyGames\x12\".court.lobby.v1.ListMyGamesRequest\x1a#.court.lobby.v1.ListMyGamesResponse\x12\x46\n\nResumeGame\x12!.court.lobby.v1.ResumeGameRequest\x1a\x15.court.lobby.v1.Lobby\x12H\n\x0b\x41\x62\x61ndonGame\x12\".court.lobby.v1.AbandonGameRequest\x1a\x15.court.lobby.v1.Lobbyb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'court_proto.court.lobby.v1.lobby_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_LOBBYSTATE']._serialized_start=2496
-  _globals['_LOBBYSTATE']._serialized_end=2687
-  _globals['_ACCOUNT']._serialized_start=109
-  _globals['_ACCOUNT']._serialized_end=211
-  _globals['_CREATEACCOUNTREQUEST']._serialized_start=213
-  _globals['_CREATEACCOUNTREQUEST']._serialized_end=267
-  _globals['_CREATEGUESTREQUEST']._serialized_start=269
-  _globals['_CREATEGUESTREQUEST']._serialized_end=303
-  _globals['_LOGINREQUEST']._serialized_start=305
-  _globals['_LOGINREQUEST']._serialized_end=351
-  _globals['_REFRESHTOKENREQUEST']._serialized_start=353
-  _globals['_REFRESHTOKENREQUEST']._serialized_end=397
-  _globals['_AUTHRESPONSE']._serialized_start=400
-  _globals['_AUTHRESPONSE']._serialized_end=592
-  _globals['_GETACCOUNTREQUEST']._serialized_start=594
-  _globals['_GETACCOUNTREQUEST']._serialized_end=632
-  _globals['_LOBBYSEAT']._serialized_start=634
-  _globals['_LOBBYSEAT']._serialized_end=707
-  _globals['_LOBBY']._serialized_start=710
-  _globals['_LOBBY']._serialized_end=1063
-  _globals['_CREATELOBBYREQUEST']._serialized_start=1066
-  _globals['_CREATELOBBYREQUEST']._serialized_end=1224
-  _globals['_LISTLOBBIESREQUEST']._serialized_start=1227
-  _globals['_LISTLOBBIESREQUEST']._serialized_end=1360
-  _globals['_LISTLOBBIESRESPONSE']._serialized_start=1362
-  _globals['_LISTLOBBIESRESPONSE']._serialized_end=1448
-  _globals['_GETLOBBYREQUEST']._serialized_start=1450
-  _globals['_GETLOBBYREQUEST']._serialized_end=1485
-  _globals['_JOINLOBBYREQUEST']._serialized_start=1487
-  _globals['_JOINLOBBYREQUEST']._serialized_end=1592
-  _globals['_LEAVELOBBYREQUEST']._serialized_start=1594
-  _globals['_LEAVELOBBYREQUEST']._serialized_end=1651
-  _globals['_SETREADYREQUEST']._serialized_start=1653
-  _globals['_SETREADYREQUEST']._serialized_end=1723
-  _globals['_SETBOTSEATREQUEST']._serialized_start=1725
-  _globals['_SETBOTSEATREQUEST']._serialized_end=1825
-  _globals['_KICKPLAYERREQUEST']._serialized_start=1827
-  _globals['_KICKPLAYERREQUEST']._serialized_end=1898
-  _globals['_STARTGAMEREQUEST']._serialized_start=1900
-  _globals['_STARTGAMEREQUEST']._serialized_end=1956
-  _globals['_CANCELLOBBYREQUEST']._serialized_start=1958
-  _globals['_CANCELLOBBYREQUEST']._serialized_end=2032
-  _globals['_QUICKMATCHREQUEST']._serialized_start=2034
-  _globals['_QUICKMATCHREQUEST']._serialized_end=2143
-  _globals['_MYGAME']._serialized_start=2146
-  _globals['_MYGAME']._serialized_end=2292
-  _globals['_LISTMYGAMESREQUEST']._serialized_start=2294
-  _globals['_LISTMYGAMESREQUEST']._serialized_end=2314
-  _globals['_LISTMYGAMESRESPONSE']._serialized_start=2316
-  _globals['_LISTMYGAMESRESPONSE']._serialized_end=2376
-  _globals['_RESUMEGAMEREQUEST']._serialized_start=2378
-  _globals['_RESUMEGAMEREQUEST']._serialized_end=2434
-  _globals['_ABANDONGAMEREQUEST']._serialized_start=2436
-  _globals['_ABANDONGAMEREQUEST']._serialized_end=2493
-  _globals['_LOBBYSERVICE']._serialized_start=2690
-  _globals['_LOBBYSERVICE']._serialized_end=4130
+  _globals['_LOBBYSTATE']._serialized_start=2842
+  _globals['_LOBBYSTATE']._serialized_end=3033
+  _globals['_ACCOUNT']._serialized_start=108
+  _globals['_ACCOUNT']._serialized_end=210
+  _globals['_CREATEACCOUNTREQUEST']._serialized_start=212
+  _globals['_CREATEACCOUNTREQUEST']._serialized_end=266
+  _globals['_CREATEGUESTREQUEST']._serialized_start=268
+  _globals['_CREATEGUESTREQUEST']._serialized_end=302
+  _globals['_LOGINREQUEST']._serialized_start=304
+  _globals['_LOGINREQUEST']._serialized_end=350
+  _globals['_REFRESHTOKENREQUEST']._serialized_start=352
+  _globals['_REFRESHTOKENREQUEST']._serialized_end=396
+  _globals['_AUTHRESPONSE']._serialized_start=399
+  _globals['_AUTHRESPONSE']._serialized_end=591
+  _globals['_GETACCOUNTREQUEST']._serialized_start=593
+  _globals['_GETACCOUNTREQUEST']._serialized_end=631
+  _globals['_LOBBYSEAT']._serialized_start=633
+  _globals['_LOBBYSEAT']._serialized_end=729
+  _globals['_LOBBY']._serialized_start=732
+  _globals['_LOBBY']._serialized_end=1193
+  _globals['_CREATELOBBYREQUEST']._serialized_start=1196
+  _globals['_CREATELOBBYREQUEST']._serialized_end=1566
+  _globals['_LISTLOBBIESREQUEST']._serialized_start=1569
+  _globals['_LISTLOBBIESREQUEST']._serialized_end=1702
+  _globals['_LISTLOBBIESRESPONSE']._serialized_start=1704
+  _globals['_LISTLOBBIESRESPONSE']._serialized_end=1790
+  _globals['_GETLOBBYREQUEST']._serialized_start=1792
+  _globals['_GETLOBBYREQUEST']._serialized_end=1827
+  _globals['_JOINLOBBYREQUEST']._serialized_start=1829
+  _globals['_JOINLOBBYREQUEST']._serialized_end=1934
+  _globals['_LEAVELOBBYREQUEST']._serialized_start=1936
+  _globals['_LEAVELOBBYREQUEST']._serialized_end=1993
+  _globals['_SETREADYREQUEST']._serialized_start=1995
+  _globals['_SETREADYREQUEST']._serialized_end=2065
+  _globals['_SETBOTSEATREQUEST']._serialized_start=2067
+  _globals['_SETBOTSEATREQUEST']._serialized_end=2167
+  _globals['_KICKPLAYERREQUEST']._serialized_start=2169
+  _globals['_KICKPLAYERREQUEST']._serialized_end=2240
+  _globals['_STARTGAMEREQUEST']._serialized_start=2242
+  _globals['_STARTGAMEREQUEST']._serialized_end=2298
+  _globals['_CANCELLOBBYREQUEST']._serialized_start=2300
+  _globals['_CANCELLOBBYREQUEST']._serialized_end=2374
+  _globals['_QUICKMATCHREQUEST']._serialized_start=2376
+  _globals['_QUICKMATCHREQUEST']._serialized_end=2489
+  _globals['_MYGAME']._serialized_start=2492
+  _globals['_MYGAME']._serialized_end=2638
+  _globals['_LISTMYGAMESREQUEST']._serialized_start=2640
+  _globals['_LISTMYGAMESREQUEST']._serialized_end=2660
+  _globals['_LISTMYGAMESRESPONSE']._serialized_start=2662
+  _globals['_LISTMYGAMESRESPONSE']._serialized_end=2722
+  _globals['_RESUMEGAMEREQUEST']._serialized_start=2724
+  _globals['_RESUMEGAMEREQUEST']._serialized_end=2780
+  _globals['_ABANDONGAMEREQUEST']._serialized_start=2782
+  _globals['_ABANDONGAMEREQUEST']._serialized_end=2839
+  _globals['_LOBBYSERVICE']._serialized_start=3036
+  _globals['_LOBBYSERVICE']._serialized_end=4476
 # @@protoc_insertion_point(module_scope)

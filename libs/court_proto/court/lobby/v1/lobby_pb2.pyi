@@ -28,9 +28,9 @@ unreachable: retry with the same request_id).
 """
 
 from collections import abc as _abc
+from court_proto.court.games.v1 import events_pb2 as _events_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -259,11 +259,14 @@ class LobbySeat(_message.Message):
     PLAYER_ID_FIELD_NUMBER: _builtins.int
     NAME_FIELD_NUMBER: _builtins.int
     READY_FIELD_NUMBER: _builtins.int
+    ABANDON_ASKED_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     player_id: _builtins.str
     """empty: open; "bot:<level>": a bot"""
     name: _builtins.str
     ready: _builtins.bool
+    abandon_asked: _builtins.bool
+    """this seat's person asked to abandon the started game (AbandonGame)"""
     def __init__(
         self,
         *,
@@ -271,10 +274,11 @@ class LobbySeat(_message.Message):
         player_id: _builtins.str = ...,
         name: _builtins.str = ...,
         ready: _builtins.bool = ...,
+        abandon_asked: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "player_id", b"player_id", "ready", b"ready", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["abandon_asked", b"abandon_asked", "name", b"name", "player_id", b"player_id", "ready", b"ready", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -298,6 +302,10 @@ class Lobby(_message.Message):
     INVITE_CODE_FIELD_NUMBER: _builtins.int
     RESUMED_FROM_FIELD_NUMBER: _builtins.int
     START_ERROR_FIELD_NUMBER: _builtins.int
+    TURN_SECONDS_FIELD_NUMBER: _builtins.int
+    TIME_BANK_SECONDS_FIELD_NUMBER: _builtins.int
+    AUTOPLAY_LEVEL_FIELD_NUMBER: _builtins.int
+    ABANDON_AFTER_SECONDS_FIELD_NUMBER: _builtins.int
     lobby_id: _builtins.str
     game: _builtins.str
     host: _builtins.str
@@ -318,8 +326,19 @@ class Lobby(_message.Message):
     ante taken for it was refunded), or why the host cancelled the lobby
     (closed); empty once a game starts.
     """
+    turn_seconds: _builtins.int
+    """The turn clock (docs/clock.md): seconds per turn (0: no clock), the bank
+    each seat may draw on once per game, the autoplay level that plays a
+    timed-out or away seat, and how long every human seat must be away
+    before the game is abandoned (antes refunded).
+    """
+    time_bank_seconds: _builtins.int
+    autoplay_level: _builtins.str
+    abandon_after_seconds: _builtins.int
     @_builtins.property
-    def options(self) -> _struct_pb2.Struct: ...
+    def options(self) -> _events_pb2.GameOptions:
+        """the case is `game`"""
+
     @_builtins.property
     def seats(self) -> _containers.RepeatedCompositeFieldContainer[Global___LobbySeat]:
         """every seat, open ones included"""
@@ -331,7 +350,7 @@ class Lobby(_message.Message):
         *,
         lobby_id: _builtins.str = ...,
         game: _builtins.str = ...,
-        options: _struct_pb2.Struct | None = ...,
+        options: _events_pb2.GameOptions | None = ...,
         host: _builtins.str = ...,
         ante: _builtins.int = ...,
         seats: _abc.Iterable[Global___LobbySeat] | None = ...,
@@ -343,10 +362,14 @@ class Lobby(_message.Message):
         invite_code: _builtins.str = ...,
         resumed_from: _builtins.str = ...,
         start_error: _builtins.str = ...,
+        turn_seconds: _builtins.int = ...,
+        time_bank_seconds: _builtins.int = ...,
+        autoplay_level: _builtins.str = ...,
+        abandon_after_seconds: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ante", b"ante", "created", b"created", "game", b"game", "game_id", b"game_id", "host", b"host", "invite_code", b"invite_code", "lobby_id", b"lobby_id", "online", b"online", "options", b"options", "private", b"private", "resumed_from", b"resumed_from", "seats", b"seats", "start_error", b"start_error", "state", b"state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["abandon_after_seconds", b"abandon_after_seconds", "ante", b"ante", "autoplay_level", b"autoplay_level", "created", b"created", "game", b"game", "game_id", b"game_id", "host", b"host", "invite_code", b"invite_code", "lobby_id", b"lobby_id", "online", b"online", "options", b"options", "private", b"private", "resumed_from", b"resumed_from", "seats", b"seats", "start_error", b"start_error", "state", b"state", "time_bank_seconds", b"time_bank_seconds", "turn_seconds", b"turn_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -363,6 +386,10 @@ class CreateLobbyRequest(_message.Message):
     ANTE_FIELD_NUMBER: _builtins.int
     ONLINE_FIELD_NUMBER: _builtins.int
     PRIVATE_FIELD_NUMBER: _builtins.int
+    TURN_SECONDS_FIELD_NUMBER: _builtins.int
+    TIME_BANK_SECONDS_FIELD_NUMBER: _builtins.int
+    AUTOPLAY_LEVEL_FIELD_NUMBER: _builtins.int
+    ABANDON_AFTER_SECONDS_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     game: _builtins.str
     seats: _builtins.int
@@ -373,26 +400,59 @@ class CreateLobbyRequest(_message.Message):
     """false: local play (no rank points)"""
     private: _builtins.bool
     """private: joined only with the invite code"""
+    turn_seconds: _builtins.int
+    """Turn clock (docs/clock.md); absent: the default. turn_seconds: 0 (no
+    clock) or 5-600; default 45 online, 0 local. time_bank_seconds: 0-3600,
+    default 60. autoplay_level: random | heuristic | expert, default
+    heuristic. abandon_after_seconds: 0 (never) or 60-86400, default 600.
+    Out of range: INVALID_ARGUMENT. Quick match opens lobbies with the
+    online defaults.
+    """
+    time_bank_seconds: _builtins.int
+    autoplay_level: _builtins.str
+    abandon_after_seconds: _builtins.int
     @_builtins.property
-    def options(self) -> _struct_pb2.Struct:
-        """the game's options (docs/rules/)"""
+    def options(self) -> _events_pb2.GameOptions:
+        """The game's options (docs/rules/): the case must be `game`; unset fields
+        (or no case at all) take their defaults. A field this server's protos do
+        not have (a newer client's option) is INVALID_ARGUMENT, never ignored.
+        """
 
     def __init__(
         self,
         *,
         request_id: _builtins.str = ...,
         game: _builtins.str = ...,
-        options: _struct_pb2.Struct | None = ...,
+        options: _events_pb2.GameOptions | None = ...,
         seats: _builtins.int = ...,
         ante: _builtins.int = ...,
         online: _builtins.bool = ...,
         private: _builtins.bool = ...,
+        turn_seconds: _builtins.int | None = ...,
+        time_bank_seconds: _builtins.int | None = ...,
+        autoplay_level: _builtins.str | None = ...,
+        abandon_after_seconds: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_abandon_after_seconds", b"_abandon_after_seconds", "_autoplay_level", b"_autoplay_level", "_time_bank_seconds", b"_time_bank_seconds", "_turn_seconds", b"_turn_seconds", "abandon_after_seconds", b"abandon_after_seconds", "autoplay_level", b"autoplay_level", "options", b"options", "time_bank_seconds", b"time_bank_seconds", "turn_seconds", b"turn_seconds"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ante", b"ante", "game", b"game", "online", b"online", "options", b"options", "private", b"private", "request_id", b"request_id", "seats", b"seats"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_abandon_after_seconds", b"_abandon_after_seconds", "_autoplay_level", b"_autoplay_level", "_time_bank_seconds", b"_time_bank_seconds", "_turn_seconds", b"_turn_seconds", "abandon_after_seconds", b"abandon_after_seconds", "ante", b"ante", "autoplay_level", b"autoplay_level", "game", b"game", "online", b"online", "options", b"options", "private", b"private", "request_id", b"request_id", "seats", b"seats", "time_bank_seconds", b"time_bank_seconds", "turn_seconds", b"turn_seconds"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__abandon_after_seconds: _TypeAlias = _typing.Literal["abandon_after_seconds"]  # noqa: Y015
+    _WhichOneofArgType__abandon_after_seconds: _TypeAlias = _typing.Literal["_abandon_after_seconds", b"_abandon_after_seconds"]  # noqa: Y015
+    _WhichOneofReturnType__autoplay_level: _TypeAlias = _typing.Literal["autoplay_level"]  # noqa: Y015
+    _WhichOneofArgType__autoplay_level: _TypeAlias = _typing.Literal["_autoplay_level", b"_autoplay_level"]  # noqa: Y015
+    _WhichOneofReturnType__time_bank_seconds: _TypeAlias = _typing.Literal["time_bank_seconds"]  # noqa: Y015
+    _WhichOneofArgType__time_bank_seconds: _TypeAlias = _typing.Literal["_time_bank_seconds", b"_time_bank_seconds"]  # noqa: Y015
+    _WhichOneofReturnType__turn_seconds: _TypeAlias = _typing.Literal["turn_seconds"]  # noqa: Y015
+    _WhichOneofArgType__turn_seconds: _TypeAlias = _typing.Literal["_turn_seconds", b"_turn_seconds"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__abandon_after_seconds) -> _WhichOneofReturnType__abandon_after_seconds | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__autoplay_level) -> _WhichOneofReturnType__autoplay_level | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__time_bank_seconds) -> _WhichOneofReturnType__time_bank_seconds | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__turn_seconds) -> _WhichOneofReturnType__turn_seconds | None: ...
 
 Global___CreateLobbyRequest: _TypeAlias = CreateLobbyRequest  # noqa: Y015
 
@@ -674,15 +734,15 @@ class QuickMatchRequest(_message.Message):
     game: _builtins.str
     ante: _builtins.int
     @_builtins.property
-    def options(self) -> _struct_pb2.Struct:
-        """used when a new lobby is opened"""
+    def options(self) -> _events_pb2.GameOptions:
+        """used when a new lobby is opened (as CreateLobbyRequest)"""
 
     def __init__(
         self,
         *,
         request_id: _builtins.str = ...,
         game: _builtins.str = ...,
-        options: _struct_pb2.Struct | None = ...,
+        options: _events_pb2.GameOptions | None = ...,
         ante: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015

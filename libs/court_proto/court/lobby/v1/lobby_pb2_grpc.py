@@ -268,7 +268,12 @@ class LobbyServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def AbandonGame(self, request, context):
-        """Give up an unfinished game (a seated player): every ante is refunded.
+        """Give up an unfinished game (a seated player). The game is abandoned
+        (every ante refunded, once) only when every person at the table has
+        asked; until then the caller's seat is marked away and the autoplay bot
+        plays it to the end: the result stands and counts for the account. The
+        lobby also abandons a game whose every human seat has been away for the
+        lobby's abandon_after_seconds.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -103,7 +103,13 @@ class LobbyServiceStub:
     SubmitAction.
     """
     AbandonGame: _grpc.UnaryUnaryMultiCallable[_lobby_pb2.AbandonGameRequest, _lobby_pb2.Lobby]
-    """Give up an unfinished game (a seated player): every ante is refunded."""
+    """Give up an unfinished game (a seated player). The game is abandoned
+    (every ante refunded, once) only when every person at the table has
+    asked; until then the caller's seat is marked away and the autoplay bot
+    plays it to the end: the result stands and counts for the account. The
+    lobby also abandons a game whose every human seat has been away for the
+    lobby's abandon_after_seconds.
+    """
 
 @_typing.type_check_only
 class LobbyServiceAsyncStub(LobbyServiceStub):
@@ -156,7 +162,13 @@ class LobbyServiceAsyncStub(LobbyServiceStub):
     SubmitAction.
     """
     AbandonGame: _aio.UnaryUnaryMultiCallable[_lobby_pb2.AbandonGameRequest, _lobby_pb2.Lobby]  # type: ignore[assignment]
-    """Give up an unfinished game (a seated player): every ante is refunded."""
+    """Give up an unfinished game (a seated player). The game is abandoned
+    (every ante refunded, once) only when every person at the table has
+    asked; until then the caller's seat is marked away and the autoplay bot
+    plays it to the end: the result stands and counts for the account. The
+    lobby also abandons a game whose every human seat has been away for the
+    lobby's abandon_after_seconds.
+    """
 
 class LobbyServiceServicer(metaclass=_abc_1.ABCMeta):
     @_abc_1.abstractmethod
@@ -320,6 +332,12 @@ class LobbyServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _lobby_pb2.AbandonGameRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_lobby_pb2.Lobby, _abc.Awaitable[_lobby_pb2.Lobby]]:
-        """Give up an unfinished game (a seated player): every ante is refunded."""
+        """Give up an unfinished game (a seated player). The game is abandoned
+        (every ante refunded, once) only when every person at the table has
+        asked; until then the caller's seat is marked away and the autoplay bot
+        plays it to the end: the result stands and counts for the account. The
+        lobby also abandons a game whose every human seat has been away for the
+        lobby's abandon_after_seconds.
+        """
 
 def add_LobbyServiceServicer_to_server(servicer: LobbyServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -15,7 +15,7 @@ Who may do what:
    ("bot:<level>"): local play. Games with other people come from the lobby.
  * bot: a service identity that sees and acts for "bot:<level>" seats only.
  * service (the lobby): creates games (may choose the seed), resumes them
-   (resume_from), watches as a spectator.
+   (resume_from), closes them (CloseGame), watches as a spectator.
  * admin / analytics: full-information history; admin may also create
    games and read any seat's view.
 A caller without a seat in a game sees the spectator view (no hand).
@@ -35,10 +35,11 @@ Errors (each leaves the state unchanged):
 """
 
 from collections import abc as _abc
+from court_proto.court.games.v1 import events_pb2 as _events_pb2
+from court_proto.court.games.v1 import views_pb2 as _views_pb2
 from court_proto.court.rules.v1 import actions_pb2 as _actions_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 import builtins as _builtins
@@ -53,6 +54,58 @@ else:
 DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
+class SeatClock(_message.Message):
+    """One seat's clock in a view."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEAT_FIELD_NUMBER: _builtins.int
+    DEADLINE_FIELD_NUMBER: _builtins.int
+    BANK_MS_FIELD_NUMBER: _builtins.int
+    AWAY_FIELD_NUMBER: _builtins.int
+    AWAY_SINCE_FIELD_NUMBER: _builtins.int
+    TIMEOUTS_IN_ROW_FIELD_NUMBER: _builtins.int
+    TURN_SEQ_FIELD_NUMBER: _builtins.int
+    seat: _builtins.int
+    bank_ms: _builtins.int
+    """time bank left"""
+    away: _builtins.bool
+    """the autoplay bot plays this seat's turns at once"""
+    timeouts_in_row: _builtins.int
+    turn_seq: _builtins.int
+    """The record that started the seat's current turn (while to act): the
+    clock's move for it has request id "clock-<game_id>-<turn_seq>-<seat>".
+    """
+    @_builtins.property
+    def deadline(self) -> _timestamp_pb2.Timestamp:
+        """When the seat's turn times out (server time; bank included): set only
+        while the seat is to act and the game has a clock.
+        """
+
+    @_builtins.property
+    def away_since(self) -> _timestamp_pb2.Timestamp:
+        """set while away"""
+
+    def __init__(
+        self,
+        *,
+        seat: _builtins.int = ...,
+        deadline: _timestamp_pb2.Timestamp | None = ...,
+        bank_ms: _builtins.int = ...,
+        away: _builtins.bool = ...,
+        away_since: _timestamp_pb2.Timestamp | None = ...,
+        timeouts_in_row: _builtins.int = ...,
+        turn_seq: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["away_since", b"away_since", "deadline", b"deadline"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["away", b"away", "away_since", b"away_since", "bank_ms", b"bank_ms", "deadline", b"deadline", "seat", b"seat", "timeouts_in_row", b"timeouts_in_row", "turn_seq", b"turn_seq"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatClock: _TypeAlias = SeatClock  # noqa: Y015
+
+@_typing.final
 class CreateGameRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -63,6 +116,7 @@ class CreateGameRequest(_message.Message):
     SEED_FIELD_NUMBER: _builtins.int
     RESUME_FROM_FIELD_NUMBER: _builtins.int
     GAME_ID_FIELD_NUMBER: _builtins.int
+    CLOCK_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     game: _builtins.str
     """"queens_court" | "hearts" | "the_court" | "court_wars" """
@@ -90,8 +144,11 @@ class CreateGameRequest(_message.Message):
     derives the id from (caller, request id).
     """
     @_builtins.property
-    def options(self) -> _struct_pb2.Struct:
-        """the game's options (docs/rules/), defaults when absent"""
+    def options(self) -> _events_pb2.GameOptions:
+        """The game's options (docs/rules/): the case must be `game`; a field (or
+        the whole message) left unset takes its default. A field this server's
+        protos do not have (a newer client's option) is INVALID_ARGUMENT.
+        """
 
     @_builtins.property
     def seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
@@ -99,20 +156,30 @@ class CreateGameRequest(_message.Message):
         The seat count must agree with the game's options (e.g. "players").
         """
 
+    @_builtins.property
+    def clock(self) -> _events_pb2.TurnClock:
+        """The turn clock (absent: none; docs/clock.md). Any caller that may create
+        the game may give it (turn_seconds, time_bank_seconds, autoplay_level,
+        abandon_after_seconds; the *_ms fields are the service's own and ignored
+        here); INVALID_ARGUMENT outside the documented ranges. A resumed game
+        takes the clock given here.
+        """
+
     def __init__(
         self,
         *,
         request_id: _builtins.str = ...,
         game: _builtins.str = ...,
-        options: _struct_pb2.Struct | None = ...,
+        options: _events_pb2.GameOptions | None = ...,
         seats: _abc.Iterable[_builtins.str] | None = ...,
         seed: _builtins.int | None = ...,
         resume_from: _builtins.str = ...,
         game_id: _builtins.str = ...,
+        clock: _events_pb2.TurnClock | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "options", b"options", "seed", b"seed"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "clock", b"clock", "options", b"options", "seed", b"seed"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "game", b"game", "game_id", b"game_id", "options", b"options", "request_id", b"request_id", "resume_from", b"resume_from", "seats", b"seats", "seed", b"seed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "clock", b"clock", "game", b"game", "game_id", b"game_id", "options", b"options", "request_id", b"request_id", "resume_from", b"resume_from", "seats", b"seats", "seed", b"seed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seed: _TypeAlias = _typing.Literal["seed"]  # noqa: Y015
     _WhichOneofArgType__seed: _TypeAlias = _typing.Literal["_seed", b"_seed"]  # noqa: Y015
@@ -179,9 +246,15 @@ class GameResult(_message.Message):
     RESULT_FIELD_NUMBER: _builtins.int
     WINNERS_FIELD_NUMBER: _builtins.int
     FINISHED_FIELD_NUMBER: _builtins.int
+    RESUMED_INTO_FIELD_NUMBER: _builtins.int
+    CLOSED_REASON_FIELD_NUMBER: _builtins.int
     finished: _builtins.bool
+    resumed_into: _builtins.str
+    """A game closed by a resume: the game that continues it (no winners)."""
+    closed_reason: _builtins.str
+    """A game closed by CloseGame: why (no winners)."""
     @_builtins.property
-    def result(self) -> _struct_pb2.Struct:
+    def result(self) -> _events_pb2.GameResult:
         """the engine's result (its shape per game: docs/rules/)"""
 
     @_builtins.property
@@ -189,13 +262,15 @@ class GameResult(_message.Message):
     def __init__(
         self,
         *,
-        result: _struct_pb2.Struct | None = ...,
+        result: _events_pb2.GameResult | None = ...,
         winners: _abc.Iterable[_builtins.int] | None = ...,
         finished: _builtins.bool = ...,
+        resumed_into: _builtins.str = ...,
+        closed_reason: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["finished", b"finished", "result", b"result", "winners", b"winners"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["closed_reason", b"closed_reason", "finished", b"finished", "result", b"result", "resumed_into", b"resumed_into", "winners", b"winners"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -203,8 +278,8 @@ Global___GameResult: _TypeAlias = GameResult  # noqa: Y015
 
 @_typing.final
 class GameView(_message.Message):
-    """What one viewer may see. The typed envelope is common to all games; `view`
-    is the engine's own view (its shape is each engine's: see docs/rules/).
+    """What one viewer may see. The envelope is common to all games; `view` is the
+    engine's own view, typed per game (court.games.v1.View: docs/contract.md).
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -220,6 +295,9 @@ class GameView(_message.Message):
     LEGAL_ACTIONS_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
+    CLOCK_FIELD_NUMBER: _builtins.int
+    SEAT_CLOCKS_FIELD_NUMBER: _builtins.int
+    ABANDON_AT_FIELD_NUMBER: _builtins.int
     game: _builtins.str
     game_id: _builtins.str
     seq: _builtins.int
@@ -236,7 +314,7 @@ class GameView(_message.Message):
         """the player id of every seat"""
 
     @_builtins.property
-    def view(self) -> _struct_pb2.Struct: ...
+    def view(self) -> _views_pb2.View: ...
     @_builtins.property
     def legal_actions(self) -> _containers.RepeatedCompositeFieldContainer[_actions_pb2.Action]:
         """The legal actions of your_seat when it is among to_act (sorted)."""
@@ -244,7 +322,23 @@ class GameView(_message.Message):
     @_builtins.property
     def result(self) -> Global___GameResult: ...
     @_builtins.property
-    def options(self) -> _struct_pb2.Struct: ...
+    def options(self) -> _events_pb2.GameOptions:
+        """every option set"""
+
+    @_builtins.property
+    def clock(self) -> _events_pb2.TurnClock:
+        """Turn clock: the game's settings (absent: no clock) and every seat's clock
+        (deadlines of the seats to act, banks, away marks), as of seq.
+        """
+
+    @_builtins.property
+    def seat_clocks(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatClock]: ...
+    @_builtins.property
+    def abandon_at(self) -> _timestamp_pb2.Timestamp:
+        """Set while every person's seat is away and the clock has an abandon time:
+        when the lobby abandons the game (the last of them away + abandon_after_seconds).
+        """
+
     def __init__(
         self,
         *,
@@ -255,14 +349,17 @@ class GameView(_message.Message):
         your_seat: _builtins.int | None = ...,
         finished: _builtins.bool = ...,
         seats: _abc.Iterable[_builtins.str] | None = ...,
-        view: _struct_pb2.Struct | None = ...,
+        view: _views_pb2.View | None = ...,
         legal_actions: _abc.Iterable[_actions_pb2.Action] | None = ...,
         result: Global___GameResult | None = ...,
-        options: _struct_pb2.Struct | None = ...,
+        options: _events_pb2.GameOptions | None = ...,
+        clock: _events_pb2.TurnClock | None = ...,
+        seat_clocks: _abc.Iterable[Global___SeatClock] | None = ...,
+        abandon_at: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_your_seat", b"_your_seat", "options", b"options", "result", b"result", "view", b"view", "your_seat", b"your_seat"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_your_seat", b"_your_seat", "abandon_at", b"abandon_at", "clock", b"clock", "options", b"options", "result", b"result", "view", b"view", "your_seat", b"your_seat"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_your_seat", b"_your_seat", "finished", b"finished", "game", b"game", "game_id", b"game_id", "legal_actions", b"legal_actions", "options", b"options", "result", b"result", "seats", b"seats", "seq", b"seq", "to_act", b"to_act", "view", b"view", "your_seat", b"your_seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_your_seat", b"_your_seat", "abandon_at", b"abandon_at", "clock", b"clock", "finished", b"finished", "game", b"game", "game_id", b"game_id", "legal_actions", b"legal_actions", "options", b"options", "result", b"result", "seat_clocks", b"seat_clocks", "seats", b"seats", "seq", b"seq", "to_act", b"to_act", "view", b"view", "your_seat", b"your_seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__your_seat: _TypeAlias = _typing.Literal["your_seat"]  # noqa: Y015
     _WhichOneofArgType__your_seat: _TypeAlias = _typing.Literal["_your_seat", b"_your_seat"]  # noqa: Y015
@@ -331,11 +428,18 @@ class SubmitActionRequest(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     SEAT_FIELD_NUMBER: _builtins.int
     ACTION_FIELD_NUMBER: _builtins.int
+    TURN_SEQ_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     request_id: _builtins.str
     """required; a retry reuses it"""
     seat: _builtins.int
     """absent: the caller's only seat that is to act"""
+    turn_seq: _builtins.int
+    """Turn clock: the turn this move is for (the view's seat_clocks[seat].turn_seq).
+    Given, the move is refused with FAILED_PRECONDITION when that turn is over
+    (it timed out and the clock played it), even if the seat is to act again;
+    absent, the move is judged on the position as it is when it arrives.
+    """
     @_builtins.property
     def action(self) -> _actions_pb2.Action: ...
     def __init__(
@@ -345,14 +449,20 @@ class SubmitActionRequest(_message.Message):
         request_id: _builtins.str = ...,
         seat: _builtins.int | None = ...,
         action: _actions_pb2.Action | None = ...,
+        turn_seq: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "action", b"action", "seat", b"seat"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "_turn_seq", b"_turn_seq", "action", b"action", "seat", b"seat", "turn_seq", b"turn_seq"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "action", b"action", "game_id", b"game_id", "request_id", b"request_id", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "_turn_seq", b"_turn_seq", "action", b"action", "game_id", b"game_id", "request_id", b"request_id", "seat", b"seat", "turn_seq", b"turn_seq"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
     _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    _WhichOneofReturnType__turn_seq: _TypeAlias = _typing.Literal["turn_seq"]  # noqa: Y015
+    _WhichOneofArgType__turn_seq: _TypeAlias = _typing.Literal["_turn_seq", b"_turn_seq"]  # noqa: Y015
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__turn_seq) -> _WhichOneofReturnType__turn_seq | None: ...
 
 Global___SubmitActionRequest: _TypeAlias = SubmitActionRequest  # noqa: Y015
 
@@ -371,8 +481,8 @@ class SubmitActionResponse(_message.Message):
         """the acting seat's view after the move"""
 
     @_builtins.property
-    def events(self) -> _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]:
-        """The move's events as the acting seat sees them (core.Event.for_seat)."""
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.Event]:
+        """The move's events as the acting seat sees them (its own secrets only)."""
 
     @_builtins.property
     def next(self) -> _containers.RepeatedCompositeFieldContainer[Global___GameView]:
@@ -386,7 +496,7 @@ class SubmitActionResponse(_message.Message):
         *,
         seq: _builtins.int = ...,
         view: Global___GameView | None = ...,
-        events: _abc.Iterable[_struct_pb2.Struct] | None = ...,
+        events: _abc.Iterable[_events_pb2.Event] | None = ...,
         next: _abc.Iterable[Global___GameView] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["view", b"view"]  # noqa: Y015
@@ -443,7 +553,7 @@ class GameUpdate(_message.Message):
     @_builtins.property
     def view(self) -> Global___GameView: ...
     @_builtins.property
-    def events(self) -> _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]:
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.Event]:
         """the move's events as the viewer sees them"""
 
     def __init__(
@@ -451,7 +561,7 @@ class GameUpdate(_message.Message):
         *,
         seq: _builtins.int = ...,
         view: Global___GameView | None = ...,
-        events: _abc.Iterable[_struct_pb2.Struct] | None = ...,
+        events: _abc.Iterable[_events_pb2.Event] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
@@ -460,6 +570,93 @@ class GameUpdate(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GameUpdate: _TypeAlias = GameUpdate  # noqa: Y015
+
+@_typing.final
+class ReturnToSeatRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    request_id: _builtins.str
+    seat: _builtins.int
+    """absent: the caller's only seat"""
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        request_id: _builtins.str = ...,
+        seat: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "seat", b"seat"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "game_id", b"game_id", "request_id", b"request_id", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
+    _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+
+Global___ReturnToSeatRequest: _TypeAlias = ReturnToSeatRequest  # noqa: Y015
+
+@_typing.final
+class LeaveSeatRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    SEAT_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    request_id: _builtins.str
+    seat: _builtins.int
+    """The seat (the service role must name it; a player may leave it out when
+    they hold one seat).
+    """
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        request_id: _builtins.str = ...,
+        seat: _builtins.int | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "seat", b"seat"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "game_id", b"game_id", "request_id", b"request_id", "seat", b"seat"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
+    _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seat) -> _WhichOneofReturnType__seat | None: ...
+
+Global___LeaveSeatRequest: _TypeAlias = LeaveSeatRequest  # noqa: Y015
+
+@_typing.final
+class SeatResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SEQ_FIELD_NUMBER: _builtins.int
+    VIEW_FIELD_NUMBER: _builtins.int
+    CHANGED_FIELD_NUMBER: _builtins.int
+    seq: _builtins.int
+    """the record that changed the seat (or the current seq when nothing changed)"""
+    changed: _builtins.bool
+    @_builtins.property
+    def view(self) -> Global___GameView:
+        """the seat's view"""
+
+    def __init__(
+        self,
+        *,
+        seq: _builtins.int = ...,
+        view: Global___GameView | None = ...,
+        changed: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["view", b"view"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["changed", b"changed", "seq", b"seq", "view", b"view"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SeatResponse: _TypeAlias = SeatResponse  # noqa: Y015
 
 @_typing.final
 class GetHistoryRequest(_message.Message):
@@ -491,18 +688,24 @@ class HistoryMove(_message.Message):
     TIME_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     EVENTS_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
     seq: _builtins.int
     seat: _builtins.int
     player: _builtins.str
     """the token sub that acted"""
     request_id: _builtins.str
+    kind: _builtins.str
+    """"move" (a seat's own action), "timeout" (the clock played it: TurnTimedOut),
+    "away" (the clock played an away seat), "seat_away" / "seat_returned"
+    (a seat record: no action).
+    """
     @_builtins.property
     def action(self) -> _actions_pb2.Action: ...
     @_builtins.property
     def time(self) -> _timestamp_pb2.Timestamp: ...
     @_builtins.property
-    def events(self) -> _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]:
-        """full-information events"""
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.Event]:
+        """full-information events (with owner)"""
 
     def __init__(
         self,
@@ -513,11 +716,12 @@ class HistoryMove(_message.Message):
         action: _actions_pb2.Action | None = ...,
         time: _timestamp_pb2.Timestamp | None = ...,
         request_id: _builtins.str = ...,
-        events: _abc.Iterable[_struct_pb2.Struct] | None = ...,
+        events: _abc.Iterable[_events_pb2.Event] | None = ...,
+        kind: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "time", b"time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "events", b"events", "player", b"player", "request_id", b"request_id", "seat", b"seat", "seq", b"seq", "time", b"time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["action", b"action", "events", b"events", "kind", b"kind", "player", b"player", "request_id", b"request_id", "seat", b"seat", "seq", b"seq", "time", b"time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -543,7 +747,7 @@ class GetHistoryResponse(_message.Message):
     seed: _builtins.int
     created_by: _builtins.str
     @_builtins.property
-    def options(self) -> _struct_pb2.Struct: ...
+    def options(self) -> _events_pb2.GameOptions: ...
     @_builtins.property
     def seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
@@ -555,7 +759,7 @@ class GetHistoryResponse(_message.Message):
     @_builtins.property
     def to_act(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
     @_builtins.property
-    def created_events(self) -> _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]:
+    def created_events(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.Event]:
         """Full-information events of the creation (seq 0): GameCreated (with the
         seed), the engine's opening events (the deal), the first TurnStarted.
         """
@@ -565,7 +769,7 @@ class GetHistoryResponse(_message.Message):
         *,
         game: _builtins.str = ...,
         game_id: _builtins.str = ...,
-        options: _struct_pb2.Struct | None = ...,
+        options: _events_pb2.GameOptions | None = ...,
         seed: _builtins.int = ...,
         seats: _abc.Iterable[_builtins.str] | None = ...,
         created_by: _builtins.str = ...,
@@ -573,7 +777,7 @@ class GetHistoryResponse(_message.Message):
         moves: _abc.Iterable[Global___HistoryMove] | None = ...,
         result: Global___GameResult | None = ...,
         to_act: _abc.Iterable[_builtins.int] | None = ...,
-        created_events: _abc.Iterable[_struct_pb2.Struct] | None = ...,
+        created_events: _abc.Iterable[_events_pb2.Event] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["created", b"created", "options", b"options", "result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
@@ -582,3 +786,61 @@ class GetHistoryResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetHistoryResponse: _TypeAlias = GetHistoryResponse  # noqa: Y015
+
+@_typing.final
+class CloseGameRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    request_id: _builtins.str
+    """required; a retry reuses it"""
+    reason: _builtins.str
+    """Why, as the game's players read it (1 to 200 characters), e.g. "the lobby
+    was cancelled by its host: every ante is refunded".
+    """
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        request_id: _builtins.str = ...,
+        reason: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["game_id", b"game_id", "reason", b"reason", "request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CloseGameRequest: _TypeAlias = CloseGameRequest  # noqa: Y015
+
+@_typing.final
+class CloseGameResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    GAME_ID_FIELD_NUMBER: _builtins.int
+    VIEW_FIELD_NUMBER: _builtins.int
+    CLOSED_NOW_FIELD_NUMBER: _builtins.int
+    game_id: _builtins.str
+    closed_now: _builtins.bool
+    """False when the game was closed already (by an earlier request or a resume)."""
+    @_builtins.property
+    def view(self) -> Global___GameView:
+        """the spectator's view of the closed game"""
+
+    def __init__(
+        self,
+        *,
+        game_id: _builtins.str = ...,
+        view: Global___GameView | None = ...,
+        closed_now: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["view", b"view"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["closed_now", b"closed_now", "game_id", b"game_id", "view", b"view"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CloseGameResponse: _TypeAlias = CloseGameResponse  # noqa: Y015

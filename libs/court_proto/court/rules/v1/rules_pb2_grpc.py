@@ -64,6 +64,21 @@ class RulesServiceStub:
                 request_serializer=court_dot_rules_dot_v1_dot_rules__pb2.GetHistoryRequest.SerializeToString,
                 response_deserializer=court_dot_rules_dot_v1_dot_rules__pb2.GetHistoryResponse.FromString,
                 _registered_method=True)
+        self.CloseGame = channel.unary_unary(
+                '/court.rules.v1.RulesService/CloseGame',
+                request_serializer=court_dot_rules_dot_v1_dot_rules__pb2.CloseGameRequest.SerializeToString,
+                response_deserializer=court_dot_rules_dot_v1_dot_rules__pb2.CloseGameResponse.FromString,
+                _registered_method=True)
+        self.ReturnToSeat = channel.unary_unary(
+                '/court.rules.v1.RulesService/ReturnToSeat',
+                request_serializer=court_dot_rules_dot_v1_dot_rules__pb2.ReturnToSeatRequest.SerializeToString,
+                response_deserializer=court_dot_rules_dot_v1_dot_rules__pb2.SeatResponse.FromString,
+                _registered_method=True)
+        self.LeaveSeat = channel.unary_unary(
+                '/court.rules.v1.RulesService/LeaveSeat',
+                request_serializer=court_dot_rules_dot_v1_dot_rules__pb2.LeaveSeatRequest.SerializeToString,
+                response_deserializer=court_dot_rules_dot_v1_dot_rules__pb2.SeatResponse.FromString,
+                _registered_method=True)
 
 
 class RulesServiceServicer:
@@ -116,6 +131,40 @@ class RulesServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CloseGame(self, request, context):
+        """Closes an unfinished game for good (service role only: the lobby, when a
+        lobby whose game exists is cancelled or its start undone, so its antes are
+        refunded). A GameClosed record (with the reason) ends the game's log and
+        its public stream; afterwards the game answers finished, nobody to act, its
+        result's closed_reason set, and refuses moves (FAILED_PRECONDITION).
+        Idempotent: closing a game closed already (by any request) answers its
+        closed view. A finished game is FAILED_PRECONDITION; an unknown one
+        NOT_FOUND.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReturnToSeat(self, request, context):
+        """Turn clock: the caller's seat is theirs again after it was marked away
+        (two timeouts in a row, or AbandonGame alone): the bot stops playing it.
+        Any accepted action of the seat does the same. A seat that is not away
+        answers OK and changes nothing. Idempotent on (caller, request_id).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LeaveSeat(self, request, context):
+        """Turn clock: mark a seat away, so the autoplay bot plays each of its turns
+        at once until its player acts again. The seat's player, or the lobby
+        (service role: one player's AbandonGame alone). Games without a clock
+        play the away seat at the autoplay level too (heuristic by default).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RulesServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -148,6 +197,21 @@ def add_RulesServiceServicer_to_server(servicer, server):
                     servicer.GetHistory,
                     request_deserializer=court_dot_rules_dot_v1_dot_rules__pb2.GetHistoryRequest.FromString,
                     response_serializer=court_dot_rules_dot_v1_dot_rules__pb2.GetHistoryResponse.SerializeToString,
+            ),
+            'CloseGame': grpc.unary_unary_rpc_method_handler(
+                    servicer.CloseGame,
+                    request_deserializer=court_dot_rules_dot_v1_dot_rules__pb2.CloseGameRequest.FromString,
+                    response_serializer=court_dot_rules_dot_v1_dot_rules__pb2.CloseGameResponse.SerializeToString,
+            ),
+            'ReturnToSeat': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReturnToSeat,
+                    request_deserializer=court_dot_rules_dot_v1_dot_rules__pb2.ReturnToSeatRequest.FromString,
+                    response_serializer=court_dot_rules_dot_v1_dot_rules__pb2.SeatResponse.SerializeToString,
+            ),
+            'LeaveSeat': grpc.unary_unary_rpc_method_handler(
+                    servicer.LeaveSeat,
+                    request_deserializer=court_dot_rules_dot_v1_dot_rules__pb2.LeaveSeatRequest.FromString,
+                    response_serializer=court_dot_rules_dot_v1_dot_rules__pb2.SeatResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -312,6 +376,87 @@ class RulesService:
             '/court.rules.v1.RulesService/GetHistory',
             court_dot_rules_dot_v1_dot_rules__pb2.GetHistoryRequest.SerializeToString,
             court_dot_rules_dot_v1_dot_rules__pb2.GetHistoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CloseGame(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/court.rules.v1.RulesService/CloseGame',
+            court_dot_rules_dot_v1_dot_rules__pb2.CloseGameRequest.SerializeToString,
+            court_dot_rules_dot_v1_dot_rules__pb2.CloseGameResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReturnToSeat(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/court.rules.v1.RulesService/ReturnToSeat',
+            court_dot_rules_dot_v1_dot_rules__pb2.ReturnToSeatRequest.SerializeToString,
+            court_dot_rules_dot_v1_dot_rules__pb2.SeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LeaveSeat(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/court.rules.v1.RulesService/LeaveSeat',
+            court_dot_rules_dot_v1_dot_rules__pb2.LeaveSeatRequest.SerializeToString,
+            court_dot_rules_dot_v1_dot_rules__pb2.SeatResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -15,7 +15,7 @@ Who may do what:
    ("bot:<level>"): local play. Games with other people come from the lobby.
  * bot: a service identity that sees and acts for "bot:<level>" seats only.
  * service (the lobby): creates games (may choose the seed), resumes them
-   (resume_from), watches as a spectator.
+   (resume_from), closes them (CloseGame), watches as a spectator.
  * admin / analytics: full-information history; admin may also create
    games and read any seat's view.
 A caller without a seat in a game sees the spectator view (no hand).
@@ -83,6 +83,28 @@ class RulesServiceStub:
     """Full-information history: seed, every move and every full event.
     admin and analytics roles only.
     """
+    CloseGame: _grpc.UnaryUnaryMultiCallable[_rules_pb2.CloseGameRequest, _rules_pb2.CloseGameResponse]
+    """Closes an unfinished game for good (service role only: the lobby, when a
+    lobby whose game exists is cancelled or its start undone, so its antes are
+    refunded). A GameClosed record (with the reason) ends the game's log and
+    its public stream; afterwards the game answers finished, nobody to act, its
+    result's closed_reason set, and refuses moves (FAILED_PRECONDITION).
+    Idempotent: closing a game closed already (by any request) answers its
+    closed view. A finished game is FAILED_PRECONDITION; an unknown one
+    NOT_FOUND.
+    """
+    ReturnToSeat: _grpc.UnaryUnaryMultiCallable[_rules_pb2.ReturnToSeatRequest, _rules_pb2.SeatResponse]
+    """Turn clock: the caller's seat is theirs again after it was marked away
+    (two timeouts in a row, or AbandonGame alone): the bot stops playing it.
+    Any accepted action of the seat does the same. A seat that is not away
+    answers OK and changes nothing. Idempotent on (caller, request_id).
+    """
+    LeaveSeat: _grpc.UnaryUnaryMultiCallable[_rules_pb2.LeaveSeatRequest, _rules_pb2.SeatResponse]
+    """Turn clock: mark a seat away, so the autoplay bot plays each of its turns
+    at once until its player acts again. The seat's player, or the lobby
+    (service role: one player's AbandonGame alone). Games without a clock
+    play the away seat at the autoplay level too (heuristic by default).
+    """
 
 @_typing.type_check_only
 class RulesServiceAsyncStub(RulesServiceStub):
@@ -107,6 +129,28 @@ class RulesServiceAsyncStub(RulesServiceStub):
     GetHistory: _aio.UnaryUnaryMultiCallable[_rules_pb2.GetHistoryRequest, _rules_pb2.GetHistoryResponse]  # type: ignore[assignment]
     """Full-information history: seed, every move and every full event.
     admin and analytics roles only.
+    """
+    CloseGame: _aio.UnaryUnaryMultiCallable[_rules_pb2.CloseGameRequest, _rules_pb2.CloseGameResponse]  # type: ignore[assignment]
+    """Closes an unfinished game for good (service role only: the lobby, when a
+    lobby whose game exists is cancelled or its start undone, so its antes are
+    refunded). A GameClosed record (with the reason) ends the game's log and
+    its public stream; afterwards the game answers finished, nobody to act, its
+    result's closed_reason set, and refuses moves (FAILED_PRECONDITION).
+    Idempotent: closing a game closed already (by any request) answers its
+    closed view. A finished game is FAILED_PRECONDITION; an unknown one
+    NOT_FOUND.
+    """
+    ReturnToSeat: _aio.UnaryUnaryMultiCallable[_rules_pb2.ReturnToSeatRequest, _rules_pb2.SeatResponse]  # type: ignore[assignment]
+    """Turn clock: the caller's seat is theirs again after it was marked away
+    (two timeouts in a row, or AbandonGame alone): the bot stops playing it.
+    Any accepted action of the seat does the same. A seat that is not away
+    answers OK and changes nothing. Idempotent on (caller, request_id).
+    """
+    LeaveSeat: _aio.UnaryUnaryMultiCallable[_rules_pb2.LeaveSeatRequest, _rules_pb2.SeatResponse]  # type: ignore[assignment]
+    """Turn clock: mark a seat away, so the autoplay bot plays each of its turns
+    at once until its player acts again. The seat's player, or the lobby
+    (service role: one player's AbandonGame alone). Games without a clock
+    play the away seat at the autoplay level too (heuristic by default).
     """
 
 class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -165,6 +209,46 @@ class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_rules_pb2.GetHistoryResponse, _abc.Awaitable[_rules_pb2.GetHistoryResponse]]:
         """Full-information history: seed, every move and every full event.
         admin and analytics roles only.
+        """
+
+    @_abc_1.abstractmethod
+    def CloseGame(
+        self,
+        request: _rules_pb2.CloseGameRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_rules_pb2.CloseGameResponse, _abc.Awaitable[_rules_pb2.CloseGameResponse]]:
+        """Closes an unfinished game for good (service role only: the lobby, when a
+        lobby whose game exists is cancelled or its start undone, so its antes are
+        refunded). A GameClosed record (with the reason) ends the game's log and
+        its public stream; afterwards the game answers finished, nobody to act, its
+        result's closed_reason set, and refuses moves (FAILED_PRECONDITION).
+        Idempotent: closing a game closed already (by any request) answers its
+        closed view. A finished game is FAILED_PRECONDITION; an unknown one
+        NOT_FOUND.
+        """
+
+    @_abc_1.abstractmethod
+    def ReturnToSeat(
+        self,
+        request: _rules_pb2.ReturnToSeatRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_rules_pb2.SeatResponse, _abc.Awaitable[_rules_pb2.SeatResponse]]:
+        """Turn clock: the caller's seat is theirs again after it was marked away
+        (two timeouts in a row, or AbandonGame alone): the bot stops playing it.
+        Any accepted action of the seat does the same. A seat that is not away
+        answers OK and changes nothing. Idempotent on (caller, request_id).
+        """
+
+    @_abc_1.abstractmethod
+    def LeaveSeat(
+        self,
+        request: _rules_pb2.LeaveSeatRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_rules_pb2.SeatResponse, _abc.Awaitable[_rules_pb2.SeatResponse]]:
+        """Turn clock: mark a seat away, so the autoplay bot plays each of its turns
+        at once until its player acts again. The seat's player, or the lobby
+        (service role: one player's AbandonGame alone). Games without a clock
+        play the away seat at the autoplay level too (heuristic by default).
         """
 
 def add_RulesServiceServicer_to_server(servicer: RulesServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

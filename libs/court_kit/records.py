@@ -1,0 +1,358 @@
+"""Game records, contract v2 (``court.events.v2.Record``): subjects, shards, encoding, redaction.
+
+One record per game step (``protos/court/events/v2/records.proto``; docs/contract.md):
+
+* the **full** record is the game log itself: stream ``COURT_GAMES_<shard>``, subject
+  ``court.games.<shard>.<game_id>``, written once by the rules service (the append that accepts
+  the move);
+* the **public** record is the same message with every hidden part removed (``redact``), written
+  by the projector on ``court.events.<game>.<game_id>`` (stream ``COURT_EVENTS``), ``Nats-Msg-Id``
+  ``<game_id>-<seq>``.
+
+Shards: ``COURT_GAME_STREAMS`` streams (default 1), a game's shard is ``crc32(game_id) mod n``:
+stable for a given n, so n must not change while games are live (docs/operations.md).
+
+Everything that reads or writes records (rules, projector, bot, ranking, analytics) goes through
+this module, so the wire format lives in one place.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from court_games.core import Event
+from court_proto.court.events.v2 import records_pb2 as pb
+from court_proto.court.games.v1 import events_pb2 as games_pb
+
+from . import typed
+from .settings import ConfigError
+
+GAMES_STREAM_PREFIX = "COURT_GAMES_"  # COURT_GAMES_0 .. COURT_GAMES_<n-1>
+GAMES_SUBJECT_PREFIX = "court.games."
+PUBLIC_STREAM = "COURT_EVENTS"
+PUBLIC_PREFIX = "court.events."
+LIMITS_NAME = "COURT_GAMES"  # every shard has the limits of STREAM_LIMITS["COURT_GAMES"]
+MAX_SHARDS = 64
+
+SEQ_HEADER = "Court-Seq"  # the record's game seq, on the log and the public record
+LOG_SEQ_HEADER = "Court-Log-Seq"  # on a public record: the log stream sequence it was projected from
+CLOSED_HEADER = "Court-Closed"  # on a game's closing record (resumed as another game)
+MSG_ID_HEADER = "Nats-Msg-Id"
+
+PUBLIC = pb.VISIBILITY_PUBLIC
+FULL = pb.VISIBILITY_FULL
+
+
+# ---------------------------------------------------------------------------- shards and subjects
+
+
+def shard_count(environ: Mapping[str, str]) -> int:
+    """``COURT_GAME_STREAMS`` (default 1, 1..64)."""
+    raw = environ.get("COURT_GAME_STREAMS", "1")
+    try:
+        n = int(raw)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= MAX_SHARDS:
+        raise ConfigError(
+            f"COURT_GAME_STREAMS must be a whole number of game-log streams from 1 to {MAX_SHARDS}, "
+            f"got {raw[:40]!r}"
+        )
+    return n
+
+
+def shard_of(game_id: str, shards: int) -> int:
+    return zlib.crc32(game_id.encode()) % shards if shards > 1 else 0
+
+
+def game_stream(shard: int) -> str:
+    return f"{GAMES_STREAM_PREFIX}{shard}"
+
+
+def game_streams(shards: int) -> list[str]:
+    return [game_stream(i) for i in range(shards)]
+
+
+def log_subject(game_id: str, shards: int) -> str:
+    return f"{GAMES_SUBJECT_PREFIX}{shard_of(game_id, shards)}.{game_id}"
+
+
+def shard_subjects(shard: int) -> str:
+    return f"{GAMES_SUBJECT_PREFIX}{shard}.*"
+
+
+def game_id_of_log_subject(subject: str) -> str:
+    return subject.rsplit(".", 1)[1]
+
+
+def public_subject(game: str, game_id: str) -> str:
+    return f"{PUBLIC_PREFIX}{game}.{game_id}"
+
+
+def msg_id(game_id: str, seq: int, closed: bool = False) -> str:
+    return f"{game_id}-{seq}" + ("-closed" if closed else "")
+
+
+# ---------------------------------------------------------------------------- events
+# court.games.v1.Event is typed per event kind (court_kit.typed converts).
+
+
+def event_to_proto(game: str, e: Event) -> games_pb.Event:
+    msg: games_pb.Event = typed.event_to_proto(game, e)
+    return msg
+
+
+def event_from_proto(p: games_pb.Event) -> Event:
+    return typed.engine_event_from_proto(p)
+
+
+def public_event(e: Event) -> Event:
+    """What anyone at the table may know of ``e``: its data without the private part."""
+    return Event(e.type, e.data) if e.private else e
+
+
+# ---------------------------------------------------------------------------- encoding
+
+
+def _stamp(rec: pb.Record, t_ms: int) -> None:
+    rec.time.seconds, ms = divmod(t_ms, 1000)
+    rec.time.nanos = ms * 1_000_000
+
+
+def _header(
+    rec: pb.Record,
+    game: str,
+    game_id: str,
+    seq: int,
+    t_ms: int,
+    to_act: Sequence[int],
+    seats: Sequence[str],
+    finished: bool,
+    deadlines: Iterable[tuple[int, int]] = (),
+) -> None:
+    rec.game_id = game_id
+    rec.game = game
+    rec.seq = seq
+    _stamp(rec, t_ms)
+    rec.visibility = FULL
+    rec.to_act.extend(to_act)
+    rec.to_act_players.extend(seats[i] for i in to_act)
+    rec.finished = finished
+    for seat, ms in deadlines:
+        rec.deadlines.add(seat=seat, deadline_ms=ms)
+
+
+CLOCK_KEYS = (
+    ("turn_seconds", "turn_s"),
+    ("time_bank_seconds", "bank_s"),
+    ("autoplay_level", "level"),
+    ("abandon_after_seconds", "abandon_s"),
+    ("turn_ms", "turn_ms"),
+    ("bank_ms", "bank_ms"),
+    ("abandon_ms", "abandon_ms"),
+)
+
+
+def clock_to_proto(clock: Mapping[str, Any]) -> games_pb.TurnClock:
+    """A creation's turn clock (``court_kit.clock.to_record``'s dict) as its typed message."""
+    return games_pb.TurnClock(**{f: clock[k] for f, k in CLOCK_KEYS if k in clock})
+
+
+def clock_from_proto(c: games_pb.TurnClock) -> dict[str, Any]:
+    return {k: getattr(c, f) for f, k in CLOCK_KEYS}
+
+
+def created_record(
+    game: str,
+    game_id: str,
+    t_ms: int,
+    *,
+    seats: Sequence[str],
+    options: Mapping[str, Any],
+    seed: int,
+    by: str,
+    request_id: str,
+    events: Iterable[Event],
+    to_act: Sequence[int],
+    finished: bool,
+    resumed_from: str | None = None,
+    save: Mapping[str, Any] | None = None,
+    clock: Mapping[str, Any] | None = None,
+    deadlines: Iterable[tuple[int, int]] = (),
+) -> pb.Record:
+    rec = pb.Record()
+    _header(rec, game, game_id, 0, t_ms, to_act, seats, finished, deadlines)
+    c = rec.created
+    c.seats.extend(seats)
+    c.options.CopyFrom(typed.options_to_proto(game, options))
+    c.seed = seed
+    c.created_by = by
+    c.request_id = request_id
+    if resumed_from:
+        c.resumed_from = resumed_from
+    if save is not None:
+        c.save_json = json.dumps(save, separators=(",", ":"), sort_keys=True)
+    if clock is not None:
+        c.clock.CopyFrom(clock_to_proto(clock))
+    for e in events:
+        c.events.append(event_to_proto(game, e))
+    return rec
+
+
+def move_record(
+    game: str,
+    game_id: str,
+    seq: int,
+    t_ms: int,
+    *,
+    seat: int,
+    action: Any,
+    action_type: str,
+    by: str,
+    request_id: str,
+    events: Iterable[Event],
+    to_act: Sequence[int],
+    seats: Sequence[str],
+    finished: bool,
+    autoplay: str = "",
+    deadlines: Iterable[tuple[int, int]] = (),
+) -> pb.Record:
+    """``action``: the typed ``court.rules.v1.Action``; ``autoplay``: "timeout" or "away" for a
+    move the turn clock made."""
+    rec = pb.Record()
+    _header(rec, game, game_id, seq, t_ms, to_act, seats, finished, deadlines)
+    m = rec.move
+    m.seat = seat
+    m.action.CopyFrom(action)
+    m.action_type = action_type
+    m.by = by
+    m.request_id = request_id
+    m.autoplay = autoplay
+    for e in events:
+        m.events.append(event_to_proto(game, e))
+    return rec
+
+
+def seat_record(
+    game: str,
+    game_id: str,
+    seq: int,
+    t_ms: int,
+    *,
+    seat: int,
+    kind: str,
+    by: str,
+    request_id: str,
+    events: Iterable[Event],
+    to_act: Sequence[int],
+    seats: Sequence[str],
+    finished: bool,
+    deadlines: Iterable[tuple[int, int]] = (),
+) -> pb.Record:
+    """A turn clock seat record (``kind`` "seat_away" or "seat_returned"): no action."""
+    rec = pb.Record()
+    _header(rec, game, game_id, seq, t_ms, to_act, seats, finished, deadlines)
+    s = rec.seat_changed
+    s.seat = seat
+    s.kind = kind
+    s.by = by
+    s.request_id = request_id
+    for e in events:
+        s.events.append(event_to_proto(game, e))
+    return rec
+
+
+def closed_record(
+    game: str, game_id: str, seq: int, t_ms: int, *, into: str, by: str, request_id: str, reason: str = ""
+) -> pb.Record:
+    """A game's last record: resumed as game ``into``, or (``into`` empty) closed for ``reason``."""
+    rec = pb.Record()
+    _header(rec, game, game_id, seq, t_ms, (), (), True)
+    rec.closed.into = into
+    rec.closed.by = by
+    rec.closed.request_id = request_id
+    if reason:
+        rec.closed.reason = reason
+    return rec
+
+
+def decode(data: bytes) -> pb.Record:
+    """One record (``ValueError`` when the bytes are not one)."""
+    try:
+        rec = pb.Record.FromString(data)
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError
+        raise ValueError(f"not a court.events.v2.Record: {exc}") from None
+    if not rec.game_id or rec.WhichOneof("body") is None:
+        raise ValueError("a court.events.v2.Record without game_id or body")
+    return rec
+
+
+# ---------------------------------------------------------------------------- redaction
+
+
+def _public_events(src: Iterable[games_pb.Event], into: Any) -> None:
+    for p in src:
+        into.append(typed.public_event(p))
+
+
+def redact(full: pb.Record) -> pb.Record:
+    """The public form of a full record: the same envelope, every hidden part removed (the
+    events' private parts, the seed, a save point, the action itself, who called and with which
+    request id)."""
+    out = pb.Record(
+        game_id=full.game_id,
+        game=full.game,
+        seq=full.seq,
+        visibility=PUBLIC,
+        to_act=full.to_act,
+        to_act_players=full.to_act_players,
+        finished=full.finished,
+        deadlines=full.deadlines,
+    )
+    out.time.CopyFrom(full.time)
+    body = full.WhichOneof("body")
+    if body == "move":
+        m = full.move
+        om = out.move
+        om.seat = m.seat
+        om.action_type = m.action_type
+        om.autoplay = m.autoplay
+        _public_events(m.events, om.events)
+    elif body == "created":
+        c = full.created
+        oc = out.created
+        oc.seats.extend(c.seats)
+        oc.options.CopyFrom(c.options)
+        if c.resumed_from:
+            oc.resumed_from = c.resumed_from
+        if c.HasField("clock"):
+            oc.clock.CopyFrom(c.clock)
+        _public_events(c.events, oc.events)
+    elif body == "closed":
+        out.closed.into = full.closed.into
+        out.closed.reason = full.closed.reason
+    elif body == "seat_changed":
+        sc = full.seat_changed
+        out.seat_changed.seat = sc.seat
+        out.seat_changed.kind = sc.kind
+        _public_events(sc.events, out.seat_changed.events)
+    return out
+
+
+def events_of(rec: pb.Record) -> list[Event]:
+    """The record's events as engine events (public records: without private parts)."""
+    body = rec.WhichOneof("body")
+    if body == "move":
+        return [event_from_proto(p) for p in rec.move.events]
+    if body == "created":
+        return [event_from_proto(p) for p in rec.created.events]
+    if body == "seat_changed":
+        return [event_from_proto(p) for p in rec.seat_changed.events]
+    return []
+
+
+def time_ms(rec: pb.Record) -> int:
+    return rec.time.seconds * 1000 + rec.time.nanos // 1_000_000

@@ -1,0 +1,426 @@
+"""The projector: the game logs' records, republished in public form, in order, exactly once.
+
+It follows every game-log stream (``COURT_GAMES_<shard>``) with one durable pull consumer per
+stream (``court-projector``, explicit acks), and for each full record publishes its public form
+(``court_kit.records.redact``) on ``court.events.<game>.<game_id>`` (stream ``COURT_EVENTS``) with
+
+* ``Nats-Msg-Id: <game_id>-<seq>`` (JetStream de-duplicates within its window),
+* ``Nats-Expected-Last-Subject-Sequence``: the public stream sequence of the game's previous
+  public record (0 for its creation), so the public subject can only ever grow by the next
+  record: a republish after the duplicate window has passed is refused (and recognised: the
+  game's last public record is read back and the record skipped), and two projectors at once
+  (a rolling restart, several rules replicas running one each) can never store a record twice
+  or out of order,
+* ``Court-Seq`` (the game seq), ``Court-Log-Seq`` (the log stream sequence it came from) and, on
+  a resumed game's closing record, ``Court-Closed``.
+
+Each game's position is remembered (the last public record's log sequence); a game not in
+memory (after a restart) costs one direct get of its last public record. A record whose
+predecessor is not public yet (it went to another projector that died, or was lost in a failed
+publish) makes the projector read the missing records from the log and publish them first, so
+the public subject never has a gap. A message is acknowledged only after its public record is
+stored; a projector dying between publish and ack leaves it to be delivered again, and the
+redelivery finds it public already and only acknowledges it.
+
+A finished game (its last record ``finished``) is written to ``COURT_GAMES_ARCHIVE`` once its
+final public record is stored (``GameStore.archive``, idempotent); the janitor purges the hot log
+``COURT_FINISHED_RETENTION`` after that, so a log is never purged before it is public.
+
+Runs inside every rules process by default (``COURT_PROJECTOR=on``) and as its own process,
+``court-projector`` (NATS user ``projector``; then set ``COURT_PROJECTOR=off`` for the rules
+replicas: deploy/ does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import nats.errors
+from court_kit import jetstream as kjs
+from court_kit import logging as klog
+from court_kit import records as krec
+from court_kit.errors import Unavailable
+from court_kit.health import Check, nats_check
+from court_kit.metrics import MetricsServer, start_metrics_server
+from court_kit.server import add_health_and_reflection, create_server, run_service
+from court_kit.settings import Settings
+from court_proto.court.events.v2 import records_pb2
+from grpc_health.v1._async import HealthServicer
+from nats.aio.client import Client as NATS
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import APIError
+from prometheus_client import Counter, Histogram
+
+from .store import EVENTS_STREAM, GameStore, Record
+
+log = klog.get_logger("court_rules.projector")
+
+DURABLE = "court-projector"
+PROJECTED = Counter("court_projector_records_total", "Public records stored by this projector")
+SKIPPED = Counter(
+    "court_projector_skipped_total", "Log records found public already (redeliveries, other projectors)"
+)
+FILLED = Counter(
+    "court_projector_filled_total", "Records read back from the log to fill a gap before a later one"
+)
+LAG = Histogram(
+    "court_projector_lag_seconds",
+    "Move accepted (record time) to its public record stored",
+    buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60),
+)
+KEEP = 100_000  # games whose public position is remembered
+SERVICE_NAME = "court.events.v2.Projector"
+
+
+@dataclass(slots=True)
+class Position:
+    """A game's last public record: public stream sequence, game seq, closed, log sequence."""
+
+    pub_sseq: int
+    seq: int
+    closed: bool
+    log_sseq: int
+
+
+def _follows(pos: Position | None, rec: records_pb2.Record) -> bool:
+    """Whether ``rec`` is the record right after ``pos`` in its game's log."""
+    kind = rec.WhichOneof("body")
+    if pos is None:
+        return kind == "created"
+    if pos.closed:
+        return False
+    if kind in ("move", "seat_changed"):
+        return rec.seq == pos.seq + 1
+    if kind == "closed":
+        return rec.seq == pos.seq
+    return False
+
+
+class Projector:
+    def __init__(self, store: GameStore, *, batch: int = 256, ack_wait: float = 30.0, durable: str = DURABLE):
+        self.store = store
+        self.batch = batch
+        self.ack_wait = ack_wait
+        self.durable = durable
+        self.positions: OrderedDict[str, Position] = OrderedDict()
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.projected = 0  # public records this projector stored (tests, observability)
+        self.progress = asyncio.Event()  # set after every batch (tests wait on it)
+        self.attached = asyncio.Event()  # every shard's consumer exists and is being pulled
+
+    # ------------------------------------------------------------------ one record
+
+    async def _position(self, game: str, game_id: str) -> Position | None:
+        pos = self.positions.get(game_id)
+        if pos is not None:
+            self.positions.move_to_end(game_id)
+            return pos
+        try:
+            m = await kjs.direct_get_last(
+                self.store.nc, EVENTS_STREAM, krec.public_subject(game, game_id), timeout=self.store.timeout
+            )
+        except (kjs.JetStreamUnavailable, nats.errors.Error) as exc:
+            raise Unavailable(f"reading the last public record of {game_id}: {exc}") from exc
+        if m is None:
+            return None
+        h = m.headers or {}
+        pos = Position(
+            m.seq,
+            int(h.get(krec.SEQ_HEADER, "0")),
+            krec.CLOSED_HEADER in h,
+            int(h.get(krec.LOG_SEQ_HEADER, "0")),
+        )
+        self._remember(game_id, pos)
+        return pos
+
+    def _remember(self, game_id: str, pos: Position) -> None:
+        self.positions[game_id] = pos
+        self.positions.move_to_end(game_id)
+        while len(self.positions) > KEEP:
+            self.positions.popitem(last=False)
+
+    async def project(self, log_sseq: int, rec: records_pb2.Record) -> bool:
+        """Make the record public (and everything before it in its game). False: it was already."""
+        lock = self._locks.setdefault(rec.game_id, asyncio.Lock())
+        try:
+            async with lock:
+                return await self._project(log_sseq, rec)
+        finally:
+            if not lock.locked() and self._locks.get(rec.game_id) is lock:
+                del self._locks[rec.game_id]
+
+    async def _project(self, log_sseq: int, rec: records_pb2.Record) -> bool:
+        gid = rec.game_id
+        while True:
+            pos = await self._position(rec.game, gid)
+            if pos is not None and pos.log_sseq >= log_sseq:
+                SKIPPED.inc()
+                if rec.finished:
+                    await self._archive(rec.game, gid)
+                return False
+            if not _follows(pos, rec):
+                await self._fill(rec.game, gid, pos, log_sseq)
+                continue
+            closed = rec.WhichOneof("body") == "closed"
+            headers = {
+                krec.MSG_ID_HEADER: krec.msg_id(gid, rec.seq, closed),
+                "Nats-Expected-Last-Subject-Sequence": str(pos.pub_sseq if pos else 0),
+                krec.SEQ_HEADER: str(rec.seq),
+                krec.LOG_SEQ_HEADER: str(log_sseq),
+            }
+            if closed:
+                headers[krec.CLOSED_HEADER] = "1"
+            data = krec.redact(rec).SerializeToString()
+            fut = None
+            try:
+                fut = await self.store.publisher.publish(krec.public_subject(rec.game, gid), data, headers)
+                ack = json.loads(await asyncio.wait_for(fut, self.store.timeout))
+            except APIError as exc:
+                if exc.err_code == kjs.ERR_WRONG_LAST_SEQUENCE:
+                    # someone else (another projector) moved the subject on: read it again
+                    self.positions.pop(gid, None)
+                    continue
+                raise Unavailable(f"publishing {gid}-{rec.seq}: {exc}") from exc
+            except (TimeoutError, nats.errors.Error) as exc:
+                if fut is not None:
+                    self.store.publisher.forget([fut])
+                self.positions.pop(gid, None)  # it may or may not be stored: read it back next time
+                raise Unavailable(f"publishing {gid}-{rec.seq}: {type(exc).__name__}") from exc
+            self._remember(gid, Position(int(ack["seq"]), int(rec.seq), closed, log_sseq))
+            if not ack.get("duplicate"):
+                PROJECTED.inc()
+                self.projected += 1
+                LAG.observe(max(0.0, time.time() - krec.time_ms(rec) / 1000))
+            if rec.finished:
+                await self._archive(rec.game, gid)
+            return True
+
+    async def _fill(self, game: str, game_id: str, pos: Position | None, upto_log_sseq: int) -> None:
+        """Publish the records between the game's last public one and log sequence ``upto``."""
+        missing: list[Record] = await self.store.records(game_id, pos.log_sseq if pos else 0)
+        missing = [r for r in missing if r.sseq < upto_log_sseq and not r.archived]
+        if not missing:
+            raise Unavailable(
+                f"game {game_id}: the log has no record between public "
+                f"{pos.log_sseq if pos else 0} and {upto_log_sseq}"
+            )
+        for r in missing:
+            FILLED.inc()
+            await self._project(r.sseq, r.body)
+
+    async def _archive(self, game: str, game_id: str) -> None:
+        records = await self.store.records(game_id)
+        if not records or records[0].archived:
+            return
+        await self.store.archive(game, game_id, [r.body for r in records], records[-1].sseq)
+
+    # ------------------------------------------------------------------ the consumers
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """One pull loop per game-log stream until ``stop``."""
+        attached = [asyncio.Event() for _ in range(self.store.shards)]
+
+        async def all_attached() -> None:
+            for a in attached:
+                await a.wait()
+            self.attached.set()
+
+        watcher = asyncio.create_task(all_attached())
+        try:
+            await asyncio.gather(*(self._follow(i, stop, attached[i]) for i in range(self.store.shards)))
+        finally:
+            watcher.cancel()
+
+    async def _follow(self, shard: int, stop: asyncio.Event, attached: asyncio.Event) -> None:
+        stream = krec.game_stream(shard)
+        psub: Any = None
+        trouble = klog.StateLog(log, f"projector {stream}")
+        try:
+            while not stop.is_set():
+                try:
+                    if psub is None:
+                        psub = await self.store.js.pull_subscribe(
+                            krec.shard_subjects(shard),
+                            durable=self.durable,
+                            stream=stream,
+                            config=ConsumerConfig(
+                                ack_policy=AckPolicy.EXPLICIT,
+                                ack_wait=self.ack_wait,
+                                deliver_policy=DeliverPolicy.ALL,
+                                max_deliver=-1,
+                                max_ack_pending=20_000,
+                                max_waiting=512,
+                                description="Court projector: game logs to public records",
+                            ),
+                        )
+                        attached.set()
+                        trouble.ok("projector following again", stream=stream)
+                    try:
+                        msgs = await psub.fetch(self.batch, timeout=1.0)
+                    except (TimeoutError, nats.errors.TimeoutError):
+                        continue
+                    await self._batch(msgs, stop)
+                    self.progress.set()
+                    self.progress = asyncio.Event()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - NATS restarting, a stream not there yet
+                    trouble.failed("projector waiting", stream=stream, error=str(exc) or type(exc).__name__)
+                    if psub is not None:
+                        with contextlib.suppress(Exception):
+                            await psub.unsubscribe()
+                    psub = None
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), 1.0)
+        finally:
+            if psub is not None:
+                with contextlib.suppress(Exception):
+                    await psub.unsubscribe()
+
+    async def _batch(self, msgs: Sequence[Any], stop: asyncio.Event) -> None:
+        """Project a fetched batch: the games side by side, each game's records in order; every
+        message acknowledged once its record is public."""
+        games: dict[str, list[tuple[Any, records_pb2.Record | None]]] = {}
+        for m in msgs:
+            try:
+                rec: records_pb2.Record | None = krec.decode(m.data)
+            except ValueError as exc:
+                log.error("a game-log message that is no record; skipped", subject=m.subject, error=str(exc))
+                rec = None
+            games.setdefault(krec.game_id_of_log_subject(m.subject), []).append((m, rec))
+        if len(games) == 1:  # the usual batch at low rates: no task per game (make bench: 14% of the CPU)
+            await self._game(next(iter(games.values())), stop)
+        else:
+            await asyncio.gather(*(self._game(items, stop) for items in games.values()))
+
+    async def _game(self, items: list[tuple[Any, records_pb2.Record | None]], stop: asyncio.Event) -> None:
+        delay = 0.05
+        for m, rec in items:
+            while rec is not None:
+                try:
+                    await self.project(m.metadata.sequence.stream, rec)
+                    break
+                except Unavailable as exc:
+                    if stop.is_set():
+                        return  # unacknowledged: delivered again, here or to another projector
+                    log.warning(
+                        "projecting a record failed; retrying",
+                        game_id=rec.game_id,
+                        seq=rec.seq,
+                        error=str(exc),
+                    )
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), delay)
+                    delay = min(delay * 2, 2.0)
+            with contextlib.suppress(Exception):  # a lost ack: redelivered, found public, acked again
+                await m.ack()
+
+
+# ---------------------------------------------------------------------- court-projector
+
+
+@dataclass
+class ProjectorApp:
+    """The projector as its own process (``court-projector``): NATS, the projector, gRPC health."""
+
+    settings: Settings
+    nc: NATS
+    store: GameStore
+    projector: Projector
+    server: object
+    port: int
+    health: HealthServicer
+    metrics: MetricsServer | None
+    _stop: asyncio.Event = field(default_factory=asyncio.Event)
+    _task: asyncio.Task | None = None
+
+    service_names = (SERVICE_NAME,)
+
+    def dependencies(self) -> dict[str, Check]:
+        return {"nats": nats_check(self.nc, self.settings.extra_float("READY_TIMEOUT", 2.0, lo=0.05))}
+
+    @classmethod
+    async def start(cls, settings: Settings) -> ProjectorApp:
+        nc = await kjs.connect(
+            settings.nats_servers(),
+            name=f"court-projector@{settings.listen}",
+            **kjs.connect_options(settings),
+        )
+        try:
+            store = GameStore(nc, replicas=settings.stream_replicas, environ=settings.extra)
+            from .app import _ensure_streams  # noqa: PLC0415 - the rules app imports this module
+
+            await _ensure_streams(store)
+            projector = projector_for(store, settings)
+            server, port = create_server(settings.listen, settings=settings)
+            health = await add_health_and_reflection(
+                server,
+                [SERVICE_NAME],
+                reflection_on=settings.reflection,
+                health_listen=settings.health_listen,
+            )
+            await server.start()
+        except BaseException:
+            await nc.close()
+            raise
+        metrics = start_metrics_server(settings.metrics_listen)
+        app = cls(settings, nc, store, projector, server, port, health, metrics)
+        app._task = asyncio.create_task(projector.run(app._stop))
+        log.info("projector running", shards=store.shards, port=port)
+        return app
+
+    async def close(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.wait_for(self._task, 10.0)
+        if self.metrics is not None:
+            self.metrics.close()
+        await self.store.publisher.close()
+        with contextlib.suppress(Exception):
+            await self.nc.drain()
+
+    async def kill(self) -> None:
+        """Abrupt (tests): no acks for what is in hand, no drain. Bounded: the loop is told to stop
+        and cancelled; a cancellation swallowed below it (Python 3.11's ``wait_for`` can lose one
+        that races its inner future) cannot keep the kill waiting, since the connection is closed
+        next, which ends every fetch and publish in flight."""
+        task = self._task
+        self._stop.set()
+        if task is not None:
+            task.cancel()
+            await asyncio.wait({task}, timeout=2.0)
+        await self.server.stop(None)  # type: ignore[attr-defined]
+        if self.metrics is not None:
+            self.metrics.close()
+        with contextlib.suppress(Exception):
+            await self.nc.close()
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=5.0)
+        if task is not None and task.done() and not task.cancelled():
+            task.exception()  # retrieved: an error of a killed loop is no news
+
+
+def projector_for(store: GameStore, settings: Settings) -> Projector:
+    return Projector(
+        store,
+        batch=settings.extra_int("PROJECTOR_BATCH", 256, 1, 4096),
+        ack_wait=settings.extra_float("PROJECTOR_ACK_WAIT", 30.0, 0.5),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_service("projector", ProjectorApp.start, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

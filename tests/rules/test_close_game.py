@@ -1,0 +1,159 @@
+"""CloseGame: the lobby closes a game whose lobby was cancelled (its antes refunded), for good.
+
+The closed game refuses moves (FAILED_PRECONDITION naming why), every view (any replica, a cold
+one too) answers finished with nobody to act and the reason, watches end, the log and the public
+stream end with one GameClosed record (the reason public, who and which request id not), and a
+retry, 50 duplicates or another close change nothing. Refusals change nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import grpc
+import pytest
+from court_client import result_dict
+from court_proto.court.rules.v1 import rules_pb2
+
+from .helpers import EventLog
+
+C = grpc.StatusCode
+REASON = "its lobby's start was undone (cancelled by the host: wrong table); every ante is refunded"
+
+
+async def _code(coro: Any) -> tuple[grpc.StatusCode, str]:
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await coro
+    return info.value.code(), info.value.details() or ""
+
+
+async def _until(ready: Any) -> None:
+    while not ready():
+        await asyncio.sleep(0.01)
+
+
+async def test_the_lobby_closes_a_live_game_for_good(replicas: Any, rules: Any) -> None:
+    lobby = replicas.client(rules, "lobby", "service")
+    created = await lobby.create_game(
+        "queens_court", ["ann", "bob", "bot:random"], {"players": 3}, request_id="start-1"
+    )
+    gid = created.game_id
+    seat = created.view.to_act[0]
+    mover = replicas.client(rules, ["ann", "bob", "bot:random"][seat], "bot" if seat == 2 else "player")
+    mine = await mover.get_view(gid, seat)
+    first = await mover.submit(gid, mine.legal_actions[0], seat)
+    other = await replicas.start()  # holds the game in its cache, as it stood before the close
+    on_other = {p: replicas.client(other, p, retries=0) for p in ("ann", "bob")}
+    assert not (await on_other["ann"].get_view(gid)).finished
+    watched: list[Any] = []
+
+    async def watch() -> None:
+        async for u in on_other["bob"].watch(gid, resume=False):
+            watched.append(u)
+
+    watcher = asyncio.create_task(watch())
+    await asyncio.wait_for(_until(lambda: bool(watched)), 15)
+
+    async with (
+        EventLog(replicas.nats.url, "queens_court", gid) as public,
+        EventLog(replicas.nats.url, "queens_court", gid, full=True) as full,
+    ):
+        answers = await asyncio.gather(
+            *[lobby.close_game(gid, REASON, request_id="close-1") for _ in range(50)]
+        )
+        assert len({a.SerializeToString(deterministic=True) for a in answers}) == 1  # one answer
+        closed = answers[0]
+        assert closed.closed_now and closed.view.finished and not closed.view.to_act
+        assert closed.view.result.closed_reason == REASON and not closed.view.result.winners
+        assert not closed.view.HasField("your_seat")  # the spectator's view: no hand
+        await public.wait_until(
+            lambda rs: any(r.WhichOneof("body") == "closed" for r in rs), what="the closing"
+        )
+        await full.wait_until(
+            lambda rs: any(r.WhichOneof("body") == "closed" for r in rs), what="the closing"
+        )
+        await asyncio.sleep(0.3)  # nothing else follows it (a second closing record would be here by now)
+    for log, hidden in ((public, False), (full, True)):
+        assert [(r.seq, r.WhichOneof("body")) for r in log.events] == [
+            (0, "created"),
+            (1, "move"),
+            (1, "closed"),
+        ]
+        last = log.events[-1]
+        assert last.finished and not last.to_act and last.closed.reason == REASON and not last.closed.into
+        assert (last.closed.by, last.closed.request_id) == (("lobby", "close-1") if hidden else ("", ""))
+
+    # it refuses moves, everywhere, naming why; views say it is over
+    await asyncio.wait_for(watcher, 15)  # the watch on the other replica ended
+    assert [u.seq for u in watched] == [1]  # the snapshot; then the stream ended (OK), as for a resumed game
+    nxt = first.view.to_act[0] if first.view.to_act else None
+    assert nxt is not None
+    for app in (rules, other, await replicas.start()):  # the one that closed it, a stale cache, a cold one
+        sub = ["ann", "bob", "bot:random"][nxt]
+        client = replicas.client(app, sub if nxt != 2 else "bots", "bot" if nxt == 2 else "player", retries=0)
+        view = await client.get_view(gid, nxt)
+        assert view.finished and not view.to_act and not view.legal_actions
+        assert result_dict(view.result)["closed_reason"] == REASON
+        code, msg = await _code(client.submit(gid, mine.legal_actions[0], nxt))
+        assert (
+            code == C.FAILED_PRECONDITION
+            and "was closed and is over" in msg
+            and "cancelled by the host" in msg
+        )
+    history = await replicas.client(rules, "root", "admin").history(gid)
+    assert len(history.moves) == 1 and history.result.finished and history.result.closed_reason == REASON
+
+    # a retry later, another request id, another replica: the closed view, nothing appended
+    again = await lobby.close_game(gid, REASON, request_id="close-1")
+    assert again.SerializeToString(deterministic=True) == closed.SerializeToString(deterministic=True)
+    second = await replicas.client(other, "lobby", "service").close_game(
+        gid, "another reason", request_id="close-2"
+    )
+    assert not second.closed_now and second.view.result.closed_reason == REASON
+    records = await rules.store.records(gid)
+    assert [r.body.WhichOneof("body") for r in records] == ["created", "move", "closed"]
+    # no resume of a closed game either
+    code, msg = await _code(lobby.create_game("queens_court", ["ann", "bob", "bot:random"], resume_from=gid))
+    assert code == C.INVALID_ARGUMENT  # Queen's Court has no save points: refused before anything else
+
+
+async def test_close_game_refusals_change_nothing(replicas: Any, rules: Any) -> None:
+    lobby = replicas.client(rules, "lobby", "service", retries=0)
+    live = await lobby.create_game("hearts", ["ann", "bob", "cy", "di"])
+    gid = live.game_id
+    ann = replicas.client(rules, "ann", retries=0)
+    for client, reason, rid_, game, want, match in (
+        (ann, REASON, "c1", gid, C.PERMISSION_DENIED, "only the lobby closes games"),
+        (replicas.client(rules, "root", "admin", retries=0), REASON, "c1", gid, C.PERMISSION_DENIED, "lobby"),
+        (replicas.client(rules, "bots", "bot", retries=0), REASON, "c1", gid, C.PERMISSION_DENIED, "lobby"),
+        (lobby, "", "c1", gid, C.INVALID_ARGUMENT, "reason is required"),
+        (lobby, "   ", "c1", gid, C.INVALID_ARGUMENT, "reason is required"),
+        (lobby, "x" * 201, "c1", gid, C.INVALID_ARGUMENT, "1 to 200 characters"),
+        (lobby, REASON, "", gid, C.INVALID_ARGUMENT, "request_id is required"),
+        (lobby, REASON, "c1", "g" + "0" * 24, C.NOT_FOUND, "no game"),
+    ):
+        call = (
+            client.close_game(game, reason, request_id=rid_)
+            if rid_
+            else client._call(
+                client.stub.CloseGame, rules_pb2.CloseGameRequest(game_id=game, reason=reason), frozenset()
+            )
+        )
+        code, msg = await _code(call)
+        assert code == want and match in msg, (code, msg)
+    view = await ann.get_view(gid)
+    assert not view.finished and view.to_act and not view.result.closed_reason
+    assert [r.body.WhichOneof("body") for r in await rules.store.records(gid)] == ["created"]
+
+    # a finished game: nothing to close
+    qc = await lobby.create_game("queens_court", ["bot:random", "bot:random"], {"players": 2})
+    bots = replicas.client(rules, "bots", "bot", retries=0)
+    view = qc.view
+    while not view.finished:
+        seat = view.to_act[0]
+        mine = await bots.get_view(qc.game_id, seat)
+        view = (await bots.submit(qc.game_id, mine.legal_actions[0], seat)).view
+    code, msg = await _code(lobby.close_game(qc.game_id, REASON, request_id="c9"))
+    assert code == C.FAILED_PRECONDITION and "finished" in msg
+    assert (await bots.get_view(qc.game_id)).result.winners  # still the game's own end
