@@ -50,6 +50,7 @@ from .games import GameCache
 from .projector import Projector, projector_for
 from .servicer import Faults, RulesServicer
 from .store import GameStore
+from .tasks import stop_tasks
 
 log = klog.get_logger("court_rules")
 
@@ -174,20 +175,12 @@ class RulesApp:
         return app
 
     async def _stop_background(self) -> None:
-        """Told to stop and cancelled, then waited for at most 5 s: a cancellation swallowed below a
-        loop (Python 3.11's ``wait_for`` can lose one that races its inner future) must not keep a
-        shutdown waiting; closing NATS afterwards ends whatever is still in flight."""
+        """Told to stop and cancelled, then waited for at most 5 s (``tasks.stop_tasks``); closing
+        NATS afterwards ends whatever is still in flight."""
         self._stop_sweeper.set()
-        tasks = [t for t in (self._projecting, self._janitor, self._clock) if t is not None]
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            done, pending = await asyncio.wait(tasks, timeout=5.0)
-            for task in done:
-                if not task.cancelled():
-                    task.exception()  # retrieved: a background loop's error at shutdown is no news
-            if pending:
-                log.warning("background work still stopping; NATS is closed under it", tasks=len(pending))
+        pending = await stop_tasks((self._projecting, self._janitor, self._clock), 5.0)
+        if pending:
+            log.warning("background work still stopping; NATS is closed under it", tasks=len(pending))
         if self.metrics is not None:
             self.metrics.close()
 

@@ -60,6 +60,7 @@ from nats.js.errors import APIError
 from prometheus_client import Counter, Histogram
 
 from .store import EVENTS_STREAM, GameStore, Record
+from .tasks import stop_tasks
 
 log = klog.get_logger("court_rules.projector")
 
@@ -389,25 +390,17 @@ class ProjectorApp:
             await self.nc.drain()
 
     async def kill(self) -> None:
-        """Abrupt (tests): no acks for what is in hand, no drain. Bounded: the loop is told to stop
-        and cancelled; a cancellation swallowed below it (Python 3.11's ``wait_for`` can lose one
-        that races its inner future) cannot keep the kill waiting, since the connection is closed
-        next, which ends every fetch and publish in flight."""
-        task = self._task
+        """Abrupt (tests): no acks for what is in hand, no drain. Bounded (``tasks.stop_tasks``):
+        the loop is told to stop and cancelled; one still running after 2 s has the connection
+        closed under it, which ends every fetch and publish in flight, and is waited for 5 s more."""
         self._stop.set()
-        if task is not None:
-            task.cancel()
-            await asyncio.wait({task}, timeout=2.0)
+        pending = await stop_tasks([self._task], 2.0)
         await self.server.stop(None)  # type: ignore[attr-defined]
         if self.metrics is not None:
             self.metrics.close()
         with contextlib.suppress(Exception):
             await self.nc.close()
-        if task is not None and not task.done():
-            task.cancel()
-            await asyncio.wait({task}, timeout=5.0)
-        if task is not None and task.done() and not task.cancelled():
-            task.exception()  # retrieved: an error of a killed loop is no news
+        await stop_tasks(pending, 5.0)
 
 
 def projector_for(store: GameStore, settings: Settings) -> Projector:
