@@ -420,7 +420,7 @@ Spark, the same tables:
 
 ```python
 games = spark.read.option("mergeSchema", "true").parquet("s3a://bucket/lake/games")
-games.createOrReplaceTempView("games")   # game and day come from the paths
+games.createOrReplaceTempView("games")  # game and day come from the paths
 ```
 
 ## The report
