@@ -108,7 +108,7 @@ def test_make_test_stops_its_postgres_when_tests_pass_or_fail(run_dir: Path, mod
     assert_stopped(run_dir, out)
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(600)
 def test_make_test_stops_its_postgres_when_interrupted(run_dir: Path) -> None:
     fifo = run_dir / "fifo"
     os.mkfifo(fifo)
@@ -121,7 +121,8 @@ def test_make_test_stops_its_postgres_when_interrupted(run_dir: Path) -> None:
         proc.kill()
         pytest.fail("the inner test never started: " + (proc.communicate(timeout=30)[0] or "")[-3000:])
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal reaches the whole foreground group
-    out, _ = proc.communicate(timeout=120)
+    # generous: pytest's summary and the cluster's shutdown took over 120 s on a machine at load 20
+    out, _ = proc.communicate(timeout=360)
     assert proc.returncode != 0, out[-3000:]
     assert "KeyboardInterrupt" in out or "Interrupted" in out, out[-3000:]
     assert_stopped(run_dir, out)
