@@ -4,12 +4,19 @@ The seat's own view comes from the rules service (``GetView``, then ``WatchGame`
 move), so the client shows exactly what the seat may know. Moves go through ``SubmitAction``
 with a fresh request id each (court_client retries a lost answer with the same id). An illegal
 move is answered by the server with the reason; the client prints it and asks again.
+
+Turn clock (docs/clock.md): the table and the waiting line show each acting seat's time left and
+who is away (the view's ``seat_clocks``), the prompt the seat's own time left; a move names the
+turn it was chosen in (``turn_seq``), so one that arrives after its turn timed out is refused
+rather than played in the next turn. Sitting down at a game whose seat was marked away
+(``court play``/``resume`` after a disconnect) takes it back (``ReturnToSeat``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,7 +30,16 @@ from rich.text import Text
 
 from .catalog import court_command, rules_help
 from .moves import HELP, parse
-from .render import GAME_TITLES, Names, describe_action, describe_event, render_view, result_line, short_form
+from .render import (
+    GAME_TITLES,
+    Names,
+    clock_line,
+    describe_action,
+    describe_event,
+    render_view,
+    result_line,
+    short_form,
+)
 from .session import CliError, Court, LeftTable, explain
 from .termio import LineReader
 
@@ -52,6 +68,9 @@ class Table:
         assert v is not None and self.names is not None
         self.console.rule(f"{GAME_TITLES.get(v.game, v.game)} · game {v.game_id} · move {v.seq}", style="dim")
         self.console.print(render_view(v.game, view_dict(v), list(v.to_act), self.names, self.fancy))
+        line = clock_line(v, self.names)
+        if line:
+            self.say(Text("  " + line, style="yellow"))
 
     def show_events(self, events: Sequence[Any]) -> None:
         assert self.view is not None and self.names is not None
@@ -88,6 +107,12 @@ class Table:
             )
         seat = self.view.your_seat
         self.names = await self.court.names_for(self.view)
+        if not self.view.finished and any(c.seat == seat and c.away for c in self.view.seat_clocks):
+            back = await self.court.call(self.court.rules.return_to_seat, game_id, seat)
+            self.view = back.view
+            self.say(
+                Text("You are back in your seat (the bot played it while you were away).", style="bold green")
+            )
         updates: asyncio.Queue[rules_pb2.GameUpdate | BaseException] = asyncio.Queue()
         pump = asyncio.create_task(self._pump(game_id, seat, self.view.seq, updates))
         try:
@@ -140,7 +165,8 @@ class Table:
                 continue
             if waiting_said != v.seq:
                 waiting = ", ".join(self.names.short(s) for s in v.to_act)
-                self.say(Text(f"  … waiting for {waiting}", style="dim"))
+                clock = clock_line(v, self.names)
+                self.say(Text(f"  … waiting for {waiting}" + (f" ({clock})" if clock else ""), style="dim"))
                 waiting_said = v.seq
             got = await updates.get()
             if isinstance(got, BaseException):
@@ -177,8 +203,10 @@ class Table:
             v = self.view
             assert v is not None  # set before the first turn; only ever replaced by a newer view
             choices = f"{len(legal)} choice{'s' if len(legal) != 1 else ''}"
+            left = _time_left(v, seat)
             self.console.print(
-                Text(f"move {v.seq} · your turn ({choices}; h for help) > ", style="bold yellow"), end=""
+                Text(f"move {v.seq} · your turn ({choices}; h for help){left} > ", style="bold yellow"),
+                end="",
             )
             line = await self.reader.readline()
             if line is None:
@@ -213,7 +241,7 @@ class Table:
                 self.say(Text(f"  Not an action of {GAME_TITLES[v.game]}: {exc}", style="red"))
                 continue
             try:
-                reply = await self.court.rules.submit(game_id, typed, seat)
+                reply = await self.court.rules.submit(game_id, typed, seat, turn_seq=_turn_seq(v, seat))
             except grpc.aio.AioRpcError as err:
                 if err.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT):
                     self.say(Text(f"  Not allowed: {err.details()}", style="red"))
@@ -266,6 +294,26 @@ class Table:
             )
         )
         return "left"
+
+
+def _seat_clock(v: rules_pb2.GameView, seat: int) -> rules_pb2.SeatClock | None:
+    """The seat's clock while it is to act in a game with a clock (its deadline is set)."""
+    return next((c for c in v.seat_clocks if c.seat == seat and c.HasField("deadline")), None)
+
+
+def _turn_seq(v: rules_pb2.GameView, seat: int) -> int | None:
+    """The turn a move chosen in this view is for (None: no clock, so no turn to name)."""
+    c = _seat_clock(v, seat)
+    return None if c is None else c.turn_seq
+
+
+def _time_left(v: rules_pb2.GameView, seat: int) -> str:
+    """`` · 37 s left`` for a seat with a deadline (its server time minus this machine's clock)."""
+    c = _seat_clock(v, seat)
+    if c is None:
+        return ""
+    left = max(0, (c.deadline.ToMilliseconds() - int(time.time() * 1000) + 999) // 1000)
+    return f" · {left} s left" + (f" (of it {c.bank_ms // 1000} s bank)" if c.bank_ms else "")
 
 
 def _stage(v: dict[str, Any]) -> tuple[Any, ...]:

@@ -21,7 +21,7 @@ from tests.cli.conftest import COURT, STACK_TIMEOUT, Terminal, client_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
-PROMPT = r"move (\d+) . your turn \((\d+) choices?; h for help\) >"
+PROMPT = r"move (\d+) . your turn \((\d+) choices?; h for help\)[^>\n]* >"
 PASSWORD = "correct horse battery"
 ROOT = Path(__file__).resolve().parents[2]
 
