@@ -4,8 +4,11 @@ a person who sits down again at a game whose seat was marked away gets it back."
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import io
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +17,14 @@ from court_cli.play import Table
 from court_cli.render import Names, clock_line, describe_event
 from court_cli.session import Court, Endpoints
 from court_cli.termio import LineReader
+from court_cli.watch import Spectator
 from court_client import RulesClient, event_dict
 from court_proto.court.games.v1 import events_pb2
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.rules.v1 import rules_pb2
 from rich.console import Console
 
+from tests.fixtures import keys
 from tests.lobby.test_clock_e2e import hearts_lobby
 from tests.ranking.stack import Stack
 
@@ -112,3 +117,48 @@ async def test_sitting_down_again_takes_back_an_away_seat(bot_stack: Stack) -> N
     assert not [m for m in hist.moves if m.seq > back[0] and m.seat == 0 and m.player == "court:clock"]
     lobby = await ann.call("GetLobby", lpb.GetLobbyRequest(lobby_id=started.lobby_id))
     assert lobby.state == lpb.LOBBY_STATE_STARTED
+
+
+@pytest.mark.asyncio
+async def test_the_live_screen_counts_down_between_moves(bot_stack: Stack) -> None:
+    """A spectator on a terminal (the make run demo's screen) of a Hearts game with a 30-second
+    clock whose four people do not move: with no move to draw, the screen is redrawn every second
+    and the acting seats' time left goes down."""
+    stack = bot_stack
+    service = RulesClient(stack.channel(stack.rules.address), stack.token("service:lobby", "service"))
+    try:
+        made = await service.create_game(
+            "hearts",
+            ["ann", "bob", "cid", "dan"],
+            {"limit": 20},
+            clock=events_pb2.TurnClock(turn_seconds=30, time_bank_seconds=0, autoplay_level="heuristic"),
+        )
+    finally:
+        await service.close()
+    endpoints = Endpoints(
+        rules=stack.rules.address,
+        lobby=stack.lobby.address,
+        ranking=stack.ranking.address,
+        bot=stack.bot.address,
+        nats_url=stack.nats.url,
+    )
+    court = Court(
+        endpoints, session={"token": keys.token("eve", "player"), "player_id": "eve", "name": "Eve"}
+    )
+    out = io.StringIO()
+    spectator = Spectator(Console(file=out, width=160, force_terminal=True), True)
+    watching = asyncio.create_task(spectator.run(court, made.game_id))
+    try:
+        for _ in range(60):  # until three redraws, a minute at most (a loaded machine)
+            await asyncio.sleep(0.5)
+            if len(set(re.findall(r"(\d+) s left", out.getvalue()))) >= 3:
+                break
+    finally:
+        watching.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watching
+        await court.close()
+    shown = [int(n) for n in re.findall(r"(\d+) s left", out.getvalue())]
+    assert len(set(shown)) >= 3, out.getvalue()[-2000:]
+    assert shown == sorted(shown, reverse=True) and shown[0] <= 30, shown  # counting down
+    assert spectator.moves_shown == 1  # only the game's start: the redraws are the clock's
