@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -57,6 +58,8 @@ class Table:
         self.hint_level = level
         self.names: Names | None = None
         self.view: rules_pb2.GameView | None = None
+        self._held: deque[Any] = deque()  # updates taken from the stream while a prompt waited
+        self._line: asyncio.Future[str | None] | None = None  # the person's line being typed
 
     # ------------------------------------------------------------------ output
 
@@ -124,6 +127,8 @@ class Table:
             raise LeftTable(game_id) from None
         finally:
             pump.cancel()
+            if self._line is not None:
+                self._line.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await pump
 
@@ -168,7 +173,11 @@ class Table:
                 clock = clock_line(v, self.names)
                 self.say(Text(f"  … waiting for {waiting}" + (f" ({clock})" if clock else ""), style="dim"))
                 waiting_said = v.seq
-            got = await updates.get()
+            if _away(v, seat):
+                if await self._away(game_id, seat, updates) == "left":
+                    return "left"
+                continue
+            got = self._held.popleft() if self._held else await updates.get()
             if isinstance(got, BaseException):
                 raise got
             if got.seq <= v.seq:
@@ -183,8 +192,8 @@ class Table:
         Mutual Swap), so that the prompt's move number is the position's; True when the legal actions changed."""
         assert self.view is not None
         before = list(self.view.legal_actions)
-        while not updates.empty():
-            got = updates.get_nowait()
+        while self._held or not updates.empty():
+            got = self._held.popleft() if self._held else updates.get_nowait()
             if isinstance(got, BaseException):
                 raise got
             if got.seq > self.view.seq:
@@ -208,7 +217,9 @@ class Table:
                 Text(f"move {v.seq} · your turn ({choices}; h for help){left} > ", style="bold yellow"),
                 end="",
             )
-            line = await self.reader.readline()
+            line = await self._line_in_turn(seat, updates)
+            if line is _TURN_OVER:
+                continue  # the next round shows the new position (or the loop the away seat)
             if line is None:
                 self.say("")
                 return self._left(game_id)
@@ -269,6 +280,80 @@ class Table:
                 self.show_table()
             return "moved"
 
+    async def _next(self, updates: asyncio.Queue[Any]) -> tuple[bool, Any]:
+        """Whichever comes first: the person's next line ``(True, line)`` or the stream's next
+        update ``(False, update)``; a line still being typed is kept for the next call."""
+        if self._line is None:
+            self._line = asyncio.ensure_future(self.reader.readline())
+        line = self._line
+        get = asyncio.ensure_future(updates.get())
+        try:
+            await asyncio.wait({line, get}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not get.done():
+                get.cancel()
+        if get.done() and not get.cancelled():
+            return False, get.result()
+        self._line = None
+        return True, line.result()
+
+    async def _line_in_turn(self, seat: int, updates: asyncio.Queue[Any]) -> Any:
+        """The person's answer to the prompt, or ``_TURN_OVER`` when the stream says the turn
+        ended first (timed out, the seat marked away, the game over): the prompt is stale then."""
+        assert self.view is not None
+        v = self.view
+        while True:
+            is_line, got = await self._next(updates)
+            if is_line:
+                return got
+            if isinstance(got, BaseException):
+                raise got
+            self._held.append(got)  # shown in order by the next _catch_up or the loop
+            nv = got.view
+            if got.seq > v.seq and (
+                nv.finished
+                or _away(nv, seat)
+                or seat not in nv.to_act
+                or _turn_seq(nv, seat) != _turn_seq(v, seat)
+                or list(nv.legal_actions) != list(v.legal_actions)
+            ):
+                self.say("")  # ends the prompt's line
+                if self._line is not None and self._line.done():
+                    self._line = None  # typed for the turn that is over: not played in the next
+                    self.say(Text("  Too late: that turn is over.", style="red"))
+                return _TURN_OVER
+
+    async def _away(self, game_id: str, seat: int, updates: asyncio.Queue[Any]) -> str:
+        """The seat is marked away while the person is at the table (their time ran out twice, or
+        they left it): the clock plays it at once. Enter takes it back (ReturnToSeat), q leaves."""
+        assert self.view is not None
+        self.say(
+            Text(
+                "  You are away: the bot plays your seat. Press Enter to take it back (q leaves the table).",
+                style="bold yellow",
+            )
+        )
+        while True:
+            is_line, got = (False, self._held.popleft()) if self._held else await self._next(updates)
+            if not is_line:
+                if isinstance(got, BaseException):
+                    raise got
+                if got.seq > self.view.seq:
+                    self.show_events(got.events)
+                    self.view = got.view
+                if self.view.finished or not _away(self.view, seat):
+                    return "moved"
+                continue
+            if got is None or got.strip().lower() in ("q", "quit"):
+                if got is None:
+                    self.say("")
+                return self._left(game_id)
+            back = await self.court.call(self.court.rules.return_to_seat, game_id, seat)
+            if back.view.seq >= self.view.seq:
+                self.view = back.view
+            self.say(Text("  You are back in your seat.", style="bold green"))
+            return "moved"
+
     async def _hint(self, game_id: str, seat: int) -> None:
         assert self.view is not None and self.names is not None
         try:
@@ -294,6 +379,13 @@ class Table:
             )
         )
         return "left"
+
+
+_TURN_OVER = object()
+
+
+def _away(v: rules_pb2.GameView, seat: int) -> bool:
+    return any(c.seat == seat and c.away for c in v.seat_clocks)
 
 
 def _seat_clock(v: rules_pb2.GameView, seat: int) -> rules_pb2.SeatClock | None:

@@ -162,3 +162,68 @@ async def test_the_live_screen_counts_down_between_moves(bot_stack: Stack) -> No
     assert len(set(shown)) >= 3, out.getvalue()[-2000:]
     assert shown == sorted(shown, reverse=True) and shown[0] <= 30, shown  # counting down
     assert spectator.moves_shown == 1  # only the game's start: the redraws are the clock's
+
+
+async def _until(out: io.StringIO, pattern: str, after: int = 0, timeout: float = 120.0) -> re.Match[str]:
+    """The first match of ``pattern`` in what the table printed after ``after``, waiting for it."""
+    for _ in range(int(timeout / 0.2)):
+        m = re.compile(pattern).search(out.getvalue(), after)
+        if m:
+            return m
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"{pattern!r} did not show within {timeout:.0f} s:\n{out.getvalue()[-3000:]}")
+
+
+@pytest.mark.asyncio
+async def test_marked_away_at_the_table_enter_takes_the_seat_back(bot_stack: Stack) -> None:
+    """Ann sits at the table, her prompt open; her seat is marked away meanwhile (LeaveSeat: her own
+    AbandonGame, or two timeouts): the clock plays her turn at once, the stale prompt ends, she is
+    told she is away and that Enter takes the seat back; Enter does (ReturnToSeat) and her next turn
+    is hers again; she leaves with q."""
+    stack = bot_stack
+    ann = await stack.player("Ann")
+    started = await hearts_lobby(stack, ann, turn_seconds=600)
+    gid = started.game_id
+    endpoints = Endpoints(
+        rules=stack.rules.address,
+        lobby=stack.lobby.address,
+        ranking=stack.ranking.address,
+        bot=stack.bot.address,
+        nats_url=stack.nats.url,
+    )
+    court = Court(endpoints, session={"token": ann.token, "player_id": ann.id, "name": "Ann"})
+    read_fd, write_fd = os.pipe()
+    out = io.StringIO()
+    table = Table(court, Console(file=out, width=160), False, LineReader(read_fd))
+    playing = asyncio.create_task(table.play(gid))
+    try:
+        prompt = await _until(out, r"your turn \(\d+ choices?; h for help\) · \d+ s left")
+        await ann.rules.leave_seat(gid)
+        away = await _until(out, r"You are away: the bot plays your seat\. Press Enter", prompt.end())
+        os.write(write_fd, b"\n")
+        back = await _until(out, r"You are back in your seat\.", away.end())
+        await _until(out, r"your turn \(\d+ choices?; h for help\)", back.end())
+        os.write(write_fd, b"q\n")
+        assert await asyncio.wait_for(playing, 60) == "left"
+    finally:
+        if not playing.done():
+            playing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await playing
+        await court.close()
+        os.close(write_fd)
+        os.close(read_fd)
+    text = out.getvalue()
+    assert "Traceback" not in text
+    view = await stack.rules_view(gid)
+    assert not view.seat_clocks[0].away and 0 in view.to_act and not view.finished
+    admin = RulesClient(stack.channel(stack.rules.address), stack.token("ops", "admin"))
+    try:
+        hist = await admin.history(gid)
+    finally:
+        await admin.close()
+    kinds = [m.kind for m in hist.moves if m.seat == 0 and m.kind != "move"]
+    assert kinds[0] == "seat_away" and kinds[-1] == "seat_returned", kinds
+    assert "away" in kinds, kinds  # the clock played her seat while she was away
+    back_seq = max(m.seq for m in hist.moves if m.kind == "seat_returned" and m.seat == 0)
+    assert not [m for m in hist.moves if m.seq > back_seq and m.seat == 0 and m.player == "court:clock"]
