@@ -8,8 +8,10 @@ move is answered by the server with the reason; the client prints it and asks ag
 Turn clock (docs/clock.md): the table and the waiting line show each acting seat's time left and
 who is away (the view's ``seat_clocks``), the prompt the seat's own time left; a move names the
 turn it was chosen in (``turn_seq``), so one that arrives after its turn timed out is refused
-rather than played in the next turn. Sitting down at a game whose seat was marked away
-(``court play``/``resume`` after a disconnect) takes it back (``ReturnToSeat``).
+rather than played in the next turn; the prompt follows the stream, so a turn that ends without
+the person closes it. Sitting down at a game whose seat was marked away (``court resume`` after a
+disconnect) takes it back (``ReturnToSeat``); a seat marked away while the person sits there is
+taken back with Enter.
 """
 
 from __future__ import annotations
