@@ -227,3 +227,52 @@ async def test_marked_away_at_the_table_enter_takes_the_seat_back(bot_stack: Sta
     assert "away" in kinds, kinds  # the clock played her seat while she was away
     back_seq = max(m.seq for m in hist.moves if m.kind == "seat_returned" and m.seat == 0)
     assert not [m for m in hist.moves if m.seq > back_seq and m.seat == 0 and m.player == "court:clock"]
+
+
+@pytest.mark.asyncio
+async def test_a_turn_that_times_out_at_the_prompt_closes_it(bot_stack: Stack) -> None:
+    """Ann's prompt is open and she types nothing: when her 5-second turn times out the clock plays
+    it, the table says so and asks again for her next card to pass (a new turn, a new countdown)
+    instead of leaving the stale prompt up; she leaves with q, before a second timeout."""
+    stack = bot_stack
+    ann = await stack.player("Ann")
+    started = await hearts_lobby(stack, ann, turn_seconds=5, time_bank_seconds=0)
+    gid = started.game_id
+    endpoints = Endpoints(
+        rules=stack.rules.address,
+        lobby=stack.lobby.address,
+        ranking=stack.ranking.address,
+        bot=stack.bot.address,
+        nats_url=stack.nats.url,
+    )
+    court = Court(endpoints, session={"token": ann.token, "player_id": ann.id, "name": "Ann"})
+    read_fd, write_fd = os.pipe()
+    out = io.StringIO()
+    table = Table(court, Console(file=out, width=160), False, LineReader(read_fd))
+    playing = asyncio.create_task(table.play(gid))
+    try:
+        first = await _until(out, r"move (\d+) · your turn \(13 choices; h for help\) · \d+ s left >")
+        ran_out = await _until(out, r"your time ran out: the bot plays for you", first.end())
+        again = await _until(
+            out, r"move (\d+) · your turn \(12 choices; h for help\) · \d+ s left >", ran_out.end()
+        )
+        os.write(write_fd, b"q\n")
+        assert await asyncio.wait_for(playing, 60) == "left"
+    finally:
+        if not playing.done():
+            playing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await playing
+        await court.close()
+        os.close(write_fd)
+        os.close(read_fd)
+    assert int(again.group(1)) > int(first.group(1))
+    admin = RulesClient(stack.channel(stack.rules.address), stack.token("ops", "admin"))
+    try:
+        hist = await admin.history(gid)
+    finally:
+        await admin.close()
+    mine = [m for m in hist.moves if m.seat == 0]
+    assert mine and mine[0].kind == "timeout" and mine[0].player == "court:clock", [
+        (m.kind, m.player) for m in mine
+    ]
