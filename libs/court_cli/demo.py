@@ -36,6 +36,7 @@ DEMO_FILE = "demo.json"
 DEMO_GAME = "queens_court"
 DEMO_OPTIONS = {"players": 4}
 ACCOUNTS = {"host": "Demo Autopilot", "watcher": "Demo Watcher"}
+DEMO_TURN_SECONDS = 30  # a turn clock, so the screen shows a countdown (docs/clock.md)
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -89,7 +90,15 @@ async def find_or_start_game(host: Court, level: str) -> tuple[str, bool]:
     for g in mine.games:
         if g.game == DEMO_GAME:
             return g.game_id, True
-    room = await host.call(host.lobby.create_lobby, DEMO_GAME, DEMO_OPTIONS, online=False, private=True)
+    room = await host.call(
+        host.lobby.create_lobby,
+        DEMO_GAME,
+        DEMO_OPTIONS,
+        online=False,
+        private=True,
+        turn_seconds=DEMO_TURN_SECONDS,
+        time_bank_seconds=0,
+    )
     for _ in range(len(room.seats) - 1):
         room = await host.call(host.lobby.set_bot, room.lobby_id, level)
     room = await host.call(host.lobby.start, room.lobby_id)

@@ -207,6 +207,14 @@ def lobby_table(lobbies: list[lpb.Lobby]) -> RichTable:
     return t
 
 
+def clock_words(lb: lpb.Lobby) -> str:
+    """The lobby's turn clock in words (docs/clock.md)."""
+    if not lb.turn_seconds:
+        return "no turn clock"
+    bank = f" + a {lb.time_bank_seconds} s bank per game" if lb.time_bank_seconds else ""
+    return f"turn clock: {lb.turn_seconds} s a turn{bank}; the {lb.autoplay_level or 'heuristic'} bot plays a seat whose time runs out"
+
+
 def show_lobby(out: Console, lb: lpb.Lobby) -> None:
     out.print(
         Text(
@@ -217,6 +225,7 @@ def show_lobby(out: Console, lb: lpb.Lobby) -> None:
             style="bold",
         )
     )
+    out.print(f"  {clock_words(lb)}")
     if lb.start_error:
         out.print(f"  {lb.start_error}")
     for s in lb.seats:
@@ -482,6 +491,13 @@ def lobby_create(
     level: Annotated[str, typer.Option(help="bot level: random, heuristic, expert")] = "heuristic",
     start: Annotated[bool, typer.Option(help="start the game (with --bots)")] = False,
     play: Annotated[bool, typer.Option(help="sit down and play once it starts")] = True,
+    turn_seconds: Annotated[
+        int | None,
+        typer.Option(help="turn clock: seconds a turn, 5-600 or 0 for none (default 45 online, 0 local)"),
+    ] = None,
+    time_bank: Annotated[
+        int | None, typer.Option(help="turn clock: seconds of extra time each seat may draw on per game")
+    ] = None,
 ) -> None:
     """Create a lobby (you host it, in seat 0)."""
 
@@ -490,7 +506,14 @@ def lobby_create(
         check_level(level)
         await court.require(account=online)
         lb = await court.call(
-            court.lobby.create_lobby, game, options, ante=ante, online=online, private=private
+            court.lobby.create_lobby,
+            game,
+            options,
+            ante=ante,
+            online=online,
+            private=private,
+            turn_seconds=turn_seconds,
+            time_bank_seconds=time_bank,
         )
         if bots:
             for s in lb.seats:

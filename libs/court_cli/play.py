@@ -4,12 +4,22 @@ The seat's own view comes from the rules service (``GetView``, then ``WatchGame`
 move), so the client shows exactly what the seat may know. Moves go through ``SubmitAction``
 with a fresh request id each (court_client retries a lost answer with the same id). An illegal
 move is answered by the server with the reason; the client prints it and asks again.
+
+Turn clock (docs/clock.md): the table and the waiting line show each acting seat's time left and
+who is away (the view's ``seat_clocks``), the prompt the seat's own time left; a move names the
+turn it was chosen in (``turn_seq``), so one that arrives after its turn timed out is refused
+rather than played in the next turn; the prompt follows the stream, so a turn that ends without
+the person closes it. Sitting down at a game whose seat was marked away (``court resume`` after a
+disconnect) takes it back (``ReturnToSeat``); a seat marked away while the person sits there is
+taken back with Enter.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,7 +33,16 @@ from rich.text import Text
 
 from .catalog import court_command, rules_help
 from .moves import HELP, parse
-from .render import GAME_TITLES, Names, describe_action, describe_event, render_view, result_line, short_form
+from .render import (
+    GAME_TITLES,
+    Names,
+    clock_line,
+    describe_action,
+    describe_event,
+    render_view,
+    result_line,
+    short_form,
+)
 from .session import CliError, Court, LeftTable, explain
 from .termio import LineReader
 
@@ -41,6 +60,8 @@ class Table:
         self.hint_level = level
         self.names: Names | None = None
         self.view: rules_pb2.GameView | None = None
+        self._held: deque[Any] = deque()  # updates taken from the stream while a prompt waited
+        self._line: asyncio.Future[str | None] | None = None  # the person's line being typed
 
     # ------------------------------------------------------------------ output
 
@@ -52,6 +73,9 @@ class Table:
         assert v is not None and self.names is not None
         self.console.rule(f"{GAME_TITLES.get(v.game, v.game)} · game {v.game_id} · move {v.seq}", style="dim")
         self.console.print(render_view(v.game, view_dict(v), list(v.to_act), self.names, self.fancy))
+        line = clock_line(v, self.names)
+        if line:
+            self.say(Text("  " + line, style="yellow"))
 
     def show_events(self, events: Sequence[Any]) -> None:
         assert self.view is not None and self.names is not None
@@ -88,6 +112,12 @@ class Table:
             )
         seat = self.view.your_seat
         self.names = await self.court.names_for(self.view)
+        if not self.view.finished and any(c.seat == seat and c.away for c in self.view.seat_clocks):
+            back = await self.court.call(self.court.rules.return_to_seat, game_id, seat)
+            self.view = back.view
+            self.say(
+                Text("You are back in your seat (the bot played it while you were away).", style="bold green")
+            )
         updates: asyncio.Queue[rules_pb2.GameUpdate | BaseException] = asyncio.Queue()
         pump = asyncio.create_task(self._pump(game_id, seat, self.view.seq, updates))
         try:
@@ -99,6 +129,8 @@ class Table:
             raise LeftTable(game_id) from None
         finally:
             pump.cancel()
+            if self._line is not None:
+                self._line.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await pump
 
@@ -140,9 +172,14 @@ class Table:
                 continue
             if waiting_said != v.seq:
                 waiting = ", ".join(self.names.short(s) for s in v.to_act)
-                self.say(Text(f"  … waiting for {waiting}", style="dim"))
+                clock = clock_line(v, self.names)
+                self.say(Text(f"  … waiting for {waiting}" + (f" ({clock})" if clock else ""), style="dim"))
                 waiting_said = v.seq
-            got = await updates.get()
+            if _away(v, seat):
+                if await self._away(game_id, seat, updates) == "left":
+                    return "left"
+                continue
+            got = self._held.popleft() if self._held else await updates.get()
             if isinstance(got, BaseException):
                 raise got
             if got.seq <= v.seq:
@@ -157,8 +194,8 @@ class Table:
         Mutual Swap), so that the prompt's move number is the position's; True when the legal actions changed."""
         assert self.view is not None
         before = list(self.view.legal_actions)
-        while not updates.empty():
-            got = updates.get_nowait()
+        while self._held or not updates.empty():
+            got = self._held.popleft() if self._held else updates.get_nowait()
             if isinstance(got, BaseException):
                 raise got
             if got.seq > self.view.seq:
@@ -177,10 +214,14 @@ class Table:
             v = self.view
             assert v is not None  # set before the first turn; only ever replaced by a newer view
             choices = f"{len(legal)} choice{'s' if len(legal) != 1 else ''}"
+            left = _time_left(v, seat)
             self.console.print(
-                Text(f"move {v.seq} · your turn ({choices}; h for help) > ", style="bold yellow"), end=""
+                Text(f"move {v.seq} · your turn ({choices}; h for help){left} > ", style="bold yellow"),
+                end="",
             )
-            line = await self.reader.readline()
+            line = await self._line_in_turn(seat, updates)
+            if line is _TURN_OVER:
+                continue  # the next round shows the new position (or the loop the away seat)
             if line is None:
                 self.say("")
                 return self._left(game_id)
@@ -213,7 +254,7 @@ class Table:
                 self.say(Text(f"  Not an action of {GAME_TITLES[v.game]}: {exc}", style="red"))
                 continue
             try:
-                reply = await self.court.rules.submit(game_id, typed, seat)
+                reply = await self.court.rules.submit(game_id, typed, seat, turn_seq=_turn_seq(v, seat))
             except grpc.aio.AioRpcError as err:
                 if err.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT):
                     self.say(Text(f"  Not allowed: {err.details()}", style="red"))
@@ -241,6 +282,80 @@ class Table:
                 self.show_table()
             return "moved"
 
+    async def _next(self, updates: asyncio.Queue[Any]) -> tuple[bool, Any]:
+        """Whichever comes first: the person's next line ``(True, line)`` or the stream's next
+        update ``(False, update)``; a line still being typed is kept for the next call."""
+        if self._line is None:
+            self._line = asyncio.ensure_future(self.reader.readline())
+        line = self._line
+        get = asyncio.ensure_future(updates.get())
+        try:
+            await asyncio.wait({line, get}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not get.done():
+                get.cancel()
+        if get.done() and not get.cancelled():
+            return False, get.result()
+        self._line = None
+        return True, line.result()
+
+    async def _line_in_turn(self, seat: int, updates: asyncio.Queue[Any]) -> Any:
+        """The person's answer to the prompt, or ``_TURN_OVER`` when the stream says the turn
+        ended first (timed out, the seat marked away, the game over): the prompt is stale then."""
+        assert self.view is not None
+        v = self.view
+        while True:
+            is_line, got = await self._next(updates)
+            if is_line:
+                return got
+            if isinstance(got, BaseException):
+                raise got
+            self._held.append(got)  # shown in order by the next _catch_up or the loop
+            nv = got.view
+            if got.seq > v.seq and (
+                nv.finished
+                or _away(nv, seat)
+                or seat not in nv.to_act
+                or _turn_seq(nv, seat) != _turn_seq(v, seat)
+                or list(nv.legal_actions) != list(v.legal_actions)
+            ):
+                self.say("")  # ends the prompt's line
+                if self._line is not None and self._line.done():
+                    self._line = None  # typed for the turn that is over: not played in the next
+                    self.say(Text("  Too late: that turn is over.", style="red"))
+                return _TURN_OVER
+
+    async def _away(self, game_id: str, seat: int, updates: asyncio.Queue[Any]) -> str:
+        """The seat is marked away while the person is at the table (their time ran out twice, or
+        they left it): the clock plays it at once. Enter takes it back (ReturnToSeat), q leaves."""
+        assert self.view is not None
+        self.say(
+            Text(
+                "  You are away: the bot plays your seat. Press Enter to take it back (q leaves the table).",
+                style="bold yellow",
+            )
+        )
+        while True:
+            is_line, got = (False, self._held.popleft()) if self._held else await self._next(updates)
+            if not is_line:
+                if isinstance(got, BaseException):
+                    raise got
+                if got.seq > self.view.seq:
+                    self.show_events(got.events)
+                    self.view = got.view
+                if self.view.finished or not _away(self.view, seat):
+                    return "moved"
+                continue
+            if got is None or got.strip().lower() in ("q", "quit"):
+                if got is None:
+                    self.say("")
+                return self._left(game_id)
+            back = await self.court.call(self.court.rules.return_to_seat, game_id, seat)
+            if back.view.seq >= self.view.seq:
+                self.view = back.view
+            self.say(Text("  You are back in your seat.", style="bold green"))
+            return "moved"
+
     async def _hint(self, game_id: str, seat: int) -> None:
         assert self.view is not None and self.names is not None
         try:
@@ -266,6 +381,33 @@ class Table:
             )
         )
         return "left"
+
+
+_TURN_OVER = object()
+
+
+def _away(v: rules_pb2.GameView, seat: int) -> bool:
+    return any(c.seat == seat and c.away for c in v.seat_clocks)
+
+
+def _seat_clock(v: rules_pb2.GameView, seat: int) -> rules_pb2.SeatClock | None:
+    """The seat's clock while it is to act in a game with a clock (its deadline is set)."""
+    return next((c for c in v.seat_clocks if c.seat == seat and c.HasField("deadline")), None)
+
+
+def _turn_seq(v: rules_pb2.GameView, seat: int) -> int | None:
+    """The turn a move chosen in this view is for (None: no clock, so no turn to name)."""
+    c = _seat_clock(v, seat)
+    return None if c is None else c.turn_seq
+
+
+def _time_left(v: rules_pb2.GameView, seat: int) -> str:
+    """`` · 37 s left`` for a seat with a deadline (its server time minus this machine's clock)."""
+    c = _seat_clock(v, seat)
+    if c is None:
+        return ""
+    left = max(0, (c.deadline.ToMilliseconds() - int(time.time() * 1000) + 999) // 1000)
+    return f" · {left} s left" + (f" (of it {c.bank_ms // 1000} s bank)" if c.bank_ms else "")
 
 
 def _stage(v: dict[str, Any]) -> tuple[Any, ...]:

@@ -11,6 +11,7 @@ writes the canonical card forms of docs/rules/README.md (``TH``, ``QS``) in plai
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -294,6 +295,14 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
         "Defended",
     ):
         return None
+    if t == "TurnTimedOut":
+        return (
+            f"{names.possessive(e.get('seat'))} time ran out: the bot plays for {names.short(e.get('seat'))}"
+        )
+    if t == "SeatAway":
+        return f"{names.short(e.get('seat'))} {_is(e.get('seat'), names)} away: the bot plays the seat"
+    if t == "SeatReturned":
+        return f"{names.short(e.get('seat'))} {_is(e.get('seat'), names)} back at the table"
     if t == "GameStarted":
         return f"{GAME_TITLES.get(game, game)} begins: {', '.join(names(i) for i in range(len(names.names)))}"
     if game == "queens_court":
@@ -697,6 +706,27 @@ RENDERERS = {
     "the_court": render_the_court,
     "court_wars": render_court_wars,
 }
+
+
+def _is(seat: Any, names: Names) -> str:
+    return "are" if seat == names.you else "is"
+
+
+def clock_line(view: Any, names: Names, now_ms: int | None = None) -> str | None:
+    """The turn clock in words (docs/clock.md), from a ``GameView``'s ``seat_clocks``: each acting
+    seat's time left (its deadline, server time, minus ``now_ms``, this machine's clock by default;
+    never below 0) and who is away; ``None`` for a game without a clock and nobody away."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    parts = []
+    for c in view.seat_clocks:
+        if c.seat in view.to_act and c.HasField("deadline") and not view.finished:
+            left = max(0, (c.deadline.ToMilliseconds() - now_ms + 999) // 1000)
+            bank = f" (of it {c.bank_ms // 1000} s bank)" if c.bank_ms else ""
+            parts.append(f"⏱ {names.short(c.seat)}: {left} s left{bank}")
+    away = [names.short(c.seat) for c in view.seat_clocks if c.away]
+    if away:
+        parts.append("away (the bot plays): " + ", ".join(away))
+    return " · ".join(parts) or None
 
 
 def render_view(

@@ -3,11 +3,14 @@
 On a terminal the table is redrawn in place (rich ``Live``) with the latest moves beneath it; on
 anything else (a pipe, CI, ``make run < /dev/null``) each move is one plain line. ``pace``
 spaces the moves out so that people can follow a bot game, which otherwise plays in moments.
+With a turn clock (docs/clock.md) the table shows the acting seats' time left and who is away,
+and the live screen is redrawn every second between moves, so the countdown runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import deque
 
 import grpc
@@ -19,7 +22,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from .catalog import court_command
-from .render import GAME_TITLES, Names, describe_event, render_view, result_line
+from .render import GAME_TITLES, Names, clock_line, describe_event, render_view, result_line
 from .session import CliError, Court, explain
 
 LOG_LINES = 8
@@ -58,6 +61,9 @@ class Spectator:
             head,
             render_view(view.game, view_dict(view), list(view.to_act), names, True),
         ]
+        clock = clock_line(view, names)
+        if clock:
+            parts.append(Text(clock, style="yellow"))
         parts.append(
             Panel(Text("\n".join(log) or "…"), title="latest", title_align="left", border_style="dim")
         )
@@ -79,6 +85,15 @@ class Spectator:
         log: deque[str] = deque(maxlen=LOG_LINES)
         live: Live | None = None
         short = game_id[:9]
+        latest: list[rules_pb2.GameView] = []  # the view on screen, for the countdown's redraws
+
+        async def tick() -> None:  # the countdown: the live screen redrawn every second between moves
+            while True:
+                await asyncio.sleep(1.0)
+                if live is not None and latest and names is not None:
+                    live.update(self._screen(latest[0], names, log), refresh=True)
+
+        ticker = asyncio.create_task(tick()) if self.fancy else None
         try:
             async for update in court.rules.watch(game_id, seat=seat):
                 view = update.view
@@ -102,6 +117,7 @@ class Spectator:
                 ]
                 if live is not None:
                     log.extend(lines)
+                    latest[:] = [view]
                     live.update(self._screen(view, names, log), refresh=True)
                 else:
                     for line in lines:
@@ -122,6 +138,10 @@ class Spectator:
                 ) from None
             raise CliError("the game stream broke: " + explain(err, "rules", court.endpoints.rules)) from None
         finally:
+            if ticker is not None:
+                ticker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await ticker
             if live is not None:
                 live.stop()
         if self.final is None:

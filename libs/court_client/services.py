@@ -66,7 +66,12 @@ class LobbyClient(ServiceClient):
         online: bool = False,
         private: bool = False,
         request_id: str | None = None,
+        turn_seconds: int | None = None,
+        time_bank_seconds: int | None = None,
+        autoplay_level: str | None = None,
+        abandon_after_seconds: int | None = None,
     ) -> lpb.Lobby:
+        """The turn clock's fields (docs/clock.md): None takes the lobby's default."""
         req = lpb.CreateLobbyRequest(
             request_id=request_id or new_request_id(),
             game=game,
@@ -75,6 +80,14 @@ class LobbyClient(ServiceClient):
             online=online,
             private=private,
         )
+        if turn_seconds is not None:
+            req.turn_seconds = turn_seconds
+        if time_bank_seconds is not None:
+            req.time_bank_seconds = time_bank_seconds
+        if autoplay_level is not None:
+            req.autoplay_level = autoplay_level
+        if abandon_after_seconds is not None:
+            req.abandon_after_seconds = abandon_after_seconds
         req.options.CopyFrom(options_proto(game, options))
         return await self._write(self.stub.CreateLobby, req)
 

@@ -21,7 +21,7 @@ from tests.cli.conftest import COURT, STACK_TIMEOUT, Terminal, client_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
-PROMPT = r"move (\d+) . your turn \((\d+) choices?; h for help\) >"
+PROMPT = r"move (\d+) . your turn \((\d+) choices?; h for help\)[^>\n]* >"
 PASSWORD = "correct horse battery"
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -201,12 +201,19 @@ def test_talk_to_the_api_as_the_readme_says(stack: LocalStack, tmp_path: Path) -
     assert json.loads(court(with_token, "api", "call", "lobby", "GetAccount").stdout)["name"] == "Bob"
     assert json.loads(court(with_token, "api", "call", "ranking", "GetBalance").stdout)["points"] == "1000"
     court(env, "login", "Bob", "--password", PASSWORD)
-    started = court(env, "lobby", "create", "queens_court", "--bots", "--start", "--no-play").stdout
+    # a turn clock out of range is refused in a sentence, and no lobby is made
+    bad = court(env, "lobby", "create", "queens_court", "--turn-seconds", "3", ok=False).stdout
+    assert "turn_seconds" in bad and "3" in bad and "Traceback" not in bad, bad
+    started = court(
+        env, "lobby", "create", "queens_court", "--bots", "--start", "--no-play", "--turn-seconds", "30"
+    ).stdout
+    assert "turn clock: 30 s a turn + a 60 s bank per game" in started, started
     game_id = re.search(r"Game (g[0-9a-f]+) started", started).group(1)
     view = json.loads(
         court(with_token, "api", "call", "rules", "GetView", json.dumps({"game_id": game_id})).stdout
     )
     assert view["game_id"] == game_id and view["game"] == "queens_court" and view["your_seat"] == 0
+    assert view["clock"]["turn_seconds"] == 30, view["clock"]  # the lobby's clock is the game's
     hint = json.loads(
         court(
             with_token, "api", "call", "bot", "Suggest", json.dumps({"game_id": game_id, "level": "random"})

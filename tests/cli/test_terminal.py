@@ -12,7 +12,7 @@ from tests.cli.conftest import COURT, client_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
-PROMPT = r"move (\d+) . your turn \((\d+) choices?; h for help\) >"
+PROMPT = r"move (\d+) . your turn \((\d+) choices?; h for help\)[^>\n]* >"
 PASSWORD = "correct horse battery"
 
 

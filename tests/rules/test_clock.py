@@ -106,7 +106,8 @@ async def test_nobody_moves_the_clock_plays_the_game_to_its_end(replicas: Replic
 
 async def test_a_player_back_from_away_gets_the_seat_on_their_next_action(replicas: Replicas) -> None:
     """Ann is marked away (LeaveSeat, as one player's AbandonGame does): the clock plays her seat at
-    once; ReturnToSeat gives it back (SeatReturned), and her own move does too."""
+    once; ReturnToSeat gives it back (SeatReturned), each time (her own move does too:
+    test_an_away_seats_own_move_takes_the_seat_back)."""
     app = await start(replicas)
     svc = replicas.client(app, "lobby", "service")
     # the other three seats are people who play promptly (this test moves for them)
@@ -145,7 +146,7 @@ async def test_a_player_back_from_away_gets_the_seat_on_their_next_action(replic
         assert not [m for m in after if m.player == "court:clock"], (
             "nobody played ann's seat after she came back"
         )
-        # she is away again (LeaveSeat) and her own move brings her back: SeatReturned before it
+        # she is away again (LeaveSeat) and ReturnToSeat brings her back again
         await ann.leave_seat(gid)
         n_returned = len(events(ev.events, "SeatReturned"))
         await ann.return_to_seat(gid)
@@ -181,6 +182,39 @@ async def test_bad_clock_settings_are_refused_and_change_nothing(replicas: Repli
     assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
     view = await svc.get_view(made.game_id)
     assert view.seq == 0 and not any(c.away for c in view.seat_clocks)
+
+
+async def test_an_away_seats_own_move_takes_the_seat_back(replicas: Replicas) -> None:
+    """Ann is away and it is her turn, but the clock has not played it yet (the replica's clock
+    driver is stopped: JetStream holds the due record, as for a slow or dead driver). Her own move
+    is accepted and brings her back: its record (her move, by her) opens with SeatReturned;
+    her view and the spectator's no longer mark her away."""
+    from court_rules.tasks import stop_tasks
+
+    app = await start(replicas)
+    assert not await stop_tasks([app._clock], 10.0), "the clock driver stopped"
+    app._clock = None
+    svc = replicas.client(app, "lobby", "service")
+    made = await svc.create_game("hearts", PEOPLE, {"limit": 20}, clock=clock(turn=600, bank=0))
+    gid = made.game_id
+    ann = replicas.client(app, "ann")
+    async with EventLog(replicas.nats.url, "hearts", gid) as ev:
+        left = await ann.leave_seat(gid)
+        assert left.changed and left.view.seat_clocks[0].away and 0 in left.view.to_act
+        mine = await ann.get_view(gid)
+        reply = await ann.submit(gid, mine.legal_actions[0], turn_seq=mine.seat_clocks[0].turn_seq)
+        assert reply.seq == left.seq + 1
+        assert not reply.view.seat_clocks[0].away and reply.view.seat_clocks[0].timeouts_in_row == 0
+        assert not (await svc.get_view(gid)).seat_clocks[0].away
+        await ev.wait_until(lambda rs: any(r.seq == reply.seq for r in rs), what="her move's record")
+        rec = next(r for r in ev.events if r.seq == reply.seq)
+        assert rec.WhichOneof("body") == "move" and rec.move.seat == 0 and rec.move.autoplay == ""
+        types = [e.type for e in krec.events_of(rec)]
+        assert types[0] == "SeatReturned" and "TurnTimedOut" not in types, types  # then her move's events
+        assert rec.move.by == ""  # the public record: who asked stays in the game log
+        assert events([rec], "SeatReturned") == [{"seat": 0, "player": "ann"}]
+    hist = await replicas.client(app, "root", "admin").history(gid)
+    assert [(m.kind, m.player) for m in hist.moves] == [("seat_away", "ann"), ("move", "ann")]
 
 
 async def test_a_late_move_racing_its_timeout_applies_exactly_one(replicas: Replicas) -> None:
