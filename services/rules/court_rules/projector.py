@@ -1,8 +1,9 @@
 """The projector: the game logs' records, republished in public form, in order, exactly once.
 
 It follows every game-log stream (``COURT_GAMES_<shard>``) with one durable pull consumer per
-stream (``court-projector-all``, ``AckPolicy.ALL``: one acknowledgement per fetched batch, of its
-last message once every record of the batch is public; not one per record), and for each full
+stream (``court-projector-all``, ``AckPolicy.ALL``: one acknowledgement per batch, of its last
+message once every record of the batch is public; not one per record; read with pull requests kept
+open, ``court_kit.jetstream.Puller``, not a fetch per batch), and for each full
 record publishes its public form
 (``court_kit.records.redact``) on ``court.events.<game>.<game_id>`` (stream ``COURT_EVENTS``) with
 
@@ -306,6 +307,7 @@ class Projector:
     async def _follow(self, shard: int, stop: asyncio.Event, attached: asyncio.Event) -> None:
         stream = krec.game_stream(shard)
         psub: Any = None
+        puller: kjs.Puller | None = None
         retire = False
         trouble = klog.StateLog(log, f"projector {stream}")
         try:
@@ -313,10 +315,12 @@ class Projector:
                 try:
                     if psub is None:
                         psub, retire = await self._attach(shard)
+                        puller = kjs.Puller(psub, self.batch)
                         attached.set()
                         trouble.ok("projector following again", stream=stream)
+                    assert puller is not None
                     try:
-                        msgs = await psub.fetch(self.batch, timeout=1.0)
+                        msgs = await puller.next_batch(1.0)
                     except (TimeoutError, nats.errors.TimeoutError):
                         msgs = []
                     if msgs:
