@@ -495,8 +495,8 @@ class Puller:
     """A pull consumer read with pull requests kept open, as nats.go's ``Consume`` does, instead of
     ``fetch`` per batch. ``fetch`` costs each call a no-wait request, a "no messages" status back
     and, when nothing was there, a second, lingering request: at a few messages per batch that is
-    one or two requests and status messages per message delivered (make bench: the projector's
-    and the turn clock's). Here one request for ``batch`` messages stays open for ``expires``
+    one or two requests and status messages per message delivered (make bench: the projector's;
+    the turn clock keeps ``fetch``, see court_rules.clockdriver). Here one request for ``batch`` messages stays open for ``expires``
     seconds and messages flow as they are appended; a new request goes out when half of the
     outstanding ones have arrived, when a request ended (408 / 409 status) or when the newest
     request has expired (a nats-server restart forgets open requests without a word).
@@ -525,13 +525,13 @@ class Puller:
         sub = self.psub._sub
         out: list[Any] = []
         deadline = loop.time() + timeout
+        queue = sub._pending_queue
         while not out:
-            left = deadline - loop.time()
-            if left <= 0:
-                raise nats.errors.TimeoutError
-            msg = await sub.next_msg(timeout=left)
-            self._take(msg, out)
-            queue = sub._pending_queue
+            if queue.empty():  # (next_msg makes a task and a timer: only when there is a wait)
+                left = deadline - loop.time()
+                if left <= 0:
+                    raise nats.errors.TimeoutError
+                self._take(await sub.next_msg(timeout=left), out)
             while len(out) < self.batch and not queue.empty():
                 msg = queue.get_nowait()
                 sub._pending_size -= len(msg.data)
