@@ -141,8 +141,8 @@ class ClockDriver:
                         )
                     try:
                         # a fetch per batch, not court_kit.jetstream.Puller: with requests kept open
-                        # the records come one by one, and the dispatch loop per record cost this
-                        # process more CPU per move than the fetch's requests (make bench, bot mode)
+                        # the records come one by one; make bench did not show the Puller saving this
+                        # process CPU (its runs varied more than the difference)
                         msgs = await psub.fetch(256, timeout=1.0)
                     except (TimeoutError, nats.errors.TimeoutError):
                         continue
