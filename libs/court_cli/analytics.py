@@ -380,7 +380,7 @@ analytics_app.command("report")(report_command)
 
 DOC_HEAD = """# Analytics: the lake and the report
 
-`court-analytics` (services/analytics) lands the public game records (`court.events.v1` today; the
+`court-analytics` (services/analytics) lands the public game records (`court.events.v2`; the
 decoding lives in `court_analytics/records.py` alone) as Parquet under `COURT_ANALYTICS_LAKE`
 (default `<state>/lake`; any pyarrow.fs URL such as `s3://bucket/lake`):
 

@@ -95,7 +95,8 @@ def court_command() -> str:
         return str(me.absolute())
 
 
-# The event types of the public stream (protos/court/events/v1/README.md, "Types"): the service's own and each
+# The event types of the public stream (protos/court/events/v1/README.md, "Types"; v1 is retired, the names are
+# the kinds of v2's typed Event): the service's own and each
 # engine's. ``court events tail --type`` refuses any other name at once (tests/cli/test_catalog.py checks this
 # list against that contract and against the events the engines emit).
 SERVICE_EVENT_TYPES = ("GameCreated", "ActionApplied", "TurnStarted", "GameEnded")

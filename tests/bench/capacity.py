@@ -1,14 +1,17 @@
-"""Storage per game, measured: the figures behind docs/capacity.md.
+"""Storage per game on events v2, measured: the figures behind docs/capacity.md.
 
-A real nats-server (JetStream, file store) and a rules service (in process, real gRPC on loopback)
-play ``BENCH_CAPACITY_GAMES`` games (default 20) of each kind with its default options, every move
-a random legal action submitted by the seat's own client, exactly as the service stores any game.
-For each kind it reports, per game: records in the state log and events per stream, the bytes
-JetStream holds (``stream_info().state.bytes``: payloads, subjects, headers and the per-message
-overhead of the file store), and the size of the rows the ranking service keeps for a ranked game's
-events (``rk_event``: the full-form payload as JSON plus the key columns, computed from the events
-measured here). Then the totals per million games a day (at the hot retention of finished games
-and the events' max age) and the memory JetStream needs for them (its per-subject index).
+A real nats-server (JetStream, file store) and a rules service (in process, real gRPC on loopback,
+its projector in process as by default) play ``BENCH_CAPACITY_GAMES`` games (default 20) of each
+kind with its default options, every move a random legal action submitted by the seat's own
+client, exactly as the service stores any game. For each kind it reports, per game: the records
+and bytes of the game log (``COURT_GAMES_0``: one full ``court.events.v2.Record`` per move), of
+the public records (``COURT_EVENTS``: the projector's public form, one per move) and of the archive
+(``COURT_GAMES_ARCHIVE``: the finished game's ``GameLog``, once), as JetStream counts them
+(``stream_info().state.bytes``: payloads, subjects, headers and the file store's per-message
+overhead), the subjects, and the size of the rows the ranking service keeps for a ranked game's
+events (``rk_event``: ``court_ranking.consumer.rows_of`` of each public record, the payload as
+JSON plus the key columns). The throughput side of the capacity model (moves/s per rules core, per
+stream leader) comes from ``make bench ONLY=service``.
 
 Random play is longer than bot play for Hearts and The Court (random players shoot the moon less
 and take longer to end); the figures are therefore an upper bound for those two kinds.
@@ -26,10 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from court_client import RulesClient
+from court_kit import jetstream as kjs
+from court_kit import records as krec
 from court_kit.settings import Settings
-from court_kit.structs import to_dict
-from court_proto.court.events.v1 import events_pb2
+from court_ranking.consumer import rows_of
 from court_rules.app import RulesApp
+from court_rules.store import ARCHIVE_PREFIX, ARCHIVE_STREAM
 
 from tests.fixtures import keys
 from tests.fixtures.nats import BinaryNats
@@ -40,7 +45,8 @@ GAMES: list[tuple[str, dict[str, Any], int]] = [
     ("the_court", {"mode": "free_gift"}, 2),
     ("court_wars", {"players": 2}, 2),
 ]
-STREAMS = ("COURT_GAMES", "COURT_EVENTS", "COURT_EVENTS_FULL", "COURT_GAMES_ARCHIVE")
+LOG = krec.game_stream(0)  # COURT_GAME_STREAMS=1: every game on COURT_GAMES_0
+STREAMS = (LOG, krec.PUBLIC_STREAM, ARCHIVE_STREAM)
 RK_EVENT_ROW_OVERHEAD = 24 + 40 + 8 + 8 + 1 + 16  # tuple header, game_id, seq, idx, last, type (PostgreSQL)
 
 
@@ -67,15 +73,25 @@ async def _play(clients: dict[int, RulesClient], gid: str, rng: random.Random) -
     return moves
 
 
-async def _rk_event_bytes(nc: Any, game: str, gid: str) -> int:
-    from court_kit import jetstream as kjs
+async def _settled(nc: Any, game: str, gid: str, last_seq: int, timeout: float = 30.0) -> None:
+    """Wait until the projector has made the game's last record public and archived the game."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        pub = await kjs.direct_get_last(nc, krec.PUBLIC_STREAM, krec.public_subject(game, gid))
+        archived = await kjs.direct_get_last(nc, ARCHIVE_STREAM, ARCHIVE_PREFIX + gid)
+        if pub is not None and int(pub.headers.get(krec.SEQ_HEADER, "0")) >= last_seq and archived:
+            return
+        if loop.time() > deadline:
+            raise AssertionError(f"game {gid}: not public and archived within {timeout} s")
+        await asyncio.sleep(0.05)
 
+
+async def _rk_event_bytes(nc: Any, game: str, gid: str) -> int:
     total = 0
-    for m in await kjs.direct_get_batch(nc, "COURT_EVENTS_FULL", f"court.full.{game}.{gid}.>"):
-        ev = events_pb2.GameEvent.FromString(m.data)
-        payload = to_dict(ev.payload)
-        payload.setdefault("type", ev.type)
-        total += RK_EVENT_ROW_OVERHEAD + len(json.dumps(payload))
+    for m in await kjs.direct_get_batch(nc, krec.PUBLIC_STREAM, krec.public_subject(game, gid)):
+        for _seq, _idx, _last, payload in rows_of(krec.decode(m.data)):
+            total += RK_EVENT_ROW_OVERHEAD + len(json.dumps(payload))
     return total
 
 
@@ -108,7 +124,9 @@ async def measure(n_games: int) -> dict[str, dict[str, float]]:
                 moves = rk = 0
                 for _ in range(n_games):
                     created = await lobby.create_game(game, players, options)
-                    moves += await _play(clients, created.game_id, rng)
+                    played = await _play(clients, created.game_id, rng)
+                    await _settled(app.nc, game, created.game_id, played)
+                    moves += played
                     rk += await _rk_event_bytes(app.nc, game, created.game_id)
                 after = await _stream_state(app.nc)
                 row: dict[str, float] = {"moves": moves / n_games, "rk_event_bytes": rk / n_games}
@@ -133,15 +151,15 @@ def main() -> None:
     results = asyncio.run(measure(n))
     print(f"storage per game, {n} random-play games per kind (bytes as JetStream's file store counts them)")
     head = (
-        f"{'game':<13}{'moves':>7}{'log msgs':>9}{'log B':>9}{'pub ev':>8}{'pub B':>9}{'full ev':>8}{'full B':>9}"
+        f"{'game':<13}{'moves':>7}{'log recs':>9}{'log B':>9}{'pub recs':>9}{'pub B':>9}"
         f"{'archive B':>10}{'subjects':>9}{'rk_event B':>11}"
     )
     print(head)
     for game, r in results.items():
         print(
-            f"{game:<13}{r['moves']:>7.0f}{r['COURT_GAMES.msgs']:>9.0f}{r['COURT_GAMES.bytes']:>9.0f}"
-            f"{r['COURT_EVENTS.msgs']:>8.0f}{r['COURT_EVENTS.bytes']:>9.0f}{r['COURT_EVENTS_FULL.msgs']:>8.0f}"
-            f"{r['COURT_EVENTS_FULL.bytes']:>9.0f}{r['COURT_GAMES_ARCHIVE.bytes']:>10.0f}"
+            f"{game:<13}{r['moves']:>7.0f}{r[f'{LOG}.msgs']:>9.0f}{r[f'{LOG}.bytes']:>9.0f}"
+            f"{r['COURT_EVENTS.msgs']:>9.0f}{r['COURT_EVENTS.bytes']:>9.0f}"
+            f"{r[f'{ARCHIVE_STREAM}.bytes']:>10.0f}"
             f"{sum(r[f'{n}.subjects'] for n in STREAMS):>9.0f}{r['rk_event_bytes']:>11.0f}"
         )
     print(json.dumps(results, indent=1))

@@ -84,6 +84,9 @@ GAME_MIX = [
 # the budget: CPU per move as a multiple of the ceiling's CPU per call (server, driver, nats-server)
 BUDGET = (1.7, 1.3, 1.5)
 GOAL_RATIO = 0.6
+# docs/capacity.md: the cores that serve this many concurrent games at one move per this many seconds
+CAPACITY_GAMES = 100_000
+CAPACITY_MOVE_EVERY = 5.0
 WATCH_GAMES_PER_CONNECTION = 16  # at most 4 seats each: 64 streams, within a connection's 100
 LABELS = {
     "bot": "service (bot identity, 1 RPC per move)",
@@ -764,7 +767,31 @@ def report(r: dict[str, Any]) -> list[str]:
                 f"  with the projector's process: server + projector {(s.cpu[0] + s.cpu[3]) / ccpu[0]:.2f}x"
             )
         lines.append(f"  ratio service/ceiling {s.rate / rate:.2f} (goal >= {GOAL_RATIO}, then 0.8)")
+        lines.extend(capacity_lines(services))
     return lines
+
+
+def capacity_lines(services: dict[str, Stats]) -> list[str]:
+    """docs/capacity.md's throughput model from this run's CPU per move: moves/s one core of each
+    part sustains (1 s / its CPU per move), and the cores that serve ``CAPACITY_GAMES`` concurrent
+    games at one move per ``CAPACITY_MOVE_EVERY`` s, at full use (plan headroom on top)."""
+    need = CAPACITY_GAMES / CAPACITY_MOVE_EVERY
+    out = [
+        f"  capacity: {CAPACITY_GAMES:,} concurrent games at one move per {CAPACITY_MOVE_EVERY:.0f} s = "
+        f"{need:,.0f} moves/s; per core of each part (1 s / its CPU per move), and cores at full use:"
+    ]
+    for mode in ("bot", "watch"):
+        st = services.get(mode)
+        if st is None or not st.moves:
+            continue
+        parts = [("rules replica", st.cpu[0]), ("projector", st.cpu[3]), ("nats-server (leader)", st.cpu[2])]
+        out.append(
+            f"    {LABELS[mode]}: "
+            + "; ".join(
+                f"{name} {1 / c:,.0f} moves/s per core, {need * c:.1f} cores" for name, c in parts if c
+            )
+        )
+    return out
 
 
 def main() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from court_kit import jetstream as kjs
@@ -66,6 +67,75 @@ async def test_streams_kv_direct_get_and_publisher(tmp_path: Path) -> None:
         assert [m.data for m in got] == [b"m1", b"m4", b"m7"], "every message, across batches, in order"
         assert await kjs.direct_get_batch(nc, "T", "t.none") == []
         await pub.close()
+    finally:
+        await nc.close()
+        nats.stop()
+
+
+async def test_puller_keeps_requests_open_and_survives_a_server_restart(tmp_path: Path) -> None:
+    """kjs.Puller: messages appended while its request is open arrive without a new request
+    (nats-server counts the pull requests: one for the first 30 messages of a batch of 64); a
+    request ending (408 at its expiry) opens another; after a nats-server restart, which forgets
+    open requests, what is appended is delivered once the newest request has expired. Every
+    message arrives once, in order."""
+    from nats.js.api import AckPolicy, ConsumerConfig
+
+    nats = BinaryNats(tmp_path / "nats")
+    nats.start()
+    nc = await kjs.connect(nats.url, "t")
+    try:
+        js = nc.jetstream()
+        await kjs.ensure_stream(js, StreamConfig(name="P", subjects=["p.>"]))
+        psub = await js.pull_subscribe(
+            "p.>", durable="d", stream="P", config=ConsumerConfig(ack_policy=AckPolicy.ALL)
+        )
+        puller = kjs.Puller(psub, 64, expires=1.0)
+        requests: list[bytes] = []
+        real_publish = nc.publish
+
+        async def counting(subject: str, payload: bytes = b"", reply: str = "", headers: Any = None) -> None:
+            if subject.startswith("$JS.API.CONSUMER.MSG.NEXT.P.d"):
+                requests.append(payload)
+            await real_publish(subject, payload, reply, headers)
+
+        nc.publish = counting  # type: ignore[method-assign]
+        got: list[bytes] = []
+
+        async def take(n: int, timeout: float = 10.0) -> None:
+            async with asyncio.timeout(timeout):
+                while len(got) < n:
+                    try:
+                        msgs = await puller.next_batch(0.5)
+                    except TimeoutError:
+                        continue
+                    got.extend(m.data for m in msgs)
+                    await msgs[-1].ack_sync()
+
+        with pytest.raises(TimeoutError):
+            await puller.next_batch(0.2)  # nothing yet: the request is open
+        for i in range(30):
+            await js.publish(f"p.{i % 3}", str(i).encode())
+        await take(30)
+        assert len(requests) == 1, "30 messages of a 64 batch came on the one open request"
+        await asyncio.sleep(1.3)  # the request expires (408): the next call opens another
+        await js.publish("p.0", b"30")
+        await take(31)
+        assert len(requests) >= 2
+        await asyncio.to_thread(nats.restart)  # forgets every open pull request
+        async with asyncio.timeout(20):
+            while not nc.is_connected:
+                await asyncio.sleep(0.05)
+        for i in range(31, 40):
+            for _attempt in range(100):  # JetStream may take a moment to come back after the restart
+                try:
+                    await js.publish(
+                        f"p.{i % 3}", str(i).encode(), timeout=1, headers={"Nats-Msg-Id": f"m{i}"}
+                    )
+                    break
+                except Exception:  # noqa: BLE001 - no responders or a timeout while it recovers
+                    await asyncio.sleep(0.1)
+        await take(40, timeout=20)
+        assert got == [str(i).encode() for i in range(40)], "every message once, in order"
     finally:
         await nc.close()
         nats.stop()

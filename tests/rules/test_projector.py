@@ -12,7 +12,9 @@ from court_kit import jetstream as kjs
 from court_kit import records as krec
 from court_kit.settings import Settings
 from court_rules.app import RulesApp
-from court_rules.projector import Position, Projector, ProjectorApp
+from court_rules.projector import DURABLE, OLD_DURABLE, Position, Projector, ProjectorApp
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import NotFoundError
 
 from tests.fixtures import keys
 
@@ -67,14 +69,14 @@ async def test_projector_killed_mid_stream_and_restarted_publishes_every_move_on
     async def no_ack() -> None:  # the first batches' messages stay unacknowledged: it "dies" before acking
         unacked.append(1)
 
-    real_game = first.projector._game
+    real_batch = first.projector._batch
 
-    async def game_without_acks(items: list[Any], stop: asyncio.Event) -> None:
-        for m, _ in items:
+    async def batch_without_acks(msgs: list[Any], stop: asyncio.Event) -> None:
+        for m in msgs:
             m.ack = no_ack
-        await real_game(items, stop)
+        await real_batch(msgs, stop)
 
-    first.projector._game = game_without_acks  # type: ignore[method-assign]
+    first.projector._batch = batch_without_acks  # type: ignore[method-assign]
     rng = random.Random(4)
     try:
         for gid in games:
@@ -101,6 +103,60 @@ async def test_projector_killed_mid_stream_and_restarted_publishes_every_move_on
     finally:
         await second.close()
         await second.server.stop(None)  # type: ignore[attr-defined]
+
+
+async def test_the_explicit_ack_durable_is_retired_after_the_ack_all_one_caught_up(replicas: Any) -> None:
+    """An upgrade from the projector that acknowledged every record (durable ``court-projector``,
+    explicit acks): the new one creates ``court-projector-all`` (ack all) starting right after the
+    old durable's ack floor, publishes what the old one had not, and deletes the old durable once
+    it has caught up. Every record is public once, in order, and nothing before the floor is
+    delivered again."""
+    rules = await replicas.start(projector=False)
+    players = ["fay", "gus"]
+    lobby = replicas.client(rules, "lobby", "service")
+    gid = (await lobby.create_game("queens_court", players, {"players": 2})).game_id
+    await _moves(replicas, rules, gid, players, 3, random.Random(5))
+    stream = rules.store.stream_of(gid)
+    js = rules.nc.jetstream()
+    # the previous release's projector: its durable, explicit acks; it had projected records 0-2
+    old = await js.pull_subscribe(
+        krec.shard_subjects(0),
+        durable=OLD_DURABLE,
+        stream=stream,
+        config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, deliver_policy=DeliverPolicy.ALL),
+    )
+    previous = Projector(rules.store)
+    fetched: list[Any] = []
+    while len(fetched) < 3:
+        fetched += await old.fetch(3 - len(fetched), timeout=5)
+    for m in fetched:
+        await previous.project(m.metadata.sequence.stream, krec.decode(m.data))
+        await m.ack_sync()  # (a plain ack is not yet counted when the consumer info is read)
+    await old.unsubscribe()
+    floor = (await js.consumer_info(stream, OLD_DURABLE)).ack_floor.stream_seq
+    assert floor == 3
+    last = await _moves(replicas, rules, gid, players, 4, random.Random(6))
+    app = await ProjectorApp.start(projector_settings(replicas.nats.url))
+    try:
+        async with EventLog(replicas.nats.url, "queens_court", gid) as public:
+            await public.wait_until(
+                lambda recs: bool(recs) and recs[-1].seq == last, what="every record public"
+            )
+            assert public.raw_ids == [f"{gid}-{s}" for s in range(last + 1)]
+        info = await js.consumer_info(stream, DURABLE)
+        assert info.config.ack_policy == AckPolicy.ALL
+        assert info.config.opt_start_seq == floor + 1  # it carried on from the old durable's floor
+        assert app.projector.projected == last + 1 - 3  # records 0-2 were never delivered again
+        async with asyncio.timeout(15):
+            while True:
+                try:
+                    await js.consumer_info(stream, OLD_DURABLE)
+                except NotFoundError:
+                    break  # retired
+                await asyncio.sleep(0.1)
+    finally:
+        await app.close()
+        await app.server.stop(None)  # type: ignore[attr-defined]
 
 
 async def test_a_republish_after_the_duplicate_window_is_refused_and_a_gap_is_filled(replicas: Any) -> None:

@@ -155,3 +155,62 @@ async def test_streams_opened_as_a_move_lands_miss_and_repeat_nothing(replicas: 
         for n in range(1, last + 1)
         for i in range((n - 1) * streams // last, n * streams // last)
     )
+
+
+async def test_watchers_of_one_game_share_one_subscription_and_each_sees_every_update(
+    replicas: Any, rules: Any
+) -> None:
+    """N WatchGame streams of one game on one replica hold one NATS subscription between them
+    (``servicer.Wakes``): all of them get every update, in order, the same updates; one cancelling
+    its stream leaves the others undisturbed; one joining while a move lands gets neither a gap nor
+    a repeat; the subscription goes once the last watcher has left."""
+    players = ["wen", "xia"]
+    created = await replicas.client(rules, "lobby", "service").create_game(
+        "queens_court", players, {"players": 2}
+    )
+    gid = created.game_id
+    clients = {i: replicas.client(rules, p) for i, p in enumerate(players)}
+    subject = rules.store.subject(gid)
+
+    def subscriptions() -> int:  # the replica's NATS subscriptions on the game's log subject
+        return sum(1 for sub in rules.nc._subs.values() if sub.subject == subject)
+
+    n = 5
+    got: list[list[Any]] = [[] for _ in range(n + 1)]
+    tasks = [
+        asyncio.create_task(_collect(replicas.client(rules, f"spectator{i}"), gid, None, None, got[i]))
+        for i in range(n)
+    ]
+    await asyncio.wait_for(_until(lambda: all(got[i] for i in range(n))), 15)
+    assert len(rules.servicer.wakes) == 1, "one shared subscription for the game"
+    assert subscriptions() == 1
+    rng = random.Random(7)
+    for _ in range(2):
+        view = await clients[0].get_view(gid)
+        seat = view.to_act[0]
+        mine = await clients[seat].get_view(gid, seat)
+        await clients[seat].submit(gid, rng.choice(list(mine.legal_actions)), seat)
+    await asyncio.wait_for(_until(lambda: all(len(got[i]) == 3 for i in range(n))), 15)
+    # watcher 0 goes away; the others keep the subscription and every update
+    tasks[0].cancel()
+    await asyncio.gather(tasks[0], return_exceptions=True)
+    await asyncio.wait_for(_until(lambda: len(rules.servicer.wakes._games[subject][1]) == n - 1), 15)
+    assert subscriptions() == 1
+    # one more watcher joins while a move is being submitted
+    view = await clients[0].get_view(gid)
+    seat = view.to_act[0]
+    mine = await clients[seat].get_view(gid, seat)
+    late = asyncio.create_task(_collect(replicas.client(rules, "spectator-late"), gid, None, None, got[n]))
+    await clients[seat].submit(gid, rng.choice(list(mine.legal_actions)), seat)
+    tasks.append(late)
+    final = await play_out(clients, gid, rng)
+    await asyncio.wait_for(asyncio.gather(*tasks[1:]), 15)  # every stream ends after the final move
+    assert [u.seq for u in got[0]] == [0, 1, 2], "the cancelled watcher saw what came before it left"
+    for i in range(1, n):
+        assert [u.seq for u in got[i]] == list(range(final.seq + 1))
+        assert got[i] == got[1], "every watcher of the same seat (here: spectators) gets the same updates"
+    late_seqs = [u.seq for u in got[n]]
+    assert late_seqs == list(range(late_seqs[0], final.seq + 1)) and late_seqs[0] in (2, 3)
+    assert got[n][1:] == got[1][late_seqs[0] + 1 :], "the follow after its snapshot: the same updates"
+    # the last watcher gone: no subscription left
+    await asyncio.wait_for(_until(lambda: len(rules.servicer.wakes) == 0 and subscriptions() == 0), 15)

@@ -48,8 +48,30 @@ def result_proto(entry: GameEntry, state: Any, into: rules_pb2.GameResult, close
 def game_view(
     entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: int | None
 ) -> rules_pb2.GameView:
-    module = entry.module
+    """The view of ``seat`` (``None``: a spectator's) of the position after ``seq``, whose state is
+    ``state``. Memoised per entry for its recent positions (``GameEntry.views``): a move's submit
+    answer, the next seat's view and every WatchGame stream of the same seat at that seq share one
+    (callers copy it into their answer, never change it). The key is the position (seq, closed) and
+    the seat: a view is only ever served to whoever may read that seat's view."""
     closed = entry.closed_at(seq)
+    key = (seq, closed, seat)
+    views = entry.views
+    v = views.get(key)
+    if v is None:
+        v = _build_view(entry, codec, state, seq, seat, closed)
+        if len(views) >= VIEWS_KEPT:
+            views.clear()
+        views[key] = v
+    return v
+
+
+VIEWS_KEPT = 24  # views memoised per game (a few positions' worth of every seat and a spectator)
+
+
+def _build_view(
+    entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: int | None, closed: bool
+) -> rules_pb2.GameView:
+    module = entry.module
     acting = () if closed else module.to_act(state)
     finished = closed or module.is_terminal(state)
     v = rules_pb2.GameView(

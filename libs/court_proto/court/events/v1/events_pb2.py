@@ -26,15 +26,19 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x63ourt/events/v1/events.proto\x12\x0f\x63ourt.events.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x83\x02\n\tGameEvent\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x16\n\x0eschema_version\x18\x02 \x01(\r\x12\x0c\n\x04game\x18\x03 \x01(\t\x12\x0f\n\x07game_id\x18\x04 \x01(\t\x12\x0b\n\x03seq\x18\x05 \x01(\x04\x12\r\n\x05index\x18\x06 \x01(\r\x12(\n\x04time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04type\x18\x08 \x01(\t\x12/\n\nvisibility\x18\t \x01(\x0e\x32\x1b.court.events.v1.Visibility\x12(\n\x07payload\x18\n \x01(\x0b\x32\x17.google.protobuf.Struct*T\n\nVisibility\x12\x1a\n\x16VISIBILITY_UNSPECIFIED\x10\x00\x12\x15\n\x11VISIBILITY_PUBLIC\x10\x01\x12\x13\n\x0fVISIBILITY_FULL\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x63ourt/events/v1/events.proto\x12\x0f\x63ourt.events.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x87\x02\n\tGameEvent\x12\x10\n\x08\x65vent_id\x18\x01 \x01(\t\x12\x16\n\x0eschema_version\x18\x02 \x01(\r\x12\x0c\n\x04game\x18\x03 \x01(\t\x12\x0f\n\x07game_id\x18\x04 \x01(\t\x12\x0b\n\x03seq\x18\x05 \x01(\x04\x12\r\n\x05index\x18\x06 \x01(\r\x12(\n\x04time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04type\x18\x08 \x01(\t\x12/\n\nvisibility\x18\t \x01(\x0e\x32\x1b.court.events.v1.Visibility\x12(\n\x07payload\x18\n \x01(\x0b\x32\x17.google.protobuf.Struct:\x02\x18\x01*X\n\nVisibility\x12\x1a\n\x16VISIBILITY_UNSPECIFIED\x10\x00\x12\x15\n\x11VISIBILITY_PUBLIC\x10\x01\x12\x13\n\x0fVISIBILITY_FULL\x10\x02\x1a\x02\x18\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'court_proto.court.events.v1.events_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_VISIBILITY']._serialized_start=374
-  _globals['_VISIBILITY']._serialized_end=458
+  _globals['_VISIBILITY']._loaded_options = None
+  _globals['_VISIBILITY']._serialized_options = b'\030\001'
+  _globals['_GAMEEVENT']._loaded_options = None
+  _globals['_GAMEEVENT']._serialized_options = b'\030\001'
+  _globals['_VISIBILITY']._serialized_start=378
+  _globals['_VISIBILITY']._serialized_end=466
   _globals['_GAMEEVENT']._serialized_start=113
-  _globals['_GAMEEVENT']._serialized_end=372
+  _globals['_GAMEEVENT']._serialized_end=376
 # @@protoc_insertion_point(module_scope)
