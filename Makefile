@@ -21,16 +21,17 @@ uv.lock: pyproject.toml
 	@command -v uv >/dev/null 2>&1 || $(PY) -m uv --version >/dev/null 2>&1 || $(PY) -m pip install -q --disable-pip-version-check uv
 	$(UV) lock
 
-# Every test, slow suites included (pytest-xdist spreads them over the cores). The SQL storage
+# Every test, slow suites included (pytest-xdist spreads them over the cores; --dist worksteal with
+# the longest tests first, tests/conftest.py, so the chaos suite overlaps the rest). The SQL storage
 # tests run against SQLite and a real PostgreSQL server: scripts/test-postgres.sh starts a private
 # one and stops it again when the tests end, pass, fail or are interrupted (Ctrl-C); set
 # COURT_TEST_POSTGRES_URL to use your own server instead (then nothing is started or stopped).
 test: setup
-	@if [ -n "$${COURT_TEST_POSTGRES_URL:-}" ]; then exec $(BIN)/pytest -n auto $(PYTEST_ARGS); fi; \
+	@if [ -n "$${COURT_TEST_POSTGRES_URL:-}" ]; then exec $(BIN)/pytest -n auto --dist worksteal $(PYTEST_ARGS); fi; \
 	trap 'scripts/test-postgres.sh stop' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM; \
 	url=$$(scripts/test-postgres.sh) || exit 1; \
 	echo "PostgreSQL for the tests: $$url (stopped when they end)"; \
-	COURT_TEST_POSTGRES_URL="$$url" $(BIN)/pytest -n auto $(PYTEST_ARGS)
+	COURT_TEST_POSTGRES_URL="$$url" $(BIN)/pytest -n auto --dist worksteal $(PYTEST_ARGS)
 
 # The whole stack on one command (court_cli.stack): nats-server with JetStream and the rules, lobby,
 # ranking and bot services as processes on SQLite, state under .state/ (kept between runs); a bot

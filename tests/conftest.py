@@ -1,0 +1,27 @@
+"""Suite-wide: the order pytest-xdist hands tests out in.
+
+`make test` runs with ``--dist worksteal``: each worker starts on its share of the collection, in
+order, and a worker that runs dry takes half of what another still has queued. The longest test
+(tests/chaos, about 4 minutes on a quiet 2-core machine) must therefore be first: started last, it
+would run alone at the end while the other worker idles. The other long suites (marked ``slow``)
+come next, so the short tests fill the gaps between them at the end. The order inside each group,
+and so inside each module, stays the collection order; no test depends on another's having run.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+FIRST = ("tests/chaos/",)
+
+
+def _rank(item: pytest.Item) -> int:
+    if item.nodeid.startswith(FIRST):
+        return 0
+    if item.get_closest_marker("slow") is not None:
+        return 1
+    return 2
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_rank)  # stable: ties keep the collection order
