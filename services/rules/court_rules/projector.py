@@ -22,6 +22,9 @@ the public subject never has a gap. A message is acknowledged only after its pub
 stored; a projector dying between publish and ack leaves it to be delivered again, and the
 redelivery finds it public already and only acknowledges it.
 
+A tombstone (a game id the lobby closed before any creation: ``court_rules.games``) is only
+acknowledged: it has no public form, as no game was ever created under it.
+
 A finished game (its last record ``finished``) is written to ``COURT_GAMES_ARCHIVE`` once its
 final public record is stored (``GameStore.archive``, idempotent); the janitor purges the hot log
 ``COURT_FINISHED_RETENTION`` after that, so a log is never purged before it is public.
@@ -59,6 +62,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import APIError
 from prometheus_client import Counter, Histogram
 
+from .games import is_tombstone
 from .store import EVENTS_STREAM, GameStore, Record
 from .tasks import stop_tasks
 
@@ -160,6 +164,11 @@ class Projector:
 
     async def _project(self, log_sseq: int, rec: records_pb2.Record) -> bool:
         gid = rec.game_id
+        if is_tombstone(rec):
+            # a game id closed before it was created: no game ever existed, so nothing is public
+            # (no created record, no public subject: it would name no game) and nothing is archived
+            SKIPPED.inc()
+            return False
         while True:
             pos = await self._position(rec.game, gid)
             if pos is not None and pos.log_sseq >= log_sseq:
