@@ -36,10 +36,12 @@ from tests.storage.db import BACKENDS, backend_url
 
 from .procs import ServiceProcess, free_port, service_script
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
 GAMES = int(os.environ.get("COURT_STAKES_GAMES", "12"))
 PARALLEL = int(os.environ.get("COURT_STAKES_PARALLEL", "6"))
+
+# the 100-game run takes about 9 minutes here (each game waits for its settlement before
+# its players sit again), past the suite's 600 s per test: its bound grows with the game count
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(max(600, 15 * GAMES))]
 ACCOUNTS = 12
 ANTE = 10
 C = grpc.StatusCode
