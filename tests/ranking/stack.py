@@ -35,6 +35,7 @@ FAST_SAGA = {
     "COURT_START_LEASE": "1.5",
     "COURT_SETTLE_SWEEP": "0.5",
     "COURT_SETTLE_LEASE": "2",
+    "COURT_ABANDON_SWEEP": "0.5",  # finishing an abandon a backend was away for
 }
 
 

@@ -4,16 +4,24 @@ The closed game refuses moves (FAILED_PRECONDITION naming why), every view (any 
 one too) answers finished with nobody to act and the reason, watches end, the log and the public
 stream end with one GameClosed record (the reason public, who and which request id not), and a
 retry, 50 duplicates or another close change nothing. Refusals change nothing.
+
+A game id closed before any creation reached its log (the lobby undid a start whose CreateGame
+was still in flight, or never sent) gets a tombstone: every later CreateGame of that id, on any
+replica, answers FAILED_PRECONDITION with the reason (never a playable game whose antes are back),
+and nothing about it is public or playable. A close and a create racing end in exactly one of:
+the game created and then closed, or the tombstone and every create refused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import secrets
 from typing import Any
 
 import grpc
 import pytest
 from court_client import result_dict
+from court_kit import records as krec
 from court_proto.court.rules.v1 import rules_pb2
 
 from .helpers import EventLog
@@ -131,7 +139,8 @@ async def test_close_game_refusals_change_nothing(replicas: Any, rules: Any) -> 
         (lobby, "   ", "c1", gid, C.INVALID_ARGUMENT, "reason is required"),
         (lobby, "x" * 201, "c1", gid, C.INVALID_ARGUMENT, "1 to 200 characters"),
         (lobby, REASON, "", gid, C.INVALID_ARGUMENT, "request_id is required"),
-        (lobby, REASON, "c1", "g" + "0" * 24, C.NOT_FOUND, "no game"),
+        # an id no CreateGame can ever use (not the 'g' + 24 hex shape): nothing to close, no tombstone
+        (lobby, REASON, "c1", "not-a-game-id", C.NOT_FOUND, "no game"),
     ):
         call = (
             client.close_game(game, reason, request_id=rid_)
@@ -157,3 +166,142 @@ async def test_close_game_refusals_change_nothing(replicas: Any, rules: Any) -> 
     code, msg = await _code(lobby.close_game(qc.game_id, REASON, request_id="c9"))
     assert code == C.FAILED_PRECONDITION and "finished" in msg
     assert (await bots.get_view(qc.game_id)).result.winners  # still the game's own end
+
+
+SEATS = ["ann", "bob", "bot:random"]
+
+
+async def _create(client: Any, gid: str) -> Any:
+    """The lobby's saga step: the fixed game id and seed, the saga's request id."""
+    return await client.create_game(
+        "queens_court", SEATS, {"players": 3}, seed=42, request_id=f"lobby-start-{gid}", game_id=gid
+    )
+
+
+async def _projector_idle(app: Any) -> None:
+    """Until the projector has acknowledged every game-log record (so anything it publishes is out)."""
+    js = app.nc.jetstream()
+    for _ in range(500):
+        info = await js.consumer_info(krec.game_stream(0), "court-projector")
+        if info.num_pending == 0 and info.num_ack_pending == 0:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the projector never caught up")
+
+
+async def test_a_game_closed_before_it_was_created_never_starts_and_shows_nothing(
+    replicas: Any, rules: Any
+) -> None:
+    gid = "g" + secrets.token_hex(12)
+    other = await replicas.start()
+    lobby_a = replicas.client(rules, "lobby", "service", retries=0)
+    lobby_b = replicas.client(other, "lobby", "service", retries=0)
+    everything = EventLog(replicas.nats.url, "queens_court", gid)
+    everything.subject = f"{krec.PUBLIC_PREFIX}*.{gid}"  # any game's public subject of this id
+    async with everything, EventLog(replicas.nats.url, "queens_court", gid, full=True) as full:
+        closed = await lobby_a.close_game(gid, REASON, request_id=f"lobby-close-{gid}")
+        # closed: finished, nobody to act, the reason; no game, no seats, no hand, no options
+        assert closed.closed_now and closed.game_id == gid
+        v = closed.view
+        assert v.finished and not v.to_act and not v.seats and not v.game and not v.HasField("your_seat")
+        assert v.result.finished and v.result.closed_reason == REASON and not v.result.winners
+        assert not v.HasField("view") and not v.HasField("options") and not v.legal_actions
+
+        # the saga's CreateGame landing afterwards, on either replica (the one that closed it, a cold
+        # one), any number of times: refused with the reason, never a game
+        for client in (
+            lobby_b,
+            lobby_a,
+            lobby_b,
+            replicas.client(await replicas.start(), "lobby", "service"),
+        ):
+            code, msg = await _code(_create(client, gid))
+            assert code == C.FAILED_PRECONDITION, (code, msg)
+            assert "was closed before it was created" in msg and "cancelled by the host" in msg
+        # a player (a seat the game would have had), any read or act: the same refusal, nothing else
+        ann = replicas.client(other, "ann", retries=0)
+        for call in (ann.get_view(gid), ann.legal_actions(gid), ann.get_view(gid, 0)):
+            code, msg = await _code(call)
+            assert code == C.FAILED_PRECONDITION and "was closed before it was created" in msg
+        code, _ = await _code(_first(ann.watch(gid, resume=False)))
+        assert code == C.FAILED_PRECONDITION
+        code, _ = await _code(replicas.client(other, "root", "admin", retries=0).history(gid))
+        assert code == C.FAILED_PRECONDITION
+
+        # retries and other closes: the same closed answer, nothing appended
+        again = await lobby_b.close_game(gid, REASON, request_id=f"lobby-close-{gid}")
+        assert again.SerializeToString(deterministic=True) == closed.SerializeToString(deterministic=True)
+        late = await lobby_b.close_game(gid, "another reason", request_id="close-2")
+        assert not late.closed_now and late.view.result.closed_reason == REASON
+
+        # the log: the tombstone alone, seq 0, no game; the public stream: nothing at all
+        await full.wait_until(lambda rs: len(rs) >= 1, what="the tombstone")
+        await _projector_idle(rules)
+        await asyncio.sleep(0.2)
+        assert [(r.seq, r.WhichOneof("body"), r.game) for r in full.events] == [(0, "closed", "")]
+        assert full.events[0].closed.reason == REASON and not full.events[0].closed.into
+        assert everything.events == []
+    records = await rules.store.records(gid)
+    assert [(r.body.seq, r.body.WhichOneof("body")) for r in records] == [(0, "closed")]
+    # the projector went on past it: a later game is public as usual
+    live = await lobby_a.create_game("queens_court", SEATS, {"players": 3})
+    async with EventLog(replicas.nats.url, "queens_court", live.game_id) as public:
+        await public.wait_until(lambda rs: len(rs) >= 1, what="the next game's creation")
+
+
+async def _first(stream: Any) -> Any:
+    async for u in stream:
+        return u
+    return None
+
+
+async def test_create_and_close_racing_on_two_replicas_end_in_one_outcome(replicas: Any, rules: Any) -> None:
+    other = await replicas.start()
+    lobbies = [replicas.client(app, "lobby", "service") for app in (rules, other)]
+    outcomes = {"created then closed": 0, "closed before created": 0}
+
+    async def later(delay: float, call: Any) -> Any:
+        await asyncio.sleep(delay)
+        return await call
+
+    for n in range(16):
+        gid = "g" + secrets.token_hex(12)
+        # the creates' head start: they win at first; the closes' head start (the create still in
+        # flight, or sent late) from round 8 on, growing, so both outcomes are raced
+        lag = 0.0 if n < 8 else 0.003 * (n - 7)
+        calls = []
+        for lb in lobbies:
+            for _ in range(2):
+                calls += [
+                    later(lag, _create(lb, gid)),
+                    lb.close_game(gid, REASON, request_id=f"lobby-close-{gid}"),
+                ]
+        answers = await asyncio.gather(*calls, return_exceptions=True)
+        creates = answers[0::2]
+        closes = answers[1::2]
+        assert all(isinstance(c, rules_pb2.CloseGameResponse) for c in closes), closes
+        assert len({c.view.game for c in closes}) == 1  # every close saw the same thing
+        records = [r.body for r in await rules.store.records(gid)]
+        cold = replicas.client(await replicas.start(), "ann", retries=0)
+        if closes[0].view.game:  # the creation won: one game, then its closing record; it is over
+            outcomes["created then closed"] += 1
+            assert all(isinstance(c, rules_pb2.CreateGameResponse) for c in creates), creates
+            assert len({c.game_id for c in creates}) == 1
+            assert [(r.seq, r.WhichOneof("body")) for r in records] == [(0, "created"), (0, "closed")]
+            view = await cold.get_view(gid)
+            assert view.finished and not view.to_act and view.result.closed_reason == REASON
+        else:  # the tombstone won: every create refused, no game ever
+            outcomes["closed before created"] += 1
+            for c in creates:
+                assert isinstance(c, grpc.aio.AioRpcError), c
+                assert c.code() == C.FAILED_PRECONDITION and "closed before it was created" in (
+                    c.details() or ""
+                )
+            assert [(r.seq, r.WhichOneof("body"), r.game) for r in records] == [(0, "closed", "")]
+            code, _ = await _code(cold.get_view(gid))
+            assert code == C.FAILED_PRECONDITION
+        # either way exactly one close closed it (closed_now is the close request's own: all share it)
+        assert len({c.SerializeToString(deterministic=True) for c in closes}) == 1
+        assert sum(1 for r in records if r.WhichOneof("body") == "closed") == 1
+    print(f"\ncreate/close races: {outcomes}")
+    assert all(outcomes.values()), outcomes  # both were raced

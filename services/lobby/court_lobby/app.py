@@ -12,7 +12,9 @@ TTL purges (``store.purge``, every COURT_PURGE_INTERVAL seconds, default 3600): 
 older than COURT_REQUEST_TTL (default 7 days), refresh tokens past their expiry, lobbies of
 finished or abandoned games older than COURT_FINISHED_LOBBY_TTL (default 30 days).
 Turn clock (docs/clock.md): every COURT_ABANDON_SWEEP seconds (default 30) the lobby abandons the
-started games whose every person's seat has been away for the lobby's abandon_after_seconds.
+started games whose every person's seat has been away for the lobby's abandon_after_seconds, and
+finishes every abandon a backend was away for (every person asked AbandonGame: the game is closed
+in the rules service, then every ante refunded, then the lobby marked abandoned).
 
 The schema is migrated at start (Alembic; ``migrate`` runs only that) unless
 COURT_MIGRATE_ON_START=false, which only checks it is current (deploy/ migrates in a Job).
@@ -146,13 +148,15 @@ class LobbyApp:
         return app
 
     async def _abandon_away(self, servicer: LobbyServicer, every: float) -> None:
-        """Until stopped: abandon games every person of which has been away for the abandon time."""
+        """Until stopped: finish the abandons a backend was away for (every person asked), and
+        abandon games every person of which has been away for the abandon time."""
         while not self._stop.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), every)
             if self._stop.is_set():
                 return
             try:
+                await servicer.finish_abandons()
                 await servicer.abandon_away_games()
             except Exception as exc:  # noqa: BLE001 - the database or rules away for a moment: next round
                 log.warning("abandon sweep failed", error=str(exc)[:200] or type(exc).__name__)

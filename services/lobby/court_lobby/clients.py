@@ -110,19 +110,19 @@ class Backends:
         return reply.game_id
 
     async def close_game(self, game_id: str, reason: str) -> bool:
-        """Close the rules service's game ``game_id`` for good (its start is undone, its antes
-        refunded); the request id is the game's, so every retry, by any replica, is the same call.
-        False when the rules service holds no such game (the start never created it)."""
+        """Close the rules service's game ``game_id`` for good (its start is undone or it is
+        abandoned, its antes refunded); the request id is the game's, so every retry, by any
+        replica, is the same call. True when the game existed; False when it had not been created:
+        the rules service then keeps a tombstone, so a CreateGame still in flight (or retried
+        later) is refused and the game never starts."""
         self.rules.token = self.token.get()
         try:
-            await self.rules.close_game(
+            reply = await self.rules.close_game(
                 game_id, reason[:200] or "the game's start was undone", request_id=f"lobby-close-{game_id}"
             )
         except grpc.aio.AioRpcError as err:
-            if err.code() == grpc.StatusCode.NOT_FOUND:
-                return False
             raise translate(err, "rules") from None
-        return True
+        return bool(reply.view.game)
 
     async def leave_seat(self, game_id: str, seat: int) -> rules_pb2.SeatResponse:
         """Mark a person's seat away (the autoplay bot plays it on): one player's AbandonGame."""

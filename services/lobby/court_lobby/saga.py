@@ -19,9 +19,11 @@ it never pays out.
 
 If a step answers a permanent error (anything but UNAVAILABLE / DEADLINE_EXCEEDED), the saga
 compensates: the intent is recorded on the row first (``start_error`` = "compensating: ..."), then
-the rules service closes the game if it created it (so a game whose antes are back never takes
-another move; unreachable: the start stays marked and the next drive closes it first), then
-the ranking service refunds every ante once, keyed by the game id (``AbandonGame``: a game never
+the rules service closes the game (so a game whose antes are back never takes another move;
+unreachable: the start stays marked and the next drive closes it first). A game not created yet
+is closed too: the rules service keeps a tombstone for its id, so a CreateGame of this saga still
+in flight, or retried later by any replica, is refused and never starts a game; "closed" either
+way is success here. Then the ranking service refunds every ante once, keyed by the game id (``AbandonGame``: a game never
 registered is marked void, so a late registration takes nothing), then the lobby goes back to
 ``open`` with the reason in ``start_error``, visible to its members. A transient error leaves the
 lobby in ``starting``: the next drive carries on where it stopped.

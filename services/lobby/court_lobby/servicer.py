@@ -39,6 +39,7 @@ from .clients import Backends, RemoteError
 from .models import Account
 from .saga import Starter
 from .store import (
+    ABANDONED,
     BOT_LEVELS,
     CANCELLED,
     FINISHED,
@@ -71,6 +72,17 @@ START_WAIT = 25.0  # seconds a StartGame call waits for its saga before answerin
 PUBLIC_METHODS = tuple(
     f"/court.lobby.v1.LobbyService/{m}" for m in ("CreateAccount", "CreateGuest", "Login", "RefreshToken")
 )
+
+
+def _every_person_asked(info: LobbyInfo) -> bool:
+    people = [s for s in info.seated if s.account_id]
+    return bool(people) and all(s.abandon_asked for s in people)
+
+
+def _abandon_reason(why: str, online: bool) -> str:
+    """What the players of an abandoned game read (the rules service takes at most 200 characters)."""
+    text = f"the game was abandoned ({why})" + ("; every ante is refunded" if online else "")
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def _ts(dt: Any) -> Timestamp:
@@ -571,7 +583,10 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         # a game the rules service closed for a resume whose new lobby is not recorded yet (the
         # lobby died in between) counts as running: resuming it again completes that resume
         if view.finished and not view.result.resumed_into:
-            await self._run(self.store.set_status, info.id, STARTED, FINISHED)
+            # a game the lobby closed (an abandon whose refund has not gone through yet) stays
+            # started here, so the abandon sweep still finds it and refunds it; it is not running
+            if not view.result.closed_reason:
+                await self._run(self.store.set_status, info.id, STARTED, FINISHED)
             return False
         return True
 
@@ -593,22 +608,46 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                 )
         return out
 
-    async def _my_started_game(self, me: Account, game_id: str) -> LobbyInfo:
+    async def _my_started_game(self, me: Account, game_id: str, unsure_ok: bool = False) -> LobbyInfo:
+        """``unsure_ok``: the rules service away counts as running (AbandonGame: the close that
+        follows judges it, and a game that has ended keeps its result)."""
         info = await self._run(self.store.lobby_of_game, game_id) if game_id and len(game_id) <= 64 else None
         if info is None or not info.seat_of(me.id):
             raise NotFound(f"you have no game {quote(game_id)}")
-        if info.status != STARTED or not await self._still_running(info):
+        if info.status != STARTED:
             raise FailedPrecondition(f"game {game_id} is not running (its lobby is {info.status})")
+        try:
+            running = await self._still_running(info)
+        except Unavailable:
+            if not unsure_ok:
+                raise
+            running = True
+        if not running:
+            raise FailedPrecondition(f"game {game_id} is not running (it has ended)")
         return info
 
     async def AbandonGame(self, request: pb.AbandonGameRequest, context: Any) -> pb.Lobby:
         me = await self._me()
 
         async def work(call: Call) -> LobbyInfo:
-            info = await self._my_started_game(me, request.game_id)
+            under_way = await self._abandon_under_way(me, request.game_id, call)
+            if under_way is not None:
+                return under_way
+            try:
+                info = await self._my_started_game(me, request.game_id, unsure_ok=True)
+            except FailedPrecondition:
+                # the game closed since we looked: an abandon finished or under way (a duplicate of
+                # this very call, or another person's last ask) answers; anything else is refused
+                under_way = await self._abandon_under_way(me, request.game_id, call)
+                if under_way is not None:
+                    return under_way
+                raise
+            # the ask is recorded even with the rules service away: once every person asked, the
+            # abandon is finished by the sweep when it is back
             info = await self._run(self.store.ask_abandon, info.id, me.id)
-            if all(s.abandon_asked for s in info.seated if s.account_id):
-                return await self._abandon(info, call, f"every person asked ({me.id} last)")
+            if _every_person_asked(info):
+                log.info("abandon asked by the last person at the table", game_id=info.game_id, by=me.id)
+                return await self._abandon(info, call, "every person at the table asked")
             # alone: the seat is marked away and the autoplay bot plays it to the end; the result stands
             await self.backends.leave_seat(info.game_id, info.seat_of(me.id).seat_no)
             log.info("abandon asked: the seat is away, the game goes on", game_id=info.game_id, by=me.id)
@@ -616,13 +655,69 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
 
         return await self._once(me, request, "AbandonGame", work)
 
+    async def _abandon_under_way(self, me: Account, game_id: str, call: Call) -> LobbyInfo | None:
+        """When every person of ``me``'s lobby of ``game_id`` has asked: finish the abandon if it is
+        still under way (a backend was away, or a duplicate is at it), refuse if it is done; else None."""
+        found = await self._run(self.store.lobby_of_game, game_id) if game_id and len(game_id) <= 64 else None
+        if found is None or not found.seat_of(me.id) or not _every_person_asked(found):
+            return None
+        if found.status == STARTED:
+            return await self._abandon(found, call, "every person at the table asked")
+        if found.status == ABANDONED:  # by an earlier call, or by the sweep after one failed
+            refund = "; every ante is refunded" if found.online else ""
+            raise FailedPrecondition(f"game {found.game_id} was abandoned{refund}: nothing to ask")
+        return None
+
     async def _abandon(self, info: LobbyInfo, call: Call | None, why: str) -> LobbyInfo:
-        """Abandon the started game: every ante back exactly once (the ranking's keyed entries)."""
+        """Abandon the started game, in this order, each step keyed so repeating it changes nothing:
+
+        1. the rules service closes the game (CloseGame, keyed by the game id), so nobody plays on
+           and no result, so no payout, can follow: refund and payout never both happen;
+        2. the ranking service refunds every ante exactly once (its entries keyed by the game id);
+        3. the lobby is marked abandoned (answering ``call``).
+
+        A game that ended before step 1 keeps its result (FAILED_PRECONDITION, nothing refunded:
+        ranking pays it out). A backend away: nothing after that step happens now; every person
+        asked, which is recorded, so the abandon sweep (``finish_abandons``) or any retry of the
+        call finishes it."""
+        try:
+            await self.backends.close_game(info.game_id, _abandon_reason(why, info.online))
+        except FailedPrecondition:
+            await self._run(self.store.set_status, info.id, STARTED, FINISHED)
+            raise FailedPrecondition(
+                f"game {info.game_id} has ended before it could be abandoned: its result stands"
+            ) from None
+        except Unavailable as exc:
+            raise Unavailable(
+                f"game {info.game_id} could not be closed yet ({str(exc)[:200]}); every person asked, so the "
+                "lobby abandons it and refunds every ante as soon as the rules service answers; retry "
+                "AbandonGame with the same request_id to see it"
+            ) from None
         if info.online:
             await self.backends.abandon_game(info.game_id)  # every ante back, once
-        done = await self._run(self.store.abandon, info.id, call)
+        try:
+            done = await self._run(self.store.abandon, info.id, call)
+        except Aborted:
+            now = await self._run(self.store.lobby, info.id)
+            if now.status != ABANDONED:
+                raise
+            done = now if call is None else await self._run(self.store.remember, call, info.id)
         log.info("game abandoned", game_id=info.game_id, why=why)
         return done
+
+    async def finish_abandons(self) -> int:
+        """Finish every abandon whose closing or refund did not go through (a backend away when the
+        last person asked): started lobbies every person of which asked. Returns how many ended."""
+        n = 0
+        for info in await self._run(self.store.abandoning):
+            try:
+                await self._abandon(info, None, "every person at the table asked")
+                n += 1
+            except (Aborted, FailedPrecondition):
+                continue  # abandoned by another replica meanwhile, or the game had ended
+            except ServiceError as exc:
+                log.warning("could not finish an abandon", game_id=info.game_id, error=str(exc)[:200])
+        return n
 
     async def abandon_away_games(self, now_ms: int | None = None) -> int:
         """Abandon every started game whose every human seat has been away for the lobby's
@@ -639,7 +734,10 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                     continue
                 try:
                     view = await self.backends.game_view(info.game_id)
-                    if (
+                    # closed by the lobby yet still started here: an abandon whose refund did not go
+                    # through (ranking away); finish it
+                    under_way = view.finished and bool(view.result.closed_reason)
+                    if not under_way and (
                         view.finished
                         or not view.HasField("abandon_at")
                         or view.abandon_at.ToMilliseconds() > now_ms

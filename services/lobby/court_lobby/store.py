@@ -34,7 +34,7 @@ from court_kit.errors import (
 from court_store import check_text, require_head, upgrade
 from court_store import requests as rq
 from grpc import StatusCode
-from sqlalchemy import delete, func, true, update
+from sqlalchemy import Integer, delete, func, true, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, select
@@ -554,21 +554,27 @@ class LobbyStore:
 
     # the saga's lease: one driver at a time, taken over once it expires
 
+    @staticmethod
+    def _claim_lease(s: Session, lobby_id: str, owner: str, ttl: float, *, take_free: bool) -> bool:
+        """Lease the starting lobby to ``owner`` for ``ttl`` seconds from now, in ``s``'s transaction:
+        when ``owner`` holds it already, or (``take_free``) nobody does or its lease expired. One
+        conditional UPDATE, so of two replicas claiming at once exactly one gets it."""
+        now = utcnow()
+        held = Lobby.lease_owner == owner
+        if take_free:
+            held = (Lobby.lease_until.is_(None)) | (Lobby.lease_until < now) | held
+        done = s.execute(
+            update(Lobby)
+            .where(Lobby.id == lobby_id, Lobby.status == STARTING, held)
+            .values(lease_owner=owner, lease_until=now + timedelta(seconds=ttl))
+        )
+        return done.rowcount == 1
+
     def acquire_lease(self, lobby_id: str, owner: str, ttl: float) -> LobbyInfo | None:
         """The starting lobby, leased to ``owner`` for ``ttl`` seconds; None when it is not starting
         or another driver holds an unexpired lease."""
-        now = utcnow()
         with self.session() as s, s.begin():
-            done = s.execute(
-                update(Lobby)
-                .where(
-                    Lobby.id == lobby_id,
-                    Lobby.status == STARTING,
-                    (Lobby.lease_until.is_(None)) | (Lobby.lease_until < now) | (Lobby.lease_owner == owner),
-                )
-                .values(lease_owner=owner, lease_until=now + timedelta(seconds=ttl))
-            )
-            if done.rowcount != 1:
+            if not self._claim_lease(s, lobby_id, owner, ttl, take_free=True):
                 return None
             return self._info(s, s.get(Lobby, lobby_id, populate_existing=True))
 
@@ -576,12 +582,7 @@ class LobbyStore:
         """Extend ``owner``'s lease; None when it is lost (or the lobby no longer starting), else the
         row's ``start_error`` ("" if none): a ``cancelling: ...`` one tells the driver to undo the start."""
         with self.session() as s, s.begin():
-            done = s.execute(
-                update(Lobby)
-                .where(Lobby.id == lobby_id, Lobby.status == STARTING, Lobby.lease_owner == owner)
-                .values(lease_until=utcnow() + timedelta(seconds=ttl))
-            )
-            if done.rowcount != 1:
+            if not self._claim_lease(s, lobby_id, owner, ttl, take_free=False):
                 return None
             return s.exec(select(Lobby.start_error).where(Lobby.id == lobby_id)).one() or ""
 
@@ -768,6 +769,25 @@ class LobbyStore:
         q = (
             select(Lobby)
             .where(Lobby.status == STARTED, Lobby.clock.is_not(None), Lobby.id > after)
+            .order_by(Lobby.id)
+            .limit(limit)
+        )
+        with self.session() as s:
+            return [self._info(s, row) for row in s.exec(q)]
+
+    def abandoning(self, limit: int = 100) -> list[LobbyInfo]:
+        """Started lobbies every person of which asked to abandon the game: an abandon whose
+        closing or refund did not go through yet (a backend away), for the abandon sweep."""
+        person = Seat.account_id.is_not(None)
+        asked_all = (
+            select(Seat.lobby_id)
+            .where(person)
+            .group_by(Seat.lobby_id)
+            .having(func.min(func.cast(Seat.abandon_asked, Integer)) == 1)
+        )
+        q = (
+            select(Lobby)
+            .where(Lobby.status == STARTED, Lobby.id.in_(asked_all))
             .order_by(Lobby.id)
             .limit(limit)
         )

@@ -4,7 +4,11 @@ A game's log is its full-information records (``court.events.v2.Record``, ``cour
 ``GameCreated`` at seq 0 (game, options, seed, seats, caller, request id, time, the opening
 events), one ``MoveRecorded`` per accepted move (seat, typed action, caller, request id, time,
 the move's events), and for a game resumed as another (or closed by the lobby, ``CloseGame``)
-a last ``GameClosed``. Inside the
+a last ``GameClosed``. A log whose only record is a ``GameClosed`` at seq 0 with no game name is
+a *tombstone*: the lobby closed that game id before any creation reached the log (its start was
+undone while its CreateGame was still in flight, or never sent), so a creation that comes later
+loses the append race and answers FAILED_PRECONDITION with the reason (``ClosedBeforeCreated``),
+never a playable game. Inside the
 service a creation is also kept as a small dict (``create``: the keys ``game``, ``options``,
 ``seed``, ``seats``, ``by``, ``rid``, ``t``, and for a resumed game ``save``, ``resumed_from``).
 
@@ -33,7 +37,7 @@ from court_kit import actions as kactions
 from court_kit import records as krec
 from court_kit import typed
 from court_kit.checks import quote
-from court_kit.errors import InvalidArgument, NotFound
+from court_kit.errors import FailedPrecondition, InvalidArgument, NotFound
 from court_proto.court.events.v2 import records_pb2
 
 from . import clock as kclock
@@ -119,6 +123,39 @@ def create_of(rec: records_pb2.Record) -> dict[str, Any]:
     if c.HasField("clock"):
         out["clock"] = krec.clock_from_proto(c.clock)
     return out
+
+
+def is_tombstone(rec: records_pb2.Record) -> bool:
+    """Whether ``rec`` is a tombstone: a game id closed before any creation (no game, seq 0)."""
+    return rec.WhichOneof("body") == "closed" and rec.seq == 0 and not rec.game
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    """A game id CloseGame closed before it was created: the first and only record of its log."""
+
+    game_id: str
+    reason: str
+    by: str
+    rid: str
+    t: int  # ms since the epoch
+    sseq: int
+
+    @classmethod
+    def of(cls, rec: Record) -> Tombstone:
+        c = rec.body.closed
+        return cls(rec.body.game_id, c.reason, c.by, c.request_id, krec.time_ms(rec.body), rec.sseq)
+
+    def text(self) -> str:
+        return f"game {self.game_id} was closed before it was created and will never start: {self.reason}"
+
+
+class ClosedBeforeCreated(FailedPrecondition):
+    """The game id holds a tombstone: nothing to view, play or create under it (no seats, no cards)."""
+
+    def __init__(self, tomb: Tombstone):
+        super().__init__(tomb.text())
+        self.tomb = tomb
 
 
 class GameEntry:
@@ -526,6 +563,7 @@ class GameCache:
         self.capacity = capacity
         self._entries: OrderedDict[str, GameEntry] = OrderedDict()
         self._loading: dict[str, asyncio.Future[GameEntry]] = {}
+        self._tombs: OrderedDict[str, Tombstone] = OrderedDict()  # final: nothing follows one
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -542,8 +580,17 @@ class GameCache:
     def drop(self, game_id: str) -> None:
         self._entries.pop(game_id, None)
 
+    def bury(self, tomb: Tombstone) -> None:
+        self._tombs[tomb.game_id] = tomb
+        while len(self._tombs) > self.capacity:
+            self._tombs.popitem(last=False)
+
     async def get(self, game_id: str) -> GameEntry:
-        """The cached entry, or the game loaded from its log (``NotFound`` when it has none)."""
+        """The cached entry, or the game loaded from its log (``NotFound`` when it has none,
+        ``ClosedBeforeCreated`` when it holds a tombstone)."""
+        tomb = self._tombs.get(game_id)
+        if tomb is not None:
+            raise ClosedBeforeCreated(tomb)
         entry = self._entries.get(game_id)
         if entry is not None:
             self._entries.move_to_end(game_id)
@@ -565,6 +612,17 @@ class GameCache:
         finally:
             del self._loading[game_id]
 
+    async def existing(self, game_id: str) -> GameEntry:
+        """The entry of a game whose log is known to hold a record (an append just lost the race
+        to it). A load this replica began before that record landed (a CloseGame's look, say)
+        answers ``NotFound``, and a concurrent ``get`` shares that answer: look again."""
+        for _ in range(20):
+            try:
+                return await self.get(game_id)
+            except NotFound:
+                await asyncio.sleep(0.01)
+        return await self.get(game_id)
+
     async def _load(self, game_id: str) -> GameEntry:
         if not valid_game_id(game_id):
             raise NotFound(f"no game {quote(game_id)}")
@@ -572,6 +630,10 @@ class GameCache:
         if not records:
             raise NotFound(f"no game {quote(game_id)}")
         first = records[0].body
+        if is_tombstone(first):
+            tomb = Tombstone.of(records[0])
+            self.bury(tomb)
+            raise ClosedBeforeCreated(tomb)
         if first.WhichOneof("body") != "created":
             raise ValueError(f"game {game_id}: the log does not start with a GameCreated record")
         entry = GameEntry(game_id, create_of(first), records[0].sseq)

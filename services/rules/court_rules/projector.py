@@ -36,6 +36,9 @@ last subject sequence, so nothing is stored twice or out of order. (One of those
 after the deletion recreates the old durable from the start of the log; the next start of a
 current projector deletes it again once caught up. Finish the rollout before relying on it.)
 
+A tombstone (a game id the lobby closed before any creation: ``court_rules.games``) is only
+acknowledged: it has no public form, as no game was ever created under it.
+
 A finished game (its last record ``finished``) is written to ``COURT_GAMES_ARCHIVE`` once its
 final public record is stored (``GameStore.archive``, idempotent); the janitor purges the hot log
 ``COURT_FINISHED_RETENTION`` after that, so a log is never purged before it is public.
@@ -74,6 +77,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import APIError
 from prometheus_client import Counter, Histogram
 
+from .games import is_tombstone
 from .store import EVENTS_STREAM, GameStore, Record
 from .tasks import stop_tasks
 
@@ -176,6 +180,11 @@ class Projector:
 
     async def _project(self, log_sseq: int, rec: records_pb2.Record) -> bool:
         gid = rec.game_id
+        if is_tombstone(rec):
+            # a game id closed before it was created: no game ever existed, so nothing is public
+            # (no created record, no public subject: it would name no game) and nothing is archived
+            SKIPPED.inc()
+            return False
         while True:
             pos = await self._position(rec.game, gid)
             if pos is not None and pos.log_sseq >= log_sseq:

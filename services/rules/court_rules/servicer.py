@@ -15,7 +15,9 @@ Who may do what (see protos/court/rules/v1/rules.proto):
   exist: it answers finished, its result names the game that continues it;
 * only ``service`` closes a game (``CloseGame``: the lobby, when it undoes a start whose game
   exists, e.g. its host cancelled the lobby and every ante is refunded): a closing record with the
-  reason ends its log and its public stream; it then answers finished and refuses moves;
+  reason ends its log and its public stream; it then answers finished and refuses moves. A game
+  id with no log yet gets a tombstone instead (``games.Tombstone``): a later CreateGame of it
+  answers FAILED_PRECONDITION with the reason, so an undone start never becomes a playable game;
 * ``admin`` may read any seat's view; ``admin`` and ``analytics`` read the
   full-information history. Neither acts for a seat.
 
@@ -43,6 +45,7 @@ from court_games.registry import get_game
 from court_kit import actions as kactions
 from court_kit import clock as kitclock
 from court_kit import logging as klog
+from court_kit import records as krec
 from court_kit import typed
 from court_kit.checks import quote
 from court_kit.errors import (
@@ -60,7 +63,15 @@ from nats.errors import TimeoutError as NatsTimeout
 from prometheus_client import Counter
 
 from . import clock as kclock
-from .games import BOT_PREFIX, GameCache, GameEntry, game_id_for, valid_game_id
+from .games import (
+    BOT_PREFIX,
+    ClosedBeforeCreated,
+    GameCache,
+    GameEntry,
+    Tombstone,
+    game_id_for,
+    valid_game_id,
+)
 from .store import CLOSED_HEADER, SEQ_HEADER, Conflict, GameStore
 from .views import ActionCodec, game_view, result_proto
 
@@ -309,7 +320,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             )
         except Conflict:
             CONFLICTS.inc()
-            return self._created_answer(await self.cache.get(game_id), ident, rid)
+            return self._created_answer(await self.cache.existing(game_id), ident, rid)
         self.cache.put(entry)
         log.info("game created", game=request.game, seats=len(seats))
         self.faults.after_append(entry, 0)
@@ -587,7 +598,20 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         reason = request.reason.strip()
         if not reason or len(reason) > MAX_REASON:
             raise InvalidArgument(f"reason is required (1 to {MAX_REASON} characters): the players read it")
-        entry = await self.cache.fresh(request.game_id)  # NotFound for a game that does not exist
+        klog.bind(game_id=request.game_id)
+        try:
+            try:
+                entry = await self.cache.fresh(request.game_id)
+            except NotFound:
+                if not CHOSEN_GAME_ID.fullmatch(request.game_id):
+                    raise  # no CreateGame can ever use this id: nothing to close
+                tomb = await self._bury(request.game_id, ident, rid, reason)
+                if tomb is not None:
+                    return self._buried_answer(tomb, ident, rid)
+                # a creation (or another close) reached the log first: close what is there now
+                entry = await self.cache.existing(request.game_id)
+        except ClosedBeforeCreated as closed:  # closed before it was created: closed already
+            return self._buried_answer(closed.tomb, ident, rid)
         klog.bind(game_id=entry.game_id)
         async with entry.lock:
             for attempt in (0, 1):
@@ -621,6 +645,36 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                 closed_now=now,
                 view=game_view(entry, self.codec, entry.state, entry.seq, None),
             )
+
+    async def _bury(self, game_id: str, ident: Identity, rid: str, reason: str) -> Tombstone | None:
+        """Close a game id that has no log yet: a tombstone (a GameClosed record at seq 0, no game)
+        appended where its creation would go, expecting an empty log, so of a tombstone and a
+        creation racing exactly one lands; a creation after it answers FAILED_PRECONDITION (the
+        reason), never a playable game. None when something reached the log first."""
+        t = int(self._clock() * 1000)
+        data = krec.closed_record(
+            "", game_id, 0, t, into="", by=ident.sub, request_id=rid, reason=reason
+        ).SerializeToString()
+        try:
+            sseq = await self.store.append(game_id, data, 0, 0, closing=True)
+        except Conflict:
+            CONFLICTS.inc()
+            return None
+        tomb = Tombstone(game_id, reason, ident.sub, rid, t, sseq)
+        self.cache.bury(tomb)
+        log.info("game closed before it was created (tombstone)", reason=reason[:200])
+        return tomb
+
+    @staticmethod
+    def _buried_answer(tomb: Tombstone, ident: Identity, rid: str) -> rules_pb2.CloseGameResponse:
+        """CloseGame's answer for a tombstone: finished, the reason, and nothing else (no game, no
+        seats, no view: there never was a deal)."""
+        view = rules_pb2.GameView(game_id=tomb.game_id, finished=True)
+        view.result.finished = True
+        view.result.closed_reason = tomb.reason
+        return rules_pb2.CloseGameResponse(
+            game_id=tomb.game_id, closed_now=(tomb.by, tomb.rid) == (ident.sub, rid), view=view
+        )
 
     async def GetHistory(
         self, request: rules_pb2.GetHistoryRequest, context: Any

@@ -138,8 +138,13 @@ class RulesServiceServicer:
         its public stream; afterwards the game answers finished, nobody to act, its
         result's closed_reason set, and refuses moves (FAILED_PRECONDITION).
         Idempotent: closing a game closed already (by any request) answers its
-        closed view. A finished game is FAILED_PRECONDITION; an unknown one
-        NOT_FOUND.
+        closed view. A finished game is FAILED_PRECONDITION. A game id of the
+        created shape ('g' + 24 hex digits) with no game yet is closed before it
+        exists: a tombstone (a GameClosed record at seq 0, no game) takes its
+        log's first place, so any later CreateGame of that id answers
+        FAILED_PRECONDITION with the reason, never a playable game; its view is
+        finished with the reason and nothing else (no game, seats or hand), and
+        nothing of it is public. Any other unknown id is NOT_FOUND.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -90,8 +90,13 @@ class RulesServiceStub:
     its public stream; afterwards the game answers finished, nobody to act, its
     result's closed_reason set, and refuses moves (FAILED_PRECONDITION).
     Idempotent: closing a game closed already (by any request) answers its
-    closed view. A finished game is FAILED_PRECONDITION; an unknown one
-    NOT_FOUND.
+    closed view. A finished game is FAILED_PRECONDITION. A game id of the
+    created shape ('g' + 24 hex digits) with no game yet is closed before it
+    exists: a tombstone (a GameClosed record at seq 0, no game) takes its
+    log's first place, so any later CreateGame of that id answers
+    FAILED_PRECONDITION with the reason, never a playable game; its view is
+    finished with the reason and nothing else (no game, seats or hand), and
+    nothing of it is public. Any other unknown id is NOT_FOUND.
     """
     ReturnToSeat: _grpc.UnaryUnaryMultiCallable[_rules_pb2.ReturnToSeatRequest, _rules_pb2.SeatResponse]
     """Turn clock: the caller's seat is theirs again after it was marked away
@@ -137,8 +142,13 @@ class RulesServiceAsyncStub(RulesServiceStub):
     its public stream; afterwards the game answers finished, nobody to act, its
     result's closed_reason set, and refuses moves (FAILED_PRECONDITION).
     Idempotent: closing a game closed already (by any request) answers its
-    closed view. A finished game is FAILED_PRECONDITION; an unknown one
-    NOT_FOUND.
+    closed view. A finished game is FAILED_PRECONDITION. A game id of the
+    created shape ('g' + 24 hex digits) with no game yet is closed before it
+    exists: a tombstone (a GameClosed record at seq 0, no game) takes its
+    log's first place, so any later CreateGame of that id answers
+    FAILED_PRECONDITION with the reason, never a playable game; its view is
+    finished with the reason and nothing else (no game, seats or hand), and
+    nothing of it is public. Any other unknown id is NOT_FOUND.
     """
     ReturnToSeat: _aio.UnaryUnaryMultiCallable[_rules_pb2.ReturnToSeatRequest, _rules_pb2.SeatResponse]  # type: ignore[assignment]
     """Turn clock: the caller's seat is theirs again after it was marked away
@@ -223,8 +233,13 @@ class RulesServiceServicer(metaclass=_abc_1.ABCMeta):
         its public stream; afterwards the game answers finished, nobody to act, its
         result's closed_reason set, and refuses moves (FAILED_PRECONDITION).
         Idempotent: closing a game closed already (by any request) answers its
-        closed view. A finished game is FAILED_PRECONDITION; an unknown one
-        NOT_FOUND.
+        closed view. A finished game is FAILED_PRECONDITION. A game id of the
+        created shape ('g' + 24 hex digits) with no game yet is closed before it
+        exists: a tombstone (a GameClosed record at seq 0, no game) takes its
+        log's first place, so any later CreateGame of that id answers
+        FAILED_PRECONDITION with the reason, never a playable game; its view is
+        finished with the reason and nothing else (no game, seats or hand), and
+        nothing of it is public. Any other unknown id is NOT_FOUND.
         """
 
     @_abc_1.abstractmethod
