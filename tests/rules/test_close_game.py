@@ -23,6 +23,7 @@ import pytest
 from court_client import result_dict
 from court_kit import records as krec
 from court_proto.court.rules.v1 import rules_pb2
+from court_rules import projector
 
 from .helpers import EventLog
 
@@ -182,7 +183,7 @@ async def _projector_idle(app: Any) -> None:
     """Until the projector has acknowledged every game-log record (so anything it publishes is out)."""
     js = app.nc.jetstream()
     for _ in range(500):
-        info = await js.consumer_info(krec.game_stream(0), "court-projector")
+        info = await js.consumer_info(krec.game_stream(0), projector.DURABLE)
         if info.num_pending == 0 and info.num_ack_pending == 0:
             return
         await asyncio.sleep(0.02)
