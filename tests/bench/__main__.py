@@ -19,6 +19,7 @@ MODULES: list[str] = [
     "logins",
     "capacity",
     "typed",
+    "analytics",
 ]
 
 
