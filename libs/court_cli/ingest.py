@@ -26,6 +26,7 @@ from typing import Any
 
 STREAM = "COURT_EVENTS"
 DURABLE = "analytics"
+QUIET = 2.0  # seconds without a new record, nothing behind: every record of the load has landed
 
 
 @dataclass(frozen=True)
@@ -173,10 +174,18 @@ class IngestProbe:
         caught: float | None = None
         deadline = end.at + wait
         last = end
+        quiet_from: Sample | None = None  # the first sample of the current run with nothing behind
         while last.lag is not None:
-            if last.lag == 0 and last.last_seq >= end.last_seq:
-                caught = max(0.0, last.at - end.at)
-                break
+            if last.lag == 0:
+                if quiet_from is None or last.last_seq != quiet_from.last_seq:
+                    quiet_from = last
+                elif last.at - quiet_from.at >= QUIET:
+                    # nothing behind and nothing new for QUIET seconds: the load's last records (the
+                    # projector publishes a move after the players saw it) are in the lake
+                    caught = max(0.0, quiet_from.at - end.at)
+                    break
+            else:
+                quiet_from = None
             if time.monotonic() >= deadline:
                 break
             await asyncio.sleep(min(0.5, self.every))
