@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from .ingest import STREAM, IngestProbe, IngestReport
+
 if TYPE_CHECKING:  # the gRPC clients are imported when a simulation runs (`court --help` stays light)
     from court_proto.court.rules.v1 import rules_pb2
 
@@ -265,6 +267,28 @@ async def simulate(
 # ---------------------------------------------------------------------------- the command
 
 
+async def _start_probe(endpoints: Endpoints, out: Any, *, quiet: bool) -> IngestProbe | None:
+    """The stream/lake probe of the run (court_cli.ingest), or None with a note when NATS cannot be
+    read (the games are played either way)."""
+    from .session import nats_credentials
+
+    user, password = nats_credentials()
+    probe = IngestProbe(endpoints.nats_url, user, password)
+    try:
+        await probe.start()
+    except Exception as exc:  # noqa: BLE001 - no NATS figures; the simulation itself goes on
+        if not quiet:
+            out.print(
+                f"no publish/ingest figures: cannot read {STREAM} at {endpoints.nats_url} "
+                f"({str(exc)[:120] or type(exc).__name__})",
+                style="dim",
+            )
+        return None
+    if probe.why and not quiet:
+        out.print(f"no ingest figure: {probe.why}", style="dim")
+    return probe
+
+
 def command(
     games: Annotated[int, typer.Option(help="complete games to play")] = 200,
     concurrency: Annotated[int, typer.Option(help="players playing at once (one game each)")] = 32,
@@ -286,6 +310,13 @@ def command(
         str, typer.Option(help="the level whose Suggest plays the players' own seats")
     ] = "random",
     json_out: Annotated[bool, typer.Option("--json", help="the figures as one JSON line")] = False,
+    ingest_wait: Annotated[
+        float,
+        typer.Option(
+            help="after the games, wait up to this many seconds for court-analytics to land every record "
+            "(the ingest rate is measured either way; 0: do not wait)"
+        ),
+    ] = 120.0,
 ) -> None:
     """Play complete online games through the public APIs (accounts, lobbies, bots, rules, ranking) and
     report games/s, moves/s and SubmitAction latency: the lake's data source and the stack's load test."""
@@ -317,8 +348,25 @@ def command(
     )
     endpoints = Endpoints.from_env()
     moves = [0]
+    ingest: list[IngestReport] = []
 
     async def main() -> SimResult:
+        probe = await _start_probe(endpoints, out, quiet=json_out)
+        try:
+            result = await _play()
+            if probe is not None:
+                if not json_out:
+                    out.print(
+                        f"waiting up to {ingest_wait:.0f}s for court-analytics to land the last records",
+                        style="dim",
+                    )
+                ingest.append(await probe.finish(wait=max(0.0, ingest_wait)))
+            return result
+        finally:
+            if probe is not None:
+                await probe.close()
+
+    async def _play() -> SimResult:
         with Progress(
             TextColumn("[bold]simulate"),
             BarColumn(),
@@ -354,7 +402,9 @@ def command(
     except KeyboardInterrupt:
         out.print(Text("interrupted", style="dim"))
         raise typer.Exit(130) from None
-    s = result.summary()
+    s: dict[str, Any] = dict(result.summary())
+    if ingest:
+        s["ingest"] = ingest[0].summary()
     if json_out:
         out.print(json.dumps(s), soft_wrap=True, highlight=False)
     else:
@@ -364,6 +414,8 @@ def command(
             f"{s['submit_p50_ms']} ms, p99 {s['submit_p99_ms']} ms over {s['submits']} calls",
             highlight=False,
         )
+        if ingest:
+            out.print(ingest[0].line(), highlight=False, soft_wrap=True)
     for line in result.failed[:10]:
         out.print(Text(f"  {line}", style="red"))
     if result.failed:

@@ -18,37 +18,18 @@ import random
 from collections import Counter
 from pathlib import Path
 
-import grpc
 import pytest
 from court_analytics.app import AnalyticsApp
 from court_cli.analytics import render, run_queries
-from court_client import BotClient, options_proto
+from court_client import options_proto
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 
+from tests.fixtures.play import play_with_hints
 from tests.ranking.stack import Player, Stack, rid
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 WAIT = 240.0
-
-
-async def play_seat(stack: Stack, person: Player, game_id: str, seat: int, bot_address: str) -> None:
-    """The person's seat plays what the bot service's Suggest advises; bot seats play themselves."""
-    async with BotClient(bot_address, person.token) as bot:
-        while True:
-            view = await person.rules.get_view(game_id, seat)
-            if view.finished:
-                return
-            if seat not in view.to_act:
-                async for _update in person.rules.watch(game_id, after_seq=view.seq):
-                    break  # somebody moved: look again
-                continue
-            hint = await bot.suggest(game_id, seat, "random")
-            try:
-                await person.rules.submit(game_id, hint.action, seat)
-            except grpc.aio.AioRpcError as err:
-                if err.code() != grpc.StatusCode.FAILED_PRECONDITION:  # the position moved on meanwhile
-                    raise
 
 
 async def online_game(
@@ -70,7 +51,9 @@ async def online_game(
     by_id = {p.id: p for p in people}
     mine = [(by_id[pid], seat) for seat, pid in enumerate(seats) if pid in by_id]
     assert sorted(p.id for p, _ in mine) == sorted(by_id), (seats, list(by_id))
-    await asyncio.gather(*(play_seat(stack, p, started.game_id, seat, bot_address) for p, seat in mine))
+    await asyncio.gather(
+        *(play_with_hints(p.rules, p.token, bot_address, started.game_id, seat) for p, seat in mine)
+    )
     return started.game_id
 
 

@@ -20,6 +20,7 @@ MODULES: list[str] = [
     "capacity",
     "typed",
     "clock",
+    "analytics",
 ]
 
 

@@ -21,6 +21,12 @@ SUMMARY = re.compile(
     r"^(\d+) games \((\d+) failed\), (\d+) moves in [\d.]+s: [\d.]+ games/s, [\d.]+ moves/s; "
     r"SubmitAction p50 [\d.]+ ms, p99 [\d.]+ ms over (\d+) calls"
 )
+INGEST = re.compile(
+    r"^COURT_EVENTS: (\d+) public records published in [\d.]+s, ([\d.]+) records/s; court-analytics "
+    r"ingested (\d+) records, ([\d.]+) records/s \(([\d.]+)% of the publish rate\), at most (\d+) "
+    r"records behind, (\d+) at the end of the load; every record landed ([\d.]+)s after the load ended "
+    r"\((\d+) records in all\)"
+)
 
 
 async def _spectate(stack: LocalStack, game_ids: list[str]) -> dict[str, tuple[bool, int]]:
@@ -63,6 +69,15 @@ def test_simulate_plays_complete_online_games(local_stack: LocalStack, tmp_path:
     assert (int(summary[1]), int(summary[2])) == (3, 0)
     assert int(summary[3]) == sum(n for _, n in played.values())
     assert int(summary[4]) > 0  # the players' own seats were played through SubmitAction
+    # the stream's publish rate beside the lake's ingest rate, from the same samples: every game's
+    # records (its creation and one per move) were published (the last ones maybe projected after
+    # the load ended), and all of them landed
+    ingest = next((m for line in lines if (m := INGEST.match(line))), None)
+    assert ingest is not None, run.stdout
+    published, ingested = int(ingest[1]), int(ingest[3])
+    assert int(ingest[9]) >= sum(n + 1 for _, n in played.values()) and int(ingest[9]) >= published
+    assert 0 <= ingested <= published + int(ingest[6])  # at most what it was behind at the start, more
+    assert float(ingest[2]) > 0
     seen = asyncio.run(_spectate(local_stack, list(played)))
     assert seen == {g: (True, n) for g, (_, n) in played.items()}  # finished, every move counted
 
@@ -97,6 +112,7 @@ def test_simulate_without_a_stack_says_so(tmp_path: Path) -> None:
         "COURT_RULES_ADDR": gone,
         "COURT_BOT_ADDR": gone,
         "COURT_RANKING_ADDR": gone,
+        "COURT_NATS_URL": f"nats://{gone}",
         "COURT_STATE_DIR": str(tmp_path),
         "COURT_CONFIG_DIR": str(tmp_path / "config"),
         "PATH": "/usr/bin:/bin",
@@ -111,6 +127,7 @@ def test_simulate_without_a_stack_says_so(tmp_path: Path) -> None:
     assert run.returncode == 1
     assert "0 games (2 failed)" in run.stdout, run.stdout
     assert "could not sign up: UNAVAILABLE" in run.stdout, run.stdout
+    assert "no publish/ingest figures: cannot read COURT_EVENTS" in run.stdout, run.stdout
     assert "Traceback" not in run.stdout + run.stderr
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import grpc
 import pytest
-from court_client import BotClient, RulesClient
+from court_client import RulesClient
 from court_kit import typed
 from court_lobby.saga import Faults
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
@@ -26,6 +26,7 @@ from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 from court_proto.court.ranking.v1 import ranking_pb2_grpc
 
 from tests.fixtures import keys
+from tests.fixtures.play import play_with_hints
 from tests.ranking.stack import Player, Stack, fails, rid
 
 from .procs import ServiceProcess
@@ -398,25 +399,6 @@ async def test_the_lobby_sigkilled_mid_start_is_finished_by_another_replica(stac
 # ---------------------------------------------------------------------------------------------- bots
 
 
-async def play_with_hints(stack: Stack, person: Player, game_id: str, seat: int) -> None:
-    """The person's seat plays what the bot service's Suggest advises; bot seats play themselves."""
-    async with BotClient(stack.bot_address, person.token) as bot:
-        while True:
-            view = await person.rules.get_view(game_id, seat)
-            if view.finished:
-                return
-            if seat not in view.to_act:
-                async for _update in person.rules.watch(game_id, after_seq=view.seq):
-                    break  # somebody moved: look again
-                continue
-            hint = await bot.suggest(game_id, seat, "random")
-            try:
-                await person.rules.submit(game_id, hint.action, seat)
-            except grpc.aio.AioRpcError as err:
-                if err.code() != C.FAILED_PRECONDITION:
-                    raise
-
-
 @pytest.mark.slow
 async def test_a_person_playing_only_bots_online_never_ends_above_their_start(stack: Stack):
     await stack.start_bot()
@@ -434,7 +416,7 @@ async def test_a_person_playing_only_bots_online_never_ends_above_their_start(st
         before = await ann.balance()
         started = await ann.start(lobby.lobby_id)
         assert await ann.balance() == before - 100  # the person's ante; the bots stake nothing
-        await play_with_hints(stack, ann, started.game_id, 0)
+        await play_with_hints(ann.rules, ann.token, stack.bot_address, started.game_id, 0)
         await stack.wait_ranked(
             lambda st, g=started.game_id: st.game_status(g) == "finished", "the game settled"
         )
