@@ -12,13 +12,12 @@ rules      append to the game logs (``court.games.>``, the full records: the mov
            write); as the in-process projector (``COURT_PROJECTOR=on``) publish public records
            (``court.events.>``) and archive finished games; create, update and read streams
            (purge only for the janitor, never delete); direct-get; the durables
-           ``court-projector-all`` (any stream; and the retired ``court-projector``'s info and
-           delete), ``rules-clock`` (the turn clock, on every COURT_GAMES_<shard>) and
-           ``rules-janitor``; subscribe to ``court.games.>``
+           ``court-projector`` (any stream), ``rules-clock`` (the turn clock, on every
+           COURT_GAMES_<shard>) and ``rules-janitor``; subscribe to ``court.games.>``
            (WatchGame wake-ups)
 projector  the ``court-projector`` process: read the game logs through its durable
-           ``court-projector-all`` (and retire the old ``court-projector``), direct-get,
-           publish public records (``court.events.>``) and the archive (``court.archive.>``); create/update streams; never the game logs' subjects
+           ``court-projector``, direct-get, publish public records (``court.events.>``) and the
+           archive (``court.archive.>``); create/update streams; never the game logs' subjects
 ranking    consume the public records only: its durable ``ranking`` on COURT_EVENTS, direct-get
            and stream info of COURT_EVENTS
 bot        read only the public records: its durable ``court-bot`` on COURT_EVENTS, stream info
@@ -33,8 +32,7 @@ No identity but rules may publish on ``court.games.>`` and only rules and projec
 Players never connect to NATS; what they read comes through the rules service's gRPC (views,
 WatchGame), never a game log. Who may read what: docs/contract.md. JetStream API subjects are listed one by one: the consumer ones carry
 the stream and consumer names (``$JS.API.CONSUMER.<op>.<stream>.<consumer>``), so an identity can
-only create, read or pull its own durable, and never delete, purge or take over another's (the
-one delete: rules and projector retire the projector's old durable ``court-projector``).
+only create, read or pull its own durable, and never delete, purge or take over another's.
 
 Events v2: game logs on ``court.games.<shard>.<game_id>`` (streams ``COURT_GAMES_<shard>``),
 public records on ``court.events.<game>.<game_id>`` (stream ``COURT_EVENTS``).
@@ -71,17 +69,6 @@ def _consumer(stream: str, durable: str) -> list[str]:
     ]
 
 
-def _projector_durables() -> list[str]:
-    """The projector's durable ``court-projector-all`` (ack all) on every game-log stream, and the
-    retired ``court-projector`` (explicit acks): read its ack floor, delete it once caught up
-    (court_rules.projector). The only consumer delete any identity may do."""
-    return [
-        *_consumer("*", "court-projector-all"),
-        "$JS.API.CONSUMER.INFO.*.court-projector",
-        "$JS.API.CONSUMER.DELETE.*.court-projector",
-    ]
-
-
 @dataclass(frozen=True)
 class Permissions:
     publish: tuple[str, ...]
@@ -105,7 +92,7 @@ PERMISSIONS: Mapping[str, Permissions] = {
             "$JS.API.STREAM.NAMES",
             "$JS.API.DIRECT.GET.*",
             "$JS.API.DIRECT.GET.*.>",
-            *_projector_durables(),
+            *_consumer("*", "court-projector"),
             *_consumer(
                 "*", "rules-clock"
             ),  # the turn clock's due records on every shard (court_rules.clockdriver)
@@ -128,7 +115,7 @@ PERMISSIONS: Mapping[str, Permissions] = {
             "$JS.API.STREAM.NAMES",
             "$JS.API.DIRECT.GET.*",
             "$JS.API.DIRECT.GET.*.>",
-            *_projector_durables(),
+            *_consumer("*", "court-projector"),
         ],
     ),
     "ranking": _perm(

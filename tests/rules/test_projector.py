@@ -4,6 +4,7 @@ and the game logs sharded over several streams."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from typing import Any
 
@@ -12,9 +13,8 @@ from court_kit import jetstream as kjs
 from court_kit import records as krec
 from court_kit.settings import Settings
 from court_rules.app import RulesApp
-from court_rules.projector import DURABLE, OLD_DURABLE, Position, Projector, ProjectorApp
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
-from nats.js.errors import NotFoundError
+from court_rules.projector import DURABLE, Position, Projector, ProjectorApp
+from nats.js.api import AckPolicy
 
 from tests.fixtures import keys
 
@@ -103,60 +103,6 @@ async def test_projector_killed_mid_stream_and_restarted_publishes_every_move_on
     finally:
         await second.close()
         await second.server.stop(None)  # type: ignore[attr-defined]
-
-
-async def test_the_explicit_ack_durable_is_retired_after_the_ack_all_one_caught_up(replicas: Any) -> None:
-    """An upgrade from the projector that acknowledged every record (durable ``court-projector``,
-    explicit acks): the new one creates ``court-projector-all`` (ack all) starting right after the
-    old durable's ack floor, publishes what the old one had not, and deletes the old durable once
-    it has caught up. Every record is public once, in order, and nothing before the floor is
-    delivered again."""
-    rules = await replicas.start(projector=False)
-    players = ["fay", "gus"]
-    lobby = replicas.client(rules, "lobby", "service")
-    gid = (await lobby.create_game("queens_court", players, {"players": 2})).game_id
-    await _moves(replicas, rules, gid, players, 3, random.Random(5))
-    stream = rules.store.stream_of(gid)
-    js = rules.nc.jetstream()
-    # the previous release's projector: its durable, explicit acks; it had projected records 0-2
-    old = await js.pull_subscribe(
-        krec.shard_subjects(0),
-        durable=OLD_DURABLE,
-        stream=stream,
-        config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, deliver_policy=DeliverPolicy.ALL),
-    )
-    previous = Projector(rules.store)
-    fetched: list[Any] = []
-    while len(fetched) < 3:
-        fetched += await old.fetch(3 - len(fetched), timeout=5)
-    for m in fetched:
-        await previous.project(m.metadata.sequence.stream, krec.decode(m.data))
-        await m.ack_sync()  # (a plain ack is not yet counted when the consumer info is read)
-    await old.unsubscribe()
-    floor = (await js.consumer_info(stream, OLD_DURABLE)).ack_floor.stream_seq
-    assert floor == 3
-    last = await _moves(replicas, rules, gid, players, 4, random.Random(6))
-    app = await ProjectorApp.start(projector_settings(replicas.nats.url))
-    try:
-        async with EventLog(replicas.nats.url, "queens_court", gid) as public:
-            await public.wait_until(
-                lambda recs: bool(recs) and recs[-1].seq == last, what="every record public"
-            )
-            assert public.raw_ids == [f"{gid}-{s}" for s in range(last + 1)]
-        info = await js.consumer_info(stream, DURABLE)
-        assert info.config.ack_policy == AckPolicy.ALL
-        assert info.config.opt_start_seq == floor + 1  # it carried on from the old durable's floor
-        assert app.projector.projected == last + 1 - 3  # records 0-2 were never delivered again
-        async with asyncio.timeout(15):
-            while True:
-                try:
-                    await js.consumer_info(stream, OLD_DURABLE)
-                except NotFoundError:
-                    break  # retired
-                await asyncio.sleep(0.1)
-    finally:
-        await app.close()
-        await app.server.stop(None)  # type: ignore[attr-defined]
 
 
 async def test_a_republish_after_the_duplicate_window_is_refused_and_a_gap_is_filled(replicas: Any) -> None:
@@ -263,3 +209,58 @@ async def test_four_game_log_shards_on_one_server_play_games_on_every_one(replic
     for shard, gid in games.items():
         v = await replicas.client(other, "hal").get_view(gid, 0)
         assert v.finished and v.seq == finals[shard]
+
+
+async def test_a_projector_dying_with_a_record_in_hand_loses_nothing_while_another_acknowledges(
+    replicas: Any,
+) -> None:
+    """Two projectors share the durable (every rules replica runs one; deploy/ runs several
+    court-projector pods). One holds a game's record (slow, working on it: in-progress acks keep
+    it reserved) while the other projects and acknowledges a later record of another game; then
+    the first dies without acknowledging. The held record is delivered again and made public: an
+    acknowledgement of one projector never covers a record another was given (with ``AckPolicy.ALL``
+    it did, and a game whose latest record was lost that way never showed its next turn: the bot
+    service waits for that record, so the game froze)."""
+    rules = await replicas.start(projector=False)
+    lobby = replicas.client(rules, "lobby", "service")
+    held_game = (await lobby.create_game("queens_court", ["hal", "ivy"], {"players": 2})).game_id
+    holder = await ProjectorApp.start(
+        projector_settings(replicas.nats.url, COURT_PROJECTOR_ACK_WAIT="2", COURT_PROJECTOR_BATCH="1")
+    )
+    in_hand = asyncio.Event()
+    dead = asyncio.Event()
+
+    async def hold(msgs: list[Any], stop: asyncio.Event) -> None:  # working on it, until it dies
+        in_hand.set()
+        while not dead.is_set():
+            for m in msgs:
+                await m.in_progress()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(dead.wait(), 0.5)
+
+    holder.projector._batch = hold  # type: ignore[method-assign]
+    other: ProjectorApp | None = None
+    try:
+        async with asyncio.timeout(20):
+            await in_hand.wait()
+        later_game = (await lobby.create_game("queens_court", ["jo", "kim"], {"players": 2})).game_id
+        other = await ProjectorApp.start(projector_settings(replicas.nats.url, COURT_PROJECTOR_ACK_WAIT="2"))
+        async with EventLog(replicas.nats.url, "queens_court", later_game) as public:
+            await public.wait_until(lambda recs: bool(recs), what="the later game's creation public")
+        assert await _public(rules.nc, "queens_court", held_game) == []  # still in the holder's hand
+        dead.set()
+        await holder.kill()
+        async with EventLog(replicas.nats.url, "queens_court", held_game) as public:
+            await public.wait_until(
+                lambda recs: bool(recs), what="the held record public after the holder died"
+            )
+            assert public.raw_ids == [f"{held_game}-0"]
+        info = await rules.nc.jetstream().consumer_info(rules.store.stream_of(held_game), DURABLE)
+        assert info.config.ack_policy == AckPolicy.EXPLICIT
+    finally:
+        dead.set()
+        with contextlib.suppress(Exception):
+            await holder.kill()
+        if other is not None:
+            await other.close()
+            await other.server.stop(None)  # type: ignore[attr-defined]

@@ -150,16 +150,9 @@ async def test_each_identity_is_refused_what_it_must_not_do(secured: tuple[Stack
                 )
             # nobody but the projector (and rules' in-process one) takes over the projector's durable
             await c.refused(
-                "$JS.API.CONSUMER.MSG.NEXT.COURT_GAMES_0.court-projector-all",
+                "$JS.API.CONSUMER.MSG.NEXT.COURT_GAMES_0.court-projector",
                 lambda c=c: c.nc.request(
-                    "$JS.API.CONSUMER.MSG.NEXT.COURT_GAMES_0.court-projector-all", b"1", timeout=0.2
-                ),
-            )
-            # nor deletes a durable on a game log (only rules and projector retire the old projector one)
-            await c.refused(
-                "$JS.API.CONSUMER.DELETE.COURT_GAMES_0.court-projector",
-                lambda c=c: c.nc.request(
-                    "$JS.API.CONSUMER.DELETE.COURT_GAMES_0.court-projector", b"", timeout=0.2
+                    "$JS.API.CONSUMER.MSG.NEXT.COURT_GAMES_0.court-projector", b"1", timeout=0.2
                 ),
             )
             # no snooping on another identity's replies, nor on game logs by core subscription

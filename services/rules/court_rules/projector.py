@@ -1,11 +1,10 @@
 """The projector: the game logs' records, republished in public form, in order, exactly once.
 
 It follows every game-log stream (``COURT_GAMES_<shard>``) with one durable pull consumer per
-stream (``court-projector-all``, ``AckPolicy.ALL``: one acknowledgement per batch, of its last
-message once every record of the batch is public; not one per record; read with pull requests kept
-open, ``court_kit.jetstream.Puller``, not a fetch per batch), and for each full
-record publishes its public form
-(``court_kit.records.redact``) on ``court.events.<game>.<game_id>`` (stream ``COURT_EVENTS``) with
+stream (``court-projector``, explicit acks: every message acknowledged once its record is public;
+read with pull requests kept open, ``court_kit.jetstream.Puller``, not a fetch per batch), and for
+each full record publishes its public form (``court_kit.records.redact``) on
+``court.events.<game>.<game_id>`` (stream ``COURT_EVENTS``) with
 
 * ``Nats-Msg-Id: <game_id>-<seq>`` (JetStream de-duplicates within its window),
 * ``Nats-Expected-Last-Subject-Sequence``: the public stream sequence of the game's previous
@@ -21,20 +20,17 @@ Each game's position is remembered (the last public record's log sequence); a ga
 memory (after a restart) costs one direct get of its last public record. A record whose
 predecessor is not public yet (it went to another projector that died, or was lost in a failed
 publish) makes the projector read the missing records from the log and publish them first, so
-the public subject never has a gap. A message is acknowledged only after its public record (and every earlier one of the
-batch) is stored; a projector dying between publish and ack leaves the batch to be delivered
-again, and the redelivery finds its records public already and only acknowledges them.
+the public subject never has a gap. A message is acknowledged only after its public record is
+stored; a projector dying between publish and ack leaves it to be delivered again, and the
+redelivery finds it public already and only acknowledges it.
 
-The durable before this one, ``court-projector`` (explicit acks, one per record), cannot simply
-change its ack policy (JetStream refuses that on an existing consumer), so the projector retires
-it: when it creates ``court-projector-all`` on a stream that still has ``court-projector``, the new
-durable starts right after the old one's ack floor (nothing is projected twice from the start of
-the log, nothing after the floor is skipped), and once the new durable has caught up (nothing
-pending, nothing unacknowledged) the old one is deleted. During a rolling upgrade a projector of
-the previous release still pulls from the old durable meanwhile; both publish with the expected
-last subject sequence, so nothing is stored twice or out of order. (One of those still running
-after the deletion recreates the old durable from the start of the log; the next start of a
-current projector deletes it again once caught up. Finish the rollout before relying on it.)
+**Explicit acks, not one per batch.** Several projectors share each durable (every rules
+replica runs one; deploy/ runs several ``court-projector`` pods), so an ``AckPolicy.ALL``
+acknowledgement of one projector's batch would also acknowledge the messages JetStream had
+given to another: if that one died before publishing them, they were never delivered again, and
+a game whose latest record was lost so showed nobody its next turn (the bot service plays on
+that record: the game froze; found by the chaos suite, pinned by
+``tests/rules/test_projector.py``). One ack per record costs one NATS message per move more.
 
 A tombstone (a game id the lobby closed before any creation: ``court_rules.games``) is only
 acknowledged: it has no public form, as no game was ever created under it.
@@ -83,8 +79,7 @@ from .tasks import stop_tasks
 
 log = klog.get_logger("court_rules.projector")
 
-DURABLE = "court-projector-all"
-OLD_DURABLE = "court-projector"  # explicit acks, one per record: retired (module docstring)
+DURABLE = "court-projector"
 PROJECTED = Counter("court_projector_records_total", "Public records stored by this projector")
 SKIPPED = Counter(
     "court_projector_skipped_total", "Log records found public already (redeliveries, other projectors)"
@@ -265,65 +260,33 @@ class Projector:
         finally:
             watcher.cancel()
 
-    async def _attach(self, shard: int) -> tuple[Any, bool]:
-        """The pull subscription on ``shard``'s durable, created when missing; and whether the
-        retired durable (``OLD_DURABLE``) is still there, to delete once this one has caught up."""
-        stream = krec.game_stream(shard)
-        old = None
-        with contextlib.suppress(nats.js.errors.NotFoundError):
-            old = await self.store.js.consumer_info(stream, OLD_DURABLE)
-        if old is not None and old.config.ack_policy == AckPolicy.ALL:
-            old = None  # (a projector configured with the old name as its durable: not ours to retire)
-        start: dict[str, Any] = {"deliver_policy": DeliverPolicy.ALL}
-        if old is not None and old.ack_floor is not None and old.ack_floor.stream_seq:
-            exists = True
-            try:
-                await self.store.js.consumer_info(stream, self.durable)
-            except nats.js.errors.NotFoundError:
-                exists = False
-            if not exists:  # carry on from where the retired durable had everything acknowledged
-                start = {
-                    "deliver_policy": DeliverPolicy.BY_START_SEQUENCE,
-                    "opt_start_seq": old.ack_floor.stream_seq + 1,
-                }
-        psub = await self.store.js.pull_subscribe(
+    async def _attach(self, shard: int) -> Any:
+        """The pull subscription on ``shard``'s durable, created when missing."""
+        return await self.store.js.pull_subscribe(
             krec.shard_subjects(shard),
             durable=self.durable,
-            stream=stream,
+            stream=krec.game_stream(shard),
             config=ConsumerConfig(
-                ack_policy=AckPolicy.ALL,
+                ack_policy=AckPolicy.EXPLICIT,  # never ALL: the durable is shared (module docstring)
                 ack_wait=self.ack_wait,
+                deliver_policy=DeliverPolicy.ALL,
                 max_deliver=-1,
                 max_ack_pending=20_000,
                 max_waiting=512,
                 description="Court projector: game logs to public records",
-                **start,
             ),
         )
-        return psub, old is not None and self.durable != OLD_DURABLE
-
-    async def _retire_old(self, shard: int) -> bool:
-        """Delete the retired durable once this one has caught up; True when it is gone."""
-        stream = krec.game_stream(shard)
-        info = await self.store.js.consumer_info(stream, self.durable)
-        if info.num_pending or info.num_ack_pending:
-            return False
-        with contextlib.suppress(nats.js.errors.NotFoundError):
-            await self.store.js.delete_consumer(stream, OLD_DURABLE)
-            log.info("retired the explicit-ack projector durable", stream=stream, durable=OLD_DURABLE)
-        return True
 
     async def _follow(self, shard: int, stop: asyncio.Event, attached: asyncio.Event) -> None:
         stream = krec.game_stream(shard)
         psub: Any = None
         puller: kjs.Puller | None = None
-        retire = False
         trouble = klog.StateLog(log, f"projector {stream}")
         try:
             while not stop.is_set():
                 try:
                     if psub is None:
-                        psub, retire = await self._attach(shard)
+                        psub = await self._attach(shard)
                         puller = kjs.Puller(psub, self.batch)
                         attached.set()
                         trouble.ok("projector following again", stream=stream)
@@ -331,13 +294,10 @@ class Projector:
                     try:
                         msgs = await puller.next_batch(1.0)
                     except (TimeoutError, nats.errors.TimeoutError):
-                        msgs = []
-                    if msgs:
-                        await self._batch(msgs, stop)
-                        self.progress.set()
-                        self.progress = asyncio.Event()
-                    if retire and len(msgs) < self.batch:  # caught up, or nearly: look
-                        retire = not await self._retire_old(shard)
+                        continue
+                    await self._batch(msgs, stop)
+                    self.progress.set()
+                    self.progress = asyncio.Event()
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - NATS restarting, a stream not there yet
@@ -354,39 +314,28 @@ class Projector:
                     await psub.unsubscribe()
 
     async def _batch(self, msgs: Sequence[Any], stop: asyncio.Event) -> None:
-        """Project a fetched batch: the games side by side, each game's records in order; then one
-        acknowledgement (``AckPolicy.ALL``) of the last message before which every record is public
-        (all of them, unless the projector is stopping mid-batch)."""
-        games: dict[str, list[tuple[int, records_pb2.Record | None]]] = {}
-        for i, m in enumerate(msgs):
+        """Project a batch: the games side by side, each game's records in order; every message
+        acknowledged once its record is public (one stopping mid-batch leaves the rest
+        unacknowledged, to be delivered again)."""
+        games: dict[str, list[tuple[Any, records_pb2.Record | None]]] = {}
+        for m in msgs:
             try:
                 rec: records_pb2.Record | None = krec.decode(m.data)
             except ValueError as exc:
                 log.error("a game-log message that is no record; skipped", subject=m.subject, error=str(exc))
                 rec = None
-            games.setdefault(krec.game_id_of_log_subject(m.subject), []).append((i, rec))
-        done = [False] * len(msgs)
+            games.setdefault(krec.game_id_of_log_subject(m.subject), []).append((m, rec))
         if len(games) == 1:  # the usual batch at low rates: no task per game (make bench: 14% of the CPU)
-            await self._game(msgs, next(iter(games.values())), done, stop)
+            await self._game(next(iter(games.values())), stop)
         else:
-            await asyncio.gather(*(self._game(msgs, items, done, stop) for items in games.values()))
-        upto = done.index(False) if False in done else len(msgs)
-        if upto:
-            with contextlib.suppress(Exception):  # a lost ack: redelivered, found public, acked again
-                await msgs[upto - 1].ack()
+            await asyncio.gather(*(self._game(items, stop) for items in games.values()))
 
-    async def _game(
-        self,
-        msgs: Sequence[Any],
-        items: list[tuple[int, records_pb2.Record | None]],
-        done: list[bool],
-        stop: asyncio.Event,
-    ) -> None:
+    async def _game(self, items: list[tuple[Any, records_pb2.Record | None]], stop: asyncio.Event) -> None:
         delay = 0.05
-        for i, rec in items:
+        for m, rec in items:
             while rec is not None:
                 try:
-                    await self.project(msgs[i].metadata.sequence.stream, rec)
+                    await self.project(m.metadata.sequence.stream, rec)
                     break
                 except Unavailable as exc:
                     if stop.is_set():
@@ -400,7 +349,8 @@ class Projector:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), delay)
                     delay = min(delay * 2, 2.0)
-            done[i] = True
+            with contextlib.suppress(Exception):  # a lost ack: redelivered, found public, acked again
+                await m.ack()
 
 
 # ---------------------------------------------------------------------- court-projector
