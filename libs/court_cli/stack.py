@@ -16,7 +16,8 @@
   under ``<state>/``, each in
   its own session so a terminal's Ctrl-C reaches only the launcher, which then stops them in
   order: SIGTERM to every service, a grace period, SIGKILL for stragglers, then NATS the same way.
-  On Linux each child also gets SIGTERM if the launcher itself dies (``PR_SET_PDEATHSIG``), so a
+  On Linux each child also gets SIGTERM if the launcher itself dies (``PR_SET_PDEATHSIG`` through
+  ``setpriv``), so a
   killed launcher leaves no orphans either;
 * waits until each service answers SERVING over the gRPC health protocol;
 * writes ``<state>/stack.json`` (addresses and process ids) and logs to ``<state>/logs/``.
@@ -35,7 +36,6 @@ turns the metrics endpoints off.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import json
 import os
@@ -187,10 +187,16 @@ class StackConfig:
         return env
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: SIGTERM when the launcher dies (Linux)."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+def _with_parent_death_signal(argv: list[str]) -> list[str]:
+    """On Linux, ``argv`` run through util-linux's ``setpriv --pdeathsig TERM``: the child gets
+    SIGTERM when the launcher dies. Not a ``preexec_fn`` calling prctl: a preexec_fn makes
+    subprocess use fork() instead of vfork(), which runs gRPC's fork handlers in the child; they
+    restart gRPC's poller there, ``close_fds`` then closes its epoll descriptor before exec, and the
+    child aborts ("epoll_wait error: Bad file descriptor", grpc/grpc#43055) whenever the launcher is
+    talking gRPC at that moment (its health checks of the services already started)."""
+    if sys.platform.startswith("linux") and (setpriv := shutil.which("setpriv")):
+        return [setpriv, "--pdeathsig", "TERM", "--", *argv]
+    return argv
 
 
 @dataclass
@@ -276,14 +282,13 @@ class LocalStack:
         log.write(f"\n---- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {' '.join(argv)}\n".encode())
         log.flush()
         proc = subprocess.Popen(
-            argv,
+            _with_parent_death_signal(argv),
             env=dict(env),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=str(self.state_dir),
             start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
         child = Child(name, proc, log_path, log)
         self.children[name] = child
