@@ -3,8 +3,9 @@
 Every figure is one SQL query in ``QUERIES`` (also in docs/analytics.md), run over views named
 after the lake's tables (``games``, ``moves``, ``events_<Type>``), each
 ``read_parquet('<lake>/<table>/**/*.parquet', hive_partitioning = true, union_by_name = true)``,
-filtered to games started at or after ``--since``. Plots are inline SVG bars (hover for values):
-no script, no CDN, so the page opens offline.
+filtered to games started at or after ``--since``. Plots are inline SVG (bars and histograms,
+each bar with its <title>); one inline script (no CDN, nothing fetched, so the page opens offline)
+adds a readout of the bar pointed at or focused, a filter by game kind and sortable tables.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import html
 import math
 import os
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -88,11 +90,22 @@ FROM games, (SELECT unnest(range(0, 8)) AS seat) s
 WHERE s.seat < len(seats) AND status = 'finished' GROUP BY ALL ORDER BY game, level""",
     ),
     "hearts_points": (
-        "Hearts: points per hand and shoot-the-moon frequency",
+        "Hearts: points per hand and shoot-the-moon frequency (the bar: moons per hand, 95% CI)",
         """
 SELECT count(*) AS hands, avg(list_sum(CAST(p_points AS BIGINT[]))) AS points_per_hand,
        count(*) FILTER (WHERE p_moon IS NOT NULL) AS moons
 FROM events_HandEnded WHERE game = 'hearts'""",
+    ),
+    "hearts_hand_points": (
+        "Hearts: points per hand per player (0, 1..25 in bins of 5, 26 for the moon's other seats)",
+        """
+WITH p AS (
+  SELECT unnest(CAST(p_points AS BIGINT[])) AS points FROM events_HandEnded WHERE game = 'hearts'
+)
+SELECT CASE WHEN points IN (0, 26) THEN points ELSE (points - 1) // 5 * 5 + 1 END AS points_from,
+       CASE WHEN points IN (0, 26) THEN points ELSE (points - 1) // 5 * 5 + 5 END AS points_to,
+       count(*) AS player_hands
+FROM p GROUP BY ALL ORDER BY points_from""",
     ),
     "qc_rounds": (
         "Queen's Court: round wins by seat, and ties",
@@ -123,11 +136,33 @@ SELECT CAST(floor(seq / 20) * 20 AS BIGINT) AS from_move, count(*) AS eliminatio
 FROM events_PlayerOut WHERE game = 'court_wars' GROUP BY ALL ORDER BY from_move""",
     ),
     "court_scores": (
-        "The Court: solitaire scores (bins of 10)",
+        "The Court: scores against the target, by mode (bins of 10; co-op: the pair's combined "
+        "score; shared deck: each player's, no target)",
         """
-SELECT CAST(floor(p_score / 10) * 10 AS BIGINT) AS score_from, count(*) AS games,
-       count(*) FILTER (WHERE p_score >= 0) AS at_or_above_zero
-FROM events_PlayerFinished WHERE game = 'the_court' GROUP BY ALL ORDER BY score_from""",
+WITH g AS (
+  SELECT coalesce(json_extract_string(options, '$.mode'), 'solitaire') AS mode,
+         CAST(json_extract(result, '$.target') AS BIGINT) AS target,
+         CAST(json_extract(result, '$.combined') AS BIGINT) AS combined,
+         CAST(json_extract(result, '$.scores') AS BIGINT[]) AS scores
+  FROM games WHERE game = 'the_court' AND status = 'finished'
+), s AS (
+  SELECT mode, target, unnest(CASE WHEN mode = 'shared' THEN scores ELSE [combined] END) AS score FROM g
+)
+SELECT mode, any_value(target) AS target, CAST(floor(score / 10) * 10 AS BIGINT) AS score_from,
+       count(*) AS scores,
+       CASE WHEN any_value(target) IS NOT NULL THEN count(*) FILTER (WHERE score >= target) END AS reached
+FROM s GROUP BY mode, score_from ORDER BY mode, score_from""",
+    ),
+    "court_target": (
+        "The Court: games that reached the target, by mode (the engine's result: solitaire 56, "
+        "Free Gift 86, Mutual Swap 81, Burn 56 combined; shared deck has none)",
+        """
+SELECT coalesce(json_extract_string(options, '$.mode'), 'solitaire') AS mode,
+       any_value(CAST(json_extract(result, '$.target') AS BIGINT)) AS target, count(*) AS games,
+       CASE WHEN any_value(json_extract(result, '$.target')) <> 'null'
+            THEN count(*) FILTER (WHERE CAST(json_extract(result, '$.won') AS BOOLEAN)) END AS reached,
+       quantile_disc(CAST(json_extract(result, '$.combined') AS BIGINT), 0.5) AS median_combined
+FROM games WHERE game = 'the_court' AND status = 'finished' GROUP BY mode ORDER BY mode""",
     ),
 }
 
@@ -193,92 +228,234 @@ def wilson(wins: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _bars(
-    items: list[tuple[str, float, str]], *, ci: list[tuple[float, float]] | None = None, rate: bool = False
-) -> str:
-    """Horizontal bars as inline SVG: (label, value, tooltip); ``ci``: whiskers on a 0..1 scale."""
+# The figure a query belongs to, for the page's game filter: a figure of one game shows or hides as a
+# whole; the others (rows with a ``game`` column) show or hide row by row and bar by bar.
+FIGURE_GAME: dict[str, str] = {
+    "hearts_points": "hearts",
+    "hearts_hand_points": "hearts",
+    "qc_rounds": "queens_court",
+    "qc_rank_points": "queens_court",
+    "qc_rank_points_by_player": "queens_court",
+    "cw_eliminations": "court_wars",
+    "court_scores": "the_court",
+    "court_target": "the_court",
+}
+
+
+@dataclass
+class Bar:
+    """One bar: what the readout and the tooltip say about it. ``ci``: a 95% interval (on the
+    bar's own scale); ``game``: the game kind the page's filter matches it to (None: every kind)."""
+
+    label: str
+    value: float
+    tip: str = ""
+    ci: tuple[float, float] | None = None
+    game: str | None = None
+    rate: bool = False
+
+    def shown(self, v: float | None = None) -> str:
+        v = self.value if v is None else v
+        return f"{v:.1%}" if self.rate else f"{v:g}"
+
+    def attrs(self) -> str:
+        """The data attributes the page's script reads (and the <title> that reads without it)."""
+        ci = "" if self.ci is None else f"{self.shown(self.ci[0])}..{self.shown(self.ci[1])}"
+        return (
+            f'class="bar" tabindex="0" data-label="{html.escape(self.label)}" '
+            f'data-value="{html.escape(self.shown())}" data-ci="{html.escape(ci)}" '
+            f'data-tip="{html.escape(self.tip)}"'
+            + ("" if self.game is None else f' data-game="{html.escape(self.game)}"')
+        )
+
+    def title(self) -> str:
+        ci = "" if self.ci is None else f" (95% CI {self.shown(self.ci[0])}..{self.shown(self.ci[1])})"
+        return html.escape(f"{self.label}: {self.shown()}{ci}{'; ' + self.tip if self.tip else ''}")
+
+
+def _rate(label: str, wins: int, n: int, what: str, game: str | None = None) -> Bar:
+    return Bar(label, wins / n if n else 0.0, f"{wins} of {n} {what}", wilson(wins, n), game, rate=True)
+
+
+def _bars(items: list[Bar], *, rate: bool = False) -> str:
+    """Horizontal bars as inline SVG, one <g> per bar at translate(0, row * i) (the script moves the
+    shown ones up when the game filter hides some); whiskers for the bars' intervals."""
     if not items:
         return "<p><em>no data yet</em></p>"
-    top = 1.0 if rate else max(abs(v) for _, v, _ in items) or 1.0
+    top = 1.0 if rate else max(abs(b.value) for b in items) or 1.0
     w, label_w, row = 640, 220, 22
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w + label_w + 80}" height="{row * len(items) + 10}" '
-        'role="img">'
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" data-layout="rows" data-row="{row}" '
+        f'width="{w + label_w + 80}" height="{row * len(items) + 10}" role="img">'
     ]
-    for i, (label, value, tip) in enumerate(items):
-        y = 5 + i * row
-        bw = max(1.0, abs(value) / top * w)
-        colour = "#b5534a" if value < 0 else "#4a7ab5"  # negative amounts (points lost) in red
+    for i, b in enumerate(items):
+        bw = max(1.0, abs(b.value) / top * w)
+        colour = "#b5534a" if b.value < 0 else "#4a7ab5"  # negative amounts (points lost) in red
         parts.append(
-            f'<g><title>{html.escape(tip)}</title><text x="{label_w - 6}" y="{y + 15}" text-anchor="end" '
-            f'font-size="12">{html.escape(label)}</text><rect x="{label_w}" y="{y + 3}" width="{bw:.1f}" '
-            f'height="{row - 6}" fill="{colour}"/>'
+            f'<g {b.attrs()} transform="translate(0,{5 + i * row})"><title>{b.title()}</title>'
+            f'<text x="{label_w - 6}" y="15" text-anchor="end" font-size="12">{html.escape(b.label)}</text>'
+            f'<rect x="{label_w}" y="3" width="{bw:.1f}" height="{row - 6}" fill="{colour}"/>'
         )
-        if ci is not None:
-            lo, hi = ci[i]
+        if b.ci is not None:
+            lo, hi = b.ci
             parts.append(
-                f'<line x1="{label_w + lo * w:.1f}" x2="{label_w + hi * w:.1f}" y1="{y + row / 2}" '
-                f'y2="{y + row / 2}" stroke="#222" stroke-width="2"/>'
+                f'<line x1="{label_w + lo / top * w:.1f}" x2="{label_w + hi / top * w:.1f}" y1="{row / 2}" '
+                f'y2="{row / 2}" stroke="#222" stroke-width="2"/>'
             )
-        shown = f"{value:.1%}" if rate else f"{value:g}"
-        parts.append(f'<text x="{label_w + bw + 6}" y="{y + 15}" font-size="12">{shown}</text></g>')
+        parts.append(
+            f'<text x="{label_w + bw + 6}" y="15" font-size="12">{html.escape(b.shown())}</text></g>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _columns(items: list[Bar], *, marker: tuple[float, str] | None = None, caption: str = "") -> str:
+    """A histogram as inline SVG: one column per bin, in order; ``marker``: (position in bins from
+    the left edge, label), a dashed vertical line (the target)."""
+    if not items:
+        return "<p><em>no data yet</em></p>"
+    top = max(b.value for b in items) or 1.0
+    w, h, left, bottom = 760, 160, 40, 36
+    cw = w / len(items)
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" data-layout="columns" '
+        f'width="{left + w + 20}" height="{h + bottom + 18}" role="img">'
+    ]
+    if caption:
+        parts.append(f'<text x="{left}" y="12" font-size="12">{html.escape(caption)}</text>')
+    for i, b in enumerate(items):
+        bh = b.value / top * h
+        x = left + i * cw
+        parts.append(
+            f"<g {b.attrs()}><title>{b.title()}</title>"
+            f'<rect x="{x + 1:.1f}" y="{18 + h - bh:.1f}" width="{max(1.0, cw - 2):.1f}" height="{bh:.1f}" '
+            f'fill="#4a7ab5"/><text x="{x + cw / 2:.1f}" y="{18 + h + 14}" text-anchor="middle" '
+            f'font-size="10">{html.escape(b.label)}</text>'
+            f'<text x="{x + cw / 2:.1f}" y="{18 + h - bh - 3:.1f}" text-anchor="middle" font-size="10">'
+            f"{html.escape(b.shown()) if b.value else ''}</text></g>"
+        )
+    if marker is not None:
+        pos, label = marker
+        x = left + pos * cw
+        parts.append(
+            f'<g class="marker"><line x1="{x:.1f}" x2="{x:.1f}" y1="14" y2="{18 + h}" stroke="#b5534a" '
+            f'stroke-width="2" stroke-dasharray="5,3"/><text x="{x + 4:.1f}" y="{18 + h + 30}" '
+            f'font-size="12" fill="#b5534a">{html.escape(label)}</text></g>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
+    """A table the page's script sorts by a click on a header (numbers as numbers); rows with a
+    ``game`` column carry it for the game filter."""
     if not rows:
         return ""
-    head = "".join(f"<th>{html.escape(str(k))}</th>" for k in rows[0])
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in r.values()) + "</tr>" for r in rows
+    head = "".join(
+        f'<th scope="col" tabindex="0" aria-sort="none">{html.escape(str(k))}</th>' for k in rows[0]
     )
-    return f"<table><tr>{head}</tr>{body}</table>"
+    body = "".join(
+        (f'<tr data-game="{html.escape(str(r["game"]))}">' if "game" in r else "<tr>")
+        + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in r.values())
+        + "</tr>"
+        for r in rows
+    )
+    return f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
 def _fmt(v: Any) -> str:
     return f"{v:.2f}" if isinstance(v, float) else str(v)
 
 
+HEARTS_BINS = [(0, 0), (1, 5), (6, 10), (11, 15), (16, 20), (21, 25), (26, 26)]
+
+
+def _court_plot(rows: list[dict[str, Any]]) -> str:
+    """One histogram per mode, every bin of 10 from the lowest to the highest score (empty ones
+    too, so the axis is linear), the target marked where it falls."""
+    out = []
+    for mode in sorted({r["mode"] for r in rows}):
+        mine = {r["score_from"]: r for r in rows if r["mode"] == mode}
+        target = next((r["target"] for r in mine.values() if r["target"] is not None), None)
+        lo, hi = min(mine), max(mine)
+        if target is not None:
+            lo, hi = min(lo, target // 10 * 10), max(hi, target // 10 * 10)
+        bins = list(range(lo, hi + 10, 10))
+        n = sum(r["scores"] for r in mine.values())
+        reached = sum(r["reached"] or 0 for r in mine.values())
+        items = [
+            Bar(
+                f"{b}",
+                mine[b]["scores"] if b in mine else 0,
+                f"scores {b}..{b + 9}"
+                + (f"; {mine[b]['reached'] if b in mine else 0} at or above {target}" if target else ""),
+            )
+            for b in bins
+        ]
+        caption = f"{mode}: {n} {'player scores' if target is None else 'games'}" + (
+            f", {reached} reached {target} ({reached / n:.1%})" if target is not None and n else ""
+        )
+        marker = None if target is None else ((target - lo) / 10, f"target {target}")
+        out.append(_columns(items, marker=marker, caption=caption))
+    return "".join(out)
+
+
 def _figure(name: str, data: dict[str, list[dict[str, Any]]]) -> str:
     rows = data[name]
     if name == "games_per_hour":
-        plot = _bars([(f"{r['hour']} {r['game']}", r["games"], f"{r['games']} games") for r in rows])
+        plot = _bars([Bar(f"{r['hour']} {r['game']}", r["games"], "games", game=r["game"]) for r in rows])
     elif name == "length":
         plot = _bars(
-            [(r["game"], r["median"], f"median {r['median']}, p90 {r['p90']}, max {r['max']}") for r in rows]
+            [
+                Bar(r["game"], r["median"], f"median; p90 {r['p90']}, max {r['max']}", game=r["game"])
+                for r in rows
+            ]
         )
-    elif name in ("win_by_seat", "win_by_level"):
-        n_key = "games" if name == "win_by_seat" else "seats"
-
-        def what(r: dict[str, Any]) -> str:
-            return (
-                f"{r['game']} {r['players']}p seat {r['seat']}"
-                if name == "win_by_seat"
-                else f"{r['game']} {r['level']}"
-            )
-
+    elif name == "win_by_seat":
         plot = _bars(
             [
-                (
-                    what(r),
-                    r["wins"] / r[n_key] if r[n_key] else 0.0,
-                    f"{r['wins']} of {r[n_key]}; 95% CI {wilson(r['wins'], r[n_key])[0]:.1%}.."
-                    f"{wilson(r['wins'], r[n_key])[1]:.1%}",
+                _rate(
+                    f"{r['game']} {r['players']}p seat {r['seat']}", r["wins"], r["games"], "games", r["game"]
                 )
                 for r in rows
             ],
-            ci=[wilson(r["wins"], r[n_key]) for r in rows],
+            rate=True,
+        )
+    elif name == "win_by_level":
+        plot = _bars(
+            [_rate(f"{r['game']} {r['level']}", r["wins"], r["seats"], "seats", r["game"]) for r in rows],
             rate=True,
         )
     elif name == "qc_rounds":
-        plot = _bars([(f"seat {r['seat']}", r["round_wins"], f"{r['shared_wins']} shared") for r in rows])
+        plot = _bars([Bar(f"seat {r['seat']}", r["round_wins"], f"{r['shared_wins']} shared") for r in rows])
     elif name == "games_by_status":
         plot = _bars(
             [
-                (f"{r['game']} {r['status']}", r["games"], f"{r['games']} games, {r['moves']} moves")
+                Bar(f"{r['game']} {r['status']}", r["games"], f"games, {r['moves']} moves", game=r["game"])
                 for r in rows
             ]
+        )
+    elif name == "hearts_points":
+        plot = _bars(
+            [_rate("moon shot", r["moons"], r["hands"], "hands") for r in rows if r["hands"]], rate=True
+        )
+    elif name == "hearts_hand_points":
+        got = {r["points_from"]: r["player_hands"] for r in rows}
+        total = sum(got.values())
+        plot = (
+            _columns(
+                [
+                    Bar(
+                        str(a) if a == b else f"{a}-{b}",
+                        got.get(a, 0),
+                        f"of {total} player-hands ({got.get(a, 0) / total:.1%})",
+                    )
+                    for a, b in HEARTS_BINS
+                ],
+                caption="player-hands by the points scored in the hand",
+            )
+            if rows
+            else _columns([])
         )
     elif name == "qc_rank_points":
         paid = sum(r["paid"] or 0 for r in rows)
@@ -286,9 +463,9 @@ def _figure(name: str, data: dict[str, list[dict[str, Any]]]) -> str:
         plot = (
             _bars(
                 [
-                    ("paid by the rounds' losers", paid, f"{paid} rank points"),
-                    ("received by the rounds' winners", received, f"{received} rank points"),
-                    ("left play (only bots won)", paid - received, f"{paid - received} rank points"),
+                    Bar("paid by the rounds' losers", paid, "rank points"),
+                    Bar("received by the rounds' winners", received, "rank points"),
+                    Bar("left play (only bots won)", paid - received, "rank points"),
                 ]
             )
             + f'<p class="total">{len({r["game_id"] for r in rows})} games: {paid} rank points paid, '
@@ -301,20 +478,102 @@ def _figure(name: str, data: dict[str, list[dict[str, Any]]]) -> str:
         )
         rows = []  # the table is in the details above
     elif name == "qc_rank_points_by_player":
-        plot = _bars(
-            [(r["player_id"], r["points"], f"{r['points']} over {r['games']} games") for r in rows[:40]]
-        )
+        plot = _bars([Bar(r["player_id"], r["points"], f"over {r['games']} games") for r in rows[:40]])
     elif name == "cw_eliminations":
-        plot = _bars([(f"moves {r['from_move']}+", r["eliminations"], "") for r in rows])
+        plot = _bars([Bar(f"moves {r['from_move']}+", r["eliminations"], "eliminations") for r in rows])
     elif name == "court_scores":
-        plot = _bars([(f"score {r['score_from']}..{r['score_from'] + 9}", r["games"], "") for r in rows])
+        plot = _court_plot(rows) if rows else _columns([])
+    elif name == "court_target":
+        plot = _bars(
+            [
+                _rate(f"{r['mode']} (target {r['target']})", r["reached"], r["games"], "games")
+                for r in rows
+                if r["target"] is not None
+            ],
+            rate=True,
+        )
     else:
         plot = ""
     title, sql = QUERIES[name]
+    game = FIGURE_GAME.get(name, "")
     return (
-        f'<section id="{name}"><h2>{html.escape(title)}</h2>{plot}{_table(rows)}'
-        f"<details><summary>SQL</summary><pre>{html.escape(sql.strip())}</pre></details></section>"
+        f'<section class="figure" id="{name}" data-figure="{name}" data-game="{game}">'
+        f'<h2>{html.escape(title)}</h2>{plot}<p class="readout" aria-live="polite">'
+        "Point at or tab to a bar for its figures.</p>"
+        f"{_table(rows)}<details><summary>SQL</summary><pre>{html.escape(sql.strip())}</pre></details></section>"
     )
+
+
+# The page's one script, inline (nothing to fetch): the hover/focus readout, the game filter, and
+# sortable tables. Without it the page still reads: every bar has its <title>, every table its rows.
+SCRIPT = """
+(function () {
+  "use strict";
+  function readout(bar) {
+    var sec = bar.closest("section.figure"), out = sec && sec.querySelector(".readout");
+    if (!out) return;
+    var d = bar.dataset, text = d.label + ": " + d.value;
+    if (d.ci) text += " (95% CI " + d.ci + ")";
+    if (d.tip) text += "; " + d.tip;
+    out.textContent = text;
+  }
+  function onBar(ev) {
+    var bar = ev.target.closest && ev.target.closest("g.bar");
+    if (bar) readout(bar);
+  }
+  document.addEventListener("pointerover", onBar);
+  document.addEventListener("focusin", onBar);
+
+  function relayout(svg) {
+    if (svg.dataset.layout !== "rows") return;
+    var row = Number(svg.dataset.row), k = 0;
+    svg.querySelectorAll("g.bar").forEach(function (g) {
+      if (g.style.display === "none") return;
+      g.setAttribute("transform", "translate(0," + (5 + k * row) + ")");
+      k += 1;
+    });
+    svg.setAttribute("height", String(row * k + 10));
+  }
+  function filter(game) {
+    document.querySelectorAll("section.figure").forEach(function (sec) {
+      var own = sec.dataset.game;
+      sec.hidden = Boolean(game && own && own !== game);
+      sec.querySelectorAll("[data-game]").forEach(function (el) {
+        el.style.display = game && el.dataset.game !== game ? "none" : "";
+      });
+      sec.querySelectorAll("svg.plot").forEach(relayout);
+    });
+  }
+  var select = document.getElementById("game-filter");
+  if (select) select.addEventListener("change", function () { filter(select.value); });
+
+  function key(cell) {
+    var t = cell.textContent.trim(), n = Number(t);
+    return t !== "" && isFinite(n) ? { num: true, v: n } : { num: false, v: t };
+  }
+  function sortBy(th) {
+    var table = th.closest("table"), body = table.tBodies[0], col = th.cellIndex;
+    var up = th.getAttribute("aria-sort") !== "ascending";
+    table.querySelectorAll("th").forEach(function (h) { h.setAttribute("aria-sort", "none"); });
+    th.setAttribute("aria-sort", up ? "ascending" : "descending");
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      var x = key(a.cells[col]), y = key(b.cells[col]), c;
+      if (x.num && y.num) c = x.v - y.v;
+      else if (x.num !== y.num) c = x.num ? -1 : 1;
+      else c = x.v < y.v ? -1 : x.v > y.v ? 1 : 0;
+      return up ? c : -c;
+    });
+    rows.forEach(function (r) { body.appendChild(r); });
+  }
+  document.querySelectorAll("table.sortable th").forEach(function (th) {
+    th.addEventListener("click", function () { sortBy(th); });
+    th.addEventListener("keydown", function (ev) {
+      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); sortBy(th); }
+    });
+  });
+})();
+"""
 
 
 def render(data: dict[str, list[dict[str, Any]]], lake: Path, since: datetime | None) -> str:
@@ -322,15 +581,22 @@ def render(data: dict[str, list[dict[str, Any]]], lake: Path, since: datetime | 
     style = (
         "body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse;"
         "margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;font-size:13px}pre{background:#f4f4f4;"
-        "padding:8px;overflow:auto}"
+        "padding:8px;overflow:auto}th{cursor:pointer;background:#f4f4f4}th[aria-sort=ascending]::after"
+        "{content:' \\25B2'}th[aria-sort=descending]::after{content:' \\25BC'}.readout{font-size:13px;"
+        "color:#333;min-height:1.2em;margin:.2em 0}g.bar:focus{outline:2px solid #222}"
+        "#controls{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ccc}"
     )
+    kinds = sorted({r["game"] for r in data["games_by_status"]} | set(FIGURE_GAME.values()))
+    options = "".join(f'<option value="{html.escape(k)}">{html.escape(k)}</option>' for k in kinds)
     body = "".join(_figure(n, data) for n in QUERIES)
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>Court analytics</title><style>{style}</style>"
         f"</head><body><h1>Court analytics</h1><p>{games} games in {html.escape(str(lake))}"
         f"{' since ' + since.isoformat() if since else ''}; generated "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Every figure's SQL is beside it (docs/analytics.md).</p>"
-        f"{body}</body></html>"
+        f'<div id="controls"><label>Game <select id="game-filter"><option value="">all games</option>'
+        f"{options}</select></label> (tables sort by a click on a header; bars show their figures when "
+        f"pointed at or focused)</div>{body}<script>{SCRIPT}</script></body></html>"
     )
 
 
@@ -427,6 +693,14 @@ games.createOrReplaceTempView("games")  # game and day come from the paths
 
 `court analytics report [--since 2026-12-01] [--out report.html] [--lake PATH]` runs each query below
 (views as above, `games` filtered by `--since`, the other tables to those games) and draws it.
+The page is one self-contained file: inline SVG (every bar has a `<title>` tooltip) and one inline
+script, nothing fetched. The script adds a readout line under each figure (label, value and 95%
+interval of the bar pointed at or focused with Tab), a filter by game kind at the top (figures of
+another game hide; in the figures over every game, that game's rows and bars), and tables that sort
+by a click on a header (numbers as numbers). Rates carry 95% Wilson intervals. The Court's targets
+are the engine's result (`target`, `won`): solitaire 56, co-op combined Free Gift 86, Mutual Swap
+81, Burn 56 (docs/rules/the_court.md, "Targets"); the shared deck has none, so its rows show each
+player's score and no share reached.
 """
 
 
