@@ -691,6 +691,18 @@ def quick(
     run(body)
 
 
+async def unfinished_online_game(court: Court, game: str = "") -> lpb.MyGame | None:
+    """The signed-in person's most recent unfinished online game (of kind ``game`` if given): the
+    one where the clock runs and other people wait for them. Local games are left to `court resume`."""
+    if not court.signed_in:
+        return None
+    try:
+        mine = await court.call(court.lobby.my_games)
+    except CliError:  # a session that no longer signs in: `court play` goes on as a guest
+        return None
+    return next((g for g in mine.games if g.online and (not game or g.game == game)), None)
+
+
 @app.command()
 def play(
     game: Annotated[
@@ -700,19 +712,36 @@ def play(
         list[str] | None, typer.Option("--option", "-o", help="KEY=VALUE, e.g. players=3")
     ] = None,
     level: Annotated[str, typer.Option(help="bot level: random, heuristic, expert")] = "heuristic",
+    new: Annotated[
+        bool,
+        typer.Option("--new", help="start a new local game even if an online game of yours is unfinished"),
+    ] = False,
 ) -> None:
-    """A local game against bots (no rank points); signs you in as a guest if nobody is."""
+    """A local game against bots (no rank points); signs you in as a guest if nobody is.
 
-    if not game:
-        game = choose_game()
+    If you have an unfinished online game (of GAME, when given), you go back to your seat in it
+    instead (as `court resume` does: the clock stops playing for you), since other people wait
+    there; `--new` starts a new local game all the same. Unfinished local games wait for `court resume`."""
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
         from court_bots.levels import HEARTS_PERSON_NAME
 
-        options = parse_options(game, option)
+        if not new and (mine := await unfinished_online_game(court, game)) is not None:
+            out.print(
+                Text(
+                    f"You have an unfinished online game of {GAME_TITLES.get(mine.game, mine.game)} "
+                    f"(game {mine.game_id}); taking your seat back. (`{court_command()} play --new` "
+                    "starts a new local game.)",
+                    style="bold",
+                )
+            )
+            await resume_game(court, out, fancy, mine.game_id)
+            return
+        kind = game or choose_game()
+        options = parse_options(kind, option)
         check_level(level)
         await court.ensure_guest(HEARTS_PERSON_NAME)
-        lb = await court.call(court.lobby.create_lobby, game, options, online=False, private=True)
+        lb = await court.call(court.lobby.create_lobby, kind, options, online=False, private=True)
         lb = await fill_and_start(court, out, lb, level)
         await sit_and_play(court, out, fancy, lb.game_id, level)
 
@@ -769,21 +798,29 @@ def resume(
             if not mine.games:
                 raise CliError("you have no unfinished game to resume")
             gid = mine.games[0].game_id
-        if from_save_point:
-            lb = await court.call(court.lobby.resume, gid)
-            out.print(
-                Text(
-                    f"Game {gid} resumes from its last save point as game {lb.game_id} (a new local table; "
-                    "the old game is abandoned).",
-                    style="bold",
-                )
-            )
-            gid = lb.game_id
-        else:
-            out.print(Text(f"Resuming game {gid}.", style="bold"))
-        await sit_and_play(court, out, fancy, gid)
+        await resume_game(court, out, fancy, gid, from_save_point=from_save_point)
 
     run(body)
+
+
+async def resume_game(
+    court: Court, out: Console, fancy: bool, gid: str, *, from_save_point: bool = False
+) -> None:
+    """Sit down again at game ``gid`` (`court resume`, and `court play` with an unfinished online
+    game): the table takes an away seat back (ReturnToSeat) before it shows the game."""
+    if from_save_point:
+        lb = await court.call(court.lobby.resume, gid)
+        out.print(
+            Text(
+                f"Game {gid} resumes from its last save point as game {lb.game_id} (a new local table; "
+                "the old game is abandoned).",
+                style="bold",
+            )
+        )
+        gid = lb.game_id
+    else:
+        out.print(Text(f"Resuming game {gid}.", style="bold"))
+    await sit_and_play(court, out, fancy, gid)
 
 
 @app.command()

@@ -276,3 +276,70 @@ async def test_a_turn_that_times_out_at_the_prompt_closes_it(bot_stack: Stack) -
     assert mine and mine[0].kind == "timeout" and mine[0].player == "court:clock", [
         (m.kind, m.player) for m in mine
     ]
+
+
+async def _court_play(stack: Stack, config: Path, *args: str) -> str:
+    """`court play ARGS` as a person types it, pointed at ``stack``, with ``q`` at the first prompt."""
+    from court_cli.session import SessionStore
+
+    from tests.cli.conftest import COURT
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COURT_")}
+    env.update(
+        {
+            "COURT_CONFIG_DIR": str(config),
+            "COURT_RULES_ADDR": stack.rules.address,
+            "COURT_LOBBY_ADDR": stack.lobby.address,
+            "COURT_RANKING_ADDR": stack.ranking.address,
+            "COURT_BOT_ADDR": stack.bot.address,
+            "COURT_NATS_URL": stack.nats.url,
+            "LANG": "C.UTF-8",
+        }
+    )
+    assert SessionStore(config / "session.json").load(stack.lobby.address) is not None
+    proc = await asyncio.create_subprocess_exec(
+        COURT,
+        "play",
+        *args,
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(b"q\n"), timeout=120)
+    return out.decode()
+
+
+@pytest.mark.asyncio
+async def test_court_play_returns_a_person_to_their_unfinished_online_game(
+    bot_stack: Stack, tmp_path: Path
+) -> None:
+    """Ann's terminal closed mid-game and the clock marked her away. She types `court play hearts`
+    again: instead of a new local table she is told of her online game (its id), sits down in it,
+    and her seat is hers again (SeatReturned; the clock no longer plays for her). `court play --new
+    hearts` starts a new local game all the same."""
+    from court_cli.session import SessionStore
+
+    stack = bot_stack
+    ann = await stack.player("Ann")
+    started = await hearts_lobby(stack, ann, turn_seconds=600)
+    gid = started.game_id
+    await ann.rules.leave_seat(gid)
+    assert (await stack.rules_view(gid)).seat_clocks[0].away
+    config = tmp_path / "ann-config"
+    SessionStore(config / "session.json").save(
+        stack.lobby.address, {"token": ann.token, "player_id": ann.id, "name": "Ann"}
+    )
+
+    text = await _court_play(stack, config, "hearts")
+    assert f"You have an unfinished online game of Hearts (game {gid}); taking your seat back." in text, text
+    assert "You are back in your seat" in text, text[-2000:]
+    view = await stack.rules_view(gid)
+    assert not view.seat_clocks[0].away and 0 in view.to_act and not view.finished
+
+    text = await _court_play(stack, config, "--new", "hearts")
+    assert "unfinished online game" not in text, text
+    mine = await ann.call("ListMyGames", lpb.ListMyGamesRequest())
+    others = [g for g in mine.games if g.game_id != gid]
+    assert len(others) == 1 and others[0].game == "hearts" and not others[0].online, mine
+    assert [g.game_id for g in mine.games if g.online] == [gid]  # the online game still waits for her
