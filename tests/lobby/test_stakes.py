@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import random
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -393,6 +394,59 @@ async def test_the_lobby_sigkilled_mid_start_is_finished_by_another_replica(stac
     view = await players[1].rules.get_view(fixed.game_id)  # the one game, under the fixed id
     assert view.game_id == fixed.game_id and not view.finished
     assert (await asyncio.to_thread(stack.ranking.store.game_status, fixed.game_id)) == "active"
+    await clean_audit(stack)
+
+
+@pytest.mark.slow
+async def test_a_start_whose_replica_died_ends_within_a_minute_on_the_defaults_with_no_retry(stack: Stack):
+    """The issue's bound, on the shipped settings: "nothing stays in `starting` longer than a minute
+    once the services are back". A lobby replica with the default lease (30 s) is SIGKILLed right
+    after taking the antes; nobody retries. The surviving replica's own sweep (default every 10 s)
+    takes the lobby once the dead one's lease runs out and starts its game: one game under the fixed
+    id, one ante per player, within 60 s of the kill (about 30 to 40 s by construction)."""
+    players, lid = await full_table(stack)
+    settings = stack.settings("lobby")
+    doomed = ServiceProcess(
+        [sys.executable, "-m", "tests.lobby.faulty_lobby", "after_antes"],
+        {
+            "COURT_DATABASE_URL": settings.database_url,
+            "COURT_RULES_ADDR": stack.rules.address,
+            "COURT_RANKING_ADDR": stack.ranking.address,
+            **keys.env("lobby"),
+            "COURT_ENV": "test",
+            "COURT_LOGIN_RATE": "0",
+            "COURT_LOGIN_NAME_RATE": "0",
+            "COURT_SIGNUP_RATE": "0",
+            "COURT_LISTEN": "127.0.0.1:0",
+            "COURT_METRICS_LISTEN": "",
+            "COURT_STATE_DIR": str(stack.tmp_path / "doomed"),
+        },  # no COURT_START_LEASE / COURT_START_SWEEP: the defaults
+    )
+    try:
+        port = await asyncio.to_thread(doomed.wait_ready)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
+            from court_proto.court.lobby.v1 import lobby_pb2_grpc
+
+            with pytest.raises(grpc.aio.AioRpcError):
+                await lobby_pb2_grpc.LobbyServiceStub(ch).StartGame(
+                    lpb.StartGameRequest(request_id=rid(), lobby_id=lid), metadata=players[0].meta, timeout=30
+                )
+        assert await asyncio.to_thread(doomed.wait_exit) == -9 and b"DYING after_antes" in doomed.out
+    finally:
+        doomed.close()
+    killed = time.monotonic()
+    assert (await asyncio.to_thread(stack.lobby.store.lobby, lid)).status == "starting"
+    while True:  # what a member sees, polling GetLobby; nobody calls StartGame again
+        lobby = await players[1].call("GetLobby", lpb.GetLobbyRequest(lobby_id=lid))
+        waited = time.monotonic() - killed
+        if lobby.state != lpb.LOBBY_STATE_STARTING or waited > 120:
+            break
+        await asyncio.sleep(0.5)
+    print(f"left in starting for {waited:.1f} s after the kill (default lease 30 s, sweep 10 s)")
+    assert lobby.state == lpb.LOBBY_STATE_STARTED, lobby
+    assert waited <= 60, f"the lobby stayed in starting {waited:.1f} s after its replica died"
+    assert await balances(players) == [1000 - ANTE] * 3
+    assert (await players[2].rules.get_view(lobby.game_id)).game_id == lobby.game_id
     await clean_audit(stack)
 
 
