@@ -17,8 +17,7 @@
   its own session so a terminal's Ctrl-C reaches only the launcher, which then stops them in
   order: SIGTERM to every service, a grace period, SIGKILL for stragglers, then NATS the same way.
   On Linux each child also gets SIGTERM if the launcher itself dies (``PR_SET_PDEATHSIG`` through
-  ``setpriv``), so a
-  killed launcher leaves no orphans either;
+  ``setpriv``), so a killed launcher leaves no orphans either;
 * waits until each service answers SERVING over the gRPC health protocol;
 * writes ``<state>/stack.json`` (addresses and process ids) and logs to ``<state>/logs/``.
 

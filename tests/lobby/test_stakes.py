@@ -346,17 +346,13 @@ async def test_the_replica_answering_start_game_drives_it_and_another_replica_s_
     await clean_audit(stack)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("step", ["after_antes", "after_game"])
-async def test_the_lobby_sigkilled_mid_start_is_finished_by_another_replica(stack: Stack, step: str):
-    """A lobby replica (its own process) dies at ``step``; the surviving replica's sweep takes over
-    once the dead one's lease expires, and the host's retry (same request id) gets the started lobby."""
-    players, lid = await full_table(stack)
-    settings = stack.settings("lobby")
-    doomed = ServiceProcess(
+def doomed_lobby(stack: Stack, step: str, extra: dict[str, str] | None = None) -> ServiceProcess:
+    """A lobby replica in its own process (tests.lobby.faulty_lobby) over the stack's database,
+    rules and ranking, that SIGKILLs itself at saga ``step``; ``extra``: more settings."""
+    return ServiceProcess(
         [sys.executable, "-m", "tests.lobby.faulty_lobby", step],
         {
-            "COURT_DATABASE_URL": settings.database_url,
+            "COURT_DATABASE_URL": stack.settings("lobby").database_url,
             "COURT_RULES_ADDR": stack.rules.address,
             "COURT_RANKING_ADDR": stack.ranking.address,
             **keys.env("lobby"),
@@ -366,12 +362,20 @@ async def test_the_lobby_sigkilled_mid_start_is_finished_by_another_replica(stac
             "COURT_SIGNUP_RATE": "0",
             "COURT_LISTEN": "127.0.0.1:0",
             "COURT_METRICS_LISTEN": "",
-            # renewed every third of it while the doomed replica lives; the survivor takes over once it runs out
-            "COURT_START_LEASE": "4",
-            "COURT_START_SWEEP": "3600",
             "COURT_STATE_DIR": str(stack.tmp_path / "doomed"),
+            **(extra or {}),
         },
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", ["after_antes", "after_game"])
+async def test_the_lobby_sigkilled_mid_start_is_finished_by_another_replica(stack: Stack, step: str):
+    """A lobby replica (its own process) dies at ``step``; the surviving replica's sweep takes over
+    once the dead one's lease expires, and the host's retry (same request id) gets the started lobby."""
+    players, lid = await full_table(stack)
+    # renewed every third of it while the doomed replica lives; the survivor takes over once it runs out
+    doomed = doomed_lobby(stack, step, {"COURT_START_LEASE": "4", "COURT_START_SWEEP": "3600"})
     try:
         port = await asyncio.to_thread(doomed.wait_ready)
         start = lpb.StartGameRequest(request_id=rid(), lobby_id=lid)
@@ -405,23 +409,7 @@ async def test_a_start_whose_replica_died_ends_within_a_minute_on_the_defaults_w
     takes the lobby once the dead one's lease runs out and starts its game: one game under the fixed
     id, one ante per player, within 60 s of the kill (about 30 to 40 s by construction)."""
     players, lid = await full_table(stack)
-    settings = stack.settings("lobby")
-    doomed = ServiceProcess(
-        [sys.executable, "-m", "tests.lobby.faulty_lobby", "after_antes"],
-        {
-            "COURT_DATABASE_URL": settings.database_url,
-            "COURT_RULES_ADDR": stack.rules.address,
-            "COURT_RANKING_ADDR": stack.ranking.address,
-            **keys.env("lobby"),
-            "COURT_ENV": "test",
-            "COURT_LOGIN_RATE": "0",
-            "COURT_LOGIN_NAME_RATE": "0",
-            "COURT_SIGNUP_RATE": "0",
-            "COURT_LISTEN": "127.0.0.1:0",
-            "COURT_METRICS_LISTEN": "",
-            "COURT_STATE_DIR": str(stack.tmp_path / "doomed"),
-        },  # no COURT_START_LEASE / COURT_START_SWEEP: the defaults
-    )
+    doomed = doomed_lobby(stack, "after_antes")  # no COURT_START_LEASE / COURT_START_SWEEP: the defaults
     try:
         port = await asyncio.to_thread(doomed.wait_ready)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as ch:
