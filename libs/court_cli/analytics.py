@@ -258,18 +258,21 @@ class Bar:
         v = self.value if v is None else v
         return f"{v:.1%}" if self.rate else f"{v:g}"
 
+    def ci_text(self) -> str:
+        """The interval as the page shows it ("" when the bar has none)."""
+        return "" if self.ci is None else f"{self.shown(self.ci[0])}..{self.shown(self.ci[1])}"
+
     def attrs(self) -> str:
         """The data attributes the page's script reads (and the <title> that reads without it)."""
-        ci = "" if self.ci is None else f"{self.shown(self.ci[0])}..{self.shown(self.ci[1])}"
         return (
             f'class="bar" tabindex="0" data-label="{html.escape(self.label)}" '
-            f'data-value="{html.escape(self.shown())}" data-ci="{html.escape(ci)}" '
+            f'data-value="{html.escape(self.shown())}" data-ci="{html.escape(self.ci_text())}" '
             f'data-tip="{html.escape(self.tip)}"'
             + ("" if self.game is None else f' data-game="{html.escape(self.game)}"')
         )
 
     def title(self) -> str:
-        ci = "" if self.ci is None else f" (95% CI {self.shown(self.ci[0])}..{self.shown(self.ci[1])})"
+        ci = f" (95% CI {self.ci_text()})" if self.ci is not None else ""
         return html.escape(f"{self.label}: {self.shown()}{ci}{'; ' + self.tip if self.tip else ''}")
 
 
