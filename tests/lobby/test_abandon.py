@@ -6,7 +6,7 @@ id: nobody plays on it, no result and so no payout can follow), then refunds eve
 marks the lobby abandoned. With the rules service (or ranking) away at the last ask, that person
 reads UNAVAILABLE saying the abandon finishes on its own; nothing is refunded while the game may
 still be live; once the service is back the abandon sweep finishes it, and a retry of the call
-is told the game was abandoned and every ante refunded. The ledger audit passes after each.
+answers the abandoned lobby (every ante refunded), as every duplicate of one call does. The ledger audit passes after each.
 """
 
 from __future__ import annotations
@@ -123,9 +123,52 @@ async def test_a_backend_away_at_the_last_ask_refunds_nothing_until_the_game_is_
     await eventually(lambda: _is(stack, lid, "abandoned"), "the abandon sweep finishing it", timeout=60)
     assert await balances(players) == [1000] * 3
     await assert_abandoned_game_closed(stack, players, gid)
-    # the client's retry (its first attempt stored no answer): the game was abandoned, it is told so
-    retried = await fails(C.FAILED_PRECONDITION, players[2].call("AbandonGame", last), "was abandoned")
-    assert "every ante is refunded" in retried
+    # the client's retry (its first attempt stored no answer), as the UNAVAILABLE told it: it sees
+    # the abandon it asked for done, and that answer is kept for the request id
+    retried = await players[2].call("AbandonGame", last)
+    assert retried.state == lpb.LOBBY_STATE_ABANDONED and retried.lobby_id == lid
+    again = await players[2].call("AbandonGame", last)
+    assert again.SerializeToString(deterministic=True) == retried.SerializeToString(deterministic=True)
+    assert await balances(players) == [1000] * 3
+    await clean_audit(stack)
+
+
+async def test_duplicates_of_the_last_ask_overtaken_by_the_sweep_all_get_its_one_answer(stack: Stack):
+    """The last ask's first attempt is held inside its refund while the abandon sweep (every 0.5 s
+    here) finishes the abandon on its own; duplicates of that call (a client retrying the same
+    request id) arrive after the sweep. Every one of them, and the held attempt once let go, gets
+    the same answer: the abandoned lobby (before the fix the duplicates were refused "was abandoned:
+    nothing to ask" while the held attempt answered the lobby: two answers for one request id).
+    Every ante comes back once."""
+    players, lid = await full_table(stack)
+    gid = (await players[0].start(lid)).game_id
+    for p in players[:2]:
+        await p.call("AbandonGame", ask(gid))
+    backends = stack.lobby.servicer.backends
+    refund, held, go = backends.abandon_game, asyncio.Event(), asyncio.Event()
+
+    async def held_first(game_id: str) -> Any:
+        if not held.is_set():
+            held.set()
+            await go.wait()
+        return await refund(game_id)
+
+    backends.abandon_game = held_first  # type: ignore[method-assign]
+    last = ask(gid)
+    first = asyncio.create_task(players[2].call("AbandonGame", last))
+    await asyncio.wait_for(held.wait(), 30)
+    await eventually(lambda: _is(stack, lid, "abandoned"), "the abandon sweep finishing it", timeout=60)
+    dups = await asyncio.gather(
+        *[players[2].call("AbandonGame", last) for _ in range(10)], return_exceptions=True
+    )
+    go.set()
+    answers = [*dups, await first]
+    errors = [a for a in answers if isinstance(a, BaseException)]
+    assert not errors, [str(e)[:300] for e in errors[:3]]
+    assert len({a.SerializeToString(deterministic=True) for a in answers}) == 1, "more than one answer"
+    assert answers[0].state == lpb.LOBBY_STATE_ABANDONED
+    assert await balances(players) == [1000] * 3
+    await assert_abandoned_game_closed(stack, players, gid)
     await clean_audit(stack)
 
 

@@ -657,15 +657,22 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
 
     async def _abandon_under_way(self, me: Account, game_id: str, call: Call) -> LobbyInfo | None:
         """When every person of ``me``'s lobby of ``game_id`` has asked: finish the abandon if it is
-        still under way (a backend was away, or a duplicate is at it), refuse if it is done; else None."""
+        still under way (a backend was away, or a duplicate is at it), answer the abandoned lobby if
+        it is done; else None.
+
+        Done, the answer is the abandoned lobby, stored under the call's request id, whoever finished
+        it: a duplicate of this call, another person's last ask, or the sweep (after an attempt of
+        this call found a backend away and was told to retry with the same request_id to see it).
+        The caller asked (every person did), so the abandon is what they asked for; and duplicates of
+        one call racing the sweep all get the one answer, where a refusal for those that looked
+        after the sweep and the lobby for the call the sweep overtook would be two."""
         found = await self._run(self.store.lobby_of_game, game_id) if game_id and len(game_id) <= 64 else None
         if found is None or not found.seat_of(me.id) or not _every_person_asked(found):
             return None
         if found.status == STARTED:
             return await self._abandon(found, call, "every person at the table asked")
-        if found.status == ABANDONED:  # by an earlier call, or by the sweep after one failed
-            refund = "; every ante is refunded" if found.online else ""
-            raise FailedPrecondition(f"game {found.game_id} was abandoned{refund}: nothing to ask")
+        if found.status == ABANDONED:  # by an earlier call, another's last ask, or the sweep
+            return await self._run(self.store.remember, call, found.id)
         return None
 
     async def _abandon(self, info: LobbyInfo, call: Call | None, why: str) -> LobbyInfo:
