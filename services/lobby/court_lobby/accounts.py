@@ -7,6 +7,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -17,8 +18,14 @@ from court_kit.tokens import Signer, issue_token
 
 MIN_PASSWORD, MAX_PASSWORD = 8, 256
 _hasher = PasswordHasher()
-# verifying against this keeps an unknown name as slow as a wrong password
-_DUMMY_HASH = _hasher.hash("court-no-such-account")
+
+
+@cache
+def _dummy_hash() -> str:
+    """Verifying against this keeps an unknown name as slow as a wrong password. Made on first use,
+    with the hasher's own parameters, not at import: one argon2 hash is 0.2 s of CPU, paid by every
+    process that imports this module (each lobby replica, each tool, each test worker)."""
+    return _hasher.hash("court-no-such-account")
 
 
 def check_password(password: str) -> str:
@@ -33,7 +40,7 @@ def hash_password(password: str) -> str:
 
 def verify_password(password_hash: str | None, password: str) -> bool:
     try:
-        return _hasher.verify(password_hash or _DUMMY_HASH, password) and password_hash is not None
+        return _hasher.verify(password_hash or _dummy_hash(), password) and password_hash is not None
     except (VerificationError, InvalidHashError):
         return False
 
