@@ -551,6 +551,18 @@ def view_to_proto(game: str, view: Mapping[str, Any]) -> Any:
     return _VIEW_TO(view, game)
 
 
+_VIEW_KW, _ = _value_converters(View.DESCRIPTOR, nested=True)
+
+
+def view_kwargs(game: str, view: Mapping[str, Any]) -> dict[str, Any]:
+    """``view_to_proto``'s value as the constructor argument of a message's ``View`` field (a
+    dict protobuf builds in place: no copy of a finished View). A value of the wrong type is
+    refused only by that constructor: call ``view_to_proto`` then for the TypedError."""
+    if game not in GAMES:
+        raise TypedError(f"unknown game {game!r}")
+    return _VIEW_KW(view, game)  # type: ignore[no-any-return]
+
+
 def view_from_proto(msg: Any) -> dict[str, Any]:
     """The engine's view dict back from a ``View`` (equal to ``module.view(state, seat)``)."""
     return _VIEW_FROM(msg)  # type: ignore[no-any-return]
