@@ -398,11 +398,6 @@ async def direct_get_batch(
         seq = out[-1].seq + 1
 
 
-def _expire(fut: asyncio.Future[bytes]) -> None:
-    if not fut.done():
-        fut.set_exception(TimeoutError("no JetStream ack in time"))
-
-
 class Publisher:
     """Lean pipelined JetStream publishes: every ack comes back on one wildcard reply subscription.
 
@@ -455,18 +450,6 @@ class Publisher:
             self._futures.pop(token, None)
             raise
         return fut
-
-    @staticmethod
-    async def ack(fut: asyncio.Future[bytes], timeout: float) -> bytes:
-        """``await asyncio.wait_for(fut, timeout)`` for a ``publish`` future, cheaper: a timer fails
-        the future itself with ``TimeoutError`` (no waiter future and callbacks of wait_for's; a
-        move awaits one ack). Cancelling the caller cancels the future, as wait_for does; after a
-        timeout ``forget`` it."""
-        timer = asyncio.get_running_loop().call_later(timeout, _expire, fut)
-        try:
-            return await fut
-        finally:
-            timer.cancel()
 
     def forget(self, futures: Sequence[asyncio.Future[bytes]]) -> None:
         """Stop waiting for these acks (after a timeout)."""

@@ -203,7 +203,7 @@ class Projector:
             fut = None
             try:
                 fut = await self.store.publisher.publish(krec.public_subject(rec.game, gid), data, headers)
-                ack = json.loads(await self.store.publisher.ack(fut, self.store.timeout))
+                ack = json.loads(await asyncio.wait_for(fut, self.store.timeout))
             except APIError as exc:
                 if exc.err_code == kjs.ERR_WRONG_LAST_SEQUENCE:
                     # someone else (another projector) moved the subject on: read it again

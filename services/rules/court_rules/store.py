@@ -147,7 +147,7 @@ class GameStore:
         fut = None
         try:
             fut = await self.publisher.publish(self.subject(game_id), data, headers)
-            ack = await self.publisher.ack(fut, self.timeout)
+            ack = await asyncio.wait_for(fut, self.timeout)
         except APIError as exc:
             if exc.err_code == kjs.ERR_WRONG_LAST_SEQUENCE:
                 raise Conflict(str(exc)) from None
