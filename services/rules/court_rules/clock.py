@@ -62,6 +62,8 @@ NO_CLOCK = Settings()
 
 @dataclass(frozen=True, slots=True)
 class SeatState:
+    # built positionally on the hot path (advance, _turns: every move), not with
+    # dataclasses.replace, which costs several times more: keep the field order
     bank_ms: int
     turn_seq: int = -1  # the record that started the seat's current turn (-1: not to act)
     turn_t: int = 0  # that record's time
@@ -104,7 +106,8 @@ def advance(
             bank = max(0, bank - max(0, t - (s.turn_t + settings.turn_ms)))
         if s.away:
             notes.append("SeatReturned")
-        s = replace(s, bank_ms=bank, timeouts=0, away_since=None)
+        if (bank, 0, None) != (s.bank_ms, s.timeouts, s.away_since):  # a bot's move changes none
+            s = SeatState(bank, s.turn_seq, s.turn_t, s.deadline, 0, None)
     elif kind == TIMEOUT:
         s = replace(s, bank_ms=0, timeouts=s.timeouts + 1)
         if s.timeouts >= AWAY_AFTER and not s.away:
@@ -145,14 +148,14 @@ def _turns(
     for i, s in enumerate(out):
         if i not in now:
             if s.turn_seq >= 0:
-                out[i] = replace(s, turn_seq=-1, turn_t=0, deadline=None)
+                out[i] = SeatState(s.bank_ms, -1, 0, None, s.timeouts, s.away_since)
             continue
         if i in prev and i != acted and i != restart and s.turn_seq >= 0:
             continue  # still to act: the same turn (a simultaneous phase)
         deadline = t + settings.turn_ms + s.bank_ms if settings.on else None
         if recorded is not None and i in recorded:
             deadline = recorded[i]  # the log is the authority
-        out[i] = replace(s, turn_seq=seq, turn_t=t, deadline=deadline)
+        out[i] = SeatState(s.bank_ms, seq, t, deadline, s.timeouts, s.away_since)
     return tuple(out)
 
 

@@ -92,6 +92,8 @@ class Move:
     kind: str = kclock.MOVE  # see clock.KINDS
     dl: tuple[tuple[int, int], ...] | None = None  # (seat, deadline ms) of the seats to act after it
     due: int | None = field(default=None, compare=False)  # when the clock has work after it (not stored)
+    # the clock after it and its seat notes, as ``propose`` computed them (``commit`` reuses them)
+    clock: tuple[kclock.Clock, tuple[str, ...]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_seat_record(self) -> bool:
@@ -450,12 +452,14 @@ class GameEntry:
             if self.module.is_terminal(state)
             else kclock.next_due(clk[0], self.module.to_act(state), self.humans)
         )
-        move = Move(move.seq, seat, action_json, by, rid, t, kind, dl, due)
+        move = Move(move.seq, seat, action_json, by, rid, t, kind, dl, due, clk)
         return move, state, self.service_events(move.seq, move, engine, state, clk)
 
     def commit(self, move: Move, state: Any, events: tuple[Event, ...], sseq: int) -> None:
         assert move.seq == self.seq + 1, "moves commit in order"
-        self.clocks.append(self._advance(move, self.state, state))
+        # propose's clock: computed from this very position (the entry's lock is held from the
+        # proposal to the commit, and the seq check above holds), so not a second time
+        self.clocks.append(move.clock if move.clock is not None else self._advance(move, self.state, state))
         self.state = state
         self.seq = move.seq
         self.last_sseq = sseq

@@ -74,15 +74,21 @@ def _build_view(
     module = entry.module
     acting = () if closed else module.to_act(state)
     finished = closed or module.is_terminal(state)
-    v = rules_pb2.GameView(
-        game=entry.game,
-        game_id=entry.game_id,
-        seq=seq,
-        to_act=acting,
-        finished=finished,
-        seats=entry.seats,
-        view=typed.view_to_proto(entry.game, module.view(state, seat)),
-    )
+    engine_view = module.view(state, seat)
+    try:
+        # the typed view built in place (typed.view_kwargs), not built and then copied in
+        v = rules_pb2.GameView(
+            game=entry.game,
+            game_id=entry.game_id,
+            seq=seq,
+            to_act=acting,
+            finished=finished,
+            seats=entry.seats,
+            view=typed.view_kwargs(entry.game, engine_view),
+        )
+    except (TypeError, ValueError):
+        typed.view_to_proto(entry.game, engine_view)  # the TypedError that names the field
+        raise
     if seat is not None:
         v.your_seat = seat
     v.options.MergeFromString(entry.options_bytes)
