@@ -31,7 +31,7 @@ from nats.aio.client import Client as NATS
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from .store import SETTLING_EVENTS, RankingStore
+from .store import RankingStore
 
 log = klog.get_logger("court_ranking.consumer")
 
@@ -100,15 +100,10 @@ class EventConsumer:
     async def handle(self, data: bytes, headers: dict[str, str] | None) -> None:
         """Apply one record message (idempotent: safe to call again for the same message)."""
         rec = decode(data)
-        if not await asyncio.to_thread(self.store.is_ranked, rec.game_id):
-            return
-        for seq, idx, last, payload in rows_of(rec):
-            await asyncio.to_thread(self.store.take_event, rec.game_id, seq, idx, payload, last)
-            if payload["type"] in SETTLING_EVENTS and not await asyncio.to_thread(
-                self.store.covers, rec.game_id, seq, idx
-            ):
-                await self.backfill(rec.game, rec.game_id)
-                await asyncio.to_thread(self.store.settle, rec.game_id)
+        taken = await asyncio.to_thread(self.store.take_record, rec.game_id, rows_of(rec))
+        if taken is not None and not taken.covered:
+            await self.backfill(rec.game, rec.game_id)
+            await asyncio.to_thread(self.store.settle, rec.game_id)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Fetch and apply events until ``stop`` is set; survives NATS restarts and a missing stream."""

@@ -80,6 +80,17 @@ class Standing:
     games: int
 
 
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """What ``take_record`` did: ledger entries added, the record's final settling event's key (or
+    ``None``), and whether the stored contiguous prefix reaches it (when not, events before it are
+    missing: the consumer reads them back from the stream and settles again)."""
+
+    entries: int
+    settling: tuple[int, int] | None
+    covered: bool
+
+
 class RankingStore:
     def __init__(self, engine: Engine):
         self.engine = engine
@@ -360,6 +371,10 @@ class RankingStore:
 
         Returns how many were new (0 for an unregistered game: local games are never ranked).
         """
+        return self._record(game_id, events) or 0
+
+    def _record(self, game_id: str, events: Iterable[tuple[int, int, bool, Mapping[str, Any]]]) -> int | None:
+        """``record_events`` in one transaction; ``None`` when the game was never registered."""
         rows = [
             {
                 "game_id": game_id,
@@ -373,8 +388,8 @@ class RankingStore:
         ]
         with self.session() as s, s.begin():
             if s.get(RankedGame, game_id) is None:
-                return 0
-            return insert_ignore(s, GameEvent.__table__, rows)
+                return None
+            return insert_ignore(s, GameEvent.__table__, rows) if rows else 0
 
     def record_event(
         self, game_id: str, seq: int, idx: int, payload: Mapping[str, Any], last: bool = False
@@ -385,16 +400,33 @@ class RankingStore:
     def take_event(
         self, game_id: str, seq: int, idx: int, payload: Mapping[str, Any], last: bool = False
     ) -> int:
-        """Record one event and settle the game when it may owe something new; returns entries added.
+        """Record one event and settle the game when it may owe something new; returns entries added
+        (``take_record`` of one event)."""
+        taken = self.take_record(game_id, [(seq, idx, last, payload)])
+        return 0 if taken is None else taken.entries
 
-        Settling is needed when the event ends a round or the game (also when it is a repeat: the
-        first delivery may have died before settling), or when a new event fills a gap (the
-        contiguous prefix then grows past events that arrived earlier); otherwise recording suffices.
+    def take_record(
+        self, game_id: str, events: Sequence[tuple[int, int, bool, Mapping[str, Any]]]
+    ) -> Taken | None:
+        """Record one game record's events ``(seq, index, last, payload)`` in one transaction and
+        settle the game when they may owe something new; ``None`` when the game is not ranked.
+
+        Settling is needed when an event ends a round or the game (also when it is a repeat: the
+        first delivery may have died before settling), or when new events fill a gap (the
+        contiguous prefix then grows past events that arrived earlier); otherwise recording
+        suffices. Settling reads the whole contiguous prefix, so one settle after the record's
+        events are stored owes what one settle after each of them would.
         """
-        new = self.record_event(game_id, seq, idx, payload, last)
-        if payload.get("type") in SETTLING_EVENTS or (new and self._last_key(game_id) > (seq, idx)):
-            return self.settle(game_id)
-        return 0
+        added = self._record(game_id, events)
+        if added is None:
+            return None
+        settling = [(seq, idx) for seq, idx, _, p in events if p.get("type") in SETTLING_EVENTS]
+        if not settling and not (added and self._last_key(game_id) > max((e[0], e[1]) for e in events)):
+            return Taken(0, settling=None, covered=True)
+        entries, end = self._settle(game_id)
+        return Taken(
+            entries, settling=settling[-1] if settling else None, covered=not settling or end >= settling[-1]
+        )
 
     def covers(self, game_id: str, seq: int, idx: int) -> bool:
         """Whether the contiguous prefix of stored events reaches event ``(seq, idx)``."""
@@ -449,14 +481,16 @@ class RankingStore:
 
     def settle(self, game_id: str) -> int:
         """Apply every entry the game's events imply so far; returns how many were new."""
+        return self._settle(game_id)[0]
+
+    def _settle(self, game_id: str) -> tuple[int, tuple[int, int]]:
+        """``settle``, and the key of the contiguous prefix's final event (what ``covers`` asks)."""
         with self.session() as s, s.begin():
             row = s.get(RankedGame, game_id)
-            if row is None:
-                return 0
-            info = self._info(s, row)
-            if row.status == "abandoned":
-                return 0
-        events = self.events(game_id)
+            info = None if row is None or row.status == ABANDONED else self._info(s, row)
+        events, end = self._prefix(game_id)
+        if info is None:
+            return 0, end
         entries = settle.game_entries(info, events)
         ranks = settle.standings(events, len(info.players)) if info.online else None
         ended = settle.game_ended(events)
@@ -464,7 +498,7 @@ class RankingStore:
             # the game's row lock orders this against AbandonGame: refund or payout, never both
             locked = s.get(RankedGame, game_id, with_for_update=True, populate_existing=True)
             if locked.status in (ABANDONED, VOID):
-                return 0
+                return 0, end
             if ended is not None:
                 s.execute(
                     update(RankedGame)
@@ -480,7 +514,7 @@ class RankingStore:
                 )
                 if won.rowcount == 1:
                     self._rate(s, info, ranks)
-        return added
+        return added, end
 
     def abandon_game(self, game_id: str, claim: rq.Claim | None = None, render: Render | None = None) -> int:
         """An unfinished game given up: every ante comes back (once, keyed by the game id), no
