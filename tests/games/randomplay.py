@@ -52,8 +52,19 @@ def ints_in(obj: Any) -> set[int]:
     return out
 
 
+_QUOTED: dict[str, str] = {}  # a card name -> its JSON token (a few dozen names, quoted once)
+
+
+def _quoted(card: str) -> str:
+    q = _QUOTED.get(card)
+    if q is None:
+        q = _QUOTED[card] = json.dumps(card)
+    return q
+
+
 def check_views(game: Any, state: Any, seed: int) -> None:
     n = game.num_players(state)
+    seed_text = str(seed)
     for seat in [None, *range(n)]:
         v = game.view(state, seat)
         text = json.dumps(v)  # views are JSON
@@ -61,10 +72,10 @@ def check_views(game: Any, state: Any, seed: int) -> None:
         # A string in the view appears in its JSON as its own JSON token, an int as its digits: so
         # when the text holds neither, the view holds neither (the walks below, exact but slow, are
         # only needed to confirm a hit, which may be a part of something else).
-        if any(json.dumps(c) in text for c in hidden):
+        if any(_quoted(c) in text for c in hidden):
             leaked = strings_in(v) & hidden
             assert not leaked, f"view of seat {seat} leaks {sorted(leaked)}"
-        if str(seed) in text:
+        if seed_text in text:
             assert seed not in ints_in(v), f"view of seat {seat} leaks the seed"
 
 
