@@ -7,6 +7,7 @@ conservation) and ``hidden_cards(state, seat)`` (what ``seat`` must not see).
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from collections import Counter
@@ -52,14 +53,7 @@ def ints_in(obj: Any) -> set[int]:
     return out
 
 
-_QUOTED: dict[str, str] = {}  # a card name -> its JSON token (a few dozen names, quoted once)
-
-
-def _quoted(card: str) -> str:
-    q = _QUOTED.get(card)
-    if q is None:
-        q = _QUOTED[card] = json.dumps(card)
-    return q
+_quoted = functools.cache(json.dumps)  # a card name -> its JSON token (a few dozen names, quoted once)
 
 
 def check_views(game: Any, state: Any, seed: int) -> None:

@@ -82,12 +82,11 @@ class Standing:
 
 @dataclass(frozen=True, slots=True)
 class Taken:
-    """What ``take_record`` did: ledger entries added, the record's final settling event's key (or
-    ``None``), and whether the stored contiguous prefix reaches it (when not, events before it are
-    missing: the consumer reads them back from the stream and settles again)."""
+    """What ``take_record`` did: ledger entries added, and whether the stored contiguous prefix
+    reaches the record's final settling event (when not, events before it are missing: the consumer
+    reads them back from the stream and settles again)."""
 
     entries: int
-    settling: tuple[int, int] | None
     covered: bool
 
 
@@ -362,10 +361,6 @@ class RankingStore:
             row = s.get(RankedGame, game_id)
             return None if row is None else row.status
 
-    def is_ranked(self, game_id: str) -> bool:
-        with self.session() as s:
-            return s.get(RankedGame, game_id) is not None
-
     def record_events(self, game_id: str, events: Iterable[tuple[int, int, bool, Mapping[str, Any]]]) -> int:
         """Keep events ``(seq, index, last of its move, full-form payload)`` of a registered game.
 
@@ -422,11 +417,9 @@ class RankingStore:
             return None
         settling = [(seq, idx) for seq, idx, _, p in events if p.get("type") in SETTLING_EVENTS]
         if not settling and not (added and self._last_key(game_id) > max((e[0], e[1]) for e in events)):
-            return Taken(0, settling=None, covered=True)
+            return Taken(0, covered=True)
         entries, end = self._settle(game_id)
-        return Taken(
-            entries, settling=settling[-1] if settling else None, covered=not settling or end >= settling[-1]
-        )
+        return Taken(entries, covered=not settling or end >= settling[-1])
 
     def covers(self, game_id: str, seq: int, idx: int) -> bool:
         """Whether the contiguous prefix of stored events reaches event ``(seq, idx)``."""
