@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from court_games.games.the_court import TARGETS as COURT_TARGETS
 
 # Views derived from the lake's tables, made after them (documented with the queries).
 # qc_round_points: each Queen's Court round's rank points per person seat, from the public
@@ -154,8 +155,10 @@ SELECT mode, any_value(target) AS target, CAST(floor(score / 10) * 10 AS BIGINT)
 FROM s GROUP BY mode, score_from ORDER BY mode, score_from""",
     ),
     "court_target": (
-        "The Court: games that reached the target, by mode (the engine's result: solitaire 56, "
-        "Free Gift 86, Mutual Swap 81, Burn 56 combined; shared deck has none)",
+        "The Court: games that reached the target, by mode (the engine's result: "
+        f"solitaire {COURT_TARGETS['solitaire']}, Free Gift {COURT_TARGETS['free_gift']}, "
+        f"Mutual Swap {COURT_TARGETS['mutual_swap']}, Burn {COURT_TARGETS['burn']} combined; "
+        "shared deck has none)",
         """
 SELECT coalesce(json_extract_string(options, '$.mode'), 'solitaire') AS mode,
        any_value(CAST(json_extract(result, '$.target') AS BIGINT)) AS target, count(*) AS games,

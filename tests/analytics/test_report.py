@@ -86,6 +86,22 @@ def test_docs_show_the_reports_queries() -> None:
     assert doc.read_text() == docs_markdown(), "regenerate it with court_cli.analytics.docs_markdown()"
 
 
+def test_the_courts_targets_in_the_report_are_the_engines() -> None:
+    """The report's title and docs/analytics.md name The Court's targets: those of the engine."""
+    from court_cli.analytics import DOC_HEAD, QUERIES
+    from court_games.games.the_court import TARGETS
+
+    title, doc = QUERIES["court_target"][0], " ".join(DOC_HEAD.split())
+    for label, mode in (
+        ("solitaire", "solitaire"),
+        ("Free Gift", "free_gift"),
+        ("Mutual Swap", "mutual_swap"),
+        ("Burn", "burn"),
+    ):
+        assert f"{label} {TARGETS[mode]}" in title and f"{label} {TARGETS[mode]}" in doc, mode
+    assert TARGETS["shared"] is None and "shared deck has none" in title
+
+
 _QC_REAL: dict[int, dict[str, Any]] = {}
 
 
