@@ -48,6 +48,7 @@ SETTLING_EVENTS = frozenset({"RoundEnded", "GameEnded"})
 FIRST_SEQ = 0  # the rules service's GameCreated is seq 0, the n-th move's events seq n
 MAX_ID = 64
 REQUESTS = RequestLog.__table__
+_GAMES, _EVENTS = RankedGame.__table__, GameEvent.__table__
 ACTIVE, FINISHED, ABANDONED, VOID = "active", "finished", "abandoned", "void"
 # (info, created, balance per person) -> the serialised answer stored with the call's claim
 Render = Callable[[settle.GameInfo, bool, dict[str, int]], bytes]
@@ -366,10 +367,19 @@ class RankingStore:
 
         Returns how many were new (0 for an unregistered game: local games are never ranked).
         """
-        return self._record(game_id, events) or 0
+        done = self._record(game_id, events)
+        return 0 if done is None else done[0]
 
-    def _record(self, game_id: str, events: Iterable[tuple[int, int, bool, Mapping[str, Any]]]) -> int | None:
-        """``record_events`` in one transaction; ``None`` when the game was never registered."""
+    def _record(
+        self,
+        game_id: str,
+        events: Iterable[tuple[int, int, bool, Mapping[str, Any]]],
+        gap_check: bool = False,
+    ) -> tuple[int, bool] | None:
+        """``record_events`` in one transaction: (how many were new, whether an event after all of
+        them was stored already - asked only with ``gap_check`` and when something was new, in the
+        same transaction, one round trip less than a session of its own); ``None`` when the game was
+        never registered."""
         rows = [
             {
                 "game_id": game_id,
@@ -381,10 +391,16 @@ class RankingStore:
             }
             for seq, idx, last, payload in events
         ]
+        # Core statements on the tables, not ORM ones: the same queries without the ORM's per-call
+        # work, which was most of the CPU of an event
         with self.session() as s, s.begin():
-            if s.get(RankedGame, game_id) is None:
+            if s.execute(select(_GAMES.c.game_id).where(_GAMES.c.game_id == game_id)).first() is None:
                 return None
-            return insert_ignore(s, GameEvent.__table__, rows) if rows else 0
+            added = insert_ignore(s, _EVENTS, rows) if rows else 0
+            later = bool(gap_check and added) and self._stored_after(
+                s, game_id, max((r["seq"], r["idx"]) for r in rows)
+            )
+            return added, later
 
     def record_event(
         self, game_id: str, seq: int, idx: int, payload: Mapping[str, Any], last: bool = False
@@ -412,28 +428,26 @@ class RankingStore:
         suffices. Settling reads the whole contiguous prefix, so one settle after the record's
         events are stored owes what one settle after each of them would.
         """
-        added = self._record(game_id, events)
-        if added is None:
-            return None
         settling = [(seq, idx) for seq, idx, _, p in events if p.get("type") in SETTLING_EVENTS]
-        if not settling and not (added and self._last_key(game_id) > max((e[0], e[1]) for e in events)):
+        done = self._record(game_id, events, gap_check=not settling)
+        if done is None:
+            return None
+        if not settling and not done[1]:
             return Taken(0, covered=True)
         entries, end = self._settle(game_id)
         return Taken(entries, covered=not settling or end >= settling[-1])
 
     def covers(self, game_id: str, seq: int, idx: int) -> bool:
         """Whether the contiguous prefix of stored events reaches event ``(seq, idx)``."""
-        return self._prefix(game_id, upto=(seq, idx))[1] == (seq, idx)
-
-    def _last_key(self, game_id: str) -> tuple[int, int]:
         with self.session() as s:
-            row = s.exec(
-                select(GameEvent.seq, GameEvent.idx)
-                .where(GameEvent.game_id == game_id)
-                .order_by(GameEvent.seq.desc(), GameEvent.idx.desc())
-                .limit(1)
-            ).first()
-        return (-1, -1) if row is None else (int(row[0]), int(row[1]))
+            return self._prefix(s, game_id, upto=(seq, idx))[1] == (seq, idx)
+
+    @staticmethod
+    def _stored_after(s: Session, game_id: str, key: tuple[int, int]) -> bool:
+        """Whether an event after ``key`` (seq, index) of the game is stored."""
+        e = _EVENTS.c
+        later = (e.seq > key[0]) | ((e.seq == key[0]) & (e.idx > key[1]))
+        return s.execute(select(e.seq).where(e.game_id == game_id, later).limit(1)).first() is not None
 
     def event_keys(self, game_id: str) -> set[tuple[int, int]]:
         with self.session() as s:
@@ -444,10 +458,12 @@ class RankingStore:
 
     def events(self, game_id: str) -> list[dict[str, Any]]:
         """The contiguous prefix of the game's stored events, oldest first (see ``_prefix``)."""
-        return self._prefix(game_id)[0]
+        with self.session() as s:
+            return self._prefix(s, game_id)[0]
 
+    @staticmethod
     def _prefix(
-        self, game_id: str, upto: tuple[int, int] | None = None
+        s: Session, game_id: str, upto: tuple[int, int] | None = None
     ) -> tuple[list[dict[str, Any]], tuple[int, int]]:
         """(the prefix, the key of its final event).
 
@@ -459,8 +475,7 @@ class RankingStore:
         )
         if upto is not None:
             q = q.where((GameEvent.seq < upto[0]) | ((GameEvent.seq == upto[0]) & (GameEvent.idx <= upto[1])))
-        with self.session() as s:
-            rows = s.exec(q.order_by(GameEvent.seq, GameEvent.idx)).all()
+        rows = s.exec(q.order_by(GameEvent.seq, GameEvent.idx)).all()
         out = []
         prev, prev_last = (FIRST_SEQ - 1, 0), True
         for seq, idx, last, payload in rows:
@@ -477,17 +492,20 @@ class RankingStore:
         return self._settle(game_id)[0]
 
     def _settle(self, game_id: str) -> tuple[int, tuple[int, int]]:
-        """``settle``, and the key of the contiguous prefix's final event (what ``covers`` asks)."""
+        """``settle``, and the key of the contiguous prefix's final event (what ``covers`` asks).
+
+        One transaction: the game and its prefix are read, then the game's row is locked (and read
+        again) before anything is written, as three transactions did before (the reads take no locks
+        on PostgreSQL; SQLite serialises the whole of it either way)."""
         with self.session() as s, s.begin():
             row = s.get(RankedGame, game_id)
             info = None if row is None or row.status == ABANDONED else self._info(s, row)
-        events, end = self._prefix(game_id)
-        if info is None:
-            return 0, end
-        entries = settle.game_entries(info, events)
-        ranks = settle.standings(events, len(info.players)) if info.online else None
-        ended = settle.game_ended(events)
-        with self.session() as s, s.begin():
+            events, end = self._prefix(s, game_id)
+            if info is None:
+                return 0, end
+            entries = settle.game_entries(info, events)
+            ranks = settle.standings(events, len(info.players)) if info.online else None
+            ended = settle.game_ended(events)
             # the game's row lock orders this against AbandonGame: refund or payout, never both
             locked = s.get(RankedGame, game_id, with_for_update=True, populate_existing=True)
             if locked.status in (ABANDONED, VOID):
