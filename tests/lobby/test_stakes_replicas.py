@@ -209,15 +209,16 @@ class Account:
 
 
 async def play_by_hints(world: World, seats: list[Account], game_id: str) -> None:
-    """Each seat's person plays what Suggest advises them, with their own token."""
+    """Each seat's person plays what Suggest advises them, with their own token. Who is to act next
+    comes from the submit's answer (the acting seat's view after its move: ``to_act`` and ``finished``
+    are the same in every seat's view), not from another GetView per move."""
     view = await seats[0].rules.get_view(game_id, 0)
     while not view.finished:
         seat = view.to_act[0]
         me = seats[seat]
         hint = await me.bot.suggest(game_id, seat, "random")
         try:
-            reply = await me.rules.submit(game_id, hint.action, seat)
-            view = await seats[0].rules.get_view(game_id, 0) if not reply.view.finished else reply.view
+            view = (await me.rules.submit(game_id, hint.action, seat)).view
         except grpc.aio.AioRpcError as err:
             if err.code() != C.FAILED_PRECONDITION:
                 raise
