@@ -44,7 +44,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from court_kit.checks import quote
@@ -153,10 +154,12 @@ class Court:
     standing: bool = True
     guards: tuple[str, ...] = ()  # bottom first
     joker: str | None = None  # the Joker a revived court stands on
+    # The guards' total, summed once when the court is made (a court is immutable): views read it
+    # for every court on every step. Not a constructor argument, not compared, not in the repr.
+    attack: int = field(init=False, repr=False, compare=False)
 
-    @property
-    def attack(self) -> int:
-        return sum(GUARD_VALUE[g[0]] for g in self.guards)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "attack", sum(map(GUARD_VALUE.__getitem__, map(itemgetter(0), self.guards))))
 
     @property
     def defence(self) -> int:
@@ -910,19 +913,33 @@ def action_from_json(d: Mapping[str, Any]) -> Action:
 
 
 def _public_court(c: Court, i: int) -> dict[str, Any]:
+    a = c.attack if c.standing else 0
     return {
         "court": COURTS[i],
         "card": c.card,
         "standing": c.standing,
         "joker": c.joker,
         "guards": list(c.guards),
-        "attack": c.attack if c.standing else 0,
-        "defence": c.defence if c.standing else 0,
+        "attack": a,
+        "defence": COURT_DEFENCE + a if c.standing else 0,
     }
 
 
 def _public_courts(cs: Sequence[Court]) -> list[dict[str, Any]]:
     return [_public_court(c, i) for i, c in enumerate(cs)]
+
+
+def _public_seat(s: int, out: bool, cs: Sequence[Court]) -> dict[str, Any]:
+    """One seat's part of the view. Each standing court's attack is summed once, the seat's total
+    defence taken from the court dicts (views are built on every step of every game)."""
+    courts = _public_courts(cs)
+    return {
+        "seat": s,
+        "out": out,
+        "courts": courts,
+        "standing": sum(c.standing for c in cs),
+        "total_defence": sum(d["defence"] for d in courts),
+    }
 
 
 def view(state: State, seat: int | None) -> dict[str, Any]:
@@ -948,16 +965,7 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
         "discard": list(state.discard),
         "discard_top": state.discard[-1] if state.discard else None,
         "discard_size": len(state.discard),
-        "players": [
-            {
-                "seat": s,
-                "out": state.out[s],
-                "courts": _public_courts(state.courts[s]),
-                "standing": sum(c.standing for c in state.courts[s]),
-                "total_defence": sum(c.defence for c in state.courts[s] if c.standing),
-            }
-            for s in range(n)
-        ],
+        "players": [_public_seat(s, state.out[s], state.courts[s]) for s in range(n)],
         "winners": list(state.winners),
         "end": state.end,
     }
