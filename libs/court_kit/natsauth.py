@@ -34,7 +34,7 @@ WatchGame), never a game log. Who may read what: docs/contract.md. JetStream API
 the stream and consumer names (``$JS.API.CONSUMER.<op>.<stream>.<consumer>``), so an identity can
 only create, read or pull its own durable, and never delete, purge or take over another's.
 
-Events v2: game logs on ``court.games.<shard>.<game_id>`` (streams ``COURT_GAMES_<shard>``),
+Events v2: game logs on ``court.games.<shard>.<game_id>.{log,due}`` (streams ``COURT_GAMES_<shard>``),
 public records on ``court.events.<game>.<game_id>`` (stream ``COURT_EVENTS``).
 """
 

@@ -3,8 +3,9 @@
 One record per game step (``protos/court/events/v2/records.proto``; docs/contract.md):
 
 * the **full** record is the game log itself: stream ``COURT_GAMES_<shard>``, subject
-  ``court.games.<shard>.<game_id>``, written once by the rules service (the append that accepts
-  the move);
+  ``court.games.<shard>.<game_id>.log`` (or ``.due`` when the turn clock has work after it),
+  written once by the rules service (the append that accepts the move); a game's log is every
+  record on ``court.games.<shard>.<game_id>.*``;
 * the **public** record is the same message with every hidden part removed (``redact``), written
   by the projector on ``court.events.<game>.<game_id>`` (stream ``COURT_EVENTS``), ``Nats-Msg-Id``
   ``<game_id>-<seq>``.
@@ -76,16 +77,36 @@ def game_streams(shards: int) -> list[str]:
     return [game_stream(i) for i in range(shards)]
 
 
-def log_subject(game_id: str, shards: int) -> str:
-    return f"{GAMES_SUBJECT_PREFIX}{shard_of(game_id, shards)}.{game_id}"
+# A record's last subject token: ``due`` when the turn clock has work in the position after it
+# (the record carries ``Court-Due``), ``log`` otherwise. The clock's durable follows ``*.due``
+# alone, so records with no clock work (bot seats to act, games without a clock, finished games)
+# never reach it; a game's log is both (``log_filter``), and every append checks the last
+# sequence of the whole log (``Nats-Expected-Last-Subject-Sequence-Subject``).
+LOG_TOKEN = "log"
+DUE_TOKEN = "due"
+
+
+def log_subject(game_id: str, shards: int, due: bool = False) -> str:
+    """The subject one record of the game is appended on."""
+    return f"{GAMES_SUBJECT_PREFIX}{shard_of(game_id, shards)}.{game_id}.{DUE_TOKEN if due else LOG_TOKEN}"
+
+
+def log_filter(game_id: str, shards: int) -> str:
+    """Every record of the game's log (both of its subjects), oldest first when read."""
+    return f"{GAMES_SUBJECT_PREFIX}{shard_of(game_id, shards)}.{game_id}.*"
 
 
 def shard_subjects(shard: int) -> str:
-    return f"{GAMES_SUBJECT_PREFIX}{shard}.*"
+    return f"{GAMES_SUBJECT_PREFIX}{shard}.*.*"
+
+
+def due_subjects(shard: int) -> str:
+    """The shard's records after which the turn clock has work."""
+    return f"{GAMES_SUBJECT_PREFIX}{shard}.*.{DUE_TOKEN}"
 
 
 def game_id_of_log_subject(subject: str) -> str:
-    return subject.rsplit(".", 1)[1]
+    return subject.split(".")[3]
 
 
 def public_subject(game: str, game_id: str) -> str:

@@ -292,7 +292,7 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
             view = await analyst.get_view(gid)
             assert view.finished, gid
             # the game log: one full court.events.v2.Record per step, seq 0..n, no request twice
-            records = await kjs.direct_get_batch(nc, krec.game_stream(0), krec.log_subject(gid, 1))
+            records = await kjs.direct_get_batch(nc, krec.game_stream(0), krec.log_filter(gid, 1))
             bodies = [krec.decode(m.data) for m in records]
             seqs = [int(b.seq) for b in bodies]
             assert seqs == list(range(len(bodies))), f"{gid}: log seqs {seqs[:20]}..."

@@ -53,11 +53,11 @@ async def play_out(
 class EventLog:
     """Every record of one game, as stored in JetStream: the public records
     (``court.events.<game>.<game_id>``, written by the projector) or, with ``full``, the game log
-    itself (``court.games.<shard>.<game_id>``). ``events`` is the list of ``court.events.v2.Record``."""
+    itself (``court.games.<shard>.<game_id>.*``). ``events`` is the list of ``court.events.v2.Record``."""
 
     def __init__(self, nats_url: str, game: str, game_id: str, *, full: bool = False, shards: int = 1):
         self.url = nats_url
-        self.subject = krec.log_subject(game_id, shards) if full else krec.public_subject(game, game_id)
+        self.subject = krec.log_filter(game_id, shards) if full else krec.public_subject(game, game_id)
         self.events: list[records_pb2.Record] = []
         self.raw_ids: list[str] = []
         self.headers: list[dict[str, str]] = []

@@ -282,3 +282,70 @@ async def svc_history(replicas: Replicas, app: RulesApp, gid: str) -> rules_pb2.
         return await c.history(gid)
     finally:
         await c.close()
+
+
+async def test_only_records_with_clock_work_reach_the_clock(replicas: Replicas) -> None:
+    """A record after which the clock has work is appended on the game's ``due`` subject, every
+    other on ``log``; the clock's durable follows ``due`` alone. A whole game with bot seats only
+    (no clock work: bots have no clock) goes by without one delivery to the clock, while a game of
+    people that nobody plays still gets its timeouts from it; both logs are one log each, read back
+    whole from ``court.games.<shard>.<game_id>.*`` with seqs 0..n."""
+    app = await start(replicas)
+    js = app.store.js
+    svc = replicas.client(app, "lobby", "service")
+    bots = replicas.client(app, "court-bots", "bot")
+
+    async def delivered() -> int:
+        info = await js.consumer_info(krec.game_stream(0), "rules-clock")
+        assert info.config.filter_subject == "court.games.0.*.due"
+        return int(info.delivered.consumer_seq or 0)
+
+    # the clock's consumer exists once the replica runs
+    for _ in range(200):
+        try:
+            before = await delivered()
+            break
+        except Exception:  # noqa: BLE001 - not created yet
+            await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the clock's durable was never created")
+
+    made = await svc.create_game("hearts", [f"bot:{i}" for i in range(4)], {"limit": 20}, clock=clock())
+    view = made.view
+    rng = random.Random(7)
+    moves = 0
+    while not view.finished:
+        seat = rng.choice(list(view.to_act))
+        mine = await bots.get_view(made.game_id, seat)
+        view = (await bots.submit(made.game_id, rng.choice(list(mine.legal_actions)), seat)).view
+        moves += 1
+    assert moves > 20
+    bot_log = await app.store.records(made.game_id)
+    assert [int(r.body.seq) for r in bot_log] == list(range(len(bot_log)))
+    raw = await kjs_batch(app, made.game_id)
+    assert {m.subject.rsplit(".", 1)[1] for m in raw} == {"log"}
+    assert not any(krec_due(m) for m in raw)
+    assert await delivered() == before, "records with no clock work reached the clock"
+
+    # people who never move: every record after which someone is to act is on `due`, and the
+    # clock plays their turns from those deliveries
+    people = await svc.create_game("queens_court", PEOPLE[:2], {}, clock=clock())
+    async with EventLog(replicas.nats.url, "queens_court", people.game_id) as ev:
+        await ev.wait_until(lambda rs: len(autoplayed(rs, "timeout")) >= 2, timeout=120, what="two timeouts")
+    raw = await kjs_batch(app, people.game_id)
+    for m in raw:
+        assert m.subject.endswith(".due") == krec_due(m), (m.subject, m.headers)
+    assert any(m.subject.endswith(".due") for m in raw)
+    assert await delivered() > before
+    recs = await app.store.records(people.game_id)
+    assert [int(r.body.seq) for r in recs] == list(range(len(recs)))
+
+
+async def kjs_batch(app: RulesApp, game_id: str) -> list[Any]:
+    from court_kit import jetstream as kjs  # noqa: PLC0415
+
+    return await kjs.direct_get_batch(app.nc, krec.game_stream(0), krec.log_filter(game_id, 1))
+
+
+def krec_due(m: Any) -> bool:
+    return "Court-Due" in (m.headers or {})

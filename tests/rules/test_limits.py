@@ -45,7 +45,7 @@ async def test_streams_are_bounded_and_the_environment_overrides(nats_server: An
         shards = [(await js.stream_info(f"COURT_GAMES_{i}")).config for i in (0, 1)]
         events = (await js.stream_info("COURT_EVENTS")).config
         for games, i in zip(shards, (0, 1), strict=True):  # every shard has COURT_GAMES' limits
-            assert games.subjects == [f"court.games.{i}.*"]
+            assert games.subjects == [f"court.games.{i}.*.*"]
             assert games.max_bytes == kjs.STREAM_LIMITS["COURT_GAMES"].max_bytes
             assert games.max_msgs_per_subject == 500 and games.discard == DiscardPolicy.NEW
             assert games.discard_new_per_subject is True
@@ -83,7 +83,7 @@ async def test_a_game_log_at_its_bound_refuses_moves_and_keeps_every_record(repl
     assert info.value.code() == grpc.StatusCode.UNAVAILABLE
     # nothing was lost: the log still starts with the creation and holds all three moves
     assert (await clients[0].get_view(gid)).seq == 3
-    msgs = await kjs.direct_get_batch(app.nc, "COURT_GAMES_0", f"court.games.0.{gid}")
+    msgs = await kjs.direct_get_batch(app.nc, "COURT_GAMES_0", f"court.games.0.{gid}.*")
     assert [int(m.headers["Court-Seq"]) for m in msgs] == [0, 1, 2, 3]
 
 

@@ -195,8 +195,10 @@ async def test_four_game_log_shards_on_one_server_play_games_on_every_one(replic
     js = app.store.js
     for shard, gid in games.items():
         info = await js.stream_info(f"COURT_GAMES_{shard}")
-        assert info.config.subjects == [f"court.games.{shard}.*"] and info.state.messages >= finals[shard] + 1
-        log = await kjs.direct_get_batch(app.nc, f"COURT_GAMES_{shard}", f"court.games.{shard}.{gid}")
+        assert (
+            info.config.subjects == [f"court.games.{shard}.*.*"] and info.state.messages >= finals[shard] + 1
+        )
+        log = await kjs.direct_get_batch(app.nc, f"COURT_GAMES_{shard}", f"court.games.{shard}.{gid}.*")
         assert [int(m.headers["Court-Seq"]) for m in log] == list(range(finals[shard] + 1))
         async with EventLog(replicas.nats.url, "queens_court", gid) as public:
             await public.wait_until(has_game_end(finals[shard]))

@@ -120,7 +120,9 @@ async def test_each_identity_is_refused_what_it_must_not_do(secured: tuple[Stack
         c = await Conn().open(url, user, pw[user])
         try:
             # a fake record that ranking would pay out: on a game log or the public records (v2 subjects)
-            await c.refused("court.games.0.g-fake", lambda c=c: c.nc.publish("court.games.0.g-fake", fake))
+            await c.refused(
+                "court.games.0.g-fake.log", lambda c=c: c.nc.publish("court.games.0.g-fake.log", fake)
+            )
             await c.refused(
                 "court.events.queens_court.g-fake",
                 lambda c=c: c.nc.publish("court.events.queens_court.g-fake", fake),
@@ -168,8 +170,8 @@ async def test_each_identity_is_refused_what_it_must_not_do(secured: tuple[Stack
             lambda: c.nc.request("$JS.API.DIRECT.GET.COURT_GAMES_0", b'{"seq": 1}', timeout=0.2),
         )
         await c.refused(
-            "$JS.API.DIRECT.GET.COURT_GAMES_0.court.games.0.x",
-            lambda: c.nc.request("$JS.API.DIRECT.GET.COURT_GAMES_0.court.games.0.x", b"", timeout=0.2),
+            "$JS.API.DIRECT.GET.COURT_GAMES_0.court.games.0.x.log",
+            lambda: c.nc.request("$JS.API.DIRECT.GET.COURT_GAMES_0.court.games.0.x.log", b"", timeout=0.2),
         )
         await c.refused(
             "$JS.API.CONSUMER.CREATE.COURT_GAMES_0",
@@ -180,7 +182,7 @@ async def test_each_identity_is_refused_what_it_must_not_do(secured: tuple[Stack
     # the projector publishes public records, never a game log, and deletes or purges nothing
     c = await Conn().open(url, "projector", pw["projector"])
     try:
-        await c.refused("court.games.0.g-fake", lambda: c.nc.publish("court.games.0.g-fake", fake))
+        await c.refused("court.games.0.g-fake.log", lambda: c.nc.publish("court.games.0.g-fake.log", fake))
         await c.refused(
             "$JS.API.STREAM.PURGE.COURT_GAMES_0",
             lambda: c.nc.request("$JS.API.STREAM.PURGE.COURT_GAMES_0", b"", timeout=0.2),
@@ -207,7 +209,7 @@ async def test_analytics_may_read_without_writing(secured: tuple[Stack, BotApp])
         stack.nats.url, "analytics-test", user="analytics", password=stack.nats_users["analytics"]
     )
     try:
-        got = await kjs.direct_get_batch(nc, "COURT_GAMES_0", f"court.games.0.{created.game_id}")
+        got = await kjs.direct_get_batch(nc, "COURT_GAMES_0", f"court.games.0.{created.game_id}.*")
         assert got, "analytics reads the full-information records (the game log)"
         js = nc.jetstream()
         sub = await js.subscribe(

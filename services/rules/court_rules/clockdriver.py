@@ -2,11 +2,14 @@
 
 Every game-log record after which the clock has work carries ``Court-Due`` (ms since the epoch:
 the earliest deadline of a human seat to act, or the record's own time when an away seat is to
-act), beside the deadlines in the record itself (``Record.deadlines``). Every rules replica pulls
-from one durable, headers-only consumer ``rules-clock`` on each game-log stream
-(``COURT_GAMES_<shard>``, every shard), so each record goes to one replica at a time:
+act), beside the deadlines in the record itself (``Record.deadlines``), and is appended on the
+game's ``due`` subject (``court.games.<shard>.<game_id>.due``; every other record on ``.log``:
+``court_kit.records.log_subject``). Every rules replica pulls from one durable, headers-only
+consumer ``rules-clock`` on each game-log stream (``COURT_GAMES_<shard>``, every shard) that
+follows the ``due`` subjects alone, so records with no clock work (a bot seat to act, a game
+without a clock) never reach it, and each due record goes to one replica at a time:
 
-* a record without ``Court-Due`` is acknowledged at once;
+* a record without ``Court-Due`` (none should arrive) is acknowledged at once;
 * a record whose due time is still ahead is negatively acknowledged with that delay
   (``-NAK {"delay": ...}``): JetStream itself keeps it and delivers it again, to whichever
   replica pulls then, when it is due. Nothing waits in a process's memory;
@@ -126,7 +129,7 @@ class ClockDriver:
                 try:
                     if psub is None:
                         psub = await self.store.js.pull_subscribe(
-                            krec.shard_subjects(shard),
+                            krec.due_subjects(shard),
                             durable=DURABLE,
                             stream=stream,
                             config=ConsumerConfig(

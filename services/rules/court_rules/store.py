@@ -49,6 +49,7 @@ DUPLICATE_WINDOW = 120.0  # seconds JetStream de-duplicates Nats-Msg-Id (the def
 SEQ_HEADER = krec.SEQ_HEADER
 CLOSED_HEADER = krec.CLOSED_HEADER
 DUE_HEADER = "Court-Due"  # the turn clock has work in the position after this record from then (ms)
+EXPECTED_SUBJECT_HEADER = "Nats-Expected-Last-Subject-Sequence-Subject"  # nats-server >= 2.11
 
 
 class Conflict(Exception):
@@ -85,7 +86,8 @@ class GameStore:
         self.timeout = timeout
 
     def subject(self, game_id: str) -> str:
-        return krec.log_subject(game_id, self.shards)
+        """The game's whole log (a filter: ``court.games.<shard>.<game_id>.*``)."""
+        return krec.log_filter(game_id, self.shards)
 
     def stream_of(self, game_id: str) -> str:
         return krec.game_stream(krec.shard_of(game_id, self.shards))
@@ -139,14 +141,20 @@ class GameStore:
         """Append one serialized full record; returns its stream sequence. ``Conflict`` when
         someone else was first. ``due``: when the turn clock has work in the position after it
         (header ``Court-Due``, ms since the epoch; ``court_rules.clockdriver``)."""
-        headers = {"Nats-Expected-Last-Subject-Sequence": str(expected_sseq), SEQ_HEADER: str(seq)}
+        headers = {
+            "Nats-Expected-Last-Subject-Sequence": str(expected_sseq),
+            # the check covers the whole log, both of its subjects (court_kit.records.log_subject)
+            EXPECTED_SUBJECT_HEADER: self.subject(game_id),
+            SEQ_HEADER: str(seq),
+        }
         if closing:
             headers[CLOSED_HEADER] = "1"
         if due is not None:
             headers[DUE_HEADER] = str(due)
         fut = None
         try:
-            fut = await self.publisher.publish(self.subject(game_id), data, headers)
+            subject = krec.log_subject(game_id, self.shards, due is not None)
+            fut = await self.publisher.publish(subject, data, headers)
             ack = await asyncio.wait_for(fut, self.timeout)
         except APIError as exc:
             if exc.err_code == kjs.ERR_WRONG_LAST_SEQUENCE:

@@ -7,7 +7,9 @@ guarantees).
 
 The full-information record IS the game log: the rules service's one
 JetStream append (with Nats-Expected-Last-Subject-Sequence) that accepts a
-move, on court.games.<shard>.<game_id> in stream COURT_GAMES_<shard>. The
+move, on court.games.<shard>.<game_id>.log (.due when the turn clock has
+work after it; the whole log: court.games.<shard>.<game_id>.*) in stream
+COURT_GAMES_<shard>. The
 projector (court_rules.projector) republishes each record in its public
 form, the same message with every hidden part removed, on
 court.events.<game>.<game_id> in stream COURT_EVENTS, in order, exactly
@@ -46,7 +48,7 @@ class _VisibilityEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Visibility
     or with which request id.
     """
     VISIBILITY_FULL: _Visibility.ValueType  # 2
-    """court.games.<shard>.<game_id>: the game log itself, everything. Readable
+    """court.games.<shard>.<game_id>.*: the game log itself, everything. Readable
     by the rules service, the projector, analytics and admin only.
     """
 
@@ -59,7 +61,7 @@ Never a hidden card, the deck order, the seed, a save point, who called
 or with which request id.
 """
 VISIBILITY_FULL: Visibility.ValueType  # 2
-"""court.games.<shard>.<game_id>: the game log itself, everything. Readable
+"""court.games.<shard>.<game_id>.*: the game log itself, everything. Readable
 by the rules service, the projector, analytics and admin only.
 """
 Global___Visibility: _TypeAlias = Visibility  # noqa: Y015

@@ -7,7 +7,9 @@ guarantees).
 
 The full-information record IS the game log: the rules service's one
 JetStream append (with Nats-Expected-Last-Subject-Sequence) that accepts a
-move, on court.games.<shard>.<game_id> in stream COURT_GAMES_<shard>. The
+move, on court.games.<shard>.<game_id>.log (.due when the turn clock has
+work after it; the whole log: court.games.<shard>.<game_id>.*) in stream
+COURT_GAMES_<shard>. The
 projector (court_rules.projector) republishes each record in its public
 form, the same message with every hidden part removed, on
 court.events.<game>.<game_id> in stream COURT_EVENTS, in order, exactly
