@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from court_games.games.the_court import TARGETS as COURT_TARGETS
+
+from .catalog import COURT_TARGETS
 
 # Views derived from the lake's tables, made after them (documented with the queries).
 # qc_round_points: each Queen's Court round's rank points per person seat, from the public
