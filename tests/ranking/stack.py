@@ -25,7 +25,7 @@ from court_ranking.app import RankingApp
 from court_rules.app import RulesApp
 
 from tests.fixtures import keys
-from tests.fixtures.nats import BinaryNats, make_nats
+from tests.fixtures.nats import BinaryNats, free_port, make_nats
 from tests.storage.db import BACKENDS, backend_url
 
 ACK_WAIT = 2.0  # seconds before an unacknowledged event goes to another consumer (30 in production)
@@ -160,7 +160,8 @@ class Stack:
             extra.update(nats_user=service, nats_password=self.nats_users[service])
         values = dict(
             nats_url=self.nats.url,
-            listen="127.0.0.1:0",
+            # a port a restart on the same address can bind again (tests/fixtures/nats.free_port)
+            listen=f"127.0.0.1:{free_port()}",
             metrics_listen="",
             **keys.overrides(service),
             env="test",
