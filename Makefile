@@ -6,6 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.court-setup
 PYTEST_ARGS ?=
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
 # Every Python process here (pytest's workers, each service and tool a test starts: several hundred
 # in `make test`) reads its modules' bytecode instead of compiling them again: .venv's packages are
 # compiled once at install (--compile-bytecode below), and our own modules' caches may be written.
@@ -27,17 +28,19 @@ uv.lock: pyproject.toml
 	@command -v uv >/dev/null 2>&1 || $(PY) -m uv --version >/dev/null 2>&1 || $(PY) -m pip install -q --disable-pip-version-check uv
 	$(UV) lock
 
-# Every test, slow suites included (pytest-xdist spreads them over the cores; --dist worksteal with
-# the longest tests first, tests/conftest.py, so the chaos suite overlaps the rest). The SQL storage
+# Every test, slow suites included (pytest-xdist spreads them over the cores, one worker more than
+# there are cores: many tests wait on a lease, a clock or a restart for seconds at a time, and the
+# spare worker keeps the cores busy meanwhile; --dist worksteal with the longest tests first,
+# tests/conftest.py, so the chaos suite overlaps the rest). TEST_WORKERS=N to choose. The SQL storage
 # tests run against SQLite and a real PostgreSQL server: scripts/test-postgres.sh starts a private
 # one and stops it again when the tests end, pass, fail or are interrupted (Ctrl-C); set
 # COURT_TEST_POSTGRES_URL to use your own server instead (then nothing is started or stopped).
 test: setup
-	@if [ -n "$${COURT_TEST_POSTGRES_URL:-}" ]; then exec $(BIN)/pytest -n auto --dist worksteal $(PYTEST_ARGS); fi; \
+	@if [ -n "$${COURT_TEST_POSTGRES_URL:-}" ]; then exec $(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS); fi; \
 	trap 'scripts/test-postgres.sh stop' EXIT; trap 'exit 130' INT; trap 'exit 143' TERM; \
 	url=$$(scripts/test-postgres.sh) || exit 1; \
 	echo "PostgreSQL for the tests: $$url (stopped when they end)"; \
-	COURT_TEST_POSTGRES_URL="$$url" $(BIN)/pytest -n auto --dist worksteal $(PYTEST_ARGS)
+	COURT_TEST_POSTGRES_URL="$$url" $(BIN)/pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 # The whole stack on one command (court_cli.stack): nats-server with JetStream and the rules, lobby,
 # ranking and bot services as processes on SQLite, state under .state/ (kept between runs); a bot
