@@ -198,6 +198,24 @@ def _with_parent_death_signal(argv: list[str]) -> list[str]:
     return argv
 
 
+def _await_death_signal(proc: subprocess.Popen[bytes], argv: list[str], timeout: float = 5.0) -> None:
+    """Wait until a child started through ``setpriv`` has armed its death signal, i.e. execed the
+    program it runs (setpriv arms it, then execs). Until then a launcher killed at once would leave
+    the child running: the signal is only sent if armed when the launcher dies (seen under load,
+    tests/cli/test_stack_spawn.py). Usually well under a millisecond; bounded."""
+    if len(argv) < 2 or argv[1] != "--pdeathsig":
+        return
+    setpriv = os.path.realpath(argv[0])
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if os.path.realpath(f"/proc/{proc.pid}/exe") != setpriv:
+                return
+        except OSError:
+            return
+        time.sleep(0.001)
+
+
 @dataclass
 class Child:
     name: str
@@ -280,8 +298,9 @@ class LocalStack:
         log = open(log_path, "ab")  # noqa: SIM115 - closed in stop()
         log.write(f"\n---- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {' '.join(argv)}\n".encode())
         log.flush()
+        wrapped = _with_parent_death_signal(argv)
         proc = subprocess.Popen(
-            _with_parent_death_signal(argv),
+            wrapped,
             env=dict(env),
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -289,6 +308,7 @@ class LocalStack:
             cwd=str(self.state_dir),
             start_new_session=True,
         )
+        _await_death_signal(proc, wrapped)
         child = Child(name, proc, log_path, log)
         self.children[name] = child
         return child
