@@ -198,14 +198,12 @@ def _with_parent_death_signal(argv: list[str]) -> list[str]:
     return argv
 
 
-def _await_death_signal(proc: subprocess.Popen[bytes], argv: list[str], timeout: float = 5.0) -> None:
-    """Wait until a child started through ``setpriv`` has armed its death signal, i.e. execed the
-    program it runs (setpriv arms it, then execs). Until then a launcher killed at once would leave
-    the child running: the signal is only sent if armed when the launcher dies (seen under load,
-    tests/cli/test_stack_spawn.py). Usually well under a millisecond; bounded."""
-    if len(argv) < 2 or argv[1] != "--pdeathsig":
-        return
-    setpriv = os.path.realpath(argv[0])
+def _await_death_signal(proc: subprocess.Popen[bytes], wrapper: str, timeout: float = 5.0) -> None:
+    """Wait until a child started through ``wrapper`` (setpriv) has armed its death signal, i.e.
+    execed the program it runs (setpriv arms it, then execs). Until then a launcher killed at once
+    would leave the child running: the signal is only sent if armed when the launcher dies (seen
+    under load, tests/cli/test_stack_spawn.py). Usually well under a millisecond; bounded."""
+    setpriv = os.path.realpath(wrapper)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
         try:
@@ -308,7 +306,8 @@ class LocalStack:
             cwd=str(self.state_dir),
             start_new_session=True,
         )
-        _await_death_signal(proc, wrapped)
+        if wrapped is not argv:  # run through setpriv (_with_parent_death_signal)
+            _await_death_signal(proc, wrapped[0])
         child = Child(name, proc, log_path, log)
         self.children[name] = child
         return child

@@ -86,14 +86,18 @@ LOG_TOKEN = "log"
 DUE_TOKEN = "due"
 
 
+def _log_subject(game_id: str, shards: int, last: str) -> str:
+    return f"{GAMES_SUBJECT_PREFIX}{shard_of(game_id, shards)}.{game_id}.{last}"
+
+
 def log_subject(game_id: str, shards: int, due: bool = False) -> str:
     """The subject one record of the game is appended on."""
-    return f"{GAMES_SUBJECT_PREFIX}{shard_of(game_id, shards)}.{game_id}.{DUE_TOKEN if due else LOG_TOKEN}"
+    return _log_subject(game_id, shards, DUE_TOKEN if due else LOG_TOKEN)
 
 
 def log_filter(game_id: str, shards: int) -> str:
     """Every record of the game's log (both of its subjects), oldest first when read."""
-    return f"{GAMES_SUBJECT_PREFIX}{shard_of(game_id, shards)}.{game_id}.*"
+    return _log_subject(game_id, shards, "*")
 
 
 def shard_subjects(shard: int) -> str:

@@ -16,12 +16,14 @@ from typing import Any
 import grpc
 import pytest
 from court_client import RulesClient
+from court_kit import jetstream as kjs
 from court_kit import records as krec
 from court_kit.settings import Settings
 from court_proto.court.events.v2 import records_pb2
 from court_proto.court.games.v1 import events_pb2
 from court_proto.court.rules.v1 import rules_pb2
 from court_rules.app import RulesApp
+from court_rules.store import DUE_HEADER
 
 from tests.fixtures import keys
 
@@ -322,9 +324,9 @@ async def test_only_records_with_clock_work_reach_the_clock(replicas: Replicas) 
     assert moves > 20
     bot_log = await app.store.records(made.game_id)
     assert [int(r.body.seq) for r in bot_log] == list(range(len(bot_log)))
-    raw = await kjs_batch(app, made.game_id)
-    assert {m.subject.rsplit(".", 1)[1] for m in raw} == {"log"}
-    assert not any(krec_due(m) for m in raw)
+    raw = await log_messages(app, made.game_id)
+    assert {m.subject.rsplit(".", 1)[1] for m in raw} == {krec.LOG_TOKEN}
+    assert not any(DUE_HEADER in m.headers for m in raw)
     assert await delivered() == before, "records with no clock work reached the clock"
 
     # people who never move: every record after which someone is to act is on `due`, and the
@@ -332,20 +334,15 @@ async def test_only_records_with_clock_work_reach_the_clock(replicas: Replicas) 
     people = await svc.create_game("queens_court", PEOPLE[:2], {}, clock=clock())
     async with EventLog(replicas.nats.url, "queens_court", people.game_id) as ev:
         await ev.wait_until(lambda rs: len(autoplayed(rs, "timeout")) >= 2, timeout=120, what="two timeouts")
-    raw = await kjs_batch(app, people.game_id)
+    raw = await log_messages(app, people.game_id)
     for m in raw:
-        assert m.subject.endswith(".due") == krec_due(m), (m.subject, m.headers)
-    assert any(m.subject.endswith(".due") for m in raw)
+        assert m.subject.endswith(f".{krec.DUE_TOKEN}") == (DUE_HEADER in m.headers), (m.subject, m.headers)
+    assert any(m.subject.endswith(f".{krec.DUE_TOKEN}") for m in raw)
     assert await delivered() > before
     recs = await app.store.records(people.game_id)
     assert [int(r.body.seq) for r in recs] == list(range(len(recs)))
 
 
-async def kjs_batch(app: RulesApp, game_id: str) -> list[Any]:
-    from court_kit import jetstream as kjs  # noqa: PLC0415
-
+async def log_messages(app: RulesApp, game_id: str) -> list[kjs.StoredMsg]:
+    """The game's log as stored: subjects and headers of every record."""
     return await kjs.direct_get_batch(app.nc, krec.game_stream(0), krec.log_filter(game_id, 1))
-
-
-def krec_due(m: Any) -> bool:
-    return "Court-Due" in (m.headers or {})
