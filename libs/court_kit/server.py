@@ -154,6 +154,7 @@ def create_server(
             *options,
         ],
     )
+    _generic_handlers_only(server)
     creds = server_credentials(settings) if settings is not None else None
     try:
         if creds is not None:
@@ -165,6 +166,24 @@ def create_server(
     if not port:
         raise ConfigError(f"cannot listen on {address!r}: the address is taken or invalid")
     return server, port
+
+
+def _generic_handlers_only(server: grpc.aio.Server) -> None:
+    """Serve every method through the generic handlers the generated ``add_*_to_server`` also
+    installs, never as a pre-registered method.
+
+    grpcio's aio server (1.62 and later) keeps one pending request task per registered method and,
+    after every call, waits on all of them again (``asyncio.wait``, ``FIRST_COMPLETED``, in
+    Python): a cost per call that grows with the service's method count (13 for the rules service,
+    health and reflection included). Served through the generic handler instead, a call waits on
+    one task. ``make bench``, bot mode, side by side: the rules server's CPU per move 5 % lower
+    (about 40 us), the ratio to the ceiling 0.41 to 0.44. ``tests/kit/test_server.py`` checks that
+    a started server holds no per-method tasks and still serves every kind of call."""
+
+    def generic_instead(service_name: str, method_handlers: Any) -> None:
+        return None  # the same handlers arrived through add_generic_rpc_handlers
+
+    server.add_registered_method_handlers = generic_instead
 
 
 async def add_health_and_reflection(
@@ -188,6 +207,7 @@ async def add_health_and_reflection(
                 ("grpc.max_concurrent_streams", 16),
             ]
         )
+        _generic_handlers_only(probe)
         health_pb2_grpc.add_HealthServicer_to_server(health, probe)
         if not probe.add_insecure_port(listen_host_port(health_listen)):
             raise ConfigError(f"cannot listen on COURT_HEALTH_LISTEN {health_listen!r}")

@@ -203,6 +203,19 @@ async def test_health_and_reflection_need_no_token(probe_server: Any) -> None:
     assert {"court.rules.v1.RulesService", "grpc.health.v1.Health"} <= names
 
 
+async def test_methods_are_served_without_a_pending_task_each(probe_server: Any) -> None:
+    """A started server waits for calls on one generic request task, not one per registered
+    method (court_kit.server._generic_handlers_only: grpcio waits on all of those again after
+    every call), and every kind of call, the service's own, health and reflection, is still served
+    (the other tests here call each)."""
+    per_method = [t for t in asyncio.all_tasks() if "_request_registered_call" in repr(t)]
+    assert per_method == [], f"{len(per_method)} per-method request tasks: {per_method[:2]}"
+    reply = await rules_pb2_grpc.RulesServiceStub(probe_server["channel"]).GetView(
+        rules_pb2.GetViewRequest(game_id="g-1"), metadata=_md()
+    )
+    assert list(reply.seats) == ["alice", "player"]
+
+
 async def test_create_server_refuses_a_taken_port(probe_server: Any) -> None:
     with pytest.raises(ConfigError, match="cannot listen"):
         create_server(f"127.0.0.1:{probe_server['port']}")

@@ -139,6 +139,10 @@ async def test_streams_opened_as_a_move_lands_miss_and_repeat_nothing(replicas: 
         tasks += [
             asyncio.create_task(follow(i)) for i in range((n - 1) * streams // last, n * streams // last)
         ]
+        # one turn of the loop: the batch's calls go out before the move's, so the server is still
+        # opening them (reading the snapshot, subscribing) when the move lands; otherwise the
+        # server may take the move's call first and every stream of the batch opens after it
+        await asyncio.sleep(0)
         await clients[seat].submit(gid, rng.choice(list(mine.legal_actions)), seat)
         await asyncio.wait_for(_until(lambda n=n: all(got[i] for i in range(n * streams // last))), 30)
     # a stream that missed the last move would wait for it for ever: give them a bound, then judge
