@@ -546,7 +546,18 @@ class LobbyStore:
                 )
             )
             if done.rowcount != 1:
-                raise FailedPrecondition(f"lobby {lobby_id} is {lobby.status}: its game was already started")
+                # someone else moved the lobby on first (another start, or a cancel): what it is now,
+                # read from the database (the ORM applies an update's values to the objects it holds
+                # even when the row did not match, so ``lobby.status`` here could read "starting")
+                now, why = s.execute(
+                    select(Lobby.status, Lobby.start_error).where(Lobby.id == lobby_id)
+                ).one()
+                if now == CANCELLED:
+                    raise FailedPrecondition(
+                        f"lobby {lobby_id} was {why or cancel_text('')}; it can no longer be started "
+                        "(create a new lobby)"
+                    )
+                raise FailedPrecondition(f"lobby {lobby_id} is {now}: its game was already started")
             s.flush()
             return self._info(
                 s, s.get(Lobby, lobby_id, populate_existing=True)
