@@ -13,6 +13,12 @@ comma-separated, default all three):
   move the streams add over ``bot``;
 * ``players``: one player token per seat; each move is GetView (the next seat's legal actions)
   then SubmitAction: two RPCs per move;
+* ``contract``: not the service: the events-v2 contract with no game in it (tests/bench/_ceiling.py
+  ``contract`` and ``projector``): per call one append to a game's log with the service's
+  headers and expected-sequence check, and a bare projector process that follows the log as
+  court-projector does and republishes each message's bytes on a public subject, exactly once and
+  in order; no engine, no views, no redaction, no edge. The ratio the contract's messaging alone
+  allows on this stack, and its nats-server multiple, which no code in the service can lower;
 * ``edge``: not the service: the ceiling's handler behind the services' shared gRPC edge
   (``court_kit.server.EdgeInterceptor``), called with a bearer token and a request id as the
   clients send them: what the edge costs a call.
@@ -66,7 +72,9 @@ from tests.fixtures.nats import BinaryNats, free_port
 GAMES = int(os.environ.get("BENCH_GAMES", "64"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))
 MODES = tuple(
-    m.strip() for m in os.environ.get("BENCH_MODES", "bot,watch,players,edge").split(",") if m.strip()
+    m.strip()
+    for m in os.environ.get("BENCH_MODES", "bot,watch,players,contract,edge").split(",")
+    if m.strip()
 )
 LOOP = os.environ.get("COURT_EVENT_LOOP", "uvloop")
 PROFILE = os.environ.get("BENCH_PROFILE", "")
@@ -92,6 +100,7 @@ LABELS = {
     "bot": "service (bot identity, 1 RPC per move)",
     "watch": "service (bot, + a WatchGame stream per seat)",
     "players": "service (a token per seat, 2 RPCs per move)",
+    "contract": "v2 contract, no game (append + bare projector)",
     "edge": "ceiling behind court_kit's EdgeInterceptor",
 }
 
@@ -356,7 +365,9 @@ async def _measure_service(target: str, mode: str, rng: random.Random, span: Any
     return stats
 
 
-async def _measure_ceiling(target: str, span: Any, edge: bool = False) -> Stats:
+async def _measure_ceiling(target: str, span: Any, edge: bool = False, games: bool = False) -> Stats:
+    """``games``: each concurrent caller is a game of its own (its number the payload's first three
+    bytes: the ``contract`` handler's log subject)."""
     stats = Stats()
     token = f"Bearer {keys.token('bench-bots', 'bot')}"
 
@@ -371,16 +382,17 @@ async def _measure_ceiling(target: str, span: Any, edge: bool = False) -> Stats:
             await call(payload, metadata=metadata())
         deadline = time.perf_counter() + SECONDS
 
-        async def worker() -> None:
+        async def worker(i: int) -> None:
+            body = f"{i:03d}".encode() + payload[3:] if games else payload
             while time.perf_counter() < deadline:
                 t0 = time.perf_counter()
-                await call(payload, metadata=metadata())
+                await call(body, metadata=metadata())
                 stats.latencies.append(time.perf_counter() - t0)
                 stats.moves += 1
 
         async with span():
             t0 = time.perf_counter()
-            await asyncio.gather(*(worker() for _ in range(GAMES)))
+            await asyncio.gather(*(worker(i) for i in range(GAMES)))
             stats.elapsed = time.perf_counter() - t0
     return stats
 
@@ -530,6 +542,24 @@ async def run() -> dict[str, Any]:
             procs.append(edge)
             assert edge.stdout is not None
             edge_target = f"127.0.0.1:{int(edge.stdout.readline())}"
+        contract = bare_projector = None
+        if "contract" in MODES:
+            contract = subprocess.Popen(
+                [sys.executable, "-m", "tests.bench._ceiling", nats.url, "contract"],
+                stdout=subprocess.PIPE,
+                env={**os.environ, "COURT_EVENT_LOOP": LOOP},
+            )
+            procs.append(contract)
+            assert contract.stdout is not None
+            contract_target = f"127.0.0.1:{int(contract.stdout.readline())}"
+            bare_projector = subprocess.Popen(
+                [sys.executable, "-m", "tests.bench._ceiling", nats.url, "projector"],
+                stdout=subprocess.PIPE,
+                env={**os.environ, "COURT_EVENT_LOOP": LOOP},
+            )
+            procs.append(bare_projector)
+            assert bare_projector.stdout is not None
+            bare_projector.stdout.readline()  # its consumer exists
         rules, target = _start(
             "rules", nats.url, tmp / "state", COURT_PROJECTOR="on" if PROJECTOR == "inside" else "off"
         )
@@ -543,14 +573,17 @@ async def run() -> dict[str, Any]:
         assert nats.proc is not None
         npid = nats.proc.pid
 
+        sides = {rules.pid: projector, **({contract.pid: bare_projector} if contract else {})}
+
         def cpus(server: int) -> tuple[float, ...]:
             """CPU seconds so far of (the server under test, this driving process, nats-server, the
             projector's process)."""
+            side = sides.get(server)
             return (
                 _cpu(server),
                 time.process_time(),
                 _cpu(npid),
-                _cpu(projector.pid) if projector is not None and server == rules.pid else 0.0,
+                _cpu(side.pid) if side is not None else 0.0,
             )
 
         async def measured(phase: str, server: int, measure: Any) -> Stats:
@@ -569,8 +602,8 @@ async def run() -> dict[str, Any]:
                 got["connz"] = await asyncio.to_thread(_connz, monitor)
                 got["load0"], got["before"] = os.getloadavg()[0], cpus(server)
                 pids = {"server": server, "driver": os.getpid()}
-                if service and projector is not None:
-                    pids["projector"] = projector.pid
+                if sides.get(server) is not None:
+                    pids["projector"] = sides[server].pid
                 pids = {k: v for k, v in pids.items() if k in PROFILE_WHO}
                 with profiler.record(phase, pids) if profiler else contextlib.nullcontext():
                     yield
@@ -604,6 +637,12 @@ async def run() -> dict[str, Any]:
                 assert edge is not None
                 services[mode] = await measured(
                     mode, edge.pid, lambda span: _measure_ceiling(edge_target, span, True)
+                )
+                continue
+            if mode == "contract":
+                assert contract is not None
+                services[mode] = await measured(
+                    mode, contract.pid, lambda span: _measure_ceiling(contract_target, span, games=True)
                 )
                 continue
             ceilings.append(
@@ -714,11 +753,11 @@ def report(r: dict[str, Any]) -> list[str]:
         lines.append(
             (
                 f"      {s.moves} calls"
-                if mode == "edge"
+                if mode in ("edge", "contract")
                 else f"      {s.moves} moves, {s.games} games, {s.rpcs / max(1, s.moves):.2f} RPCs per move"
             )
             + (f", {s.updates / max(1, s.moves):.2f} watch updates per move" if mode == "watch" else "")
-            + f"; NATS messages per {'call' if mode == 'edge' else 'move'} (from/to): "
+            + f"; NATS messages per {'call' if mode in ('edge', 'contract') else 'move'} (from/to): "
             + ", ".join(
                 f"{k} {i:.2f}/{o:.2f}"
                 for k, (i, o) in sorted(s.nats_msgs.items())
@@ -767,6 +806,16 @@ def report(r: dict[str, Any]) -> list[str]:
                 f"  with the projector's process: server + projector {(s.cpu[0] + s.cpu[3]) / ccpu[0]:.2f}x"
             )
         lines.append(f"  ratio service/ceiling {s.rate / rate:.2f} (goal >= {GOAL_RATIO}, then 0.8)")
+        if "contract" in services:
+            c = services["contract"]
+            lines.append(
+                f"  the contract's messaging alone (no game): ratio {c.rate / rate:.2f}; nats-server "
+                f"{c.cpu[2] / ccpu[2]:.2f}x, server {c.cpu[0] / ccpu[0]:.2f}x + projector "
+                f"{c.cpu[3] / ccpu[0]:.2f}x, driver {c.cpu[1] / ccpu[1]:.2f}x the ceiling's per call; the "
+                f"service spends over it per move: server {(s.cpu[0] - c.cpu[0]) * 1e6:.0f} us, projector "
+                f"{(s.cpu[3] - c.cpu[3]) * 1e6:.0f} us, driver {(s.cpu[1] - c.cpu[1]) * 1e6:.0f} us, "
+                f"nats-server {(s.cpu[2] - c.cpu[2]) * 1e6:.0f} us"
+            )
         lines.extend(capacity_lines(services))
     return lines
 
