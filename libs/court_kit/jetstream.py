@@ -540,6 +540,17 @@ class Puller:
                 await self._request()  # the open request ended with nothing for us: open another
         return out
 
+    def ready(self, limit: int) -> list[Any]:
+        """The messages already delivered, at most ``limit``, without waiting."""
+        sub = self.psub._sub
+        queue = sub._pending_queue
+        out: list[Any] = []
+        while len(out) < limit and not queue.empty():
+            msg = queue.get_nowait()
+            sub._pending_size -= len(msg.data)
+            self._take(msg, out)
+        return out
+
     def _take(self, msg: Any, out: list[Any]) -> None:
         status = JetStreamContext.is_status_msg(msg)
         if status:

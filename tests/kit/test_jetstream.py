@@ -72,6 +72,39 @@ async def test_streams_kv_direct_get_and_publisher(tmp_path: Path) -> None:
         nats.stop()
 
 
+async def test_puller_ready_takes_what_arrived_without_waiting(tmp_path: Path) -> None:
+    """kjs.Puller.ready: the messages already delivered, at most ``limit``, in order, and none
+    when none has arrived (it never waits; the projector's linger is built on it)."""
+    from nats.js.api import AckPolicy, ConsumerConfig
+
+    nats = BinaryNats(tmp_path / "nats")
+    nats.start()
+    nc = await kjs.connect(nats.url, "t")
+    try:
+        js = nc.jetstream()
+        await kjs.ensure_stream(js, StreamConfig(name="R", subjects=["r.>"]))
+        psub = await js.pull_subscribe(
+            "r.>", durable="d", stream="R", config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT)
+        )
+        puller = kjs.Puller(psub, 64, expires=5.0)
+        assert puller.ready(10) == [], "nothing delivered yet"
+        await js.publish("r.a", b"0")
+        first = await puller.next_batch(5.0)
+        assert [m.data for m in first] == [b"0"]
+        for i in range(1, 4):
+            await js.publish(f"r.{i}", str(i).encode())
+        async with asyncio.timeout(10):
+            while psub._sub._pending_queue.qsize() < 3:
+                await asyncio.sleep(0.01)
+        assert [m.data for m in puller.ready(2)] == [b"1", b"2"]
+        assert [m.data for m in puller.ready(5)] == [b"3"]
+        assert puller.ready(5) == []
+        assert puller.outstanding == 64 - 4, "each message taken counts against the open request"
+    finally:
+        await nc.close()
+        nats.stop()
+
+
 async def test_puller_keeps_requests_open_and_survives_a_server_restart(tmp_path: Path) -> None:
     """kjs.Puller: messages appended while its request is open arrive without a new request
     (nats-server counts the pull requests: one for the first 30 messages of a batch of 64); a

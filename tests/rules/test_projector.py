@@ -266,3 +266,39 @@ async def test_a_projector_dying_with_a_record_in_hand_loses_nothing_while_anoth
         if other is not None:
             await other.close()
             await other.server.stop(None)  # type: ignore[attr-defined]
+
+
+class _Puller:
+    """A stand-in for ``court_kit.jetstream.Puller``: ``next_batch`` answers ``first`` after
+    ``wait`` s; ``ready`` hands out ``behind``, the messages that arrived meanwhile."""
+
+    def __init__(self, wait: float, first: list[str], behind: list[str]):
+        self.wait, self.first, self.behind = wait, first, behind
+        self.readies = 0
+
+    async def next_batch(self, timeout: float) -> list[str]:
+        await asyncio.sleep(self.wait)
+        return list(self.first)
+
+    def ready(self, limit: int) -> list[str]:
+        self.readies += 1
+        out, self.behind = self.behind[:limit], self.behind[limit:]
+        return out
+
+
+async def test_a_busy_log_s_records_join_one_batch_and_a_quiet_log_is_not_held_up() -> None:
+    """A record there as soon as the projector asks (a busy log) waits ``linger`` for the ones
+    right behind it, so one batch's publishes and acks share a write; a record that came after a
+    wait longer than ``linger`` (a quiet log) is projected at once, alone; linger 0 never waits;
+    a batch never grows past its size."""
+    busy = _Puller(0.0, ["a"], ["b", "c"])
+    projector = Projector(None, linger=0.05, batch=4)  # type: ignore[arg-type]  # _next needs no store
+    assert await projector._next(busy) == ["a", "b", "c"]
+    quiet = _Puller(0.3, ["a"], ["b"])
+    assert await projector._next(quiet) == ["a"]
+    assert quiet.readies == 0, "a quiet log's record is not held back"
+    full = _Puller(0.0, ["a"], ["b", "c", "d", "e", "f"])
+    assert await projector._next(full) == ["a", "b", "c", "d"], "at most a batch"
+    never = _Puller(0.0, ["a"], ["b"])
+    assert await Projector(None, linger=0)._next(never) == ["a"]  # type: ignore[arg-type]
+    assert never.readies == 0

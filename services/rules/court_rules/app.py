@@ -8,6 +8,8 @@ Settings come from the environment (court_kit.settings); the service's own:
                                process; off: a court-projector process runs it (court_kit.settings)
     COURT_PROJECTOR_BATCH, COURT_PROJECTOR_ACK_WAIT   the projector's fetch size (256) and
                                ack wait (30 s)
+    COURT_PROJECTOR_LINGER     seconds a projector batch waits, while the log is busy, for the
+                               records right behind its first (default 0.003; 0: never)
     COURT_GAME_CACHE           games kept in memory per replica (default 20000)
     COURT_FINISHED_RETENTION   how long a finished game stays in the hot streams before the
                                janitor purges it (it stays readable from the archive; default 2d)

@@ -2,7 +2,9 @@
 
 It follows every game-log stream (``COURT_GAMES_<shard>``) with one durable pull consumer per
 stream (``court-projector``, explicit acks: every message acknowledged once its record is public;
-read with pull requests kept open, ``court_kit.jetstream.Puller``, not a fetch per batch), and for
+read with pull requests kept open, ``court_kit.jetstream.Puller``, not a fetch per batch; while
+the log is busy a batch waits ``COURT_PROJECTOR_LINGER`` s, default 0.003, for the records right
+behind its first, see ``Projector._next``), and for
 each full record publishes its public form (``court_kit.records.redact``) on
 ``court.events.<game>.<game_id>`` (stream ``COURT_EVENTS``) with
 
@@ -121,8 +123,17 @@ def _follows(pos: Position | None, rec: records_pb2.Record) -> bool:
 
 
 class Projector:
-    def __init__(self, store: GameStore, *, batch: int = 256, ack_wait: float = 30.0, durable: str = DURABLE):
+    def __init__(
+        self,
+        store: GameStore,
+        *,
+        batch: int = 256,
+        ack_wait: float = 30.0,
+        durable: str = DURABLE,
+        linger: float = 0.003,
+    ):
         self.store = store
+        self.linger = linger
         self.batch = batch
         self.ack_wait = ack_wait
         self.durable = durable
@@ -292,7 +303,7 @@ class Projector:
                         trouble.ok("projector following again", stream=stream)
                     assert puller is not None
                     try:
-                        msgs = await puller.next_batch(1.0)
+                        msgs = await self._next(puller)
                     except (TimeoutError, nats.errors.TimeoutError):
                         continue
                     await self._batch(msgs, stop)
@@ -312,6 +323,19 @@ class Projector:
             if psub is not None:
                 with contextlib.suppress(Exception):
                     await psub.unsubscribe()
+
+    async def _next(self, puller: Any) -> list[Any]:
+        """The next batch; when the log is busy (a message came within ``linger`` s of asking) the
+        ones arriving in the next ``linger`` s join it: one batch's publishes and acks then reach
+        nats-server in one write instead of one each (make bench, bot mode: projector CPU per move
+        27-41 % lower, nats-server's 15-37 %, at 3 ms more lag at p50). A quiet log is not held up."""
+        loop = asyncio.get_running_loop()
+        asked = loop.time()
+        msgs: list[Any] = await puller.next_batch(1.0)
+        if self.linger and len(msgs) < self.batch and loop.time() - asked < self.linger:
+            await asyncio.sleep(self.linger)
+            msgs.extend(puller.ready(self.batch - len(msgs)))
+        return msgs
 
     async def _batch(self, msgs: Sequence[Any], stop: asyncio.Event) -> None:
         """Project a batch: the games side by side, each game's records in order; every message
@@ -439,6 +463,7 @@ def projector_for(store: GameStore, settings: Settings) -> Projector:
         store,
         batch=settings.extra_int("PROJECTOR_BATCH", 256, 1, 4096),
         ack_wait=settings.extra_float("PROJECTOR_ACK_WAIT", 30.0, 0.5),
+        linger=settings.extra_float("PROJECTOR_LINGER", 0.003, 0.0),
     )
 
 
