@@ -518,48 +518,27 @@ async def run() -> dict[str, Any]:
     procs: list[subprocess.Popen[Any]] = []
     profiler = Profiler(Path(PROFILE)) if PROFILE else None
     try:
-        ceiling = subprocess.Popen(
-            [sys.executable, "-m", "tests.bench._ceiling", nats.url],
-            stdout=subprocess.PIPE,
-            env={**os.environ, "COURT_EVENT_LOOP": LOOP},
-        )
-        procs.append(ceiling)
-        assert ceiling.stdout is not None
-        ceiling_target = f"127.0.0.1:{int(ceiling.stdout.readline())}"
-        edge = None
+
+        def bare(variant: str = "", **env: str) -> tuple[subprocess.Popen[bytes], str]:
+            """A tests/bench/_ceiling.py process and the address it serves (its first line)."""
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "tests.bench._ceiling", nats.url, *([variant] if variant else [])],
+                stdout=subprocess.PIPE,
+                env={**os.environ, "COURT_EVENT_LOOP": LOOP, **env},
+            )
+            procs.append(proc)
+            assert proc.stdout is not None
+            return proc, f"127.0.0.1:{int(proc.stdout.readline())}"
+
+        ceiling, ceiling_target = bare()
+        edge = contract = bare_projector = None
         if "edge" in MODES:
-            edge = subprocess.Popen(
-                [sys.executable, "-m", "tests.bench._ceiling", nats.url, "edge"],
-                stdout=subprocess.PIPE,
-                env={
-                    **os.environ,
-                    **keys.env("rules"),
-                    "COURT_ENV": "bench",
-                    "COURT_LOG_LEVEL": "warning",
-                    "COURT_EVENT_LOOP": LOOP,
-                },
+            edge, edge_target = bare(
+                "edge", **keys.env("rules"), COURT_ENV="bench", COURT_LOG_LEVEL="warning"
             )
-            procs.append(edge)
-            assert edge.stdout is not None
-            edge_target = f"127.0.0.1:{int(edge.stdout.readline())}"
-        contract = bare_projector = None
         if "contract" in MODES:
-            contract = subprocess.Popen(
-                [sys.executable, "-m", "tests.bench._ceiling", nats.url, "contract"],
-                stdout=subprocess.PIPE,
-                env={**os.environ, "COURT_EVENT_LOOP": LOOP},
-            )
-            procs.append(contract)
-            assert contract.stdout is not None
-            contract_target = f"127.0.0.1:{int(contract.stdout.readline())}"
-            bare_projector = subprocess.Popen(
-                [sys.executable, "-m", "tests.bench._ceiling", nats.url, "projector"],
-                stdout=subprocess.PIPE,
-                env={**os.environ, "COURT_EVENT_LOOP": LOOP},
-            )
-            procs.append(bare_projector)
-            assert bare_projector.stdout is not None
-            bare_projector.stdout.readline()  # its consumer exists
+            contract, contract_target = bare("contract")
+            bare_projector, _ = bare("projector")  # once its consumer exists
         rules, target = _start(
             "rules", nats.url, tmp / "state", COURT_PROJECTOR="on" if PROJECTOR == "inside" else "off"
         )

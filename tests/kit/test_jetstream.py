@@ -4,12 +4,14 @@ streams and KV buckets, direct gets, and the pipelined publisher."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from court_kit import jetstream as kjs
-from nats.js.api import StreamConfig
+from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 from nats.js.errors import APIError
 
 from tests.fixtures.nats import BinaryNats
@@ -72,20 +74,31 @@ async def test_streams_kv_direct_get_and_publisher(tmp_path: Path) -> None:
         nats.stop()
 
 
-async def test_puller_ready_takes_what_arrived_without_waiting(tmp_path: Path) -> None:
-    """kjs.Puller.ready: the messages already delivered, at most ``limit``, in order, and none
-    when none has arrived (it never waits; the projector's linger is built on it)."""
-    from nats.js.api import AckPolicy, ConsumerConfig
-
+@contextlib.asynccontextmanager
+async def _pulled(tmp_path: Path, stream: str, ack: AckPolicy) -> AsyncIterator[tuple[BinaryNats, Any, Any]]:
+    """A nats-server with ``stream`` on ``<stream lowercased>.>`` and a pull subscription on
+    its durable ``d``: (the server, the connection, the subscription)."""
     nats = BinaryNats(tmp_path / "nats")
     nats.start()
     nc = await kjs.connect(nats.url, "t")
     try:
         js = nc.jetstream()
-        await kjs.ensure_stream(js, StreamConfig(name="R", subjects=["r.>"]))
+        subjects = f"{stream.lower()}.>"
+        await kjs.ensure_stream(js, StreamConfig(name=stream, subjects=[subjects]))
         psub = await js.pull_subscribe(
-            "r.>", durable="d", stream="R", config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT)
+            subjects, durable="d", stream=stream, config=ConsumerConfig(ack_policy=ack)
         )
+        yield nats, nc, psub
+    finally:
+        await nc.close()
+        nats.stop()
+
+
+async def test_puller_ready_takes_what_arrived_without_waiting(tmp_path: Path) -> None:
+    """kjs.Puller.ready: the messages already delivered, at most ``limit``, in order, and none
+    when none has arrived (it never waits; the projector's linger is built on it)."""
+    async with _pulled(tmp_path, "R", AckPolicy.EXPLICIT) as (_, nc, psub):
+        js = nc.jetstream()
         puller = kjs.Puller(psub, 64, expires=5.0)
         assert puller.ready(10) == [], "nothing delivered yet"
         await js.publish("r.a", b"0")
@@ -100,9 +113,6 @@ async def test_puller_ready_takes_what_arrived_without_waiting(tmp_path: Path) -
         assert [m.data for m in puller.ready(5)] == [b"3"]
         assert puller.ready(5) == []
         assert puller.outstanding == 64 - 4, "each message taken counts against the open request"
-    finally:
-        await nc.close()
-        nats.stop()
 
 
 async def test_puller_keeps_requests_open_and_survives_a_server_restart(tmp_path: Path) -> None:
@@ -111,17 +121,8 @@ async def test_puller_keeps_requests_open_and_survives_a_server_restart(tmp_path
     request ending (408 at its expiry) opens another; after a nats-server restart, which forgets
     open requests, what is appended is delivered once the newest request has expired. Every
     message arrives once, in order."""
-    from nats.js.api import AckPolicy, ConsumerConfig
-
-    nats = BinaryNats(tmp_path / "nats")
-    nats.start()
-    nc = await kjs.connect(nats.url, "t")
-    try:
+    async with _pulled(tmp_path, "P", AckPolicy.ALL) as (nats, nc, psub):
         js = nc.jetstream()
-        await kjs.ensure_stream(js, StreamConfig(name="P", subjects=["p.>"]))
-        psub = await js.pull_subscribe(
-            "p.>", durable="d", stream="P", config=ConsumerConfig(ack_policy=AckPolicy.ALL)
-        )
         puller = kjs.Puller(psub, 64, expires=1.0)
         requests: list[bytes] = []
         real_publish = nc.publish
@@ -169,6 +170,3 @@ async def test_puller_keeps_requests_open_and_survives_a_server_restart(tmp_path
                     await asyncio.sleep(0.1)
         await take(40, timeout=20)
         assert got == [str(i).encode() for i in range(40)], "every message once, in order"
-    finally:
-        await nc.close()
-        nats.stop()
