@@ -54,6 +54,40 @@ async def test_watchers_on_another_replica_see_every_move(replicas: Any) -> None
     assert view_dict(spectator_updates[-1].view) == view_dict(await replicas.client(a, "x").get_view(gid))
 
 
+async def test_watchers_on_the_movers_replica_never_read_the_log(replicas: Any) -> None:
+    """A watcher on the replica that takes the moves is woken by each append, often before that
+    append's own acknowledgement has been committed; it then waits for the game's lock, finds the
+    move there, and reads nothing from the log (it would otherwise read once for every other move,
+    make bench's watch mode). Every update still comes once, in order."""
+    a = await replicas.start()
+    players = ["uma", "vic"]
+    created = await replicas.client(a, "lobby", "service").create_game(
+        "queens_court", players, {"players": 2}
+    )
+    gid = created.game_id
+    refreshes: list[str] = []
+    real_refresh = a.cache.refresh
+
+    async def counting(entry: Any) -> bool:
+        refreshes.append(entry.game_id)
+        return await real_refresh(entry)
+
+    a.cache.refresh = counting  # type: ignore[method-assign]
+    updates: dict[int, list[Any]] = {0: [], 1: []}
+    tasks = [
+        asyncio.create_task(_collect(replicas.client(a, p), gid, i, None, updates[i]))
+        for i, p in enumerate(players)
+    ]
+    await asyncio.wait_for(_until(lambda: all(updates.values())), 15)
+    clients = {i: replicas.client(a, p) for i, p in enumerate(players)}
+    final = await play_out(clients, gid, random.Random(5))
+    await asyncio.wait_for(asyncio.gather(*tasks), 15)
+    for got in updates.values():
+        assert [u.seq for u in got] == list(range(final.seq + 1))
+    assert final.seq > 10, final.seq
+    assert refreshes == [], f"the watchers read the log {len(refreshes)} times for {final.seq} moves"
+
+
 async def test_watch_resumes_from_a_sequence_number(replicas: Any, rules: Any) -> None:
     players = ["pia", "quy"]
     created = await replicas.client(rules, "lobby", "service").create_game(
