@@ -532,24 +532,25 @@ class Puller:
                 if left <= 0:
                     raise nats.errors.TimeoutError
                 self._take(await sub.next_msg(timeout=left), out)
-            while len(out) < self.batch and not queue.empty():
-                msg = queue.get_nowait()
-                sub._pending_size -= len(msg.data)
-                self._take(msg, out)
+            self._drain(out, self.batch)
             if not out and (self.outstanding <= 0 or loop.time() >= self.renew_at):
                 await self._request()  # the open request ended with nothing for us: open another
         return out
 
     def ready(self, limit: int) -> list[Any]:
         """The messages already delivered, at most ``limit``, without waiting."""
+        out: list[Any] = []
+        self._drain(out, limit)
+        return out
+
+    def _drain(self, out: list[Any], limit: int) -> None:
+        """Move what is already delivered into ``out``, until it holds ``limit`` messages."""
         sub = self.psub._sub
         queue = sub._pending_queue
-        out: list[Any] = []
         while len(out) < limit and not queue.empty():
             msg = queue.get_nowait()
             sub._pending_size -= len(msg.data)
             self._take(msg, out)
-        return out
 
     def _take(self, msg: Any, out: list[Any]) -> None:
         status = JetStreamContext.is_status_msg(msg)

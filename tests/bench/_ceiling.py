@@ -41,6 +41,7 @@ STREAM = "BENCH_CEILING"
 METHOD = "/bench.Ceiling/Call"
 LOG_STREAM, PUBLIC_STREAM = "BENCH_LOG", "BENCH_PUBLIC"
 LINGER = float(os.environ.get("COURT_PROJECTOR_LINGER", "0.003"))  # the projector's default
+BATCH = 256  # the projector's default batch (COURT_PROJECTOR_BATCH)
 
 
 async def serve(nats_url: str, variant: str = "") -> None:
@@ -108,7 +109,7 @@ async def project(nc: nats.NATS, js: nats.js.JetStreamContext) -> None:
             max_waiting=512,
         ),
     )
-    puller = kjs.Puller(psub, 256)
+    puller = kjs.Puller(psub, BATCH)
     publisher = kjs.Publisher(nc)
     last: dict[str, int] = {}  # public subject -> its last stream sequence
     print(0, flush=True)
@@ -137,7 +138,7 @@ async def project(nc: nats.NATS, js: nats.js.JetStreamContext) -> None:
             continue
         if loop.time() - asked < LINGER:  # as court_rules.projector.Projector._next
             await asyncio.sleep(LINGER)
-            msgs.extend(puller.ready(256 - len(msgs)))
+            msgs.extend(puller.ready(BATCH - len(msgs)))
         games: dict[str, list[nats.aio.msg.Msg]] = {}
         for m in msgs:
             games.setdefault(m.subject, []).append(m)
