@@ -3,7 +3,7 @@
 One nats-server (JetStream, file store) and the ``court-rules`` process, exactly as deployed;
 ``GAMES`` concurrent games (default 64, env ``BENCH_GAMES``), each driven by a scripted random
 player for ``SECONDS`` per measurement (env ``BENCH_SECONDS``). The modes (env ``BENCH_MODES``,
-comma-separated, default all three):
+comma-separated, default all of them):
 
 * ``bot``: every seat is a bot seat and the driver holds the bot identity, so each submit's reply
   carries the next seat's view and legal actions: one RPC per move, like the ceiling. The budget
@@ -13,6 +13,11 @@ comma-separated, default all three):
   move the streams add over ``bot``;
 * ``players``: one player token per seat; each move is GetView (the next seat's legal actions)
   then SubmitAction: two RPCs per move;
+* ``noviews``: not the service: ``court-rules`` with views that cost nothing (tests/bench/_noviews.py:
+  a view holds only what the driver reads to play on, its seat's legal actions), driven as
+  ``bot``, in a second rules process beside the first, followed by the same projector. The bound
+  that no faster view (compiled, cached or smaller) can pass: its server multiple and ratio are
+  printed beside the service's;
 * ``contract``: not the service: the events-v2 contract with no game in it (tests/bench/_ceiling.py
   ``contract`` and ``projector``): per call one append to a game's log with the service's
   headers and expected-sequence check, and a bare projector process that follows the log as
@@ -73,7 +78,7 @@ GAMES = int(os.environ.get("BENCH_GAMES", "64"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))
 MODES = tuple(
     m.strip()
-    for m in os.environ.get("BENCH_MODES", "bot,watch,players,contract,edge").split(",")
+    for m in os.environ.get("BENCH_MODES", "bot,watch,players,noviews,contract,edge").split(",")
     if m.strip()
 )
 LOOP = os.environ.get("COURT_EVENT_LOOP", "uvloop")
@@ -100,6 +105,7 @@ LABELS = {
     "bot": "service (bot identity, 1 RPC per move)",
     "watch": "service (bot, + a WatchGame stream per seat)",
     "players": "service (a token per seat, 2 RPCs per move)",
+    "noviews": "service with views that cost nothing (bound)",
     "contract": "v2 contract, no game (append + bare projector)",
     "edge": "ceiling behind court_kit's EdgeInterceptor",
 }
@@ -397,8 +403,11 @@ async def _measure_ceiling(target: str, span: Any, edge: bool = False, games: bo
     return stats
 
 
-def _start(service: str, nats_url: str, state_dir: Path, **extra: str) -> tuple[subprocess.Popen[bytes], str]:
-    """``court-<service>`` (rules, projector) as deployed, on a free port."""
+def _start(
+    service: str, nats_url: str, state_dir: Path, module: str = "", **extra: str
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``court-<service>`` (rules, projector) as deployed, on a free port; ``module``: run that
+    module (``python -m``) in its place, with the same environment."""
     port = free_port()
     env = {
         **os.environ,
@@ -412,8 +421,10 @@ def _start(service: str, nats_url: str, state_dir: Path, **extra: str) -> tuple[
         "COURT_EVENT_LOOP": LOOP,
         **extra,
     }
-    exe = Path(sys.executable).parent / f"court-{service}"
-    proc = subprocess.Popen([str(exe)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cmd = (
+        [sys.executable, "-m", module] if module else [str(Path(sys.executable).parent / f"court-{service}")]
+    )
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return proc, f"127.0.0.1:{port}"
 
 
@@ -544,6 +555,17 @@ async def run() -> dict[str, Any]:
         )
         procs.append(rules)
         await _await_serving(target)
+        noviews = None
+        if "noviews" in MODES:
+            noviews, noviews_target = _start(
+                "rules",
+                nats.url,
+                tmp / "state-noviews",
+                "tests.bench._noviews",
+                COURT_PROJECTOR="on" if PROJECTOR == "inside" else "off",
+            )
+            procs.append(noviews)
+            await _await_serving(noviews_target)
         projector = None
         if PROJECTOR == "process":
             projector, projector_target = _start("projector", nats.url, tmp / "state")
@@ -552,7 +574,11 @@ async def run() -> dict[str, Any]:
         assert nats.proc is not None
         npid = nats.proc.pid
 
-        sides = {rules.pid: projector, **({contract.pid: bare_projector} if contract else {})}
+        sides = {
+            rules.pid: projector,
+            **({noviews.pid: projector} if noviews else {}),
+            **({contract.pid: bare_projector} if contract else {}),
+        }
 
         def cpus(server: int) -> tuple[float, ...]:
             """CPU seconds so far of (the server under test, this driving process, nats-server, the
@@ -570,7 +596,7 @@ async def run() -> dict[str, Any]:
             profile cover that part only."""
             got: dict[str, Any] = {}
 
-            service = server == rules.pid
+            service = server == rules.pid or (noviews is not None and server == noviews.pid)
 
             @contextlib.asynccontextmanager
             async def span() -> Any:
@@ -631,6 +657,12 @@ async def run() -> dict[str, Any]:
                     lambda span: _measure_ceiling(ceiling_target, span),
                 )
             )
+            if mode == "noviews":
+                assert noviews is not None
+                services[mode] = await measured(
+                    mode, noviews.pid, lambda span: _measure_service(noviews_target, "bot", rng, span)
+                )
+                continue
             services[mode] = await measured(
                 mode, rules.pid, lambda span, mode=mode: _measure_service(target, mode, rng, span)
             )
@@ -785,6 +817,14 @@ def report(r: dict[str, Any]) -> list[str]:
                 f"  with the projector's process: server + projector {(s.cpu[0] + s.cpu[3]) / ccpu[0]:.2f}x"
             )
         lines.append(f"  ratio service/ceiling {s.rate / rate:.2f} (goal >= {GOAL_RATIO}, then 0.8)")
+        if "noviews" in services:
+            nv = services["noviews"]
+            lines.append(
+                f"  with views that cost nothing (tests/bench/_noviews.py): server {nv.cpu[0] / ccpu[0]:.2f}x, "
+                f"driver {nv.cpu[1] / ccpu[1]:.2f}x, nats-server {nv.cpu[2] / ccpu[2]:.2f}x, ratio "
+                f"{nv.rate / rate:.2f}; the views cost the server {(s.cpu[0] - nv.cpu[0]) * 1e6:.0f} us "
+                f"per move: the bound no faster view can pass"
+            )
         if "contract" in services:
             c = services["contract"]
             lines.append(
