@@ -550,22 +550,24 @@ async def run() -> dict[str, Any]:
         if "contract" in MODES:
             contract, contract_target = bare("contract")
             bare_projector, _ = bare("projector")  # once its consumer exists
-        rules, target = _start(
-            "rules", nats.url, tmp / "state", COURT_PROJECTOR="on" if PROJECTOR == "inside" else "off"
-        )
-        procs.append(rules)
-        await _await_serving(target)
-        noviews = None
-        if "noviews" in MODES:
-            noviews, noviews_target = _start(
+
+        async def rules_process(state: str, module: str = "") -> tuple[subprocess.Popen[bytes], str]:
+            """A rules process serving (``module``: tests/bench/_noviews.py's in court-rules' place)."""
+            proc, addr = _start(
                 "rules",
                 nats.url,
-                tmp / "state-noviews",
-                "tests.bench._noviews",
+                tmp / state,
+                module,
                 COURT_PROJECTOR="on" if PROJECTOR == "inside" else "off",
             )
-            procs.append(noviews)
-            await _await_serving(noviews_target)
+            procs.append(proc)
+            await _await_serving(addr)
+            return proc, addr
+
+        rules, target = await rules_process("state")
+        noviews, noviews_target = (
+            await rules_process("state-noviews", "tests.bench._noviews") if "noviews" in MODES else (None, "")
+        )
         projector = None
         if PROJECTOR == "process":
             projector, projector_target = _start("projector", nats.url, tmp / "state")
@@ -596,7 +598,7 @@ async def run() -> dict[str, Any]:
             profile cover that part only."""
             got: dict[str, Any] = {}
 
-            service = server == rules.pid or (noviews is not None and server == noviews.pid)
+            service = server in (rules.pid, noviews.pid if noviews else None)
 
             @contextlib.asynccontextmanager
             async def span() -> Any:
@@ -657,14 +659,13 @@ async def run() -> dict[str, Any]:
                     lambda span: _measure_ceiling(ceiling_target, span),
                 )
             )
-            if mode == "noviews":
-                assert noviews is not None
-                services[mode] = await measured(
-                    mode, noviews.pid, lambda span: _measure_service(noviews_target, "bot", rng, span)
-                )
-                continue
+            # noviews: the second rules process, driven as bot
+            proc, addr, drive = (
+                (noviews, noviews_target, "bot") if mode == "noviews" else (rules, target, mode)
+            )
+            assert proc is not None
             services[mode] = await measured(
-                mode, rules.pid, lambda span, mode=mode: _measure_service(target, mode, rng, span)
+                mode, proc.pid, lambda span, a=addr, d=drive: _measure_service(a, d, rng, span)
             )
         if not ceilings:
             ceilings.append(
