@@ -488,6 +488,12 @@ def test_nats_is_a_three_server_jetstream_cluster(name):
     conf = nats_conf(docs)
     assert re.search(r"^jetstream\s*\{", conf, re.MULTILINE), "nats.conf must enable JetStream"
     assert re.search(r"^cluster\s*\{", conf, re.MULTILINE), "nats.conf must have a cluster block"
+    # an acknowledged move survives one server's OS crash only if it was on that server's disk:
+    # R3 with the default sync (every 2 minutes) lost acked writes (deploy/README.md, "Durability")
+    jetstream = re.search(r"^jetstream\s*\{(.*?)^\}", conf, re.MULTILINE | re.DOTALL)
+    assert jetstream and re.search(r"^\s*sync_interval:\s*always\s*$", jetstream.group(1), re.MULTILINE), (
+        "the cluster's JetStream must sync every write before its ack"
+    )
     routes = set(re.findall(r"nats://([\w.-]+):6222", conf))
     expected = {f"{sts['metadata']['name']}-{i}.{headless['metadata']['name']}" for i in range(replicas)}
     assert routes == expected, f"cluster routes {routes} must name every server {expected}"
