@@ -314,8 +314,9 @@ def _bars(items: list[Bar], *, rate: bool = False) -> str:
                 f'<line x1="{label_w + lo / top * w:.1f}" x2="{label_w + hi / top * w:.1f}" y1="{row / 2}" '
                 f'y2="{row / 2}" stroke="#222" stroke-width="2"/>'
             )
+        end = max(bw, (b.ci[1] / top * w) if b.ci is not None else 0.0)  # past the whisker too
         parts.append(
-            f'<text x="{label_w + bw + 6}" y="15" font-size="12">{html.escape(b.beside())}</text></svg></div>'
+            f'<text x="{label_w + end + 6:.1f}" y="15" font-size="12">{html.escape(b.beside())}</text></svg></div>'
         )
     parts.append("</div>")
     return "".join(parts)
