@@ -278,6 +278,8 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
                     "a player may create only local games: every seat must be you or a bot "
                     '("bot:<level>"); games with other players start from the lobby'
                 )
+        if request.online and ident.role != "service":
+            raise PermissionDenied("only the lobby (the service role) may mark a game online")
         if request.game_id:
             if ident.role not in ("service", "admin"):
                 raise PermissionDenied("only a trusted caller (service, admin) may choose the game id")
@@ -310,6 +312,8 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             "t": int(self._clock() * 1000),
             **resume,
         }
+        if request.online:
+            record["online"] = True
         if request.HasField("clock"):
             c = request.clock
             settings = kitclock.validate(
