@@ -46,11 +46,12 @@ from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
 
+from .application import Faults, RulesApplication
 from .archive import run_janitor
 from .clockdriver import ClockDriver
 from .games import GameCache
 from .projector import Projector, projector_for
-from .servicer import Faults, RulesServicer
+from .servicer import RulesServicer
 from .store import GameStore
 from .tasks import stop_tasks
 
@@ -89,6 +90,7 @@ class RulesApp:
     store: GameStore
     cache: GameCache
     projector: Projector | None
+    application: RulesApplication
     servicer: RulesServicer
     server: object
     port: int
@@ -135,7 +137,7 @@ class RulesApp:
             if projector is None:
                 projector = settings.projector
             proj = projector_for(store, settings) if projector else None
-            servicer = RulesServicer(
+            application = RulesApplication(
                 store,
                 cache,
                 id_secret=settings.id_secret,
@@ -143,6 +145,7 @@ class RulesApp:
                 clock=clock,
                 clock_second_ms=second_ms,
             )
+            servicer = RulesServicer(application)
             server, port = create_server(
                 settings.listen,
                 settings=settings,
@@ -160,12 +163,12 @@ class RulesApp:
             await nc.close()
             raise
         metrics = start_metrics_server(settings.metrics_listen)
-        app = cls(settings, nc, store, cache, proj, servicer, server, port, health, metrics)
+        app = cls(settings, nc, store, cache, proj, application, servicer, server, port, health, metrics)
         if proj is not None:
             app._projecting = asyncio.create_task(proj.run(app._stop_sweeper))
         app._janitor = asyncio.create_task(run_janitor(store, app._stop_sweeper, retention=retention))
         app.driver = ClockDriver(
-            servicer,
+            application,
             cache,
             secret=settings.id_secret,
             clock=clock,
