@@ -32,8 +32,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import nats.errors
-import nats.js.errors
 from court_kit import clock as kitclock
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
@@ -52,35 +50,12 @@ from .clockdriver import ClockDriver
 from .games import GameCache
 from .projector import Projector, projector_for
 from .servicer import RulesServicer
-from .store import GameStore
+from .store import GameStore, ensure_streams_ready
 from .tasks import stop_tasks
 
 log = klog.get_logger("court_rules")
 
 SERVICE_NAME = rules_pb2.DESCRIPTOR.services_by_name["RulesService"].full_name
-
-
-async def _ensure_streams(store: GameStore) -> None:
-    """Create or update the streams, waiting while JetStream cannot answer yet (a cluster electing
-    its meta leader, a server still recovering its store); any other refusal is an error."""
-    waiting = klog.StateLog(log, "stream set-up", summary_every=30.0)
-    while True:
-        try:
-            await store.ensure_streams()
-        except (TimeoutError, nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError) as exc:
-            waiting.failed(
-                "waiting for JetStream to create the streams", error=str(exc) or type(exc).__name__
-            )
-            await asyncio.sleep(0.5)
-            continue
-        except nats.js.errors.APIError as exc:
-            if exc.code != 503:
-                raise
-            waiting.failed("waiting for JetStream to create the streams", error=str(exc))
-            await asyncio.sleep(0.5)
-            continue
-        waiting.ok("streams ready")
-        return
 
 
 @dataclass
@@ -132,7 +107,7 @@ class RulesApp:
         )
         try:
             store = GameStore(nc, replicas=settings.stream_replicas, environ=settings.extra)
-            await _ensure_streams(store)
+            await ensure_streams_ready(store)
             cache = GameCache(store, capacity=settings.extra_int("GAME_CACHE", 20_000, lo=1))
             if projector is None:
                 projector = settings.projector
