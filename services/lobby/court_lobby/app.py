@@ -42,9 +42,10 @@ from grpc_health.v1._async import HealthServicer
 from sqlalchemy.engine import Engine
 
 from .accounts import LoginLimits, TokenPolicy
+from .application import LobbyApplication
 from .clients import Backends
 from .saga import Faults, Starter
-from .servicer import PUBLIC_METHODS, LobbyServicer
+from .servicer import PUBLIC_METHODS, LobbyServicer, render_start
 from .store import LobbyStore, check_schema, migrate, purge
 
 log = klog.get_logger("court_lobby")
@@ -74,6 +75,7 @@ class LobbyApp:
     _purge_task: asyncio.Task | None = None
     _away_task: asyncio.Task | None = None
     servicer: LobbyServicer | None = None
+    application: LobbyApplication | None = None
 
     @property
     def address(self) -> str:
@@ -101,16 +103,16 @@ class LobbyApp:
                 ttl=settings.extra_float("TOKEN_TTL", 3600.0, lo=1.0),
                 refresh_ttl=settings.extra_float("REFRESH_TTL", 30 * 24 * 3600.0, lo=1.0),
             )
-            servicer = LobbyServicer(store, backends, tokens, LoginLimits.from_settings(settings))
             starter = Starter(
                 store,
                 backends,
-                servicer._render_start,
+                render_start,
                 lease=settings.extra_float("START_LEASE", 30.0, lo=0.1),
                 sweep=settings.extra_float("START_SWEEP", 10.0, lo=0.05),
                 faults=faults,
             )
-            servicer.starter = starter
+            application = LobbyApplication(store, backends, starter)
+            servicer = LobbyServicer(application, tokens, LoginLimits.from_settings(settings))
             server, port = create_server(
                 settings.listen,
                 settings=settings,
@@ -142,12 +144,13 @@ class LobbyApp:
         )
         app._purge_task = asyncio.create_task(app.purger.run(app._stop))
         app.servicer = servicer
+        app.application = application
         app._away_task = asyncio.create_task(
-            app._abandon_away(servicer, settings.extra_float("ABANDON_SWEEP", 30.0, lo=0.05))
+            app._abandon_away(application, settings.extra_float("ABANDON_SWEEP", 30.0, lo=0.05))
         )
         return app
 
-    async def _abandon_away(self, servicer: LobbyServicer, every: float) -> None:
+    async def _abandon_away(self, application: LobbyApplication, every: float) -> None:
         """Until stopped: finish the abandons a backend was away for (every person asked), and
         abandon games every person of which has been away for the abandon time."""
         while not self._stop.is_set():
@@ -156,8 +159,8 @@ class LobbyApp:
             if self._stop.is_set():
                 return
             try:
-                await servicer.finish_abandons()
-                await servicer.abandon_away_games()
+                await application.finish_abandons()
+                await application.abandon_away_games()
             except Exception as exc:  # noqa: BLE001 - the database or rules away for a moment: next round
                 log.warning("abandon sweep failed", error=str(exc)[:200] or type(exc).__name__)
 
