@@ -36,7 +36,7 @@ from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.health import Check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
-from court_kit.server import add_health_and_reflection, create_server, run_service
+from court_kit.server import run_service, start_server
 from court_kit.settings import ConfigError, Settings
 from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
@@ -112,14 +112,7 @@ class AnalyticsApp:
                 resumed_after=resumed_after,
                 fault=settings.extra.get("COURT_ANALYTICS_FAULT", ""),
             )
-            server, port = create_server(settings.listen, settings=settings)
-            health = await add_health_and_reflection(
-                server,
-                [SERVICE_NAME],
-                reflection_on=settings.reflection,
-                health_listen=settings.health_listen,
-            )
-            await server.start()
+            server, port, health = await start_server(settings, [SERVICE_NAME], edge=False)
         except BaseException:
             await nc.close()
             raise

@@ -33,9 +33,9 @@ import court_store
 from court_kit import logging as klog
 from court_kit.health import Check, database_check
 from court_kit.metrics import MetricsServer, start_metrics_server
-from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
+from court_kit.server import run_service, start_server
 from court_kit.settings import Settings
-from court_kit.tokens import Verifier, preflight
+from court_kit.tokens import preflight
 from court_proto.court.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 from court_store.purge import PurgeTask
 from grpc_health.v1._async import HealthServicer
@@ -113,19 +113,12 @@ class LobbyApp:
             )
             application = LobbyApplication(store, backends, starter)
             servicer = LobbyServicer(application, tokens, LoginLimits.from_settings(settings))
-            server, port = create_server(
-                settings.listen,
-                settings=settings,
-                interceptors=[EdgeInterceptor(Verifier.for_service(settings), public_methods=PUBLIC_METHODS)],
-            )
-            lobby_pb2_grpc.add_LobbyServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(
-                server,
+            server, port, health = await start_server(
+                settings,
                 [SERVICE_NAME],
-                reflection_on=settings.reflection,
-                health_listen=settings.health_listen,
+                lambda server: lobby_pb2_grpc.add_LobbyServiceServicer_to_server(servicer, server),
+                public_methods=PUBLIC_METHODS,
             )
-            await server.start()
         except BaseException:
             await backends.close()
             engine.dispose()

@@ -66,7 +66,7 @@ from court_kit import records as krec
 from court_kit.errors import Unavailable
 from court_kit.health import Check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
-from court_kit.server import add_health_and_reflection, create_server, run_service
+from court_kit.server import run_service, start_server
 from court_kit.settings import Settings
 from court_proto.court.events.v2 import records_pb2
 from grpc_health.v1._async import HealthServicer
@@ -411,14 +411,7 @@ class ProjectorApp:
             store = GameStore(nc, replicas=settings.stream_replicas, environ=settings.extra)
             await ensure_streams_ready(store)
             projector = projector_for(store, settings)
-            server, port = create_server(settings.listen, settings=settings)
-            health = await add_health_and_reflection(
-                server,
-                [SERVICE_NAME],
-                reflection_on=settings.reflection,
-                health_listen=settings.health_listen,
-            )
-            await server.start()
+            server, port, health = await start_server(settings, [SERVICE_NAME], edge=False)
         except BaseException:
             await nc.close()
             raise
