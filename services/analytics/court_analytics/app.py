@@ -32,6 +32,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+import grpc
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.health import Check, nats_check
@@ -74,13 +75,13 @@ class AnalyticsApp:
     nc: NATS
     lake: Lake
     consumer: LakeConsumer
-    server: object
+    server: grpc.aio.Server
     port: int
     health: HealthServicer
     metrics: MetricsServer | None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     service_names = (SERVICE_NAME,)
-    _task: asyncio.Task | None = None
+    _task: asyncio.Task[None] | None = None
 
     @classmethod
     async def start(cls, settings: Settings) -> AnalyticsApp:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 import court_store
+import grpc
 from court_kit import logging as klog
 from court_kit.health import Check, database_check
 from court_kit.metrics import MetricsServer, start_metrics_server
@@ -64,16 +65,16 @@ class LobbyApp:
     engine: Engine
     store: LobbyStore
     backends: Backends
-    server: object
+    server: grpc.aio.Server
     port: int
     health: HealthServicer
     metrics: MetricsServer | None
     starter: Starter
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
-    _task: asyncio.Task | None = None
+    _task: asyncio.Task[None] | None = None
     purger: PurgeTask | None = None
-    _purge_task: asyncio.Task | None = None
-    _away_task: asyncio.Task | None = None
+    _purge_task: asyncio.Task[None] | None = None
+    _away_task: asyncio.Task[None] | None = None
     servicer: LobbyServicer | None = None
     application: LobbyApplication | None = None
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from court_games import GAME_NAMES, get_game
 from court_kit import clock as kclock
@@ -46,6 +46,7 @@ from .store import (
     SeatInfo,
 )
 
+T = TypeVar("T")
 log = klog.get_logger("court_lobby.application")
 
 MAX_ANTE = 1_000_000
@@ -53,7 +54,13 @@ BOT_PREFIX = "bot:"
 QUICK_MATCH_CANDIDATES = 20
 DEFAULT_RATING = 25.0  # a player the ranking service has no rating for yet (its start value)
 RESUME_BOT_LEVEL = "heuristic"  # takes a resumed game's seat whose player's account is gone
-CLOCK_FIELDS = ("turn_seconds", "time_bank_seconds", "autoplay_level", "abandon_after_seconds")
+ClockField = Literal["turn_seconds", "time_bank_seconds", "autoplay_level", "abandon_after_seconds"]
+CLOCK_FIELDS: tuple[ClockField, ...] = (
+    "turn_seconds",
+    "time_bank_seconds",
+    "autoplay_level",
+    "abandon_after_seconds",
+)
 
 
 def every_person_asked(info: LobbyInfo) -> bool:
@@ -123,7 +130,7 @@ class LobbyApplication:
         self.backends = backends
         self.starter = starter
 
-    async def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await asyncio.to_thread(fn, *args, **kwargs)
 
     async def _check_ante(self, me: Account, ante: int) -> None:
@@ -285,7 +292,7 @@ class LobbyApplication:
 
     async def still_running(self, info: LobbyInfo) -> bool:
         """Ask the rules service; a finished game's lobby is marked finished on the way."""
-        view = await self.backends.game_view(info.game_id)
+        view = await self.backends.game_view(info.started_game_id)
         # a game the rules service closed for a resume whose new lobby is not recorded yet (the
         # lobby died in between) counts as running: resuming it again completes that resume
         if view.finished and not view.result.resumed_into:
@@ -350,7 +357,10 @@ class LobbyApplication:
             log.info("abandon asked by the last person at the table", game_id=info.game_id, by=me.id)
             return await self._abandon(info, call, "every person at the table asked")
         # alone: the seat is marked away and the autoplay bot plays it to the end; the result stands
-        await self.backends.leave_seat(info.game_id, info.seat_of(me.id).seat_no)
+        seat = info.seat_of(me.id)
+        if seat is None:  # left the lobby meanwhile (a started lobby keeps its seats: never so far)
+            raise NotFound(f"you have no game {quote(game_id)}")
+        await self.backends.leave_seat(info.started_game_id, seat.seat_no)
         log.info("abandon asked: the seat is away, the game goes on", game_id=info.game_id, by=me.id)
         remembered: LobbyInfo = await self._run(self.store.remember, call, info.id)
         return remembered
@@ -389,7 +399,7 @@ class LobbyApplication:
         asked, which is recorded, so the abandon sweep (``finish_abandons``) or any retry of the
         call finishes it."""
         try:
-            await self.backends.close_game(info.game_id, abandon_reason(why, info.online))
+            await self.backends.close_game(info.started_game_id, abandon_reason(why, info.online))
         except FailedPrecondition:
             await self._run(self.store.set_status, info.id, STARTED, FINISHED)
             raise FailedPrecondition(
@@ -402,7 +412,7 @@ class LobbyApplication:
                 "AbandonGame with the same request_id to see it"
             ) from None
         if info.online:
-            await self.backends.abandon_game(info.game_id)  # every ante back, once
+            await self.backends.abandon_game(info.started_game_id)  # every ante back, once
         try:
             done: LobbyInfo = await self._run(self.store.abandon, info.id, call)
         except Aborted:
@@ -441,7 +451,7 @@ class LobbyApplication:
                 if not info.clock or not info.clock.get("abandon_after_seconds") or not info.game_id:
                     continue
                 try:
-                    view = await self.backends.game_view(info.game_id)
+                    view = await self.backends.game_view(info.started_game_id)
                     # closed by the lobby yet still started here: an abandon whose refund did not go
                     # through (ranking away); finish it
                     under_way = view.finished and bool(view.result.closed_reason)

@@ -165,12 +165,14 @@ class Backends:
             seed=seed,
             seats=[rpb.RankedSeat(player_id=p, name=n) for p, n in seats],
         )
-        return await self._ranking(self.ranking.RegisterGame, req)
+        answer: rpb.RegisterGameResponse = await self._ranking(self.ranking.RegisterGame, req)
+        return answer
 
     async def abandon_game(self, game_id: str) -> rpb.AbandonGameResponse:
-        return await self._ranking(
+        answer: rpb.AbandonGameResponse = await self._ranking(
             self.ranking.AbandonGame, rpb.AbandonGameRequest(request_id=f"abandon:{game_id}", game_id=game_id)
         )
+        return answer
 
 
 def translate(err: grpc.aio.AioRpcError, service: str) -> Exception:

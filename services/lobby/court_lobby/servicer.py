@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from court_kit import logging as klog
@@ -47,6 +47,7 @@ from .store import (
     check_name,
 )
 
+T = TypeVar("T")
 log = klog.get_logger("court_lobby.servicer")
 
 STATES = {
@@ -131,7 +132,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         self.tokens = tokens
         self.limits = limits or accounts.LoginLimits()
 
-    async def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await asyncio.to_thread(fn, *args, **kwargs)
 
     async def _hashing(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -273,7 +274,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         )
         if acc is None or not ok:
             raise Unauthenticated("wrong name or password")
-        if accounts.needs_rehash(acc.password_hash):
+        if acc.password_hash is not None and accounts.needs_rehash(acc.password_hash):
             new_hash = await self._hashing(accounts.hash_password, request.password)
             await self._run(self.store.set_password_hash, acc.id, new_hash)
         return await self._auth_reply(acc)
@@ -418,11 +419,14 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         me = await self._me()
         out = pb.ListMyGamesResponse()
         for info in await self.app.running_games(me):
+            seat = info.seat_of(me.id)
+            if seat is None:  # left since (running_games lists the lobbies ``me`` sits in)
+                continue
             out.games.append(
                 pb.MyGame(
-                    game_id=info.game_id,
+                    game_id=info.started_game_id,
                     game=info.game,
-                    seat=info.seat_of(me.id).seat_no,
+                    seat=seat.seat_no,
                     lobby_id=info.id,
                     online=info.online,
                     ante=info.ante,

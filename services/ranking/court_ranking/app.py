@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 import court_store
+import grpc
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.health import Check, database_check, nats_check
@@ -59,16 +60,16 @@ class RankingApp:
     nc: NATS
     store: RankingStore
     consumer: EventConsumer
-    server: object
+    server: grpc.aio.Server
     port: int
     health: HealthServicer
     metrics: MetricsServer | None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
-    _task: asyncio.Task | None = None
-    _sweeper: asyncio.Task | None = None
+    _task: asyncio.Task[None] | None = None
+    _sweeper: asyncio.Task[None] | None = None
     swept: int = 0  # games the settle sweep has looked at (tests)
     purger: PurgeTask | None = None
-    _purge_task: asyncio.Task | None = None
+    _purge_task: asyncio.Task[None] | None = None
 
     @property
     def address(self) -> str:

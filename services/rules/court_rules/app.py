@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import grpc
 from court_kit import clock as kitclock
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
@@ -67,14 +68,14 @@ class RulesApp:
     projector: Projector | None
     application: RulesApplication
     servicer: RulesServicer
-    server: object
+    server: grpc.aio.Server
     port: int
     health: HealthServicer
     metrics: MetricsServer | None
     _stop_sweeper: asyncio.Event = field(default_factory=asyncio.Event)
-    _projecting: asyncio.Task | None = None
-    _janitor: asyncio.Task | None = None
-    _clock: asyncio.Task | None = None
+    _projecting: asyncio.Task[None] | None = None
+    _janitor: asyncio.Task[None] | None = None
+    _clock: asyncio.Task[None] | None = None
     driver: ClockDriver | None = None
 
     @property

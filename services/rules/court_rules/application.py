@@ -494,7 +494,8 @@ class RulesApplication:
         # the caller's seat as it was at creation, so a retry later gets the very same answer
         mine = own_seats(entry, ident)
         acting = [x for x in mine if x in entry.module.to_act(state)]
-        return Created(entry, state, (acting or mine or [None])[0])
+        seat = (acting or mine)[0] if (acting or mine) else None
+        return Created(entry, state, seat)
 
     # ------------------------------------------------------------------ reading
 

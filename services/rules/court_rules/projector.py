@@ -58,6 +58,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc
 import nats.errors
 import nats.js.errors
 from court_kit import jetstream as kjs
@@ -388,12 +389,12 @@ class ProjectorApp:
     nc: NATS
     store: GameStore
     projector: Projector
-    server: object
+    server: grpc.aio.Server
     port: int
     health: HealthServicer
     metrics: MetricsServer | None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
-    _task: asyncio.Task | None = None
+    _task: asyncio.Task[None] | None = None
 
     service_names = (SERVICE_NAME,)
 
@@ -441,7 +442,7 @@ class ProjectorApp:
         closed under it, which ends every fetch and publish in flight, and is waited for 5 s more."""
         self._stop.set()
         pending = await stop_tasks([self._task], 2.0)
-        await self.server.stop(None)  # type: ignore[attr-defined]
+        await self.server.stop(None)
         if self.metrics is not None:
             self.metrics.close()
         with contextlib.suppress(Exception):
