@@ -34,11 +34,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+import grpc
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.health import Check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
-from court_kit.server import add_health_and_reflection, create_server, run_service
+from court_kit.server import run_service, start_server
 from court_kit.settings import ConfigError, Settings
 from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
@@ -77,13 +78,13 @@ class AnalyticsApp:
     nc: NATS
     lake: Lake
     consumer: LakeConsumer
-    server: object
+    server: grpc.aio.Server
     port: int
     health: HealthServicer
     metrics: MetricsServer | None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     service_names = (SERVICE_NAME,)
-    _task: asyncio.Task | None = None
+    _task: asyncio.Task[None] | None = None
 
     @classmethod
     async def start(cls, settings: Settings) -> AnalyticsApp:
@@ -116,14 +117,7 @@ class AnalyticsApp:
                 resumed_after=resumed_after,
                 fault=settings.extra.get("COURT_ANALYTICS_FAULT", ""),
             )
-            server, port = create_server(settings.listen, settings=settings)
-            health = await add_health_and_reflection(
-                server,
-                [SERVICE_NAME],
-                reflection_on=settings.reflection,
-                health_listen=settings.health_listen,
-            )
-            await server.start()
+            server, port, health = await start_server(settings, [SERVICE_NAME], edge=False)
         except BaseException:
             await nc.close()
             raise

@@ -211,7 +211,7 @@ class Lake:
         return "/".join((self.root, *parts))
 
     def _exists(self, path: str) -> bool:
-        return self.fs.get_file_info(path).type != pafs.FileType.NotFound
+        return bool(self.fs.get_file_info(path).type != pafs.FileType.NotFound)
 
     def _put(self, path: str, data: bytes) -> None:
         """Write whole or not at all: a temporary name in the same folder, then a move."""
@@ -405,7 +405,8 @@ class Lake:
     def _read_text(self, path: str) -> str | None:
         try:
             with self.fs.open_input_stream(path) as f:
-                return f.read().decode()
+                text: str = f.read().decode()
+                return text
         except FileNotFoundError:
             return None
 
