@@ -237,10 +237,10 @@ class LakeConsumer:
                 await asyncio.to_thread(self._handle_batch, msgs)
                 for i, msg in enumerate(msgs):
                     if i == len(msgs) // 2 and self._fault == ("acking", self._batches):
-                        await self.nc.flush(timeout=5.0)  # half the batch acknowledged, then the crash
+                        await self.nc.flush(timeout=5)  # half the batch acknowledged, then the crash
                         self._maybe_fail("acking", self._batches, records=len(msgs))
                     await msg.ack()  # queued on the connection: one flush sends them all
-                await self.nc.flush(timeout=max(1.0, self.ack_wait / 2))
+                await self.nc.flush(timeout=max(1, int(self.ack_wait / 2)))
                 self.ingested += len(msgs)
                 INGESTED.inc(len(msgs))
                 self.alive_at = time.monotonic()
