@@ -13,6 +13,10 @@ import shutil
 import sys
 from pathlib import Path
 
+LEVELS = ("random", "heuristic", "expert")  # the bot levels a command may name
+# ``court``'s global options (``--plain``), set by its callback (court_cli.main) before a command runs
+OPTIONS: dict[str, bool] = {"plain": False}
+
 # The registry's names (court_games.registry.GAME_NAMES; tests/cli/test_catalog.py keeps them equal).
 GAME_NAMES: tuple[str, ...] = ("queens_court", "hearts", "the_court", "court_wars")
 GAME_TITLES = {

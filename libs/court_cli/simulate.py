@@ -331,8 +331,9 @@ def command(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.text import Text
 
-    from .main import LEVELS, console
+    from .catalog import LEVELS
     from .session import Endpoints
+    from .termio import console
 
     out, fancy = console()
     names = list(game or GAME_OPTIONS)

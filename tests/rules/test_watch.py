@@ -199,7 +199,7 @@ async def test_watchers_of_one_game_share_one_subscription_and_each_sees_every_u
     replicas: Any, rules: Any
 ) -> None:
     """N WatchGame streams of one game on one replica hold one NATS subscription between them
-    (``servicer.Wakes``): all of them get every update, in order, the same updates; one cancelling
+    (``application.Wakes``): all of them get every update, in order, the same updates; one cancelling
     its stream leaves the others undisturbed; one joining while a move lands gets neither a gap nor
     a repeat; the subscription goes once the last watcher has left."""
     players = ["wen", "xia"]
@@ -220,7 +220,7 @@ async def test_watchers_of_one_game_share_one_subscription_and_each_sees_every_u
         for i in range(n)
     ]
     await asyncio.wait_for(_until(lambda: all(got[i] for i in range(n))), 15)
-    assert len(rules.servicer.wakes) == 1, "one shared subscription for the game"
+    assert len(rules.application.wakes) == 1, "one shared subscription for the game"
     assert subscriptions() == 1
     rng = random.Random(7)
     for _ in range(2):
@@ -232,7 +232,7 @@ async def test_watchers_of_one_game_share_one_subscription_and_each_sees_every_u
     # watcher 0 goes away; the others keep the subscription and every update
     tasks[0].cancel()
     await asyncio.gather(tasks[0], return_exceptions=True)
-    await asyncio.wait_for(_until(lambda: len(rules.servicer.wakes._games[subject][1]) == n - 1), 15)
+    await asyncio.wait_for(_until(lambda: len(rules.application.wakes._games[subject][1]) == n - 1), 15)
     assert subscriptions() == 1
     # one more watcher joins while a move is being submitted
     view = await clients[0].get_view(gid)
@@ -251,4 +251,4 @@ async def test_watchers_of_one_game_share_one_subscription_and_each_sees_every_u
     assert late_seqs == list(range(late_seqs[0], final.seq + 1)) and late_seqs[0] in (2, 3)
     assert got[n][1:] == got[1][late_seqs[0] + 1 :], "the follow after its snapshot: the same updates"
     # the last watcher gone: no subscription left
-    await asyncio.wait_for(_until(lambda: len(rules.servicer.wakes) == 0 and subscriptions() == 0), 15)
+    await asyncio.wait_for(_until(lambda: len(rules.application.wakes) == 0 and subscriptions() == 0), 15)

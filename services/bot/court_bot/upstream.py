@@ -8,7 +8,7 @@ import time
 import grpc
 from court_client import RulesClient
 from court_kit.errors import ServiceError
-from court_kit.tokens import Signer, issue_token
+from court_kit.keys import Signer, issue_token
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2
 
 BOT_SUB = "bot-service"  # every replica acts under this one sub, so request ids are shared

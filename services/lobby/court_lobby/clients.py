@@ -10,9 +10,9 @@ import grpc
 from court_client import RulesClient
 from court_client.base import TRANSIENT, ServiceClient
 from court_kit import errors as kerr
+from court_kit.keys import Signer, issue_token
 from court_kit.server import client_channel
 from court_kit.settings import Settings
-from court_kit.tokens import Signer, issue_token
 from court_proto.court.games.v1 import events_pb2
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 from court_proto.court.ranking.v1 import ranking_pb2_grpc

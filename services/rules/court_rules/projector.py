@@ -76,7 +76,7 @@ from nats.js.errors import APIError
 from prometheus_client import Counter, Histogram
 
 from .games import is_tombstone
-from .store import EVENTS_STREAM, GameStore, Record
+from .store import EVENTS_STREAM, GameStore, Record, ensure_streams_ready
 from .tasks import stop_tasks
 
 log = klog.get_logger("court_rules.projector")
@@ -434,9 +434,7 @@ class ProjectorApp:
         )
         try:
             store = GameStore(nc, replicas=settings.stream_replicas, environ=settings.extra)
-            from .app import _ensure_streams  # noqa: PLC0415 - the rules app imports this module
-
-            await _ensure_streams(store)
+            await ensure_streams_ready(store)
             projector = projector_for(store, settings)
             server, port = create_server(settings.listen, settings=settings)
             health = await add_health_and_reflection(
