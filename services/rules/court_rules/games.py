@@ -199,8 +199,9 @@ class GameEntry:
         # set once the game is closed: the game that resumed this one, or "" for a game the lobby
         # closed (CloseGame, ``closed_reason`` saying why); either way it is then over
         self.closed_into: str | None = None
-        # recent positions' views, by (seq, closed, seat): court_rules.views.game_view
-        self.views: dict[tuple[int, bool, int | None], Any] = {}
+        # recent positions' views, by (seq, closed, seat), and WatchGame updates, by ("update", seq,
+        # closed, seat, snapshot): court_rules.views.game_view and game_update
+        self.views: dict[tuple[Any, ...], Any] = {}
         self.closed_reason = ""
         self.closed_by: tuple[str, str, int] = ("", "", 0)
         self.seq = 0
