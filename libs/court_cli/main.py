@@ -527,8 +527,10 @@ def lobby_create(
                 await sit_and_play(court, out, fancy, lb.game_id)
         else:
             c = court_command()
+            code = f" --code {lb.invite_code}" if lb.invite_code else ""
             out.print(
-                f"Others join with `{c} lobby join {lb.lobby_id}`; start with `{c} lobby start {lb.lobby_id}`."
+                f"Others join with `{c} lobby join {lb.lobby_id}{code}`; start with "
+                f"`{c} lobby start {lb.lobby_id}`."
             )
 
     run(body)
@@ -583,7 +585,20 @@ def lobby_cancel(
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
         await court.require()
-        show_lobby(out, await court.call(court.lobby.cancel, lobby_id, reason))
+        try:
+            lb = await court.call(court.lobby.cancel, lobby_id, reason)
+        except CliError as refused:
+            try:
+                lb = await court.call(court.lobby.get_lobby, lobby_id)
+            except CliError:
+                raise refused from None
+            if lb.state != lpb.LOBBY_STATE_STARTED:
+                raise
+            raise CliError(
+                f"lobby {lobby_id}'s game {lb.game_id} has started: it can no longer be cancelled; a seated "
+                f"player gives it up with `{court_command()} abandon {lb.game_id}`"
+            ) from None
+        show_lobby(out, lb)
 
     run(body)
 
@@ -798,9 +813,30 @@ def resume(
             if not mine.games:
                 raise CliError("you have no unfinished game to resume")
             gid = mine.games[0].game_id
+        else:
+            await my_unfinished_game(court, gid, "to resume")
         await resume_game(court, out, fancy, gid, from_save_point=from_save_point)
 
     run(body)
+
+
+async def my_unfinished_game(court: Court, game_id: str, purpose: str) -> lpb.MyGame:
+    """The signed-in person's unfinished game ``game_id``, or ``CliError`` saying why there is none:
+    no such game, a game that is over, or someone else's (``purpose``: "to resume", "to abandon")."""
+    mine = await court.call(court.lobby.my_games)
+    game = next((g for g in mine.games if g.game_id == game_id), None)
+    if game is not None:
+        return game
+    try:
+        view = await court.rules.get_view(game_id)
+    except grpc.aio.AioRpcError as err:
+        if err.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
+            raise CliError(f"game {game_id} does not exist (`{court_command()} games` lists yours)") from None
+        from .session import explain
+
+        raise CliError(explain(err, "rules", court.endpoints.rules)) from None
+    why = "is over" if view.finished else "is not one of yours"
+    raise CliError(f"game {game_id} {why}: nothing {purpose} (`{court_command()} games` lists yours)")
 
 
 async def resume_game(
@@ -839,43 +875,46 @@ def watch(
 
 @app.command()
 def abandon(game_id: str, yes: Annotated[bool, typer.Option("--yes", help="do not ask")] = False) -> None:
-    """Give up one of your unfinished games, for everyone at the table (an online game refunds every ante)."""
+    """Give up one of your unfinished games: the bot plays your seat to the end, and the game is abandoned
+    (every ante refunded) once every person at the table has asked (alone against bots: at once)."""
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
         await court.require()
-        mine = await court.call(court.lobby.my_games)
-        game = next((g for g in mine.games if g.game_id == game_id), None)
-        if game is None:
-            try:
-                view = await court.rules.get_view(game_id)
-            except grpc.aio.AioRpcError as err:
-                if err.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
-                    raise CliError(
-                        f"game {game_id} does not exist (`{court_command()} games` lists yours)"
-                    ) from None
-                from .session import explain
-
-                raise CliError(explain(err, "rules", court.endpoints.rules)) from None
-            why = "is over" if view.finished else "is not one of yours"
-            raise CliError(
-                f"game {game_id} {why}: nothing to abandon (`{court_command()} games` lists yours)"
-            )
+        game = await my_unfinished_game(court, game_id, "to abandon")
         what = (
             f"{GAME_TITLES.get(game.game, game.game)} game {game_id} ({'online' if game.online else 'local'}"
             + (f", ante {game.ante})" if game.ante else ")")
         )
-        if not yes and not typer.confirm(f"Give up the {what} for everyone at the table?"):
+        if not yes and not typer.confirm(
+            f"Give up the {what}? (The bot plays your seat; the game is abandoned only when every "
+            "person at the table asks.)"
+        ):
             raise typer.Exit(1)
-        await court.call(court.lobby.abandon, game_id)
-        if game.ante:
-            out.print(f"Game {game_id} abandoned; every ante ({game.ante} rank points each) is refunded.")
-        else:
-            out.print(
-                f"Game {game_id} abandoned."
-                + ("" if game.online else " (A local game: no rank points were at stake.)")
-            )
+        answer = await court.call(court.lobby.abandon, game_id)
+        out.print(abandon_words(answer, game_id), soft_wrap=True)
 
     run(body)
+
+
+def abandon_words(lb: lpb.Lobby, game_id: str) -> str:
+    """What the lobby's AbandonGame answer says happened: the game abandoned (every person at the table
+    asked; antes refunded) or only the caller's seat marked away (the game goes on, played by the bot)."""
+    if lb.state == lpb.LOBBY_STATE_ABANDONED:
+        if lb.ante:
+            return f"Game {game_id} abandoned; every ante ({lb.ante} rank points each) is refunded."
+        if not lb.online:
+            return f"Game {game_id} abandoned. (A local game: no rank points were at stake.)"
+        return f"Game {game_id} abandoned."
+    people = [s for s in lb.seats if s.player_id and not s.player_id.startswith("bot:")]
+    asked = sum(1 for s in people if s.abandon_asked)
+    level = lb.autoplay_level or "heuristic"
+    stake = f"; nothing is refunded: your ante of {lb.ante} rank points stays in the game" if lb.ante else ""
+    return (
+        f"You gave up your seat in game {game_id}: it is marked away and the {level} bot plays it to "
+        f"the end; the result stands and counts for your account{stake}. The game is abandoned "
+        f"(every ante refunded) only when every person at the table asks: {asked} of {len(people)} "
+        "have asked."
+    )
 
 
 # ---------------------------------------------------------------------------- ranking

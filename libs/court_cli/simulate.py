@@ -167,7 +167,6 @@ async def _play_one(
     levels: Sequence[str],
     cfg: SimConfig,
     submit_ms: list[float],
-    on_move: Callable[[], None],
 ) -> GamePlayed:
     import grpc
 
@@ -182,7 +181,6 @@ async def _play_one(
     async for update in p.rules.watch(game_id):
         view = update.view
         last = view
-        on_move()
         if view.finished:
             break
         seat = view.your_seat
@@ -211,7 +209,6 @@ async def simulate(
     cfg: SimConfig,
     *,
     on_game: Callable[[GamePlayed | str], None] | None = None,
-    on_move: Callable[[], None] | None = None,
 ) -> SimResult:
     """Play ``cfg.games`` complete online games with ``cfg.concurrency`` players at once."""
     import grpc
@@ -220,7 +217,6 @@ async def simulate(
         raise ValueError("games and concurrency must be at least 1")
     result = SimResult()
     todo = iter(range(cfg.games))
-    tick = on_move or (lambda: None)
     done = on_game or (lambda _g: None)
 
     gate = asyncio.Semaphore(SIGN_UPS_AT_ONCE)
@@ -233,7 +229,7 @@ async def simulate(
                 game = cfg.game_names[i % len(cfg.game_names)]
                 levels = [cfg.levels[(i + k) % len(cfg.levels)] for k in range(len(cfg.levels))]
                 try:
-                    played = await _play_one(p, game, levels, cfg, result.submit_ms, tick)
+                    played = await _play_one(p, game, levels, cfg, result.submit_ms)
                 except (grpc.aio.AioRpcError, RuntimeError) as err:
                     what = (
                         f"{err.code().name}: {err.details()}"
@@ -372,7 +368,7 @@ def command(
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("games"),
-            TextColumn("{task.fields[moves]} moves · {task.fields[failed]} failed"),
+            TextColumn("{task.fields[moves]} moves in finished games · {task.fields[failed]} failed"),
             TimeElapsedColumn(),
             console=out,
             disable=not fancy,
@@ -386,16 +382,13 @@ def command(
                     failed[0] += 1
                     if not fancy:
                         out.print(f"failed: {g}")
-                elif not fancy:
-                    out.print(f"game {g.game_id} ({g.game}): {g.moves} moves in {g.seconds:.1f}s")
-                bar.update(task, advance=1, failed=failed[0])
+                else:
+                    moves[0] += g.moves  # every move of the game, bots' included, as the summary counts
+                    if not fancy:
+                        out.print(f"game {g.game_id} ({g.game}): {g.moves} moves in {g.seconds:.1f}s")
+                bar.update(task, advance=1, failed=failed[0], moves=moves[0])
 
-            def on_move() -> None:
-                moves[0] += 1
-                if moves[0] % 50 == 0:
-                    bar.update(task, moves=moves[0])
-
-            return await simulate(endpoints, cfg, on_game=on_game, on_move=on_move)
+            return await simulate(endpoints, cfg, on_game=on_game)
 
     try:
         result = asyncio.run(main())
