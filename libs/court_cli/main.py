@@ -1,6 +1,6 @@
 """``court``: the terminal client of Court, and ``court stack up``, the local stack ``make run`` starts.
 
-A plain gRPC client of the four services through court_client: it holds a player's token and
+A plain gRPC client of the services through court_client: it holds a player's token and
 nothing more. ``court --help`` lists the commands; every command explains its errors in a
 sentence (a traceback only with ``COURT_DEBUG=1``).
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
@@ -46,7 +46,7 @@ app = typer.Typer(
 )
 lobby_app = typer.Typer(no_args_is_help=True, help="Lobbies: list, create, join, seat bots, start.")
 events_app = typer.Typer(no_args_is_help=True, help="The public game event stream.")
-stack_app = typer.Typer(no_args_is_help=True, help="The local stack: NATS and the four services.")
+stack_app = typer.Typer(no_args_is_help=True, help="The local stack: NATS and every Court service.")
 admin_app = typer.Typer(no_args_is_help=True, help="Operators: checks across a deployment (an admin token).")
 api_app = typer.Typer(
     no_args_is_help=True,
@@ -945,7 +945,18 @@ def admin_audit(
                 "(e.g. `make token SUB=ops ROLE=admin`)"
             )
         court.ranking.token = token
-        report = await court.call(court.ranking.audit)
+        try:  # not court.call: a refused admin token must not be swapped for the signed-in player's
+            report = await court.ranking.audit()
+        except grpc.aio.AioRpcError as err:
+            from .session import explain
+
+            if err.code() == grpc.StatusCode.UNAUTHENTICATED:
+                raise CliError(
+                    f"the stack does not accept this admin token: {err.details()} (its key or signature "
+                    "is not one this stack knows; `make token` signs with the dev key of its "
+                    "COURT_STATE_DIR, which must be the running stack's)"
+                ) from None
+            raise CliError(explain(err, "ranking", court.endpoints.ranking)) from None
         for v in report.violations:
             where = " ".join(
                 x
@@ -1180,23 +1191,40 @@ def shown_path(path: Path) -> str:
         return str(path.resolve())
 
 
+def stack_rows(rows: Sequence[Sequence[str]]) -> list[str]:
+    """The banner's and `court stack status`'s rows: every column as wide as its widest cell (a service
+    name, an address), so that rows line up whatever services the stack runs."""
+    widths = [max(len(r[i]) for r in rows if i < len(r) - 1) for i in range(max(len(r) for r in rows) - 1)]
+    return ["  " + " ".join([*(c.ljust(widths[i]) for i, c in enumerate(r[:-1])), r[-1]]) for r in rows]
+
+
+def _make_state(rel: str) -> str:
+    """`` COURT_STATE_DIR=…`` for a make command when the stack's state is not the default ``.state``."""
+    import shlex
+
+    return "" if rel == ".state" else f" COURT_STATE_DIR={shlex.quote(rel)}"
+
+
 def _banner(out: Console, config: StackConfig) -> None:
     from .stack import SERVICES
 
     rel = shown_path(config.state_dir)
     out.print(Text(f"Court is running (state in {rel}/, logs in {rel}/logs/):", style="bold green"))
-    for name in SERVICES:
-        out.print(f"  {name:<8} {config.address(name)}")
-    out.print(f"  {'nats':<8} {config.nats_url} (JetStream, store {rel}/nats)")
-    hint_env = "" if rel == ".state" else f"COURT_STATE_DIR={rel} "
+    rows = [(name, config.address(name)) for name in SERVICES]
+    rows.append(("nats", f"{config.nats_url} (JetStream, store {rel}/nats)"))
+    for line in stack_rows(rows):
+        out.print(line)
+    hint_env = _make_state(rel).lstrip() + " " if rel != ".state" else ""
     c = court_command()
     out.print(
         Text(
-            f"Sit down and play, in another terminal: make play   (or {hint_env}{c} play hearts "
-            "| queens_court | the_court | court_wars)",
+            f"Sit down and play, in another terminal: make play{_make_state(rel)}   (or {hint_env}{c} play "
+            "hearts | queens_court | the_court | court_wars)",
             style="bold",
         )
     )
+    if rel != ".state":
+        out.print(f"A token for this stack: make token{_make_state(rel)} SUB=alice ROLE=player")
     out.print(f"More: {hint_env}{c} --help · watch the event stream: {hint_env}{c} events tail")
     out.print("Ctrl-C stops everything.")
 
@@ -1241,7 +1269,10 @@ async def _up(
             nats_url=stack.config.nats_url,
             source="stack",
         )
-        footer = "Ctrl-C stops the stack · sit down and play: make play (in another terminal)"
+        footer = (
+            "Ctrl-C stops the stack · sit down and play: "
+            f"make play{_make_state(shown_path(stack.config.state_dir))} (in another terminal)"
+        )
         try:
             await run_demo(
                 endpoints,
@@ -1280,7 +1311,7 @@ def stack_up(
     pace: Annotated[float | None, typer.Option(help="seconds between drawn demo moves")] = None,
     level: Annotated[str, typer.Option(help="bot level of the demo")] = "heuristic",
 ) -> None:
-    """Start NATS and the four services, wait until healthy, show a bot game; Ctrl-C stops it all."""
+    """Start NATS and every Court service, wait until healthy, show a bot game; Ctrl-C stops it all."""
     out, fancy = console()
     from .stack import StackError
 
@@ -1292,9 +1323,11 @@ def stack_up(
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, terminate)
+    from .stack import SERVICES
+
     out.print(
         Text(
-            f"Starting Court: nats-server and the rules, lobby, ranking and bot services "
+            f"Starting Court: nats-server and the {', '.join(SERVICES[:-1])} and {SERVICES[-1]} services "
             f"(state in {shown_path(config.state_dir)}/)…",
             style="bold",
         )
@@ -1354,6 +1387,7 @@ def stack_status() -> None:
         out.print(f"No stack is running on {config.state_dir} (start one with `make run`).")
         raise typer.Exit(1)
     bad = 0
+    rows: list[tuple[str, str, str, str]] = []
     for name, svc in info["services"].items():
         with grpc.insecure_channel(svc["address"]) as ch:
             try:
@@ -1362,8 +1396,10 @@ def stack_status() -> None:
             except grpc.RpcError as err:
                 word, st = err.code().name, -1
         bad += st != health_pb2.HealthCheckResponse.SERVING
-        out.print(f"  {name:<8} {svc['address']:<22} pid {svc['pid']:<8} {word}")
-    out.print(f"  {'nats':<8} {info['nats_url']:<22} pid {info['nats_pid']}")
+        rows.append((name, svc["address"], f"pid {svc['pid']}", word))
+    rows.append(("nats", info["nats_url"], f"pid {info['nats_pid']}", ""))
+    for line in stack_rows(rows):
+        out.print(line.rstrip())
     raise typer.Exit(1 if bad else 0)
 
 

@@ -8,7 +8,9 @@ fields at their default value (seat 0); `court simulate`'s progress bar ends on 
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -16,12 +18,14 @@ from pathlib import Path
 
 import pytest
 from court_cli.stack import LocalStack, StackConfig
+from court_kit.tokens import ensure_dev_keys
 
 from tests.cli.conftest import COURT, STACK_TIMEOUT, client_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
 PASSWORD = "correct horse battery"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -140,3 +144,100 @@ def test_the_simulate_bar_ends_on_the_summarys_move_count(
     summary = t.wait_for(r"^2 games \(0 failed\), (\d+) moves in ", 400)
     bar = re.findall(r"2/2 games (\d+) moves", t.screen()[: summary.start()])
     assert bar and bar[-1] == summary.group(1), (bar, summary.group(0), t.screen()[-3000:])
+
+
+# ---------------------------------------------------------------------------- ports, state and keys
+
+
+def columns_line_up(lines: list[str]) -> None:
+    """Every row's second column (the address) starts at the same place."""
+    starts = {re.match(r"  \S+ +", line).end() for line in lines}
+    assert len(starts) == 1, "\n".join(lines)
+
+
+def test_the_banner_lines_up_and_names_the_state_folder_in_its_make_commands(tmp_path: Path) -> None:
+    from court_cli.main import _banner, _load
+    from court_cli.stack import SERVICES
+    from rich.console import Console
+
+    config = StackConfig.from_env({}, free_ports=True, state_dir=tmp_path / "elsewhere")
+    buf = io.StringIO()
+    _load()  # the heavy modules a command binds when it runs
+    _banner(Console(file=buf, width=200, no_color=True), config)
+    text = buf.getvalue()
+    rows = [line for line in text.splitlines() if re.match(rf"  ({'|'.join(SERVICES)}|nats) ", line)]
+    assert len(rows) == len(SERVICES) + 1, text
+    columns_line_up(rows)
+    state = str(config.state_dir)
+    assert f"make play COURT_STATE_DIR={state}" in text and f"make token COURT_STATE_DIR={state}" in text, (
+        text
+    )
+
+
+def test_court_stack_up_help_names_every_service() -> None:
+    env = {**os.environ, "COLUMNS": "200"}
+    said = subprocess.run(
+        [COURT, "stack", "up", "--help"], capture_output=True, text=True, timeout=60, env=env
+    ).stdout
+    assert "four services" not in said and "every Court service" in said, said
+    said = subprocess.run(
+        [COURT, "stack", "--help"], capture_output=True, text=True, timeout=60, env=env
+    ).stdout
+    assert "four services" not in said, said
+
+
+def make(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``make -s ARGS`` in the repository, as a person types it (make's own variables cleared)."""
+    base = {k: v for k, v in (env or os.environ).items() if not k.startswith(("COURT_", "MAKE"))}
+    return subprocess.run(
+        ["make", "-s", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=120, env=base
+    )
+
+
+def test_make_token_for_a_stack_on_another_state_folder(stack: LocalStack, tmp_path: Path) -> None:
+    """`make token COURT_STATE_DIR=<the stack's>` signs with that stack's key, which the stack takes;
+    with a state folder holding no key it says so and creates none (before: a new key, silently, that no
+    stack trusted); a token signed with another folder's key is refused in words that say so (before:
+    "call it with an admin token", the signed-in player's token having replaced it)."""
+    env = person(stack, tmp_path, "Gus")
+    state = str(stack.state_dir)
+    made = make("token", f"COURT_STATE_DIR={state}", "SUB=ops", "ROLE=admin")
+    assert made.returncode == 0, made.stdout + made.stderr
+    audit = court(env, "admin", "audit", "--token", made.stdout.strip())
+    assert "0 violation(s)" in audit, audit
+
+    empty = tmp_path / "no-stack-here"
+    refused = make("token", f"COURT_STATE_DIR={empty}", "SUB=ops", "ROLE=admin")
+    assert refused.returncode != 0 and not refused.stdout.strip(), refused.stdout
+    assert f"no development key under {empty}/keys/" in refused.stderr, refused.stderr
+    assert not (empty / "keys").exists()
+
+    other = tmp_path / "other-stack"
+    ensure_dev_keys(other)  # another stack's keys
+    foreign = make("token", f"COURT_STATE_DIR={other}", "SUB=ops", "ROLE=admin")
+    assert foreign.returncode == 0, foreign.stderr
+    said = court(env, "admin", "audit", "--token", foreign.stdout.strip(), ok=False)
+    assert "call it with an admin token" not in said, said
+    assert "the stack does not accept this admin token: token key id is unknown" in said, said
+    assert "its key or signature is not one this stack knows" in said, said
+
+
+def test_stack_status_rows_line_up(stack: LocalStack, tmp_path: Path) -> None:
+    env = client_env(stack, tmp_path / "status")
+    said = court(env, "stack", "status")
+    rows = [line for line in said.splitlines() if line.startswith("  ")]
+    assert {r.split()[0] for r in rows} >= {"rules", "lobby", "ranking", "bot", "analytics", "nats"}, said
+    columns_line_up(rows)
+    assert len({line.index(" pid ") for line in rows}) == 1, said
+
+
+async def test_no_stack_on_the_default_ports_says_which_state_folder_was_read(tmp_path: Path) -> None:
+    from court_cli.session import CliError, Court, Endpoints
+
+    closed = "127.0.0.1:9"  # discard: nothing listens there
+    ends = Endpoints(rules=closed, lobby=closed, ranking=closed, bot=closed, nats_url="nats://127.0.0.1:9")
+    async with Court(ends) as court_:
+        with pytest.raises(CliError) as info:
+            await court_.call(court_.lobby.list_lobbies, "")
+    assert "cannot reach the lobby service" in str(info.value)
+    assert "No stack.json under" in str(info.value) and "COURT_STATE_DIR" in str(info.value), str(info.value)
