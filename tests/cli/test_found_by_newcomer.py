@@ -13,6 +13,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -241,3 +242,40 @@ async def test_no_stack_on_the_default_ports_says_which_state_folder_was_read(tm
             await court_.call(court_.lobby.list_lobbies, "")
     assert "cannot reach the lobby service" in str(info.value)
     assert "No stack.json under" in str(info.value) and "COURT_STATE_DIR" in str(info.value), str(info.value)
+
+
+# ---------------------------------------------------------------------------- the clock at the prompt
+
+
+@pytest.mark.timeout(300)
+def test_the_prompts_time_left_counts_down_while_the_person_types(
+    stack: LocalStack, terminal_for, tmp_path: Path
+) -> None:
+    """At a real terminal: Hal's Hearts prompt shows his time left; it counts down each second in place
+    while he types, what he typed stays where it was, and the line he then enters is the one played."""
+    env = client_env(stack, tmp_path / "hal")
+    t = terminal_for(env)
+    t.wait_for(r"^\$$", 30)
+    t.type(f"{COURT} guest Hal")
+    t.wait_for(r"Signed in as the guest Hal", 60)
+    t.type(f"{COURT} lobby create hearts --bots --start --turn-seconds 90 --time-bank 0")
+    prompt = r"^move 0 · your turn \(13 choices; h for help\) · +(\d+) s left > ?(.*)$"
+    first = t.wait_for(prompt, 90)
+    t.type("2", enter=False)  # typed, not entered
+    shown = [int(first.group(1))]
+    deadline = time.monotonic() + 30
+    while len(set(shown)) < 3:
+        assert time.monotonic() < deadline, (shown, t.screen()[-2000:])
+        found = re.findall(prompt, t.screen(), re.MULTILINE)
+        assert len(found) == 1, t.screen()[-2000:]  # one prompt, rewritten in place
+        left, typed = found[0]
+        assert typed in ("", "2"), typed
+        if int(left) != shown[-1]:
+            shown.append(int(left))
+        time.sleep(0.2)  # the terminal has no event to wait on
+    assert shown == sorted(shown, reverse=True) and shown[0] <= 90, shown
+    assert re.findall(prompt, t.screen(), re.MULTILINE)[0][1] == "2"  # still there after the redraws
+    t.type("", enter=True)  # "2" entered: the second card of the list is passed
+    t.wait_for(r"You: pass", 30)
+    t.type("q")
+    t.wait_for(r"You left the table\.", 60)
