@@ -194,7 +194,12 @@ class GameEntry:
         self.humans = tuple(i for i, s in enumerate(self.seats) if not s.startswith(BOT_PREFIX))
         # the clock after every seq, and the seat events of that record (index: seq)
         self.clocks: list[tuple[kclock.Clock, tuple[str, ...]]] = [
-            (kclock.opening(self.clock_settings, n, self.module.to_act(self.state), self.created_t), ())
+            (
+                kclock.opening(
+                    self.clock_settings, n, self.module.to_act(self.state), self.created_t, self.humans
+                ),
+                (),
+            )
         ]
         # set once the game is closed: the game that resumed this one, or "" for a game the lobby
         # closed (CloseGame, ``closed_reason`` saying why); either way it is then over
@@ -280,6 +285,7 @@ class GameEntry:
             move.seat,
             move.kind,
             recorded,
+            self.humans,
         )
         return clk, tuple(notes)
 

@@ -112,8 +112,8 @@ class Record(_message.Message):
     def to_act_players(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
     def deadlines(self) -> _containers.RepeatedCompositeFieldContainer[_events_pb2.SeatDeadline]:
-        """Turn clock: the deadline of every seat to act after this record (server
-        time; empty in a game without a clock). The log, not a process, is what
+        """Turn clock: the deadline of every person's seat to act after this record
+        (server time; empty in a game without a clock; a bot seat has none). The log, not a process, is what
         every replica's clock goes by (docs/clock.md).
         """
 

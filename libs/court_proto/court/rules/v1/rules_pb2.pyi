@@ -79,7 +79,8 @@ class SeatClock(_message.Message):
     @_builtins.property
     def deadline(self) -> _timestamp_pb2.Timestamp:
         """When the seat's turn times out (server time; bank included): set only
-        while the seat is to act and the game has a clock.
+        while the seat is to act, the game has a clock and a person sits there
+        (a bot seat has no clock).
         """
 
     @_builtins.property
