@@ -48,7 +48,7 @@ import os
 import sys
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,8 +59,10 @@ from .keys import (
     ALGORITHM,
     AUDIENCES,
     BOT_SEAT_PREFIX,
+    DEV_KEY_DIR,
     MINTS,
     ROLES,
+    DevKeys,
     KeySet,
     Signer,
     TrustedKey,
