@@ -283,7 +283,7 @@ function queensCourt(gv: GameView, ui: TableUI): HTMLElement {
           ...handCards.map((c) =>
             playable.includes(c)
               ? cardButton(c, `${c === "GL" ? "The glove" : cardShort(c)}: choose to play`, () => ui.select(c), c === sel)
-              : card(c),
+              : card(c, playable.length ? "idle" : ""),
           ),
           playable.length ? h("p", { class: "tip" }, `Chosen: ${sel === "GL" ? "the glove" : cardShort(sel)} — press a highlighted pile to play it.`) : null,
         ),
@@ -334,7 +334,7 @@ function hearts(gv: GameView, ui: TableUI): HTMLElement {
           { class: "hand", role: "group", "aria-label": "Your hand" },
           ...cards.map((c) => {
             const a = byCard.get(c);
-            if (!a) return card(c, v.chosen?.cards.includes(c) ? "chosen" : "");
+            if (!a) return card(c, v.chosen?.cards.includes(c) ? "chosen" : byCard.size ? "idle" : "");
             const b = cardButton(c, `${verb} ${cardShort(c)}`, () => ui.submit(a));
             b.setAttribute("data-move", "");
             if (ui.busy) b.setAttribute("disabled", "");
@@ -368,7 +368,7 @@ function theCourt(gv: GameView, ui: TableUI): HTMLElement {
           : [h("span", { class: "tip" }, "no open towers")]),
       ),
       p.moat
-        ? h("div", { class: "moat" }, `Moat${p.moat.sealed ? " (sealed)" : ""}: `, p.moat.cards ? cardRow(p.moat.cards.cards, "small") : backs(p.moat.count))
+        ? h("div", { class: "moat" }, `Moat${p.moat.sealed ? " (sealed)" : ""}: `, p.moat.count === 0 ? "empty" : p.moat.cards ? cardRow(p.moat.cards.cards, "small") : backs(p.moat.count))
         : null,
       p.closed.length ? h("div", { class: "meta" }, `closed towers: ${p.closed.map((c) => (c.points >= 0 ? "+" : "") + c.points).join(" ")}`) : null,
     ),
@@ -400,7 +400,7 @@ function courtWars(gv: GameView, ui: TableUI): HTMLElement {
           h(
             "div",
             { class: `court${c.standing ? "" : " defeated"}`, role: "group", "aria-label": `${c.court} court${c.standing ? `, attack ${c.attack}, defence ${c.defence}` : ", defeated"}` },
-            h("span", { class: "label" }, c.standing ? `${c.court} ⚔${c.attack} ⛨${c.defence}` : `${c.court} defeated`),
+            h("span", { class: "label" }, c.standing ? `${c.court}: att ${c.attack} · def ${c.defence}` : `${c.court} defeated`),
             card(c.card, c.standing ? "" : "down"),
             c.joker ? card(c.joker, "small") : null,
             cardRow(c.guards, "small stack"),
@@ -409,7 +409,7 @@ function courtWars(gv: GameView, ui: TableUI): HTMLElement {
       ),
     ),
   );
-  const phase = v.setupPick ? `setup, pick ${v.setupPick.pick + 1} of ${v.setupPick.of}` : v.phase;
+  const phase = v.setupPick ? `setup, pick ${v.setupPick.pick + 1} of ${v.setupPick.of}` : `${v.phase} phase`;
   return h(
     "div",
     { class: "table cw" },

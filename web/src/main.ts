@@ -156,6 +156,7 @@ function newGameForm(): HTMLElement {
     h("label", null, "Game ", game), opts,
     h("label", null, "Bots ", h("select", { name: "level" }, ...["heuristic", "random", "expert"].map((l) => h("option", { value: l }, l)))),
     h("label", null, "Turn clock (s, 0: none) ", h("input", { name: "turn_seconds", type: "number", value: 0, min: 0, max: 600 })),
+    h("label", null, "Time bank (s) ", h("input", { name: "time_bank_seconds", type: "number", value: 60, min: 0, max: 3600 })),
     h("label", null, h("input", { name: "online", type: "checkbox" }), " Online (rank points)"),
     h("label", null, "Ante ", h("input", { name: "ante", type: "number", value: 0, min: 0 })),
     h("label", null, h("input", { name: "private", type: "checkbox" }), " Private (invite code)"),
@@ -178,6 +179,7 @@ function newGameForm(): HTMLElement {
         ante: BigInt(el("ante").value || 0),
         private: el("private").checked,
         turnSeconds: turn,
+        timeBankSeconds: turn ? Number(el("time_bank_seconds").value || 0) : undefined,
       });
       if (withBots) {
         l = await fillWithBots(l, (f.elements.namedItem("level") as HTMLSelectElement).value);
@@ -411,7 +413,13 @@ async function gamePage(id: string, watching: boolean): Promise<HTMLElement> {
     const keep = log.slice(-12);
     clear(logEl, ...keep.map((t) => h("li", null, t)));
   };
+  // Challenges belong to online games only (ranking knows no other): ask the lobby which this is.
+  let online = false;
+  if (!spectator && !gv.finished) {
+    try { online = (await lobby.listMyGames({})).games.some((g) => g.gameId === id && g.online); } catch { /* none shown */ }
+  }
   const loadChallenges = async () => {
+    if (!online) return;
     try {
       const c = await ranking.getChallenges({ gameId: id });
       const seat = c.seats.find((s) => s.seat === mySeat) ?? c.seats[0];
@@ -425,6 +433,8 @@ async function gamePage(id: string, watching: boolean): Promise<HTMLElement> {
     await loadChallenges();
     await refreshBalance();
     draw();
+    // The ranking service pays out once it has read the game's end: look at the balance again.
+    for (const ms of [1500, 5000]) setTimeout(() => void refreshBalance(), ms);
   };
   if (!spectator) remember(gv);
   await loadChallenges();
