@@ -1141,14 +1141,19 @@ def shown_path(path: Path) -> str:
         return str(path.resolve())
 
 
+def web_url(config: StackConfig) -> str:
+    return f"http://{config.address('web')}/"
+
+
 def _banner(out: Console, config: StackConfig) -> None:
     from .stack import SERVICES
 
     rel = shown_path(config.state_dir)
     out.print(Text(f"Court is running (state in {rel}/, logs in {rel}/logs/):", style="bold green"))
     for name in SERVICES:
-        out.print(f"  {name:<8} {config.address(name)}")
+        out.print(f"  {name:<8} {web_url(config) if name == 'web' else config.address(name)}")
     out.print(f"  {'nats':<8} {config.nats_url} (JetStream, store {rel}/nats)")
+    out.print(Text(f"Play in your browser: open {web_url(config)}", style="bold"))
     hint_env = "" if rel == ".state" else f"COURT_STATE_DIR={rel} "
     c = court_command()
     out.print(
@@ -1241,7 +1246,7 @@ def stack_up(
     pace: Annotated[float | None, typer.Option(help="seconds between drawn demo moves")] = None,
     level: Annotated[str, typer.Option(help="bot level of the demo")] = "heuristic",
 ) -> None:
-    """Start NATS and the four services, wait until healthy, show a bot game; Ctrl-C stops it all."""
+    """Start NATS, the services and the web edge, wait until healthy, show a bot game; Ctrl-C stops it all."""
     out, fancy = console()
     from .stack import StackError
 
@@ -1255,7 +1260,7 @@ def stack_up(
     previous = signal.signal(signal.SIGTERM, terminate)
     out.print(
         Text(
-            f"Starting Court: nats-server and the rules, lobby, ranking and bot services "
+            f"Starting Court: nats-server, the rules, lobby, ranking and bot services and the web edge "
             f"(state in {shown_path(config.state_dir)}/)…",
             style="bold",
         )
@@ -1309,6 +1314,8 @@ def stack_status() -> None:
     out, _ = console()
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+    from .stack import HTTP_SERVICES, http_health
+
     config = StackConfig.from_env()
     info = LocalStack.read_stack_file(config.state_dir)
     if not info:
@@ -1316,6 +1323,13 @@ def stack_status() -> None:
         raise typer.Exit(1)
     bad = 0
     for name, svc in info["services"].items():
+        if name in HTTP_SERVICES:
+            code, word = http_health(svc["address"], "/readyz")
+            bad += code != 200
+            out.print(
+                f"  {name:<8} {svc['address']:<22} pid {svc['pid']:<8} {word}  http://{svc['address']}/"
+            )
+            continue
         with grpc.insecure_channel(svc["address"]) as ch:
             try:
                 st = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=2).status

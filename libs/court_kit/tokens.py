@@ -534,6 +534,13 @@ def preflight(settings: Settings, *, needs_id_secret: bool | None = None) -> tup
     """Every key check a service makes before it starts (ConfigError with the reason, exit 2):
     a readable Ed25519 key set, no development keys outside dev, the service's own private key
     when it signs (and none when it must not), and an id secret when it derives ids."""
+    if settings.service == "web":  # the edge verifies no token and mints none: it holds no key
+        from .edge import check_edge_secret  # noqa: PLC0415 - edge imports settings
+
+        if settings.signing_key:
+            raise ConfigError("COURT_SIGNING_KEY is set, but court-web mints no tokens: remove it")
+        check_edge_secret(settings.edge_secret, dev=settings.is_dev)
+        return KeySet({}), None
     if not settings.token_keys:
         raise ConfigError(
             "COURT_TOKEN_KEYS is not set: the path of the token key set (the public keys every "
@@ -588,6 +595,14 @@ class DevKeys:
     def id_secret(self) -> str:
         return self.id_secret_file.read_text().strip()
 
+    @property
+    def edge_secret_file(self) -> Path:
+        return self.folder / "edge-secret"
+
+    def edge_secret(self) -> str:
+        """COURT_EDGE_SECRET in dev: court-web signs callers' addresses with it (court_kit.edge)."""
+        return self.edge_secret_file.read_text().strip()
+
 
 def _write_private(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
@@ -599,7 +614,8 @@ def _write_private(path: Path, text: str) -> None:
 
 def ensure_dev_keys(state_dir: Path | str) -> DevKeys:
     """Generate (once) the development keys under ``<state>/keys/``: a key pair per signing service,
-    the key set of their public keys, and a random id secret. Safe when several services start at
+    the key set of their public keys, a random id secret and a random edge secret (court-web signs
+    callers' addresses with it, court_kit.edge). Safe when several services start at
     once (a file lock). Every key is marked ``court_dev``, so prod refuses them."""
     dk = DevKeys(Path(state_dir) / DEV_KEY_DIR)
     dk.folder.mkdir(parents=True, exist_ok=True)
@@ -625,6 +641,8 @@ def ensure_dev_keys(state_dir: Path | str) -> DevKeys:
                 _write_private(dk.key_set, want.to_json())
             if not dk.id_secret_file.exists():
                 _write_private(dk.id_secret_file, secrets.token_hex(32) + "\n")
+            if not dk.edge_secret_file.exists():
+                _write_private(dk.edge_secret_file, secrets.token_hex(32) + "\n")
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return dk

@@ -1,0 +1,221 @@
+"""Forwarding: each Connect call becomes one gRPC call to its service, with the caller's own token.
+
+For every upstream (court_web.routes) this builds the object the generated
+``<Service>ASGIApplication`` serves: one coroutine per unary method and one async generator per
+server-streaming method (``WatchGame``), each forwarding the decoded request over a shared gRPC
+channel with
+
+* the caller's ``authorization`` header, unchanged (the edge verifies no token and mints none),
+* the caller's own address, signed with ``COURT_EDGE_SECRET`` (court_kit.edge),
+* the caller's deadline (``connect-timeout-ms`` / ``grpc-timeout``), else ``COURT_WEB_CALL_TIMEOUT``
+  for unary calls (streams without a deadline run as long as the client stays),
+
+and maps the gRPC status back to the Connect code with the upstream's own message. An upstream
+that cannot be reached answers ``unavailable`` naming the service; one that does not answer in
+time ``deadline_exceeded``. Per client address it enforces a call rate and a number of open
+streams (court_web.limits).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+import grpc
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError
+from court_kit import logging as klog
+from court_kit.edge import sign_client
+from court_kit.metrics import GrpcCalls
+from google.protobuf import message_factory
+from google.protobuf.descriptor import MethodDescriptor
+from prometheus_client import REGISTRY
+
+from .limits import ClientLimits
+from .routes import Upstream
+
+log = klog.get_logger("court_web.forward")
+
+# the client's address for this request, set by the HTTP layer (court_web.http) before the
+# generated Connect application runs the handler in the same task
+CLIENT: contextvars.ContextVar[str] = contextvars.ContextVar("court_web_client", default="")
+
+CALLS = GrpcCalls("court_web", "Connect and gRPC-Web calls")
+REGISTRY.register(CALLS)
+
+CODES: Mapping[grpc.StatusCode, Code] = {
+    grpc.StatusCode.CANCELLED: Code.CANCELED,
+    grpc.StatusCode.UNKNOWN: Code.UNKNOWN,
+    grpc.StatusCode.INVALID_ARGUMENT: Code.INVALID_ARGUMENT,
+    grpc.StatusCode.DEADLINE_EXCEEDED: Code.DEADLINE_EXCEEDED,
+    grpc.StatusCode.NOT_FOUND: Code.NOT_FOUND,
+    grpc.StatusCode.ALREADY_EXISTS: Code.ALREADY_EXISTS,
+    grpc.StatusCode.PERMISSION_DENIED: Code.PERMISSION_DENIED,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: Code.RESOURCE_EXHAUSTED,
+    grpc.StatusCode.FAILED_PRECONDITION: Code.FAILED_PRECONDITION,
+    grpc.StatusCode.ABORTED: Code.ABORTED,
+    grpc.StatusCode.OUT_OF_RANGE: Code.OUT_OF_RANGE,
+    grpc.StatusCode.UNIMPLEMENTED: Code.UNIMPLEMENTED,
+    grpc.StatusCode.INTERNAL: Code.INTERNAL,
+    grpc.StatusCode.UNAVAILABLE: Code.UNAVAILABLE,
+    grpc.StatusCode.DATA_LOSS: Code.DATA_LOSS,
+    grpc.StatusCode.UNAUTHENTICATED: Code.UNAUTHENTICATED,
+}
+
+# the generator's method names (protoc_gen_connectrpc._pascal_to_snake_case)
+_UPPER_TO_LOWER = re.compile("([^_])([A-Z][a-z]+)")
+_LOWER_TO_UPPER = re.compile("([a-z])([A-Z])")
+
+
+def snake(name: str) -> str:
+    return _LOWER_TO_UPPER.sub(r"\1_\2", _UPPER_TO_LOWER.sub(r"\1_\2", name)).lower()
+
+
+class Forwarder:
+    """The forwarding handlers of every upstream, over one gRPC channel per upstream."""
+
+    def __init__(
+        self,
+        channels: Mapping[str, grpc.aio.Channel],
+        addresses: Mapping[str, str],
+        limits: ClientLimits,
+        *,
+        edge_secret: str,
+        call_timeout: float,
+    ):
+        self.channels = channels
+        self.addresses = addresses
+        self.limits = limits
+        self.edge_secret = edge_secret
+        self.call_timeout = call_timeout
+
+    def _metadata(self, ctx: Any) -> list[tuple[str, str]]:
+        md = list(sign_client(self.edge_secret, CLIENT.get())) if self.edge_secret else []
+        auth = ctx.request_headers.get("authorization")
+        if auth:
+            md.append(("authorization", auth))
+        return md
+
+    def _error(self, up: Upstream, err: grpc.aio.AioRpcError, timeout: float | None) -> ConnectError:
+        code = err.code()
+        details = err.details() or code.name
+        if code == grpc.StatusCode.UNAVAILABLE:
+            return ConnectError(
+                Code.UNAVAILABLE,
+                f"the {up.key} service is unavailable ({self.addresses[up.key]}): {details}; "
+                "try again in a moment",
+            )
+        if (
+            code == grpc.StatusCode.DEADLINE_EXCEEDED
+            and timeout is not None
+            and details == "Deadline Exceeded"
+        ):
+            return ConnectError(
+                Code.DEADLINE_EXCEEDED, f"the {up.key} service did not answer within {timeout:.3g} s"
+            )
+        return ConnectError(CODES.get(code, Code.UNKNOWN), details)
+
+    def _timeout(self, ctx: Any, default: float | None) -> float | None:
+        remaining = ctx.timeout_ms
+        if remaining is None:
+            return default
+        if remaining <= 0:
+            raise ConnectError(Code.DEADLINE_EXCEEDED, "the call's deadline passed before it was forwarded")
+        return float(remaining) / 1000.0 if default is None else min(default, float(remaining) / 1000.0)
+
+    def service(self, up: Upstream) -> object:
+        """The object whose methods the generated ASGI application calls."""
+        handlers: dict[str, Callable[..., Any]] = {}
+        for m in up.descriptor.methods:
+            if m.name not in up.public:
+                handlers[snake(m.name)] = _not_served(up.path(m.name))
+            elif m.server_streaming:
+                handlers[snake(m.name)] = self._stream_handler(up, m)
+            else:
+                handlers[snake(m.name)] = self._unary_handler(up, m)
+        return type(f"{up.descriptor.name}Edge", (), {k: staticmethod(v) for k, v in handlers.items()})()
+
+    def _unary_handler(self, up: Upstream, m: MethodDescriptor) -> Callable[..., Any]:
+        path = up.path(m.name)
+        output = message_factory.GetMessageClass(m.output_type)
+        call = self.channels[up.key].unary_unary(
+            path, request_serializer=_serialize, response_deserializer=output.FromString
+        )
+        stats = CALLS.method(path)
+
+        async def unary(request: Any, ctx: Any) -> Any:
+            t0 = time.perf_counter()
+            stats.in_flight += 1
+            code = "ok"
+            timeout: float | None = None
+            try:
+                self.limits.take_call(CLIENT.get())
+                timeout = self._timeout(ctx, self.call_timeout)
+                return await call(request, metadata=self._metadata(ctx), timeout=timeout)
+            except grpc.aio.AioRpcError as err:
+                exc = self._error(up, err, timeout)
+                code = exc.code.value
+                raise exc from None
+            except ConnectError as exc:
+                code = exc.code.value
+                raise
+            finally:
+                stats.in_flight -= 1
+                stats.done(code, time.perf_counter() - t0)
+
+        return unary
+
+    def _stream_handler(self, up: Upstream, m: MethodDescriptor) -> Callable[..., Any]:
+        path = up.path(m.name)
+        output = message_factory.GetMessageClass(m.output_type)
+        call = self.channels[up.key].unary_stream(
+            path, request_serializer=_serialize, response_deserializer=output.FromString
+        )
+        stats = CALLS.method(path)
+        limits = self.limits
+
+        async def stream(request: Any, ctx: Any) -> AsyncIterator[Any]:
+            t0 = time.perf_counter()
+            client = CLIENT.get()
+            code = "ok"
+            timeout: float | None = None
+            stats.in_flight += 1
+            try:
+                limits.take_call(client)
+                with limits.stream_slot(client):
+                    timeout = self._timeout(ctx, None)
+                    upstream = call(request, metadata=self._metadata(ctx), timeout=timeout)
+                    try:
+                        async for message in upstream:
+                            yield message
+                    finally:
+                        upstream.cancel()  # the client went away: end the upstream stream too
+            except grpc.aio.AioRpcError as err:
+                exc = self._error(up, err, timeout)
+                code = exc.code.value
+                raise exc from None
+            except ConnectError as exc:
+                code = exc.code.value
+                raise
+            except GeneratorExit:
+                code = "canceled"
+                raise
+            finally:
+                stats.in_flight -= 1
+                stats.done(code, time.perf_counter() - t0)
+
+        return stream
+
+
+def _serialize(message: Any) -> bytes:
+    return message.SerializeToString()  # type: ignore[no-any-return]
+
+
+def _not_served(path: str) -> Callable[..., Any]:
+    async def refuse(request: Any, ctx: Any) -> Any:  # the HTTP layer answers 404 before this
+        raise ConnectError(Code.UNIMPLEMENTED, f"{path.lstrip('/')} is not served by court-web")
+
+    return refuse

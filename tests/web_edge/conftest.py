@@ -1,0 +1,143 @@
+"""The real stack behind a real court-web: nats-server, rules, ranking, lobby (SQLite) and the bot
+service as tests/ranking/stack.py starts them, and the edge (court_web.app.WebApp) serving HTTP on a
+port of its own. Tests call it over real HTTP: the generated Connect clients (``*_connect``, on
+pyqwest), or plain HTTP requests with Connect framing (``raw``) where a test needs to send what a
+well-behaved client would not.
+
+One stack serves the whole module (``loop_scope="module"``): starting it takes seconds, and no test
+here depends on another's leftovers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import json
+import secrets
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyqwest
+import pytest
+import pytest_asyncio
+from court_kit.settings import Settings
+from court_web.app import WebApp
+
+from tests.ranking.stack import Stack
+
+EDGE_SECRET = secrets.token_hex(32)
+ALLOWED_ORIGIN = "https://play.example.org"
+STREAMS_PER_CLIENT = 3
+INDEX = b"<!doctype html><title>Court</title><script type=module src=/assets/app-abcdef12.js></script>"
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def _request(
+    address: str,
+    method: str,
+    path: str,
+    body: bytes | None,
+    headers: Mapping[str, str],
+    source: str | None,
+) -> Reply:
+    host, _, port = address.rpartition(":")
+    conn = http.client.HTTPConnection(
+        host, int(port), timeout=30, source_address=(source, 0) if source else None
+    )
+    try:
+        conn.request(method, path, body=body, headers=dict(headers))
+        resp = conn.getresponse()
+        return Reply(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
+    finally:
+        conn.close()
+
+
+async def raw(
+    address: str,
+    path: str,
+    body: bytes | dict[str, Any] | None = None,
+    *,
+    headers: Mapping[str, str] | None = None,
+    method: str = "POST",
+    source: str | None = None,
+) -> Reply:
+    """One HTTP request to the edge (a Connect unary call when ``body`` is a dict: JSON codec),
+    optionally from another loopback source address (127.0.0.2, ...)."""
+    hdrs = dict(headers or {})
+    if isinstance(body, dict):
+        body = json.dumps(body).encode()
+        hdrs.setdefault("content-type", "application/json")
+        hdrs.setdefault("connect-protocol-version", "1")
+    return await asyncio.to_thread(_request, address, method, path, body, hdrs, source)
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {token}"}
+
+
+async def start_edge(stack: Stack, tmp: Path, **extra: str) -> WebApp:
+    """A court-web in front of ``stack``; ``extra``: COURT_WEB_* settings (without the prefix)."""
+    dist = tmp / "dist"
+    (dist / "assets").mkdir(parents=True, exist_ok=True)
+    (dist / "index.html").write_bytes(INDEX)
+    (dist / "assets" / "app-abcdef12.js").write_text("console.log('court');\n" * 50)
+    values: dict[str, str] = {
+        "COURT_WEB_STATIC": str(dist),
+        "COURT_WEB_CORS_ORIGINS": ALLOWED_ORIGIN,
+        "COURT_WEB_MAX_STREAMS_PER_CLIENT": str(STREAMS_PER_CLIENT),
+        "COURT_WEB_RATE": "0",
+    }
+    values.update({f"COURT_WEB_{k.upper()}": v for k, v in extra.items()})
+    settings = Settings.load(
+        "web",
+        {},
+        env="test",
+        listen="127.0.0.1:0",
+        metrics_listen="",
+        edge_secret=EDGE_SECRET,
+        state_dir=tmp / "state",
+        rules_addr=values.pop("COURT_WEB_RULES_ADDR", stack.rules.address),
+        lobby_addr=stack.lobby.address,
+        ranking_addr=stack.ranking.address,
+        bot_addr=stack.bot.address,
+        extra=values,
+    )
+    return await WebApp.start(settings)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def stack(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Stack]:
+    tmp = tmp_path_factory.mktemp("web-stack")
+    s = Stack(tmp, "sqlite", common={"edge_secret": EDGE_SECRET})
+    try:
+        await s.start()
+        await s.start_bot()
+        yield s
+    finally:
+        await s.close()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def edge(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[WebApp]:
+    app = await start_edge(stack, tmp_path_factory.mktemp("web-edge"))
+    try:
+        yield app
+    finally:
+        await app.stop(0)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def http_client() -> AsyncIterator[pyqwest.Client]:
+    client = pyqwest.Client()
+    yield client
