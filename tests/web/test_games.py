@@ -86,14 +86,15 @@ def test_the_clock_runs_out_the_bot_takes_the_seat_and_the_person_returns(
 ) -> None:
     me = people()
     me.guest()
-    me.new_local_game("hearts", {"limit": "1"}, turn_seconds=5, time_bank=0)
+    # a game to 100 points: long enough to be still going while the bot plays the away seat at once
+    me.new_local_game("hearts", {"limit": "100"}, turn_seconds=5, time_bank=0)
     page = me.page
     page.wait_for_selector(".clock[data-deadline]")  # the countdown is shown
     # nothing pressed: the clock plays the turn, then after two timeouts in a row the seat is away
     page.wait_for_selector(".log li:has-text('time ran out')", timeout=60_000)
     page.wait_for_selector("#return", timeout=60_000)
-    assert page.locator(".away-note").count() == 1
+    assert page.locator(".away-note").is_visible()
     page.click("#return")
     page.wait_for_selector("#away", timeout=30_000)  # back: the button to step away again
-    assert page.locator(".away-note").count() == 0
+    assert page.locator(".away-note").is_hidden()
     assert me.step()  # and the person plays their own turn

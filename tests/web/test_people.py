@@ -228,15 +228,15 @@ def test_quick_match_puts_two_people_in_one_lobby_and_the_host_seats_a_bot(
     lobby_id = cat.page.locator("#lobby-id").inner_text()
     assert dan.page.locator("#lobby-id").inner_text() == lobby_id
     cat.page.wait_for_selector(".seats li:has-text('Dan Web')")
-    # the lobby is in the open list of a third person, who may join it
+    # one leaves; the open seat puts the lobby in a third person's list of open lobbies
+    dan.page.click("text=Leave")
+    dan.page.wait_for_url("**/#/")
+    cat.page.wait_for_selector(".seats li:has-text('open')")
     eve = people()
     eve.register("Eve Web")
     eve.goto("#/")
     eve.page.wait_for_selector(f".lobbies a[href='#/lobby/{lobby_id}']")
-    # one leaves; the host seats a bot in the open seat and starts
-    dan.page.click("text=Leave")
-    dan.page.wait_for_url("**/#/")
-    cat.page.wait_for_selector(".seats li:has-text('open')")
+    # the host seats a bot in the open seat and starts
     host = cat.page.locator(".seats li:has-text('host')").count() == 1
     assert host
     cat.page.locator("[data-bot-seat]").first.click()

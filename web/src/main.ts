@@ -1,12 +1,12 @@
 // Court's web table: pages by the URL's hash (#/, #/lobby/<id>, #/game/<id>, #/watch/<id>,
 // #/ranking, #/history, #/replay/<id>, #/account), each drawn from the public APIs only.
-import { create } from "@bufbuild/protobuf";
+import { create, toJsonString } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { bot, Code, ConnectError, currentSession, errorText, lobby, onSession, ranking, requestId, rules, setSession } from "./api.js";
 import { clear, h } from "./dom.js";
 import { describeEvent, Names, renderTable, scoreText, TITLES, actionKey, type TableUI } from "./games.js";
 import { GameOptionsSchema, type GameOptions } from "./gen/court/games/v1/events_pb.js";
-import { type Lobby, LobbyState } from "./gen/court/lobby/v1/lobby_pb.js";
+import { type Lobby, LobbySchema, LobbyState } from "./gen/court/lobby/v1/lobby_pb.js";
 import { EntryKind, Metric } from "./gen/court/ranking/v1/ranking_pb.js";
 import type { Action } from "./gen/court/rules/v1/actions_pb.js";
 import type { GameUpdate, GameView } from "./gen/court/rules/v1/rules_pb.js";
@@ -256,7 +256,11 @@ async function lobbyPage(id: string, code = ""): Promise<HTMLElement> {
     const r = await attempt(f);
     if (r) draw(r);
   };
+  let shown = "";
   const draw = (x: Lobby) => {
+    const key = toJsonString(LobbySchema, x);
+    if (key === shown) return; // the same lobby: keep the buttons under the pointer
+    shown = key;
     l = x;
     if (l.gameId && (l.state === LobbyState.STARTED || l.state === LobbyState.FINISHED) && l.seats.some((s) => s.playerId === me)) {
       go(`#/game/${l.gameId}`);
@@ -380,31 +384,43 @@ async function gamePage(id: string, watching: boolean): Promise<HTMLElement> {
     if (focused) (tableEl.querySelector(`[aria-label="${CSS.escape(focused)}"]`) as HTMLElement | null)?.focus();
     const mine = gv.seatClocks.find((c) => c.seat === mySeat);
     const toAct = mySeat !== undefined && gv.toAct.includes(mySeat);
-    clear(side,
-      h("h1", null, TITLES[gv.game] ?? gv.game, watching || spectator ? h("span", { class: "badge" }, " watching") : null),
-      h("p", { id: "turn", class: "status" },
-        gv.finished ? "Game over." : toAct ? "Your turn." : `Waiting for ${gv.toAct.map((s) => names.short(s)).join(", ") || "…"}`),
-      h("p", { id: "score" }, scoreText(gv, names)),
-      gv.finished && gv.result?.winners.length ? h("p", { class: "winners" }, `Won by ${gv.result.winners.map((s) => names.short(s)).join(", ")}`) : null,
-      !spectator && !gv.finished
-        ? h("div", { class: "row" },
-            mine?.away
-              ? h("button", { class: "primary", id: "return", onclick: (async () => { const r = await attempt(() => rules.returnToSeat({ gameId: id, requestId: requestId(), seat: mySeat })); if (r?.view && r.view.seq >= gv.seq) { gv = r.view; draw(); } }) as EventListener }, "Return to my seat")
-              : h("button", { id: "away", onclick: (async () => { const r = await attempt(() => rules.leaveSeat({ gameId: id, requestId: requestId(), seat: mySeat })); if (r?.view && r.view.seq >= gv.seq) { gv = r.view; draw(); } }) as EventListener }, "Step away"),
-            h("button", { id: "suggest", disabled: !toAct, onclick: (async () => {
-              const r = await attempt(() => bot.suggest({ gameId: id, seat: mySeat }));
-              if (r) { st.hint = actionKey(r.action); st.hintText = r.explanation; draw(); }
-            }) as EventListener }, "Suggest"),
-          )
-        : null,
-      mine?.away ? h("p", { class: "away-note", role: "status" }, "You are away: the bot plays your turns until you return.") : null,
-      st.hintText ? h("p", { class: "tip" }, `Bot: ${st.hintText}`) : null,
-      h("h2", null, "Latest moves"),
-      logEl,
-      challenges,
-      gv.finished ? h("p", null, h("a", { href: `#/replay/${id}` }, "Replay"), " · ", h("a", { href: "#/" }, "New game")) : null,
-    );
+    // The side panel's controls stay the same elements (shown, hidden, enabled in place): a bot
+    // playing an away seat redraws the table many times a second, and a button must stay pressable.
+    turnEl.textContent = gv.finished ? "Game over." : toAct ? "Your turn." : `Waiting for ${gv.toAct.map((s) => names.short(s)).join(", ") || "…"}`;
+    scoreEl.textContent = scoreText(gv, names);
+    winnersEl.textContent = gv.finished && gv.result?.winners.length ? `Won by ${gv.result.winners.map((s) => names.short(s)).join(", ")}` : "";
+    controls.hidden = spectator || gv.finished;
+    returnBtn.hidden = !mine?.away;
+    awayBtn.hidden = !!mine?.away;
+    suggestBtn.disabled = !toAct;
+    awayNote.hidden = !mine?.away;
+    hintEl.textContent = st.hintText ? `Bot: ${st.hintText}` : "";
+    if (challenges && !challenges.isConnected) challengesSlot.replaceChildren(challenges);
+    endLinks.hidden = !gv.finished;
   };
+  const seatCall = async (f: () => Promise<{ view?: GameView }>) => {
+    const r = await attempt(f);
+    if (r?.view && r.view.seq >= gv.seq) gv = r.view;
+    draw();
+  };
+  const turnEl = h("p", { id: "turn", class: "status" });
+  const scoreEl = h("p", { id: "score" });
+  const winnersEl = h("p", { class: "winners" });
+  const returnBtn = h("button", { class: "primary", id: "return", onclick: (() => void seatCall(() => rules.returnToSeat({ gameId: id, requestId: requestId(), seat: mySeat }))) as EventListener }, "Return to my seat");
+  const awayBtn = h("button", { id: "away", onclick: (() => void seatCall(() => rules.leaveSeat({ gameId: id, requestId: requestId(), seat: mySeat }))) as EventListener }, "Step away");
+  const suggestBtn = h("button", { id: "suggest", onclick: (async () => {
+    const r = await attempt(() => bot.suggest({ gameId: id, seat: mySeat }));
+    if (r) { st.hint = actionKey(r.action); st.hintText = r.explanation; draw(); }
+  }) as EventListener }, "Suggest") as HTMLButtonElement;
+  const controls = h("div", { class: "row" }, returnBtn, awayBtn, suggestBtn);
+  const awayNote = h("p", { class: "away-note", role: "status" }, "You are away: the bot plays your turns until you return.");
+  const hintEl = h("p", { class: "tip" });
+  const challengesSlot = h("div");
+  const endLinks = h("p", null, h("a", { href: `#/replay/${id}` }, "Replay"), " · ", h("a", { href: "#/" }, "New game"));
+  clear(side,
+    h("h1", null, TITLES[gv.game] ?? gv.game, watching || spectator ? h("span", { class: "badge" }, " watching") : null),
+    turnEl, scoreEl, winnersEl, controls, awayNote, hintEl, h("h2", null, "Latest moves"), logEl, challengesSlot, endLinks,
+  );
   const addEvents = (u: GameUpdate) => {
     for (const e of u.events) {
       const t = describeEvent(e, names);
