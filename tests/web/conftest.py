@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import pytest
 from court_cli.stack import LocalStack, StackConfig
+from court_client import RulesClient
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -307,3 +308,13 @@ def wait_until(check: Callable[[], bool], what: str, timeout: float = 60.0) -> N
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not so after {timeout:.0f}s")
         time.sleep(0.2)  # polling a service: no event to wait on from here
+
+
+def final_view(web_stack: WebStack, token: str, game_id: str) -> Any:
+    """The game's view as its player's token reads it over gRPC (not through the edge)."""
+
+    async def call() -> Any:
+        async with RulesClient(web_stack.address("rules"), token) as rules:
+            return await rules.get_view(game_id)
+
+    return run(call)

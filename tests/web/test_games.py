@@ -6,12 +6,13 @@ the bot takes the seat, and the person returns to it."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable
 
 import pytest
-from court_client import RulesClient
 
-from tests.web.conftest import Person, WebStack, run
+from tests.web.conftest import Person, WebStack, final_view
 
 # Small options so that a game is short.
 GAMES = {
@@ -20,14 +21,6 @@ GAMES = {
     "the_court": {"mode": "solitaire"},
     "court_wars": {"players": "2", "turn_limit": "12"},
 }
-
-
-def final_view(web_stack: WebStack, token: str, game_id: str):  # type: ignore[no-untyped-def]
-    async def call():  # type: ignore[no-untyped-def]
-        async with RulesClient(web_stack.address("rules"), token) as rules:
-            return await rules.get_view(game_id)
-
-    return run(call)
 
 
 @pytest.mark.parametrize("game", list(GAMES))
@@ -52,6 +45,17 @@ def test_a_whole_game_against_bots_by_clicking(
     assert view.seats[view.your_seat] == me.session()["playerId"]
     # the latest moves in words
     assert page.locator(".log li").count() > 0
+    # the game is in the history, and its replay steps through every move
+    me.goto("#/history")
+    page.locator(f".history a[href='#/replay/{game_id}']").click()
+    page.wait_for_selector("#replay-pos")
+    last = page.locator("#replay-pos").inner_text()
+    assert re.fullmatch(r"Move (\d+) of \1", last), last
+    page.click("#prev")
+    assert page.locator("#replay-pos").inner_text() != last
+    page.keyboard.press("ArrowRight")
+    assert page.locator("#replay-pos").inner_text() == last
+    assert page.locator("#table .table").count() == 1
 
 
 def test_reload_and_a_second_device_are_back_in_the_seat(
@@ -64,11 +68,21 @@ def test_reload_and_a_second_device_are_back_in_the_seat(
     for _ in range(4):
         assert me.step()
     seq_before = final_view(web_stack, me.session()["token"], game_id).seq
+    # the token has expired (as far as the page knows): the page trades the refresh token for a
+    # new pair before its next call, and the old refresh token is spent
+    old = me.session()
+    me.page.evaluate(
+        "s => localStorage.setItem('court.session', JSON.stringify({...JSON.parse(s), expires: 0}))",
+        json.dumps(old),
+    )
     me.page.reload()
     me.page.wait_for_selector("#table .hand")
     assert me.page.url.endswith(f"#/game/{game_id}")
     assert me.page.locator("[data-move]:not([disabled])").count() > 0 or not me.finished()
     assert me.step()  # and plays on from the seat
+    new = me.session()
+    assert new["token"] != old["token"] and new["refresh"] != old["refresh"]
+    assert new["expires"] > 0
     # another device: signs in, finds the game in its unfinished games, and sits down
     other = people()
     other.sign_in(name)

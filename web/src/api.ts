@@ -123,6 +123,8 @@ export function requestId(): string {
 // An error as a sentence a person can act on.
 export function errorText(err: unknown): string {
   const e = ConnectError.from(err);
+  // fetch itself failed (no answer at all: the edge is down or the network is gone)
+  if (e.code === Code.Unknown && /fetch|network/i.test(e.rawMessage)) return "the server cannot be reached now; try again";
   if (e.code === Code.Unavailable) return `the server cannot be reached now (${e.rawMessage}); try again`;
   if (e.code === Code.Unauthenticated) return `sign in again: ${e.rawMessage}`;
   return e.rawMessage || Code[e.code];

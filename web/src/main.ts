@@ -510,7 +510,7 @@ async function replayPage(id: string): Promise<HTMLElement> {
   const first = updates[0].view!;
   const names = await namesFor(first);
   let i = updates.length - 1;
-  const body = h("div", { class: "table-wrap" });
+  const body = h("div", { class: "table-wrap", id: "table" });
   const side = h("aside", { class: "side" });
   const step = (n: number) => { i = Math.max(0, Math.min(updates.length - 1, n)); draw(); };
   const draw = () => {
