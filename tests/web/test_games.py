@@ -10,9 +10,11 @@ import json
 import re
 from collections.abc import Callable
 
+import grpc
 import pytest
+from court_client import LobbyClient
 
-from tests.web.conftest import Person, WebStack, final_view
+from tests.web.conftest import Person, WebStack, final_view, run, wait_until
 
 # Small options so that a game is short.
 GAMES = {
@@ -78,11 +80,26 @@ def test_reload_and_a_second_device_are_back_in_the_seat(
     me.page.reload()
     me.page.wait_for_selector("#table .hand")
     assert me.page.url.endswith(f"#/game/{game_id}")
-    assert me.page.locator("[data-move]:not([disabled])").count() > 0 or not me.finished()
-    assert me.step()  # and plays on from the seat
+    # and plays on from the seat, by keyboard: the digit 1 presses the first move offered
+    me.page.wait_for_selector("[data-move]:not([disabled])")
+    seq = final_view(web_stack, me.session()["token"], game_id).seq
+    me.page.keyboard.press("1")
+    wait_until(
+        lambda: final_view(web_stack, me.session()["token"], game_id).seq > seq, "the keyed move applied"
+    )
     new = me.session()
     assert new["token"] != old["token"] and new["refresh"] != old["refresh"]
     assert new["expires"] > 0
+
+    async def spent() -> str:
+        async with LobbyClient(web_stack.address("lobby")) as lobby:
+            try:
+                await lobby.refresh(old["refresh"])
+            except grpc.aio.AioRpcError as err:
+                return err.code().name
+        return "OK"
+
+    assert run(spent) == "UNAUTHENTICATED"  # the page used the old refresh token, once
     # another device: signs in, finds the game in its unfinished games, and sits down
     other = people()
     other.sign_in(name)
@@ -90,7 +107,7 @@ def test_reload_and_a_second_device_are_back_in_the_seat(
     link = other.page.locator(f".my-games a[href='#/game/{game_id}']")
     link.click()
     other.page.wait_for_selector("#table .hand")
-    assert other.page.locator("[data-move]").count() > 0
+    other.page.wait_for_selector("[data-move]:not([disabled])")
     assert final_view(web_stack, other.session()["token"], game_id).seq > seq_before
     assert other.step()
 
