@@ -135,17 +135,16 @@ class Person:
         self.page.wait_for_selector("#me")
 
     def register(self, name: str, password: str = "correct horse battery") -> None:
-        self.goto("#/account")
-        self.page.fill("input[name=name]", name)
-        self.page.fill("input[name=password]", password)
-        self.page.get_by_role("button", name="Register").click()
-        self.page.wait_for_selector("#me")
+        self._sign("Register", name, password)
 
     def sign_in(self, name: str, password: str = "correct horse battery") -> None:
+        self._sign("Sign in", name, password)
+
+    def _sign(self, button: str, name: str, password: str) -> None:
         self.goto("#/account")
         self.page.fill("input[name=name]", name)
         self.page.fill("input[name=password]", password)
-        self.page.get_by_role("button", name="Sign in").click()
+        self.page.get_by_role("button", name=button).click()
         self.page.wait_for_selector("#me")
 
     def session(self) -> dict[str, Any]:
