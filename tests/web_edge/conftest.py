@@ -14,7 +14,7 @@ import asyncio
 import http.client
 import json
 import secrets
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,7 @@ def _request(
     address: str,
     method: str,
     path: str,
-    body: bytes | None,
+    body: bytes | Iterable[bytes] | None,
     headers: Mapping[str, str],
     source: str | None,
 ) -> Reply:
@@ -66,14 +66,15 @@ def _request(
 async def raw(
     address: str,
     path: str,
-    body: bytes | dict[str, Any] | None = None,
+    body: bytes | Iterable[bytes] | dict[str, Any] | None = None,
     *,
     headers: Mapping[str, str] | None = None,
     method: str = "POST",
     source: str | None = None,
 ) -> Reply:
-    """One HTTP request to the edge (a Connect unary call when ``body`` is a dict: JSON codec),
-    optionally from another loopback source address (127.0.0.2, ...)."""
+    """One HTTP request to the edge (a Connect unary call when ``body`` is a dict: JSON codec; sent
+    chunked when it is an iterable of bytes), optionally from another loopback source address
+    (127.0.0.2, ...)."""
     hdrs = dict(headers or {})
     if isinstance(body, dict):
         body = json.dumps(body).encode()
@@ -86,8 +87,16 @@ def bearer(token: str) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"}
 
 
-async def start_edge(stack: Stack, tmp: Path, **extra: str) -> WebApp:
-    """A court-web in front of ``stack``; ``extra``: COURT_WEB_* settings (without the prefix)."""
+async def start_edge(
+    stack: Stack,
+    tmp: Path,
+    *,
+    upstreams: Mapping[str, str] | None = None,
+    edge_secret: str = EDGE_SECRET,
+    **extra: str,
+) -> WebApp:
+    """A court-web in front of ``stack`` (``upstreams``: other addresses for some services, e.g.
+    {"rules": ...}); ``extra``: COURT_WEB_* settings (without the prefix)."""
     dist = tmp / "dist"
     (dist / "assets").mkdir(parents=True, exist_ok=True)
     (dist / "index.html").write_bytes(INDEX)
@@ -105,12 +114,18 @@ async def start_edge(stack: Stack, tmp: Path, **extra: str) -> WebApp:
         env="test",
         listen="127.0.0.1:0",
         metrics_listen="",
-        edge_secret=EDGE_SECRET,
+        edge_secret=edge_secret,
         state_dir=tmp / "state",
-        rules_addr=values.pop("COURT_WEB_RULES_ADDR", stack.rules.address),
-        lobby_addr=stack.lobby.address,
-        ranking_addr=stack.ranking.address,
-        bot_addr=stack.bot.address,
+        **{
+            f"{k}_addr": a
+            for k, a in {
+                "rules": stack.rules.address,
+                "lobby": stack.lobby.address,
+                "ranking": stack.ranking.address,
+                "bot": stack.bot.address,
+                **(upstreams or {}),
+            }.items()
+        },
         extra=values,
     )
     return await WebApp.start(settings)
