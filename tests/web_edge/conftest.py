@@ -14,6 +14,7 @@ import asyncio
 import http.client
 import json
 import secrets
+import ssl
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,10 +51,16 @@ def _request(
     body: bytes | Iterable[bytes] | None,
     headers: Mapping[str, str],
     source: str | None,
+    tls_ca: Path | None = None,
 ) -> Reply:
     host, _, port = address.rpartition(":")
-    conn = http.client.HTTPConnection(
-        host, int(port), timeout=30, source_address=(source, 0) if source else None
+    src = (source, 0) if source else None
+    conn = (
+        http.client.HTTPSConnection(
+            host, int(port), timeout=30, source_address=src, context=ssl.create_default_context(cafile=tls_ca)
+        )
+        if tls_ca
+        else http.client.HTTPConnection(host, int(port), timeout=30, source_address=src)
     )
     try:
         conn.request(method, path, body=body, headers=dict(headers))
@@ -71,6 +78,7 @@ async def raw(
     headers: Mapping[str, str] | None = None,
     method: str = "POST",
     source: str | None = None,
+    tls_ca: Path | None = None,
 ) -> Reply:
     """One HTTP request to the edge (a Connect unary call when ``body`` is a dict: JSON codec; sent
     chunked when it is an iterable of bytes), optionally from another loopback source address
@@ -80,7 +88,7 @@ async def raw(
         body = json.dumps(body).encode()
         hdrs.setdefault("content-type", "application/json")
         hdrs.setdefault("connect-protocol-version", "1")
-    return await asyncio.to_thread(_request, address, method, path, body, hdrs, source)
+    return await asyncio.to_thread(_request, address, method, path, body, hdrs, source, tls_ca)
 
 
 def bearer(token: str) -> dict[str, str]:
@@ -93,6 +101,7 @@ async def start_edge(
     *,
     upstreams: Mapping[str, str] | None = None,
     edge_secret: str = EDGE_SECRET,
+    tls: Mapping[str, str] | None = None,
     **extra: str,
 ) -> WebApp:
     """A court-web in front of ``stack`` (``upstreams``: other addresses for some services, e.g.
@@ -116,15 +125,10 @@ async def start_edge(
         metrics_listen="",
         edge_secret=edge_secret,
         state_dir=tmp / "state",
+        **dict(tls or {}),
         **{
-            f"{k}_addr": a
-            for k, a in {
-                "rules": stack.rules.address,
-                "lobby": stack.lobby.address,
-                "ranking": stack.ranking.address,
-                "bot": stack.bot.address,
-                **(upstreams or {}),
-            }.items()
+            f"{k}_addr": (upstreams or {}).get(k) or getattr(stack, k).address
+            for k in ("rules", "lobby", "ranking", "bot")
         },
         extra=values,
     )
