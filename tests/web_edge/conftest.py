@@ -14,7 +14,8 @@ import asyncio
 import http.client
 import json
 import secrets
-from collections.abc import AsyncIterator, Mapping
+import ssl
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,13 +48,19 @@ def _request(
     address: str,
     method: str,
     path: str,
-    body: bytes | None,
+    body: bytes | Iterable[bytes] | None,
     headers: Mapping[str, str],
     source: str | None,
+    tls_ca: Path | None = None,
 ) -> Reply:
     host, _, port = address.rpartition(":")
-    conn = http.client.HTTPConnection(
-        host, int(port), timeout=30, source_address=(source, 0) if source else None
+    src = (source, 0) if source else None
+    conn = (
+        http.client.HTTPSConnection(
+            host, int(port), timeout=30, source_address=src, context=ssl.create_default_context(cafile=tls_ca)
+        )
+        if tls_ca
+        else http.client.HTTPConnection(host, int(port), timeout=30, source_address=src)
     )
     try:
         conn.request(method, path, body=body, headers=dict(headers))
@@ -66,28 +73,39 @@ def _request(
 async def raw(
     address: str,
     path: str,
-    body: bytes | dict[str, Any] | None = None,
+    body: bytes | Iterable[bytes] | dict[str, Any] | None = None,
     *,
     headers: Mapping[str, str] | None = None,
     method: str = "POST",
     source: str | None = None,
+    tls_ca: Path | None = None,
 ) -> Reply:
-    """One HTTP request to the edge (a Connect unary call when ``body`` is a dict: JSON codec),
-    optionally from another loopback source address (127.0.0.2, ...)."""
+    """One HTTP request to the edge (a Connect unary call when ``body`` is a dict: JSON codec; sent
+    chunked when it is an iterable of bytes), optionally from another loopback source address
+    (127.0.0.2, ...)."""
     hdrs = dict(headers or {})
     if isinstance(body, dict):
         body = json.dumps(body).encode()
         hdrs.setdefault("content-type", "application/json")
         hdrs.setdefault("connect-protocol-version", "1")
-    return await asyncio.to_thread(_request, address, method, path, body, hdrs, source)
+    return await asyncio.to_thread(_request, address, method, path, body, hdrs, source, tls_ca)
 
 
 def bearer(token: str) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"}
 
 
-async def start_edge(stack: Stack, tmp: Path, **extra: str) -> WebApp:
-    """A court-web in front of ``stack``; ``extra``: COURT_WEB_* settings (without the prefix)."""
+async def start_edge(
+    stack: Stack,
+    tmp: Path,
+    *,
+    upstreams: Mapping[str, str] | None = None,
+    edge_secret: str = EDGE_SECRET,
+    tls: Mapping[str, str] | None = None,
+    **extra: str,
+) -> WebApp:
+    """A court-web in front of ``stack`` (``upstreams``: other addresses for some services, e.g.
+    {"rules": ...}); ``extra``: COURT_WEB_* settings (without the prefix)."""
     dist = tmp / "dist"
     (dist / "assets").mkdir(parents=True, exist_ok=True)
     (dist / "index.html").write_bytes(INDEX)
@@ -105,12 +123,13 @@ async def start_edge(stack: Stack, tmp: Path, **extra: str) -> WebApp:
         env="test",
         listen="127.0.0.1:0",
         metrics_listen="",
-        edge_secret=EDGE_SECRET,
+        edge_secret=edge_secret,
         state_dir=tmp / "state",
-        rules_addr=values.pop("COURT_WEB_RULES_ADDR", stack.rules.address),
-        lobby_addr=stack.lobby.address,
-        ranking_addr=stack.ranking.address,
-        bot_addr=stack.bot.address,
+        **dict(tls or {}),
+        **{
+            f"{k}_addr": (upstreams or {}).get(k) or getattr(stack, k).address
+            for k in ("rules", "lobby", "ranking", "bot")
+        },
         extra=values,
     )
     return await WebApp.start(settings)

@@ -2,7 +2,7 @@
 
 Settings: court_kit.settings (``COURT_WEB_ADDR`` the listen address, default 127.0.0.1:8080;
 ``COURT_RULES_ADDR``, ``COURT_LOBBY_ADDR``, ``COURT_RANKING_ADDR``, ``COURT_BOT_ADDR`` and
-``COURT_TLS_CA`` for the calls it forwards; ``COURT_EDGE_SECRET``; ``COURT_METRICS_LISTEN``
+``COURT_TLS_CA`` for the calls it forwards; ``COURT_TLS_CERT``/``COURT_TLS_KEY``: it serves HTTPS; ``COURT_EDGE_SECRET``; ``COURT_METRICS_LISTEN``
 default 127.0.0.1:9107; logging, shutdown grace) and the edge's own (``WebConfig``):
 
     COURT_WEB_STATIC                 the built web client (default web/dist)
@@ -63,6 +63,20 @@ CHANNEL_OPTIONS = (
     ("grpc.max_reconnect_backoff_ms", 2000),
 )
 
+
+# the edge's own settings (beyond court_kit.settings'), as WebConfig reads them
+SETTINGS = (
+    "COURT_WEB_STATIC",
+    "COURT_WEB_CORS_ORIGINS",
+    "COURT_WEB_TRUSTED_PROXIES",
+    "COURT_WEB_MAX_REQUEST_BYTES",
+    "COURT_WEB_MAX_STREAMS_PER_CLIENT",
+    "COURT_WEB_RATE",
+    "COURT_WEB_BURST",
+    "COURT_WEB_CALL_TIMEOUT",
+    "COURT_WEB_MAX_CONNECTIONS",
+    "COURT_WEB_CSP",
+)
 
 # binary protobuf and JSON; a JSON field the protos do not have is invalid_argument, never ignored
 CODECS = (google_protobuf_binary_codec(), google_protobuf_json_codec(ignore_unknown_fields=False))
@@ -172,7 +186,7 @@ class WebApp:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.settings.tls_cert else 'http'}://127.0.0.1:{self.port}"
 
     @classmethod
     async def start(cls, settings: Settings, *, config: WebConfig | None = None) -> WebApp:
@@ -228,6 +242,9 @@ class WebApp:
                 limit_concurrency=config.max_connections,
                 timeout_keep_alive=30,
                 timeout_graceful_shutdown=settings.shutdown_grace,
+                # COURT_TLS_CERT/KEY: HTTPS (prod: the ingress talks HTTPS to the edge)
+                ssl_certfile=settings.tls_cert or None,
+                ssl_keyfile=settings.tls_key or None,
             )
         )
         task = asyncio.create_task(uv.serve(sockets=[sock]), name="court-web-http")
