@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from court_cli.stack import bin_path
 
-from tests.web.conftest import Person, WebStack, final_view
+from tests.web.conftest import Person, WebStack, final_view, wait_until
 
 
 def test_the_page_says_the_server_is_gone_then_plays_on_when_the_edge_is_back(
@@ -38,8 +38,7 @@ def test_the_page_says_the_server_is_gone_then_plays_on_when_the_edge_is_back(
     stack._spawn("web", [bin_path("court-web")], stack.config.service_env("web", os.environ))  # noqa: SLF001
     stack._await_healthy("web", time.monotonic() + 60)  # noqa: SLF001
     assert me.step()  # the same move offered again, pressed, accepted
-    after = final_view(web_stack, token, game_id)
-    assert after.seq > seq
+    wait_until(lambda: final_view(web_stack, token, game_id).seq > seq, "the move after the restart applied")
     # the page follows the game again without a reload: its table shows the server's position
     page.wait_for_selector(
         "#turn:has-text('Your turn'), #turn:has-text('Waiting'), #turn:has-text('Game over')"
