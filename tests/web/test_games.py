@@ -36,6 +36,13 @@ def test_a_whole_game_against_bots_by_clicking(
     # every card on the table has an accessible name
     assert page.locator(".card:not([aria-label]):not([aria-hidden])").count() == 0
     assert page.locator(".card[aria-label]").count() > 0
+    # the bot's hint marks the move it stands for; pressing it plays it
+    page.wait_for_selector("[data-move]:not([disabled])")
+    page.click("#suggest")
+    hinted = page.locator("#table [data-move].hint")
+    hinted.wait_for()
+    assert "Bot:" in page.locator(".side").inner_text()
+    hinted.click()
     moves = me.play_to_end(shots=game)
     assert moves > 0
     assert "Game over" in page.locator("#turn").inner_text()

@@ -4,7 +4,7 @@ import { create, toJsonString } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { bot, Code, ConnectError, currentSession, errorText, lobby, onSession, ranking, requestId, rules, setSession } from "./api.js";
 import { clear, h } from "./dom.js";
-import { describeEvent, Names, renderTable, scoreText, TITLES, actionKey, type TableUI } from "./games.js";
+import { describeAction, describeEvent, Names, renderTable, scoreText, TITLES, actionKey, type TableUI } from "./games.js";
 import { GameOptionsSchema, type GameOptions } from "./gen/court/games/v1/events_pb.js";
 import { type Lobby, LobbySchema, LobbyState } from "./gen/court/lobby/v1/lobby_pb.js";
 import { EntryKind, Metric } from "./gen/court/ranking/v1/ranking_pb.js";
@@ -344,6 +344,18 @@ function countdown(ms: number): string {
   return `⏱ ${Math.floor(s / 60)}:${String(s % 60).padStart(2, "0")}`;
 }
 
+// The legal move a bot's suggestion stands for: itself, or (Hearts, passing) the first of its three
+// cards as the one-card pass the legal list offers.
+function hintedMove(a: Action, legal: Action[]): Action | undefined {
+  const key = actionKey(a);
+  const same = legal.find((x) => actionKey(x) === key);
+  if (same) return same;
+  const k = a.game.case === "hearts" ? a.game.value.kind : undefined;
+  if (k?.case === "pass")
+    return legal.find((x) => x.game.case === "hearts" && x.game.value.kind.case === "passCard" && k.value.cards.includes(x.game.value.kind.value.card));
+  return undefined;
+}
+
 async function gamePage(id: string, watching: boolean): Promise<HTMLElement> {
   const abort = new AbortController();
   const gv0 = await attempt(() => rules.getView({ gameId: id }));
@@ -410,7 +422,13 @@ async function gamePage(id: string, watching: boolean): Promise<HTMLElement> {
   const awayBtn = h("button", { id: "away", onclick: (() => void seatCall(() => rules.leaveSeat({ gameId: id, requestId: requestId(), seat: mySeat }))) as EventListener }, "Step away");
   const suggestBtn = h("button", { id: "suggest", onclick: (async () => {
     const r = await attempt(() => bot.suggest({ gameId: id, seat: mySeat }));
-    if (r) { st.hint = actionKey(r.action); st.hintText = r.explanation; draw(); }
+    if (!r?.action) return;
+    const hinted = hintedMove(r.action, gv.legalActions);
+    st.hint = actionKey(hinted);
+    st.hintText = r.explanation || describeAction(r.action, names);
+    const qc = hinted?.game.case === "queensCourt" ? hinted.game.value.kind.value : undefined;
+    if (qc) st.selected = qc.card; // show the piles of the card the bot would play
+    draw();
   }) as EventListener }, "Suggest") as HTMLButtonElement;
   const controls = h("div", { class: "row" }, returnBtn, awayBtn, suggestBtn);
   const awayNote = h("p", { class: "away-note", role: "status" }, "You are away: the bot plays your turns until you return.");
