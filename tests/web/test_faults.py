@@ -9,9 +9,12 @@ import os
 import time
 from collections.abc import Callable
 
+import pytest
 from court_cli.stack import bin_path
 
 from tests.web.conftest import Person, WebStack, final_view, wait_until
+
+pytestmark = pytest.mark.slow  # a stack and a browser: started early among the long suites
 
 
 def test_the_page_says_the_server_is_gone_then_plays_on_when_the_edge_is_back(

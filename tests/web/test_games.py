@@ -24,6 +24,8 @@ GAMES = {
     "court_wars": {"players": "2", "turn_limit": "12"},
 }
 
+pytestmark = pytest.mark.slow  # a stack and a browser: started early among the long suites
+
 
 @pytest.mark.parametrize("game", list(GAMES))
 def test_a_whole_game_against_bots_by_clicking(

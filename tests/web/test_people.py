@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from court_client import LobbyClient, RankingClient, RulesClient
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -17,6 +18,8 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from tests.web.conftest import Person, WebStack, run, wait_until
 
 ANTE = 50
+
+pytestmark = pytest.mark.slow  # a stack and a browser: started early among the long suites
 
 
 def offered(p: Person) -> bool:
