@@ -1,4 +1,4 @@
-"""The local stack: a real nats-server with JetStream and the four services, each its own process.
+"""The local stack: a real nats-server with JetStream and every Court service, each its own process.
 
 ``court stack up`` (what ``make run`` runs) and the end-to-end tests start the stack through
 ``LocalStack``; nothing here is a test double. What it does:
@@ -397,16 +397,7 @@ class LocalStack:
             stub = health_pb2_grpc.HealthStub(channel)
             last = "no answer yet"
             while True:
-                if not child.alive():
-                    raise StackError(
-                        f"court-{name} exited ({child.proc.returncode}) before it was healthy; "
-                        f"its log {child.log_path}:\n{child.log_tail()}"
-                    )
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise StackError(
-                        f"court-{name} on {address} did not report SERVING ({last}); see {child.log_path}"
-                    )
+                left = self._time_left(child, address, deadline, f"did not report SERVING ({last})")
                 try:
                     grpc.channel_ready_future(channel).result(timeout=min(left, 1.0))
                     reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=min(left, 2.0))
@@ -421,21 +412,25 @@ class LocalStack:
                 last = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
                 time.sleep(0.1)
 
+    @staticmethod
+    def _time_left(child: Child, address: str, deadline: float, failing: str) -> float:
+        """Seconds left to wait for ``child`` to get healthy; StackError once it exited or time is up."""
+        if not child.alive():
+            raise StackError(
+                f"court-{child.name} exited ({child.proc.returncode}) before it was healthy; "
+                f"its log {child.log_path}:\n{child.log_tail()}"
+            )
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise StackError(f"court-{child.name} on {address} {failing}; see {child.log_path}")
+        return left
+
     def _await_http_healthy(self, name: str, deadline: float) -> None:
         child = self.children[name]
         address = self.config.address(name)
         last = "no answer yet"
         while True:
-            if not child.alive():
-                raise StackError(
-                    f"court-{name} exited ({child.proc.returncode}) before it was healthy; "
-                    f"its log {child.log_path}:\n{child.log_tail()}"
-                )
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise StackError(
-                    f"court-{name} on {address} did not answer /healthz ({last}); see {child.log_path}"
-                )
+            left = self._time_left(child, address, deadline, f"did not answer /healthz ({last})")
             status, last = http_health(address, "/healthz", min(left, 2.0))
             if status == 200:
                 return

@@ -68,6 +68,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .checks import ConfigError as ConfigError  # its home for callers: a setting failed its check
+from .keys import ensure_dev_keys, signing_services
+
 SERVICES = ("rules", "lobby", "ranking", "bot", "analytics", "projector", "web")
 GRPC_PORTS = {
     "rules": 50051,
@@ -90,10 +93,6 @@ METRICS_PORTS = {
 LOG_FORMATS = ("json", "console")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 EVENT_LOOPS = ("uvloop", "asyncio")
-
-
-class ConfigError(Exception):
-    """A setting is missing or malformed; the message names the variable and what is allowed."""
 
 
 def _check_address(name: str, value: str, *, allow_empty: bool = False) -> str:
@@ -245,16 +244,12 @@ class Settings:
         if values["env"] == "dev" and not (
             values["token_keys"] or values["signing_key"] or values["id_secret"]
         ):
-            from .tokens import ensure_dev_keys, signing_services  # noqa: PLC0415 - tokens imports settings
-
             dev = ensure_dev_keys(values["state_dir"])
             values["token_keys"] = str(dev.key_set)
             if service in signing_services():
                 values["signing_key"] = str(dev.signing_key(service))
             values["id_secret"] = dev.id_secret()
         if values["env"] == "dev" and not values["edge_secret"]:
-            from .tokens import ensure_dev_keys  # noqa: PLC0415 - tokens imports settings
-
             values["edge_secret"] = ensure_dev_keys(values["state_dir"]).edge_secret()
         if not values["database_url"]:
             values["database_url"] = f"sqlite:///{values['state_dir'] / (service + '.db')}"

@@ -21,7 +21,8 @@ MODULES: list[str] = [
     "typed",
     "clock",
     "analytics",
-    "web_page",
+    "stack",
+    "web",  # with the web client's page figures (tests/bench/web_page.py) in the same run
 ]
 
 

@@ -1,4 +1,4 @@
-"""The web client's page on a local stack (``make bench ONLY=web_page``): what a first visit
+"""The web client's page on a local stack (``make bench ONLY=web``): what a first visit
 transfers (HTML, JS and CSS, raw and gzipped; goal: JS + CSS gzipped at most 250 KB), and the time
 from opening a game's URL in a fresh browser (empty cache) to its table drawn, and from pressing
 "Play now with bots" on the home page to the table.

@@ -1,6 +1,6 @@
 """The built web client (web/dist, made by ``make setup``): one index.html naming one hashed script
 and one hashed style sheet that exist, nothing loaded from another host, and JS + CSS within the
-250 KB gzipped budget of issue 30 (the figures themselves: ``make bench ONLY=web_page``)."""
+250 KB gzipped budget of issue 30 (the figures themselves: ``make bench ONLY=web``)."""
 
 from __future__ import annotations
 

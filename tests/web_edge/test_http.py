@@ -43,6 +43,7 @@ async def test_every_response_carries_the_security_headers(edge: WebApp) -> None
         await raw(edge.address, "/", method="DELETE"),  # 405
     ]
     assert [r.status for r in replies] == [200, 400, 404, 200, 200, 404, 200, 405]
+    assert replies[0].json()["token"] and b"\n" not in replies[0].body, "compact JSON (court_web.codecs)"
     for r in replies:
         _secure(r.headers)
 

@@ -37,7 +37,6 @@ from typing import Any
 
 import grpc
 import uvicorn
-from connectrpc.compat import google_protobuf_binary_codec, google_protobuf_json_codec
 from court_kit import logging as klog
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import client_channel, run_service
@@ -45,6 +44,7 @@ from court_kit.settings import Settings, listen_host_port
 from court_kit.tokens import preflight
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from .codecs import CODECS
 from .forward import Forwarder
 from .http import DEFAULT_CSP, EdgeHTTP, parse_networks, parse_origins
 from .limits import ClientLimits
@@ -77,9 +77,6 @@ SETTINGS = (
     "COURT_WEB_MAX_CONNECTIONS",
     "COURT_WEB_CSP",
 )
-
-# binary protobuf and JSON; a JSON field the protos do not have is invalid_argument, never ignored
-CODECS = (google_protobuf_binary_codec(), google_protobuf_json_codec(ignore_unknown_fields=False))
 
 
 @dataclass(frozen=True)

@@ -18,10 +18,11 @@ streams (court_web.limits).
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 import grpc
@@ -29,7 +30,7 @@ from connectrpc.code import Code
 from connectrpc.errors import ConnectError
 from court_kit import logging as klog
 from court_kit.edge import sign_client
-from court_kit.metrics import GrpcCalls
+from court_kit.metrics import GrpcCalls, MethodStats
 from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor
 from prometheus_client import REGISTRY
@@ -138,6 +139,30 @@ class Forwarder:
                 handlers[snake(m.name)] = self._unary_handler(up, m)
         return type(f"{up.descriptor.name}Edge", (), {k: staticmethod(v) for k, v in handlers.items()})()
 
+    @contextlib.contextmanager
+    def _accounted(self, up: Upstream, stats: MethodStats) -> Iterator[dict[str, float | None]]:
+        """One call's metrics (in flight, duration, code) and its gRPC error as the Connect error
+        the caller gets; the body records its upstream deadline in the yielded dict."""
+        t0 = time.perf_counter()
+        stats.in_flight += 1
+        code = "ok"
+        call: dict[str, float | None] = {"timeout": None}
+        try:
+            yield call
+        except grpc.aio.AioRpcError as err:
+            exc = self._error(up, err, call["timeout"])
+            code = exc.code.value
+            raise exc from None
+        except ConnectError as exc:
+            code = exc.code.value
+            raise
+        except GeneratorExit:  # a stream's client went away
+            code = "canceled"
+            raise
+        finally:
+            stats.in_flight -= 1
+            stats.done(code, time.perf_counter() - t0)
+
     def _unary_handler(self, up: Upstream, m: MethodDescriptor) -> Callable[..., Any]:
         path = up.path(m.name)
         output = message_factory.GetMessageClass(m.output_type)
@@ -147,24 +172,10 @@ class Forwarder:
         stats = CALLS.method(path)
 
         async def unary(request: Any, ctx: Any) -> Any:
-            t0 = time.perf_counter()
-            stats.in_flight += 1
-            code = "ok"
-            timeout: float | None = None
-            try:
+            with self._accounted(up, stats) as this:
                 self.limits.take_call(CLIENT.get())
-                timeout = self._timeout(ctx, self.call_timeout)
+                this["timeout"] = timeout = self._timeout(ctx, self.call_timeout)
                 return await call(request, metadata=self._metadata(ctx), timeout=timeout)
-            except grpc.aio.AioRpcError as err:
-                exc = self._error(up, err, timeout)
-                code = exc.code.value
-                raise exc from None
-            except ConnectError as exc:
-                code = exc.code.value
-                raise
-            finally:
-                stats.in_flight -= 1
-                stats.done(code, time.perf_counter() - t0)
 
         return unary
 
@@ -178,34 +189,17 @@ class Forwarder:
         limits = self.limits
 
         async def stream(request: Any, ctx: Any) -> AsyncIterator[Any]:
-            t0 = time.perf_counter()
             client = CLIENT.get()
-            code = "ok"
-            timeout: float | None = None
-            stats.in_flight += 1
-            try:
+            with self._accounted(up, stats) as this:
                 limits.take_call(client)
                 with limits.stream_slot(client):
-                    timeout = self._timeout(ctx, None)
+                    this["timeout"] = timeout = self._timeout(ctx, None)
                     upstream = call(request, metadata=self._metadata(ctx), timeout=timeout)
                     try:
                         async for message in upstream:
                             yield message
                     finally:
                         upstream.cancel()  # the client went away: end the upstream stream too
-            except grpc.aio.AioRpcError as err:
-                exc = self._error(up, err, timeout)
-                code = exc.code.value
-                raise exc from None
-            except ConnectError as exc:
-                code = exc.code.value
-                raise
-            except GeneratorExit:
-                code = "canceled"
-                raise
-            finally:
-                stats.in_flight -= 1
-                stats.done(code, time.perf_counter() - t0)
 
         return stream
 
