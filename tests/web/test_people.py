@@ -87,6 +87,9 @@ def test_two_people_play_online_queens_court_with_an_ante_and_the_page_shows_the
         assert int(p.page.locator("#ledger-balance").inner_text()) == hist.balance
         assert int(p.page.locator("#profile-points").inner_text()) == hist.balance
         p.page.wait_for_selector(f"#balance:has-text('{hist.balance} rank points')")
+        # the leaderboard of Queen's Court (the page's first) has both, rated by this game
+        for name in ("Ann Web", "Bob Web"):
+            p.page.wait_for_selector(f".board td:text-is('{name}')")
         total += hist.balance - start[p]
     # two antes in, twice the ante out, plus the round points: nothing created from nothing but those
     assert total >= 0
