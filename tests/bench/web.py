@@ -52,6 +52,7 @@ from tests.fixtures.nats import BinaryNats, free_port
 CALLERS = int(os.environ.get("BENCH_WEB_CALLERS", "16"))
 STREAMS = int(os.environ.get("BENCH_WEB_STREAMS", "200"))
 MOVES_PER_S = float(os.environ.get("BENCH_WEB_MOVES", "10"))
+STREAMS_PER_CHANNEL = 50
 SECONDS_W = float(os.environ.get("BENCH_SECONDS", "6"))
 EDGE_SECRET = "bench-edge-secret-" + "x" * 32
 PLAYER = "bench-web-player"
@@ -193,8 +194,9 @@ async def _fanout(open_stream: Any, stub: Any, token: str, cpu: Cpu) -> Phase:
                 await stream.aclose()
 
     tasks = [asyncio.create_task(spectator()) for _ in range(STREAMS)]
-    for _ in range(STREAMS):
-        await ready.acquire()
+    async with asyncio.timeout(120):
+        for _ in range(STREAMS):
+            await ready.acquire()
     view = created.view
     with cpu.over(phase):
         deadline = time.perf_counter() + SECONDS_W
@@ -267,18 +269,33 @@ async def run() -> dict[str, Any]:
                 runs["edge"].append(await _unary(edge, games, cpu))
             out["unary"] = runs
 
+            # a gRPC server takes COURT_MAX_STREAMS (100) concurrent streams per connection: the
+            # direct streams are spread over connections of STREAMS_PER_CHANNEL each
+            channels = [
+                grpc.aio.insecure_channel(rules_addr, options=[("grpc.use_local_subchannel_pool", 1)])
+                for _ in range(-(-STREAMS // STREAMS_PER_CHANNEL))
+            ]
+            spread = iter(range(10**9))
+
             def grpc_stream(gid: str) -> Any:
-                return stub.WatchGame(rules_pb2.WatchGameRequest(game_id=gid), metadata=_meta(watcher))
+                ch = channels[(next(spread) // STREAMS_PER_CHANNEL) % len(channels)]
+                return rules_pb2_grpc.RulesServiceStub(ch).WatchGame(
+                    rules_pb2.WatchGameRequest(game_id=gid), metadata=_meta(watcher)
+                )
 
             def connect_stream(gid: str) -> Any:
                 return connect.watch_game(
                     rules_pb2.WatchGameRequest(game_id=gid), headers={"authorization": f"Bearer {watcher}"}
                 )
 
-            out["fanout"] = {
-                "direct": await _fanout(grpc_stream, stub, token, cpu),
-                "edge": await _fanout(connect_stream, stub, token, cpu),
-            }
+            try:
+                out["fanout"] = {
+                    "direct": await _fanout(grpc_stream, stub, token, cpu),
+                    "edge": await _fanout(connect_stream, stub, token, cpu),
+                }
+            finally:
+                for c in channels:
+                    await c.close()
         return out
     finally:
         for p in procs:

@@ -101,11 +101,12 @@ async def start_edge(
     *,
     upstreams: Mapping[str, str] | None = None,
     edge_secret: str = EDGE_SECRET,
-    tls: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
     **extra: str,
 ) -> WebApp:
     """A court-web in front of ``stack`` (``upstreams``: other addresses for some services, e.g.
-    {"rules": ...}); ``extra``: COURT_WEB_* settings (without the prefix)."""
+    {"rules": ...}); ``overrides``: Settings fields (TLS, max_streams); ``extra``: COURT_WEB_* settings
+    (without the prefix)."""
     dist = tmp / "dist"
     (dist / "assets").mkdir(parents=True, exist_ok=True)
     (dist / "index.html").write_bytes(INDEX)
@@ -125,7 +126,7 @@ async def start_edge(
         metrics_listen="",
         edge_secret=edge_secret,
         state_dir=tmp / "state",
-        **dict(tls or {}),
+        **dict(overrides or {}),
         **{
             f"{k}_addr": (upstreams or {}).get(k) or getattr(stack, k).address
             for k in ("rules", "lobby", "ranking", "bot")

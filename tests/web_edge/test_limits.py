@@ -117,3 +117,39 @@ async def test_calls_per_client_are_rate_limited(stack: Stack, tmp_path: Path) -
         assert other.status == 200, other
     finally:
         await app.stop(0)
+
+
+async def test_streams_spread_over_connections_within_the_services_limit(
+    stack: Stack, tmp_path: Path, http_client: pyqwest.Client
+) -> None:
+    """A rules replica taking 2 concurrent calls per connection (COURT_MAX_STREAMS=2): 5 WatchGame
+    streams through one edge all open, on 3 connections; closed, the extra connections go."""
+    from court_rules.app import RulesApp
+
+    rules = await RulesApp.start(stack.settings("rules", max_streams=2))
+    app = await start_edge(
+        stack,
+        tmp_path,
+        upstreams={"rules": rules.address},
+        overrides={"max_streams": 2},
+        max_streams_per_client="10",
+    )
+    streams: list[Any] = []
+    try:
+        token, gid = await _solo_game(app, http_client)
+        client = RulesServiceClient(app.url, http_client=http_client)
+        async with asyncio.timeout(30):
+            for _ in range(5):
+                s = client.watch_game(rules_pb2.WatchGameRequest(game_id=gid, seat=0), headers=bearer(token))
+                assert (await anext(s)).view.game_id == gid  # open: a stream past the 2nd did not wait
+                streams.append(s)
+        pool = app.forwarder.stream_channels["rules"]
+        assert [n for _, n in pool.open] == [2, 2, 1]
+        for s in streams:
+            await s.aclose()
+        await _until(lambda: [n for _, n in pool.open] == [0], "the extra connections closed")
+    finally:
+        for s in streams:
+            await s.aclose()
+        await app.stop(0)
+        await rules.stop(0)

@@ -38,7 +38,7 @@ async def test_https_in_front_and_tls_behind(tls_stack: tuple[Stack, Certs], tmp
     stack, certs = tls_stack
     tls = {"tls_cert": str(certs.cert), "tls_key": str(certs.key), "tls_ca": str(certs.ca)}
     # this stack runs no bot service, and nothing here calls it
-    edge = await start_edge(stack, tmp_path, upstreams={"bot": stack.rules.address}, tls=tls)
+    edge = await start_edge(stack, tmp_path, upstreams={"bot": stack.rules.address}, overrides=tls)
     try:
         assert edge.url.startswith("https://")
         reply = await raw(edge.address, GUEST, {}, tls_ca=certs.ca)

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import math
 import socket
 import time
 from collections.abc import Generator
@@ -45,7 +47,7 @@ from court_kit.tokens import preflight
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from .codecs import CODECS
-from .forward import Forwarder
+from .forward import Forwarder, StreamChannels
 from .http import DEFAULT_CSP, EdgeHTTP, parse_networks, parse_origins
 from .limits import ClientLimits
 from .routes import UPSTREAMS
@@ -125,7 +127,7 @@ class _Server:
         self.uv, self.task = server, task
 
     async def stop(self, grace: float | None) -> None:
-        self.uv.config.timeout_graceful_shutdown = max(0.0, grace or 0.0)
+        self.uv.config.timeout_graceful_shutdown = math.ceil(max(0.0, grace or 0.0))
         self.uv.should_exit = True
         with contextlib.suppress(TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.shield(self.task), (grace or 0.0) + 2.0)
@@ -194,12 +196,21 @@ class WebApp:
         limits = ClientLimits(
             rate=config.rate, burst=config.burst, streams_per_client=config.streams_per_client
         )
+        # separate connections, each its own (not grpc's shared subchannel pool), for the streams
+        stream_options = (*CHANNEL_OPTIONS, ("grpc.use_local_subchannel_pool", 1))
+        streams = {
+            k: StreamChannels(
+                functools.partial(client_channel, a, settings, stream_options), settings.max_streams
+            )
+            for k, a in addresses.items()
+        }
         forwarder = Forwarder(
             channels,
             addresses,
             limits,
             edge_secret=settings.edge_secret,
             call_timeout=config.call_timeout,
+            stream_channels=streams,
         )
         services = {
             f"/{up.full_name}": up.asgi_class(
@@ -238,7 +249,7 @@ class WebApp:
                 server_header=False,
                 limit_concurrency=config.max_connections,
                 timeout_keep_alive=30,
-                timeout_graceful_shutdown=settings.shutdown_grace,
+                timeout_graceful_shutdown=math.ceil(settings.shutdown_grace),
                 # COURT_TLS_CERT/KEY: HTTPS (prod: the ingress talks HTTPS to the edge)
                 ssl_certfile=settings.tls_cert or None,
                 ssl_keyfile=settings.tls_key or None,
@@ -296,6 +307,8 @@ class WebApp:
     async def close(self) -> None:
         for ch in self.channels.values():
             await ch.close()
+        for pool in self.forwarder.stream_channels.values():
+            await pool.close()
         if self.metrics is not None:
             self.metrics.close()
 

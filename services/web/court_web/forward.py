@@ -18,6 +18,7 @@ streams (court_web.limits).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 import re
@@ -75,8 +76,44 @@ def snake(name: str) -> str:
     return _LOWER_TO_UPPER.sub(r"\1_\2", _UPPER_TO_LOWER.sub(r"\1_\2", name)).lower()
 
 
+class StreamChannels:
+    """The gRPC connections one upstream's server streams run on.
+
+    A service takes at most ``COURT_MAX_STREAMS`` (default 100) concurrent calls per connection and
+    queues the rest, and a gRPC channel does not open a second connection on its own: all of an
+    edge replica's WatchGame streams on one channel would stall from the 101st on. So each stream
+    takes a place on a connection with room (``per_channel`` streams each), opening another
+    connection when all are full; connections left empty are closed, but for the first.
+    """
+
+    def __init__(self, make: Callable[[], grpc.aio.Channel], per_channel: int):
+        self.make, self.per_channel = make, per_channel
+        self.open: list[list[Any]] = []  # [channel, streams on it]
+
+    @contextlib.contextmanager
+    def place(self) -> Iterator[grpc.aio.Channel]:
+        slot = next((s for s in self.open if s[1] < self.per_channel), None)
+        if slot is None:
+            slot = [self.make(), 0]
+            self.open.append(slot)
+        slot[1] += 1
+        try:
+            yield slot[0]
+        finally:
+            slot[1] -= 1
+            if slot[1] == 0 and len(self.open) > 1 and slot is not self.open[0]:
+                self.open.remove(slot)
+                asyncio.get_running_loop().create_task(slot[0].close())
+
+    async def close(self) -> None:
+        for channel, _ in self.open:
+            await channel.close()
+        self.open.clear()
+
+
 class Forwarder:
-    """The forwarding handlers of every upstream, over one gRPC channel per upstream."""
+    """The forwarding handlers of every upstream: unary calls over one gRPC channel per upstream,
+    server streams over that upstream's StreamChannels."""
 
     def __init__(
         self,
@@ -86,8 +123,10 @@ class Forwarder:
         *,
         edge_secret: str,
         call_timeout: float,
+        stream_channels: Mapping[str, StreamChannels],
     ):
         self.channels = channels
+        self.stream_channels = stream_channels
         self.addresses = addresses
         self.limits = limits
         self.edge_secret = edge_secret
@@ -182,9 +221,7 @@ class Forwarder:
     def _stream_handler(self, up: Upstream, m: MethodDescriptor) -> Callable[..., Any]:
         path = up.path(m.name)
         output = message_factory.GetMessageClass(m.output_type)
-        call = self.channels[up.key].unary_stream(
-            path, request_serializer=_serialize, response_deserializer=output.FromString
-        )
+        pool = self.stream_channels[up.key]
         stats = CALLS.method(path)
         limits = self.limits
 
@@ -194,12 +231,16 @@ class Forwarder:
                 limits.take_call(client)
                 with limits.stream_slot(client):
                     this["timeout"] = timeout = self._timeout(ctx, None)
-                    upstream = call(request, metadata=self._metadata(ctx), timeout=timeout)
-                    try:
-                        async for message in upstream:
-                            yield message
-                    finally:
-                        upstream.cancel()  # the client went away: end the upstream stream too
+                    with pool.place() as channel:
+                        call = channel.unary_stream(
+                            path, request_serializer=_serialize, response_deserializer=output.FromString
+                        )
+                        upstream = call(request, metadata=self._metadata(ctx), timeout=timeout)
+                        try:
+                            async for message in upstream:
+                                yield message
+                        finally:
+                            upstream.cancel()  # the client went away: end the upstream stream too
 
         return stream
 
