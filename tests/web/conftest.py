@@ -132,7 +132,13 @@ class Person:
     def guest(self) -> None:
         self.goto("#/account")
         self.page.click("#guest")
-        self.page.wait_for_selector("#me")
+        self.signed_in()
+
+    def signed_in(self) -> None:
+        """Until the page shows the account's name; a refusal the page shows instead fails the test."""
+        self.page.wait_for_selector("#me, #toast .error", timeout=60_000)
+        error = self.page.locator("#toast .error")
+        assert not error.count(), f"signing in failed: {error.inner_text()}"
 
     def register(self, name: str, password: str = "correct horse battery") -> None:
         self._sign("Register", name, password)
@@ -145,7 +151,7 @@ class Person:
         self.page.fill("input[name=name]", name)
         self.page.fill("input[name=password]", password)
         self.page.get_by_role("button", name=button).click()
-        self.page.wait_for_selector("#me")
+        self.signed_in()
 
     def session(self) -> dict[str, Any]:
         raw = self.page.evaluate("localStorage.getItem('court.session')")
