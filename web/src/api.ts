@@ -104,9 +104,27 @@ const auth: Interceptor = (next) => async (req) => {
   return next(req);
 };
 
+// A unary call the edge answers UNAVAILABLE (a service it cannot reach for now) is sent again, the
+// same request, a few times with a growing pause: every mutating call carries its request_id, so a
+// retry is applied once (lobby.proto: "retry with the same request_id"). Not CreateAccount (a
+// retry after a lost answer would say the name is taken), and never a stream (WatchGame resumes
+// from the last move it saw instead).
+const RETRY_PAUSES_MS = [150, 400, 1000, 2500];
+const retry: Interceptor = (next) => async (req) => {
+  for (let i = 0; ; i++) {
+    try {
+      return await next(req);
+    } catch (err) {
+      const e = ConnectError.from(err);
+      if (req.stream || req.method.name === "CreateAccount" || e.code !== Code.Unavailable || i >= RETRY_PAUSES_MS.length || req.signal.aborted) throw err;
+      await new Promise((r) => setTimeout(r, RETRY_PAUSES_MS[i]));
+    }
+  }
+};
+
 const baseUrl = location.origin;
-const plain = createConnectTransport({ baseUrl });
-const transport = createConnectTransport({ baseUrl, interceptors: [auth] });
+const plain = createConnectTransport({ baseUrl, interceptors: [retry] });
+const transport = createConnectTransport({ baseUrl, interceptors: [retry, auth] });
 const lobbyNoAuth = createClient(LobbyService, plain);
 
 export const lobby = createClient(LobbyService, transport);
