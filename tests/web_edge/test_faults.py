@@ -92,6 +92,7 @@ async def test_the_rules_service_killed_and_back(
         assert f"the rules service is unavailable ({proc.address})" in err.value.message
         assert "try again" in err.value.message
         assert time.monotonic() - t0 < 10, "a dead upstream is reported, not waited on for the whole timeout"
+        assert edge.forwarder.reachable["rules"].down, "logged once as unreachable (court_kit StateLog)"
         ready = await raw(edge.address, "/readyz", method="GET")
         assert ready.status == 503 and ready.json()["upstreams"]["rules"].startswith("UNAVAILABLE"), ready
         # the other services still answer through the edge
@@ -111,6 +112,8 @@ async def test_the_rules_service_killed_and_back(
                     assert exc.code.value == "unavailable", exc
                     await asyncio.sleep(0.1)  # the channel's reconnect backoff: retry as a client would
         assert view.seq == 0 and view.game_id == gid
+        # the operator's side: one warning when it went, one line when it came back
+        assert edge.forwarder.reachable["rules"].down is False
     finally:
         if edge is not None:
             await edge.stop(0)

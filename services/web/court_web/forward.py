@@ -127,6 +127,8 @@ class Forwarder:
     ):
         self.channels = channels
         self.stream_channels = stream_channels
+        # one warning when an upstream becomes unreachable, a summary a minute, one line when back
+        self.reachable = {k: klog.StateLog(log, f"the {k} service") for k in addresses}
         self.addresses = addresses
         self.limits = limits
         self.edge_secret = edge_secret
@@ -143,6 +145,9 @@ class Forwarder:
         code = err.code()
         details = err.details() or code.name
         if code == grpc.StatusCode.UNAVAILABLE:
+            self.reachable[up.key].failed(
+                "upstream unavailable", upstream=up.key, address=self.addresses[up.key], error=details[:200]
+            )
             return ConnectError(
                 Code.UNAVAILABLE,
                 f"the {up.key} service is unavailable ({self.addresses[up.key]}): {details}; "
@@ -188,6 +193,8 @@ class Forwarder:
         call: dict[str, float | None] = {"timeout": None}
         try:
             yield call
+            if self.reachable[up.key].down:
+                self.reachable[up.key].ok("upstream answers again", upstream=up.key)
         except grpc.aio.AioRpcError as err:
             exc = self._error(up, err, call["timeout"])
             code = exc.code.value
