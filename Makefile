@@ -24,6 +24,18 @@ $(STAMP): pyproject.toml uv.lock
 	$(UV) sync --frozen --compile-bytecode --extra cli --python $(PY)
 	@touch $@
 
+# The web client (web/, docs/web-client.md): npm ci when its lock changed, then the typed clients
+# generated from protos/ and the esbuild bundle into web/dist/ when a source changed.
+WEB_SRC := $(shell find web/src -path web/src/gen -prune -o -type f -print 2>/dev/null) web/build.mjs web/buf.gen.yaml $(wildcard protos/court/*/v1/*.proto)
+setup: web/dist/index.html
+
+web/node_modules/.package-lock.json: web/package-lock.json
+	npm ci --prefix web --no-audit --no-fund --loglevel=error
+	@touch $@
+
+web/dist/index.html: web/node_modules/.package-lock.json $(WEB_SRC)
+	npm run --prefix web --silent build
+
 uv.lock: pyproject.toml
 	@command -v uv >/dev/null 2>&1 || $(PY) -m uv --version >/dev/null 2>&1 || $(PY) -m pip install -q --disable-pip-version-check uv
 	$(UV) lock

@@ -3,7 +3,9 @@
     python protos/generate.py [OUT_DIR]     # default: libs/court_proto
 
 Runs grpcio-tools' protoc with the Python, gRPC and mypy-protobuf plugins, so
-every module comes with a ``.pyi`` stub, then rewrites the generated imports
+every module comes with a ``.pyi`` stub, and the ``connectrpc`` package's
+``protoc-gen-connectrpc`` (asyncio stubs on google.protobuf messages: the
+``*_connect.py`` modules court-web serves Connect and gRPC-Web with), then rewrites the generated imports
 from ``court.<service>.v1`` to ``court_proto.court.<service>.v1`` so the code
 lives inside one importable package. ``OUT_DIR`` is replaced wholesale: the
 package holds generated files only (tests/test_proto_in_step.py regenerates
@@ -52,10 +54,13 @@ def protoc_run(proto_files: list[str], out: Path) -> None:
         f"-I{include}",
         f"--plugin=protoc-gen-mypy={bin_dir / 'protoc-gen-mypy'}",
         f"--plugin=protoc-gen-mypy_grpc={bin_dir / 'protoc-gen-mypy_grpc'}",
+        f"--plugin=protoc-gen-connectrpc={bin_dir / 'protoc-gen-connectrpc'}",
         f"--python_out={out}",
         f"--grpc_python_out={out}",
         f"--mypy_out={out}",
         f"--mypy_grpc_out={out}",
+        f"--connectrpc_out={out}",
+        "--connectrpc_opt=protobuf=google,io=async",
         *proto_files,
     ]
     code = protoc.main(args)

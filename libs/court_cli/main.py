@@ -1187,6 +1187,10 @@ def shown_path(path: Path) -> str:
         return str(path.resolve())
 
 
+def web_url(config: StackConfig) -> str:
+    return f"http://{config.address('web')}/"
+
+
 def stack_rows(rows: Sequence[Sequence[str]]) -> list[str]:
     """The banner's and `court stack status`'s rows: every column as wide as its widest cell (a service
     name, an address), so that rows line up whatever services the stack runs."""
@@ -1206,10 +1210,11 @@ def _banner(out: Console, config: StackConfig) -> None:
 
     rel = shown_path(config.state_dir)
     out.print(Text(f"Court is running (state in {rel}/, logs in {rel}/logs/):", style="bold green"))
-    rows = [(name, config.address(name)) for name in SERVICES]
+    rows = [(name, web_url(config) if name == "web" else config.address(name)) for name in SERVICES]
     rows.append(("nats", f"{config.nats_url} (JetStream, store {rel}/nats)"))
     for line in stack_rows(rows):
         out.print(line)
+    out.print(Text(f"Play in your browser: open {web_url(config)}", style="bold"))
     hint_env = _make_state(rel).lstrip() + " " if rel != ".state" else ""
     c = court_command()
     out.print(
@@ -1377,6 +1382,8 @@ def stack_status() -> None:
     out, _ = console()
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+    from .stack import HTTP_SERVICES, http_health
+
     config = StackConfig.from_env()
     info = LocalStack.read_stack_file(config.state_dir)
     if not info:
@@ -1385,6 +1392,11 @@ def stack_status() -> None:
     bad = 0
     rows: list[tuple[str, str, str, str]] = []
     for name, svc in info["services"].items():
+        if name in HTTP_SERVICES:  # court-web: its readiness over HTTP, and the URL to open
+            code, word = http_health(svc["address"], "/readyz")
+            bad += code != 200
+            rows.append((name, svc["address"], f"pid {svc['pid']}", f"{word}  http://{svc['address']}/"))
+            continue
         with grpc.insecure_channel(svc["address"]) as ch:
             try:
                 st = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=2).status

@@ -10,21 +10,24 @@
   its JetStream bounded in the same config: ``max_file_store`` 8 GiB and ``max_memory_store`` 256 MiB
   (``COURT_NATS_MAX_FILE_STORE``, ``COURT_NATS_MAX_MEMORY_STORE``), which every stream's default
   limits fit (court_kit.jetstream.STREAM_LIMITS, 6 GiB together);
-* ``court-rules``, ``court-ranking``, ``court-lobby``, ``court-bot`` and ``court-analytics`` (the
-  lake of game records in ``<state>/lake`` that ``court analytics report`` reads; console scripts)
+* ``court-rules``, ``court-ranking``, ``court-lobby``, ``court-bot``, ``court-analytics`` (the
+  lake of game records in ``<state>/lake`` that ``court analytics report`` reads) and ``court-web``
+  (the browser's edge, serving the built web client from ``web/dist``; console scripts)
   with ``COURT_ENV=dev`` (development token keys generated under ``<state>/keys/``), SQLite files
   under ``<state>/``, each in
   its own session so a terminal's Ctrl-C reaches only the launcher, which then stops them in
   order: SIGTERM to every service, a grace period, SIGKILL for stragglers, then NATS the same way.
   On Linux each child also gets SIGTERM if the launcher itself dies (``PR_SET_PDEATHSIG`` through
   ``setpriv``), so a killed launcher leaves no orphans either;
-* waits until each service answers SERVING over the gRPC health protocol;
+* waits until each service answers SERVING over the gRPC health protocol (court-web: HTTP
+  ``/healthz``);
 * writes ``<state>/stack.json`` (addresses and process ids) and logs to ``<state>/logs/``.
 
 Addresses (defaults, each overridable by the environment, the same variables the services read)::
 
     COURT_RULES_ADDR    127.0.0.1:50051      COURT_LOBBY_ADDR    127.0.0.1:50052
     COURT_RANKING_ADDR  127.0.0.1:50053      COURT_BOT_ADDR      127.0.0.1:50054
+    COURT_WEB_ADDR      127.0.0.1:8080       (HTTP: open http://127.0.0.1:8080/ in a browser)
     COURT_NATS_URL      nats://127.0.0.1:4222
     COURT_STATE_DIR     .state               (JetStream store, SQLite files, logs)
 
@@ -51,11 +54,12 @@ from typing import IO, Any
 
 import grpc
 from court_kit.natsauth import SERVICE_USERS, authorization_block, ensure_dev_users
-from court_kit.settings import GRPC_PORTS, METRICS_PORTS
+from court_kit.settings import GRPC_PORTS, METRICS_PORTS, WEB_PORT
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 # start order (lobby calls rules and ranking; bot calls rules; analytics reads the stream into <state>/lake)
-SERVICES = ("rules", "ranking", "lobby", "bot", "analytics")
+SERVICES = ("rules", "ranking", "lobby", "bot", "analytics", "web")
+HTTP_SERVICES = ("web",)  # answer HTTP (/healthz), not gRPC health
 STACK_USERS = {
     **SERVICE_USERS,
     "analytics": "analytics",
@@ -79,6 +83,23 @@ def nats_limits_block(environ: Mapping[str, str]) -> str:
         "COURT_NATS_MAX_MEMORY_STORE", environ.get("COURT_NATS_MAX_MEMORY_STORE", NATS_MAX_MEMORY_STORE)
     )
     return f"\njetstream {{\n  max_file_store: {file_store}\n  max_memory_store: {mem_store}\n}}\n"
+
+
+def http_health(address: str, path: str = "/healthz", timeout: float = 2.0) -> tuple[int | None, str]:
+    """(HTTP status or None, a word for it) of ``GET http://<address><path>``."""
+    import http.client
+
+    host, _, port = address.rpartition(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status, "SERVING" if resp.status == 200 else f"NOT_SERVING (HTTP {resp.status})"
+    except OSError as exc:
+        return None, f"UNAVAILABLE ({exc.__class__.__name__})"
+    finally:
+        conn.close()
 
 
 class StackError(Exception):
@@ -139,7 +160,10 @@ class StackConfig:
         else:
             ports = {
                 name: _port_of(
-                    env.get(f"COURT_{name.upper()}_ADDR", f"127.0.0.1:{GRPC_PORTS[name]}"),
+                    env.get(
+                        f"COURT_{name.upper()}_ADDR",
+                        f"127.0.0.1:{WEB_PORT if name in HTTP_SERVICES else GRPC_PORTS[name]}",
+                    ),
                     f"COURT_{name.upper()}_ADDR",
                 )
                 for name in SERVICES
@@ -151,7 +175,9 @@ class StackConfig:
                 name: env.get("COURT_METRICS_LISTEN_" + name.upper(), f"127.0.0.1:{METRICS_PORTS[name]}")
                 for name in SERVICES
             }
-        return cls(state_dir=state, ports=ports, metrics=metrics)
+        # court-web runs in the state folder: the web client's files by their absolute path
+        static = {"COURT_WEB_STATIC": str(Path(env.get("COURT_WEB_STATIC", "web/dist")).absolute())}
+        return cls(state_dir=state, ports=ports, metrics=metrics, extra_env=static)
 
     def address(self, service: str) -> str:
         return f"{self.host}:{self.ports[service]}"
@@ -362,22 +388,16 @@ class LocalStack:
         self.progress(f"nats-server (JetStream) is ready on {self.config.nats_url}")
 
     def _await_healthy(self, name: str, deadline: float) -> None:
+        if name in HTTP_SERVICES:
+            self._await_http_healthy(name, deadline)
+            return
         child = self.children[name]
         address = self.config.address(name)
         with grpc.insecure_channel(address) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
             last = "no answer yet"
             while True:
-                if not child.alive():
-                    raise StackError(
-                        f"court-{name} exited ({child.proc.returncode}) before it was healthy; "
-                        f"its log {child.log_path}:\n{child.log_tail()}"
-                    )
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise StackError(
-                        f"court-{name} on {address} did not report SERVING ({last}); see {child.log_path}"
-                    )
+                left = self._time_left(child, address, deadline, f"did not report SERVING ({last})")
                 try:
                     grpc.channel_ready_future(channel).result(timeout=min(left, 1.0))
                     reply = stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=min(left, 2.0))
@@ -391,6 +411,30 @@ class LocalStack:
                     return
                 last = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
                 time.sleep(0.1)
+
+    @staticmethod
+    def _time_left(child: Child, address: str, deadline: float, failing: str) -> float:
+        """Seconds left to wait for ``child`` to get healthy; StackError once it exited or time is up."""
+        if not child.alive():
+            raise StackError(
+                f"court-{child.name} exited ({child.proc.returncode}) before it was healthy; "
+                f"its log {child.log_path}:\n{child.log_tail()}"
+            )
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise StackError(f"court-{child.name} on {address} {failing}; see {child.log_path}")
+        return left
+
+    def _await_http_healthy(self, name: str, deadline: float) -> None:
+        child = self.children[name]
+        address = self.config.address(name)
+        last = "no answer yet"
+        while True:
+            left = self._time_left(child, address, deadline, f"did not answer /healthz ({last})")
+            status, last = http_health(address, "/healthz", min(left, 2.0))
+            if status == 200:
+                return
+            time.sleep(0.1)  # not listening yet: nothing to wait on but the port
 
     def _write_stack_file(self) -> None:
         info = {

@@ -276,6 +276,14 @@ class DevKeys:
     def id_secret(self) -> str:
         return self.id_secret_file.read_text().strip()
 
+    @property
+    def edge_secret_file(self) -> Path:
+        return self.folder / "edge-secret"
+
+    def edge_secret(self) -> str:
+        """COURT_EDGE_SECRET in dev: court-web signs callers' addresses with it (court_kit.edge)."""
+        return self.edge_secret_file.read_text().strip()
+
 
 def write_private(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
@@ -287,7 +295,8 @@ def write_private(path: Path, text: str) -> None:
 
 def ensure_dev_keys(state_dir: Path | str) -> DevKeys:
     """Generate (once) the development keys under ``<state>/keys/``: a key pair per signing service,
-    the key set of their public keys, and a random id secret. Safe when several services start at
+    the key set of their public keys, a random id secret and a random edge secret (court-web signs
+    callers' addresses with it, court_kit.edge). Safe when several services start at
     once (a file lock). Every key is marked ``court_dev``, so prod refuses them."""
     dk = DevKeys(Path(state_dir) / DEV_KEY_DIR)
     dk.folder.mkdir(parents=True, exist_ok=True)
@@ -313,6 +322,8 @@ def ensure_dev_keys(state_dir: Path | str) -> DevKeys:
                 write_private(dk.key_set, want.to_json())
             if not dk.id_secret_file.exists():
                 write_private(dk.id_secret_file, secrets.token_hex(32) + "\n")
+            if not dk.edge_secret_file.exists():
+                write_private(dk.edge_secret_file, secrets.token_hex(32) + "\n")
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
     return dk

@@ -47,8 +47,9 @@ class GrpcCalls(Collector):
     ``court_grpc_in_flight{method}`` (a draining replica counts down) and
     ``court_grpc_request_seconds{method}`` (handling time, a histogram)."""
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: str = "court_grpc", what: str = "gRPC calls") -> None:
         self._methods: dict[str, MethodStats] = {}
+        self.prefix, self.what = prefix, what  # court-web: court_web, Connect and gRPC-Web calls
 
     def method(self, name: str) -> MethodStats:
         stats = self._methods.get(name)
@@ -57,16 +58,17 @@ class GrpcCalls(Collector):
         return stats
 
     def collect(self) -> Iterator[Metric]:
+        p, what = self.prefix, self.what
         requests = CounterMetricFamily(
-            "court_grpc_requests", "gRPC calls handled, by method and status code", labels=["method", "code"]
+            f"{p}_requests", f"{what} handled, by method and status code", labels=["method", "code"]
         )
         in_flight = GaugeMetricFamily(
-            "court_grpc_in_flight",
-            "gRPC calls being handled right now, by method (a draining replica counts down)",
+            f"{p}_in_flight",
+            f"{what} being handled right now, by method (a draining replica counts down)",
             labels=["method"],
         )
         seconds = HistogramMetricFamily(
-            "court_grpc_request_seconds", "gRPC call handling time, by method", labels=["method"]
+            f"{p}_request_seconds", f"{what}: handling time, by method", labels=["method"]
         )
         for name, st in list(self._methods.items()):  # copied: the event loop may add a method meanwhile
             for code, n in list(st.codes.items()):

@@ -31,6 +31,11 @@ the same way)::
                            id secret are generated once under <state>/keys/.
     COURT_RULES_ADDR, COURT_LOBBY_ADDR, COURT_RANKING_ADDR, COURT_BOT_ADDR
                            where the other services answer (defaults: their loopback ports)
+    COURT_WEB_ADDR         where court-web (the Connect edge for browsers) listens, HTTP (default
+                           127.0.0.1:8080); court-web's own listen address (docs/web.md)
+    COURT_EDGE_SECRET      the secret court-web signs each caller's own address with, and the lobby
+                           checks that signature with (32+ characters; docs/web.md); generated under
+                           <state>/keys/ with COURT_ENV=dev, required by court-web otherwise
     COURT_STATE_DIR        default ./.state
     COURT_METRICS_LISTEN   Prometheus endpoint; rules 127.0.0.1:9101, lobby :9102,
                            ranking :9103, bot :9104; empty disables it
@@ -66,7 +71,7 @@ from typing import Any
 from .checks import ConfigError as ConfigError  # its home for callers: a setting failed its check
 from .keys import ensure_dev_keys, signing_services
 
-SERVICES = ("rules", "lobby", "ranking", "bot", "analytics", "projector")
+SERVICES = ("rules", "lobby", "ranking", "bot", "analytics", "projector", "web")
 GRPC_PORTS = {
     "rules": 50051,
     "lobby": 50052,
@@ -75,6 +80,7 @@ GRPC_PORTS = {
     "analytics": 50055,
     "projector": 50056,
 }
+WEB_PORT = 8080  # court-web speaks HTTP (Connect, gRPC-Web, the web client's files), not gRPC
 METRICS_PORTS = {
     "rules": 9101,
     "lobby": 9102,
@@ -82,6 +88,7 @@ METRICS_PORTS = {
     "bot": 9104,
     "analytics": 9105,
     "projector": 9106,
+    "web": 9107,
 }
 LOG_FORMATS = ("json", "console")
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -156,6 +163,8 @@ class Settings:
     lobby_addr: str = f"127.0.0.1:{GRPC_PORTS['lobby']}"
     ranking_addr: str = f"127.0.0.1:{GRPC_PORTS['ranking']}"
     bot_addr: str = f"127.0.0.1:{GRPC_PORTS['bot']}"
+    web_addr: str = f"127.0.0.1:{WEB_PORT}"
+    edge_secret: str = field(default="", repr=False)
     state_dir: Path = Path(".state")
     metrics_listen: str = ""
     log_format: str = "json"
@@ -188,7 +197,11 @@ class Settings:
             "service": service,
             "env": mode,
             "nats_url": get("NATS_URL", "nats://127.0.0.1:4222"),
-            "listen": get("LISTEN", f"127.0.0.1:{GRPC_PORTS[service]}"),
+            "listen": (
+                get("WEB_ADDR", get("LISTEN", f"127.0.0.1:{WEB_PORT}"))
+                if service == "web"
+                else get("LISTEN", f"127.0.0.1:{GRPC_PORTS[service]}")
+            ),
             "database_url": get("DATABASE_URL", ""),
             "token_keys": get("TOKEN_KEYS", ""),
             "signing_key": get("SIGNING_KEY", ""),
@@ -212,6 +225,8 @@ class Settings:
             "lobby_addr": get("LOBBY_ADDR", cls.lobby_addr),
             "ranking_addr": get("RANKING_ADDR", cls.ranking_addr),
             "bot_addr": get("BOT_ADDR", cls.bot_addr),
+            "web_addr": get("WEB_ADDR", cls.web_addr),
+            "edge_secret": get("EDGE_SECRET", ""),
             "state_dir": state_dir,
             "metrics_listen": get("METRICS_LISTEN", f"127.0.0.1:{METRICS_PORTS[service]}"),
             "log_format": get("LOG_FORMAT", "json").strip().lower(),
@@ -234,19 +249,22 @@ class Settings:
             if service in signing_services():
                 values["signing_key"] = str(dev.signing_key(service))
             values["id_secret"] = dev.id_secret()
+        if values["env"] == "dev" and not values["edge_secret"]:
+            values["edge_secret"] = ensure_dev_keys(values["state_dir"]).edge_secret()
         if not values["database_url"]:
             values["database_url"] = f"sqlite:///{values['state_dir'] / (service + '.db')}"
         return cls(**values)
 
     def __post_init__(self) -> None:
-        if not self.token_keys:
+        if not self.token_keys and self.service != "web":  # the edge verifies and mints no token
             raise ConfigError(
                 "COURT_TOKEN_KEYS is not set: every service needs the token key set, the path of a JSON file "
                 "of Ed25519 public keys (court-keys keyset makes one; set COURT_ENV=dev to generate "
                 "development keys under the state folder)"
             )
         if not self.listen:
-            object.__setattr__(self, "listen", f"127.0.0.1:{GRPC_PORTS.get(self.service, 0)}")
+            port = WEB_PORT if self.service == "web" else GRPC_PORTS.get(self.service, 0)
+            object.__setattr__(self, "listen", f"127.0.0.1:{port}")
         if self.log_format not in LOG_FORMATS:
             raise ConfigError(
                 f"COURT_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {self.log_format!r}"
@@ -262,7 +280,7 @@ class Settings:
         _check_address("COURT_LISTEN", self.listen)
         _check_address("COURT_METRICS_LISTEN", self.metrics_listen, allow_empty=True)
         _check_address("COURT_HEALTH_LISTEN", self.health_listen, allow_empty=True)
-        for name in ("rules_addr", "lobby_addr", "ranking_addr", "bot_addr"):
+        for name in ("rules_addr", "lobby_addr", "ranking_addr", "bot_addr", "web_addr"):
             _check_address(f"COURT_{name.upper()}", getattr(self, name))
         if bool(self.tls_cert) != bool(self.tls_key):
             raise ConfigError("COURT_TLS_CERT and COURT_TLS_KEY go together: set both (TLS) or neither")

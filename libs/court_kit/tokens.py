@@ -315,6 +315,13 @@ def preflight(settings: Settings, *, needs_id_secret: bool | None = None) -> tup
     """Every key check a service makes before it starts (ConfigError with the reason, exit 2):
     a readable Ed25519 key set, no development keys outside dev, the service's own private key
     when it signs (and none when it must not), and an id secret when it derives ids."""
+    if settings.service == "web":  # the edge verifies no token and mints none: it holds no key
+        from .edge import check_edge_secret  # noqa: PLC0415 - edge imports settings
+
+        if settings.signing_key:
+            raise ConfigError("COURT_SIGNING_KEY is set, but court-web mints no tokens: remove it")
+        check_edge_secret(settings.edge_secret, dev=settings.is_dev)
+        return KeySet({}), None
     if not settings.token_keys:
         raise ConfigError(
             "COURT_TOKEN_KEYS is not set: the path of the token key set (the public keys every "

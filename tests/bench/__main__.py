@@ -22,6 +22,7 @@ MODULES: list[str] = [
     "clock",
     "analytics",
     "stack",
+    "web",  # with the web client's page figures (tests/bench/web_page.py) in the same run
 ]
 
 

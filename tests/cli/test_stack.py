@@ -71,7 +71,8 @@ def stop(proc: subprocess.Popen[str], out: Output, pids: list[int]) -> None:
     proc.send_signal(signal.SIGINT)
     assert proc.wait(120) == 0, out.text[-3000:]
     out.wait_for(
-        r"^Stopped: rules \(0\), ranking \(0\), lobby \(0\), bot \(0\), analytics \(0\), nats \(0\)$", 10
+        r"^Stopped: rules \(0\), ranking \(0\), lobby \(0\), bot \(0\), analytics \(0\), web \(0\), nats \(0\)$",
+        10,
     )
     left = [p for p in pids if alive(p)]
     assert not left, f"still running after Ctrl-C: {left}"
@@ -106,7 +107,10 @@ def test_make_run_plays_a_bot_game_stops_on_ctrl_c_and_finds_it_again(tmp_path: 
         out.wait_for(r"^Court is running", STACK_TIMEOUT)
         for name in SERVICES:
             out.wait_for(rf"^  {name} is SERVING on {re.escape(env[f'COURT_{name.upper()}_ADDR'])}$", 5)
-            out.wait_for(rf"^  {name}\s+{re.escape(env[f'COURT_{name.upper()}_ADDR'])}$", 5)
+            shown = env[f"COURT_{name.upper()}_ADDR"]
+            shown = f"http://{shown}/" if name == "web" else shown  # the browser's URL
+            out.wait_for(rf"^  {name}\s+{re.escape(shown)}$", 5)
+        out.wait_for(rf"^Play in your browser: open http://{re.escape(env['COURT_WEB_ADDR'])}/$", 5)
         out.wait_for(r"make play", 5)
         pids = running_pids(state)
         assert len(pids) == 2 + len(SERVICES) and all(alive(p) for p in pids)

@@ -289,6 +289,7 @@ def test_court_kit_settings_accept_the_compose_environment(compose):
         assert not set(settings.extra) - own, (
             f"{name}: COURT_ variables the services do not know: {sorted(set(settings.extra) - own)}"
         )
-        assert port_of_address(settings.listen) == settings_mod.GRPC_PORTS[service]
+        # court-web speaks HTTP on its own port (WEB_PORT); the others gRPC on theirs
+        assert port_of_address(settings.listen) == settings_mod.GRPC_PORTS.get(service, settings_mod.WEB_PORT)
         assert port_of_address(settings.metrics_listen) == settings_mod.METRICS_PORTS[service]
         assert settings.is_dev

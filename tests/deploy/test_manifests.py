@@ -52,6 +52,10 @@ NAMES = list(KUSTOMIZATIONS)
 SECRET_LIKE = re.compile(r"SECRET|PASSWORD|TOKEN|DATABASE_URL|CREDENTIAL|PRIVATE_KEY", re.IGNORECASE)
 
 
+# court-web, the browsers' edge (docs/web.md): HTTP, not gRPC; it holds no token key and no NATS identity
+EDGE = "web"
+
+
 def docs_for(name: str):
     return render(KUSTOMIZATIONS[name])
 
@@ -169,7 +173,8 @@ def test_prod_serves_every_service_and_nats_over_tls_with_cert_manager_certifica
         mounts = secret_mounts(dep, c)
         tls_dir = next(p for p, s in mounts.items() if s == f"court-{svc}-tls")
         assert env["COURT_TLS_CERT"] == f"{tls_dir}/tls.crt" and env["COURT_TLS_KEY"] == f"{tls_dir}/tls.key"
-        assert env["COURT_TLS_CA"] == env["COURT_NATS_CA"] == f"{tls_dir}/ca.crt"
+        assert env["COURT_TLS_CA"] == f"{tls_dir}/ca.crt"
+        assert svc == EDGE or env["COURT_NATS_CA"] == f"{tls_dir}/ca.crt"  # the edge uses no NATS
         assert svc in certs[f"court-{svc}-tls"]["spec"]["dnsNames"], f"{svc}: its Service name is in its cert"
     nats = named(docs, "StatefulSet", "nats")
     assert "court-nats-tls" in secret_mounts(nats, containers(nats)[0]).values()
@@ -230,6 +235,16 @@ def test_every_deployment_has_grpc_readiness_and_liveness_probes_on_its_grpc_por
     for dep in deps:
         container = pod_spec(dep)["containers"][0]
         ports = container_ports(dep)
+        if dep["metadata"]["name"] == EDGE:  # HTTP probes: readiness asks whether the services answer
+            assert container["readinessProbe"]["httpGet"] == {
+                "path": "/readyz",
+                "port": "http",
+                **({"scheme": "HTTPS"} if name == "prod" else {}),
+            }
+            assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+            listen = env_of(container)["COURT_WEB_ADDR"]["value"]
+            assert host_of_address(listen) == "0.0.0.0" and port_of_address(listen) == ports["http"]
+            continue
         assert "grpc" in ports, f"{dep['metadata']['name']}: no container port named grpc"
         grpc_port = ports["grpc"]
         # with TLS (prod) the kubelet, which cannot speak TLS, probes the plaintext health-only port
@@ -301,7 +316,8 @@ def test_every_deployment_has_a_matching_service_hpa_and_pdb(name):
     }
     for dep in of_kind(docs, "Deployment"):
         dname, labels = dep["metadata"]["name"], pod_labels(dep)
-        grpc_port = container_ports(dep)["grpc"]
+        port_name = "http" if dname == EDGE else "grpc"
+        grpc_port = container_ports(dep)[port_name]
         assert selector_matches(dep["spec"]["selector"], labels), f"{dname}: selector must match its pods"
 
         svc = [
@@ -311,8 +327,8 @@ def test_every_deployment_has_a_matching_service_hpa_and_pdb(name):
         ]
         assert svc, f"{dname}: no Service selects its pods"
         svc_ports = {p["port"]: p.get("targetPort") for s in svc for p in s["spec"]["ports"]}
-        assert svc_ports.get(grpc_port) in (grpc_port, "grpc"), (
-            f"{dname}: no Service port {grpc_port} -> grpc"
+        assert svc_ports.get(grpc_port) in (grpc_port, port_name), (
+            f"{dname}: no Service port {grpc_port} -> {port_name}"
         )
 
         hpa = [
@@ -417,6 +433,15 @@ def test_secrets_are_referenced_never_inlined(name):
         c = containers(dep)[0]
         env = {v["name"]: v for v in c.get("env", [])}
         mounted = secret_mounts(dep, c)
+        # the edge signs browsers' addresses and the lobby checks them: the one shared secret
+        assert ("COURT_EDGE_SECRET" in env) == (svc in (EDGE, "lobby")), svc
+        if svc == EDGE:  # it verifies no token and mints none: no key of any kind
+            assert not any(
+                s.startswith(("court-token-keys", "court-lobby-key", "court-bot-key"))
+                for s in mounted.values()
+            )
+            assert not {"COURT_TOKEN_KEYS", "COURT_SIGNING_KEY", "COURT_ID_SECRET"} & set(env)
+            continue
         keys_path = env["COURT_TOKEN_KEYS"]["value"]
         assert any(
             keys_path.startswith(p + "/") and s.startswith("court-token-keys") for p, s in mounted.items()
@@ -647,6 +672,12 @@ TALK_PATHS = {
     ("prometheus", "analytics", "metrics"),
     ("prometheus", "projector", "metrics"),
     ("prometheus", "nats", "metrics"),
+    ("prometheus", "web", "metrics"),
+    # the edge forwards browsers' calls to the four services
+    ("web", "rules", "grpc"),
+    ("web", "lobby", "grpc"),
+    ("web", "ranking", "grpc"),
+    ("web", "bot", "grpc"),
     # the release's migration Jobs and the backup / restore Jobs
     ("lobby-migrate", "postgres", "postgres"),
     ("ranking-migrate", "postgres", "postgres"),
@@ -657,6 +688,7 @@ TALK_PATHS = {
 CLIENT_FACING = {"rules", "lobby", "ranking", "bot"}
 # These four may open only the connections in TALK_PATHS (plus DNS).
 EGRESS_LIMITED = {
+    "web",
     "rules",
     "lobby",
     "ranking",
@@ -742,7 +774,11 @@ def test_network_policies_allow_exactly_the_talk_paths(name):
         for target in pods.values():
             for port_name, port in target.ports.items():
                 expected = (src_name, target.name, port_name) in TALK_PATHS or (
-                    target.name in CLIENT_FACING and port_name == "grpc" and src_name not in EGRESS_LIMITED
+                    (
+                        (target.name in CLIENT_FACING and port_name == "grpc")
+                        or (target.name, port_name) == (EDGE, "http")
+                    )
+                    and src_name not in EGRESS_LIMITED
                 )
                 if connection_allowed(policies, src, target, port) != expected:
                     wrong.append(
@@ -797,6 +833,8 @@ def own_settings(service: str) -> set[str]:
     """The COURT_ variables a service reads beyond court_kit.settings' (court-analytics' own)."""
     if service == "analytics":
         return set(pytest.importorskip("court_analytics.app").SETTINGS)
+    if service == EDGE:
+        return set(pytest.importorskip("court_web.app").SETTINGS)
     return set()
 
 
@@ -817,11 +855,14 @@ def test_court_kit_settings_accept_the_manifest_environment(name):
         assert not unknown, f"{service}: COURT_ variables the services do not know: {sorted(unknown)}"
         for name in kjs.STREAM_LIMITS:  # the limits parse
             kjs.stream_limits(name, settings.extra)
-        assert (
-            port_of_address(settings.listen)
-            == settings_mod.GRPC_PORTS[service]
-            == container_ports(dep)["grpc"]
-        )
+        if service == EDGE:
+            assert port_of_address(settings.listen) == settings_mod.WEB_PORT == container_ports(dep)["http"]
+        else:
+            assert (
+                port_of_address(settings.listen)
+                == settings_mod.GRPC_PORTS[service]
+                == container_ports(dep)["grpc"]
+            )
         assert port_of_address(settings.metrics_listen) == settings_mod.METRICS_PORTS[service]
         assert settings.stream_replicas <= nats["spec"]["replicas"]
         assert settings.log_format == "json"
@@ -942,6 +983,8 @@ def test_stream_bounds_fit_the_nats_file_store_and_liveness_is_its_own_name(name
     assert 0 < total <= store, f"the streams reserve {total} bytes, max_file_store is {store}"
     assert re.search(r"^\s*max_memory_store:", conf, re.MULTILINE)
     for dep in deployments(name):
+        if dep["metadata"]["name"] == EDGE:
+            continue  # HTTP probes (/healthz, /readyz), checked above
         c = pod_spec(dep)["containers"][0]
         assert c["livenessProbe"]["grpc"].get("service") == health.LIVENESS, dep["metadata"]["name"]
         assert c["readinessProbe"]["grpc"].get("service", "") == ""

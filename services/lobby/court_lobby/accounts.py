@@ -8,9 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
+from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
+from court_kit.edge import client_host
 from court_kit.errors import InvalidArgument, ResourceExhausted
 from court_kit.keys import Signer, issue_token
 from court_kit.ratelimit import RateLimiter, peer_host
@@ -68,14 +70,16 @@ class TokenPolicy:
 class LoginLimits:
     """Sign-in and sign-up rate limits (argon2 is CPU-bound: a flood must not starve the lobby).
 
-    Per peer address: ``COURT_LOGIN_RATE`` attempts a second (default 10, burst ``COURT_LOGIN_BURST``
-    30) for Login; ``COURT_SIGNUP_RATE`` (default 2, burst ``COURT_SIGNUP_BURST`` 30) for
-    CreateAccount and CreateGuest. Per account name: ``COURT_LOGIN_NAME_RATE`` Logins a second
-    (default 0.5, burst ``COURT_LOGIN_NAME_BURST`` 10), so a password guesser spread over many
-    addresses is slowed too. 0 turns a limit off. Exceeded: RESOURCE_EXHAUSTED saying when to retry,
-    before any password hashing. Behind a proxy every client shares the proxy's address: raise the
-    per-address limits or limit at the proxy. Password hashing runs on its own pool of
-    ``COURT_PASSWORD_WORKERS`` threads (default 1 per replica), apart from the database threads.
+        Per peer address: ``COURT_LOGIN_RATE`` attempts a second (default 10, burst ``COURT_LOGIN_BURST``
+        30) for Login; ``COURT_SIGNUP_RATE`` (default 2, burst ``COURT_SIGNUP_BURST`` 30) for
+        CreateAccount and CreateGuest. Per account name: ``COURT_LOGIN_NAME_RATE`` Logins a second
+        (default 0.5, burst ``COURT_LOGIN_NAME_BURST`` 10), so a password guesser spread over many
+        addresses is slowed too. 0 turns a limit off. Exceeded: RESOURCE_EXHAUSTED saying when to retry,
+        before any password hashing. Behind a proxy every client shares the proxy's address: raise the
+        per-address limits or limit at the proxy; behind court-web the address is the browser's own, which
+    the edge signs with ``COURT_EDGE_SECRET`` (court_kit.edge: a plain client's address header is
+    ignored). Password hashing runs on its own pool of
+        ``COURT_PASSWORD_WORKERS`` threads (default 1 per replica), apart from the database threads.
     """
 
     def __init__(
@@ -85,7 +89,9 @@ class LoginLimits:
         name: tuple[float, float] = (0.5, 10.0),
         signup: tuple[float, float] = (2.0, 30.0),
         workers: int = 1,
+        edge_secret: str = "",
     ):
+        self.edge_secret = edge_secret
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="argon2")
         self.login = RateLimiter(*login) if login[0] > 0 else None
         self.name = RateLimiter(*name) if name[0] > 0 else None
@@ -104,7 +110,12 @@ class LoginLimits:
             name=pair("LOGIN_NAME", 0.5, 10.0),
             signup=pair("SIGNUP", 2.0, 30.0),
             workers=settings.extra_int("PASSWORD_WORKERS", 1, lo=1, hi=64),
+            edge_secret=settings.edge_secret,
         )
+
+    def client(self, context: Any) -> str:
+        """The caller's address: the browser's own behind court-web (signed), else the peer's."""
+        return client_host(context, self.edge_secret)
 
     @staticmethod
     def _check(limiter: RateLimiter | None, key: str, what: str) -> None:

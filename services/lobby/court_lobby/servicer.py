@@ -247,7 +247,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
     # ------------------------------------------------------------------ accounts
 
     async def CreateAccount(self, request: pb.CreateAccountRequest, context: Any) -> pb.AuthResponse:
-        self.limits.check_signup(context.peer())
+        self.limits.check_signup(self.limits.client(context))
         accounts.check_password(request.password)
         check_name(request.name)
         acc = await self._run(
@@ -259,7 +259,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
         return await self._auth_reply(acc)
 
     async def CreateGuest(self, request: pb.CreateGuestRequest, context: Any) -> pb.AuthResponse:
-        self.limits.check_signup(context.peer())
+        self.limits.check_signup(self.limits.client(context))
         name = request.name or f"Guest-{secrets.token_hex(3).upper()}"
         acc = await self._run(self.store.create_account, name, None, True)
         return await self._auth_reply(acc)
@@ -267,7 +267,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
     async def Login(self, request: pb.LoginRequest, context: Any) -> pb.AuthResponse:
         if len(request.password) > accounts.MAX_PASSWORD:
             raise InvalidArgument(f"a password has at most {accounts.MAX_PASSWORD} characters")
-        self.limits.check_login(context.peer(), request.name)
+        self.limits.check_login(self.limits.client(context), request.name)
         acc = await self._run(self.store.account_by_name, request.name)
         ok = await self._hashing(
             accounts.verify_password, acc.password_hash if acc else None, request.password
