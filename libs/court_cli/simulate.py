@@ -381,7 +381,7 @@ def command(
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("games"),
-            TextColumn("{task.fields[moves]} moves · {task.fields[failed]} failed"),
+            TextColumn("{task.fields[moves]} moves in finished games · {task.fields[failed]} failed"),
             TimeElapsedColumn(),
             console=out,
             disable=not fancy,
@@ -395,16 +395,13 @@ def command(
                     failed[0] += 1
                     if not fancy:
                         out.print(f"failed: {g}")
-                elif not fancy:
-                    out.print(f"game {g.game_id} ({g.game}): {g.moves} moves in {g.seconds:.1f}s")
-                bar.update(task, advance=1, failed=failed[0])
+                else:
+                    moves[0] += g.moves  # every move of the game, bots' included, as the summary counts
+                    if not fancy:
+                        out.print(f"game {g.game_id} ({g.game}): {g.moves} moves in {g.seconds:.1f}s")
+                bar.update(task, advance=1, failed=failed[0], moves=moves[0])
 
-            def on_move() -> None:
-                moves[0] += 1
-                if moves[0] % 50 == 0:
-                    bar.update(task, moves=moves[0])
-
-            return await simulate(endpoints, cfg, on_game=on_game, on_move=on_move)
+            return await simulate(endpoints, cfg, on_game=on_game)
 
     try:
         result = asyncio.run(main())

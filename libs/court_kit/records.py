@@ -237,10 +237,13 @@ def created_record(
     save: Mapping[str, Any] | None = None,
     clock: Mapping[str, Any] | None = None,
     deadlines: Iterable[tuple[int, int]] = (),
+    online: bool = False,
 ) -> pb.Record:
+    """``online``: the lobby started it as an online game (rank points move); public."""
     rec = pb.Record()
     _header(rec, game, game_id, 0, t_ms, to_act, seats, finished, deadlines)
     c = rec.created
+    c.online = online
     c.seats.extend(seats)
     c.options.CopyFrom(typed.options_to_proto(game, options))
     c.seed = seed
@@ -385,6 +388,7 @@ def redact(full: pb.Record) -> pb.Record:
             oc.resumed_from = c.resumed_from
         if c.HasField("clock"):
             oc.clock.CopyFrom(c.clock)
+        oc.online = c.online
         _public_events(c.events, oc.events)
     elif body == "closed":
         out.closed.into = full.closed.into

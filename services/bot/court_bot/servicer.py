@@ -38,7 +38,8 @@ DEADLINE_MARGIN_S = 0.005
 def bearer(context: grpc.aio.ServicerContext) -> str:
     for key, value in context.invocation_metadata() or ():
         if key == "authorization":
-            return value[7:].strip() if value[:7].lower() == "bearer " else value.strip()
+            text: str = value
+            return text[7:].strip() if text[:7].lower() == "bearer " else text.strip()
     return ""
 
 

@@ -68,9 +68,10 @@ class BotRules:
         delay = 0.05
         for attempt in range(SUBMIT_RETRIES + 1):
             try:
-                return await client.stub.SubmitAction(
+                answer: rules_pb2.SubmitActionResponse = await client.stub.SubmitAction(
                     req, metadata=client.metadata(request_id), timeout=self.timeout
                 )
+                return answer
             except grpc.aio.AioRpcError as err:
                 if err.code() != grpc.StatusCode.UNAVAILABLE or attempt == SUBMIT_RETRIES:
                     raise

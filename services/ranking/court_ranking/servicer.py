@@ -27,7 +27,7 @@ from .store import RankingStore
 
 log = klog.get_logger("court_ranking.servicer")
 TRUSTED = ("service", "admin")
-KINDS = {
+KINDS: dict[str, pb.EntryKind.ValueType] = {
     "opening": pb.ENTRY_KIND_GRANT,
     "ante_paid": pb.ENTRY_KIND_ANTE,
     "ante_refunded": pb.ENTRY_KIND_ANTE_REFUND,
@@ -68,7 +68,11 @@ def _game(name: str) -> str:
 
 
 def entry_proto(e: LedgerEntry, balance_after: int) -> pb.LedgerEntry:
-    kind = pb.ENTRY_KIND_CHALLENGE if e.reason.startswith(settle.CHALLENGE_REASON) else KINDS.get(e.reason, 0)
+    kind = (
+        pb.ENTRY_KIND_CHALLENGE
+        if e.reason.startswith(settle.CHALLENGE_REASON)
+        else KINDS.get(e.reason, pb.ENTRY_KIND_UNSPECIFIED)
+    )
     return pb.LedgerEntry(
         entry_id=f"{e.game_id}:{e.round}:{e.reason}:{e.player_id}",
         player_id=e.player_id,

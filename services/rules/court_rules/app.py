@@ -32,14 +32,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import grpc
 from court_kit import clock as kitclock
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.health import Check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
-from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
+from court_kit.server import run_service, start_server
 from court_kit.settings import Settings
-from court_kit.tokens import Verifier, preflight
+from court_kit.tokens import preflight
 from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
@@ -67,14 +68,14 @@ class RulesApp:
     projector: Projector | None
     application: RulesApplication
     servicer: RulesServicer
-    server: object
+    server: grpc.aio.Server
     port: int
     health: HealthServicer
     metrics: MetricsServer | None
     _stop_sweeper: asyncio.Event = field(default_factory=asyncio.Event)
-    _projecting: asyncio.Task | None = None
-    _janitor: asyncio.Task | None = None
-    _clock: asyncio.Task | None = None
+    _projecting: asyncio.Task[None] | None = None
+    _janitor: asyncio.Task[None] | None = None
+    _clock: asyncio.Task[None] | None = None
     driver: ClockDriver | None = None
 
     @property
@@ -121,19 +122,11 @@ class RulesApp:
                 clock_second_ms=second_ms,
             )
             servicer = RulesServicer(application)
-            server, port = create_server(
-                settings.listen,
-                settings=settings,
-                interceptors=[EdgeInterceptor(Verifier.for_service(settings))],
-            )
-            rules_pb2_grpc.add_RulesServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(
-                server,
+            server, port, health = await start_server(
+                settings,
                 [SERVICE_NAME],
-                reflection_on=settings.reflection,
-                health_listen=settings.health_listen,
+                lambda server: rules_pb2_grpc.add_RulesServiceServicer_to_server(servicer, server),
             )
-            await server.start()
         except BaseException:
             await nc.close()
             raise

@@ -58,6 +58,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc
 import nats.errors
 import nats.js.errors
 from court_kit import jetstream as kjs
@@ -66,7 +67,7 @@ from court_kit import records as krec
 from court_kit.errors import Unavailable
 from court_kit.health import Check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
-from court_kit.server import add_health_and_reflection, create_server, run_service
+from court_kit.server import run_service, start_server
 from court_kit.settings import Settings
 from court_proto.court.events.v2 import records_pb2
 from grpc_health.v1._async import HealthServicer
@@ -413,12 +414,12 @@ class ProjectorApp:
     nc: NATS
     store: GameStore
     projector: Projector
-    server: object
+    server: grpc.aio.Server
     port: int
     health: HealthServicer
     metrics: MetricsServer | None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
-    _task: asyncio.Task | None = None
+    _task: asyncio.Task[None] | None = None
 
     service_names = (SERVICE_NAME,)
 
@@ -436,14 +437,7 @@ class ProjectorApp:
             store = GameStore(nc, replicas=settings.stream_replicas, environ=settings.extra)
             await ensure_streams_ready(store)
             projector = projector_for(store, settings)
-            server, port = create_server(settings.listen, settings=settings)
-            health = await add_health_and_reflection(
-                server,
-                [SERVICE_NAME],
-                reflection_on=settings.reflection,
-                health_listen=settings.health_listen,
-            )
-            await server.start()
+            server, port, health = await start_server(settings, [SERVICE_NAME], edge=False)
         except BaseException:
             await nc.close()
             raise
@@ -473,7 +467,7 @@ class ProjectorApp:
         closed under it, which ends every fetch and publish in flight, and is waited for 5 s more."""
         self._stop.set()
         pending = await stop_tasks([self._task], 2.0)
-        await self.server.stop(None)  # type: ignore[attr-defined]
+        await self.server.stop(None)
         if self.metrics is not None:
             self.metrics.close()
         with contextlib.suppress(Exception):

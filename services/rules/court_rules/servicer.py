@@ -47,6 +47,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             seed=int(request.seed) if request.HasField("seed") else None,
             game_id=request.game_id,
             resume_from=request.resume_from,
+            online=request.online,
             clock=(
                 ClockRequest(c.turn_seconds, c.time_bank_seconds, c.autoplay_level, c.abandon_after_seconds)
                 if request.HasField("clock")

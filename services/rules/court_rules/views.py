@@ -113,7 +113,8 @@ def _build_view(
             to_act=acting,
             finished=finished,
             seats=entry.seats,
-            view=typed.view_kwargs(entry.game, engine_view),
+            # protobuf builds a message field from a dict (no copy); its stubs allow only the message
+            view=typed.view_kwargs(entry.game, engine_view),  # type: ignore[arg-type]
         )
     except (TypeError, ValueError):
         typed.view_to_proto(entry.game, engine_view)  # the TypedError that names the field
