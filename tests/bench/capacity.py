@@ -9,8 +9,9 @@ the public records (``COURT_EVENTS``: the projector's public form, one per move)
 (``COURT_GAMES_ARCHIVE``: the finished game's ``GameLog``, once), as JetStream counts them
 (``stream_info().state.bytes``: payloads, subjects, headers and the file store's per-message
 overhead), the subjects, and the size of the rows the ranking service keeps for a ranked game's
-events (``rk_event``: ``court_ranking.consumer.rows_of`` of each public record, the payload as
-JSON plus the key columns). The throughput side of the capacity model (moves/s per rules core, per
+events (``rk_event``: ``court_ranking.consumer.rows_of`` of each public record ranking keeps, every
+one of a Queen's Court game, the point records of the others; the payload as JSON plus the key
+columns). The throughput side of the capacity model (moves/s per rules core, per
 stream leader) comes from ``make bench ONLY=service``.
 
 Random play is longer than bot play for Hearts and The Court (random players shoot the moon less
@@ -32,7 +33,7 @@ from court_client import RulesClient
 from court_kit import jetstream as kjs
 from court_kit import records as krec
 from court_kit.settings import Settings
-from court_ranking.consumer import rows_of
+from court_ranking.consumer import keeps_history, rows_of
 from court_rules.app import RulesApp
 from court_rules.store import ARCHIVE_PREFIX, ARCHIVE_STREAM
 
@@ -90,7 +91,10 @@ async def _settled(nc: Any, game: str, gid: str, last_seq: int, timeout: float =
 async def _rk_event_bytes(nc: Any, game: str, gid: str) -> int:
     total = 0
     for m in await kjs.direct_get_batch(nc, krec.PUBLIC_STREAM, krec.public_subject(game, gid)):
-        for _seq, _idx, _last, payload in rows_of(krec.decode(m.data)):
+        rec = krec.decode(m.data)
+        if not (keeps_history(game) or krec.moves_points(rec)):
+            continue  # ranking keeps a game without points' point records alone
+        for _seq, _idx, _last, payload in rows_of(rec):
             total += RK_EVENT_ROW_OVERHEAD + len(json.dumps(payload))
     return total
 

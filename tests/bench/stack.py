@@ -56,14 +56,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def _simulate(stack: LocalStack) -> dict[str, Any]:
-    cfg = stack.config
-    endpoints = Endpoints(
-        rules=cfg.address("rules"),
-        lobby=cfg.address("lobby"),
-        ranking=cfg.address("ranking"),
-        bot=cfg.address("bot"),
-        nats_url=cfg.nats_url,
-    )
+    endpoints = Endpoints.from_env(stack.config.client_env())
     pids = stack.pids()
     updates = [0]
     mark: dict[str, Any] = {}

@@ -17,6 +17,15 @@ async def _collect(client: Any, gid: str, seat: int | None, after: int | None, o
         out.append(u)
 
 
+async def _moves(clients: dict[int, Any], gid: str, rng: random.Random, n: int) -> None:
+    """``n`` random legal moves, each by the first seat to act."""
+    for _ in range(n):
+        view = await clients[0].get_view(gid)
+        seat = view.to_act[0]
+        mine = await clients[seat].get_view(gid, seat)
+        await clients[seat].submit(gid, rng.choice(list(mine.legal_actions)), seat)
+
+
 async def _until(ready: Any) -> None:
     while not ready():
         await asyncio.sleep(0.01)
@@ -223,11 +232,7 @@ async def test_watchers_of_one_game_share_one_subscription_and_each_sees_every_u
     assert len(rules.application.wakes) == 1, "one shared subscription for the game"
     assert subscriptions() == 1
     rng = random.Random(7)
-    for _ in range(2):
-        view = await clients[0].get_view(gid)
-        seat = view.to_act[0]
-        mine = await clients[seat].get_view(gid, seat)
-        await clients[seat].submit(gid, rng.choice(list(mine.legal_actions)), seat)
+    await _moves(clients, gid, rng, 2)
     await asyncio.wait_for(_until(lambda: all(len(got[i]) == 3 for i in range(n))), 15)
     # watcher 0 goes away; the others keep the subscription and every update
     tasks[0].cancel()
@@ -274,12 +279,7 @@ async def test_spectators_share_one_update_per_move_with_no_hand_and_a_seat_gets
         asyncio.create_task(_collect(clients[0], gid, 0, None, got[2])),
     ]
     await asyncio.wait_for(_until(lambda: all(got)), 15)
-    rng = random.Random(3)
-    for _ in range(3):
-        view = await clients[0].get_view(gid)
-        seat = view.to_act[0]
-        mine = await clients[seat].get_view(gid, seat)
-        await clients[seat].submit(gid, rng.choice(list(mine.legal_actions)), seat)
+    await _moves(clients, gid, random.Random(3), 3)
     await asyncio.wait_for(_until(lambda: all(len(g) == 4 for g in got)), 15)
     for t in tasks:
         t.cancel()
