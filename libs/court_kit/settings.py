@@ -6,7 +6,8 @@ the same way)::
     COURT_ENV              dev | prod (anything but "dev" demands a real secret)
     COURT_NATS_URL         default nats://127.0.0.1:4222 (comma-separated for a cluster)
     COURT_LISTEN           gRPC listen address; rules 127.0.0.1:50051, lobby :50052,
-                           ranking :50053, bot :50054 (":PORT" listens on every interface)
+                           ranking :50053, bot :50054 (":PORT" listens on every interface);
+                           court-web listens on COURT_WEB_ADDR (this when that is unset)
     COURT_DATABASE_URL     lobby and ranking; default sqlite:///<state dir>/<service>.db
     COURT_TOKEN_KEYS       path of the token key set: the Ed25519 public keys every service
                            verifies bearer tokens with (JWKS-like JSON, court_kit.tokens)
@@ -38,7 +39,7 @@ the same way)::
                            <state>/keys/ with COURT_ENV=dev, required by court-web otherwise
     COURT_STATE_DIR        default ./.state
     COURT_METRICS_LISTEN   Prometheus endpoint; rules 127.0.0.1:9101, lobby :9102,
-                           ranking :9103, bot :9104; empty disables it
+                           ranking :9103, bot :9104, web :9107; empty disables it
     COURT_LOG_FORMAT       json | console (default json)
     COURT_LOG_LEVEL        debug | info | warning | error (default info)
     COURT_STREAM_REPLICAS  JetStream replicas of the streams a service creates (default 1)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import itertools
 import os
 import subprocess
 import sys
@@ -275,7 +276,7 @@ async def run() -> dict[str, Any]:
                 grpc.aio.insecure_channel(rules_addr, options=[("grpc.use_local_subchannel_pool", 1)])
                 for _ in range(-(-STREAMS // STREAMS_PER_CHANNEL))
             ]
-            spread = iter(range(10**9))
+            spread = itertools.count()
 
             def grpc_stream(gid: str) -> Any:
                 ch = channels[(next(spread) // STREAMS_PER_CHANNEL) % len(channels)]

@@ -147,9 +147,6 @@ class _Health:
     async def enter_graceful_shutdown(self) -> None:
         self.draining = True
 
-    async def set(self, name: str, status: Any) -> None:  # court_kit.health.Readiness's interface
-        pass
-
 
 def _listen_socket(listen: str) -> socket.socket:
     addr = listen_host_port(listen)
@@ -219,15 +216,10 @@ class WebApp:
             for up in UPSTREAMS
         }
         health = _Health()
-        holder: dict[str, WebApp] = {}
-
-        async def ready() -> tuple[bool, dict[str, str]]:
-            return await holder["app"].readiness()
-
         asgi = EdgeHTTP(
             services,
             StaticFiles(config.static),
-            ready,
+            None,
             cors_origins=config.cors_origins,
             trusted_proxies=config.trusted_proxies,
             max_request_bytes=config.max_request_bytes,
@@ -267,7 +259,7 @@ class WebApp:
         port = int(sock.getsockname()[1])
         metrics = start_metrics_server(settings.metrics_listen)
         app = cls(settings, config, channels, forwarder, asgi, _Server(uv, task), health, port, metrics)
-        holder["app"] = app
+        asgi.ready = app.readiness
         if not config.static.is_dir():
             log.warning("web client not built", static=str(config.static))
         log.info(

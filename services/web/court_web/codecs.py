@@ -1,8 +1,9 @@
 """The edge's codecs: binary protobuf, and the Connect JSON mapping written compactly.
 
 connectrpc's google.protobuf JSON codec writes indented JSON (``MessageToJson``'s default, two
-spaces a level): a game view is about a third larger than it needs to be, on every call and every
-WatchGame update a browser reads (connect-web speaks JSON unless told otherwise). This one writes
+spaces a level): a Hearts seat's opening view is 932 bytes that way and 374 written compactly (a
+Queen's Court one 1,633 and 674), on every call and every WatchGame update a browser reads
+(connect-web speaks JSON unless told otherwise). This one writes
 the same JSON mapping without the whitespace, and reads strictly: a field the protos do not have is
 ``invalid_argument``, never ignored.
 """

@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from court_kit import logging as klog
+from court_kit.settings import ConfigError
 
 from .forward import CLIENT
 from .limits import REFUSED
@@ -70,8 +71,6 @@ def security_headers(csp: str) -> list[tuple[bytes, bytes]]:
 
 
 def parse_networks(raw: str, name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
-    from court_kit.settings import ConfigError
-
     out = []
     for part in (p.strip() for p in raw.split(",")):
         if not part:
@@ -84,8 +83,6 @@ def parse_networks(raw: str, name: str) -> tuple[ipaddress.IPv4Network | ipaddre
 
 
 def parse_origins(raw: str) -> frozenset[str]:
-    from court_kit.settings import ConfigError
-
     out = set()
     for part in (p.strip().rstrip("/") for p in raw.split(",")):
         if not part:
@@ -181,7 +178,7 @@ class EdgeHTTP:
         self,
         services: Mapping[str, ASGIApp],
         static: ASGIApp,
-        ready: Callable[[], Awaitable[tuple[bool, dict[str, str]]]],
+        ready: Callable[[], Awaitable[tuple[bool, dict[str, str]]]] | None,
         *,
         cors_origins: frozenset[str],
         trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...],
@@ -190,7 +187,7 @@ class EdgeHTTP:
     ):
         self.services = services  # "/court.rules.v1.RulesService" -> its generated Connect app
         self.static = static
-        self.ready = ready
+        self.ready = ready  # set by court_web.app once the app exists
         self.cors_origins = cors_origins
         self.trusted = trusted_proxies
         self.max_request_bytes = max_request_bytes
@@ -287,7 +284,7 @@ class EdgeHTTP:
             await send_simple(send, 200, b"ok\n", head=method == "HEAD")
             return
         if path == "/readyz":
-            ok, detail = await self.ready()
+            ok, detail = await self.ready() if self.ready is not None else (False, {"web": "starting"})
             body = json.dumps({"ready": ok, "upstreams": detail}, sort_keys=True).encode() + b"\n"
             await send_simple(send, 200 if ok else 503, body, b"application/json", head=method == "HEAD")
             return
