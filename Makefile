@@ -51,7 +51,7 @@ run: setup
 	$(BIN)/court stack up $(RUN_ARGS)
 
 # Sit down and play against bots on the stack `make run` is running: GAME=hearts (default),
-# queens_court, the_court or court_wars.
+# queens_court, the_court or court_wars. A stack on another state folder: make play COURT_STATE_DIR=...
 GAME ?= hearts
 play: setup
 	$(BIN)/court play $(GAME)
@@ -77,7 +77,8 @@ proto-check:
 	scripts/proto-check.sh $(BASE)
 
 # A development bearer token: make token SUB=alice ROLE=player (TTL=seconds); signed with the lobby's
-# key (COURT_SIGNING_KEY) or, with COURT_ENV=dev (the default here), the dev key under .state/keys/.
+# key (COURT_SIGNING_KEY) or, with COURT_ENV=dev (the default here), the dev key the stack generated under
+# $COURT_STATE_DIR/keys/ (default .state; a stack on another folder: make token COURT_STATE_DIR=...).
 SUB ?= dev
 ROLE ?= player
 TTL ?= 86400

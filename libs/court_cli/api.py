@@ -192,5 +192,11 @@ def call(
 
 
 def _as_dict(msg: Any) -> dict[str, Any]:
-    out: dict[str, Any] = json.loads(json_format.MessageToJson(msg, preserving_proto_field_name=True))
+    # every field, those at their default value too (protobuf's JSON leaves out a 0, "" or false: seat 0,
+    # a game not finished); optional fields still appear only when set
+    out: dict[str, Any] = json.loads(
+        json_format.MessageToJson(
+            msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+        )
+    )
     return out

@@ -26,16 +26,6 @@ GAME_TITLES = {
     "court_wars": "Court Wars",
 }
 
-# The Court's targets by mode (court_games.games.the_court.TARGETS; tests/cli/test_catalog.py keeps
-# them equal): the analytics report's titles name them without importing the engine.
-COURT_TARGETS: dict[str, int | None] = {
-    "solitaire": 56,
-    "free_gift": 86,
-    "mutual_swap": 81,
-    "burn": 56,
-    "shared": None,
-}
-
 # The player's page of each game, in the repository.
 RULES_PAGES = {g: f"docs/rules/{g}.md" for g in GAME_NAMES}
 

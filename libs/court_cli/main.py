@@ -1,6 +1,6 @@
 """``court``: the terminal client of Court, and ``court stack up``, the local stack ``make run`` starts.
 
-A plain gRPC client of the four services through court_client: it holds a player's token and
+A plain gRPC client of the services through court_client: it holds a player's token and
 nothing more. ``court --help`` lists the commands; every command explains its errors in a
 sentence (a traceback only with ``COURT_DEBUG=1``).
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
@@ -46,7 +46,7 @@ app = typer.Typer(
 )
 lobby_app = typer.Typer(no_args_is_help=True, help="Lobbies: list, create, join, seat bots, start.")
 events_app = typer.Typer(no_args_is_help=True, help="The public game event stream.")
-stack_app = typer.Typer(no_args_is_help=True, help="The local stack: NATS and the four services.")
+stack_app = typer.Typer(no_args_is_help=True, help="The local stack: NATS and every Court service.")
 admin_app = typer.Typer(no_args_is_help=True, help="Operators: checks across a deployment (an admin token).")
 api_app = typer.Typer(
     no_args_is_help=True,
@@ -523,8 +523,10 @@ def lobby_create(
                 await sit_and_play(court, out, fancy, lb.game_id)
         else:
             c = court_command()
+            code = f" --code {lb.invite_code}" if lb.invite_code else ""
             out.print(
-                f"Others join with `{c} lobby join {lb.lobby_id}`; start with `{c} lobby start {lb.lobby_id}`."
+                f"Others join with `{c} lobby join {lb.lobby_id}{code}`; start with "
+                f"`{c} lobby start {lb.lobby_id}`."
             )
 
     run(body)
@@ -579,7 +581,20 @@ def lobby_cancel(
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
         await court.require()
-        show_lobby(out, await court.call(court.lobby.cancel, lobby_id, reason))
+        try:
+            lb = await court.call(court.lobby.cancel, lobby_id, reason)
+        except CliError as refused:
+            try:
+                lb = await court.call(court.lobby.get_lobby, lobby_id)
+            except CliError:
+                raise refused from None
+            if lb.state != lpb.LOBBY_STATE_STARTED:
+                raise
+            raise CliError(
+                f"lobby {lobby_id}'s game {lb.game_id} has started: it can no longer be cancelled; a seated "
+                f"player gives it up with `{court_command()} abandon {lb.game_id}`"
+            ) from None
+        show_lobby(out, lb)
 
     run(body)
 
@@ -794,9 +809,30 @@ def resume(
             if not mine.games:
                 raise CliError("you have no unfinished game to resume")
             gid = mine.games[0].game_id
+        else:
+            await my_unfinished_game(court, gid, "to resume")
         await resume_game(court, out, fancy, gid, from_save_point=from_save_point)
 
     run(body)
+
+
+async def my_unfinished_game(court: Court, game_id: str, purpose: str) -> lpb.MyGame:
+    """The signed-in person's unfinished game ``game_id``, or ``CliError`` saying why there is none:
+    no such game, a game that is over, or someone else's (``purpose``: "to resume", "to abandon")."""
+    mine = await court.call(court.lobby.my_games)
+    game = next((g for g in mine.games if g.game_id == game_id), None)
+    if game is not None:
+        return game
+    try:
+        view = await court.rules.get_view(game_id)
+    except grpc.aio.AioRpcError as err:
+        if err.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
+            raise CliError(f"game {game_id} does not exist (`{court_command()} games` lists yours)") from None
+        from .session import explain
+
+        raise CliError(explain(err, "rules", court.endpoints.rules)) from None
+    why = "is over" if view.finished else "is not one of yours"
+    raise CliError(f"game {game_id} {why}: nothing {purpose} (`{court_command()} games` lists yours)")
 
 
 async def resume_game(
@@ -835,43 +871,46 @@ def watch(
 
 @app.command()
 def abandon(game_id: str, yes: Annotated[bool, typer.Option("--yes", help="do not ask")] = False) -> None:
-    """Give up one of your unfinished games, for everyone at the table (an online game refunds every ante)."""
+    """Give up one of your unfinished games: the bot plays your seat to the end, and the game is abandoned
+    (every ante refunded) once every person at the table has asked (alone against bots: at once)."""
 
     async def body(court: Court, out: Console, fancy: bool) -> None:
         await court.require()
-        mine = await court.call(court.lobby.my_games)
-        game = next((g for g in mine.games if g.game_id == game_id), None)
-        if game is None:
-            try:
-                view = await court.rules.get_view(game_id)
-            except grpc.aio.AioRpcError as err:
-                if err.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT):
-                    raise CliError(
-                        f"game {game_id} does not exist (`{court_command()} games` lists yours)"
-                    ) from None
-                from .session import explain
-
-                raise CliError(explain(err, "rules", court.endpoints.rules)) from None
-            why = "is over" if view.finished else "is not one of yours"
-            raise CliError(
-                f"game {game_id} {why}: nothing to abandon (`{court_command()} games` lists yours)"
-            )
+        game = await my_unfinished_game(court, game_id, "to abandon")
         what = (
             f"{GAME_TITLES.get(game.game, game.game)} game {game_id} ({'online' if game.online else 'local'}"
             + (f", ante {game.ante})" if game.ante else ")")
         )
-        if not yes and not typer.confirm(f"Give up the {what} for everyone at the table?"):
+        if not yes and not typer.confirm(
+            f"Give up the {what}? (The bot plays your seat; the game is abandoned only when every "
+            "person at the table asks.)"
+        ):
             raise typer.Exit(1)
-        await court.call(court.lobby.abandon, game_id)
-        if game.ante:
-            out.print(f"Game {game_id} abandoned; every ante ({game.ante} rank points each) is refunded.")
-        else:
-            out.print(
-                f"Game {game_id} abandoned."
-                + ("" if game.online else " (A local game: no rank points were at stake.)")
-            )
+        answer = await court.call(court.lobby.abandon, game_id)
+        out.print(abandon_words(answer, game_id), soft_wrap=True)
 
     run(body)
+
+
+def abandon_words(lb: lpb.Lobby, game_id: str) -> str:
+    """What the lobby's AbandonGame answer says happened: the game abandoned (every person at the table
+    asked; antes refunded) or only the caller's seat marked away (the game goes on, played by the bot)."""
+    if lb.state == lpb.LOBBY_STATE_ABANDONED:
+        if lb.ante:
+            return f"Game {game_id} abandoned; every ante ({lb.ante} rank points each) is refunded."
+        if not lb.online:
+            return f"Game {game_id} abandoned. (A local game: no rank points were at stake.)"
+        return f"Game {game_id} abandoned."
+    people = [s for s in lb.seats if s.player_id and not s.player_id.startswith("bot:")]
+    asked = sum(1 for s in people if s.abandon_asked)
+    level = lb.autoplay_level or "heuristic"
+    stake = f"; nothing is refunded: your ante of {lb.ante} rank points stays in the game" if lb.ante else ""
+    return (
+        f"You gave up your seat in game {game_id}: it is marked away and the {level} bot plays it to "
+        f"the end; the result stands and counts for your account{stake}. The game is abandoned "
+        f"(every ante refunded) only when every person at the table asks: {asked} of {len(people)} "
+        "have asked."
+    )
 
 
 # ---------------------------------------------------------------------------- ranking
@@ -902,7 +941,18 @@ def admin_audit(
                 "(e.g. `make token SUB=ops ROLE=admin`)"
             )
         court.ranking.token = token
-        report = await court.call(court.ranking.audit)
+        try:  # not court.call: a refused admin token must not be swapped for the signed-in player's
+            report = await court.ranking.audit()
+        except grpc.aio.AioRpcError as err:
+            from .session import explain
+
+            if err.code() == grpc.StatusCode.UNAUTHENTICATED:
+                raise CliError(
+                    f"the stack does not accept this admin token: {err.details()} (its key or signature "
+                    "is not one this stack knows; `make token` signs with the dev key of its "
+                    "COURT_STATE_DIR, which must be the running stack's)"
+                ) from None
+            raise CliError(explain(err, "ranking", court.endpoints.ranking)) from None
         for v in report.violations:
             where = " ".join(
                 x
@@ -1137,23 +1187,40 @@ def shown_path(path: Path) -> str:
         return str(path.resolve())
 
 
+def stack_rows(rows: Sequence[Sequence[str]]) -> list[str]:
+    """The banner's and `court stack status`'s rows: every column as wide as its widest cell (a service
+    name, an address), so that rows line up whatever services the stack runs."""
+    widths = [max(len(r[i]) for r in rows if i < len(r) - 1) for i in range(max(len(r) for r in rows) - 1)]
+    return ["  " + " ".join([*(c.ljust(widths[i]) for i, c in enumerate(r[:-1])), r[-1]]) for r in rows]
+
+
+def _make_state(rel: str) -> str:
+    """`` COURT_STATE_DIR=…`` for a make command when the stack's state is not the default ``.state``."""
+    import shlex
+
+    return "" if rel == ".state" else f" COURT_STATE_DIR={shlex.quote(rel)}"
+
+
 def _banner(out: Console, config: StackConfig) -> None:
     from .stack import SERVICES
 
     rel = shown_path(config.state_dir)
     out.print(Text(f"Court is running (state in {rel}/, logs in {rel}/logs/):", style="bold green"))
-    for name in SERVICES:
-        out.print(f"  {name:<8} {config.address(name)}")
-    out.print(f"  {'nats':<8} {config.nats_url} (JetStream, store {rel}/nats)")
-    hint_env = "" if rel == ".state" else f"COURT_STATE_DIR={rel} "
+    rows = [(name, config.address(name)) for name in SERVICES]
+    rows.append(("nats", f"{config.nats_url} (JetStream, store {rel}/nats)"))
+    for line in stack_rows(rows):
+        out.print(line)
+    hint_env = _make_state(rel).lstrip() + " " if rel != ".state" else ""
     c = court_command()
     out.print(
         Text(
-            f"Sit down and play, in another terminal: make play   (or {hint_env}{c} play hearts "
-            "| queens_court | the_court | court_wars)",
+            f"Sit down and play, in another terminal: make play{_make_state(rel)}   (or {hint_env}{c} play "
+            "hearts | queens_court | the_court | court_wars)",
             style="bold",
         )
     )
+    if rel != ".state":
+        out.print(f"A token for this stack: make token{_make_state(rel)} SUB=alice ROLE=player")
     out.print(f"More: {hint_env}{c} --help · watch the event stream: {hint_env}{c} events tail")
     out.print("Ctrl-C stops everything.")
 
@@ -1198,7 +1265,10 @@ async def _up(
             nats_url=stack.config.nats_url,
             source="stack",
         )
-        footer = "Ctrl-C stops the stack · sit down and play: make play (in another terminal)"
+        footer = (
+            "Ctrl-C stops the stack · sit down and play: "
+            f"make play{_make_state(shown_path(stack.config.state_dir))} (in another terminal)"
+        )
         try:
             await run_demo(
                 endpoints,
@@ -1237,7 +1307,7 @@ def stack_up(
     pace: Annotated[float | None, typer.Option(help="seconds between drawn demo moves")] = None,
     level: Annotated[str, typer.Option(help="bot level of the demo")] = "heuristic",
 ) -> None:
-    """Start NATS and the four services, wait until healthy, show a bot game; Ctrl-C stops it all."""
+    """Start NATS and every Court service, wait until healthy, show a bot game; Ctrl-C stops it all."""
     out, fancy = console()
     from .stack import StackError
 
@@ -1249,9 +1319,11 @@ def stack_up(
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, terminate)
+    from .stack import SERVICES
+
     out.print(
         Text(
-            f"Starting Court: nats-server and the rules, lobby, ranking and bot services "
+            f"Starting Court: nats-server and the {', '.join(SERVICES[:-1])} and {SERVICES[-1]} services "
             f"(state in {shown_path(config.state_dir)}/)…",
             style="bold",
         )
@@ -1311,6 +1383,7 @@ def stack_status() -> None:
         out.print(f"No stack is running on {config.state_dir} (start one with `make run`).")
         raise typer.Exit(1)
     bad = 0
+    rows: list[tuple[str, str, str, str]] = []
     for name, svc in info["services"].items():
         with grpc.insecure_channel(svc["address"]) as ch:
             try:
@@ -1319,8 +1392,10 @@ def stack_status() -> None:
             except grpc.RpcError as err:
                 word, st = err.code().name, -1
         bad += st != health_pb2.HealthCheckResponse.SERVING
-        out.print(f"  {name:<8} {svc['address']:<22} pid {svc['pid']:<8} {word}")
-    out.print(f"  {'nats':<8} {info['nats_url']:<22} pid {info['nats_pid']}")
+        rows.append((name, svc["address"], f"pid {svc['pid']}", word))
+    rows.append(("nats", info["nats_url"], f"pid {info['nats_pid']}", ""))
+    for line in stack_rows(rows):
+        out.print(line.rstrip())
     raise typer.Exit(1 if bad else 0)
 
 

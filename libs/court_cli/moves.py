@@ -83,6 +83,14 @@ def parse(game: str, text: str, legal: Sequence[Mapping[str, Any]]) -> Parsed:
             return Parsed("error", message=f"that is not valid JSON: {exc}")
         if not isinstance(d, dict):
             return Parsed("error", message='an action in JSON is an object with a "type"')
+        if "type" not in d:
+            kinds = sorted({str(a.get("type")) for a in legal} or FIELD_ORDER.get(game, {}))
+            example = json.dumps({"type": kinds[0], **d}) if kinds else ""
+            return Parsed(
+                "error",
+                message=f'an action in JSON needs a "type" ({" or ".join(repr(k) for k in kinds)} here)'
+                + (f", e.g. {example}" if example else ""),
+            )
         return Parsed("action", action=d)
     tokens = text.replace(",", " ").split()
     if game == "hearts" and len(tokens) == 2 and tokens[0].lower() == "pass":

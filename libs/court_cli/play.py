@@ -215,11 +215,9 @@ class Table:
             assert v is not None  # set before the first turn; only ever replaced by a newer view
             choices = f"{len(legal)} choice{'s' if len(legal) != 1 else ''}"
             left = _time_left(v, seat)
-            self.console.print(
-                Text(f"move {v.seq} · your turn ({choices}; h for help){left} > ", style="bold yellow"),
-                end="",
-            )
-            line = await self._line_in_turn(seat, updates)
+            head = f"move {v.seq} · your turn ({choices}; h for help)"
+            self.console.print(Text(f"{head}{left} > ", style="bold yellow"), end="")
+            line = await self._line_in_turn(seat, updates, _Countdown.of(v, seat, head, left, self))
             if line is _TURN_OVER:
                 continue  # the next round shows the new position (or the loop the away seat)
             if line is None:
@@ -282,30 +280,42 @@ class Table:
                 self.show_table()
             return "moved"
 
-    async def _next(self, updates: asyncio.Queue[Any]) -> tuple[bool, Any]:
+    async def _next(
+        self, updates: asyncio.Queue[Any], timeout: float | None = None
+    ) -> tuple[bool | None, Any]:
         """Whichever comes first: the person's next line ``(True, line)`` or the stream's next
-        update ``(False, update)``; a line still being typed is kept for the next call."""
+        update ``(False, update)``; ``(None, None)`` when ``timeout`` seconds pass with neither. A line
+        still being typed is kept for the next call."""
         if self._line is None:
             self._line = asyncio.ensure_future(self.reader.readline())
         line = self._line
         get = asyncio.ensure_future(updates.get())
         try:
-            await asyncio.wait({line, get}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({line, get}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             if not get.done():
                 get.cancel()
         if get.done() and not get.cancelled():
             return False, get.result()
+        if not line.done():
+            return None, None
         self._line = None
         return True, line.result()
 
-    async def _line_in_turn(self, seat: int, updates: asyncio.Queue[Any]) -> Any:
+    async def _line_in_turn(
+        self, seat: int, updates: asyncio.Queue[Any], countdown: _Countdown | None = None
+    ) -> Any:
         """The person's answer to the prompt, or ``_TURN_OVER`` when the stream says the turn
-        ended first (timed out, the seat marked away, the game over): the prompt is stale then."""
+        ended first (timed out, the seat marked away, the game over): the prompt is stale then.
+        ``countdown``: the prompt's time left is redrawn each second while the person types."""
         assert self.view is not None
         v = self.view
         while True:
-            is_line, got = await self._next(updates)
+            is_line, got = await self._next(updates, countdown.wait() if countdown else None)
+            if is_line is None:
+                if countdown is not None:
+                    countdown.draw()
+                continue
             if is_line:
                 return got
             if isinstance(got, BaseException):
@@ -384,6 +394,59 @@ class Table:
 
 
 _TURN_OVER = object()
+
+
+class _Countdown:
+    """The prompt's ``· 37 s left`` counting down on a terminal while the person types: each second the
+    number is rewritten in place (the cursor saved, moved to the number on the prompt's line, restored),
+    so what the person has typed so far stays as it is. Drawn at the same width as at first (the
+    prompt's other text does not move); skipped when a typed line is waiting to be read (Enter was
+    pressed: the cursor is on the next line by then)."""
+
+    def __init__(self, table: Table, deadline_ms: int, column: int, width: int):
+        self.table = table
+        self.deadline_ms = deadline_ms
+        self.column = column
+        self.width = width
+        self.shown = -1
+
+    @classmethod
+    def of(cls, v: rules_pb2.GameView, seat: int, head: str, left: str, table: Table) -> _Countdown | None:
+        c = _seat_clock(v, seat)
+        if c is None or not table.fancy or not left:
+            return None
+        from rich.cells import cell_len
+
+        number = left.split(" s left", 1)[0].removeprefix(" · ")
+        return cls(table, c.deadline.ToMilliseconds(), cell_len(head + " · "), len(number))
+
+    def seconds_left(self) -> int:
+        return max(0, (self.deadline_ms - int(time.time() * 1000) + 999) // 1000)
+
+    def wait(self) -> float:
+        """Seconds until the shown number next changes (at least a few milliseconds)."""
+        ms_into = (self.deadline_ms - int(time.time() * 1000)) % 1000
+        return max(0.005, (ms_into or 1000) / 1000 + 0.002)
+
+    def draw(self) -> None:
+        left = self.seconds_left()
+        if left == self.shown or _line_waiting(self.table.reader.fd):
+            return
+        self.shown = left
+        out = self.table.console.file
+        move = f"\x1b[{self.column}C" if self.column else ""
+        out.write(f"\x1b7\r{move}\x1b[1;33m{str(left).rjust(self.width)}\x1b[0m\x1b8")
+        out.flush()
+
+
+def _line_waiting(fd: int) -> bool:
+    """A typed line is waiting on ``fd`` (a terminal in canonical mode reports a whole line)."""
+    import select
+
+    try:
+        return bool(select.select([fd], [], [], 0)[0])
+    except (OSError, ValueError):
+        return False
 
 
 def _away(v: rules_pb2.GameView, seat: int) -> bool:

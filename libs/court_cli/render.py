@@ -337,7 +337,7 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
             spreads = ", ".join(
                 f"{names.short(i)} {s if s is not None else 'QQ'}" for i, s in enumerate(e.get("spreads", []))
             )
-            return f"Round {e.get('round', 0) + 1} over: won by {winners} (spreads: {spreads})"
+            return f"Round {e.get('round', 0) + 1} over: won by {winners} (spreads: {spreads}){_tie_break(e, names)}"
         if t == "GameEnded":
             wins = max(e.get("round_wins") or [0])
             return f"Game over: {names.verb(e.get('winner'), 'win', 'wins')} with {wins} round win{'s' if wins != 1 else ''}"
@@ -348,7 +348,9 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
             return f"{who} passed three cards {e.get('direction')} to {names.short(e.get('to'))}"
         if t == "PlayStarted":
             leads = names.verb(e.get("seat"), "lead", "leads")
-            return f"Passing done; {leads} the 2♣" if fancy else f"Passing done; {leads} 2C"
+            # every fourth hand is played without passing (RULES.md: left, across, right, none)
+            done = "No passing this hand" if int(e.get("hand") or 0) % 4 == 3 else "Passing done"
+            return f"{done}; {leads} the 2♣" if fancy else f"{done}; {leads} 2C"
         if t == "TrickTaken":
             pts = e.get("points", 0)
             return f"{who} took the trick {' '.join(c(x) for x in e.get('cards', []))}" + (
@@ -710,6 +712,23 @@ RENDERERS = {
 
 def _is(seat: Any, names: Names) -> str:
     return "are" if seat == names.you else "is"
+
+
+def _tie_break(e: Mapping[str, Any], names: Names) -> str:
+    """How a Queen's Court round tied on the lowest spread was decided (RULES.md: fewest cards in the
+    two piles, gloves not counted; still tied, every tied player wins): "" when no tie decided it."""
+    spreads = e.get("spreads") or []
+    counts = e.get("pile_counts") or []
+    scored = [s for s in spreads if s is not None]
+    if not scored or len(counts) != len(spreads):
+        return ""
+    tied = [i for i, s in enumerate(spreads) if s == min(scored)]
+    if len(tied) < 2:
+        return ""
+    cards = ", ".join(f"{names.short(i)} {counts[i]}" for i in tied)
+    if len(e.get("winners") or []) < len(tied):
+        return f"; a tie on spread {min(scored)}, won on the tie-break: fewest cards in the piles ({cards})"
+    return f"; a tie on spread {min(scored)} and on cards in the piles ({cards}): every tied player wins"
 
 
 def clock_line(view: Any, names: Names, now_ms: int | None = None) -> str | None:

@@ -177,7 +177,7 @@ def session_from_auth(auth: lpb.AuthResponse) -> dict[str, Any]:
 
 
 class Court:
-    """One person's connection to the four services (court_client's clients) and their session."""
+    """One person's connection to the services (court_client's clients) and their session."""
 
     def __init__(
         self,
@@ -291,7 +291,14 @@ class Court:
             except grpc.aio.AioRpcError as err:
                 if err.code() == grpc.StatusCode.UNAUTHENTICATED and attempt == 0 and await self.refresh():
                     continue
-                raise CliError(explain(err, *self._service_of(fn))) from None
+                said = explain(err, *self._service_of(fn))
+                if err.code() == grpc.StatusCode.UNAVAILABLE and self.endpoints.source == "defaults":
+                    said += (
+                        f" (No stack.json under {os.environ.get('COURT_STATE_DIR', '.state')}/, so the default "
+                        "ports were tried: a stack started with another state folder needs the same "
+                        "COURT_STATE_DIR here, e.g. `make play COURT_STATE_DIR=...`.)"
+                    )
+                raise CliError(said) from None
         raise AssertionError("unreachable")
 
     async def require(self, *, account: bool = False) -> None:

@@ -212,8 +212,11 @@ async def simulate(
     *,
     on_game: Callable[[GamePlayed | str], None] | None = None,
     on_move: Callable[[], None] | None = None,
+    on_signed_up: Callable[[], None] | None = None,
 ) -> SimResult:
-    """Play ``cfg.games`` complete online games with ``cfg.concurrency`` players at once."""
+    """Play ``cfg.games`` complete online games with ``cfg.concurrency`` players at once;
+    ``on_signed_up`` is called once every player has its account (``make bench ONLY=stack`` starts
+    measuring there: the sign-ups' password hashing is not a cost per move)."""
     import grpc
 
     if cfg.games < 1 or cfg.concurrency < 1:
@@ -224,11 +227,16 @@ async def simulate(
     done = on_game or (lambda _g: None)
 
     gate = asyncio.Semaphore(SIGN_UPS_AT_ONCE)
+    n_workers = min(cfg.concurrency, cfg.games)
+    signed = [0]
 
     async def worker() -> None:
         p = _Player(endpoints)
         try:
             await p.register(gate)
+            signed[0] += 1
+            if signed[0] == n_workers and on_signed_up is not None:
+                on_signed_up()
             for i in todo:  # a shared iterator: each index is taken by one worker
                 game = cfg.game_names[i % len(cfg.game_names)]
                 levels = [cfg.levels[(i + k) % len(cfg.levels)] for k in range(len(cfg.levels))]
@@ -249,7 +257,7 @@ async def simulate(
             await p.close()
 
     t0 = time.monotonic()
-    workers = [asyncio.create_task(worker()) for _ in range(min(cfg.concurrency, cfg.games))]
+    workers = [asyncio.create_task(worker()) for _ in range(n_workers)]
     try:
         outcomes = await asyncio.gather(*workers, return_exceptions=True)
     finally:
@@ -373,7 +381,7 @@ def command(
             BarColumn(),
             MofNCompleteColumn(),
             TextColumn("games"),
-            TextColumn("{task.fields[moves]} moves · {task.fields[failed]} failed"),
+            TextColumn("{task.fields[moves]} moves in finished games · {task.fields[failed]} failed"),
             TimeElapsedColumn(),
             console=out,
             disable=not fancy,
@@ -387,16 +395,13 @@ def command(
                     failed[0] += 1
                     if not fancy:
                         out.print(f"failed: {g}")
-                elif not fancy:
-                    out.print(f"game {g.game_id} ({g.game}): {g.moves} moves in {g.seconds:.1f}s")
-                bar.update(task, advance=1, failed=failed[0])
+                else:
+                    moves[0] += g.moves  # every move of the game, bots' included, as the summary counts
+                    if not fancy:
+                        out.print(f"game {g.game_id} ({g.game}): {g.moves} moves in {g.seconds:.1f}s")
+                bar.update(task, advance=1, failed=failed[0], moves=moves[0])
 
-            def on_move() -> None:
-                moves[0] += 1
-                if moves[0] % 50 == 0:
-                    bar.update(task, moves=moves[0])
-
-            return await simulate(endpoints, cfg, on_game=on_game, on_move=on_move)
+            return await simulate(endpoints, cfg, on_game=on_game)
 
     try:
         result = asyncio.run(main())

@@ -1,4 +1,4 @@
-"""The local stack: a real nats-server with JetStream and the four services, each its own process.
+"""The local stack: a real nats-server with JetStream and every Court service, each its own process.
 
 ``court stack up`` (what ``make run`` runs) and the end-to-end tests start the stack through
 ``LocalStack``; nothing here is a test double. What it does:

@@ -82,6 +82,8 @@ def from_json(game: str, d: Mapping[str, Any]) -> pb.Action:
     kind = d.get("type")
     outer = _GAME_MESSAGES[game]
     kinds = _kinds(game)
+    if kind is None:
+        raise InvalidAction(f'the {game} action has no "type"; types: {", ".join(kinds)}')
     if kind not in kinds:
         raise InvalidAction(f"unknown {game} action type {quote(kind)}; types: {', '.join(kinds)}")
     msg_cls = outer.DESCRIPTOR.fields_by_name[kind].message_type._concrete_class

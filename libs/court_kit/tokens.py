@@ -48,7 +48,7 @@ import os
 import sys
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,8 +59,10 @@ from .keys import (
     ALGORITHM,
     AUDIENCES,
     BOT_SEAT_PREFIX,
+    DEV_KEY_DIR,
     MINTS,
     ROLES,
+    DevKeys,
     KeySet,
     Signer,
     TrustedKey,
@@ -367,6 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         service = "bot" if args.role == "bot" else "lobby"
+        _dev_keys_exist(service)
         settings = Settings.load(service)
         signer = load_signer(settings)
         token = issue_token(signer, args.sub, args.role, args.ttl, audience=args.aud)
@@ -375,6 +378,23 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(token)
     return 0
+
+
+def _dev_keys_exist(service: str, environ: Mapping[str, str] | None = None) -> None:
+    """``court-token`` in dev with no key given signs with the key a running stack generated under
+    ``<COURT_STATE_DIR>/keys/``: ConfigError when there is none, rather than generating a new key that
+    no stack trusts (a stack started with another COURT_STATE_DIR is the usual cause)."""
+    env = os.environ if environ is None else environ
+    if env.get("COURT_ENV", "prod").strip().lower() != "dev" or env.get("COURT_SIGNING_KEY"):
+        return
+    state = env.get("COURT_STATE_DIR", ".state")
+    key = DevKeys(Path(state) / DEV_KEY_DIR).signing_key(service)
+    if not key.exists():
+        raise ConfigError(
+            f"no development key under {state}/{DEV_KEY_DIR}/ ({key.name}): the local stack generates it "
+            "when it starts (`make run`); for a stack started with another state folder, name it here too "
+            "(COURT_STATE_DIR=..., e.g. `make token COURT_STATE_DIR=/path/to/state`)"
+        )
 
 
 def keys_main(argv: list[str] | None = None) -> int:

@@ -149,7 +149,9 @@ def test_a_newcomers_first_hour_at_the_terminal(stack: LocalStack, terminal_for,
 
     # abandon a local game: asked after the game is found; no antes to refund
     t.type(f"{COURT} abandon {game_id}")
-    t.wait_for(rf"Give up the Hearts game {game_id} \(local\) for everyone at the table\? \[y/N\]: ?$", 60)
+    t.wait_for(
+        rf"Give up the Hearts game {game_id} \(local\)\? \(The bot plays your seat; .*\) \[y/N\]: ?$", 60
+    )
     t.type("y")
     t.wait_for(rf"Game {game_id} abandoned\. \(A local game: no rank points were at stake\.\)", 60)
     assert "antes refunded" not in t.screen()

@@ -182,7 +182,19 @@ def test_court_token_cli(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert r.returncode == 2 and "COURT_SIGNING_KEY" in r.stderr
-    # dev: signs with the lobby key generated under the state folder, which dev services trust
+    # dev: signs with the lobby key a stack generated under the state folder, which dev services trust;
+    # with no such key it says so and generates none (no stack would trust it: issue 32)
+    r = subprocess.run(
+        [str(exe), "--sub", "dave"],
+        env={"PATH": "/usr/bin:/bin", "COURT_ENV": "dev"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 2 and "no development key under .state/keys/" in r.stderr, r.stderr
+    assert not (tmp_path / ".state").exists()
+    dev = Settings.load("rules", {"COURT_ENV": "dev", "COURT_STATE_DIR": str(tmp_path / ".state")})
     r = subprocess.run(
         [str(exe), "--sub", "dave"],
         env={"PATH": "/usr/bin:/bin", "COURT_ENV": "dev"},
@@ -192,7 +204,6 @@ def test_court_token_cli(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert r.returncode == 0, r.stderr
-    dev = Settings.load("rules", {"COURT_ENV": "dev", "COURT_STATE_DIR": str(tmp_path / ".state")})
     assert Verifier(dev.token_keys, "court-rules").verify(r.stdout.strip()).sub == "dave"
     # `make token` runs the same script with COURT_ENV=dev (dry run: no setup step is executed here)
     r = subprocess.run(

@@ -346,3 +346,58 @@ async def test_only_records_with_clock_work_reach_the_clock(replicas: Replicas) 
 async def log_messages(app: RulesApp, game_id: str) -> list[kjs.StoredMsg]:
     """The game's log as stored: subjects and headers of every record."""
     return await kjs.direct_get_batch(app.nc, krec.game_stream(0), krec.log_filter(game_id, 1))
+
+
+async def test_bot_seats_have_no_deadline_anywhere_a_player_reads(replicas: Replicas) -> None:
+    """Ann and two bots, a 300-second turn: Ann's turns have a deadline; the bots' have none, in the
+    view, the watched updates, the records' deadlines and TurnStarted (docs/clock.md: bot seats have
+    no clock; a client drew `⏱ Blue Otter: 30 s left` from them before, issue 32)."""
+    app = await start(replicas, second_ms=1000)
+    svc = replicas.client(app, "lobby", "service")
+    bots = replicas.client(app, "court-bots", "bot")
+    ann = replicas.client(app, "ann")
+    made = await svc.create_game(
+        "queens_court", ["ann", "bot:heuristic", "bot:random"], {"players": 3}, clock=clock(300)
+    )
+    gid = made.game_id
+    humans = {0}
+
+    def check(view: rules_pb2.GameView, where: str) -> None:
+        clocks = {c.seat: c for c in view.seat_clocks}
+        for seat in view.to_act:
+            assert clocks[seat].HasField("deadline") == (seat in humans), (where, seat, view.seq)
+        assert not any(clocks[b].HasField("deadline") for b in (1, 2)), (where, view.seq)
+
+    check(made.view, "CreateGame")
+    seen: list[rules_pb2.GameView] = []
+    rng = random.Random(5)
+    bot_turns = ann_turns = 0
+
+    async def follow() -> None:
+        async for update in ann.watch(gid, 0):
+            seen.append(update.view)
+            if update.view.finished or update.view.seq >= 30:
+                return
+
+    async with EventLog(replicas.nats.url, "queens_court", gid) as ev:
+        watcher = asyncio.create_task(follow())
+        view = made.view
+        while view.seq < 30 and not view.finished:
+            seat = view.to_act[0]
+            client = ann if seat in humans else bots
+            mine = await client.get_view(gid, seat)
+            check(mine, f"GetView seat {seat}")
+            view = (await client.submit(gid, rng.choice(list(mine.legal_actions)), seat)).view
+            check(view, "SubmitAction")
+            bot_turns += seat not in humans
+            ann_turns += seat in humans
+        await asyncio.wait_for(watcher, 60)
+        await ev.wait_until(lambda rs: len(rs) > view.seq, timeout=60, what="every record projected")
+    assert bot_turns >= 10 and ann_turns >= 5, (bot_turns, ann_turns)
+    for v in seen:
+        check(v, "WatchGame")
+    for r in ev.events:
+        if not r.finished:
+            assert {d.seat for d in r.deadlines} == set(r.to_act) & humans, (r.body.seq, list(r.deadlines))
+    for e in events(ev.events, "TurnStarted"):
+        assert {d["seat"] for d in e.get("deadlines", [])} == set(e["to_act"]) & humans, e

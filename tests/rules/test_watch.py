@@ -252,3 +252,48 @@ async def test_watchers_of_one_game_share_one_subscription_and_each_sees_every_u
     assert got[n][1:] == got[1][late_seqs[0] + 1 :], "the follow after its snapshot: the same updates"
     # the last watcher gone: no subscription left
     await asyncio.wait_for(_until(lambda: len(rules.application.wakes) == 0 and subscriptions() == 0), 15)
+
+
+async def test_spectators_share_one_update_per_move_with_no_hand_and_a_seat_gets_its_own(
+    replicas: Any, rules: Any
+) -> None:
+    """Every spectator's stream of a game is served one update per move, built once
+    (``views.game_update``, memoised by position and seat): it carries no hand and no private
+    event part; a seat's own stream gets its own update (its hand), never the spectators', and
+    a spectator never gets a seat's."""
+    players = ["yan", "zed"]
+    created = await replicas.client(rules, "lobby", "service").create_game(
+        "queens_court", players, {"players": 2}
+    )
+    gid = created.game_id
+    clients = {i: replicas.client(rules, p) for i, p in enumerate(players)}
+    got: list[list[Any]] = [[], [], []]
+    tasks = [
+        asyncio.create_task(_collect(replicas.client(rules, "spec-a"), gid, None, None, got[0])),
+        asyncio.create_task(_collect(replicas.client(rules, "spec-b"), gid, None, None, got[1])),
+        asyncio.create_task(_collect(clients[0], gid, 0, None, got[2])),
+    ]
+    await asyncio.wait_for(_until(lambda: all(got)), 15)
+    rng = random.Random(3)
+    for _ in range(3):
+        view = await clients[0].get_view(gid)
+        seat = view.to_act[0]
+        mine = await clients[seat].get_view(gid, seat)
+        await clients[seat].submit(gid, rng.choice(list(mine.legal_actions)), seat)
+    await asyncio.wait_for(_until(lambda: all(len(g) == 4 for g in got)), 15)
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    assert got[0] == got[1], "the spectators got the same updates"
+    for u in got[0]:
+        assert not u.view.HasField("your_seat") and "hand" not in view_dict(u.view)
+        assert all(not e.HasField("owner") for e in u.events)
+    for u in got[2]:
+        assert u.view.your_seat == 0 and view_dict(u.view)["hand"]
+    # built once per position for the spectators, apart from the seat's, in the game's memo
+    entry = rules.application.cache.peek(gid)
+    spectators = [k for k in entry.views if k[0] == "update" and k[3] is None]
+    seats = [k for k in entry.views if k[0] == "update" and k[3] == 0]
+    assert spectators and seats
+    for k in spectators:
+        assert not entry.views[k].view.HasField("your_seat")

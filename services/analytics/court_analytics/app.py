@@ -8,7 +8,9 @@ only, default 127.0.0.1:50055), ``COURT_METRICS_LISTEN`` (default 127.0.0.1:9105
   pyarrow.fs URL (``s3://bucket/prefix``, ``gs://...``, ``file:///abs/path``);
 * ``COURT_ANALYTICS_DURABLE`` (default ``analytics``): the durable consumer's name, shared by
   replicas;
-* ``COURT_ANALYTICS_BATCH`` (256 records a fetch), ``COURT_ANALYTICS_ACK_WAIT`` (30 s), ``COURT_ANALYTICS_SWEEP`` (5 s),
+* ``COURT_ANALYTICS_BATCH`` (256 records at most a batch), ``COURT_ANALYTICS_LINGER`` (0.5 s: how
+  long a batch gathers records after its first, so live play's trickle is staged and acknowledged
+  in one pass; 0: one fetch a batch), ``COURT_ANALYTICS_ACK_WAIT`` (30 s), ``COURT_ANALYTICS_SWEEP`` (5 s),
   ``COURT_ANALYTICS_COMPACT_EVERY`` (300 s), ``COURT_ANALYTICS_SETTLE`` (600 s: how long a game
   has been done before its files are compacted), ``COURT_ANALYTICS_STALL`` (60 s, readiness);
 * ``COURT_ANALYTICS_STAGING_RETENTION`` (``7d``; seconds or 30m/12h/7d): a game none of whose
@@ -42,7 +44,7 @@ from court_kit.settings import ConfigError, Settings
 from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
 
-from .consumer import LakeConsumer
+from .consumer import LINGER, LakeConsumer
 from .lake import SETTLE, Lake
 
 log = klog.get_logger("court_analytics.app")
@@ -54,6 +56,7 @@ SETTINGS = (
     "COURT_ANALYTICS_LAKE",
     "COURT_ANALYTICS_DURABLE",
     "COURT_ANALYTICS_BATCH",
+    "COURT_ANALYTICS_LINGER",
     "COURT_ANALYTICS_ACK_WAIT",
     "COURT_ANALYTICS_SWEEP",
     "COURT_ANALYTICS_COMPACT_EVERY",
@@ -107,6 +110,7 @@ class AnalyticsApp:
                 durable=settings.extra.get("COURT_ANALYTICS_DURABLE", "analytics"),
                 ack_wait=settings.extra_float("ANALYTICS_ACK_WAIT", 30.0, 0.5),
                 batch=settings.extra_int("ANALYTICS_BATCH", 256, 1, 4096),
+                linger=settings.extra_float("ANALYTICS_LINGER", LINGER, 0.0),
                 sweep_every=settings.extra_float("ANALYTICS_SWEEP", 5.0, 0.05),
                 compact_every=settings.extra_float("ANALYTICS_COMPACT_EVERY", 300.0, 0.1),
                 retention=retention,

@@ -136,6 +136,7 @@ def build_tables(
             "game_id": [game_id],
             "status": [status],
             "options": [_json(created.payload.get("options", {}))],
+            "online": pa.array([bool(created.payload.get("online"))], pa.bool_()),
             "seats": pa.array([seats], pa.list_(pa.string())),
             "players": pa.array([[s for s in seats if not s.startswith("bot:")]], pa.list_(pa.string())),
             "bot_levels": pa.array(

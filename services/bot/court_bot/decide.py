@@ -114,7 +114,10 @@ class Choice:
         what = {
             "random": "a uniformly random legal move",
             "heuristic": "the rules of thumb of a good player",
-            "expert": f"information-set search ({self.iterations} iterations)",
+            # no search ran when the choice was forced or the level decides it by rule (a Hearts pass)
+            "expert": f"information-set search ({self.iterations} iterations)"
+            if self.iterations
+            else "the rules of thumb of a good player (this choice needs no search)",
         }[self.level]
         if self.via == "fallback":
             what = "a random legal move (the adapter proposed an illegal one; reported)"

@@ -94,7 +94,7 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
             deadline=deadline,
             purpose="suggest",
         )
-        log.info("suggested", seat=seat, level=level, ms=round(choice.seconds * 1000, 2))
+        log.debug("suggested", seat=seat, level=level, ms=round(choice.seconds * 1000, 2))
         return bot_pb2.SuggestResponse(
             action=choice.action, seq=view.seq, explanation=choice.explain(seat, view.seq)
         )

@@ -88,13 +88,23 @@ class Backends:
         request_id: str,
         game_id: str = "",
         clock: Mapping[str, Any] | None = None,
+        online: bool = False,
     ) -> str:
-        """``clock``: the lobby's turn clock (court_kit.clock.ClockSettings fields), given to the game."""
+        """``clock``: the lobby's turn clock (court_kit.clock.ClockSettings fields), given to the game;
+        ``online``: an online lobby's game (registered with the ranking service), public in its
+        GameCreated record."""
         self.rules.token = self.token.get()
         tc = events_pb2.TurnClock(**clock) if clock else None
         try:
             reply = await self.rules.create_game(
-                game, seats, options, seed=seed, request_id=request_id, game_id=game_id, clock=tc
+                game,
+                seats,
+                options,
+                seed=seed,
+                request_id=request_id,
+                game_id=game_id,
+                clock=tc,
+                online=online,
             )
         except grpc.aio.AioRpcError as err:
             raise translate(err, "rules") from None

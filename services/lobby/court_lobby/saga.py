@@ -202,6 +202,7 @@ class Starter:
                 request_id=info.start_rid,
                 game_id=info.game_id,
                 clock=info.clock,
+                online=info.online,
             )
             await self.faults.after_game(info)
             await self._renew(info, owner)

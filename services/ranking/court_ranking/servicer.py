@@ -180,6 +180,14 @@ class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
             raise InvalidArgument("game_id is required")
         check_text(request.game_id, "game_id", MAX_ID)
         info, progress = await self._run(self.store.challenges, request.game_id)
+        if info.assignment and self.backfill is not None:
+            # the consumer keeps a game's moves at its point records (court_ranking.consumer):
+            # the moves since, read back now, so the progress is the game's as it stands
+            try:
+                if await self.backfill(info.game, request.game_id):
+                    info, progress = await self._run(self.store.challenges, request.game_id)
+            except Exception as exc:  # noqa: BLE001 - NATS away: the progress as last read
+                log.warning("reading a game back failed", game_id=request.game_id, error=str(exc)[:200])
         if _trusted(ident):
             seats = list(range(len(info.players)))
         else:

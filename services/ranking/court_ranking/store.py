@@ -387,6 +387,14 @@ class RankingStore:
         done = self._record(game_id, events)
         return 0 if done is None else done[0]
 
+    def keep_events(
+        self, game_id: str, events: Iterable[tuple[int, int, bool, Mapping[str, Any]]]
+    ) -> int | None:
+        """``record_events``, but ``None`` when the game is not registered (the consumer's
+        read-back then keeps no cursor: it reads the game again once it is)."""
+        done = self._record(game_id, events)
+        return None if done is None else done[0]
+
     def _record(
         self,
         game_id: str,
@@ -510,6 +518,18 @@ class RankingStore:
             prev, prev_last = (seq, idx), last
         return out, prev
 
+    @staticmethod
+    def _point_events(s: Session, game_id: str) -> tuple[list[dict[str, Any]], tuple[int, int]]:
+        """A game without points (no rounds paid, no challenges): only its point records are kept
+        (court_ranking.consumer), and its end alone settles it (the ratings), so every stored event
+        counts, in order, gaps or not. (The events, the key of the last.)"""
+        e = _EVENTS.c
+        rows = s.execute(
+            select(e.seq, e.idx, e.payload).where(e.game_id == game_id).order_by(e.seq, e.idx)
+        ).all()
+        end = (int(rows[-1][0]), int(rows[-1][1])) if rows else (FIRST_SEQ - 1, 0)
+        return [json.loads(p) for _, _, p in rows], end
+
     def settle(self, game_id: str) -> int:
         """Apply every entry the game's events imply so far; returns how many were new."""
         return self._settle(game_id)[0]
@@ -523,7 +543,10 @@ class RankingStore:
         with self.session() as s, s.begin():
             row = s.get(RankedGame, game_id)
             info = None if row is None or row.status == ABANDONED else self._info(s, row)
-            events, end = self._prefix(s, game_id)
+            if row is not None and row.game not in settle.RANKED_GAMES_WITH_POINTS:
+                events, end = self._point_events(s, game_id)
+            else:
+                events, end = self._prefix(s, game_id)
             if info is None:
                 return 0, end
             entries = settle.game_entries(info, events)

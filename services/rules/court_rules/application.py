@@ -343,6 +343,7 @@ class RulesApplication:
         seed: int | None = None,
         game_id: str = "",
         resume_from: str = "",
+        online: bool = False,
         clock: ClockRequest | None = None,
     ) -> Created:
         """``options``: the request's ``GameOptions`` message (checked against ``game`` here)."""
@@ -367,6 +368,8 @@ class RulesApplication:
                     "a player may create only local games: every seat must be you or a bot "
                     '("bot:<level>"); games with other players start from the lobby'
                 )
+        if online and ident.role != "service":
+            raise PermissionDenied("only the lobby (the service role) may mark a game online")
         if game_id:
             if ident.role not in ("service", "admin"):
                 raise PermissionDenied("only a trusted caller (service, admin) may choose the game id")
@@ -400,6 +403,8 @@ class RulesApplication:
             "t": self._now_ms(),
             **resume,
         }
+        if online:
+            record["online"] = True
         if clock is not None:
             settings = kitclock.validate(
                 clock.turn_seconds,

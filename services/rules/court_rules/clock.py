@@ -79,9 +79,11 @@ class SeatState:
 Clock = tuple[SeatState, ...]
 
 
-def opening(settings: Settings, seats: int, to_act: Sequence[int], t: int) -> Clock:
+def opening(
+    settings: Settings, seats: int, to_act: Sequence[int], t: int, humans: Sequence[int] | None = None
+) -> Clock:
     empty = SeatState(settings.bank_ms)
-    return _turns(settings, tuple(empty for _ in range(seats)), (), to_act, 0, t, None, None)
+    return _turns(settings, tuple(empty for _ in range(seats)), (), to_act, 0, t, None, None, None, humans)
 
 
 def advance(
@@ -94,6 +96,7 @@ def advance(
     seat: int,
     kind: str,
     recorded: dict[int, int] | None = None,
+    humans: Sequence[int] | None = None,
 ) -> tuple[Clock, list[str]]:
     """The clock after record ``seq`` (time ``t``, by/for ``seat``, of ``kind``), and the seat
     events it implies, in order: ``"SeatReturned"`` (before the move), ``"SeatAway"`` (after)."""
@@ -127,7 +130,7 @@ def advance(
     out = list(clock)
     out[seat] = s
     acted = seat if kind in (MOVE, TIMEOUT, AWAY_PLAY) else None
-    return _turns(settings, tuple(out), prev_to_act, to_act, seq, t, acted, restart, recorded), notes
+    return _turns(settings, tuple(out), prev_to_act, to_act, seq, t, acted, restart, recorded, humans), notes
 
 
 def _turns(
@@ -140,9 +143,12 @@ def _turns(
     acted: int | None,
     restart: int | None,
     recorded: dict[int, int] | None = None,
+    humans: Sequence[int] | None = None,
 ) -> Clock:
     """Turn starts and ends: a seat to act now that was not (or that just acted, or came back)
-    starts a turn at this record; a seat no longer to act has none."""
+    starts a turn at this record; a seat no longer to act has none. Only the seats of ``humans``
+    (every seat when None) get a deadline: a bot seat has no clock (the bot service plays it, and
+    nothing would happen at its deadline), so none is recorded, shown or sent for it."""
     out = list(clock)
     now = set(to_act)
     for i, s in enumerate(out):
@@ -152,9 +158,10 @@ def _turns(
             continue
         if i in prev and i != acted and i != restart and s.turn_seq >= 0:
             continue  # still to act: the same turn (a simultaneous phase)
-        deadline = t + settings.turn_ms + s.bank_ms if settings.on else None
-        if recorded is not None and i in recorded:
-            deadline = recorded[i]  # the log is the authority
+        clocked = settings.on and (humans is None or i in humans)
+        deadline = t + settings.turn_ms + s.bank_ms if clocked else None
+        if clocked and recorded is not None and i in recorded:
+            deadline = recorded[i]  # the log is the authority (older logs recorded bot seats' too)
         out[i] = SeatState(s.bank_ms, seq, t, deadline, s.timeouts, s.away_since)
     return tuple(out)
 

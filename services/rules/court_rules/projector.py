@@ -196,6 +196,8 @@ class Projector:
             pos = await self._position(rec.game, gid)
             if pos is not None and pos.log_sseq >= log_sseq:
                 SKIPPED.inc()
+                if krec.moves_points(rec):  # its point record may not have been stored: again
+                    await self._points(rec, krec.redact(rec).SerializeToString())
                 if rec.finished:
                     await self._archive(rec.game, gid)
                 return False
@@ -232,9 +234,32 @@ class Projector:
                 PROJECTED.inc()
                 self.projected += 1
                 LAG.observe(max(0.0, time.time() - krec.time_ms(rec) / 1000))
+            if krec.moves_points(rec):
+                await self._points(rec, data)
             if rec.finished:
                 await self._archive(rec.game, gid)
             return True
+
+    async def _points(self, rec: records_pb2.Record, data: bytes) -> None:
+        """The record's copy on its game's points subject (``court_kit.records.points_subject``),
+        after its public record and before the log message is acknowledged: a projector dying in
+        between leaves the message to be delivered again, which finds the record public and
+        publishes this again (``Nats-Msg-Id`` de-duplicates; a later repeat changes nothing in
+        ranking, whose every effect is keyed)."""
+        headers = {
+            krec.MSG_ID_HEADER: krec.points_msg_id(rec.game_id, rec.seq),
+            krec.SEQ_HEADER: str(rec.seq),
+        }
+        fut = None
+        try:
+            fut = await self.store.publisher.publish(
+                krec.points_subject(rec.game, rec.game_id), data, headers
+            )
+            await asyncio.wait_for(fut, self.store.timeout)
+        except (APIError, TimeoutError, nats.errors.Error) as exc:
+            if fut is not None:
+                self.store.publisher.forget([fut])
+            raise Unavailable(f"publishing the points of {rec.game_id}-{rec.seq}: {exc}") from exc
 
     async def _fill(self, game: str, game_id: str, pos: Position | None, upto_log_sseq: int) -> None:
         """Publish the records between the game's last public one and log sequence ``upto``."""

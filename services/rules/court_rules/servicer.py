@@ -19,7 +19,7 @@ from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 
 from . import clock as kclock
 from .application import ClockRequest, Position, RulesApplication, Submitted
-from .views import game_view, result_proto
+from .views import game_update, game_view, result_proto
 
 
 def _seat(request: Any) -> int | None:
@@ -47,6 +47,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             seed=int(request.seed) if request.HasField("seed") else None,
             game_id=request.game_id,
             resume_from=request.resume_from,
+            online=request.online,
             clock=(
                 ClockRequest(c.turn_seconds, c.time_bank_seconds, c.autoplay_level, c.abandon_after_seconds)
                 if request.HasField("clock")
@@ -110,12 +111,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         follow = self.app.watch(current_identity(), request.game_id, _seat(request), after)
         async with contextlib.aclosing(follow) as positions:
             async for p in positions:
-                update = rules_pb2.GameUpdate(seq=p.seq, view=self._view(p))
-                if p.events is not None:
-                    update.events.extend(
-                        [typed.event_for_seat_to_proto(p.entry.game, e, p.seat) for e in p.events]
-                    )
-                yield update
+                yield game_update(p.entry, self.codec, p.state, p.seq, p.seat, p.events)
 
     async def CloseGame(
         self, request: rules_pb2.CloseGameRequest, context: Any

@@ -120,7 +120,11 @@ class GameStore:
         ]
         return [
             *logs,
-            cfg(EVENTS_STREAM, [EVENTS_PREFIX + "*.*"], "Court public game records (court.events.v2)"),
+            cfg(
+                EVENTS_STREAM,
+                [EVENTS_PREFIX + "*.*", krec.points_subjects()],
+                "Court public game records (court.events.v2)",
+            ),
             cfg(ARCHIVE_STREAM, [ARCHIVE_PREFIX + "*"], "Court finished games, one message each"),
         ]
 
