@@ -200,9 +200,11 @@ async def test_games_finished_after_the_dump_are_settled_again_by_the_runbooks_r
     tmp_path, split_databases
 ):
     """deploy/README.md, "Restore the database", step 6: a game that was running when the dump was
-    taken and finished after it is missing from the restored ledger; deleting the ranking durable
-    consumer before the writers start again makes ranking re-apply every event the stream holds,
-    which settles that game and applies nothing twice for the games already in the dump."""
+    taken and finished after it is missing from the restored ledger (active, its payout not there).
+    The restored ranking's settle sweep, which runs at start-up, reads that game's events back from
+    the stream and settles it on its own; the replay of step 6 (the ranking durable consumer
+    deleted, every event the stream holds applied again) then applies nothing twice. After each,
+    every balance and ledger is what it was before the loss and the audit passes."""
     from court_lobby.app import LobbyApp
     from court_ranking.app import RankingApp
     from court_ranking.consumer import DURABLE
@@ -258,15 +260,28 @@ async def test_games_finished_after_the_dump_are_settled_again_by_the_runbooks_r
             stack.lobby_channel = stack.channel(stack.lobby.address)
             stack.ranking_channel = stack.channel(stack.ranking.address)
 
-        # Without step 6: on v2 the ranking service may settle the late game by itself (a game it
-        # meets again is backfilled from its public records) or leave it for step 6; either way
-        # the restored ledger never holds an entry twice, and the game settled before the dump is.
+        # What the dump holds: the late game registered and active, its payout missing.
+        import court_store
+        from court_ranking.store import RankingStore
+
+        engine = court_store.make_engine(stack.settings("ranking").database_url)
+        try:
+            dumped = RankingStore(engine)
+            assert dumped.game_status(done_before) == "finished"
+            assert dumped.game_status(after_dump) == "active", "the dump predates the late game's end"
+        finally:
+            engine.dispose()
+
+        # Step 5 without step 6: the settle sweep run at start-up settles the late game from the
+        # events the stream still holds; the restored ledger is the truth, no entry twice.
         await writers_again()
-        assert stack.ranking.store.game_status(done_before) == "finished"
+        await stack.wait_ranked(
+            lambda st: st.game_status(after_dump) == "finished", "the start-up sweep to settle it"
+        )
         restored = await snapshot(stack, ["Ann", "Bob", "Cy"])
         for n in ("Ann", "Bob", "Cy"):
             assert len(restored[n]["ledger"]) == len(set(restored[n]["ledger"])), f"{n}: an entry twice"
-            assert set(restored[n]["ledger"]) <= set(truth[n]["ledger"]), f"{n}: an entry the truth lacks"
+        assert restored == truth, "the sweep settled the late game as it was settled before the loss"
 
         # Step 6, as written: stop ranking, delete its durable consumer, start it again.
         await stack.ranking.stop(0)
@@ -276,9 +291,6 @@ async def test_games_finished_after_the_dump_are_settled_again_by_the_runbooks_r
         js = stack.rules.nc.jetstream()
         await js.delete_consumer(EVENTS_STREAM, DURABLE)
         await writers_again()
-        await stack.wait_ranked(
-            lambda st: st.game_status(after_dump) == "finished", "the replay to settle it"
-        )
         info = None
         for _ in range(600):  # until every event the stream holds is applied and acknowledged
             info = await js.consumer_info(EVENTS_STREAM, DURABLE)
@@ -287,7 +299,7 @@ async def test_games_finished_after_the_dump_are_settled_again_by_the_runbooks_r
             await asyncio.sleep(0.1)  # JetStream has no "drained" notification for a pull consumer
         assert info is not None and info.num_pending == 0 and info.num_ack_pending == 0, info
         replayed = await snapshot(stack, ["Ann", "Bob", "Cy"])
-        assert replayed == truth, "the replay settled the late game and paid nothing twice"
+        assert replayed == truth, "the replay of every event the stream holds paid nothing twice"
         audit = await stack.audit()
         assert not audit.violations, audit
     finally:

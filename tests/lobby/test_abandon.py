@@ -174,3 +174,63 @@ async def test_duplicates_of_the_last_ask_overtaken_by_the_sweep_all_get_its_one
 
 async def _is(stack: Stack, lobby_id: str, status: str) -> bool:
     return await _status(stack, lobby_id) == status
+
+
+async def test_two_replicas_sweeping_abandon_a_game_once(stack: Stack):
+    """Two lobby replicas, both sweeping every 0.5 s, find the same abandon under way (every person
+    asked; the last ask's own attempt did not get through). The replica whose sweep takes the
+    lobby's lease abandons it; the other's sweeps, run again and again while the first is held
+    inside its CloseGame, pass the game by: one CloseGame, one refund, in all."""
+    from court_lobby.app import LobbyApp
+
+    players, lid = await full_table(stack)
+    gid = (await players[0].start(lid)).game_id
+    second = await LobbyApp.start(stack.settings("lobby"))
+    try:
+        replicas = {"first": stack.lobby, "second": second}
+        closes: list[str] = []
+        sweeps = dict.fromkeys(replicas, 0)
+        held, go = asyncio.Event(), asyncio.Event()
+        for name, app in replicas.items():
+            close, sweep = app.backends.close_game, app.application.finish_abandons
+
+            async def counted_close(game_id: str, reason: str, name: str = name, close: Any = close) -> Any:
+                closes.append(name)
+                if not held.is_set():  # the first sweep to get here holds, inside the abandon
+                    held.set()
+                    await go.wait()
+                return await close(game_id, reason)
+
+            async def counted_sweep(name: str = name, sweep: Any = sweep) -> int:
+                sweeps[name] += 1
+                return int(await sweep())
+
+            app.backends.close_game = counted_close  # type: ignore[method-assign]
+            app.application.finish_abandons = counted_sweep  # type: ignore[method-assign]
+        # every person asked, the abandon not done: what a last ask leaves when the rules service
+        # was away (tests above); from here on it is the sweeps' work
+        for p in players:
+            await asyncio.to_thread(stack.lobby.store.ask_abandon, lid, p.id)
+        await asyncio.wait_for(held.wait(), 30)
+        holder = closes[0]
+        other = "second" if holder == "first" else "first"
+        seen = sweeps[other]
+        await eventually(lambda: _after(sweeps, other, seen + 3), "the other replica sweeping on")
+        assert closes == [holder], "the other replica's sweeps passed the leased game by"
+        assert await _status(stack, lid) == "started"
+        go.set()
+        await eventually(lambda: _is(stack, lid, "abandoned"), "the holding sweep finishing it")
+        done = dict(sweeps)
+        await eventually(lambda: _after(sweeps, "first", done["first"] + 2), "more sweeps")
+        await eventually(lambda: _after(sweeps, "second", done["second"] + 2), "more sweeps")
+        assert closes == [holder], "one CloseGame in all"
+        assert await balances(players) == [1000] * 3
+        refunds = [e for e in await _entries(stack, gid) if e.reason == "ante_refunded"]
+        assert len(refunds) == 3, "every ante refunded once"
+        await clean_audit(stack)
+    finally:
+        await second.stop(0)
+
+
+async def _after(counts: dict[str, int], name: str, n: int) -> bool:
+    return counts[name] >= n

@@ -14,7 +14,9 @@ finished or abandoned games older than COURT_FINISHED_LOBBY_TTL (default 30 days
 Turn clock (docs/clock.md): every COURT_ABANDON_SWEEP seconds (default 30) the lobby abandons the
 started games whose every person's seat has been away for the lobby's abandon_after_seconds, and
 finishes every abandon a backend was away for (every person asked AbandonGame: the game is closed
-in the rules service, then every ante refunded, then the lobby marked abandoned).
+in the rules service, then every ante refunded, then the lobby marked abandoned). Every replica
+sweeps; each game is abandoned by one, under the lobby row's lease (COURT_ABANDON_LEASE seconds,
+default 60), the others pass it by.
 
 The schema is migrated at start (Alembic; ``migrate`` runs only that) unless
 COURT_MIGRATE_ON_START=false, which only checks it is current (deploy/ migrates in a Job).
@@ -112,7 +114,9 @@ class LobbyApp:
                 sweep=settings.extra_float("START_SWEEP", 10.0, lo=0.05),
                 faults=faults,
             )
-            application = LobbyApplication(store, backends, starter)
+            application = LobbyApplication(
+                store, backends, starter, abandon_lease=settings.extra_float("ABANDON_LEASE", 60.0, lo=0.1)
+            )
             servicer = LobbyServicer(application, tokens, LoginLimits.from_settings(settings))
             server, port, health = await start_server(
                 settings,

@@ -125,10 +125,13 @@ def check_online(me: Account, online: bool) -> None:
 
 
 class LobbyApplication:
-    def __init__(self, store: LobbyStore, backends: Backends, starter: Starter):
+    def __init__(
+        self, store: LobbyStore, backends: Backends, starter: Starter, *, abandon_lease: float = 60.0
+    ):
         self.store = store
         self.backends = backends
         self.starter = starter
+        self.abandon_lease = abandon_lease  # COURT_ABANDON_LEASE: seconds a replica's sweep holds a game
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         return await asyncio.to_thread(fn, *args, **kwargs)
@@ -423,14 +426,28 @@ class LobbyApplication:
         log.info("game abandoned", game_id=info.game_id, why=why)
         return done
 
+    async def _sweep_abandon(self, info: LobbyInfo, why: str) -> bool:
+        """The abandon sweep's abandon of ``info``, under the lobby row's lease (the start saga's,
+        ``lease_started``: this replica's name, ``abandon_lease`` seconds), so of the replicas whose
+        sweeps find the game at once one abandons it and the others pass it by. False: another
+        replica holds it, or it is no longer started. Every step is keyed as well (``_abandon``): a
+        replica that outlives its lease repeats nothing that changes anything."""
+        owner = self.starter.owner
+        if not await self._run(self.store.lease_started, info.id, owner, self.abandon_lease):
+            return False
+        try:
+            await self._abandon(info, None, why)
+        finally:
+            await self._run(self.store.release_lease, info.id, owner)
+        return True
+
     async def finish_abandons(self) -> int:
         """Finish every abandon whose closing or refund did not go through (a backend away when the
         last person asked): started lobbies every person of which asked. Returns how many ended."""
         n = 0
         for info in await self._run(self.store.abandoning):
             try:
-                await self._abandon(info, None, "every person at the table asked")
-                n += 1
+                n += await self._sweep_abandon(info, "every person at the table asked")
             except (Aborted, FailedPrecondition):
                 continue  # abandoned by another replica meanwhile, or the game had ended
             except ServiceError as exc:
@@ -461,8 +478,7 @@ class LobbyApplication:
                         or view.abandon_at.ToMilliseconds() > now_ms
                     ):
                         continue
-                    await self._abandon(info, None, "every person's seat was away for the abandon time")
-                    n += 1
+                    n += await self._sweep_abandon(info, "every person's seat was away for the abandon time")
                 except (Aborted, FailedPrecondition):
                     continue  # finished or abandoned meanwhile
                 except ServiceError as exc:

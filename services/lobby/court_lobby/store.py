@@ -586,20 +586,23 @@ class LobbyStore:
             s.flush()
             return self._info(s, _row(s, lobby_id))  # answered when the saga ends
 
-    # the saga's lease: one driver at a time, taken over once it expires
+    # the lobby row's lease: one driver at a time (the start saga while the lobby is starting, the
+    # abandon sweep while it is started), taken over once it expires
 
     @staticmethod
-    def _claim_lease(s: Session, lobby_id: str, owner: str, ttl: float, *, take_free: bool) -> bool:
-        """Lease the starting lobby to ``owner`` for ``ttl`` seconds from now, in ``s``'s transaction:
-        when ``owner`` holds it already, or (``take_free``) nobody does or its lease expired. One
-        conditional UPDATE, so of two replicas claiming at once exactly one gets it."""
+    def _claim_lease(
+        s: Session, lobby_id: str, owner: str, ttl: float, *, take_free: bool, status: str = STARTING
+    ) -> bool:
+        """Lease the lobby, while it is in ``status``, to ``owner`` for ``ttl`` seconds from now, in
+        ``s``'s transaction: when ``owner`` holds it already, or (``take_free``) nobody does or its
+        lease expired. One conditional UPDATE, so of two replicas claiming at once exactly one gets it."""
         now = utcnow()
         held = col(Lobby.lease_owner) == owner
         if take_free:
             held = (col(Lobby.lease_until).is_(None)) | (col(Lobby.lease_until) < now) | held
         done = s.execute(
             update(Lobby)
-            .where(col(Lobby.id) == lobby_id, col(Lobby.status) == STARTING, held)
+            .where(col(Lobby.id) == lobby_id, col(Lobby.status) == status, held)
             .values(lease_owner=owner, lease_until=now + timedelta(seconds=ttl))
         )
         return changed(done) == 1
@@ -619,6 +622,12 @@ class LobbyStore:
             if not self._claim_lease(s, lobby_id, owner, ttl, take_free=False):
                 return None
             return s.exec(select(col(Lobby.start_error)).where(col(Lobby.id) == lobby_id)).one() or ""
+
+    def lease_started(self, lobby_id: str, owner: str, ttl: float) -> bool:
+        """Lease the started lobby to ``owner`` for ``ttl`` seconds (the abandon sweep: one replica
+        abandons a game at a time); False when it is no longer started or another replica holds it."""
+        with self.session() as s, s.begin():
+            return self._claim_lease(s, lobby_id, owner, ttl, take_free=True, status=STARTED)
 
     def release_lease(self, lobby_id: str, owner: str) -> None:
         with self.session() as s, s.begin():
