@@ -11,6 +11,13 @@ and so inside each module, stays the collection order; no test depends on anothe
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
+
+# No property test fails for taking long: Hypothesis's default deadline (200 ms per example) is a
+# timed assertion, and on a shared, loaded 2-core machine an example took 291 ms (DeadlineExceeded,
+# then FlakyFailure). Speed is measured by make bench, never by tests.
+settings.register_profile("court", deadline=None)
+settings.load_profile("court")
 
 FIRST = ("tests/chaos/",)
 
