@@ -13,6 +13,9 @@ import shutil
 import sys
 from pathlib import Path
 
+# The file `court stack up` writes under the state folder (addresses, process ids): how a client finds it.
+STACK_FILE = "stack.json"
+
 # The registry's names (court_games.registry.GAME_NAMES; tests/cli/test_catalog.py keeps them equal).
 GAME_NAMES: tuple[str, ...] = ("queens_court", "hearts", "the_court", "court_wars")
 GAME_TITLES = {
