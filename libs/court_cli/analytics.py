@@ -3,9 +3,11 @@
 Every figure is one SQL query in ``QUERIES`` (also in docs/analytics.md), run over views named
 after the lake's tables (``games``, ``moves``, ``events_<Type>``), each
 ``read_parquet('<lake>/<table>/**/*.parquet', hive_partitioning = true, union_by_name = true)``,
-filtered to games started at or after ``--since``. Plots are inline SVG (bars and histograms,
-each bar with its <title>); one inline script (no CDN, nothing fetched, so the page opens offline)
-adds a readout of the bar pointed at or focused, a filter by game kind and sortable tables.
+filtered to games started at or after ``--since``. The page is static HTML with no script: plots
+are inline SVG (bars and histograms, each bar with its <title> tooltip and its value and 95%
+interval written beside it), the filter by game kind is radio buttons and CSS, and nothing is
+fetched, so the page opens offline. People are shown by display name, looked up through the lobby's
+public ``GetAccount`` when the report is made (``--names``); the lake holds player ids only.
 """
 
 from __future__ import annotations
@@ -20,22 +22,21 @@ from typing import Annotated, Any
 
 import typer
 
-from .catalog import COURT_TARGETS
-
 # Views derived from the lake's tables, made after them (documented with the queries).
 # qc_round_points: each Queen's Court round's rank points per person seat, from the public
 # RoundEnded (winners, starter) and the game's seats, by docs/rules/queens_court.md ("Rank points",
 # "Bots and rank points (ours)"): every person who did not win pays 100; the people among the
 # winners share what the people paid, rounding down, the remainder to the first of them clockwise
 # after the starter; a round nobody won moves nothing; bots hold no points (so when only bots won,
-# what the people paid leaves play). These are exactly the ranking service's `round` ledger entries
-# of an online game.
+# what the people paid leaves play). Online games only (GameCreated.online: the lobby started them
+# and registered them with the ranking service); local play moves no points. These are exactly the
+# ranking service's `round` ledger entries.
 VIEWS: dict[str, str] = {
     "qc_round_points": """
 WITH r AS (
   SELECT e.game_id, CAST(e.p_round AS BIGINT) AS round, CAST(e.p_starter AS BIGINT) AS starter,
          CAST(e.p_winners AS BIGINT[]) AS winners, g.seats, len(g.seats) AS n
-  FROM events_RoundEnded e JOIN games g USING (game_id) WHERE e.game = 'queens_court'
+  FROM events_RoundEnded e JOIN games g USING (game_id) WHERE e.game = 'queens_court' AND g.online
 ), p AS (
   SELECT *, list_filter(range(n), lambda s: NOT starts_with(seats[s + 1], 'bot:')) AS people FROM r
 ), q AS (
@@ -119,14 +120,14 @@ FROM (SELECT unnest(CAST(p_winners AS BIGINT[])) AS seat, len(CAST(p_winners AS 
 GROUP BY seat ORDER BY seat""",
     ),
     "qc_rank_points": (
-        "Queen's Court: rank points the rounds moved, per game and person",
+        "Queen's Court: rank points the rounds of online games moved, per game and person",
         """
 SELECT game_id, player_id, count(*) AS rounds, sum(points) AS points,
        -sum(points) FILTER (WHERE points < 0) AS paid, sum(points) FILTER (WHERE points > 0) AS received
 FROM qc_round_points GROUP BY ALL ORDER BY game_id, player_id""",
     ),
     "qc_rank_points_by_player": (
-        "Queen's Court: net rank points from rounds, by person",
+        "Queen's Court: net rank points from the rounds of online games, by person",
         """
 SELECT player_id, count(DISTINCT game_id) AS games, sum(points) AS points
 FROM qc_round_points GROUP BY player_id ORDER BY points DESC, player_id""",
@@ -156,10 +157,8 @@ SELECT mode, any_value(target) AS target, CAST(floor(score / 10) * 10 AS BIGINT)
 FROM s GROUP BY mode, score_from ORDER BY mode, score_from""",
     ),
     "court_target": (
-        "The Court: games that reached the target, by mode (the engine's result: "
-        f"solitaire {COURT_TARGETS['solitaire']}, Free Gift {COURT_TARGETS['free_gift']}, "
-        f"Mutual Swap {COURT_TARGETS['mutual_swap']}, Burn {COURT_TARGETS['burn']} combined; "
-        "shared deck has none)",
+        "The Court: games that reached the target, by mode (each game's target as its rules set it, "
+        "from its result; shared deck has none)",
         """
 SELECT coalesce(json_extract_string(options, '$.mode'), 'solitaire') AS mode,
        any_value(CAST(json_extract(result, '$.target') AS BIGINT)) AS target, count(*) AS games,
@@ -193,8 +192,12 @@ def connect(lake: Path, since: datetime | None = None) -> Any:
             # written before it existed hold finished games only
             cols = {r[0] for r in db.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
             status = "" if "status" in cols else ", 'finished' AS status"
+            # online (GameCreated.online): files written before it existed do not say; their games
+            # count as local (NULL: no rank points counted)
+            online = "" if "online" in cols else ", NULL::BOOLEAN AS online"
             db.execute(
-                f"CREATE VIEW games AS SELECT *{status} FROM {src} WHERE started_at >= TIMESTAMPTZ '{floor}'"
+                f"CREATE VIEW games AS SELECT *{status}{online} FROM {src} "
+                f"WHERE started_at >= TIMESTAMPTZ '{floor}'"
             )
         else:
             db.execute(
@@ -248,8 +251,9 @@ FIGURE_GAME: dict[str, str] = {
 
 @dataclass
 class Bar:
-    """One bar: what the readout and the tooltip say about it. ``ci``: a 95% interval (on the
-    bar's own scale); ``game``: the game kind the page's filter matches it to (None: every kind)."""
+    """One bar: its label and value, and what its tooltip and the text beside it say. ``ci``: a 95%
+    interval (on the bar's own scale); ``game``: the game kind the page's filter matches it to (None:
+    every kind)."""
 
     label: str
     value: float
@@ -266,18 +270,20 @@ class Bar:
         """The interval as the page shows it ("" when the bar has none)."""
         return "" if self.ci is None else f"{self.shown(self.ci[0])}..{self.shown(self.ci[1])}"
 
+    def beside(self) -> str:
+        """The text written beside the bar: its value, and its interval when it has one."""
+        return self.shown() + (f" (95% CI {self.ci_text()})" if self.ci is not None else "")
+
     def attrs(self) -> str:
-        """The data attributes the page's script reads (and the <title> that reads without it)."""
+        """Its figures as data attributes (for tools reading the page), and its game for the filter."""
         return (
-            f'class="bar" tabindex="0" data-label="{html.escape(self.label)}" '
-            f'data-value="{html.escape(self.shown())}" data-ci="{html.escape(self.ci_text())}" '
-            f'data-tip="{html.escape(self.tip)}"'
+            f'class="bar" data-label="{html.escape(self.label)}" data-value="{html.escape(self.shown())}" '
+            f'data-ci="{html.escape(self.ci_text())}" data-tip="{html.escape(self.tip)}"'
             + ("" if self.game is None else f' data-game="{html.escape(self.game)}"')
         )
 
     def title(self) -> str:
-        ci = f" (95% CI {self.ci_text()})" if self.ci is not None else ""
-        return html.escape(f"{self.label}: {self.shown()}{ci}{'; ' + self.tip if self.tip else ''}")
+        return html.escape(f"{self.label}: {self.beside()}{'; ' + self.tip if self.tip else ''}")
 
 
 def _rate(label: str, wins: int, n: int, what: str, game: str | None = None) -> Bar:
@@ -285,21 +291,20 @@ def _rate(label: str, wins: int, n: int, what: str, game: str | None = None) -> 
 
 
 def _bars(items: list[Bar], *, rate: bool = False) -> str:
-    """Horizontal bars as inline SVG, one <g> per bar at translate(0, row * i) (the script moves the
-    shown ones up when the game filter hides some); whiskers for the bars' intervals."""
+    """Horizontal bars, one small inline SVG a row (so a row the game filter hides takes no room):
+    the label, the bar, a whisker for its interval, and its value and interval written beside it."""
     if not items:
         return "<p><em>no data yet</em></p>"
     top = 1.0 if rate else max(abs(b.value) for b in items) or 1.0
-    w, label_w, row = 640, 220, 22
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" data-layout="rows" data-row="{row}" '
-        f'width="{w + label_w + 80}" height="{row * len(items) + 10}" role="img">'
-    ]
-    for i, b in enumerate(items):
+    w, label_w, row, text_w = 520, 220, 22, 230
+    parts = ['<div class="bars">']
+    for b in items:
         bw = max(1.0, abs(b.value) / top * w)
         colour = "#b5534a" if b.value < 0 else "#4a7ab5"  # negative amounts (points lost) in red
         parts.append(
-            f'<g {b.attrs()} transform="translate(0,{5 + i * row})"><title>{b.title()}</title>'
+            f'<div {b.attrs()}><svg xmlns="http://www.w3.org/2000/svg" '
+            f'width="{label_w + w + text_w}" height="{row}" role="img" aria-label="{b.title()}">'
+            f"<title>{b.title()}</title>"
             f'<text x="{label_w - 6}" y="15" text-anchor="end" font-size="12">{html.escape(b.label)}</text>'
             f'<rect x="{label_w}" y="3" width="{bw:.1f}" height="{row - 6}" fill="{colour}"/>'
         )
@@ -309,10 +314,11 @@ def _bars(items: list[Bar], *, rate: bool = False) -> str:
                 f'<line x1="{label_w + lo / top * w:.1f}" x2="{label_w + hi / top * w:.1f}" y1="{row / 2}" '
                 f'y2="{row / 2}" stroke="#222" stroke-width="2"/>'
             )
+        end = max(bw, (b.ci[1] / top * w) if b.ci is not None else 0.0)  # past the whisker too
         parts.append(
-            f'<text x="{label_w + bw + 6}" y="15" font-size="12">{html.escape(b.shown())}</text></g>'
+            f'<text x="{label_w + end + 6:.1f}" y="15" font-size="12">{html.escape(b.beside())}</text></svg></div>'
         )
-    parts.append("</svg>")
+    parts.append("</div>")
     return "".join(parts)
 
 
@@ -325,7 +331,7 @@ def _columns(items: list[Bar], *, marker: tuple[float, str] | None = None, capti
     w, h, left, bottom = 760, 160, 40, 36
     cw = w / len(items)
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" data-layout="columns" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="plot" '
         f'width="{left + w + 20}" height="{h + bottom + 18}" role="img">'
     ]
     if caption:
@@ -354,20 +360,17 @@ def _columns(items: list[Bar], *, marker: tuple[float, str] | None = None, capti
 
 
 def _table(rows: list[dict[str, Any]]) -> str:
-    """A table the page's script sorts by a click on a header (numbers as numbers); rows with a
-    ``game`` column carry it for the game filter."""
+    """A table in the query's order; rows with a ``game`` column carry it for the game filter."""
     if not rows:
         return ""
-    head = "".join(
-        f'<th scope="col" tabindex="0" aria-sort="none">{html.escape(str(k))}</th>' for k in rows[0]
-    )
+    head = "".join(f'<th scope="col">{html.escape(str(k))}</th>' for k in rows[0])
     body = "".join(
         (f'<tr data-game="{html.escape(str(r["game"]))}">' if "game" in r else "<tr>")
         + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in r.values())
         + "</tr>"
         for r in rows
     )
-    return f'<table class="sortable"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _fmt(v: Any) -> str:
@@ -407,8 +410,34 @@ def _court_plot(rows: list[dict[str, Any]]) -> str:
     return "".join(out)
 
 
-def _figure(name: str, data: dict[str, list[dict[str, Any]]]) -> str:
+def _named(rows: list[dict[str, Any]], names: dict[str, str]) -> list[dict[str, Any]]:
+    """Rows with a ``player`` column (the display name; the id where none was found) before
+    ``player_id``."""
+    out = []
+    for r in rows:
+        row: dict[str, Any] = {}
+        for k, v in r.items():
+            if k == "player_id":
+                row["player"] = names.get(v, v)
+            row[k] = v
+        out.append(row)
+    return out
+
+
+def court_targets(rows: list[dict[str, Any]]) -> str:
+    """The Court's targets by mode as the games' own results give them (the engine's rules per mode,
+    docs/rules/the_court.md), e.g. "solitaire 56, free_gift 86"; "" when no game has one."""
+    return ", ".join(f"{r['mode']} {r['target']}" for r in rows if r["target"] is not None)
+
+
+def _figure(name: str, data: dict[str, list[dict[str, Any]]], names: dict[str, str] | None = None) -> str:
     rows = data[name]
+    names = names or {}
+    title, sql = QUERIES[name]
+    if name in ("qc_rank_points", "qc_rank_points_by_player"):
+        rows = _named(rows, names)
+    if name == "court_target" and court_targets(rows):
+        title += f"; targets in these games: {court_targets(rows)}"
     if name == "games_per_hour":
         plot = _bars([Bar(f"{r['hour']} {r['game']}", r["games"], "games", game=r["game"]) for r in rows])
     elif name == "length":
@@ -485,7 +514,9 @@ def _figure(name: str, data: dict[str, list[dict[str, Any]]]) -> str:
         )
         rows = []  # the table is in the details above
     elif name == "qc_rank_points_by_player":
-        plot = _bars([Bar(r["player_id"], r["points"], f"over {r['games']} games") for r in rows[:40]])
+        plot = _bars(
+            [Bar(r["player"], r["points"], f"{r['player_id']}, over {r['games']} games") for r in rows[:40]]
+        )
     elif name == "cw_eliminations":
         plot = _bars([Bar(f"moves {r['from_move']}+", r["eliminations"], "eliminations") for r in rows])
     elif name == "court_scores":
@@ -501,109 +532,122 @@ def _figure(name: str, data: dict[str, list[dict[str, Any]]]) -> str:
         )
     else:
         plot = ""
-    title, sql = QUERIES[name]
     game = FIGURE_GAME.get(name, "")
     return (
         f'<section class="figure" id="{name}" data-figure="{name}" data-game="{game}">'
-        f'<h2>{html.escape(title)}</h2>{plot}<p class="readout" aria-live="polite">'
-        "Point at or tab to a bar for its figures.</p>"
+        f"<h2>{html.escape(title)}</h2>{plot}"
         f"{_table(rows)}<details><summary>SQL</summary><pre>{html.escape(sql.strip())}</pre></details></section>"
     )
 
 
-# The page's one script, inline (nothing to fetch): the hover/focus readout, the game filter, and
-# sortable tables. Without it the page still reads: every bar has its <title>, every table its rows.
-SCRIPT = """
-(function () {
-  "use strict";
-  function readout(bar) {
-    var sec = bar.closest("section.figure"), out = sec && sec.querySelector(".readout");
-    if (!out) return;
-    var d = bar.dataset, text = d.label + ": " + d.value;
-    if (d.ci) text += " (95% CI " + d.ci + ")";
-    if (d.tip) text += "; " + d.tip;
-    out.textContent = text;
-  }
-  function onBar(ev) {
-    var bar = ev.target.closest && ev.target.closest("g.bar");
-    if (bar) readout(bar);
-  }
-  document.addEventListener("pointerover", onBar);
-  document.addEventListener("focusin", onBar);
-
-  function relayout(svg) {
-    if (svg.dataset.layout !== "rows") return;
-    var row = Number(svg.dataset.row), k = 0;
-    svg.querySelectorAll("g.bar").forEach(function (g) {
-      if (g.style.display === "none") return;
-      g.setAttribute("transform", "translate(0," + (5 + k * row) + ")");
-      k += 1;
-    });
-    svg.setAttribute("height", String(row * k + 10));
-  }
-  function filter(game) {
-    document.querySelectorAll("section.figure").forEach(function (sec) {
-      var own = sec.dataset.game;
-      sec.hidden = Boolean(game && own && own !== game);
-      sec.querySelectorAll("[data-game]").forEach(function (el) {
-        el.style.display = game && el.dataset.game !== game ? "none" : "";
-      });
-      sec.querySelectorAll("svg.plot").forEach(relayout);
-    });
-  }
-  var select = document.getElementById("game-filter");
-  if (select) select.addEventListener("change", function () { filter(select.value); });
-
-  function key(cell) {
-    var t = cell.textContent.trim(), n = Number(t);
-    return t !== "" && isFinite(n) ? { num: true, v: n } : { num: false, v: t };
-  }
-  function sortBy(th) {
-    var table = th.closest("table"), body = table.tBodies[0], col = th.cellIndex;
-    var up = th.getAttribute("aria-sort") !== "ascending";
-    table.querySelectorAll("th").forEach(function (h) { h.setAttribute("aria-sort", "none"); });
-    th.setAttribute("aria-sort", up ? "ascending" : "descending");
-    var rows = Array.prototype.slice.call(body.rows);
-    rows.sort(function (a, b) {
-      var x = key(a.cells[col]), y = key(b.cells[col]), c;
-      if (x.num && y.num) c = x.v - y.v;
-      else if (x.num !== y.num) c = x.num ? -1 : 1;
-      else c = x.v < y.v ? -1 : x.v > y.v ? 1 : 0;
-      return up ? c : -c;
-    });
-    rows.forEach(function (r) { body.appendChild(r); });
-  }
-  document.querySelectorAll("table.sortable th").forEach(function (th) {
-    th.addEventListener("click", function () { sortBy(th); });
-    th.addEventListener("keydown", function (ev) {
-      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); sortBy(th); }
-    });
-  });
-})();
-"""
+def _filter_css(kinds: list[str]) -> str:
+    """The game filter without a script: one radio button a kind, before ``main``; when one is
+    checked, figures of another game and other games' rows and bars hide, and its label is bold."""
+    rules = []
+    for i, k in enumerate(kinds, start=1):
+        q = html.escape(k)
+        rules.append(
+            f'#show-{i}:checked~main section.figure:not([data-game=""]):not([data-game="{q}"]),'
+            f'#show-{i}:checked~main section.figure [data-game]:not([data-game="{q}"]){{display:none}}'
+            f'#show-{i}:checked~#controls label[for="show-{i}"]{{font-weight:bold}}'
+            f'#show-{i}:focus-visible~#controls label[for="show-{i}"]{{outline:2px solid #222}}'
+        )
+    rules.append(
+        '#show-0:checked~#controls label[for="show-0"]{font-weight:bold}'
+        '#show-0:focus-visible~#controls label[for="show-0"]{outline:2px solid #222}'
+    )
+    return "".join(rules)
 
 
-def render(data: dict[str, list[dict[str, Any]]], lake: Path, since: datetime | None) -> str:
+def render(
+    data: dict[str, list[dict[str, Any]]],
+    lake: Path,
+    since: datetime | None,
+    names: dict[str, str] | None = None,
+    names_note: str = "",
+) -> str:
+    """The page: static HTML and CSS, no script. ``names``: display names by player id (the ids are
+    shown where a name is missing); ``names_note``: where they came from, or why there are none."""
     games = sum(r["games"] for r in data["length"])
+    kinds = sorted({r["game"] for r in data["games_by_status"]} | set(FIGURE_GAME.values()))
     style = (
         "body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse;"
         "margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 8px;font-size:13px}pre{background:#f4f4f4;"
-        "padding:8px;overflow:auto}th{cursor:pointer;background:#f4f4f4}th[aria-sort=ascending]::after"
-        "{content:' \\25B2'}th[aria-sort=descending]::after{content:' \\25BC'}.readout{font-size:13px;"
-        "color:#333;min-height:1.2em;margin:.2em 0}g.bar:focus{outline:2px solid #222}"
+        "padding:8px;overflow:auto}th{background:#f4f4f4}.bar svg{display:block}"
         "#controls{position:sticky;top:0;background:#fff;padding:.4em 0;border-bottom:1px solid #ccc}"
+        "#controls label{margin-right:1em;cursor:pointer}input.show{position:absolute;opacity:0}"
+        + _filter_css(kinds)
     )
-    kinds = sorted({r["game"] for r in data["games_by_status"]} | set(FIGURE_GAME.values()))
-    options = "".join(f'<option value="{html.escape(k)}">{html.escape(k)}</option>' for k in kinds)
-    body = "".join(_figure(n, data) for n in QUERIES)
+    radios = "".join(
+        f'<input type="radio" class="show" name="show" id="show-{i}"{" checked" if i == 0 else ""}>'
+        for i in range(len(kinds) + 1)
+    )
+    labels = '<label for="show-0">all games</label>' + "".join(
+        f'<label for="show-{i}">{html.escape(k)}</label>' for i, k in enumerate(kinds, start=1)
+    )
+    body = "".join(_figure(n, data, names) for n in QUERIES)
+    note = f" {html.escape(names_note)}" if names_note else ""
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>Court analytics</title><style>{style}</style>"
         f"</head><body><h1>Court analytics</h1><p>{games} games in {html.escape(str(lake))}"
         f"{' since ' + since.isoformat() if since else ''}; generated "
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Every figure's SQL is beside it (docs/analytics.md).</p>"
-        f'<div id="controls"><label>Game <select id="game-filter"><option value="">all games</option>'
-        f"{options}</select></label> (tables sort by a click on a header; bars show their figures when "
-        f"pointed at or focused)</div>{body}<script>{SCRIPT}</script></body></html>"
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Every figure's SQL is beside it (docs/analytics.md)."
+        f'{note}</p>{radios}<div id="controls">Show: {labels}</div><main>{body}</main></body></html>'
+    )
+
+
+NAMES_TIMEOUT = 10.0  # seconds the report waits for the lobby's answers, in all
+
+
+async def lookup_names(
+    ids: list[str], lobby_address: str, token: str, timeout: float = NAMES_TIMEOUT
+) -> tuple[dict[str, str], str]:
+    """Display names of ``ids`` through the lobby's public ``GetAccount`` (what lobbies and tables
+    show), with the caller's token: ``(names, note)``; the note says where they came from, and
+    which or why not. A lobby that is down, slow (past ``timeout`` in all) or refusing leaves the
+    ids as they are, and the note says so: the report is written either way."""
+    import asyncio
+
+    import grpc
+    from court_client import LobbyClient
+
+    if not ids:
+        return {}, ""
+    names: dict[str, str] = {}
+    missing: list[str] = []
+    gate = asyncio.Semaphore(8)
+    async with LobbyClient(lobby_address, token, retries=2, timeout=timeout) as lobby:
+
+        async def one(pid: str) -> None:
+            async with gate:
+                try:
+                    names[pid] = (await lobby.account(pid)).name
+                except grpc.aio.AioRpcError as err:
+                    if err.code() != grpc.StatusCode.NOT_FOUND:
+                        raise
+                    missing.append(pid)  # an account that is gone: its id stays
+
+        try:
+            await asyncio.wait_for(asyncio.gather(*(one(p) for p in ids)), timeout)
+        except TimeoutError:
+            return {}, (
+                f"Player names were not looked up: the lobby at {lobby_address} did not answer within "
+                f"{timeout:.0f} s; player ids are shown."
+            )
+        except grpc.aio.AioRpcError as err:
+            return {}, (
+                f"Player names were not looked up: the lobby at {lobby_address} answered "
+                f"{err.code().name} ({(err.details() or '')[:120]}); player ids are shown."
+            )
+    gone = f"; {len(missing)} account(s) no longer exist, shown by id" if missing else ""
+    return names, f"Player names from the lobby at {lobby_address} (GetAccount){gone}."
+
+
+def report_names(data: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The player ids the page shows (the people of the rank point figures)."""
+    return sorted(
+        {r["player_id"] for r in data["qc_rank_points"]}
+        | {r["player_id"] for r in data["qc_rank_points_by_player"]}
     )
 
 
@@ -625,6 +669,13 @@ def report_command(
     lake: Annotated[
         str, typer.Option(help="the lake folder (default: $COURT_ANALYTICS_LAKE or <state>/lake)")
     ] = "",
+    names: Annotated[
+        bool,
+        typer.Option(
+            help="show people by display name, looked up through the lobby (COURT_LOBBY_ADDR) as the "
+            "signed-in user; --no-names: player ids"
+        ),
+    ] = True,
 ) -> None:
     """Run the documented queries over the analytics lake and write one self-contained HTML page."""
     from rich.console import Console
@@ -642,9 +693,30 @@ def report_command(
     except FileNotFoundError as exc:
         console.print(Text(f"court: {exc}", style="bold red"))
         raise typer.Exit(1) from None
-    out.write_text(render(data, where, when))
+    found: dict[str, str] = {}
+    note = "Players are shown by id (--no-names)." if not names else ""
+    if names and report_names(data):
+        found, note = _names_for(report_names(data))
+    out.write_text(render(data, where, when, found, note))
     games = sum(r["games"] for r in data["length"])
-    console.print(f"Wrote {out} ({games} games).", highlight=False, soft_wrap=True)
+    console.print(f"Wrote {out} ({games} games). {note}".rstrip(), highlight=False, soft_wrap=True)
+
+
+def _names_for(ids: list[str]) -> tuple[dict[str, str], str]:
+    """``lookup_names`` with the signed-in session of ``court login`` at the lobby's address."""
+    import asyncio
+
+    from .catalog import court_command
+    from .session import Endpoints, SessionStore, config_dir
+
+    endpoints = Endpoints.from_env()
+    session = SessionStore(config_dir() / "session.json").load(endpoints.lobby) or {}
+    if not session.get("token"):
+        return {}, (
+            f"Player names were not looked up: nobody is signed in at the lobby {endpoints.lobby} "
+            f"(`{court_command()} login NAME`); player ids are shown."
+        )
+    return asyncio.run(lookup_names(ids, endpoints.lobby, session["token"]))
 
 
 analytics_app = typer.Typer(no_args_is_help=True, help="The analytics lake: reports over the game records.")
@@ -658,7 +730,10 @@ decoding lives in `court_analytics/records.py` alone) as Parquet under `COURT_AN
 (default `<state>/lake`; any pyarrow.fs URL such as `s3://bucket/lake`):
 
 * `games/game=<game>/day=<YYYY-MM-DD>/...parquet`: one row per game: `game_id`, `status`,
-  `options` (JSON), `seats` (player ids, `bot:<level>` for bots), `players`, `bot_levels` (null for
+  `options` (JSON), `online` (the record's `GameCreated.online`: the lobby started it online and
+  registered it with the ranking service, so rank points move; false for local play; absent from
+  files landed before the field existed, which the report counts as local), `seats` (player ids,
+  `bot:<level>` for bots), `players`, `bot_levels` (null for
   people), `started_at`, `ended_at`, `last_move_at`, `moves`, `winners` (seats; Queen's Court's
   single `winner` as a one-element list), `result` (the GameEnded payload as JSON),
   `resumed_from`, `resumed_into`;
@@ -666,6 +741,12 @@ decoding lives in `court_analytics/records.py` alone) as Parquet under `COURT_AN
   `events`, `event_types`;
 * `events_<Type>/...`: one row per event of that type: `game_id`, `seq`, `index`, `time` and the
   payload's keys as `p_<key>` (lists and objects as JSON text).
+
+The consumer takes records in batches: what its fetches bring in `COURT_ANALYTICS_LINGER` (default
+0.5 s) from the first record, at most `COURT_ANALYTICS_BATCH` (256), is staged in one pass (one
+staging file per game), then acknowledged (every ack, one flush). A crash between the writes and the
+acks, or halfway through the acks, has the unacknowledged records delivered again; staging is keyed,
+so they land once (a test kills the consumer at both points).
 
 `game` and `day` (the game's creation day, UTC) are Hive partitions. Rows are unique on
 (`game_id`, `seq`, `index`); a game's rows appear once it has ended (its records complete from seq
@@ -698,16 +779,25 @@ games.createOrReplaceTempView("games")  # game and day come from the paths
 
 ## The report
 
-`court analytics report [--since 2026-12-01] [--out report.html] [--lake PATH]` runs each query below
-(views as above, `games` filtered by `--since`, the other tables to those games) and draws it.
-The page is one self-contained file: inline SVG (every bar has a `<title>` tooltip) and one inline
-script, nothing fetched. The script adds a readout line under each figure (label, value and 95%
-interval of the bar pointed at or focused with Tab), a filter by game kind at the top (figures of
-another game hide; in the figures over every game, that game's rows and bars), and tables that sort
-by a click on a header (numbers as numbers). Rates carry 95% Wilson intervals. The Court's targets
-are the engine's result (`target`, `won`): solitaire 56, co-op combined Free Gift 86, Mutual Swap
-81, Burn 56 (docs/rules/the_court.md, "Targets"); the shared deck has none, so its rows show each
-player's score and no share reached.
+`court analytics report [--since 2026-12-01] [--out report.html] [--lake PATH] [--no-names]` runs
+each query below (views as above, `games` filtered by `--since`, the other tables to those games)
+and draws it. The page is one static, self-contained file with no script and nothing fetched:
+inline SVG, every bar with its value and 95% interval written beside it and a `<title>` tooltip;
+each figure's rows as a table, in the query's order; a filter by game kind at the top made of radio
+buttons and CSS (figures of another game hide; in the figures over every game, the other games'
+rows and bars). Rates carry 95% Wilson intervals.
+
+People appear by display name: the lake holds player ids only (the public records carry no
+names), so the report looks each id up through the lobby's public `GetAccount` (the name lobbies,
+tables and leaderboards show), at `COURT_LOBBY_ADDR` (else the running stack's) with the session of
+`court login`. When nobody is signed in, or the lobby is down, refuses, or does not answer within
+10 s in all, the page is written with the ids and says why under its heading; an account that no
+longer exists keeps its id. `--no-names` asks nothing.
+
+The Court's targets are each game's own (the engine's `target` and `won` in its result, set by the
+rules per mode: docs/rules/the_court.md, "Targets"); the target figure's title names those found
+in the games shown. The shared deck has none, so its rows show each player's score and no share
+reached.
 """
 
 
@@ -721,12 +811,12 @@ Made after the table views, and read by the queries below.
 docs/rules/queens_court.md ("Rank points", "Bots and rank points (ours)"): every person who did not
 win the round pays 100; the people among the winners share what the people paid (rounded down, the
 remainder to the first of them clockwise after the starter); a round nobody won moves nothing; bots
-hold no points, so when only bots won, what the people paid leaves play. For an online game these
-are exactly the ranking service's `round` ledger entries (a test plays games through the lobby,
-bots, rules and ranking and checks it, per game and person and in total). Not in the game records,
-so not in the report: the antes (a lobby setting; `ante_paid`/`ante_won`/`ante_refunded` entries),
-the challenge payouts (drawn from the hidden seed; `challenge:<id>` entries), and whether a game
-was online at all (a local game's rounds are counted here though its players' balances never move).
+hold no points, so when only bots won, what the people paid leaves play. Online games only
+(`games.online`): local play moves no rank points, so its rounds are not counted. These are exactly
+the ranking service's `round` ledger entries (a test plays online and local games through the
+lobby, bots, rules and ranking and checks it, per game and person and in total). Not in the game
+records, so not in the report: the antes (a lobby setting; `ante_paid`/`ante_won`/`ante_refunded`
+entries) and the challenge payouts (drawn from the hidden seed; `challenge:<id>` entries).
 """
 
 

@@ -15,6 +15,9 @@ from pathlib import Path
 
 # The file `court stack up` writes under the state folder (addresses, process ids): how a client finds it.
 STACK_FILE = "stack.json"
+LEVELS = ("random", "heuristic", "expert")  # the bot levels a command may name
+# ``court``'s global options (``--plain``), set by its callback (court_cli.main) before a command runs
+OPTIONS: dict[str, bool] = {"plain": False}
 
 # The registry's names (court_games.registry.GAME_NAMES; tests/cli/test_catalog.py keeps them equal).
 GAME_NAMES: tuple[str, ...] = ("queens_court", "hearts", "the_court", "court_wars")
@@ -23,16 +26,6 @@ GAME_TITLES = {
     "hearts": "Hearts",
     "the_court": "The Court",
     "court_wars": "Court Wars",
-}
-
-# The Court's targets by mode (court_games.games.the_court.TARGETS; tests/cli/test_catalog.py keeps
-# them equal): the analytics report's titles name them without importing the engine.
-COURT_TARGETS: dict[str, int | None] = {
-    "solitaire": 56,
-    "free_gift": 86,
-    "mutual_swap": 81,
-    "burn": 56,
-    "shared": None,
 }
 
 # The player's page of each game, in the repository.

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 
 import typer
 
-from .catalog import GAME_NAMES, GAME_TITLES, OBJECTIVES, court_command, event_types, plural
+from .catalog import GAME_NAMES, GAME_TITLES, LEVELS, OBJECTIVES, OPTIONS, court_command, event_types, plural
 from .startup import ready_values_skip_pydantic
 
 ready_values_skip_pydantic()
@@ -61,10 +61,6 @@ app.add_typer(events_app, name="events")
 app.add_typer(stack_app, name="stack")
 app.add_typer(api_app, name="api")
 app.add_typer(admin_app, name="admin")
-
-LEVELS = ("random", "heuristic", "expert")
-
-_opts: dict[str, Any] = {"plain": False}
 
 
 def _load() -> None:
@@ -111,17 +107,17 @@ def state_name(state: int) -> str:
 def _main(
     plain: Annotated[bool, typer.Option("--plain", help="plain text: no colours, no live tables")] = False,
 ) -> None:
-    _opts["plain"] = plain
+    OPTIONS["plain"] = plain
 
 
 # ---------------------------------------------------------------------------- plumbing
 
 
 def console() -> tuple[Console, bool]:
-    from .termio import make_console
+    from .termio import console as make
 
     _load()
-    return make_console(_opts["plain"])
+    return make()
 
 
 def run(body: Callable[[Court, Console, bool], Awaitable[T]]) -> T:

@@ -167,6 +167,7 @@ async def _play_one(
     levels: Sequence[str],
     cfg: SimConfig,
     submit_ms: list[float],
+    on_move: Callable[[], None],
 ) -> GamePlayed:
     import grpc
 
@@ -181,6 +182,7 @@ async def _play_one(
     async for update in p.rules.watch(game_id):
         view = update.view
         last = view
+        on_move()
         if view.finished:
             break
         seat = view.your_seat
@@ -209,27 +211,37 @@ async def simulate(
     cfg: SimConfig,
     *,
     on_game: Callable[[GamePlayed | str], None] | None = None,
+    on_move: Callable[[], None] | None = None,
+    on_signed_up: Callable[[], None] | None = None,
 ) -> SimResult:
-    """Play ``cfg.games`` complete online games with ``cfg.concurrency`` players at once."""
+    """Play ``cfg.games`` complete online games with ``cfg.concurrency`` players at once;
+    ``on_signed_up`` is called once every player has its account (``make bench ONLY=stack`` starts
+    measuring there: the sign-ups' password hashing is not a cost per move)."""
     import grpc
 
     if cfg.games < 1 or cfg.concurrency < 1:
         raise ValueError("games and concurrency must be at least 1")
     result = SimResult()
     todo = iter(range(cfg.games))
+    tick = on_move or (lambda: None)
     done = on_game or (lambda _g: None)
 
     gate = asyncio.Semaphore(SIGN_UPS_AT_ONCE)
+    n_workers = min(cfg.concurrency, cfg.games)
+    signed = [0]
 
     async def worker() -> None:
         p = _Player(endpoints)
         try:
             await p.register(gate)
+            signed[0] += 1
+            if signed[0] == n_workers and on_signed_up is not None:
+                on_signed_up()
             for i in todo:  # a shared iterator: each index is taken by one worker
                 game = cfg.game_names[i % len(cfg.game_names)]
                 levels = [cfg.levels[(i + k) % len(cfg.levels)] for k in range(len(cfg.levels))]
                 try:
-                    played = await _play_one(p, game, levels, cfg, result.submit_ms)
+                    played = await _play_one(p, game, levels, cfg, result.submit_ms, tick)
                 except (grpc.aio.AioRpcError, RuntimeError) as err:
                     what = (
                         f"{err.code().name}: {err.details()}"
@@ -245,7 +257,7 @@ async def simulate(
             await p.close()
 
     t0 = time.monotonic()
-    workers = [asyncio.create_task(worker()) for _ in range(min(cfg.concurrency, cfg.games))]
+    workers = [asyncio.create_task(worker()) for _ in range(n_workers)]
     try:
         outcomes = await asyncio.gather(*workers, return_exceptions=True)
     finally:
@@ -319,8 +331,9 @@ def command(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.text import Text
 
-    from .main import LEVELS, console
+    from .catalog import LEVELS
     from .session import Endpoints
+    from .termio import console
 
     out, fancy = console()
     names = list(game or GAME_OPTIONS)

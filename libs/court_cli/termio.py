@@ -9,6 +9,13 @@ import sys
 
 from rich.console import Console
 
+from .catalog import OPTIONS
+
+
+def console() -> tuple[Console, bool]:
+    """The console as ``court``'s global options ask (``--plain``: court_cli.catalog.OPTIONS)."""
+    return make_console(OPTIONS["plain"])
+
 
 def make_console(plain: bool = False) -> tuple[Console, bool]:
     """The console and whether it is fancy (a terminal: colours, suit symbols, live tables)."""

@@ -8,7 +8,8 @@ is always retried with the same request id, so the service applies it once and a
 with the first answer. Every other code (INTERNAL included) is the service's answer and is raised
 as it came: retrying it would either fail again or, worse, apply a second time under a fresh id.
 The rules client adds ABORTED for its moves: the rules service answers ABORTED to the loser of a
-compare-and-set race and documents it as "retry with the same request id".
+compare-and-set race, only when that attempt applied nothing, and documents it as "retry with the
+same request id" (why that is safe: docs/contract.md, "Retries: request ids and ABORTED").
 """
 
 from __future__ import annotations

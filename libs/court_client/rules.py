@@ -105,13 +105,20 @@ class RulesClient(ServiceClient):
         resume_from: str = "",
         game_id: str = "",
         clock: events_pb2.TurnClock | None = None,
+        online: bool = False,
     ) -> rules_pb2.CreateGameResponse:
         """``game_id`` (service and admin callers only): create the game under this id, e.g. one the
         lobby fixed before taking the antes; a retry with the same request id returns that game.
-        ``clock``: the game's turn clock (docs/clock.md)."""
+        ``clock``: the game's turn clock (docs/clock.md). ``online`` (the lobby only): an online
+        game, as its public GameCreated says."""
         rid = request_id or new_request_id()
         req = rules_pb2.CreateGameRequest(
-            request_id=rid, game=game, seats=list(seats), resume_from=resume_from, game_id=game_id
+            request_id=rid,
+            game=game,
+            seats=list(seats),
+            resume_from=resume_from,
+            game_id=game_id,
+            online=online,
         )
         if clock is not None:
             req.clock.CopyFrom(clock)

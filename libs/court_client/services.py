@@ -7,8 +7,8 @@
 
 As every Court client (``court_client.base``): every call sends ``authorization: Bearer <token>`` (when a token is set)
 and an ``x-request-id``; mutating calls carry a request id (generated unless given) and are
-retried on ABORTED and UNAVAILABLE with that same id, so a retry never applies twice; reads are
-retried on UNAVAILABLE. Errors surface as ``grpc.aio.AioRpcError`` with the service's message.
+retried on UNAVAILABLE and DEADLINE_EXCEEDED with that same id, so a retry never applies twice;
+reads are retried on the same two codes. Errors surface as ``grpc.aio.AioRpcError`` with the service's message.
 """
 
 from __future__ import annotations

@@ -19,6 +19,11 @@ QUOTE_LIMIT = 40
 MESSAGE_LIMIT = 512  # characters of a status message, whatever built it
 
 
+class ConfigError(Exception):
+    """A setting is missing or malformed; the message names the variable and what is allowed
+    (``court_kit.settings`` and the key files of ``court_kit.keys``; a service exits 2 on it)."""
+
+
 class BadPageToken(ValueError):
     """A page token that this service did not give out (the services map it to INVALID_ARGUMENT)."""
 

@@ -121,6 +121,36 @@ def msg_id(game_id: str, seq: int, closed: bool = False) -> str:
     return f"{game_id}-{seq}" + ("-closed" if closed else "")
 
 
+# The records that move rank points (a round or the game ending) are also published, after their
+# public record and in the same public form, on ``court.events.<game>.<game_id>.points`` (in
+# ``COURT_EVENTS``, ``Nats-Msg-Id`` ``<game_id>-<seq>-points``): the ranking service's durable
+# follows that subject alone, not every move. A subject of five tokens, so the readers of every
+# public record (``court.events.*.*``: the bot service, analytics, ``court events``) never see it.
+POINTS_TOKEN = "points"
+POINTS_EVENTS = frozenset({"RoundEnded", "GameEnded"})
+
+
+def points_subject(game: str, game_id: str) -> str:
+    return f"{PUBLIC_PREFIX}{game}.{game_id}.{POINTS_TOKEN}"
+
+
+def points_subjects() -> str:
+    """Every game's point records (the ranking service's filter)."""
+    return f"{PUBLIC_PREFIX}*.*.{POINTS_TOKEN}"
+
+
+def points_msg_id(game_id: str, seq: int) -> str:
+    return f"{game_id}-{seq}-{POINTS_TOKEN}"
+
+
+def moves_points(rec: pb.Record) -> bool:
+    """Whether the record ends a round or the game (its events' kinds, without converting them)."""
+    body = rec.WhichOneof("body")
+    if body not in ("move", "created", "seat_changed"):
+        return False
+    return any(typed.event_type(e) in POINTS_EVENTS for e in getattr(rec, body).events)
+
+
 # ---------------------------------------------------------------------------- events
 # court.games.v1.Event is typed per event kind (court_kit.typed converts).
 
@@ -207,10 +237,13 @@ def created_record(
     save: Mapping[str, Any] | None = None,
     clock: Mapping[str, Any] | None = None,
     deadlines: Iterable[tuple[int, int]] = (),
+    online: bool = False,
 ) -> pb.Record:
+    """``online``: the lobby started it as an online game (rank points move); public."""
     rec = pb.Record()
     _header(rec, game, game_id, 0, t_ms, to_act, seats, finished, deadlines)
     c = rec.created
+    c.online = online
     c.seats.extend(seats)
     c.options.CopyFrom(typed.options_to_proto(game, options))
     c.seed = seed
@@ -355,6 +388,7 @@ def redact(full: pb.Record) -> pb.Record:
             oc.resumed_from = c.resumed_from
         if c.HasField("clock"):
             oc.clock.CopyFrom(c.clock)
+        oc.online = c.online
         _public_events(c.events, oc.events)
     elif body == "closed":
         out.closed.into = full.closed.into

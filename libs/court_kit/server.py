@@ -5,6 +5,8 @@
 * ``await add_health_and_reflection(server, names) -> HealthServicer``: the gRPC
   health protocol (every name, "" and ``liveness`` SERVING; ``court_kit.health`` says which name
   is readiness and which liveness) and server reflection.
+* ``await start_server(settings, names, add_servicers) -> (server, port, health)``: a service's
+  server as every ``app.py`` starts it: the two above, the edge, its servicers, started.
 * ``EdgeInterceptor``: per call, verifies the bearer token, binds the request
   id to the log context, exposes the caller via ``current_identity()``,
   records metrics, and maps domain errors to status codes
@@ -229,6 +231,35 @@ async def add_health_and_reflection(
         )
         reflection.enable_server_reflection(names, server)
     return health
+
+
+async def start_server(
+    settings: Settings,
+    service_names: Sequence[str],
+    add_servicers: Callable[[grpc.aio.Server], object] = lambda server: None,
+    *,
+    edge: bool = True,
+    public_methods: Iterable[str] = (),
+) -> tuple[grpc.aio.Server, int, HealthServicer]:
+    """A service's gRPC server, started: on ``settings.listen`` with its TLS and limits
+    (``create_server``), behind the ``EdgeInterceptor`` (``edge``: tokens verified with the key set
+    of ``settings``, ``public_methods`` without one; a process that serves only health, the
+    projector and analytics, has none), its servicers added by ``add_servicers(server)``, then
+    health and reflection (``add_health_and_reflection``: COURT_REFLECTION, COURT_HEALTH_LISTEN).
+    Returns the server, its port and the health servicer."""
+    interceptors = (
+        [EdgeInterceptor(Verifier.for_service(settings), public_methods=public_methods)] if edge else []
+    )
+    server, port = create_server(settings.listen, settings=settings, interceptors=interceptors)
+    add_servicers(server)
+    health = await add_health_and_reflection(
+        server,
+        service_names,
+        reflection_on=settings.reflection,
+        health_listen=settings.health_listen,
+    )
+    await server.start()
+    return server, port, health
 
 
 class _Undecodable:

@@ -63,6 +63,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .checks import ConfigError as ConfigError  # its home for callers: a setting failed its check
+from .keys import ensure_dev_keys, signing_services
+
 SERVICES = ("rules", "lobby", "ranking", "bot", "analytics", "projector")
 GRPC_PORTS = {
     "rules": 50051,
@@ -83,10 +86,6 @@ METRICS_PORTS = {
 LOG_FORMATS = ("json", "console")
 LOG_LEVELS = ("debug", "info", "warning", "error")
 EVENT_LOOPS = ("uvloop", "asyncio")
-
-
-class ConfigError(Exception):
-    """A setting is missing or malformed; the message names the variable and what is allowed."""
 
 
 def _check_address(name: str, value: str, *, allow_empty: bool = False) -> str:
@@ -230,8 +229,6 @@ class Settings:
         if values["env"] == "dev" and not (
             values["token_keys"] or values["signing_key"] or values["id_secret"]
         ):
-            from .tokens import ensure_dev_keys, signing_services  # noqa: PLC0415 - tokens imports settings
-
             dev = ensure_dev_keys(values["state_dir"])
             values["token_keys"] = str(dev.key_set)
             if service in signing_services():

@@ -432,6 +432,12 @@ def event_from_proto(msg: Any) -> dict[str, Any]:
     return out
 
 
+def event_type(msg: Any) -> str:
+    """The engine type of an event message ("RoundEnded", ...; "" when it sets no kind)."""
+    kind = msg.WhichOneof("kind")
+    return TYPE_OF[kind] if kind is not None else ""
+
+
 def engine_event_from_proto(msg: Any) -> EngineEvent:
     """The ``court_games.core.Event`` a message holds (its secret as ``private``; ``owner`` None
     when the message names none or names nobody)."""

@@ -14,7 +14,16 @@
 * ``insert_ignore`` is the idempotent insert both services build on (``ON CONFLICT DO NOTHING``).
 """
 
-from .db import check_text, database_url, insert_ignore, insert_ignore_returning, make_engine, normalize_url
+from .db import (
+    changed,
+    check_text,
+    database_url,
+    insert_ignore,
+    insert_ignore_returning,
+    make_engine,
+    normalize_url,
+    table_of,
+)
 from .migrate import (
     SchemaNotCurrent,
     current_revision,
@@ -28,6 +37,7 @@ from .migrate import (
 
 __all__ = [
     "SchemaNotCurrent",
+    "changed",
     "check_text",
     "current_revision",
     "database_url",
@@ -40,5 +50,6 @@ __all__ = [
     "open_service_database",
     "require_head",
     "run_env",
+    "table_of",
     "upgrade",
 ]

@@ -7,10 +7,10 @@ import os
 import sqlite3
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Table, event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import CursorResult, Engine, Result, make_url
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import Executable
 from sqlmodel import create_engine
@@ -93,6 +93,19 @@ def check_text(value: Any, what: str, max_len: int) -> str:
     if not isinstance(value, str) or len(value) > max_len or "\x00" in value:
         raise InvalidArgument(f"{what} must be text of at most {max_len} characters without NUL")
     return value
+
+
+def table_of(model: type[Any]) -> Table:
+    """The table of a SQLModel table class (its ``__table__``, which SQLModel's types leave out)."""
+    table = model.__table__
+    assert isinstance(table, Table), model
+    return table
+
+
+def changed(result: Result[Any]) -> int:
+    """How many rows an UPDATE or DELETE changed: its result's ``rowcount`` (a ``CursorResult``'s,
+    which ``Session.execute``'s type does not say)."""
+    return int(cast("CursorResult[Any]", result).rowcount or 0)
 
 
 def insert_ignore(session: Session, table: Table, rows: Iterable[Mapping[str, Any]]) -> int:

@@ -12,6 +12,7 @@ read by DuckDB, hold every (game_id, seq, index) exactly once.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import shutil
@@ -442,3 +443,50 @@ def test_the_consumer_closes_out_an_abandoned_game_once_caught_up(
     assert status == {"g0001": "unfinished", "g0002": "finished"}
     check_exactly_once(consumers.lake, abandoned + done, {"g0001": 6, "g0002": 5})
     assert not (consumers.lake / "_staging" / "g0001").exists()
+
+
+def test_a_consumer_killed_between_a_batch_s_writes_and_its_acks_lands_every_record_once(
+    nats: BinaryNats, consumers: Consumers
+) -> None:
+    """Batched writes and acks (COURT_ANALYTICS_LINGER): records trickle in as live play publishes
+    them, a batch gathers the fetches of its linger, is staged in one pass, then acknowledged. A
+    process that dies after staging a batch, before any ack, and one that dies with half of a
+    batch's acks sent: the next process gets the rest again, and the lake holds every record once."""
+    moves = {f"g{i:04d}": 6 + i for i in range(6)}
+    published = interleave([game_records(g, n) for g, n in moves.items()])
+
+    async def trickle() -> None:  # the pace of live play: a record every 10 ms, not one burst
+        nc = NATS()
+        await nc.connect(nats.url)
+        js = nc.jetstream()
+        for subject, body, headers in published:
+            await js.publish(subject, body, headers=headers)
+            await asyncio.sleep(0.01)
+        await nc.close()
+
+    pub = threading.Thread(target=lambda: asyncio.run(trickle()))
+    pub.start()
+    linger = {
+        "COURT_ANALYTICS_LINGER": "0.4",
+        "COURT_ANALYTICS_BATCH": "256",
+        "COURT_ANALYTICS_ACK_WAIT": "5",
+    }
+    sizes = []
+    for fault in ("staged:1", "acking:1"):
+        proc = consumers.start(fault=fault, extra=linger)
+        assert consumers.wait_exit(proc, what=f"(fault {fault})") == 17, consumers.log_of(proc)
+        line = next(x for x in consumers.log_of(proc).splitlines() if "fault injected" in x)
+        sizes.append(json.loads(line)["records"])  # the JSON log line of the injected crash
+    pub.join(timeout=WAIT)
+    assert not pub.is_alive()
+    # a batch is many fetches' worth of the trickle (a record each 10 ms for 0.4 s), not one record
+    assert all(n > 5 for n in sizes), sizes
+    proc = consumers.start(extra=linger)
+    wait_done(consumers.lake, len(moves), consumers=consumers)
+    deadline = time.monotonic() + WAIT
+    while asyncio.run(consumer_left(nats.url, "analytics")) != 0:
+        assert time.monotonic() < deadline, consumers.log_of(proc)
+        time.sleep(0.1)  # the durable offers no event to wait on
+    consumers.stop_all()
+    assert proc.returncode == 0, consumers.log_of(proc)
+    check_exactly_once(consumers.lake, published, moves)

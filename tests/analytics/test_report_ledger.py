@@ -7,8 +7,11 @@ sent with SubmitAction, as ``court simulate`` does) while the bot service plays 
 court-analytics service (its app, in process, on the same NATS) lands the public records; DuckDB
 runs the report's queries over the lake. Then, per game and person and in total, the report's
 rank points equal the ``round`` entries the ranking service wrote to its ledger (read through its
-public GetHistory), and the page shows the same totals. The other entries (antes, challenges) are
-not in the game records; the test states that they exist and that the report does not count them.
+public GetHistory), and the page shows the same totals. A local game the same people play (a local
+lobby: no rank points move) lands in the lake and is counted nowhere in the rank points. The page
+names the people by the display names the lobby's GetAccount gives (a player's token). The other
+entries (antes, challenges) are not in the game records; the test states that they exist and that
+the report does not count them.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from court_analytics.app import AnalyticsApp
-from court_cli.analytics import render, run_queries
+from court_cli.analytics import lookup_names, render, report_names, run_queries
 from court_client import options_proto
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
@@ -33,10 +36,11 @@ WAIT = 240.0
 
 
 async def online_game(
-    stack: Stack, people: list[Player], bots: list[str], ante: int, bot_address: str
+    stack: Stack, people: list[Player], bots: list[str], ante: int, bot_address: str, online: bool = True
 ) -> str:
-    """An online Queen's Court lobby: the people (the first hosts), then the bots; started and played out."""
-    req = lpb.CreateLobbyRequest(request_id=rid(), game="queens_court", online=True, ante=ante)
+    """An online (``online``; else local) Queen's Court lobby: the people (the first hosts), then the
+    bots; started and played out."""
+    req = lpb.CreateLobbyRequest(request_id=rid(), game="queens_court", online=online, ante=ante)
     req.options.CopyFrom(options_proto("queens_court", {"players": len(people) + len(bots)}))
     host = people[0]
     lobby = await host.call("CreateLobby", req)
@@ -94,8 +98,9 @@ async def test_the_reports_rank_points_equal_the_ledger_for_the_same_games(tmp_p
             ([ann, bob, cy], [], 0),
             ([bob, cy], ["random"], 150),
         ]
-        game_ids = await asyncio.gather(
-            *(online_game(stack, people, bots, ante, bot_address) for people, bots, ante in tables)
+        *game_ids, local = await asyncio.gather(
+            *(online_game(stack, people, bots, ante, bot_address) for people, bots, ante in tables),
+            online_game(stack, [ann, bob], ["random"], 0, bot_address, online=False),  # local play
         )
         games = set(game_ids)
         for g in game_ids:
@@ -103,11 +108,16 @@ async def test_the_reports_rank_points_equal_the_ledger_for_the_same_games(tmp_p
                 lambda st, g=g: st.game_status(g) == "finished", f"game {g} settled", timeout=WAIT
             )
         deadline = asyncio.get_running_loop().time() + WAIT
-        while not all((lake / "_done" / g).exists() for g in game_ids):
+        while not all((lake / "_done" / g).exists() for g in [*game_ids, local]):
             assert asyncio.get_running_loop().time() < deadline, f"not in the lake: {sorted(games)}"
             await asyncio.sleep(0.1)  # the lake offers no event to wait on
 
         data = await asyncio.to_thread(run_queries, lake)
+        # the local game is in the lake, its rounds played, and counts for no rank points
+        assert {(r["game"], r["status"]) for r in data["games_by_status"]} == {("queens_court", "finished")}
+        assert sum(r["games"] for r in data["games_by_status"]) == len(games) + 1
+        assert local not in {r["game_id"] for r in data["qc_rank_points"]}
+        assert not [e for e in await ledger_entries([ann, bob], {local})]  # nor in the ledger
         report = Counter({(r["game_id"], r["player_id"]): r["points"] for r in data["qc_rank_points"]})
         entries = await ledger_entries([ann, bob, cy], games)
         rounds = [e for e in entries if e.note == "round"]
@@ -132,11 +142,17 @@ async def test_the_reports_rank_points_equal_the_ledger_for_the_same_games(tmp_p
         received = sum(r["received"] or 0 for r in data["qc_rank_points"])
         assert paid == -sum(e.delta for e in rounds if e.delta < 0) > 0
         assert received == sum(e.delta for e in rounds if e.delta > 0) > 0
-        page = render(data, lake, None)
+        # people by their display names, through the lobby's GetAccount with a player's token
+        names, note = await lookup_names(report_names(data), stack.lobby.address, ann.token)
+        assert names == {ann.id: "Ann", bob.id: "Bob", cy.id: "Cy"}
+        page = render(data, lake, None, names, note)
         assert (
             f"{len(games)} games: {paid} rank points paid, {received} received, {paid - received} left play"
             in page
         )
+        assert f"Player names from the lobby at {stack.lobby.address} (GetAccount)." in page
+        for p in (ann, bob, cy):
+            assert f'data-label="{names[p.id]}"' in page and f"<td>{names[p.id]}</td>" in page
         # the ledger's other entries (antes paid and won, challenges) are not in the game records: the
         # report leaves them out, and they are there
         assert sum(e.delta for e in entries if e.note == "ante_paid") == -(3 * 100 + 2 * 50 + 100 + 2 * 150)

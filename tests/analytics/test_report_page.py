@@ -1,13 +1,12 @@
-"""The report's Hearts and The Court figures, and the page's interactivity, over a lake of games the
-engines really played (public records as the projector publishes them, landed by
-court_analytics.Lake).
+"""The report's Hearts and The Court figures, and the static page, over a lake of games the engines
+really played (public records as the projector publishes them, landed by court_analytics.Lake).
 
 The figures' numbers are checked against the Parquet files read with pyarrow and counted here in
 Python (not with the report's SQL); The Court's targets come from the engine's own table. The page
-is parsed with html.parser: one inline script and nothing fetched, and every element the script
-works on carries the attributes it reads (the filter's game kinds, the bars' readout data and
-their row layout, the sortable tables' headers and bodies). No browser is run (none is installed,
-and the project takes no browser dependency), so the script's behaviour is not executed here.
+is parsed with html.parser: no script at all and nothing fetched; every bar writes its value and
+interval beside it; the game filter is radio buttons and CSS rules over the figures' and rows'
+``data-game``; and real Chromium (headless, JavaScript off) lays the page out with a kind chosen:
+the other games' figures take no room.
 """
 
 from __future__ import annotations
@@ -247,6 +246,13 @@ def test_the_court_scores_against_the_engines_target(lake: Path) -> None:
     rates = {b["data-label"]: b for b in page.bars("court_target")}
     assert set(rates) == {f"{m} (target {t})" for m, t in TARGETS.items() if t is not None}
     assert all(b["data-value"] == f"{2 / 5:.1%}" for b in rates.values())
+    # the title names the targets these games' results carry (the rules per mode), none written in
+    (heading,) = [t for t in page.section("court_target")["texts"] if t.startswith("The Court: games")]
+    named = ", ".join(f"{m} {t}" for m, t in sorted(TARGETS.items()) if t is not None)
+    assert heading.endswith(f"targets in these games: {named}")
+    from court_cli.analytics import QUERIES as Q
+
+    assert not any(str(t) in Q["court_target"][0] for t in TARGETS.values() if t is not None)
 
 
 class Page(HTMLParser):
@@ -286,10 +292,17 @@ class Page(HTMLParser):
         if tag == "script":
             a, text = self.scripts[-1]
             self.scripts[-1] = (a, text + data)
-        elif tag == "title" and len(self.stack) > 1 and self.stack[-2][1].get("class") == "bar":
-            self.titles.append((self.stack[-2][1], data))
+        elif tag == "title" and (bar := self.bar_of()) is not None:
+            self.titles.append((bar, data))
         elif self.figure and data.strip():
             self.sections[self.figure]["texts"].append(data.strip())
+
+    def bar_of(self) -> dict[str, str] | None:
+        """The innermost element of class ``bar`` the parser is in."""
+        for _, a in reversed(self.stack):
+            if "bar" in a.get("class", "").split():
+                return a
+        return None
 
     def section(self, name: str) -> dict[str, Any]:
         return self.sections[name]
@@ -306,28 +319,38 @@ class Page(HTMLParser):
         ]
 
     def bars(self, figure: str) -> list[dict[str, str]]:
-        return self.of(figure, "g", "bar")
+        return self.of(figure, cls="bar")
 
 
-def test_the_page_is_self_contained_and_carries_what_its_script_reads(lake: Path) -> None:
+def test_the_page_is_static_with_a_css_filter_and_every_figure_written_out(lake: Path) -> None:
     data = run_queries(lake)
-    page = Page(render(data, lake, None))
+    text = render(data, lake, None)
+    page = Page(text)
 
-    # one script, inline, and nothing anywhere to fetch: the only URL is the SVG namespace
-    (script,) = page.scripts
-    assert "src" not in script[0] and len(script[1]) > 500
-    for needed in ("pointerover", "focusin", "game-filter", "aria-sort", "data-game", "dataset.layout"):
-        assert needed.split(".")[-1] in script[1], needed
+    # no script of any kind, and nothing anywhere to fetch: the only URL is the SVG namespace
+    assert page.scripts == [] and "<script" not in text.lower() and "javascript:" not in text.lower()
     for tag, a, _ in page.elements:
+        assert not any(k.startswith("on") for k in a), (tag, a)  # no event handler attributes
         for k, v in a.items():
             if re.match(r"\s*(https?:)?//", v):
                 assert (tag, k, v) == ("svg", "xmlns", "http://www.w3.org/2000/svg")
 
-    # the filter offers every game kind any figure or row is marked with, and nothing else
-    options = [a["value"] for a in page.of(tag="option")]
-    assert options[0] == "" and len(set(options)) == len(options)
+    # the filter: one radio button a game kind (and "all games", checked), each with its label, and
+    # CSS hiding the other games' figures, rows and bars when one is checked
+    radios = page.of(tag="input")
+    labels = {a["for"]: a for a in page.of(tag="label")}
+    assert [r["id"] for r in radios] == [f"show-{i}" for i in range(len(radios))]
+    assert all(r["type"] == "radio" and r["name"] == "show" and r["id"] in labels for r in radios)
+    assert "checked" in radios[0] and not any("checked" in r for r in radios[1:])
+    kinds = re.findall(r'label for="show-\d+">([^<]+)<', text)
+    assert kinds[0] == "all games"
     marked = {a["data-game"] for _, a, _ in page.elements if a.get("data-game")}
-    assert marked == set(options[1:]) >= {"hearts", "the_court", "queens_court", "court_wars"}
+    assert marked == set(kinds[1:]) >= {"hearts", "the_court", "queens_court", "court_wars"}
+    for i, k in enumerate(kinds[1:], start=1):
+        assert (
+            f'#show-{i}:checked~main section.figure:not([data-game=""]):not([data-game="{k}"]),'
+            f'#show-{i}:checked~main section.figure [data-game]:not([data-game="{k}"]){{display:none}}'
+        ) in text
     assert {a["data-game"] for a in page.bars("win_by_seat")} == {"hearts", "the_court"}
 
     # every query is a figure, marked with its game (or none: its rows and bars are marked instead)
@@ -335,38 +358,71 @@ def test_the_page_is_self_contained_and_carries_what_its_script_reads(lake: Path
     assert list(figures) == list(QUERIES)
     for name, a in figures.items():
         assert a["id"] == name and a["data-game"] == FIGURE_GAME.get(name, "")
-        assert len(page.of(name, cls="readout")) == 1
-        for svg in page.of(name, "svg"):
-            assert svg["class"] == "plot" and svg["data-layout"] in ("rows", "columns")
         if not a["data-game"]:
             rows = page.of(name, "tr")[1:]
-            assert rows and all(r.get("data-game") in options[1:] for r in rows)
-            assert all(b.get("data-game") in options[1:] for b in page.bars(name))
+            assert rows and all(r.get("data-game") in kinds[1:] for r in rows)
+            assert all(b.get("data-game") in kinds[1:] for b in page.bars(name))
 
-    # bars: focusable, the readout's data, a <title> saying the same without the script, and in a
-    # row layout the transform the script rewrites
+    # bars: a <title> tooltip, and beside the bar its value and interval as text (no readout needed)
     titles = {id(a): t for a, t in page.titles}
-    bars = page.of(tag="g", cls="bar")
+    bars = page.of(cls="bar")
     assert len(bars) > 40 and len(titles) == len(bars)
     for b in bars:
-        assert b["tabindex"] == "0" and {"data-label", "data-value", "data-ci", "data-tip"} <= set(b)
         assert titles[id(b)].startswith(f"{b['data-label']}: {b['data-value']}")
         if b["data-ci"]:
             assert f"(95% CI {b['data-ci']})" in titles[id(b)]
-    for name in QUERIES:
-        for svg in page.of(name, "svg"):
-            if svg["data-layout"] == "rows":
-                row = int(svg["data-row"])
-                shifts = [b["transform"] for b in page.bars(name)]
-                assert shifts == [f"translate(0,{5 + i * row})" for i in range(len(shifts))]
+            shown = f"{b['data-value']} (95% CI {b['data-ci']})"
+            assert any(
+                shown == t for t in page.section(next(f for _, x, f in page.elements if x is b))["texts"]
+            )
     assert all(b["data-ci"] for f in ("win_by_seat", "win_by_level", "court_target") for b in page.bars(f))
 
-    # tables: headers the script sorts by, a body of the query's rows
+    # tables: the query's rows in its order
     for name in QUERIES:
-        tables = page.of(name, "table")
         if name == "qc_rank_points" or not data[name]:
             continue
-        assert [t["class"] for t in tables] == ["sortable"], name
-        heads = page.of(name, "th")
-        assert [h["aria-sort"] for h in heads] == ["none"] * len(data[name][0])
         assert len(page.of(name, "tbody")) == 1 and len(page.of(name, "tr")) == 1 + len(data[name])
+
+
+def test_chromium_hides_the_other_games_when_a_kind_is_chosen(lake: Path, tmp_path: Path) -> None:
+    """Real Chromium, headless, prints the page to PDF (the layout: the DOM is the same, the CSS
+    decides what takes room): the page as written, and the same page with the Hearts radio checked.
+    With Hearts chosen, the other games' figures take no room: fewer pages."""
+    import shutil
+    import subprocess
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        pytest.fail("Chromium is needed for this test (/usr/bin/chromium)")
+    data = run_queries(lake)
+    text = render(data, lake, None)
+    kinds = re.findall(r'label for="show-(\d+)">([^<]+)<', text)
+    hearts = next(i for i, k in kinds if k == "hearts")
+
+    def pages(html_text: str, name: str) -> int:
+        page = tmp_path / f"{name}.html"
+        page.write_text(html_text)
+        out = tmp_path / f"{name}.pdf"
+        subprocess.run(
+            [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                f"--user-data-dir={tmp_path / 'profile'}",
+                f"--print-to-pdf={out}",
+                "--no-pdf-header-footer",
+                page.as_uri(),
+            ],
+            capture_output=True,
+            timeout=120,
+            check=True,
+        )
+        return len(re.findall(rb"/Type\s*/Page\b(?!s)", out.read_bytes()))
+
+    chosen = text.replace(' id="show-0" checked>', ' id="show-0">').replace(
+        f' id="show-{hearts}">', f' id="show-{hearts}" checked>'
+    )
+    assert chosen != text
+    every, only = pages(text, "all"), pages(chosen, "hearts")
+    assert 0 < only < every, (only, every)

@@ -21,6 +21,7 @@ MODULES: list[str] = [
     "typed",
     "clock",
     "analytics",
+    "stack",
 ]
 
 

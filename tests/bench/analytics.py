@@ -18,6 +18,13 @@ unacknowledged records, sampled every second from the same server):
 Each row: records published and the publish rate, records ingested and the ingest rate over the
 same window, their ratio, the most records behind, and how long after the load every record had
 landed; then the games in the lake (``_done`` markers) against the games played.
+
+Then batching (issue 31, "Analytics batches its writes"): the live run's records published again, at
+the live run's record rate, into a private nats-server read by two court-analytics processes at once,
+each with its own durable and lake: ``per-fetch`` (``COURT_ANALYTICS_LINGER=0``: each fetch is
+staged and acknowledged alone, as before the batching) and ``batched`` (the default linger). Each
+row: the process's CPU time (``/proc/<pid>/stat``, from its consumer being ready to every game
+landed) per move record and the games landed; then the ratio.
 """
 
 from __future__ import annotations
@@ -25,11 +32,14 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from court_analytics.consumer import LINGER
 from court_cli.ingest import STREAM, IngestProbe, IngestReport
 from court_cli.session import Endpoints
 from court_cli.simulate import SimConfig, simulate
@@ -98,6 +108,106 @@ async def _burst(nc: Any, msgs: list[Any], copies: int) -> int:
     return sent + len(pending)
 
 
+def _cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU time so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _batching(msgs: list[Any], rate: float, tmp: Path) -> None:
+    """The same paced records to a per-fetch and a batched court-analytics at once: CPU per move."""
+    import nats
+    from nats.js.api import StorageType, StreamConfig
+
+    from tests.fixtures.nats import BinaryNats
+
+    server = BinaryNats(tmp / "nats-batching")
+    server.start()
+    modes = {"per-fetch": 0.0, "batched": LINGER}
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    nc = await nats.connect(server.url)
+    try:
+        js = nc.jetstream()
+        await js.add_stream(
+            StreamConfig(name=STREAM, subjects=[krec.PUBLIC_PREFIX + ">"], storage=StorageType.FILE)
+        )
+        for mode, linger in modes.items():
+            env = {
+                "PATH": os.environ.get("PATH", ""),
+                "COURT_ENV": "dev",
+                "COURT_NATS_URL": server.url,
+                "COURT_LISTEN": "127.0.0.1:0",
+                "COURT_METRICS_LISTEN": "",
+                "COURT_STATE_DIR": str(tmp / mode),
+                "COURT_ANALYTICS_LAKE": str(tmp / f"lake-{mode}"),
+                "COURT_ANALYTICS_DURABLE": mode.replace("-", ""),
+                "COURT_ANALYTICS_LINGER": str(linger),
+                "COURT_LOG_LEVEL": "warning",
+            }
+            procs[mode] = subprocess.Popen(
+                [str(Path(sys.executable).parent / "court-analytics")],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        for mode in modes:  # ready: its durable exists
+            for _ in range(600):
+                try:
+                    await js.consumer_info(STREAM, mode.replace("-", ""))
+                    break
+                except Exception:  # noqa: BLE001 - not created yet
+                    await asyncio.sleep(0.1)
+        cpu0 = {m: _cpu_seconds(p.pid) for m, p in procs.items()}
+        t0 = time.monotonic()
+        moves = games = 0
+        for i, msg in enumerate(msgs):  # at the live run's pace
+            rec = krec.decode(msg.data)
+            moves += rec.WhichOneof("body") == "move"
+            games += rec.seq == 0
+            headers = {k: v for k, v in (msg.headers or {}).items() if not k.startswith("Nats-Expected")}
+            await js.publish(msg.subject, msg.data, headers=headers)
+            ahead = t0 + (i + 1) / rate - time.monotonic()
+            if ahead > 0:
+                await asyncio.sleep(ahead)
+        seconds = time.monotonic() - t0
+        cpu: dict[str, float] = {}
+        deadline = time.monotonic() + CATCH_UP
+        while len(cpu) < len(modes) and time.monotonic() < deadline:
+            for mode, proc in procs.items():
+                info = await js.consumer_info(STREAM, mode.replace("-", ""))
+                if mode not in cpu and info.num_pending + info.num_ack_pending == 0:
+                    if _landed(tmp / f"lake-{mode}") >= games:
+                        cpu[mode] = _cpu_seconds(proc.pid) - cpu0[mode]
+            await asyncio.sleep(0.2)
+        print(
+            f"batching: {len(msgs)} records ({moves} moves, {games} games) again at the live pace "
+            f"({rate:.1f} rec/s, {seconds:.1f}s), to two court-analytics at once"
+        )
+        for mode in modes:
+            got = cpu.get(mode)
+            print(
+                f"  {mode:<9} linger {modes[mode]:.1f}s: "
+                + (
+                    f"{got:6.2f}s CPU = {got / moves * 1000:6.3f} ms per move"
+                    if got is not None
+                    else "not caught up"
+                )
+                + f" | lake: {_landed(tmp / f'lake-{mode}')} games of {games}"
+            )
+        if len(cpu) == 2 and cpu["batched"] > 0:
+            print(f"  per-fetch / batched CPU per move: {cpu['per-fetch'] / cpu['batched']:.2f}x")
+    finally:
+        await nc.close()
+        for proc in procs.values():
+            proc.terminate()
+        for proc in procs.values():
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        server.stop()
+
+
 def _landed(lake: Path) -> int:
     done = lake / "_done"
     return len(os.listdir(done)) if done.exists() else 0
@@ -142,6 +252,7 @@ async def _run(stack: LocalStack) -> None:
     )
     try:
         msgs = await _read_all(reader)
+        await _batching(msgs, live.summary()["publish_per_s"] or 50.0, cfg.state_dir.parent)
         games_before = _landed(lake)
         probe = IngestProbe(cfg.nats_url, "analytics", users["analytics"], every=1.0)
         await probe.start()

@@ -26,7 +26,12 @@ comma-separated, default all of them):
   allows on this stack, and its nats-server multiple, which no code in the service can lower;
 * ``edge``: not the service: the ceiling's handler behind the services' shared gRPC edge
   (``court_kit.server.EdgeInterceptor``), called with a bearer token and a request id as the
-  clients send them: what the edge costs a call.
+  clients send them: what the edge costs a call;
+* ``fsync``: the service driven as ``bot``, on a second nats-server whose JetStream syncs every
+  write to disk before it acknowledges it (``jetstream { sync_interval: always }``), with its own
+  rules process (and projector) beside the first: what an acknowledged move that survives an
+  operating-system crash costs against the default (a sync every 2 minutes), side by side
+  (deploy/README.md, "Durability of an acknowledged move").
 
 The ceiling: a bare grpc.aio handler doing one JetStream publish per call (tests/bench/_ceiling.py),
 in its own process on the same event loop as the service (``COURT_EVENT_LOOP``, default uvloop;
@@ -78,7 +83,7 @@ GAMES = int(os.environ.get("BENCH_GAMES", "64"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))
 MODES = tuple(
     m.strip()
-    for m in os.environ.get("BENCH_MODES", "bot,watch,players,noviews,contract,edge").split(",")
+    for m in os.environ.get("BENCH_MODES", "bot,watch,players,noviews,contract,edge,fsync").split(",")
     if m.strip()
 )
 LOOP = os.environ.get("COURT_EVENT_LOOP", "uvloop")
@@ -108,7 +113,10 @@ LABELS = {
     "noviews": "service with views that cost nothing (bound)",
     "contract": "v2 contract, no game (append + bare projector)",
     "edge": "ceiling behind court_kit's EdgeInterceptor",
+    "fsync": "service (bot), nats-server sync_interval: always",
 }
+# the second nats-server's JetStream block (mode fsync): every write on disk before its ack
+FSYNC_CONFIG = "jetstream { sync_interval: always }\n"
 
 
 def _cpu(pid: int) -> float:
@@ -526,6 +534,15 @@ async def run() -> dict[str, Any]:
     monitor = free_port()
     nats = BinaryNats(tmp / "nats", config=f"http: 127.0.0.1:{monitor}\n")
     nats.start()
+    # mode fsync: a second nats-server that syncs every write before acknowledging it
+    fsync_monitor = free_port()
+    nats_fsync = (
+        BinaryNats(tmp / "nats-fsync", config=f"http: 127.0.0.1:{fsync_monitor}\n{FSYNC_CONFIG}")
+        if "fsync" in MODES
+        else None
+    )
+    if nats_fsync is not None:
+        nats_fsync.start()
     procs: list[subprocess.Popen[Any]] = []
     profiler = Profiler(Path(PROFILE)) if PROFILE else None
     try:
@@ -551,11 +568,14 @@ async def run() -> dict[str, Any]:
             contract, contract_target = bare("contract")
             bare_projector, _ = bare("projector")  # once its consumer exists
 
-        async def rules_process(state: str, module: str = "") -> tuple[subprocess.Popen[bytes], str]:
-            """A rules process serving (``module``: tests/bench/_noviews.py's in court-rules' place)."""
+        async def rules_process(
+            state: str, module: str = "", url: str = nats.url
+        ) -> tuple[subprocess.Popen[bytes], str]:
+            """A rules process serving (``module``: tests/bench/_noviews.py's in court-rules' place;
+            ``url``: the nats-server it uses)."""
             proc, addr = _start(
                 "rules",
-                nats.url,
+                url,
                 tmp / state,
                 module,
                 COURT_PROJECTOR="on" if PROJECTOR == "inside" else "off",
@@ -568,11 +588,20 @@ async def run() -> dict[str, Any]:
         noviews, noviews_target = (
             await rules_process("state-noviews", "tests.bench._noviews") if "noviews" in MODES else (None, "")
         )
-        projector = None
-        if PROJECTOR == "process":
-            projector, projector_target = _start("projector", nats.url, tmp / "state")
-            procs.append(projector)
-            await _await_serving(projector_target)
+        fsync, fsync_target = (
+            await rules_process("state-fsync", url=nats_fsync.url) if nats_fsync is not None else (None, "")
+        )
+
+        async def projector_process(url: str, state: str) -> subprocess.Popen[bytes] | None:
+            if PROJECTOR != "process":
+                return None
+            proc, addr = _start("projector", url, tmp / state)
+            procs.append(proc)
+            await _await_serving(addr)
+            return proc
+
+        projector = await projector_process(nats.url, "state")
+        fsync_projector = await projector_process(nats_fsync.url, "state-fsync") if nats_fsync else None
         assert nats.proc is not None
         npid = nats.proc.pid
 
@@ -580,7 +609,12 @@ async def run() -> dict[str, Any]:
             rules.pid: projector,
             **({noviews.pid: projector} if noviews else {}),
             **({contract.pid: bare_projector} if contract else {}),
+            **({fsync.pid: fsync_projector} if fsync else {}),
         }
+        # the nats-server each server under test uses: (pid, url, monitoring port)
+        natses: dict[int, tuple[int, str, int]] = {}
+        if fsync is not None and nats_fsync is not None and nats_fsync.proc is not None:
+            natses[fsync.pid] = (nats_fsync.proc.pid, nats_fsync.url, fsync_monitor)
 
         def cpus(server: int) -> tuple[float, ...]:
             """CPU seconds so far of (the server under test, this driving process, nats-server, the
@@ -589,7 +623,7 @@ async def run() -> dict[str, Any]:
             return (
                 _cpu(server),
                 time.process_time(),
-                _cpu(npid),
+                _cpu(natses.get(server, (npid,))[0]),
                 _cpu(side.pid) if side is not None else 0.0,
             )
 
@@ -598,15 +632,16 @@ async def run() -> dict[str, Any]:
             profile cover that part only."""
             got: dict[str, Any] = {}
 
-            service = server in (rules.pid, noviews.pid if noviews else None)
+            service = server in (rules.pid, noviews.pid if noviews else None, fsync.pid if fsync else None)
+            _, url, mon = natses.get(server, (npid, nats.url, monitor))
 
             @contextlib.asynccontextmanager
             async def span() -> Any:
                 if service:
-                    nc = await nats_connect(nats.url)
+                    nc = await nats_connect(url)
                     got["seqs"] = await _last_seqs(nc)
                     await nc.close()
-                got["connz"] = await asyncio.to_thread(_connz, monitor)
+                got["connz"] = await asyncio.to_thread(_connz, mon)
                 got["load0"], got["before"] = os.getloadavg()[0], cpus(server)
                 pids = {"server": server, "driver": os.getpid()}
                 if sides.get(server) is not None:
@@ -615,11 +650,11 @@ async def run() -> dict[str, Any]:
                 with profiler.record(phase, pids) if profiler else contextlib.nullcontext():
                     yield
                 got["after"] = cpus(server)
-                got["connz_after"] = await asyncio.to_thread(_connz, monitor)
+                got["connz_after"] = await asyncio.to_thread(_connz, mon)
 
             st: Stats = await measure(span)
             if service:
-                st.lag = await _projector_lag(nats.url, got["seqs"])
+                st.lag = await _projector_lag(url, got["seqs"])
             st.cpu = tuple(
                 (b - a) / max(1, st.moves)  # type: ignore[assignment]
                 for a, b in zip(got["before"], got["after"], strict=True)
@@ -659,10 +694,11 @@ async def run() -> dict[str, Any]:
                     lambda span: _measure_ceiling(ceiling_target, span),
                 )
             )
-            # noviews: the second rules process, driven as bot
-            proc, addr, drive = (
-                (noviews, noviews_target, "bot") if mode == "noviews" else (rules, target, mode)
-            )
+            # noviews, fsync: their own rules process, driven as bot
+            proc, addr, drive = {
+                "noviews": (noviews, noviews_target, "bot"),
+                "fsync": (fsync, fsync_target, "bot"),
+            }.get(mode, (rules, target, mode))
             assert proc is not None
             services[mode] = await measured(
                 mode, proc.pid, lambda span, a=addr, d=drive: _measure_service(a, d, rng, span)
@@ -681,6 +717,8 @@ async def run() -> dict[str, Any]:
             except subprocess.TimeoutExpired:
                 p.kill()
         nats.stop()
+        if nats_fsync is not None:
+            nats_fsync.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -835,6 +873,14 @@ def report(r: dict[str, Any]) -> list[str]:
                 f"service spends over it per move: server {(s.cpu[0] - c.cpu[0]) * 1e6:.0f} us, projector "
                 f"{(s.cpu[3] - c.cpu[3]) * 1e6:.0f} us, driver {(s.cpu[1] - c.cpu[1]) * 1e6:.0f} us, "
                 f"nats-server {(s.cpu[2] - c.cpu[2]) * 1e6:.0f} us"
+            )
+        if "fsync" in services:
+            f = services["fsync"]
+            lines.append(
+                f"  every write synced before its ack (sync_interval: always): moves/s {f.rate:.0f} against "
+                f"{s.rate:.0f} ({f.rate / s.rate:.2f}x); submit p99 {_ms(_pct(f.latencies, 0.99)).strip()} "
+                f"against {_ms(_pct(s.latencies, 0.99)).strip()} ms; nats-server CPU per move "
+                f"{f.cpu[2] * 1e6:.0f} against {s.cpu[2] * 1e6:.0f} us"
             )
         lines.extend(capacity_lines(services))
     return lines

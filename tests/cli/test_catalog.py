@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 from court_cli.catalog import (
-    COURT_TARGETS,
     ENGINE_EVENT_TYPES,
     GAME_NAMES,
     GAME_TITLES,
@@ -23,7 +22,6 @@ from court_cli.catalog import (
     plural,
     rules_help,
 )
-from court_games.games.the_court import TARGETS
 from court_games.registry import GAME_NAMES as REGISTRY_NAMES
 from court_games.registry import get_game
 
@@ -100,10 +98,6 @@ def test_names_agree_with_the_registry_and_every_game_has_its_page_and_help() ->
         assert (ROOT / RULES_PAGES[g]).is_file()
         text = rules_help(g)
         assert GAME_TITLES[g] in text and RULES_PAGES[g] in text and len(text) > 300
-
-
-def test_the_court_targets_are_the_engines() -> None:
-    assert COURT_TARGETS == TARGETS
 
 
 def test_event_types_are_the_contracts() -> None:

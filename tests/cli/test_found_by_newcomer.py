@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from court_cli.stack import LocalStack, StackConfig
-from court_kit.tokens import ensure_dev_keys
+from court_kit.keys import ensure_dev_keys
 
 from tests.cli.conftest import COURT, client_env, running_stack
 

@@ -61,7 +61,11 @@ def deployments(name: str):
 
 
 NATS_PASSWORDS = {
-    f"NATS_{u.upper()}_PASSWORD": f"test-{u}" for u in ("rules", "ranking", "bot", "analytics", "projector")
+    **{
+        f"NATS_{u.upper()}_PASSWORD": f"test-{u}"
+        for u in ("rules", "ranking", "bot", "analytics", "projector", "route")
+    },
+    **{f"NATS_ROUTE_{i}": f"nats://route:test-route@nats-{i}.nats-headless:6222" for i in range(3)},
 }
 
 
@@ -178,9 +182,18 @@ def test_prod_serves_every_service_and_nats_over_tls_with_cert_manager_certifica
 def test_prod_nats_conf_is_base_plus_tls():
     base = (DEPLOY / "base/nats/nats.conf").read_text()
     prod = (DEPLOY / "overlays/prod/nats.conf").read_text()
-    strip = lambda t: re.sub(r"(?ms)^# Client connections: TLS only.*?^}\n\n", "", t).split("\n", 1)[1]  # noqa: E731
+
+    def strip(t: str) -> str:
+        t = re.sub(r"(?ms)^# Client connections: TLS only.*?^}\n\n", "", t)
+        t = re.sub(r"(?ms)^  # Routes speak TLS only.*?^  }\n", "", t)
+        return t.split("\n", 1)[1]
+
     assert strip(prod) == base.split("\n", 1)[1], (
-        "overlays/prod/nats.conf must be base/nats/nats.conf plus tls {}"
+        "overlays/prod/nats.conf must be base/nats/nats.conf plus tls {} for clients and for routes"
+    )
+    cluster = re.search(r"^cluster\s*\{(.*?)^\}", prod, re.MULTILINE | re.DOTALL)
+    assert cluster and re.search(r"^  tls\s*\{[^}]*verify:\s*true", cluster.group(1), re.MULTILINE), (
+        "prod routes speak TLS, verified both ways"
     )
 
 
@@ -488,12 +501,33 @@ def test_nats_is_a_three_server_jetstream_cluster(name):
     conf = nats_conf(docs)
     assert re.search(r"^jetstream\s*\{", conf, re.MULTILINE), "nats.conf must enable JetStream"
     assert re.search(r"^cluster\s*\{", conf, re.MULTILINE), "nats.conf must have a cluster block"
-    routes = set(re.findall(r"nats://([\w.-]+):6222", conf))
+    # an acknowledged move survives one server's OS crash only if it was on that server's disk:
+    # R3 with the default sync (every 2 minutes) lost acked writes (deploy/README.md, "Durability")
+    jetstream = re.search(r"^jetstream\s*\{(.*?)^\}", conf, re.MULTILINE | re.DOTALL)
+    assert jetstream and re.search(r"^\s*sync_interval:\s*always\s*$", jetstream.group(1), re.MULTILINE), (
+        "the cluster's JetStream must sync every write before its ack"
+    )
+    nats = pod_spec(sts)["containers"][0]
+    env = env_of(nats)
+    # the routes are environment variables holding nats://route:$(NATS_ROUTE_PASSWORD)@host:6222
+    route_vars = re.findall(r"^\s*\$(NATS_ROUTE_\d+)\s*$", conf, re.MULTILINE)
+    routes = {
+        re.fullmatch(r"nats://route:\$\(NATS_ROUTE_PASSWORD\)@([\w.-]+):6222", env[v]["value"]).group(1)
+        for v in route_vars
+    }
     expected = {f"{sts['metadata']['name']}-{i}.{headless['metadata']['name']}" for i in range(replicas)}
     assert routes == expected, f"cluster routes {routes} must name every server {expected}"
+    names = [e["name"] for e in nats["env"]]
+    assert names.index("NATS_ROUTE_PASSWORD") < min(names.index(v) for v in route_vars), (
+        "Kubernetes expands $(NATS_ROUTE_PASSWORD) only from a variable defined before it"
+    )
+    assert env["NATS_ROUTE_PASSWORD"]["valueFrom"]["secretKeyRef"]["key"] == "nats-route-password"
+    cluster = re.search(r"^cluster\s*\{(.*?)^\}", conf, re.MULTILINE | re.DOTALL)
+    assert cluster and re.search(r"password:\s*\$NATS_ROUTE_PASSWORD", cluster.group(1)), (
+        "the cluster routes demand the route password"
+    )
     assert "$SERVER_NAME" in conf
-    nats = pod_spec(sts)["containers"][0]
-    assert env_of(nats)["SERVER_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    assert env["SERVER_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
 
     pdb = [
         p

@@ -18,10 +18,11 @@ import pytest
 from court_games.core import IllegalAction, InvalidAction, InvalidOptions, NotYourTurn
 from court_kit import errors
 from court_kit import logging as klog
+from court_kit.keys import Signer, issue_token
 from court_kit.metrics import GRPC, start_metrics_server
 from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, current_identity
 from court_kit.settings import ConfigError
-from court_kit.tokens import Signer, Verifier, issue_token
+from court_kit.tokens import Verifier
 from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc

@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from court_kit.keys import Signer, issue_token
 from court_kit.settings import ConfigError, Settings
-from court_kit.tokens import Identity, Signer, TokenError, Verifier, issue_token, preflight
+from court_kit.tokens import Identity, TokenError, Verifier, preflight
 
 from tests.fixtures import keys
 

@@ -144,7 +144,7 @@ async def test_duplicates_of_the_last_ask_overtaken_by_the_sweep_all_get_its_one
     gid = (await players[0].start(lid)).game_id
     for p in players[:2]:
         await p.call("AbandonGame", ask(gid))
-    backends = stack.lobby.servicer.backends
+    backends = stack.lobby.backends
     refund, held, go = backends.abandon_game, asyncio.Event(), asyncio.Event()
 
     async def held_first(game_id: str) -> Any:

@@ -149,11 +149,11 @@ async def test_every_person_away_for_the_abandon_time_refunds_once(clock_stack: 
     ann = await stack.player("Ann")
     started = await hearts_lobby(stack, ann, turn_seconds=600, abandon_after_seconds=60)
     gid = started.game_id
-    servicer = stack.lobby.servicer
-    assert servicer is not None
+    lobby_app = stack.lobby.application
+    assert lobby_app is not None
     view = await stack.rules_view(gid)
     assert not view.HasField("abandon_at")
-    assert await servicer.abandon_away_games() == 0
+    assert await lobby_app.abandon_away_games() == 0
     await ann.rules.leave_seat(gid)
     for _ in range(200):  # the clock plays her passes at once; then the bots (not running) hold the game
         view = await stack.rules_view(gid)
@@ -163,9 +163,9 @@ async def test_every_person_away_for_the_abandon_time_refunds_once(clock_stack: 
     assert view.HasField("abandon_at") and view.seat_clocks[0].away
     at = view.abandon_at.ToMilliseconds()
     assert at == view.seat_clocks[0].away_since.ToMilliseconds() + 60_000
-    assert await servicer.abandon_away_games(now_ms=at - 1) == 0
-    assert await servicer.abandon_away_games(now_ms=at) == 1
+    assert await lobby_app.abandon_away_games(now_ms=at - 1) == 0
+    assert await lobby_app.abandon_away_games(now_ms=at) == 1
     lobby = await ann.call("GetLobby", lpb.GetLobbyRequest(lobby_id=started.lobby_id))
     assert lobby.state == lpb.LOBBY_STATE_ABANDONED
-    assert await servicer.abandon_away_games(now_ms=at + 10) == 0
+    assert await lobby_app.abandon_away_games(now_ms=at + 10) == 0
     await stack.wait_ranked(lambda st: st.game_status(gid) == "abandoned", "the game abandoned in ranking")

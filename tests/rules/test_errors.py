@@ -9,7 +9,7 @@ import grpc
 import pytest
 from court_client import RulesClient, action, action_json, view_dict
 from court_kit import typed
-from court_kit.tokens import Signer, issue_token
+from court_kit.keys import Signer, issue_token
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2
 
 from tests.fixtures import keys

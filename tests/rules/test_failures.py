@@ -8,7 +8,7 @@ from typing import Any
 
 import grpc
 import pytest
-from court_rules.servicer import Faults
+from court_rules.application import Faults
 
 from .helpers import EventLog, assert_complete, has_game_end, play_out
 

@@ -199,7 +199,7 @@ async def test_watchers_of_one_game_share_one_subscription_and_each_sees_every_u
     replicas: Any, rules: Any
 ) -> None:
     """N WatchGame streams of one game on one replica hold one NATS subscription between them
-    (``servicer.Wakes``): all of them get every update, in order, the same updates; one cancelling
+    (``application.Wakes``): all of them get every update, in order, the same updates; one cancelling
     its stream leaves the others undisturbed; one joining while a move lands gets neither a gap nor
     a repeat; the subscription goes once the last watcher has left."""
     players = ["wen", "xia"]
@@ -220,7 +220,7 @@ async def test_watchers_of_one_game_share_one_subscription_and_each_sees_every_u
         for i in range(n)
     ]
     await asyncio.wait_for(_until(lambda: all(got[i] for i in range(n))), 15)
-    assert len(rules.servicer.wakes) == 1, "one shared subscription for the game"
+    assert len(rules.application.wakes) == 1, "one shared subscription for the game"
     assert subscriptions() == 1
     rng = random.Random(7)
     for _ in range(2):
@@ -232,7 +232,7 @@ async def test_watchers_of_one_game_share_one_subscription_and_each_sees_every_u
     # watcher 0 goes away; the others keep the subscription and every update
     tasks[0].cancel()
     await asyncio.gather(tasks[0], return_exceptions=True)
-    await asyncio.wait_for(_until(lambda: len(rules.servicer.wakes._games[subject][1]) == n - 1), 15)
+    await asyncio.wait_for(_until(lambda: len(rules.application.wakes._games[subject][1]) == n - 1), 15)
     assert subscriptions() == 1
     # one more watcher joins while a move is being submitted
     view = await clients[0].get_view(gid)
@@ -251,4 +251,49 @@ async def test_watchers_of_one_game_share_one_subscription_and_each_sees_every_u
     assert late_seqs == list(range(late_seqs[0], final.seq + 1)) and late_seqs[0] in (2, 3)
     assert got[n][1:] == got[1][late_seqs[0] + 1 :], "the follow after its snapshot: the same updates"
     # the last watcher gone: no subscription left
-    await asyncio.wait_for(_until(lambda: len(rules.servicer.wakes) == 0 and subscriptions() == 0), 15)
+    await asyncio.wait_for(_until(lambda: len(rules.application.wakes) == 0 and subscriptions() == 0), 15)
+
+
+async def test_spectators_share_one_update_per_move_with_no_hand_and_a_seat_gets_its_own(
+    replicas: Any, rules: Any
+) -> None:
+    """Every spectator's stream of a game is served one update per move, built once
+    (``views.game_update``, memoised by position and seat): it carries no hand and no private
+    event part; a seat's own stream gets its own update (its hand), never the spectators', and
+    a spectator never gets a seat's."""
+    players = ["yan", "zed"]
+    created = await replicas.client(rules, "lobby", "service").create_game(
+        "queens_court", players, {"players": 2}
+    )
+    gid = created.game_id
+    clients = {i: replicas.client(rules, p) for i, p in enumerate(players)}
+    got: list[list[Any]] = [[], [], []]
+    tasks = [
+        asyncio.create_task(_collect(replicas.client(rules, "spec-a"), gid, None, None, got[0])),
+        asyncio.create_task(_collect(replicas.client(rules, "spec-b"), gid, None, None, got[1])),
+        asyncio.create_task(_collect(clients[0], gid, 0, None, got[2])),
+    ]
+    await asyncio.wait_for(_until(lambda: all(got)), 15)
+    rng = random.Random(3)
+    for _ in range(3):
+        view = await clients[0].get_view(gid)
+        seat = view.to_act[0]
+        mine = await clients[seat].get_view(gid, seat)
+        await clients[seat].submit(gid, rng.choice(list(mine.legal_actions)), seat)
+    await asyncio.wait_for(_until(lambda: all(len(g) == 4 for g in got)), 15)
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    assert got[0] == got[1], "the spectators got the same updates"
+    for u in got[0]:
+        assert not u.view.HasField("your_seat") and "hand" not in view_dict(u.view)
+        assert all(not e.HasField("owner") for e in u.events)
+    for u in got[2]:
+        assert u.view.your_seat == 0 and view_dict(u.view)["hand"]
+    # built once per position for the spectators, apart from the seat's, in the game's memo
+    entry = rules.application.cache.peek(gid)
+    spectators = [k for k in entry.views if k[0] == "update" and k[3] is None]
+    seats = [k for k in entry.views if k[0] == "update" and k[3] == 0]
+    assert spectators and seats
+    for k in spectators:
+        assert not entry.views[k].view.HasField("your_seat")

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from court_bot.app import main as bot_main
-from court_kit.tokens import Signer, ensure_dev_keys
+from court_kit.keys import Signer, ensure_dev_keys
 from court_lobby.app import main as lobby_main
 from court_ranking.app import main as ranking_main
 from court_rules.app import main as rules_main

@@ -17,8 +17,8 @@ import grpc
 import pytest
 from court_bot.app import BotApp
 from court_bot.config import BotConfig
+from court_kit.keys import AUDIENCES, Signer, issue_token
 from court_kit.settings import ConfigError
-from court_kit.tokens import AUDIENCES, Signer, issue_token
 from court_lobby.app import LobbyApp
 from court_proto.court.bot.v1 import bot_pb2, bot_pb2_grpc
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb

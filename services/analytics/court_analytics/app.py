@@ -8,7 +8,9 @@ only, default 127.0.0.1:50055), ``COURT_METRICS_LISTEN`` (default 127.0.0.1:9105
   pyarrow.fs URL (``s3://bucket/prefix``, ``gs://...``, ``file:///abs/path``);
 * ``COURT_ANALYTICS_DURABLE`` (default ``analytics``): the durable consumer's name, shared by
   replicas;
-* ``COURT_ANALYTICS_BATCH`` (256 records a fetch), ``COURT_ANALYTICS_ACK_WAIT`` (30 s), ``COURT_ANALYTICS_SWEEP`` (5 s),
+* ``COURT_ANALYTICS_BATCH`` (256 records at most a batch), ``COURT_ANALYTICS_LINGER`` (0.5 s: how
+  long a batch gathers records after its first, so live play's trickle is staged and acknowledged
+  in one pass; 0: one fetch a batch), ``COURT_ANALYTICS_ACK_WAIT`` (30 s), ``COURT_ANALYTICS_SWEEP`` (5 s),
   ``COURT_ANALYTICS_COMPACT_EVERY`` (300 s), ``COURT_ANALYTICS_SETTLE`` (600 s: how long a game
   has been done before its files are compacted), ``COURT_ANALYTICS_STALL`` (60 s, readiness);
 * ``COURT_ANALYTICS_STAGING_RETENTION`` (``7d``; seconds or 30m/12h/7d): a game none of whose
@@ -32,16 +34,17 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+import grpc
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.health import Check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
-from court_kit.server import add_health_and_reflection, create_server, run_service
+from court_kit.server import run_service, start_server
 from court_kit.settings import ConfigError, Settings
 from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
 
-from .consumer import LakeConsumer
+from .consumer import LINGER, LakeConsumer
 from .lake import SETTLE, Lake
 
 log = klog.get_logger("court_analytics.app")
@@ -53,6 +56,7 @@ SETTINGS = (
     "COURT_ANALYTICS_LAKE",
     "COURT_ANALYTICS_DURABLE",
     "COURT_ANALYTICS_BATCH",
+    "COURT_ANALYTICS_LINGER",
     "COURT_ANALYTICS_ACK_WAIT",
     "COURT_ANALYTICS_SWEEP",
     "COURT_ANALYTICS_COMPACT_EVERY",
@@ -74,13 +78,13 @@ class AnalyticsApp:
     nc: NATS
     lake: Lake
     consumer: LakeConsumer
-    server: object
+    server: grpc.aio.Server
     port: int
     health: HealthServicer
     metrics: MetricsServer | None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
     service_names = (SERVICE_NAME,)
-    _task: asyncio.Task | None = None
+    _task: asyncio.Task[None] | None = None
 
     @classmethod
     async def start(cls, settings: Settings) -> AnalyticsApp:
@@ -106,20 +110,14 @@ class AnalyticsApp:
                 durable=settings.extra.get("COURT_ANALYTICS_DURABLE", "analytics"),
                 ack_wait=settings.extra_float("ANALYTICS_ACK_WAIT", 30.0, 0.5),
                 batch=settings.extra_int("ANALYTICS_BATCH", 256, 1, 4096),
+                linger=settings.extra_float("ANALYTICS_LINGER", LINGER, 0.0),
                 sweep_every=settings.extra_float("ANALYTICS_SWEEP", 5.0, 0.05),
                 compact_every=settings.extra_float("ANALYTICS_COMPACT_EVERY", 300.0, 0.1),
                 retention=retention,
                 resumed_after=resumed_after,
                 fault=settings.extra.get("COURT_ANALYTICS_FAULT", ""),
             )
-            server, port = create_server(settings.listen, settings=settings)
-            health = await add_health_and_reflection(
-                server,
-                [SERVICE_NAME],
-                reflection_on=settings.reflection,
-                health_listen=settings.health_listen,
-            )
-            await server.start()
+            server, port, health = await start_server(settings, [SERVICE_NAME], edge=False)
         except BaseException:
             await nc.close()
             raise

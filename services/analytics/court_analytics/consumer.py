@@ -1,10 +1,14 @@
 """court-analytics' durable pull consumer: public game records into the lake, acknowledged after.
 
 One durable pull consumer (``analytics`` by default, ``COURT_ANALYTICS_DURABLE``) with explicit
-acks on the records' stream (``records.STREAM``), shared by every replica. For each fetched batch:
-every record is staged (``Lake.stage``, idempotent), every game of the batch that may now be
-complete is finished (``Lake.try_finish``), and only then is the batch acknowledged, so a crash at
-any point leaves work that a redelivery repeats to the same result. A sweep every
+acks on the records' stream (``records.STREAM``), shared by every replica. A batch is what the
+fetches of ``linger`` seconds bring (from its first record; at most ``batch`` records): under live
+play records trickle in a few at a time, and one batch of half a second is one staging file per
+game and one pass of finishing instead of one per fetch. For each batch every record is staged
+(``Lake.stage_batch``, idempotent), every game of the batch that may now be complete is finished
+(``Lake.try_finish``), and only then is the batch acknowledged (every ack sent, then one flush), so a
+crash at any point, between the writes and the acks included, leaves work that a redelivery
+repeats to the same result. A sweep every
 ``sweep_every`` seconds finishes games whose last missing record was staged by another consumer
 (or before a crash), closes out games whose staging has been quiet for ``retention`` seconds
 (``Lake.close_out``: unfinished and resumed games land with that status) when the durable has
@@ -29,6 +33,7 @@ from . import records
 from .lake import RETENTION, WROTE, Lake
 
 log = klog.get_logger("court_analytics.consumer")
+LINGER = 0.5  # seconds a batch gathers records after its first (COURT_ANALYTICS_LINGER; 0: one fetch)
 
 INGESTED = Counter("court_analytics_records_ingested_total", "records staged and acknowledged")
 REJECTED = Counter(
@@ -53,6 +58,7 @@ class LakeConsumer:
         *,
         durable: str = "analytics",
         batch: int = 256,
+        linger: float = LINGER,
         ack_wait: float = 30.0,
         sweep_every: float = 5.0,
         compact_every: float = 300.0,
@@ -65,6 +71,7 @@ class LakeConsumer:
         self.lake = lake
         self.durable = durable
         self.batch = batch
+        self.linger = min(linger, ack_wait / 4)  # a batch's acks go out well within the ack wait
         self.ack_wait = ack_wait
         self.sweep_every = sweep_every
         self.compact_every = compact_every
@@ -77,7 +84,8 @@ class LakeConsumer:
         self._ended: set[str] = set()  # games whose GameEnded this process staged, not yet finished
         self._psub: Any = None
         # fault injection for the crash tests: "staged:N" exits right after the N-th batch is staged
-        # (before its acks), "finished:N" right after the N-th game's tables are written (before _done)
+        # (before its acks), "acking:N" after half of the N-th batch's acks went out, "finished:N"
+        # right after the N-th game's tables are written (before _done)
         point, _, count = fault.partition(":")
         self._fault = (point, int(count or 0)) if point else None
         self._batches = 0
@@ -115,7 +123,7 @@ class LakeConsumer:
                     self._ended.add(rec.game_id)
                 touched.add(rec.game_id)
         self._batches += 1
-        self._maybe_fail("staged", self._batches)
+        self._maybe_fail("staged", self._batches, records=len(msgs))
         for game_id in touched & self._ended:
             self._finish(game_id)
 
@@ -141,9 +149,9 @@ class LakeConsumer:
             self.landed += 1
             GAMES.inc()
 
-    def _maybe_fail(self, point: str, n: int) -> None:
+    def _maybe_fail(self, point: str, n: int, **about: Any) -> None:
         if self._fault == (point, n):
-            log.warning("fault injected: exiting", point=point, n=n)
+            log.warning("fault injected: exiting", point=point, n=n, **about)
             os._exit(17)
 
     def _sweep(self) -> None:
@@ -165,6 +173,21 @@ class LakeConsumer:
                 return
             if closed:
                 log.info("games closed out", **closed)
+
+    async def _gather(self, stop: asyncio.Event) -> list[Any]:
+        """One batch: a fetch (waiting up to a second for the first record), then more fetches for
+        ``linger`` seconds from the first record's arrival or until ``batch`` records are in hand."""
+        msgs = list(await self._psub.fetch(self.batch, timeout=1.0))
+        deadline = time.monotonic() + self.linger
+        while len(msgs) < self.batch and not stop.is_set():
+            left = deadline - time.monotonic()
+            if left < 0.01:
+                break
+            try:
+                msgs += await self._psub.fetch(self.batch - len(msgs), timeout=left)
+            except (TimeoutError, NatsTimeout):
+                break
+        return msgs
 
     async def _loop(self, stop: asyncio.Event) -> None:
         next_sweep = time.monotonic()  # the first pass at once: games a crash left complete-but-unfinished
@@ -206,14 +229,18 @@ class LakeConsumer:
                     COMPACTED.inc(await asyncio.to_thread(self.lake.compact))
                 self.alive_at = time.monotonic()
                 try:
-                    msgs = await self._psub.fetch(self.batch, timeout=1.0)
+                    msgs = await self._gather(stop)
                 except (TimeoutError, NatsTimeout):
                     continue
                 if stop.is_set():
                     return  # unacknowledged: delivered again, here or to another replica
                 await asyncio.to_thread(self._handle_batch, msgs)
-                for msg in msgs:
-                    await msg.ack()
+                for i, msg in enumerate(msgs):
+                    if i == len(msgs) // 2 and self._fault == ("acking", self._batches):
+                        await self.nc.flush(timeout=5)  # half the batch acknowledged, then the crash
+                        self._maybe_fail("acking", self._batches, records=len(msgs))
+                    await msg.ack()  # queued on the connection: one flush sends them all
+                await self.nc.flush(timeout=max(1, int(self.ack_wait / 2)))
                 self.ingested += len(msgs)
                 INGESTED.inc(len(msgs))
                 self.alive_at = time.monotonic()

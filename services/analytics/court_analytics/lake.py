@@ -136,6 +136,7 @@ def build_tables(
             "game_id": [game_id],
             "status": [status],
             "options": [_json(created.payload.get("options", {}))],
+            "online": pa.array([bool(created.payload.get("online"))], pa.bool_()),
             "seats": pa.array([seats], pa.list_(pa.string())),
             "players": pa.array([[s for s in seats if not s.startswith("bot:")]], pa.list_(pa.string())),
             "bot_levels": pa.array(
@@ -210,7 +211,7 @@ class Lake:
         return "/".join((self.root, *parts))
 
     def _exists(self, path: str) -> bool:
-        return self.fs.get_file_info(path).type != pafs.FileType.NotFound
+        return bool(self.fs.get_file_info(path).type != pafs.FileType.NotFound)
 
     def _put(self, path: str, data: bytes) -> None:
         """Write whole or not at all: a temporary name in the same folder, then a move."""
@@ -404,7 +405,8 @@ class Lake:
     def _read_text(self, path: str) -> str | None:
         try:
             with self.fs.open_input_stream(path) as f:
-                return f.read().decode()
+                text: str = f.read().decode()
+                return text
         except FileNotFoundError:
             return None
 

@@ -50,6 +50,7 @@ def decode(data: bytes, headers: dict[str, str] | None = None) -> list[Record]:
             "game": rec.game,
             "options": typed.options_from_proto(c.options),
             "seats": list(c.seats),
+            "online": c.online,  # the lobby's online game: rank points move
         }
         if c.resumed_from:
             created["resumed_from"] = c.resumed_from

@@ -26,15 +26,9 @@ from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.health import Check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
-from court_kit.server import (
-    EdgeInterceptor,
-    add_health_and_reflection,
-    client_channel,
-    create_server,
-    run_service,
-)
+from court_kit.server import client_channel, run_service, start_server
 from court_kit.settings import Settings
-from court_kit.tokens import Verifier, preflight
+from court_kit.tokens import preflight
 from court_proto.court.bot.v1 import bot_pb2, bot_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
@@ -119,19 +113,11 @@ class BotApp:
             servicer = BotServicer(
                 rules_channel, decider, settings.id_secret, rules_timeout=config.rules_timeout
             )
-            server, port = create_server(
-                settings.listen,
-                settings=settings,
-                interceptors=[EdgeInterceptor(Verifier.for_service(settings))],
-            )
-            bot_pb2_grpc.add_BotServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(
-                server,
+            server, port, health = await start_server(
+                settings,
                 [SERVICE_NAME],
-                reflection_on=settings.reflection,
-                health_listen=settings.health_listen,
+                lambda server: bot_pb2_grpc.add_BotServiceServicer_to_server(servicer, server),
             )
-            await server.start()
         except BaseException:
             if nc is not None:
                 await nc.close()

@@ -38,7 +38,8 @@ DEADLINE_MARGIN_S = 0.005
 def bearer(context: grpc.aio.ServicerContext) -> str:
     for key, value in context.invocation_metadata() or ():
         if key == "authorization":
-            return value[7:].strip() if value[:7].lower() == "bearer " else value.strip()
+            text: str = value
+            return text[7:].strip() if text[:7].lower() == "bearer " else text.strip()
     return ""
 
 
@@ -93,7 +94,7 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
             deadline=deadline,
             purpose="suggest",
         )
-        log.info("suggested", seat=seat, level=level, ms=round(choice.seconds * 1000, 2))
+        log.debug("suggested", seat=seat, level=level, ms=round(choice.seconds * 1000, 2))
         return bot_pb2.SuggestResponse(
             action=choice.action, seq=view.seq, explanation=choice.explain(seat, view.seq)
         )

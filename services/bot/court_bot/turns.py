@@ -17,7 +17,13 @@ JetStream form of a NATS queue group, with the durability a plain queue group la
 before acking, or an ack was lost):
 
 * the handler reads the bot seat's view; if the game has moved past the event's ``seq`` (or is
-  over) the turn is stale: acked and dropped (the newer position has its own record);
+  over) the turn is stale: acked and dropped (the newer position has its own record). A view is
+  read once per turn, and not at all when the rules service handed it over already: each of the
+  bot's submit answers carries the views of the position it made for every bot seat to act there
+  (``SubmitActionResponse.view`` and ``next``), kept by position and seat (``ViewShelf``,
+  bounded) until that position's turn comes (a bot following a bot: one RPC per move, not two).
+  Such a view is exactly the one a read at the turn's ``seq`` would return; when the game has
+  moved on since, the submit is refused and the fresh view read then says the turn is stale;
 * the move is submitted with request id ``bot-<game_id>-<seq>-<seat>`` under the one bot
   identity every replica shares, so two handlers of one position send the same id and the rules
   service applies it once (a repeat gets the first answer; the same id with another action, as
@@ -45,7 +51,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -77,6 +83,7 @@ FETCH_WAIT = 1.0  # seconds one pull request lingers (also how soon an idle work
 RECENT = 20_000  # handled turns remembered for tests and debugging
 UNAVAILABLE_DELAY = 1.0  # seconds before a turn is retried when the rules service did not answer
 BEHIND_DELAY = 0.25  # seconds before a turn is retried when the rules replica had not seen it yet
+VIEWS_KEPT = 4096  # views from submit answers kept for the turns they are for (ViewShelf)
 RESUBMITS = 3  # same-id resubmits of a move refused by a replica that was behind (ABORTED, ...)
 
 
@@ -178,8 +185,32 @@ class Journal:
         await asyncio.wait_for(loop(), timeout)
 
 
+class ViewShelf:
+    """Views the rules service handed over in submit answers, by (game id, seq, seat), until the
+    turn of that position takes them (once); the oldest go beyond ``limit``."""
+
+    def __init__(self, limit: int = VIEWS_KEPT):
+        self.limit = limit
+        self._views: OrderedDict[tuple[str, int, int], rules_pb2.GameView] = OrderedDict()
+        self.taken = 0  # views served from here (tests, the bench)
+
+    def put(self, reply: rules_pb2.SubmitActionResponse) -> None:
+        for v in (reply.view, *reply.next):
+            if v.HasField("your_seat") and not v.finished and v.your_seat in v.to_act:
+                self._views[(v.game_id, int(v.seq), int(v.your_seat))] = v
+        while len(self._views) > self.limit:
+            self._views.popitem(last=False)
+
+    def take(self, game_id: str, seq: int, seat: int) -> rules_pb2.GameView | None:
+        v = self._views.pop((game_id, seq, seat), None)
+        if v is not None:
+            self.taken += 1
+        return v
+
+
 class TurnHandler:
-    """Plays one turn event: read the bot seat's view, decide, submit."""
+    """Plays one turn event: read the bot seat's view (or take the one a submit answer brought),
+    decide, submit."""
 
     def __init__(
         self,
@@ -197,6 +228,7 @@ class TurnHandler:
         self.retry_delay = retry_delay
         self.faults = faults or Faults()
         self.replica = replica
+        self.shelf = ViewShelf()
 
     async def handle(self, turn: Turn, delivered: int = 1) -> Handled:
         klog.bind(game_id=turn.game_id, seq=turn.seq, game=turn.game)
@@ -223,10 +255,12 @@ class TurnHandler:
                 ERRORS.labels(kind).inc()
                 refused.append(str(exc))
                 continue
-            try:
-                view = await self.rules.view(turn.game_id, seat)
-            except grpc.aio.AioRpcError as err:
-                return self._rules_failed("reading the view", err, done, seat, level)
+            view = self.shelf.take(turn.game_id, turn.seq, seat)
+            if view is None:
+                try:
+                    view = await self.rules.view(turn.game_id, seat)
+                except grpc.aio.AioRpcError as err:
+                    return self._rules_failed("reading the view", err, done, seat, level)
             if view.finished or view.seq > turn.seq:
                 log.debug("stale turn", now=view.seq)
                 return done(Outcome.STALE, seat, level)
@@ -282,6 +316,7 @@ class TurnHandler:
                     )
             if reply is None:
                 return done(Outcome.BEHIND, seat, level, retry_after=BEHIND_DELAY)
+            self.shelf.put(reply)
             TURN_SECONDS.observe(time.perf_counter() - t0)
             log.debug("played", seat=seat, level=level, move=reply.seq, ms=round(choice.seconds * 1000, 2))
             await self.faults.after_submit(turn, seat, reply)

@@ -8,7 +8,7 @@ import time
 import grpc
 from court_client import RulesClient
 from court_kit.errors import ServiceError
-from court_kit.tokens import Signer, issue_token
+from court_kit.keys import Signer, issue_token
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2
 
 BOT_SUB = "bot-service"  # every replica acts under this one sub, so request ids are shared
@@ -68,9 +68,10 @@ class BotRules:
         delay = 0.05
         for attempt in range(SUBMIT_RETRIES + 1):
             try:
-                return await client.stub.SubmitAction(
+                answer: rules_pb2.SubmitActionResponse = await client.stub.SubmitAction(
                     req, metadata=client.metadata(request_id), timeout=self.timeout
                 )
+                return answer
             except grpc.aio.AioRpcError as err:
                 if err.code() != grpc.StatusCode.UNAVAILABLE or attempt == SUBMIT_RETRIES:
                     raise

@@ -12,9 +12,9 @@ from functools import cache
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from court_kit.errors import InvalidArgument, ResourceExhausted
+from court_kit.keys import Signer, issue_token
 from court_kit.ratelimit import RateLimiter, peer_host
 from court_kit.settings import Settings
-from court_kit.tokens import Signer, issue_token
 
 MIN_PASSWORD, MAX_PASSWORD = 8, 256
 _hasher = PasswordHasher()

@@ -30,21 +30,23 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 import court_store
+import grpc
 from court_kit import logging as klog
 from court_kit.health import Check, database_check
 from court_kit.metrics import MetricsServer, start_metrics_server
-from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
+from court_kit.server import run_service, start_server
 from court_kit.settings import Settings
-from court_kit.tokens import Verifier, preflight
+from court_kit.tokens import preflight
 from court_proto.court.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 from court_store.purge import PurgeTask
 from grpc_health.v1._async import HealthServicer
 from sqlalchemy.engine import Engine
 
 from .accounts import LoginLimits, TokenPolicy
+from .application import LobbyApplication
 from .clients import Backends
 from .saga import Faults, Starter
-from .servicer import PUBLIC_METHODS, LobbyServicer
+from .servicer import PUBLIC_METHODS, LobbyServicer, render_start
 from .store import LobbyStore, check_schema, migrate, purge
 
 log = klog.get_logger("court_lobby")
@@ -63,17 +65,18 @@ class LobbyApp:
     engine: Engine
     store: LobbyStore
     backends: Backends
-    server: object
+    server: grpc.aio.Server
     port: int
     health: HealthServicer
     metrics: MetricsServer | None
     starter: Starter
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
-    _task: asyncio.Task | None = None
+    _task: asyncio.Task[None] | None = None
     purger: PurgeTask | None = None
-    _purge_task: asyncio.Task | None = None
-    _away_task: asyncio.Task | None = None
+    _purge_task: asyncio.Task[None] | None = None
+    _away_task: asyncio.Task[None] | None = None
     servicer: LobbyServicer | None = None
+    application: LobbyApplication | None = None
 
     @property
     def address(self) -> str:
@@ -101,29 +104,22 @@ class LobbyApp:
                 ttl=settings.extra_float("TOKEN_TTL", 3600.0, lo=1.0),
                 refresh_ttl=settings.extra_float("REFRESH_TTL", 30 * 24 * 3600.0, lo=1.0),
             )
-            servicer = LobbyServicer(store, backends, tokens, LoginLimits.from_settings(settings))
             starter = Starter(
                 store,
                 backends,
-                servicer._render_start,
+                render_start,
                 lease=settings.extra_float("START_LEASE", 30.0, lo=0.1),
                 sweep=settings.extra_float("START_SWEEP", 10.0, lo=0.05),
                 faults=faults,
             )
-            servicer.starter = starter
-            server, port = create_server(
-                settings.listen,
-                settings=settings,
-                interceptors=[EdgeInterceptor(Verifier.for_service(settings), public_methods=PUBLIC_METHODS)],
-            )
-            lobby_pb2_grpc.add_LobbyServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(
-                server,
+            application = LobbyApplication(store, backends, starter)
+            servicer = LobbyServicer(application, tokens, LoginLimits.from_settings(settings))
+            server, port, health = await start_server(
+                settings,
                 [SERVICE_NAME],
-                reflection_on=settings.reflection,
-                health_listen=settings.health_listen,
+                lambda server: lobby_pb2_grpc.add_LobbyServiceServicer_to_server(servicer, server),
+                public_methods=PUBLIC_METHODS,
             )
-            await server.start()
         except BaseException:
             await backends.close()
             engine.dispose()
@@ -142,12 +138,13 @@ class LobbyApp:
         )
         app._purge_task = asyncio.create_task(app.purger.run(app._stop))
         app.servicer = servicer
+        app.application = application
         app._away_task = asyncio.create_task(
-            app._abandon_away(servicer, settings.extra_float("ABANDON_SWEEP", 30.0, lo=0.05))
+            app._abandon_away(application, settings.extra_float("ABANDON_SWEEP", 30.0, lo=0.05))
         )
         return app
 
-    async def _abandon_away(self, servicer: LobbyServicer, every: float) -> None:
+    async def _abandon_away(self, application: LobbyApplication, every: float) -> None:
         """Until stopped: finish the abandons a backend was away for (every person asked), and
         abandon games every person of which has been away for the abandon time."""
         while not self._stop.is_set():
@@ -156,8 +153,8 @@ class LobbyApp:
             if self._stop.is_set():
                 return
             try:
-                await servicer.finish_abandons()
-                await servicer.abandon_away_games()
+                await application.finish_abandons()
+                await application.abandon_away_games()
             except Exception as exc:  # noqa: BLE001 - the database or rules away for a moment: next round
                 log.warning("abandon sweep failed", error=str(exc)[:200] or type(exc).__name__)
 

@@ -10,9 +10,9 @@ import grpc
 from court_client import RulesClient
 from court_client.base import TRANSIENT, ServiceClient
 from court_kit import errors as kerr
+from court_kit.keys import Signer, issue_token
 from court_kit.server import client_channel
 from court_kit.settings import Settings
-from court_kit.tokens import Signer, issue_token
 from court_proto.court.games.v1 import events_pb2
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 from court_proto.court.ranking.v1 import ranking_pb2_grpc
@@ -88,13 +88,23 @@ class Backends:
         request_id: str,
         game_id: str = "",
         clock: Mapping[str, Any] | None = None,
+        online: bool = False,
     ) -> str:
-        """``clock``: the lobby's turn clock (court_kit.clock.ClockSettings fields), given to the game."""
+        """``clock``: the lobby's turn clock (court_kit.clock.ClockSettings fields), given to the game;
+        ``online``: an online lobby's game (registered with the ranking service), public in its
+        GameCreated record."""
         self.rules.token = self.token.get()
         tc = events_pb2.TurnClock(**clock) if clock else None
         try:
             reply = await self.rules.create_game(
-                game, seats, options, seed=seed, request_id=request_id, game_id=game_id, clock=tc
+                game,
+                seats,
+                options,
+                seed=seed,
+                request_id=request_id,
+                game_id=game_id,
+                clock=tc,
+                online=online,
             )
         except grpc.aio.AioRpcError as err:
             raise translate(err, "rules") from None
@@ -165,12 +175,14 @@ class Backends:
             seed=seed,
             seats=[rpb.RankedSeat(player_id=p, name=n) for p, n in seats],
         )
-        return await self._ranking(self.ranking.RegisterGame, req)
+        answer: rpb.RegisterGameResponse = await self._ranking(self.ranking.RegisterGame, req)
+        return answer
 
     async def abandon_game(self, game_id: str) -> rpb.AbandonGameResponse:
-        return await self._ranking(
+        answer: rpb.AbandonGameResponse = await self._ranking(
             self.ranking.AbandonGame, rpb.AbandonGameRequest(request_id=f"abandon:{game_id}", game_id=game_id)
         )
+        return answer
 
 
 def translate(err: grpc.aio.AioRpcError, service: str) -> Exception:

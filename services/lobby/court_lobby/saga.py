@@ -42,7 +42,7 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from court_kit import errors as kerr
@@ -51,6 +51,7 @@ from court_kit import logging as klog
 from .clients import Backends, is_transient
 from .store import CANCELLING, COMPENSATING, STARTING, LobbyInfo, LobbyStore
 
+T = TypeVar("T")
 log = klog.get_logger("court_lobby.saga")
 BOT_PREFIX = "bot:"
 FAILED_PRECONDITION = int(grpc.StatusCode.FAILED_PRECONDITION.value[0])
@@ -116,7 +117,7 @@ class Starter:
         self.owner = f"lobby-{uuid.uuid4().hex}"
         self._driving: dict[str, asyncio.Future[bool]] = {}
 
-    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.to_thread(fn, *args)
 
     async def drive(self, lobby_id: str) -> bool:
@@ -201,6 +202,7 @@ class Starter:
                 request_id=info.start_rid,
                 game_id=info.game_id,
                 clock=info.clock,
+                online=info.online,
             )
             await self.faults.after_game(info)
             await self._renew(info, owner)
@@ -225,7 +227,7 @@ class Starter:
             # the game first, then the antes: a refunded game is never left accepting moves. Keyed by
             # the game id (one request id for every retry, any replica); the rules service away: the
             # start stays marked and the next drive (the sweep) closes it before refunding anything
-            closed = await self.backends.close_game(info.game_id, _close_reason(reason, info.online))
+            closed = await self.backends.close_game(info.started_game_id, _close_reason(reason, info.online))
         except kerr.FailedPrecondition as err:
             # the rules service's game has ended: it was created and played, so it did start
             log.error(
@@ -241,7 +243,9 @@ class Starter:
         if info.online:
             await self._renew(info, owner, undoing=True)
             try:
-                await self.backends.abandon_game(info.game_id)  # every ante back, once, keyed by the game id
+                await self.backends.abandon_game(
+                    info.started_game_id
+                )  # every ante back, once, keyed by the game id
             except kerr.FailedPrecondition as err:
                 # the game has ended in ranking: it was created and played, so it did start
                 log.error(

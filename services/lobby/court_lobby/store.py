@@ -31,13 +31,13 @@ from court_kit.errors import (
     PermissionDenied,
     Unauthenticated,
 )
-from court_store import check_text, require_head, upgrade
+from court_store import changed, check_text, require_head, table_of, upgrade
 from court_store import requests as rq
 from grpc import StatusCode
 from sqlalchemy import Integer, delete, func, true, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from .models import Account, Lobby, RefreshToken, RequestLog, Seat, utcnow
 
@@ -48,7 +48,7 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.\-]{0,22}[A-Za-z0-9_.\-]$")
 MAX_REQUEST_ID = 64
 OPEN, STARTING, STARTED, FINISHED, ABANDONED = "open", "starting", "started", "finished", "abandoned"
 CANCELLED = "cancelled"  # the host cancelled it (CancelLobby) before its game started
-REQUESTS = RequestLog.__table__
+REQUESTS = table_of(RequestLog)
 COMPENSATING = "compensating: "  # start_error's prefix while a failed start is being undone
 CANCELLING = "cancelling: "  # ... while a start is undone because the host cancelled the lobby
 MAX_CANCEL_REASON = 200
@@ -61,7 +61,15 @@ def cancel_text(reason: str) -> str:
 
 def _not_cancelling() -> Any:
     """The lobby's host has not cancelled it while it was starting."""
-    return Lobby.start_error.is_(None) | ~Lobby.start_error.startswith(CANCELLING, autoescape=True)
+    return col(Lobby.start_error).is_(None) | ~col(Lobby.start_error).startswith(CANCELLING, autoescape=True)
+
+
+def _row(s: Session, lobby_id: str) -> Lobby:
+    """The lobby's row as this transaction has it now (read again: a conditional UPDATE changed it)."""
+    row = s.get(Lobby, lobby_id, populate_existing=True)
+    if row is None:
+        raise NotFound(f"no lobby {quote(lobby_id)}")
+    return row
 
 
 def new_game_id() -> str:
@@ -144,6 +152,13 @@ class LobbyInfo:
     def seat_of(self, account_id: str) -> SeatInfo | None:
         return next((s for s in self.seated if s.account_id == account_id), None)
 
+    @property
+    def started_game_id(self) -> str:
+        """The game id of a lobby whose start has begun (fixed by ``begin_start``)."""
+        if self.game_id is None:
+            raise FailedPrecondition(f"lobby {self.id} has no game: it was never started")
+        return self.game_id
+
 
 class LobbyStore:
     def __init__(self, engine: Engine):
@@ -175,7 +190,7 @@ class LobbyStore:
         if not isinstance(name, str) or not NAME_RE.fullmatch(name):
             return None  # no account has such a name
         with self.session() as s:
-            return s.exec(select(Account).where(Account.name_key == name.casefold())).first()
+            return s.exec(select(Account).where(col(Account.name_key) == name.casefold())).first()
 
     def account(self, account_id: str) -> Account:
         check_text(account_id, "player_id", 64)
@@ -187,7 +202,9 @@ class LobbyStore:
 
     def set_password_hash(self, account_id: str, password_hash: str) -> None:
         with self.session() as s, s.begin():
-            s.execute(update(Account).where(Account.id == account_id).values(password_hash=password_hash))
+            s.execute(
+                update(Account).where(col(Account.id) == account_id).values(password_hash=password_hash)
+            )
 
     def issue_refresh(self, account_id: str, ttl: timedelta) -> str:
         token = secrets.token_urlsafe(32)
@@ -206,16 +223,18 @@ class LobbyStore:
             done = s.execute(
                 update(RefreshToken)
                 .where(
-                    RefreshToken.token_hash == h,
-                    RefreshToken.used.is_(False),
-                    RefreshToken.expires_at > utcnow(),
+                    col(RefreshToken.token_hash) == h,
+                    col(RefreshToken.used).is_(False),
+                    col(RefreshToken.expires_at) > utcnow(),
                 )
                 .values(used=True)
             )
-            if done.rowcount != 1:
+            if changed(done) != 1:
                 raise Unauthenticated("the refresh token is unknown, expired or already used; log in again")
             row = s.get(RefreshToken, h)
-            acc = s.get(Account, row.account_id)
+            acc = s.get(Account, row.account_id) if row is not None else None
+        if acc is None:  # the account was deleted (its tokens go with it) between the two reads
+            raise Unauthenticated("the refresh token's account does not exist; log in again")
         return acc
 
     # ------------------------------------------------------------------ the request log
@@ -240,7 +259,7 @@ class LobbyStore:
     def _reply(self, s: Session, call: Call | None, lobby_id: str) -> LobbyInfo:
         """The lobby as this transaction leaves it; the call's answer is stored with it."""
         s.flush()
-        info = self._info(s, s.get(Lobby, lobby_id, populate_existing=True))
+        info = self._info(s, _row(s, lobby_id))
         if call is not None:
             rq.answer(s, REQUESTS, call.claim, call.render(info))
         return info
@@ -258,7 +277,7 @@ class LobbyStore:
 
     @staticmethod
     def _info(s: Session, lobby: Lobby) -> LobbyInfo:
-        seats = s.exec(select(Seat).where(Seat.lobby_id == lobby.id).order_by(Seat.seat_no)).all()
+        seats = s.exec(select(Seat).where(col(Seat.lobby_id) == lobby.id).order_by(col(Seat.seat_no))).all()
         return LobbyInfo(
             id=lobby.id,
             game=lobby.game,
@@ -298,20 +317,20 @@ class LobbyStore:
     def lobby_of_game(self, game_id: str) -> LobbyInfo | None:
         check_text(game_id, "game_id", 64)
         with self.session() as s:
-            row = s.exec(select(Lobby).where(Lobby.game_id == game_id)).first()
+            row = s.exec(select(Lobby).where(col(Lobby.game_id) == game_id)).first()
             return None if row is None else self._info(s, row)
 
     def _take(self, s: Session, lobby_id: str, status: str = OPEN) -> Lobby:
         """Lock the lobby for a change; it must be in ``status`` (``open`` by default)."""
         done = s.execute(
             update(Lobby)
-            .where(Lobby.id == lobby_id, Lobby.status == status)
-            .values(version=Lobby.version + 1)
+            .where(col(Lobby.id) == lobby_id, col(Lobby.status) == status)
+            .values(version=col(Lobby.version) + 1)
         )
         row = s.get(Lobby, lobby_id, populate_existing=True)
         if row is None:
             raise NotFound(f"no lobby {quote(lobby_id)}")
-        if done.rowcount != 1:
+        if changed(done) != 1:
             if status == OPEN:
                 raise FailedPrecondition(f"lobby {lobby_id} is {row.status}, no longer open")
             raise FailedPrecondition(f"lobby {lobby_id} is {row.status}, not {status}")
@@ -361,21 +380,25 @@ class LobbyStore:
         offset: int = 0,
     ) -> list[LobbyInfo]:
         """Open public lobbies, oldest first, filtered by game, ante and mode."""
-        taken = select(Seat.lobby_id, func.count().label("n")).group_by(Seat.lobby_id).subquery()
+        taken = select(col(Seat.lobby_id), func.count().label("n")).group_by(col(Seat.lobby_id)).subquery()
         q = (
             select(Lobby)
-            .join(taken, taken.c.lobby_id == Lobby.id, isouter=True)
-            .where(Lobby.status == OPEN, Lobby.public.is_(True))
+            .join(taken, taken.c.lobby_id == col(Lobby.id), isouter=True)
+            .where(col(Lobby.status) == OPEN, col(Lobby.public).is_(True))
         )
         if game:
-            q = q.where(Lobby.game == game)
+            q = q.where(col(Lobby.game) == game)
         if ante is not None:
-            q = q.where(Lobby.ante == ante)
+            q = q.where(col(Lobby.ante) == ante)
         if online is not None:
-            q = q.where(Lobby.online.is_(online))
+            q = q.where(col(Lobby.online).is_(online))
         if with_free_seat:
-            q = q.where(func.coalesce(taken.c.n, 0) < Lobby.seats)
-        q = q.order_by(Lobby.created_at, Lobby.id).offset(max(0, offset)).limit(max(1, min(limit, 200)))
+            q = q.where(func.coalesce(taken.c.n, 0) < col(Lobby.seats))
+        q = (
+            q.order_by(col(Lobby.created_at), col(Lobby.id))
+            .offset(max(0, offset))
+            .limit(max(1, min(limit, 200)))
+        )
         with self.session() as s:
             return [self._info(s, row) for row in s.exec(q)]
 
@@ -414,20 +437,22 @@ class LobbyStore:
             # only reachable if the lobby row lock was bypassed; the unique seat constraints hold the line
             raise Aborted(f"lost the race for a seat in lobby {lobby_id}; look again") from None
 
-    def leave(self, lobby_id: str, account: Account, call: Call | None = None) -> LobbyInfo | None:
+    def leave(self, lobby_id: str, account: Account, call: Call | None = None) -> LobbyInfo:
         """Give up one's seat; the host leaving hands the lobby to the next person, or closes it."""
         with self._write(call) as s:
             lobby = self._take(s, lobby_id)
-            gone = s.execute(delete(Seat).where(Seat.lobby_id == lobby_id, Seat.account_id == account.id))
-            if gone.rowcount == 0:
+            gone = s.execute(
+                delete(Seat).where(col(Seat.lobby_id) == lobby_id, col(Seat.account_id) == account.id)
+            )
+            if changed(gone) == 0:
                 raise FailedPrecondition(f"you have no seat in lobby {lobby_id}")
             if lobby.host_id == account.id:
                 heir = s.exec(
                     select(Seat)
-                    .where(Seat.lobby_id == lobby_id, Seat.account_id.is_not(None))
-                    .order_by(Seat.seat_no)
+                    .where(col(Seat.lobby_id) == lobby_id, col(Seat.account_id).is_not(None))
+                    .order_by(col(Seat.seat_no))
                 ).first()
-                if heir is None:
+                if heir is None or heir.account_id is None:
                     lobby.status = ABANDONED
                 else:
                     lobby.host_id = heir.account_id
@@ -439,10 +464,10 @@ class LobbyStore:
             self._take(s, lobby_id)
             done = s.execute(
                 update(Seat)
-                .where(Seat.lobby_id == lobby_id, Seat.account_id == account.id)
+                .where(col(Seat.lobby_id) == lobby_id, col(Seat.account_id) == account.id)
                 .values(ready=ready)
             )
-            if done.rowcount == 0:
+            if changed(done) == 0:
                 raise FailedPrecondition(f"you have no seat in lobby {lobby_id}")
             return self._reply(s, call, lobby_id)
 
@@ -493,7 +518,7 @@ class LobbyStore:
                 raise FailedPrecondition("the host cannot kick themselves; leave the lobby instead")
             if bots_only and seat.bot_level is None:
                 raise FailedPrecondition(f"seat {seat_no} holds a person, not a bot; use KickPlayer")
-            s.execute(delete(Seat).where(Seat.lobby_id == lobby_id, Seat.seat_no == seat_no))
+            s.execute(delete(Seat).where(col(Seat.lobby_id) == lobby_id, col(Seat.seat_no) == seat_no))
             return self._reply(s, call, lobby_id)
 
     def begin_start(
@@ -522,7 +547,7 @@ class LobbyStore:
                 raise NotFound(f"no lobby {quote(lobby_id)}")
             if lobby.host_id != account.id:
                 raise PermissionDenied("only the lobby's host may start the game")
-            n = s.exec(select(func.count()).select_from(Seat).where(Seat.lobby_id == lobby_id)).one()
+            n = s.exec(select(func.count()).select_from(Seat).where(col(Seat.lobby_id) == lobby_id)).one()
             if lobby.status == OPEN and n < lobby.seats:
                 raise FailedPrecondition(
                     f"lobby {lobby_id} has {lobby.seats - n} empty seat(s); wait for players or add bots"
@@ -530,10 +555,10 @@ class LobbyStore:
             seed = secrets.randbits(52)  # the rules service takes seeds below 2**53 (JSON-safe)
             done = s.execute(
                 update(Lobby)
-                .where(Lobby.id == lobby_id, Lobby.status == OPEN)
+                .where(col(Lobby.id) == lobby_id, col(Lobby.status) == OPEN)
                 .values(
                     status=STARTING,
-                    version=Lobby.version + 1,
+                    version=col(Lobby.version) + 1,
                     seed=seed,
                     game_id=new_game_id(),
                     start_rid=f"lobby-start-{uuid.uuid4().hex}",
@@ -545,12 +570,12 @@ class LobbyStore:
                     lease_until=utcnow() + timedelta(seconds=lease) if lease_owner else None,
                 )
             )
-            if done.rowcount != 1:
+            if changed(done) != 1:
                 # someone else moved the lobby on first (another start, or a cancel): what it is now,
                 # read from the database (the ORM applies an update's values to the objects it holds
                 # even when the row did not match, so ``lobby.status`` here could read "starting")
                 now, why = s.execute(
-                    select(Lobby.status, Lobby.start_error).where(Lobby.id == lobby_id)
+                    select(col(Lobby.status), col(Lobby.start_error)).where(col(Lobby.id) == lobby_id)
                 ).one()
                 if now == CANCELLED:
                     raise FailedPrecondition(
@@ -559,9 +584,7 @@ class LobbyStore:
                     )
                 raise FailedPrecondition(f"lobby {lobby_id} is {now}: its game was already started")
             s.flush()
-            return self._info(
-                s, s.get(Lobby, lobby_id, populate_existing=True)
-            )  # answered when the saga ends
+            return self._info(s, _row(s, lobby_id))  # answered when the saga ends
 
     # the saga's lease: one driver at a time, taken over once it expires
 
@@ -571,15 +594,15 @@ class LobbyStore:
         when ``owner`` holds it already, or (``take_free``) nobody does or its lease expired. One
         conditional UPDATE, so of two replicas claiming at once exactly one gets it."""
         now = utcnow()
-        held = Lobby.lease_owner == owner
+        held = col(Lobby.lease_owner) == owner
         if take_free:
-            held = (Lobby.lease_until.is_(None)) | (Lobby.lease_until < now) | held
+            held = (col(Lobby.lease_until).is_(None)) | (col(Lobby.lease_until) < now) | held
         done = s.execute(
             update(Lobby)
-            .where(Lobby.id == lobby_id, Lobby.status == STARTING, held)
+            .where(col(Lobby.id) == lobby_id, col(Lobby.status) == STARTING, held)
             .values(lease_owner=owner, lease_until=now + timedelta(seconds=ttl))
         )
-        return done.rowcount == 1
+        return changed(done) == 1
 
     def acquire_lease(self, lobby_id: str, owner: str, ttl: float) -> LobbyInfo | None:
         """The starting lobby, leased to ``owner`` for ``ttl`` seconds; None when it is not starting
@@ -587,7 +610,7 @@ class LobbyStore:
         with self.session() as s, s.begin():
             if not self._claim_lease(s, lobby_id, owner, ttl, take_free=True):
                 return None
-            return self._info(s, s.get(Lobby, lobby_id, populate_existing=True))
+            return self._info(s, _row(s, lobby_id))
 
     def renew_lease(self, lobby_id: str, owner: str, ttl: float) -> str | None:
         """Extend ``owner``'s lease; None when it is lost (or the lobby no longer starting), else the
@@ -595,13 +618,13 @@ class LobbyStore:
         with self.session() as s, s.begin():
             if not self._claim_lease(s, lobby_id, owner, ttl, take_free=False):
                 return None
-            return s.exec(select(Lobby.start_error).where(Lobby.id == lobby_id)).one() or ""
+            return s.exec(select(col(Lobby.start_error)).where(col(Lobby.id) == lobby_id)).one() or ""
 
     def release_lease(self, lobby_id: str, owner: str) -> None:
         with self.session() as s, s.begin():
             s.execute(
                 update(Lobby)
-                .where(Lobby.id == lobby_id, Lobby.lease_owner == owner)
+                .where(col(Lobby.id) == lobby_id, col(Lobby.lease_owner) == owner)
                 .values(lease_owner=None, lease_until=None)
             )
 
@@ -611,11 +634,12 @@ class LobbyStore:
         with self.session() as s:
             return list(
                 s.exec(
-                    select(Lobby.id)
+                    select(col(Lobby.id))
                     .where(
-                        Lobby.status == STARTING, (Lobby.lease_until.is_(None)) | (Lobby.lease_until < now)
+                        col(Lobby.status) == STARTING,
+                        (col(Lobby.lease_until).is_(None)) | (col(Lobby.lease_until) < now),
                     )
-                    .order_by(Lobby.starting_at, Lobby.id)
+                    .order_by(col(Lobby.starting_at), col(Lobby.id))
                     .limit(limit)
                 )
             )
@@ -627,14 +651,14 @@ class LobbyStore:
             done = s.execute(
                 update(Lobby)
                 .where(
-                    Lobby.id == lobby_id,
-                    Lobby.status == STARTING,
-                    Lobby.start_rid == start_rid,
+                    col(Lobby.id) == lobby_id,
+                    col(Lobby.status) == STARTING,
+                    col(Lobby.start_rid) == start_rid,
                     _not_cancelling(),
                 )
                 .values(start_error=(COMPENSATING + reason)[:300])
             )
-            return done.rowcount == 1
+            return changed(done) == 1
 
     def cancel(
         self, lobby_id: str, account: Account, reason: str, call: Call | None = None
@@ -655,24 +679,24 @@ class LobbyStore:
                 raise PermissionDenied("only the lobby's host may cancel it")
             done = s.execute(
                 update(Lobby)
-                .where(Lobby.id == lobby_id, Lobby.status == OPEN)
-                .values(status=CANCELLED, version=Lobby.version + 1, start_error=text[:300])
+                .where(col(Lobby.id) == lobby_id, col(Lobby.status) == OPEN)
+                .values(status=CANCELLED, version=col(Lobby.version) + 1, start_error=text[:300])
             )
-            if done.rowcount == 1:
+            if changed(done) == 1:
                 return self._reply(s, call, lobby_id)
             done = s.execute(
                 update(Lobby)
-                .where(Lobby.id == lobby_id, Lobby.status == STARTING)
-                .values(version=Lobby.version + 1)
+                .where(col(Lobby.id) == lobby_id, col(Lobby.status) == STARTING)
+                .values(version=col(Lobby.version) + 1)
             )
-            if done.rowcount == 1:
+            if changed(done) == 1:
                 s.execute(
                     update(Lobby)
-                    .where(Lobby.id == lobby_id, _not_cancelling())
+                    .where(col(Lobby.id) == lobby_id, _not_cancelling())
                     .values(start_error=(CANCELLING + text)[:300])
                 )
                 return None  # a cancel of a cancelling lobby waits for the same end
-            row = s.get(Lobby, lobby_id, populate_existing=True)
+            row = _row(s, lobby_id)
             if row.status == STARTED:
                 raise FailedPrecondition(
                     f"lobby {lobby_id}'s game has started: it can no longer be cancelled "
@@ -697,15 +721,15 @@ class LobbyStore:
             done = s.execute(
                 update(Lobby)
                 .where(
-                    Lobby.id == lobby_id,
-                    Lobby.status == STARTING,
-                    Lobby.start_rid == start_rid,
+                    col(Lobby.id) == lobby_id,
+                    col(Lobby.status) == STARTING,
+                    col(Lobby.start_rid) == start_rid,
                     true() if force else _not_cancelling(),
                 )
                 .values(
                     status=STARTED,
                     started_at=utcnow(),
-                    version=Lobby.version + 1,
+                    version=col(Lobby.version) + 1,
                     lease_owner=None,
                     lease_until=None,
                     start_error=None,
@@ -715,7 +739,7 @@ class LobbyStore:
             if lobby is None:
                 raise NotFound(f"no lobby {quote(lobby_id)}")
             info = self._info(s, lobby)
-            if done.rowcount == 1:
+            if changed(done) == 1:
                 self._answer_start(s, lobby, render(info), 0)
             return info
 
@@ -731,10 +755,14 @@ class LobbyStore:
                 code = int(StatusCode.FAILED_PRECONDITION.value[0])
             done = s.execute(
                 update(Lobby)
-                .where(Lobby.id == lobby_id, Lobby.status == STARTING, Lobby.start_rid == start_rid)
+                .where(
+                    col(Lobby.id) == lobby_id,
+                    col(Lobby.status) == STARTING,
+                    col(Lobby.start_rid) == start_rid,
+                )
                 .values(
                     status=status,
-                    version=Lobby.version + 1,
+                    version=col(Lobby.version) + 1,
                     seed=None,
                     game_id=None,
                     start_rid=None,
@@ -744,29 +772,31 @@ class LobbyStore:
                     lease_until=None,
                 )
             )
-            if done.rowcount == 1 and lobby is not None:
+            if changed(done) == 1 and lobby is not None:
                 shown = f"lobby {lobby_id} was {reason}" if status == CANCELLED else reason
                 self._answer_start(s, lobby, shown.encode()[:1000], code)  # lobby: the row as it was
                 s.execute(
-                    update(Lobby).where(Lobby.id == lobby_id).values(start_account=None, start_request=None)
+                    update(Lobby)
+                    .where(col(Lobby.id) == lobby_id)
+                    .values(start_account=None, start_request=None)
                 )
-            return done.rowcount == 1
+            return changed(done) == 1
 
     def set_status(self, lobby_id: str, from_status: str, to_status: str) -> bool:
         with self.session() as s, s.begin():
             done = s.execute(
                 update(Lobby)
-                .where(Lobby.id == lobby_id, Lobby.status == from_status)
-                .values(status=to_status, version=Lobby.version + 1)
+                .where(col(Lobby.id) == lobby_id, col(Lobby.status) == from_status)
+                .values(status=to_status, version=col(Lobby.version) + 1)
             )
-            return done.rowcount == 1
+            return changed(done) == 1
 
     def ask_abandon(self, lobby_id: str, account_id: str) -> LobbyInfo:
         """Mark ``account_id``'s seat of the started lobby as asking to abandon its game (kept)."""
         with self.session() as s:
             s.execute(
                 update(Seat)
-                .where(Seat.lobby_id == lobby_id, Seat.account_id == account_id)
+                .where(col(Seat.lobby_id) == lobby_id, col(Seat.account_id) == account_id)
                 .values(abandon_asked=True)
             )
             s.commit()
@@ -779,8 +809,8 @@ class LobbyStore:
         """Started lobbies that have a turn clock, by id, ``limit`` at a time after ``after``."""
         q = (
             select(Lobby)
-            .where(Lobby.status == STARTED, Lobby.clock.is_not(None), Lobby.id > after)
-            .order_by(Lobby.id)
+            .where(col(Lobby.status) == STARTED, col(Lobby.clock).is_not(None), col(Lobby.id) > after)
+            .order_by(col(Lobby.id))
             .limit(limit)
         )
         with self.session() as s:
@@ -789,17 +819,17 @@ class LobbyStore:
     def abandoning(self, limit: int = 100) -> list[LobbyInfo]:
         """Started lobbies every person of which asked to abandon the game: an abandon whose
         closing or refund did not go through yet (a backend away), for the abandon sweep."""
-        person = Seat.account_id.is_not(None)
+        person = col(Seat.account_id).is_not(None)
         asked_all = (
-            select(Seat.lobby_id)
+            select(col(Seat.lobby_id))
             .where(person)
-            .group_by(Seat.lobby_id)
-            .having(func.min(func.cast(Seat.abandon_asked, Integer)) == 1)
+            .group_by(col(Seat.lobby_id))
+            .having(func.min(func.cast(col(Seat.abandon_asked), Integer)) == 1)
         )
         q = (
             select(Lobby)
-            .where(Lobby.status == STARTED, Lobby.id.in_(asked_all))
-            .order_by(Lobby.id)
+            .where(col(Lobby.status) == STARTED, col(Lobby.id).in_(asked_all))
+            .order_by(col(Lobby.id))
             .limit(limit)
         )
         with self.session() as s:
@@ -810,10 +840,10 @@ class LobbyStore:
         with self._write(call) as s:
             done = s.execute(
                 update(Lobby)
-                .where(Lobby.id == lobby_id, Lobby.status == STARTED)
-                .values(status=ABANDONED, version=Lobby.version + 1)
+                .where(col(Lobby.id) == lobby_id, col(Lobby.status) == STARTED)
+                .values(status=ABANDONED, version=col(Lobby.version) + 1)
             )
-            if done.rowcount != 1:
+            if changed(done) != 1:
                 raise Aborted(f"lobby {lobby_id} changed state meanwhile; look again")
             return self._reply(s, call, lobby_id)
 
@@ -821,7 +851,7 @@ class LobbyStore:
         """The lobby of the game that resumed ``game_id``, if it was resumed."""
         check_text(game_id, "game_id", 64)
         with self.session() as s:
-            row = s.exec(select(Lobby).where(Lobby.resumed_from == game_id)).first()
+            row = s.exec(select(Lobby).where(col(Lobby.resumed_from) == game_id)).first()
             return None if row is None else self._info(s, row)
 
     def record_resume(
@@ -866,8 +896,8 @@ class LobbyStore:
                     )
                 s.execute(
                     update(Lobby)
-                    .where(Lobby.id == old.id, Lobby.status == STARTED)
-                    .values(status=ABANDONED, version=Lobby.version + 1)
+                    .where(col(Lobby.id) == old.id, col(Lobby.status) == STARTED)
+                    .values(status=ABANDONED, version=col(Lobby.version) + 1)
                 )
                 return self._reply(s, call, lobby_id)
         except IntegrityError:
@@ -878,9 +908,9 @@ class LobbyStore:
         """Lobbies whose game ``account_id`` sits in, newest first."""
         q = (
             select(Lobby)
-            .join(Seat, Seat.lobby_id == Lobby.id)
-            .where(Seat.account_id == account_id, Lobby.status.in_(list(statuses)))
-            .order_by(Lobby.started_at.desc(), Lobby.id)
+            .join(Seat, col(Seat.lobby_id) == col(Lobby.id))
+            .where(col(Seat.account_id) == account_id, col(Lobby.status).in_(list(statuses)))
+            .order_by(col(Lobby.started_at).desc(), col(Lobby.id))
         )
         with self.session() as s:
             return [self._info(s, row) for row in s.exec(q)]
@@ -908,7 +938,7 @@ def _delete_batched(engine: Engine, table: Any, key: Any, where: Any) -> int:
 def _delete_where(engine: Engine, table: Any, where: Any) -> int:
     """One DELETE (for tables keyed by several columns): rows matching ``where``."""
     with Session(engine) as s, s.begin():
-        return int(s.execute(delete(table).where(where)).rowcount or 0)
+        return int(changed(s.execute(delete(table).where(where))))
 
 
 def purge(
@@ -925,21 +955,21 @@ def purge(
     now = now or utcnow()
     out = {"requests": 0, "refresh_tokens": 0, "lobbies": 0}
     e = store.engine
-    out["requests"] = _delete_where(e, RequestLog, RequestLog.created_at < now - request_ttl)
+    out["requests"] = _delete_where(e, RequestLog, col(RequestLog.created_at) < now - request_ttl)
     out["refresh_tokens"] = _delete_batched(
-        e, RefreshToken, RefreshToken.token_hash, RefreshToken.expires_at < now
+        e, RefreshToken, col(RefreshToken.token_hash), col(RefreshToken.expires_at) < now
     )
     old = now - finished_ttl
-    done = Lobby.status.in_([FINISHED, ABANDONED, CANCELLED]) & (
-        func.coalesce(Lobby.started_at, Lobby.created_at) < old
+    done = col(Lobby.status).in_([FINISHED, ABANDONED, CANCELLED]) & (
+        func.coalesce(col(Lobby.started_at), col(Lobby.created_at)) < old
     )
     while True:
         with Session(e) as s, s.begin():
-            ids = [r[0] for r in s.execute(select(Lobby.id).where(done).limit(PURGE_BATCH))]
+            ids = [r[0] for r in s.execute(select(col(Lobby.id)).where(done).limit(PURGE_BATCH))]
             if not ids:
                 break
-            s.execute(delete(Seat).where(Seat.lobby_id.in_(ids)))
-            s.execute(delete(Lobby).where(Lobby.id.in_(ids)))
+            s.execute(delete(Seat).where(col(Seat.lobby_id).in_(ids)))
+            s.execute(delete(Lobby).where(col(Lobby.id).in_(ids)))
         out["lobbies"] += len(ids)
         if len(ids) < PURGE_BATCH:
             break

@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 import court_store
+import grpc
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.health import Check, database_check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
-from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
+from court_kit.server import run_service, start_server
 from court_kit.settings import Settings
-from court_kit.tokens import Verifier, preflight
+from court_kit.tokens import preflight
 from court_proto.court.ranking.v1 import ranking_pb2, ranking_pb2_grpc
 from court_store.purge import PurgeTask
 from grpc_health.v1._async import HealthServicer
@@ -59,16 +60,16 @@ class RankingApp:
     nc: NATS
     store: RankingStore
     consumer: EventConsumer
-    server: object
+    server: grpc.aio.Server
     port: int
     health: HealthServicer
     metrics: MetricsServer | None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
-    _task: asyncio.Task | None = None
-    _sweeper: asyncio.Task | None = None
+    _task: asyncio.Task[None] | None = None
+    _sweeper: asyncio.Task[None] | None = None
     swept: int = 0  # games the settle sweep has looked at (tests)
     purger: PurgeTask | None = None
-    _purge_task: asyncio.Task | None = None
+    _purge_task: asyncio.Task[None] | None = None
 
     @property
     def address(self) -> str:
@@ -94,19 +95,11 @@ class RankingApp:
         try:
             consumer = EventConsumer(nc, store, durable=durable, ack_wait=ack_wait)
             servicer = RankingServicer(store, backfill=consumer.backfill)
-            server, port = create_server(
-                settings.listen,
-                settings=settings,
-                interceptors=[EdgeInterceptor(Verifier.for_service(settings))],
-            )
-            ranking_pb2_grpc.add_RankingServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(
-                server,
+            server, port, health = await start_server(
+                settings,
                 [SERVICE_NAME],
-                reflection_on=settings.reflection,
-                health_listen=settings.health_listen,
+                lambda server: ranking_pb2_grpc.add_RankingServiceServicer_to_server(servicer, server),
             )
-            await server.start()
         except BaseException:
             await nc.close()
             engine.dispose()

@@ -27,7 +27,7 @@ from .store import RankingStore
 
 log = klog.get_logger("court_ranking.servicer")
 TRUSTED = ("service", "admin")
-KINDS = {
+KINDS: dict[str, pb.EntryKind.ValueType] = {
     "opening": pb.ENTRY_KIND_GRANT,
     "ante_paid": pb.ENTRY_KIND_ANTE,
     "ante_refunded": pb.ENTRY_KIND_ANTE_REFUND,
@@ -68,7 +68,11 @@ def _game(name: str) -> str:
 
 
 def entry_proto(e: LedgerEntry, balance_after: int) -> pb.LedgerEntry:
-    kind = pb.ENTRY_KIND_CHALLENGE if e.reason.startswith(settle.CHALLENGE_REASON) else KINDS.get(e.reason, 0)
+    kind = (
+        pb.ENTRY_KIND_CHALLENGE
+        if e.reason.startswith(settle.CHALLENGE_REASON)
+        else KINDS.get(e.reason, pb.ENTRY_KIND_UNSPECIFIED)
+    )
     return pb.LedgerEntry(
         entry_id=f"{e.game_id}:{e.round}:{e.reason}:{e.player_id}",
         player_id=e.player_id,
@@ -176,6 +180,14 @@ class RankingServicer(ranking_pb2_grpc.RankingServiceServicer):
             raise InvalidArgument("game_id is required")
         check_text(request.game_id, "game_id", MAX_ID)
         info, progress = await self._run(self.store.challenges, request.game_id)
+        if info.assignment and self.backfill is not None:
+            # the consumer keeps a game's moves at its point records (court_ranking.consumer):
+            # the moves since, read back now, so the progress is the game's as it stands
+            try:
+                if await self.backfill(info.game, request.game_id):
+                    info, progress = await self._run(self.store.challenges, request.game_id)
+            except Exception as exc:  # noqa: BLE001 - NATS away: the progress as last read
+                log.warning("reading a game back failed", game_id=request.game_id, error=str(exc)[:200])
         if _trusted(ident):
             seats = list(range(len(info.players)))
         else:

@@ -169,6 +169,6 @@ def standings(events: Sequence[Mapping[str, Any]], players: int) -> list[int] | 
         # Queen's Court: the winner first, then by round wins
         key = [(0 if s in winners else 1, -int(wins[s])) for s in range(players)]
     else:
-        key = [(0 if s in winners else 1,) for s in range(players)]
+        key = [(0 if s in winners else 1, 0) for s in range(players)]
     order = sorted(set(key))
     return [order.index(k) + 1 for k in key]

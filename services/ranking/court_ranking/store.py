@@ -18,13 +18,23 @@ from typing import Any
 from court_games.games import queens_court_accounting as qca
 from court_kit.checks import quote
 from court_kit.errors import FailedPrecondition, InvalidArgument, NotFound
-from court_store import check_text, insert_ignore, insert_ignore_returning, require_head, upgrade
+from court_store import (
+    changed,
+    check_text,
+    insert_ignore,
+    insert_ignore_returning,
+    require_head,
+    table_of,
+    upgrade,
+)
 from court_store import requests as rq
 from openskill.models import PlackettLuce
+from sqlalchemy import Select as SaSelect
 from sqlalchemy import delete, func, update
+from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from . import settle
 from .models import (
@@ -39,6 +49,7 @@ from .models import (
     RequestLog,
     utcnow,
 )
+from .settle import GameInfo
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 SERVICE = "ranking"
@@ -47,11 +58,11 @@ OPENING_REASON = "opening"
 SETTLING_EVENTS = frozenset({"RoundEnded", "GameEnded"})
 FIRST_SEQ = 0  # the rules service's GameCreated is seq 0, the n-th move's events seq n
 MAX_ID = 64
-REQUESTS = RequestLog.__table__
-_GAMES, _EVENTS = RankedGame.__table__, GameEvent.__table__
+REQUESTS = table_of(RequestLog)
+_GAMES, _EVENTS = table_of(RankedGame), table_of(GameEvent)
 ACTIVE, FINISHED, ABANDONED, VOID = "active", "finished", "abandoned", "void"
 # (info, created, balance per person) -> the serialised answer stored with the call's claim
-Render = Callable[[settle.GameInfo, bool, dict[str, int]], bytes]
+Render = Callable[[GameInfo, bool, dict[str, int]], bytes]
 
 _model = PlackettLuce()
 
@@ -106,7 +117,7 @@ class RankingStore:
             _check_id(pid, "player id")
         insert_ignore(
             s,
-            Player.__table__,
+            table_of(Player),
             [{"player_id": p, "name": n[:64], "created_at": utcnow()} for p, n in players],
         )
         self._post(
@@ -128,7 +139,7 @@ class RankingStore:
             if name:
                 s.execute(
                     update(Player)
-                    .where(Player.player_id == pid, Player.name != name[:64])
+                    .where(col(Player.player_id) == pid, col(Player.name) != name[:64])
                     .values(name=name[:64])
                 )
 
@@ -147,7 +158,7 @@ class RankingStore:
         the balance of every player by exactly the entries really written, in ``s``'s transaction
         (players in a fixed order, so two transactions never wait on each other's rows)."""
         written = insert_ignore_returning(
-            s, LedgerEntry.__table__, rows, LedgerEntry.player_id, LedgerEntry.amount
+            s, table_of(LedgerEntry), rows, col(LedgerEntry.player_id), col(LedgerEntry.amount)
         )
         moved: dict[str, int] = {}
         for pid, amount in written:
@@ -155,14 +166,16 @@ class RankingStore:
         for pid in sorted(moved):
             if moved[pid]:
                 s.execute(
-                    update(Player).where(Player.player_id == pid).values(balance=Player.balance + moved[pid])
+                    update(Player)
+                    .where(col(Player.player_id) == pid)
+                    .values(balance=col(Player.balance) + moved[pid])
                 )
         return len(written)
 
     @staticmethod
     def _balance(s: Session, player_id: str) -> int:
         """The player's balance as shown (their row's; 0 for an unknown player)."""
-        return int(s.exec(select(Player.balance).where(Player.player_id == player_id)).first() or 0)
+        return int(s.exec(select(col(Player.balance)).where(col(Player.player_id) == player_id)).first() or 0)
 
     def balance(self, player_id: str, ensure: bool = True) -> int:
         """The sum of the player's ledger entries (a new player is opened with 1,000 first, unless
@@ -174,19 +187,19 @@ class RankingStore:
 
     def history(self, player_id: str, limit: int = 50, before_id: int | None = None) -> list[LedgerEntry]:
         """The player's entries, newest first; ``before_id`` pages further back."""
-        q = select(LedgerEntry).where(LedgerEntry.player_id == player_id)
+        q = select(LedgerEntry).where(col(LedgerEntry.player_id) == player_id)
         if before_id:
-            q = q.where(LedgerEntry.id < before_id)
+            q = q.where(col(LedgerEntry.id) < before_id)
         with self.session() as s:
-            return list(s.exec(q.order_by(LedgerEntry.id.desc()).limit(max(1, min(limit, 500)))))
+            return list(s.exec(q.order_by(col(LedgerEntry.id).desc()).limit(max(1, min(limit, 500)))))
 
     def balance_through(self, player_id: str, entry_id: int) -> int:
         """The player's balance right after entry ``entry_id`` (the sum of entries up to it)."""
         with self.session() as s:
             return int(
                 s.exec(
-                    select(func.coalesce(func.sum(LedgerEntry.amount), 0)).where(
-                        LedgerEntry.player_id == player_id, LedgerEntry.id <= entry_id
+                    select(func.coalesce(func.sum(col(LedgerEntry.amount)), 0)).where(
+                        col(LedgerEntry.player_id) == player_id, col(LedgerEntry.id) <= entry_id
                     )
                 ).one()
             )
@@ -194,7 +207,11 @@ class RankingStore:
     def entries_of_game(self, game_id: str) -> list[LedgerEntry]:
         with self.session() as s:
             return list(
-                s.exec(select(LedgerEntry).where(LedgerEntry.game_id == game_id).order_by(LedgerEntry.id))
+                s.exec(
+                    select(LedgerEntry)
+                    .where(col(LedgerEntry.game_id) == game_id)
+                    .order_by(col(LedgerEntry.id))
+                )
             )
 
     # ------------------------------------------------------------------ ranked games
@@ -216,7 +233,7 @@ class RankingStore:
             return rq.recall(s, REQUESTS, claim)
 
     def _answer(
-        self, s: Session, claim: rq.Claim | None, render: Render | None, info: settle.GameInfo, created: bool
+        self, s: Session, claim: rq.Claim | None, render: Render | None, info: GameInfo, created: bool
     ) -> bytes | None:
         if render is None:
             return None
@@ -236,7 +253,7 @@ class RankingStore:
         players: Sequence[tuple[str, str]],
         claim: rq.Claim | None = None,
         render: Render | None = None,
-    ) -> tuple[settle.GameInfo, bool]:
+    ) -> tuple[GameInfo, bool]:
         """Register a game as it starts: take every ante (once, keyed by game and player) and assign
         the challenges, in one transaction with the call's claim and answer.
 
@@ -272,7 +289,7 @@ class RankingStore:
         people: list[str],
         claim: rq.Claim | None,
         render: Render | None,
-    ) -> tuple[settle.GameInfo, bool]:
+    ) -> tuple[GameInfo, bool]:
         with self._write(claim) as s:
             row = s.get(RankedGame, game_id, with_for_update=True)
             if row is not None:
@@ -284,7 +301,7 @@ class RankingStore:
                 self._answer(s, claim, render, info, False)
                 return info, False
             assignment = settle.assign(game, seed, len(players)) if online else {}
-            info = settle.GameInfo(
+            info = GameInfo(
                 game_id=game_id,
                 game=game,
                 online=online,
@@ -316,8 +333,8 @@ class RankingStore:
                 # lock the players' rows in a fixed order, then check and deduct
                 s.exec(
                     select(Player)
-                    .where(Player.player_id.in_(sorted(people)))
-                    .order_by(Player.player_id)
+                    .where(col(Player.player_id).in_(sorted(people)))
+                    .order_by(col(Player.player_id))
                     .with_for_update()
                 ).all()
                 short = [p for p in people if not qca.can_join(self._balance(s, p), ante)]
@@ -329,7 +346,7 @@ class RankingStore:
             self._answer(s, claim, render, info, True)
             return info, True
 
-    def game_info(self, game_id: str, missing_ok: bool = False) -> settle.GameInfo | None:
+    def game_info(self, game_id: str, missing_ok: bool = False) -> GameInfo | None:
         with self.session() as s:
             row = s.get(RankedGame, game_id)
             if row is None:
@@ -339,15 +356,15 @@ class RankingStore:
             return self._info(s, row)
 
     @staticmethod
-    def _info(s: Session, row: RankedGame) -> settle.GameInfo:
+    def _info(s: Session, row: RankedGame) -> GameInfo:
         assignment: dict[int, list[str]] = {}
         for c in s.exec(
             select(GameChallenge)
-            .where(GameChallenge.game_id == row.game_id)
-            .order_by(GameChallenge.seat, GameChallenge.tier)
+            .where(col(GameChallenge.game_id) == row.game_id)
+            .order_by(col(GameChallenge.seat), col(GameChallenge.tier))
         ):
             assignment.setdefault(c.seat, []).append(c.challenge_id)
-        return settle.GameInfo(
+        return GameInfo(
             game_id=row.game_id,
             game=row.game,
             online=row.online,
@@ -370,6 +387,14 @@ class RankingStore:
         done = self._record(game_id, events)
         return 0 if done is None else done[0]
 
+    def keep_events(
+        self, game_id: str, events: Iterable[tuple[int, int, bool, Mapping[str, Any]]]
+    ) -> int | None:
+        """``record_events``, but ``None`` when the game is not registered (the consumer's
+        read-back then keeps no cursor: it reads the game again once it is)."""
+        done = self._record(game_id, events)
+        return None if done is None else done[0]
+
     def _record(
         self,
         game_id: str,
@@ -380,6 +405,7 @@ class RankingStore:
         them was stored already - asked only with ``gap_check`` and when something was new, in the
         same transaction, one round trip less than a session of its own); ``None`` when the game was
         never registered."""
+        events = list(events)
         rows = [
             {
                 "game_id": game_id,
@@ -398,7 +424,7 @@ class RankingStore:
                 return None
             added = insert_ignore(s, _EVENTS, rows) if rows else 0
             later = bool(gap_check and added) and self._stored_after(
-                s, game_id, max((r["seq"], r["idx"]) for r in rows)
+                s, game_id, max((seq, idx) for seq, idx, _last, _payload in events)
             )
             return added, later
 
@@ -453,7 +479,9 @@ class RankingStore:
         with self.session() as s:
             return {
                 (int(a), int(b))
-                for a, b in s.exec(select(GameEvent.seq, GameEvent.idx).where(GameEvent.game_id == game_id))
+                for a, b in s.exec(
+                    select(col(GameEvent.seq), col(GameEvent.idx)).where(col(GameEvent.game_id) == game_id)
+                )
             }
 
     def events(self, game_id: str) -> list[dict[str, Any]]:
@@ -470,12 +498,15 @@ class RankingStore:
         Events are keyed (move seq, index within the move): seqs run 0, 1, 2, ..., each move's
         indices 0, 1, 2, ... up to the one flagged ``last``; the prefix stops at the first break.
         """
-        q = select(GameEvent.seq, GameEvent.idx, GameEvent.last, GameEvent.payload).where(
-            GameEvent.game_id == game_id
+        q = select(col(GameEvent.seq), col(GameEvent.idx), col(GameEvent.last), col(GameEvent.payload)).where(
+            col(GameEvent.game_id) == game_id
         )
         if upto is not None:
-            q = q.where((GameEvent.seq < upto[0]) | ((GameEvent.seq == upto[0]) & (GameEvent.idx <= upto[1])))
-        rows = s.exec(q.order_by(GameEvent.seq, GameEvent.idx)).all()
+            q = q.where(
+                (col(GameEvent.seq) < upto[0])
+                | ((col(GameEvent.seq) == upto[0]) & (col(GameEvent.idx) <= upto[1]))
+            )
+        rows = s.exec(q.order_by(col(GameEvent.seq), col(GameEvent.idx))).all()
         out = []
         prev, prev_last = (FIRST_SEQ - 1, 0), True
         for seq, idx, last, payload in rows:
@@ -486,6 +517,18 @@ class RankingStore:
             out.append(json.loads(payload))
             prev, prev_last = (seq, idx), last
         return out, prev
+
+    @staticmethod
+    def _point_events(s: Session, game_id: str) -> tuple[list[dict[str, Any]], tuple[int, int]]:
+        """A game without points (no rounds paid, no challenges): only its point records are kept
+        (court_ranking.consumer), and its end alone settles it (the ratings), so every stored event
+        counts, in order, gaps or not. (The events, the key of the last.)"""
+        e = _EVENTS.c
+        rows = s.execute(
+            select(e.seq, e.idx, e.payload).where(e.game_id == game_id).order_by(e.seq, e.idx)
+        ).all()
+        end = (int(rows[-1][0]), int(rows[-1][1])) if rows else (FIRST_SEQ - 1, 0)
+        return [json.loads(p) for _, _, p in rows], end
 
     def settle(self, game_id: str) -> int:
         """Apply every entry the game's events imply so far; returns how many were new."""
@@ -500,7 +543,10 @@ class RankingStore:
         with self.session() as s, s.begin():
             row = s.get(RankedGame, game_id)
             info = None if row is None or row.status == ABANDONED else self._info(s, row)
-            events, end = self._prefix(s, game_id)
+            if row is not None and row.game not in settle.RANKED_GAMES_WITH_POINTS:
+                events, end = self._point_events(s, game_id)
+            else:
+                events, end = self._prefix(s, game_id)
             if info is None:
                 return 0, end
             entries = settle.game_entries(info, events)
@@ -508,22 +554,24 @@ class RankingStore:
             ended = settle.game_ended(events)
             # the game's row lock orders this against AbandonGame: refund or payout, never both
             locked = s.get(RankedGame, game_id, with_for_update=True, populate_existing=True)
+            if locked is None:  # registered games are never deleted while active: the lookup above found it
+                raise NotFound(f"no ranked game {quote(game_id)}")
             if locked.status in (ABANDONED, VOID):
                 return 0, end
             if ended is not None:
                 s.execute(
                     update(RankedGame)
-                    .where(RankedGame.game_id == game_id, RankedGame.status == ACTIVE)
+                    .where(col(RankedGame.game_id) == game_id, col(RankedGame.status) == ACTIVE)
                     .values(status=FINISHED, winner=ended.get("winner"), ended_at=utcnow())
                 )
             added = self._post(s, [{**e, "created_at": utcnow()} for e in entries])
             if ranks is not None:
                 won = s.execute(
                     update(RankedGame)
-                    .where(RankedGame.game_id == game_id, RankedGame.rated.is_(False))
+                    .where(col(RankedGame.game_id) == game_id, col(RankedGame.rated).is_(False))
                     .values(rated=True)
                 )
-                if won.rowcount == 1:
+                if changed(won) == 1:
                     self._rate(s, info, ranks)
         return added, end
 
@@ -555,7 +603,7 @@ class RankingStore:
                         raise FailedPrecondition(f"game {game_id} has already ended; it cannot be abandoned")
                     s.execute(
                         update(RankedGame)
-                        .where(RankedGame.game_id == game_id, RankedGame.status == ACTIVE)
+                        .where(col(RankedGame.game_id) == game_id, col(RankedGame.status) == ACTIVE)
                         .values(status=ABANDONED, ended_at=utcnow())
                     )
                     info = self._info(s, row)
@@ -582,13 +630,13 @@ class RankingStore:
             return [
                 (g, i)
                 for i, g in s.exec(
-                    select(RankedGame.game_id, RankedGame.game)
+                    select(col(RankedGame.game_id), col(RankedGame.game))
                     .where(
-                        RankedGame.status == ACTIVE,
-                        RankedGame.online.is_(True),
-                        (RankedGame.lease_until.is_(None)) | (RankedGame.lease_until < now),
+                        col(RankedGame.status) == ACTIVE,
+                        col(RankedGame.online).is_(True),
+                        (col(RankedGame.lease_until).is_(None)) | (col(RankedGame.lease_until) < now),
                     )
-                    .order_by(RankedGame.created_at)
+                    .order_by(col(RankedGame.created_at))
                     .limit(limit)
                 )
             ]
@@ -599,23 +647,23 @@ class RankingStore:
             done = s.execute(
                 update(RankedGame)
                 .where(
-                    RankedGame.game_id == game_id,
-                    RankedGame.status == ACTIVE,
-                    (RankedGame.lease_until.is_(None)) | (RankedGame.lease_until < now),
+                    col(RankedGame.game_id) == game_id,
+                    col(RankedGame.status) == ACTIVE,
+                    (col(RankedGame.lease_until).is_(None)) | (col(RankedGame.lease_until) < now),
                 )
                 .values(lease_owner=owner, lease_until=now + timedelta(seconds=ttl))
             )
-            return done.rowcount == 1
+            return changed(done) == 1
 
     def release_lease(self, game_id: str, owner: str) -> None:
         with self.session() as s, s.begin():
             s.execute(
                 update(RankedGame)
-                .where(RankedGame.game_id == game_id, RankedGame.lease_owner == owner)
+                .where(col(RankedGame.game_id) == game_id, col(RankedGame.lease_owner) == owner)
                 .values(lease_owner=None, lease_until=None)
             )
 
-    def challenges(self, game_id: str) -> tuple[settle.GameInfo, dict[int, list[dict[str, Any]]]]:
+    def challenges(self, game_id: str) -> tuple[GameInfo, dict[int, list[dict[str, Any]]]]:
         info = self.game_info(game_id)
         assert info is not None
         if not info.assignment:
@@ -650,22 +698,22 @@ class RankingStore:
 
         L = LedgerEntry  # noqa: N806
         with self.session() as s:
-            shown = {p: int(b) for p, b in s.exec(select(Player.player_id, Player.balance))}
+            shown = {p: int(b) for p, b in s.exec(select(col(Player.player_id), col(Player.balance)))}
             players = set(shown)
             grants = {
                 p: (int(n), int(t))
                 for p, n, t in s.exec(
-                    select(L.player_id, func.count(), func.sum(L.amount))
-                    .where(L.reason == OPENING_REASON)
-                    .group_by(L.player_id)
+                    select(col(L.player_id), func.count(), func.sum(col(L.amount)))
+                    .where(col(L.reason) == OPENING_REASON)
+                    .group_by(col(L.player_id))
                 )
             }
             others = {
                 p: (int(n), int(t))
                 for p, n, t in s.exec(
-                    select(L.player_id, func.count(), func.sum(L.amount))
-                    .where(L.reason != OPENING_REASON)
-                    .group_by(L.player_id)
+                    select(col(L.player_id), func.count(), func.sum(col(L.amount)))
+                    .where(col(L.reason) != OPENING_REASON)
+                    .group_by(col(L.player_id))
                 )
             }
             for p in sorted(players):
@@ -692,21 +740,23 @@ class RankingStore:
                     f"ledger entries for {'a bot seat' if settle.is_bot(p) else 'an unknown account'}",
                     p,
                 )
-            for g, p, r, reason, n in s.exec(
-                select(L.game_id, L.player_id, L.round, L.reason, func.count())
-                .group_by(L.game_id, L.player_id, L.round, L.reason)
+            for g, p, r, reason, n in s.execute(
+                sa_select(col(L.game_id), col(L.player_id), col(L.round), col(L.reason), func.count())
+                .group_by(col(L.game_id), col(L.player_id), col(L.round), col(L.reason))
                 .having(func.count() > 1)
             ):
                 bad("duplicate_entry", f"{n} entries of kind {reason} (round {r})", p, g)
             entries = int(s.exec(select(func.count()).select_from(L)).one())
-            total = int(s.exec(select(func.coalesce(func.sum(L.amount), 0))).one())
+            total = int(s.exec(select(func.coalesce(func.sum(col(L.amount)), 0))).one())
             ante_kinds = (settle.ANTE_PAID, settle.ANTE_REFUNDED, settle.ANTE_WON)
             by_game: dict[str, list[LedgerEntry]] = {}
-            for e in s.exec(select(L).where(L.reason.in_(ante_kinds))):
+            for e in s.exec(select(L).where(col(L.reason).in_(ante_kinds))):
                 by_game.setdefault(e.game_id, []).append(e)
-            ended_ids = set(s.exec(select(GameEvent.game_id).where(GameEvent.type == "GameEnded").distinct()))
+            ended_ids = set(
+                s.exec(select(col(GameEvent.game_id)).where(col(GameEvent.type) == "GameEnded").distinct())
+            )
             games = 0
-            for row in s.exec(select(RankedGame).order_by(RankedGame.game_id)):
+            for row in s.exec(select(RankedGame).order_by(col(RankedGame.game_id))):
                 games += 1
                 g = row.game_id
                 if row.status == ACTIVE and g in ended_ids:
@@ -768,20 +818,20 @@ class RankingStore:
                 ids = [
                     r[0]
                     for r in s.execute(
-                        select(GameEvent.game_id)
-                        .join(RankedGame, RankedGame.game_id == GameEvent.game_id)
-                        .where(RankedGame.status != "active", RankedGame.ended_at < old)
+                        select(col(GameEvent.game_id))
+                        .join(RankedGame, col(RankedGame.game_id) == col(GameEvent.game_id))
+                        .where(col(RankedGame.status) != "active", col(RankedGame.ended_at) < old)
                         .distinct()
                         .limit(batch)
                     )
                 ]
                 if not ids:
                     return {"events": total}
-                total += int(s.execute(delete(GameEvent).where(GameEvent.game_id.in_(ids))).rowcount or 0)
+                total += int(changed(s.execute(delete(GameEvent).where(col(GameEvent.game_id).in_(ids)))))
 
     # ------------------------------------------------------------------ ratings and leaderboards
 
-    def _rate(self, s: Session, info: settle.GameInfo, ranks: list[int]) -> None:
+    def _rate(self, s: Session, info: GameInfo, ranks: list[int]) -> None:
         """Update the people's ratings from their finishing ranks (bots are not rated)."""
         seats = [i for i, p in enumerate(info.players) if not settle.is_bot(p)]
         if len(seats) < 2:
@@ -792,8 +842,8 @@ class RankingStore:
             r.player_id: r
             for r in s.exec(
                 select(Rating)
-                .where(Rating.game == info.game, Rating.player_id.in_(sorted(ids)))
-                .order_by(Rating.player_id)
+                .where(col(Rating.game) == info.game, col(Rating.player_id).in_(sorted(ids)))
+                .order_by(col(Rating.player_id))
                 .with_for_update()
             )
         }
@@ -803,7 +853,7 @@ class RankingStore:
             teams.append(
                 [_model.rating(name=pid) if r is None else _model.create_rating([r.mu, r.sigma], name=pid)]
             )
-        rated = _model.rate(teams, ranks=ranks)
+        rated = _model.rate(teams, ranks=[float(r) for r in ranks])
         for pid, (new,) in zip(ids, rated, strict=True):
             r = rows.get(pid)
             if r is None:
@@ -836,26 +886,29 @@ class RankingStore:
         d = _model.rating()
         return Rating(player_id=player_id, game=game, mu=d.mu, sigma=d.sigma, ordinal=d.ordinal(), games=0)
 
-    def _board_query(self, game: str, metric: str):
+    def _board_query(self, game: str, metric: str) -> SaSelect[*tuple[Any, ...]]:
         if metric == "rating":
             return (
-                select(
-                    Rating.player_id, Player.name, Rating.ordinal.label("value"), Rating.games.label("games")
+                sa_select(
+                    col(Rating.player_id),
+                    col(Player.name),
+                    col(Rating.ordinal).label("value"),
+                    col(Rating.games).label("games"),
                 )
-                .join(Player, Player.player_id == Rating.player_id, isouter=True)
-                .where(Rating.game == game)
+                .join(Player, col(Player.player_id) == col(Rating.player_id), isouter=True)
+                .where(col(Rating.game) == game)
             )
         if metric == "points":
             return (
-                select(
-                    LedgerEntry.player_id,
-                    Player.name,
-                    func.sum(LedgerEntry.amount).label("value"),
-                    func.count(func.distinct(LedgerEntry.game_id)).label("games"),
+                sa_select(
+                    col(LedgerEntry.player_id),
+                    col(Player.name),
+                    func.sum(col(LedgerEntry.amount)).label("value"),
+                    func.count(func.distinct(col(LedgerEntry.game_id))).label("games"),
                 )
-                .join(Player, Player.player_id == LedgerEntry.player_id, isouter=True)
-                .where(LedgerEntry.game == game)
-                .group_by(LedgerEntry.player_id, Player.name)
+                .join(Player, col(Player.player_id) == col(LedgerEntry.player_id), isouter=True)
+                .where(col(LedgerEntry.game) == game)
+                .group_by(col(LedgerEntry.player_id), col(Player.name))
             )
         raise InvalidArgument(f"unknown leaderboard metric {quote(metric)}; use rating or points")
 
@@ -865,7 +918,7 @@ class RankingStore:
         """Players of ``game`` best first: by conservative rating, or by net rank points won in it."""
         limit = max(1, min(limit, 100))
         sub = self._board_query(game, metric).subquery()
-        q = select(sub).order_by(sub.c.value.desc(), sub.c.player_id).offset(max(0, offset)).limit(limit)
+        q = sa_select(sub).order_by(sub.c.value.desc(), sub.c.player_id).offset(max(0, offset)).limit(limit)
         with self.session() as s:
             rows = s.execute(q).all()
         return [
@@ -906,10 +959,12 @@ class RankingStore:
             p = s.get(Player, player_id)
             if p is None:
                 raise NotFound(f"no player {quote(player_id)}")
-            ratings = list(s.exec(select(Rating).where(Rating.player_id == player_id).order_by(Rating.game)))
+            ratings = list(
+                s.exec(select(Rating).where(col(Rating.player_id) == player_id).order_by(col(Rating.game)))
+            )
             games = s.exec(
-                select(func.count(func.distinct(LedgerEntry.game_id))).where(
-                    LedgerEntry.player_id == player_id, LedgerEntry.game_id != OPENING_GAME
+                select(func.count(func.distinct(col(LedgerEntry.game_id)))).where(
+                    col(LedgerEntry.player_id) == player_id, col(LedgerEntry.game_id) != OPENING_GAME
                 )
             ).one()
             return {

@@ -32,54 +32,31 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import nats.errors
-import nats.js.errors
+import grpc
 from court_kit import clock as kitclock
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.health import Check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
-from court_kit.server import EdgeInterceptor, add_health_and_reflection, create_server, run_service
+from court_kit.server import run_service, start_server
 from court_kit.settings import Settings
-from court_kit.tokens import Verifier, preflight
+from court_kit.tokens import preflight
 from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
 
+from .application import Faults, RulesApplication
 from .archive import run_janitor
 from .clockdriver import ClockDriver
 from .games import GameCache
 from .projector import Projector, projector_for
-from .servicer import Faults, RulesServicer
-from .store import GameStore
+from .servicer import RulesServicer
+from .store import GameStore, ensure_streams_ready
 from .tasks import stop_tasks
 
 log = klog.get_logger("court_rules")
 
 SERVICE_NAME = rules_pb2.DESCRIPTOR.services_by_name["RulesService"].full_name
-
-
-async def _ensure_streams(store: GameStore) -> None:
-    """Create or update the streams, waiting while JetStream cannot answer yet (a cluster electing
-    its meta leader, a server still recovering its store); any other refusal is an error."""
-    waiting = klog.StateLog(log, "stream set-up", summary_every=30.0)
-    while True:
-        try:
-            await store.ensure_streams()
-        except (TimeoutError, nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError) as exc:
-            waiting.failed(
-                "waiting for JetStream to create the streams", error=str(exc) or type(exc).__name__
-            )
-            await asyncio.sleep(0.5)
-            continue
-        except nats.js.errors.APIError as exc:
-            if exc.code != 503:
-                raise
-            waiting.failed("waiting for JetStream to create the streams", error=str(exc))
-            await asyncio.sleep(0.5)
-            continue
-        waiting.ok("streams ready")
-        return
 
 
 @dataclass
@@ -89,15 +66,16 @@ class RulesApp:
     store: GameStore
     cache: GameCache
     projector: Projector | None
+    application: RulesApplication
     servicer: RulesServicer
-    server: object
+    server: grpc.aio.Server
     port: int
     health: HealthServicer
     metrics: MetricsServer | None
     _stop_sweeper: asyncio.Event = field(default_factory=asyncio.Event)
-    _projecting: asyncio.Task | None = None
-    _janitor: asyncio.Task | None = None
-    _clock: asyncio.Task | None = None
+    _projecting: asyncio.Task[None] | None = None
+    _janitor: asyncio.Task[None] | None = None
+    _clock: asyncio.Task[None] | None = None
     driver: ClockDriver | None = None
 
     @property
@@ -130,12 +108,12 @@ class RulesApp:
         )
         try:
             store = GameStore(nc, replicas=settings.stream_replicas, environ=settings.extra)
-            await _ensure_streams(store)
+            await ensure_streams_ready(store)
             cache = GameCache(store, capacity=settings.extra_int("GAME_CACHE", 20_000, lo=1))
             if projector is None:
                 projector = settings.projector
             proj = projector_for(store, settings) if projector else None
-            servicer = RulesServicer(
+            application = RulesApplication(
                 store,
                 cache,
                 id_secret=settings.id_secret,
@@ -143,29 +121,22 @@ class RulesApp:
                 clock=clock,
                 clock_second_ms=second_ms,
             )
-            server, port = create_server(
-                settings.listen,
-                settings=settings,
-                interceptors=[EdgeInterceptor(Verifier.for_service(settings))],
-            )
-            rules_pb2_grpc.add_RulesServiceServicer_to_server(servicer, server)
-            health = await add_health_and_reflection(
-                server,
+            servicer = RulesServicer(application)
+            server, port, health = await start_server(
+                settings,
                 [SERVICE_NAME],
-                reflection_on=settings.reflection,
-                health_listen=settings.health_listen,
+                lambda server: rules_pb2_grpc.add_RulesServiceServicer_to_server(servicer, server),
             )
-            await server.start()
         except BaseException:
             await nc.close()
             raise
         metrics = start_metrics_server(settings.metrics_listen)
-        app = cls(settings, nc, store, cache, proj, servicer, server, port, health, metrics)
+        app = cls(settings, nc, store, cache, proj, application, servicer, server, port, health, metrics)
         if proj is not None:
             app._projecting = asyncio.create_task(proj.run(app._stop_sweeper))
         app._janitor = asyncio.create_task(run_janitor(store, app._stop_sweeper, retention=retention))
         app.driver = ClockDriver(
-            servicer,
+            application,
             cache,
             secret=settings.id_secret,
             clock=clock,

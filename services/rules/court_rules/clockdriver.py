@@ -48,6 +48,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from prometheus_client import Counter, Histogram
 
 from . import clock as kclock
+from .application import RulesApplication
 from .games import GameCache, GameEntry
 from .store import DUE_HEADER
 
@@ -89,7 +90,7 @@ def autoplay_action(entry: GameEntry, seat: int, level: str, secret: str) -> Any
 class ClockDriver:
     def __init__(
         self,
-        servicer: Any,
+        application: RulesApplication,
         cache: GameCache,
         *,
         secret: str,
@@ -98,7 +99,7 @@ class ClockDriver:
         max_pending: int = 100_000,
         concurrency: int = 16,
     ):
-        self.servicer = servicer
+        self.application = application
         self.cache = cache
         self.store = cache.store
         self._secret = secret
@@ -230,7 +231,7 @@ class ClockDriver:
                 action_json = {
                     k: v for k, v in entry.module.action_to_json(action, seat).items() if k != "player"
                 }
-                seq = await self.servicer.write_locked(
+                seq = await self.application.write_locked(
                     entry, seat, action, action_json, kclock.CLOCK_BY, rid, kind
                 )
                 if seq is None:

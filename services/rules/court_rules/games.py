@@ -124,6 +124,8 @@ def create_of(rec: records_pb2.Record) -> dict[str, Any]:
         out["resumed_from"] = c.resumed_from
     if c.HasField("clock"):
         out["clock"] = krec.clock_from_proto(c.clock)
+    if c.online:
+        out["online"] = True
     return out
 
 
@@ -178,6 +180,7 @@ class GameEntry:
         self.created_by: str = create["by"]
         self.created_rid: str = create["rid"]
         self.created_t: int = create["t"]
+        self.online: bool = bool(create.get("online"))  # the lobby's online game (public)
         self.save: dict[str, Any] | None = create.get("save")  # set when resumed from another game
         self.resumed_from: str | None = create.get("resumed_from")
         self.state, opening = self._start()
@@ -201,8 +204,9 @@ class GameEntry:
         # set once the game is closed: the game that resumed this one, or "" for a game the lobby
         # closed (CloseGame, ``closed_reason`` saying why); either way it is then over
         self.closed_into: str | None = None
-        # recent positions' views, by (seq, closed, seat): court_rules.views.game_view
-        self.views: dict[tuple[int, bool, int | None], Any] = {}
+        # recent positions' views, by (seq, closed, seat), and WatchGame updates, by ("update", seq,
+        # closed, seat, snapshot): court_rules.views.game_view and game_update
+        self.views: dict[tuple[Any, ...], Any] = {}
         self.closed_reason = ""
         self.closed_by: tuple[str, str, int] = ("", "", 0)
         self.seq = 0
@@ -373,6 +377,7 @@ class GameEntry:
             save=self.save,
             clock=self.clock_record,
             deadlines=self.deadlines_at(0),
+            online=self.online,
         )
 
     def move_record(

@@ -58,6 +58,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc
 import nats.errors
 import nats.js.errors
 from court_kit import jetstream as kjs
@@ -66,7 +67,7 @@ from court_kit import records as krec
 from court_kit.errors import Unavailable
 from court_kit.health import Check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
-from court_kit.server import add_health_and_reflection, create_server, run_service
+from court_kit.server import run_service, start_server
 from court_kit.settings import Settings
 from court_proto.court.events.v2 import records_pb2
 from grpc_health.v1._async import HealthServicer
@@ -76,7 +77,7 @@ from nats.js.errors import APIError
 from prometheus_client import Counter, Histogram
 
 from .games import is_tombstone
-from .store import EVENTS_STREAM, GameStore, Record
+from .store import EVENTS_STREAM, GameStore, Record, ensure_streams_ready
 from .tasks import stop_tasks
 
 log = klog.get_logger("court_rules.projector")
@@ -195,6 +196,8 @@ class Projector:
             pos = await self._position(rec.game, gid)
             if pos is not None and pos.log_sseq >= log_sseq:
                 SKIPPED.inc()
+                if krec.moves_points(rec):  # its point record may not have been stored: again
+                    await self._points(rec, krec.redact(rec).SerializeToString())
                 if rec.finished:
                     await self._archive(rec.game, gid)
                 return False
@@ -231,9 +234,32 @@ class Projector:
                 PROJECTED.inc()
                 self.projected += 1
                 LAG.observe(max(0.0, time.time() - krec.time_ms(rec) / 1000))
+            if krec.moves_points(rec):
+                await self._points(rec, data)
             if rec.finished:
                 await self._archive(rec.game, gid)
             return True
+
+    async def _points(self, rec: records_pb2.Record, data: bytes) -> None:
+        """The record's copy on its game's points subject (``court_kit.records.points_subject``),
+        after its public record and before the log message is acknowledged: a projector dying in
+        between leaves the message to be delivered again, which finds the record public and
+        publishes this again (``Nats-Msg-Id`` de-duplicates; a later repeat changes nothing in
+        ranking, whose every effect is keyed)."""
+        headers = {
+            krec.MSG_ID_HEADER: krec.points_msg_id(rec.game_id, rec.seq),
+            krec.SEQ_HEADER: str(rec.seq),
+        }
+        fut = None
+        try:
+            fut = await self.store.publisher.publish(
+                krec.points_subject(rec.game, rec.game_id), data, headers
+            )
+            await asyncio.wait_for(fut, self.store.timeout)
+        except (APIError, TimeoutError, nats.errors.Error) as exc:
+            if fut is not None:
+                self.store.publisher.forget([fut])
+            raise Unavailable(f"publishing the points of {rec.game_id}-{rec.seq}: {exc}") from exc
 
     async def _fill(self, game: str, game_id: str, pos: Position | None, upto_log_sseq: int) -> None:
         """Publish the records between the game's last public one and log sequence ``upto``."""
@@ -388,12 +414,12 @@ class ProjectorApp:
     nc: NATS
     store: GameStore
     projector: Projector
-    server: object
+    server: grpc.aio.Server
     port: int
     health: HealthServicer
     metrics: MetricsServer | None
     _stop: asyncio.Event = field(default_factory=asyncio.Event)
-    _task: asyncio.Task | None = None
+    _task: asyncio.Task[None] | None = None
 
     service_names = (SERVICE_NAME,)
 
@@ -409,18 +435,9 @@ class ProjectorApp:
         )
         try:
             store = GameStore(nc, replicas=settings.stream_replicas, environ=settings.extra)
-            from .app import _ensure_streams  # noqa: PLC0415 - the rules app imports this module
-
-            await _ensure_streams(store)
+            await ensure_streams_ready(store)
             projector = projector_for(store, settings)
-            server, port = create_server(settings.listen, settings=settings)
-            health = await add_health_and_reflection(
-                server,
-                [SERVICE_NAME],
-                reflection_on=settings.reflection,
-                health_listen=settings.health_listen,
-            )
-            await server.start()
+            server, port, health = await start_server(settings, [SERVICE_NAME], edge=False)
         except BaseException:
             await nc.close()
             raise
@@ -450,7 +467,7 @@ class ProjectorApp:
         closed under it, which ends every fetch and publish in flight, and is waited for 5 s more."""
         self._stop.set()
         pending = await stop_tasks([self._task], 2.0)
-        await self.server.stop(None)  # type: ignore[attr-defined]
+        await self.server.stop(None)
         if self.metrics is not None:
             self.metrics.close()
         with contextlib.suppress(Exception):

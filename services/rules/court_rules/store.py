@@ -32,7 +32,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import nats.errors
+import nats.js.errors
 from court_kit import jetstream as kjs
+from court_kit import logging as klog
 from court_kit import records as krec
 from court_kit.errors import Unavailable
 from court_proto.court.events.v2 import records_pb2
@@ -118,7 +120,11 @@ class GameStore:
         ]
         return [
             *logs,
-            cfg(EVENTS_STREAM, [EVENTS_PREFIX + "*.*"], "Court public game records (court.events.v2)"),
+            cfg(
+                EVENTS_STREAM,
+                [EVENTS_PREFIX + "*.*", krec.points_subjects()],
+                "Court public game records (court.events.v2)",
+            ),
             cfg(ARCHIVE_STREAM, [ARCHIVE_PREFIX + "*"], "Court finished games, one message each"),
         ]
 
@@ -248,3 +254,26 @@ class GameStore:
         if m is None:
             return None
         return m.seq, int(m.headers.get(SEQ_HEADER, "0"))
+
+
+async def ensure_streams_ready(store: GameStore) -> None:
+    """Create or update the streams, waiting while JetStream cannot answer yet (a cluster electing
+    its meta leader, a server still recovering its store); any other refusal is an error."""
+    waiting = klog.StateLog(klog.get_logger("court_rules"), "stream set-up", summary_every=30.0)
+    while True:
+        try:
+            await store.ensure_streams()
+        except (TimeoutError, nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError) as exc:
+            waiting.failed(
+                "waiting for JetStream to create the streams", error=str(exc) or type(exc).__name__
+            )
+            await asyncio.sleep(0.5)
+            continue
+        except nats.js.errors.APIError as exc:
+            if exc.code != 503:
+                raise
+            waiting.failed("waiting for JetStream to create the streams", error=str(exc))
+            await asyncio.sleep(0.5)
+            continue
+        waiting.ok("streams ready")
+        return

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from court_games.core import Event
 from court_kit import actions as kactions
 from court_kit import records as krec
 from court_kit import typed
@@ -65,7 +67,34 @@ def game_view(
     return v
 
 
-VIEWS_KEPT = 24  # views memoised per game (a few positions' worth of every seat and a spectator)
+VIEWS_KEPT = 48  # views and updates memoised per game (a few positions' worth of every seat and a spectator)
+
+
+def game_update(
+    entry: GameEntry,
+    codec: ActionCodec,
+    state: Any,
+    seq: int,
+    seat: int | None,
+    events: Sequence[Event] | None,
+) -> rules_pb2.GameUpdate:
+    """A WatchGame update: ``seat``'s view after ``seq`` and, unless a snapshot (``events`` None),
+    that record's events as ``seat`` may read them. Memoised beside the views (``GameEntry.views``,
+    key ("update", seq, closed, seat, snapshot)): every stream of one seat, and every spectator's
+    (seat None: no private part, no hand), share one update per move instead of building one
+    each; callers never change it."""
+    closed = entry.closed_at(seq)
+    key = ("update", seq, closed, seat, events is None)
+    views = entry.views
+    u = views.get(key)
+    if u is None:
+        u = rules_pb2.GameUpdate(seq=seq, view=game_view(entry, codec, state, seq, seat))
+        if events is not None:
+            u.events.extend([typed.event_for_seat_to_proto(entry.game, e, seat) for e in events])
+        if len(views) >= VIEWS_KEPT:
+            views.clear()
+        views[key] = u
+    return u
 
 
 def _build_view(
@@ -84,7 +113,8 @@ def _build_view(
             to_act=acting,
             finished=finished,
             seats=entry.seats,
-            view=typed.view_kwargs(entry.game, engine_view),
+            # protobuf builds a message field from a dict (no copy); its stubs allow only the message
+            view=typed.view_kwargs(entry.game, engine_view),  # type: ignore[arg-type]
         )
     except (TypeError, ValueError):
         typed.view_to_proto(entry.game, engine_view)  # the TypedError that names the field

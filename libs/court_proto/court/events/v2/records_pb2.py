@@ -27,25 +27,25 @@ from court_proto.court.rules.v1 import actions_pb2 as court_dot_rules_dot_v1_dot
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x63ourt/events/v2/records.proto\x12\x0f\x63ourt.events.v2\x1a\x1b\x63ourt/games/v1/events.proto\x1a\x1c\x63ourt/rules/v1/actions.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc7\x03\n\x06Record\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12(\n\x04time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\nvisibility\x18\x05 \x01(\x0e\x32\x1b.court.events.v2.Visibility\x12\x0e\n\x06to_act\x18\x06 \x03(\r\x12\x16\n\x0eto_act_players\x18\x07 \x03(\t\x12\x10\n\x08\x66inished\x18\x08 \x01(\x08\x12/\n\tdeadlines\x18\t \x03(\x0b\x32\x1c.court.games.v1.SeatDeadline\x12/\n\x07\x63reated\x18\n \x01(\x0b\x32\x1c.court.events.v2.GameCreatedH\x00\x12-\n\x04move\x18\x0b \x01(\x0b\x32\x1d.court.events.v2.MoveRecordedH\x00\x12-\n\x06\x63losed\x18\x0c \x01(\x0b\x32\x1b.court.events.v2.GameClosedH\x00\x12\x34\n\x0cseat_changed\x18\r \x01(\x0b\x32\x1c.court.events.v2.SeatChangedH\x00\x42\x06\n\x04\x62ody\"\xfa\x01\n\x0bGameCreated\x12\r\n\x05seats\x18\x01 \x03(\t\x12,\n\x07options\x18\x02 \x01(\x0b\x32\x1b.court.games.v1.GameOptions\x12\x0c\n\x04seed\x18\x03 \x01(\x04\x12\x14\n\x0cresumed_from\x18\x04 \x01(\t\x12\x11\n\tsave_json\x18\x05 \x01(\t\x12\x12\n\ncreated_by\x18\x06 \x01(\t\x12\x12\n\nrequest_id\x18\x07 \x01(\t\x12%\n\x06\x65vents\x18\x08 \x03(\x0b\x32\x15.court.games.v1.Event\x12(\n\x05\x63lock\x18\t \x01(\x0b\x32\x19.court.games.v1.TurnClock\"\xb2\x01\n\x0cMoveRecorded\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12&\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x16.court.rules.v1.Action\x12\x13\n\x0b\x61\x63tion_type\x18\x03 \x01(\t\x12\n\n\x02\x62y\x18\x04 \x01(\t\x12\x12\n\nrequest_id\x18\x05 \x01(\t\x12%\n\x06\x65vents\x18\x06 \x03(\x0b\x32\x15.court.games.v1.Event\x12\x10\n\x08\x61utoplay\x18\x07 \x01(\t\"p\n\x0bSeatChanged\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\n\n\x02\x62y\x18\x03 \x01(\t\x12\x12\n\nrequest_id\x18\x04 \x01(\t\x12%\n\x06\x65vents\x18\x05 \x03(\x0b\x32\x15.court.games.v1.Event\"J\n\nGameClosed\x12\x0c\n\x04into\x18\x01 \x01(\t\x12\n\n\x02\x62y\x18\x02 \x01(\t\x12\x12\n\nrequest_id\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\"F\n\x07GameLog\x12(\n\x07records\x18\x01 \x03(\x0b\x32\x17.court.events.v2.Record\x12\x11\n\tlast_sseq\x18\x02 \x01(\x04*T\n\nVisibility\x12\x1a\n\x16VISIBILITY_UNSPECIFIED\x10\x00\x12\x15\n\x11VISIBILITY_PUBLIC\x10\x01\x12\x13\n\x0fVISIBILITY_FULL\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x63ourt/events/v2/records.proto\x12\x0f\x63ourt.events.v2\x1a\x1b\x63ourt/games/v1/events.proto\x1a\x1c\x63ourt/rules/v1/actions.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc7\x03\n\x06Record\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12(\n\x04time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\nvisibility\x18\x05 \x01(\x0e\x32\x1b.court.events.v2.Visibility\x12\x0e\n\x06to_act\x18\x06 \x03(\r\x12\x16\n\x0eto_act_players\x18\x07 \x03(\t\x12\x10\n\x08\x66inished\x18\x08 \x01(\x08\x12/\n\tdeadlines\x18\t \x03(\x0b\x32\x1c.court.games.v1.SeatDeadline\x12/\n\x07\x63reated\x18\n \x01(\x0b\x32\x1c.court.events.v2.GameCreatedH\x00\x12-\n\x04move\x18\x0b \x01(\x0b\x32\x1d.court.events.v2.MoveRecordedH\x00\x12-\n\x06\x63losed\x18\x0c \x01(\x0b\x32\x1b.court.events.v2.GameClosedH\x00\x12\x34\n\x0cseat_changed\x18\r \x01(\x0b\x32\x1c.court.events.v2.SeatChangedH\x00\x42\x06\n\x04\x62ody\"\x8a\x02\n\x0bGameCreated\x12\r\n\x05seats\x18\x01 \x03(\t\x12,\n\x07options\x18\x02 \x01(\x0b\x32\x1b.court.games.v1.GameOptions\x12\x0c\n\x04seed\x18\x03 \x01(\x04\x12\x14\n\x0cresumed_from\x18\x04 \x01(\t\x12\x11\n\tsave_json\x18\x05 \x01(\t\x12\x12\n\ncreated_by\x18\x06 \x01(\t\x12\x12\n\nrequest_id\x18\x07 \x01(\t\x12%\n\x06\x65vents\x18\x08 \x03(\x0b\x32\x15.court.games.v1.Event\x12(\n\x05\x63lock\x18\t \x01(\x0b\x32\x19.court.games.v1.TurnClock\x12\x0e\n\x06online\x18\n \x01(\x08\"\xb2\x01\n\x0cMoveRecorded\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12&\n\x06\x61\x63tion\x18\x02 \x01(\x0b\x32\x16.court.rules.v1.Action\x12\x13\n\x0b\x61\x63tion_type\x18\x03 \x01(\t\x12\n\n\x02\x62y\x18\x04 \x01(\t\x12\x12\n\nrequest_id\x18\x05 \x01(\t\x12%\n\x06\x65vents\x18\x06 \x03(\x0b\x32\x15.court.games.v1.Event\x12\x10\n\x08\x61utoplay\x18\x07 \x01(\t\"p\n\x0bSeatChanged\x12\x0c\n\x04seat\x18\x01 \x01(\r\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\n\n\x02\x62y\x18\x03 \x01(\t\x12\x12\n\nrequest_id\x18\x04 \x01(\t\x12%\n\x06\x65vents\x18\x05 \x03(\x0b\x32\x15.court.games.v1.Event\"J\n\nGameClosed\x12\x0c\n\x04into\x18\x01 \x01(\t\x12\n\n\x02\x62y\x18\x02 \x01(\t\x12\x12\n\nrequest_id\x18\x03 \x01(\t\x12\x0e\n\x06reason\x18\x04 \x01(\t\"F\n\x07GameLog\x12(\n\x07records\x18\x01 \x03(\x0b\x32\x17.court.events.v2.Record\x12\x11\n\tlast_sseq\x18\x02 \x01(\x04*T\n\nVisibility\x12\x1a\n\x16VISIBILITY_UNSPECIFIED\x10\x00\x12\x15\n\x11VISIBILITY_PUBLIC\x10\x01\x12\x13\n\x0fVISIBILITY_FULL\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'court_proto.court.events.v2.records_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_VISIBILITY']._serialized_start=1296
-  _globals['_VISIBILITY']._serialized_end=1380
+  _globals['_VISIBILITY']._serialized_start=1312
+  _globals['_VISIBILITY']._serialized_end=1396
   _globals['_RECORD']._serialized_start=143
   _globals['_RECORD']._serialized_end=598
   _globals['_GAMECREATED']._serialized_start=601
-  _globals['_GAMECREATED']._serialized_end=851
-  _globals['_MOVERECORDED']._serialized_start=854
-  _globals['_MOVERECORDED']._serialized_end=1032
-  _globals['_SEATCHANGED']._serialized_start=1034
-  _globals['_SEATCHANGED']._serialized_end=1146
-  _globals['_GAMECLOSED']._serialized_start=1148
-  _globals['_GAMECLOSED']._serialized_end=1222
-  _globals['_GAMELOG']._serialized_start=1224
-  _globals['_GAMELOG']._serialized_end=1294
+  _globals['_GAMECREATED']._serialized_end=867
+  _globals['_MOVERECORDED']._serialized_start=870
+  _globals['_MOVERECORDED']._serialized_end=1048
+  _globals['_SEATCHANGED']._serialized_start=1050
+  _globals['_SEATCHANGED']._serialized_end=1162
+  _globals['_GAMECLOSED']._serialized_start=1164
+  _globals['_GAMECLOSED']._serialized_end=1238
+  _globals['_GAMELOG']._serialized_start=1240
+  _globals['_GAMELOG']._serialized_end=1310
 # @@protoc_insertion_point(module_scope)

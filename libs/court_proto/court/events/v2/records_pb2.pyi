@@ -167,6 +167,7 @@ class GameCreated(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     EVENTS_FIELD_NUMBER: _builtins.int
     CLOCK_FIELD_NUMBER: _builtins.int
+    ONLINE_FIELD_NUMBER: _builtins.int
     seed: _builtins.int
     """full only: the deck order follows from it"""
     resumed_from: _builtins.str
@@ -179,6 +180,10 @@ class GameCreated(_message.Message):
     """full only: the creator's token subject"""
     request_id: _builtins.str
     """full only"""
+    online: _builtins.bool
+    """Public: an online game (started by the lobby and registered with the
+    ranking service: rank points move); false for local play.
+    """
     @_builtins.property
     def seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """player ids; "bot:<level>" for bots"""
@@ -205,10 +210,11 @@ class GameCreated(_message.Message):
         request_id: _builtins.str = ...,
         events: _abc.Iterable[_events_pb2.Event] | None = ...,
         clock: _events_pb2.TurnClock | None = ...,
+        online: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "created_by", b"created_by", "events", b"events", "options", b"options", "request_id", b"request_id", "resumed_from", b"resumed_from", "save_json", b"save_json", "seats", b"seats", "seed", b"seed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["clock", b"clock", "created_by", b"created_by", "events", b"events", "online", b"online", "options", b"options", "request_id", b"request_id", "resumed_from", b"resumed_from", "save_json", b"save_json", "seats", b"seats", "seed", b"seed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -28,7 +28,7 @@ from court_proto.court.rules.v1 import actions_pb2 as court_dot_rules_dot_v1_dot
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x63ourt/rules/v1/rules.proto\x12\x0e\x63ourt.rules.v1\x1a\x1b\x63ourt/games/v1/events.proto\x1a\x1a\x63ourt/games/v1/views.proto\x1a\x1c\x63ourt/rules/v1/actions.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc1\x01\n\tSeatClock\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12,\n\x08\x64\x65\x61\x64line\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x62\x61nk_ms\x18\x03 \x01(\x03\x12\x0c\n\x04\x61way\x18\x04 \x01(\x08\x12.\n\naway_since\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x17\n\x0ftimeouts_in_row\x18\x06 \x01(\x05\x12\x10\n\x08turn_seq\x18\x07 \x01(\x04\"\xde\x01\n\x11\x43reateGameRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12,\n\x07options\x18\x03 \x01(\x0b\x32\x1b.court.games.v1.GameOptions\x12\r\n\x05seats\x18\x04 \x03(\t\x12\x11\n\x04seed\x18\x05 \x01(\x04H\x00\x88\x01\x01\x12\x13\n\x0bresume_from\x18\x06 \x01(\t\x12\x0f\n\x07game_id\x18\x07 \x01(\t\x12(\n\x05\x63lock\x18\x08 \x01(\x0b\x32\x19.court.games.v1.TurnClockB\x07\n\x05_seed\"M\n\x12\x43reateGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12&\n\x04view\x18\x02 \x01(\x0b\x32\x18.court.rules.v1.GameView\"=\n\x0eGetViewRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x42\x07\n\x05_seat\"\x88\x01\n\nGameResult\x12*\n\x06result\x18\x01 \x01(\x0b\x32\x1a.court.games.v1.GameResult\x12\x0f\n\x07winners\x18\x02 \x03(\x05\x12\x10\n\x08\x66inished\x18\x03 \x01(\x08\x12\x14\n\x0cresumed_into\x18\x04 \x01(\t\x12\x15\n\rclosed_reason\x18\x05 \x01(\t\"\xc4\x03\n\x08GameView\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12\x0e\n\x06to_act\x18\x04 \x03(\x05\x12\x16\n\tyour_seat\x18\x05 \x01(\x05H\x00\x88\x01\x01\x12\x10\n\x08\x66inished\x18\x06 \x01(\x08\x12\r\n\x05seats\x18\x07 \x03(\t\x12\"\n\x04view\x18\x08 \x01(\x0b\x32\x14.court.games.v1.View\x12-\n\rlegal_actions\x18\t \x03(\x0b\x32\x16.court.rules.v1.Action\x12*\n\x06result\x18\n \x01(\x0b\x32\x1a.court.rules.v1.GameResult\x12,\n\x07options\x18\x0b \x01(\x0b\x32\x1b.court.games.v1.GameOptions\x12(\n\x05\x63lock\x18\x0c \x01(\x0b\x32\x19.court.games.v1.TurnClock\x12.\n\x0bseat_clocks\x18\r \x03(\x0b\x32\x19.court.rules.v1.SeatClock\x12.\n\nabandon_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x0c\n\n_your_seat\"F\n\x17ListLegalActionsRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x42\x07\n\x05_seat\"o\n\x18ListLegalActionsResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\x0c\n\x04seat\x18\x03 \x01(\x05\x12\'\n\x07\x61\x63tions\x18\x04 \x03(\x0b\x32\x16.court.rules.v1.Action\"\xa2\x01\n\x13SubmitActionRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x11\n\x04seat\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12&\n\x06\x61\x63tion\x18\x04 \x01(\x0b\x32\x16.court.rules.v1.Action\x12\x15\n\x08turn_seq\x18\x05 \x01(\x04H\x01\x88\x01\x01\x42\x07\n\x05_seatB\x0b\n\t_turn_seq\"\x9a\x01\n\x14SubmitActionResponse\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12&\n\x04view\x18\x02 \x01(\x0b\x32\x18.court.rules.v1.GameView\x12%\n\x06\x65vents\x18\x03 \x03(\x0b\x32\x15.court.games.v1.Event\x12&\n\x04next\x18\x04 \x03(\x0b\x32\x18.court.rules.v1.GameView\"e\n\x10WatchGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x16\n\tafter_seq\x18\x03 \x01(\x04H\x01\x88\x01\x01\x42\x07\n\x05_seatB\x0c\n\n_after_seq\"h\n\nGameUpdate\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12&\n\x04view\x18\x02 \x01(\x0b\x32\x18.court.rules.v1.GameView\x12%\n\x06\x65vents\x18\x03 \x03(\x0b\x32\x15.court.games.v1.Event\"V\n\x13ReturnToSeatRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x11\n\x04seat\x18\x03 \x01(\x05H\x00\x88\x01\x01\x42\x07\n\x05_seat\"S\n\x10LeaveSeatRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x11\n\x04seat\x18\x03 \x01(\x05H\x00\x88\x01\x01\x42\x07\n\x05_seat\"T\n\x0cSeatResponse\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12&\n\x04view\x18\x02 \x01(\x0b\x32\x18.court.rules.v1.GameView\x12\x0f\n\x07\x63hanged\x18\x03 \x01(\x08\"$\n\x11GetHistoryRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"\xd3\x01\n\x0bHistoryMove\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\x0c\n\x04seat\x18\x02 \x01(\x05\x12\x0e\n\x06player\x18\x03 \x01(\t\x12&\n\x06\x61\x63tion\x18\x04 \x01(\x0b\x32\x16.court.rules.v1.Action\x12(\n\x04time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nrequest_id\x18\x06 \x01(\t\x12%\n\x06\x65vents\x18\x07 \x03(\x0b\x32\x15.court.games.v1.Event\x12\x0c\n\x04kind\x18\x08 \x01(\t\"\xd6\x02\n\x12GetHistoryResponse\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12,\n\x07options\x18\x03 \x01(\x0b\x32\x1b.court.games.v1.GameOptions\x12\x0c\n\x04seed\x18\x04 \x01(\x04\x12\r\n\x05seats\x18\x05 \x03(\t\x12\x12\n\ncreated_by\x18\x06 \x01(\t\x12+\n\x07\x63reated\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12*\n\x05moves\x18\x08 \x03(\x0b\x32\x1b.court.rules.v1.HistoryMove\x12*\n\x06result\x18\t \x01(\x0b\x32\x1a.court.rules.v1.GameResult\x12\x0e\n\x06to_act\x18\n \x03(\x05\x12-\n\x0e\x63reated_events\x18\x0b \x03(\x0b\x32\x15.court.games.v1.Event\"G\n\x10\x43loseGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"`\n\x11\x43loseGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12&\n\x04view\x18\x02 \x01(\x0b\x32\x18.court.rules.v1.GameView\x12\x12\n\nclosed_now\x18\x03 \x01(\x08\x32\xfe\x05\n\x0cRulesService\x12S\n\nCreateGame\x12!.court.rules.v1.CreateGameRequest\x1a\".court.rules.v1.CreateGameResponse\x12\x43\n\x07GetView\x12\x1e.court.rules.v1.GetViewRequest\x1a\x18.court.rules.v1.GameView\x12\x65\n\x10ListLegalActions\x12\'.court.rules.v1.ListLegalActionsRequest\x1a(.court.rules.v1.ListLegalActionsResponse\x12Y\n\x0cSubmitAction\x12#.court.rules.v1.SubmitActionRequest\x1a$.court.rules.v1.SubmitActionResponse\x12K\n\tWatchGame\x12 .court.rules.v1.WatchGameRequest\x1a\x1a.court.rules.v1.GameUpdate0\x01\x12S\n\nGetHistory\x12!.court.rules.v1.GetHistoryRequest\x1a\".court.rules.v1.GetHistoryResponse\x12P\n\tCloseGame\x12 .court.rules.v1.CloseGameRequest\x1a!.court.rules.v1.CloseGameResponse\x12Q\n\x0cReturnToSeat\x12#.court.rules.v1.ReturnToSeatRequest\x1a\x1c.court.rules.v1.SeatResponse\x12K\n\tLeaveSeat\x12 .court.rules.v1.LeaveSeatRequest\x1a\x1c.court.rules.v1.SeatResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1a\x63ourt/rules/v1/rules.proto\x12\x0e\x63ourt.rules.v1\x1a\x1b\x63ourt/games/v1/events.proto\x1a\x1a\x63ourt/games/v1/views.proto\x1a\x1c\x63ourt/rules/v1/actions.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc1\x01\n\tSeatClock\x12\x0c\n\x04seat\x18\x01 \x01(\x05\x12,\n\x08\x64\x65\x61\x64line\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07\x62\x61nk_ms\x18\x03 \x01(\x03\x12\x0c\n\x04\x61way\x18\x04 \x01(\x08\x12.\n\naway_since\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x17\n\x0ftimeouts_in_row\x18\x06 \x01(\x05\x12\x10\n\x08turn_seq\x18\x07 \x01(\x04\"\xee\x01\n\x11\x43reateGameRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04game\x18\x02 \x01(\t\x12,\n\x07options\x18\x03 \x01(\x0b\x32\x1b.court.games.v1.GameOptions\x12\r\n\x05seats\x18\x04 \x03(\t\x12\x11\n\x04seed\x18\x05 \x01(\x04H\x00\x88\x01\x01\x12\x13\n\x0bresume_from\x18\x06 \x01(\t\x12\x0f\n\x07game_id\x18\x07 \x01(\t\x12(\n\x05\x63lock\x18\x08 \x01(\x0b\x32\x19.court.games.v1.TurnClock\x12\x0e\n\x06online\x18\t \x01(\x08\x42\x07\n\x05_seed\"M\n\x12\x43reateGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12&\n\x04view\x18\x02 \x01(\x0b\x32\x18.court.rules.v1.GameView\"=\n\x0eGetViewRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x42\x07\n\x05_seat\"\x88\x01\n\nGameResult\x12*\n\x06result\x18\x01 \x01(\x0b\x32\x1a.court.games.v1.GameResult\x12\x0f\n\x07winners\x18\x02 \x03(\x05\x12\x10\n\x08\x66inished\x18\x03 \x01(\x08\x12\x14\n\x0cresumed_into\x18\x04 \x01(\t\x12\x15\n\rclosed_reason\x18\x05 \x01(\t\"\xc4\x03\n\x08GameView\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12\x0e\n\x06to_act\x18\x04 \x03(\x05\x12\x16\n\tyour_seat\x18\x05 \x01(\x05H\x00\x88\x01\x01\x12\x10\n\x08\x66inished\x18\x06 \x01(\x08\x12\r\n\x05seats\x18\x07 \x03(\t\x12\"\n\x04view\x18\x08 \x01(\x0b\x32\x14.court.games.v1.View\x12-\n\rlegal_actions\x18\t \x03(\x0b\x32\x16.court.rules.v1.Action\x12*\n\x06result\x18\n \x01(\x0b\x32\x1a.court.rules.v1.GameResult\x12,\n\x07options\x18\x0b \x01(\x0b\x32\x1b.court.games.v1.GameOptions\x12(\n\x05\x63lock\x18\x0c \x01(\x0b\x32\x19.court.games.v1.TurnClock\x12.\n\x0bseat_clocks\x18\r \x03(\x0b\x32\x19.court.rules.v1.SeatClock\x12.\n\nabandon_at\x18\x0e \x01(\x0b\x32\x1a.google.protobuf.TimestampB\x0c\n\n_your_seat\"F\n\x17ListLegalActionsRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x42\x07\n\x05_seat\"o\n\x18ListLegalActionsResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\x0c\n\x04seat\x18\x03 \x01(\x05\x12\'\n\x07\x61\x63tions\x18\x04 \x03(\x0b\x32\x16.court.rules.v1.Action\"\xa2\x01\n\x13SubmitActionRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x11\n\x04seat\x18\x03 \x01(\x05H\x00\x88\x01\x01\x12&\n\x06\x61\x63tion\x18\x04 \x01(\x0b\x32\x16.court.rules.v1.Action\x12\x15\n\x08turn_seq\x18\x05 \x01(\x04H\x01\x88\x01\x01\x42\x07\n\x05_seatB\x0b\n\t_turn_seq\"\x9a\x01\n\x14SubmitActionResponse\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12&\n\x04view\x18\x02 \x01(\x0b\x32\x18.court.rules.v1.GameView\x12%\n\x06\x65vents\x18\x03 \x03(\x0b\x32\x15.court.games.v1.Event\x12&\n\x04next\x18\x04 \x03(\x0b\x32\x18.court.rules.v1.GameView\"e\n\x10WatchGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\x16\n\tafter_seq\x18\x03 \x01(\x04H\x01\x88\x01\x01\x42\x07\n\x05_seatB\x0c\n\n_after_seq\"h\n\nGameUpdate\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12&\n\x04view\x18\x02 \x01(\x0b\x32\x18.court.rules.v1.GameView\x12%\n\x06\x65vents\x18\x03 \x03(\x0b\x32\x15.court.games.v1.Event\"V\n\x13ReturnToSeatRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x11\n\x04seat\x18\x03 \x01(\x05H\x00\x88\x01\x01\x42\x07\n\x05_seat\"S\n\x10LeaveSeatRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x11\n\x04seat\x18\x03 \x01(\x05H\x00\x88\x01\x01\x42\x07\n\x05_seat\"T\n\x0cSeatResponse\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12&\n\x04view\x18\x02 \x01(\x0b\x32\x18.court.rules.v1.GameView\x12\x0f\n\x07\x63hanged\x18\x03 \x01(\x08\"$\n\x11GetHistoryRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\"\xd3\x01\n\x0bHistoryMove\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\x0c\n\x04seat\x18\x02 \x01(\x05\x12\x0e\n\x06player\x18\x03 \x01(\t\x12&\n\x06\x61\x63tion\x18\x04 \x01(\x0b\x32\x16.court.rules.v1.Action\x12(\n\x04time\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x12\n\nrequest_id\x18\x06 \x01(\t\x12%\n\x06\x65vents\x18\x07 \x03(\x0b\x32\x15.court.games.v1.Event\x12\x0c\n\x04kind\x18\x08 \x01(\t\"\xd6\x02\n\x12GetHistoryResponse\x12\x0c\n\x04game\x18\x01 \x01(\t\x12\x0f\n\x07game_id\x18\x02 \x01(\t\x12,\n\x07options\x18\x03 \x01(\x0b\x32\x1b.court.games.v1.GameOptions\x12\x0c\n\x04seed\x18\x04 \x01(\x04\x12\r\n\x05seats\x18\x05 \x03(\t\x12\x12\n\ncreated_by\x18\x06 \x01(\t\x12+\n\x07\x63reated\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12*\n\x05moves\x18\x08 \x03(\x0b\x32\x1b.court.rules.v1.HistoryMove\x12*\n\x06result\x18\t \x01(\x0b\x32\x1a.court.rules.v1.GameResult\x12\x0e\n\x06to_act\x18\n \x03(\x05\x12-\n\x0e\x63reated_events\x18\x0b \x03(\x0b\x32\x15.court.games.v1.Event\"G\n\x10\x43loseGameRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12\x0e\n\x06reason\x18\x03 \x01(\t\"`\n\x11\x43loseGameResponse\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12&\n\x04view\x18\x02 \x01(\x0b\x32\x18.court.rules.v1.GameView\x12\x12\n\nclosed_now\x18\x03 \x01(\x08\x32\xfe\x05\n\x0cRulesService\x12S\n\nCreateGame\x12!.court.rules.v1.CreateGameRequest\x1a\".court.rules.v1.CreateGameResponse\x12\x43\n\x07GetView\x12\x1e.court.rules.v1.GetViewRequest\x1a\x18.court.rules.v1.GameView\x12\x65\n\x10ListLegalActions\x12\'.court.rules.v1.ListLegalActionsRequest\x1a(.court.rules.v1.ListLegalActionsResponse\x12Y\n\x0cSubmitAction\x12#.court.rules.v1.SubmitActionRequest\x1a$.court.rules.v1.SubmitActionResponse\x12K\n\tWatchGame\x12 .court.rules.v1.WatchGameRequest\x1a\x1a.court.rules.v1.GameUpdate0\x01\x12S\n\nGetHistory\x12!.court.rules.v1.GetHistoryRequest\x1a\".court.rules.v1.GetHistoryResponse\x12P\n\tCloseGame\x12 .court.rules.v1.CloseGameRequest\x1a!.court.rules.v1.CloseGameResponse\x12Q\n\x0cReturnToSeat\x12#.court.rules.v1.ReturnToSeatRequest\x1a\x1c.court.rules.v1.SeatResponse\x12K\n\tLeaveSeat\x12 .court.rules.v1.LeaveSeatRequest\x1a\x1c.court.rules.v1.SeatResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,43 +38,43 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SEATCLOCK']._serialized_start=167
   _globals['_SEATCLOCK']._serialized_end=360
   _globals['_CREATEGAMEREQUEST']._serialized_start=363
-  _globals['_CREATEGAMEREQUEST']._serialized_end=585
-  _globals['_CREATEGAMERESPONSE']._serialized_start=587
-  _globals['_CREATEGAMERESPONSE']._serialized_end=664
-  _globals['_GETVIEWREQUEST']._serialized_start=666
-  _globals['_GETVIEWREQUEST']._serialized_end=727
-  _globals['_GAMERESULT']._serialized_start=730
-  _globals['_GAMERESULT']._serialized_end=866
-  _globals['_GAMEVIEW']._serialized_start=869
-  _globals['_GAMEVIEW']._serialized_end=1321
-  _globals['_LISTLEGALACTIONSREQUEST']._serialized_start=1323
-  _globals['_LISTLEGALACTIONSREQUEST']._serialized_end=1393
-  _globals['_LISTLEGALACTIONSRESPONSE']._serialized_start=1395
-  _globals['_LISTLEGALACTIONSRESPONSE']._serialized_end=1506
-  _globals['_SUBMITACTIONREQUEST']._serialized_start=1509
-  _globals['_SUBMITACTIONREQUEST']._serialized_end=1671
-  _globals['_SUBMITACTIONRESPONSE']._serialized_start=1674
-  _globals['_SUBMITACTIONRESPONSE']._serialized_end=1828
-  _globals['_WATCHGAMEREQUEST']._serialized_start=1830
-  _globals['_WATCHGAMEREQUEST']._serialized_end=1931
-  _globals['_GAMEUPDATE']._serialized_start=1933
-  _globals['_GAMEUPDATE']._serialized_end=2037
-  _globals['_RETURNTOSEATREQUEST']._serialized_start=2039
-  _globals['_RETURNTOSEATREQUEST']._serialized_end=2125
-  _globals['_LEAVESEATREQUEST']._serialized_start=2127
-  _globals['_LEAVESEATREQUEST']._serialized_end=2210
-  _globals['_SEATRESPONSE']._serialized_start=2212
-  _globals['_SEATRESPONSE']._serialized_end=2296
-  _globals['_GETHISTORYREQUEST']._serialized_start=2298
-  _globals['_GETHISTORYREQUEST']._serialized_end=2334
-  _globals['_HISTORYMOVE']._serialized_start=2337
-  _globals['_HISTORYMOVE']._serialized_end=2548
-  _globals['_GETHISTORYRESPONSE']._serialized_start=2551
-  _globals['_GETHISTORYRESPONSE']._serialized_end=2893
-  _globals['_CLOSEGAMEREQUEST']._serialized_start=2895
-  _globals['_CLOSEGAMEREQUEST']._serialized_end=2966
-  _globals['_CLOSEGAMERESPONSE']._serialized_start=2968
-  _globals['_CLOSEGAMERESPONSE']._serialized_end=3064
-  _globals['_RULESSERVICE']._serialized_start=3067
-  _globals['_RULESSERVICE']._serialized_end=3833
+  _globals['_CREATEGAMEREQUEST']._serialized_end=601
+  _globals['_CREATEGAMERESPONSE']._serialized_start=603
+  _globals['_CREATEGAMERESPONSE']._serialized_end=680
+  _globals['_GETVIEWREQUEST']._serialized_start=682
+  _globals['_GETVIEWREQUEST']._serialized_end=743
+  _globals['_GAMERESULT']._serialized_start=746
+  _globals['_GAMERESULT']._serialized_end=882
+  _globals['_GAMEVIEW']._serialized_start=885
+  _globals['_GAMEVIEW']._serialized_end=1337
+  _globals['_LISTLEGALACTIONSREQUEST']._serialized_start=1339
+  _globals['_LISTLEGALACTIONSREQUEST']._serialized_end=1409
+  _globals['_LISTLEGALACTIONSRESPONSE']._serialized_start=1411
+  _globals['_LISTLEGALACTIONSRESPONSE']._serialized_end=1522
+  _globals['_SUBMITACTIONREQUEST']._serialized_start=1525
+  _globals['_SUBMITACTIONREQUEST']._serialized_end=1687
+  _globals['_SUBMITACTIONRESPONSE']._serialized_start=1690
+  _globals['_SUBMITACTIONRESPONSE']._serialized_end=1844
+  _globals['_WATCHGAMEREQUEST']._serialized_start=1846
+  _globals['_WATCHGAMEREQUEST']._serialized_end=1947
+  _globals['_GAMEUPDATE']._serialized_start=1949
+  _globals['_GAMEUPDATE']._serialized_end=2053
+  _globals['_RETURNTOSEATREQUEST']._serialized_start=2055
+  _globals['_RETURNTOSEATREQUEST']._serialized_end=2141
+  _globals['_LEAVESEATREQUEST']._serialized_start=2143
+  _globals['_LEAVESEATREQUEST']._serialized_end=2226
+  _globals['_SEATRESPONSE']._serialized_start=2228
+  _globals['_SEATRESPONSE']._serialized_end=2312
+  _globals['_GETHISTORYREQUEST']._serialized_start=2314
+  _globals['_GETHISTORYREQUEST']._serialized_end=2350
+  _globals['_HISTORYMOVE']._serialized_start=2353
+  _globals['_HISTORYMOVE']._serialized_end=2564
+  _globals['_GETHISTORYRESPONSE']._serialized_start=2567
+  _globals['_GETHISTORYRESPONSE']._serialized_end=2909
+  _globals['_CLOSEGAMEREQUEST']._serialized_start=2911
+  _globals['_CLOSEGAMEREQUEST']._serialized_end=2982
+  _globals['_CLOSEGAMERESPONSE']._serialized_start=2984
+  _globals['_CLOSEGAMERESPONSE']._serialized_end=3080
+  _globals['_RULESSERVICE']._serialized_start=3083
+  _globals['_RULESSERVICE']._serialized_end=3849
 # @@protoc_insertion_point(module_scope)

@@ -118,6 +118,7 @@ class CreateGameRequest(_message.Message):
     RESUME_FROM_FIELD_NUMBER: _builtins.int
     GAME_ID_FIELD_NUMBER: _builtins.int
     CLOCK_FIELD_NUMBER: _builtins.int
+    ONLINE_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     game: _builtins.str
     """"queens_court" | "hearts" | "the_court" | "court_wars" """
@@ -143,6 +144,11 @@ class CreateGameRequest(_message.Message):
     CreateGame with this id and the same request id returns the existing game;
     with another request id it answers ALREADY_EXISTS. Empty: the service
     derives the id from (caller, request id).
+    """
+    online: _builtins.bool
+    """Service callers only (the lobby, for an online lobby it registered with
+    the ranking service, so rank points move); any other caller setting it
+    gets PERMISSION_DENIED. Public: GameCreated.online.
     """
     @_builtins.property
     def options(self) -> _events_pb2.GameOptions:
@@ -177,10 +183,11 @@ class CreateGameRequest(_message.Message):
         resume_from: _builtins.str = ...,
         game_id: _builtins.str = ...,
         clock: _events_pb2.TurnClock | None = ...,
+        online: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "clock", b"clock", "options", b"options", "seed", b"seed"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "clock", b"clock", "game", b"game", "game_id", b"game_id", "options", b"options", "request_id", b"request_id", "resume_from", b"resume_from", "seats", b"seats", "seed", b"seed"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seed", b"_seed", "clock", b"clock", "game", b"game", "game_id", b"game_id", "online", b"online", "options", b"options", "request_id", b"request_id", "resume_from", b"resume_from", "seats", b"seats", "seed", b"seed"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seed: _TypeAlias = _typing.Literal["seed"]  # noqa: Y015
     _WhichOneofArgType__seed: _TypeAlias = _typing.Literal["_seed", b"_seed"]  # noqa: Y015
