@@ -8,6 +8,7 @@ fields at their default value (seat 0); `court simulate`'s progress bar ends on 
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -18,7 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from court_cli.session import SessionStore
 from court_cli.stack import LocalStack, StackConfig
+from court_client import RankingClient
 from court_kit.keys import ensure_dev_keys
 
 from tests.cli.conftest import COURT, client_env, running_stack
@@ -57,9 +60,22 @@ def person(stack: LocalStack, tmp_path: Path, name: str) -> dict[str, str]:
     return env
 
 
-def points(env: dict[str, str], name: str) -> int:
-    said = court(env, "rank")
-    return int(re.search(rf"{name}: (-?\d+) rank points", said).group(1))
+def points(*envs: dict[str, str]) -> tuple[int, ...]:
+    """Each person's rank points, asked of the ranking service with their saved session's token (in
+    this process: a `court rank` each would start a process per look)."""
+
+    async def ask() -> tuple[int, ...]:
+        found = []
+        for env in envs:
+            session = SessionStore(Path(env["COURT_CONFIG_DIR"]) / "session.json").load(
+                env["COURT_LOBBY_ADDR"]
+            )
+            assert session is not None, env["COURT_CONFIG_DIR"]
+            async with RankingClient(env["COURT_RANKING_ADDR"], session["token"]) as ranking:
+                found.append(int((await ranking.balance()).points))
+        return tuple(found)
+
+    return asyncio.run(ask())
 
 
 @pytest.mark.timeout(600)
@@ -75,7 +91,7 @@ def test_an_abandon_says_what_the_lobby_answered(stack: LocalStack, tmp_path: Pa
     court(bob, "lobby", "join", lobby_id, "--code", code, "--no-play")
     started = court(ann, "lobby", "start", lobby_id, "--bots", "--no-play")
     game_id = re.search(r"Game (g[0-9a-f]+) started", started).group(1)
-    assert (points(ann, "Ann"), points(bob, "Bob")) == (950, 950)
+    assert points(ann, bob) == (950, 950)
 
     alone = court(ann, "abandon", game_id, "--yes")
     assert "refunded." not in alone and "abandoned;" not in alone, alone
@@ -84,12 +100,12 @@ def test_an_abandon_says_what_the_lobby_answered(stack: LocalStack, tmp_path: Pa
     )
     assert "nothing is refunded: your ante of 50 rank points stays in the game" in alone, alone
     assert "1 of 2 have asked" in alone, alone
-    assert (points(ann, "Ann"), points(bob, "Bob")) == (950, 950)  # what the message said: nothing back
+    assert points(ann, bob) == (950, 950)  # what the message said: nothing back
     assert game_id in court(bob, "games")  # the game goes on
 
     last = court(bob, "abandon", game_id, "--yes")
     assert f"Game {game_id} abandoned; every ante (50 rank points each) is refunded." in last, last
-    assert (points(ann, "Ann"), points(bob, "Bob")) == (1000, 1000)
+    assert points(ann, bob) == (1000, 1000)
 
 
 def test_a_private_lobby_says_how_to_join_it_and_a_started_one_how_to_give_it_up(
