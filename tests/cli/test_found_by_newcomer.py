@@ -290,3 +290,24 @@ def test_the_prompts_time_left_counts_down_while_the_person_types(
     t.wait_for(r"You: pass", 30)
     t.type("q")
     t.wait_for(r"You left the table\.", 60)
+
+
+def test_resume_and_audit_with_the_service_away_say_so(tmp_path: Path) -> None:
+    """The calls these commands make first (the lobby's ListMyGames for `court resume`, the ranking
+    service's Audit for `court admin audit`) find nobody listening: each says which service it could
+    not reach, and `court resume` has said nothing about resuming."""
+    closed = "127.0.0.1:9"  # discard: nothing listens there
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COURT_")}
+    env.update(
+        {f"COURT_{s}_ADDR": closed for s in ("RULES", "LOBBY", "RANKING", "BOT")},
+        COURT_NATS_URL="nats://127.0.0.1:9",
+        COURT_CONFIG_DIR=str(tmp_path / "config"),
+        COURT_STATE_DIR=str(tmp_path / "state"),
+    )
+    SessionStore(tmp_path / "config" / "session.json").save(
+        closed, {"player_id": "p-1", "name": "Ivy", "guest": False, "token": "t", "refresh_token": ""}
+    )
+    said = court(env, "resume", "gnope", ok=False)
+    assert f"cannot reach the lobby service at {closed}" in said and "Resuming" not in said, said
+    said = court(env, "admin", "audit", "--token", "an-admin-token", ok=False)
+    assert f"cannot reach the ranking service at {closed}" in said, said
