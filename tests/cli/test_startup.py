@@ -22,6 +22,8 @@ NOT_AT_START = (
     "duckdb",
     "pyarrow",
     "nats",
+    "jwt",
+    "cryptography",
     "court_cli.play",
     "court_cli.render",
     "court_cli.stack",
