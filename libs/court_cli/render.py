@@ -348,7 +348,7 @@ def describe_event(game: str, e: Mapping[str, Any], names: Names, fancy: bool = 
             return f"{who} passed three cards {e.get('direction')} to {names.short(e.get('to'))}"
         if t == "PlayStarted":
             leads = names.verb(e.get("seat"), "lead", "leads")
-            # every fourth hand is played without passing (RULES.md: left, across, right, none)
+            # every fourth hand is played without passing (docs/rules/hearts.md: left, across, right, none)
             done = "No passing this hand" if int(e.get("hand") or 0) % 4 == 3 else "Passing done"
             return f"{done}; {leads} the 2♣" if fancy else f"{done}; {leads} 2C"
         if t == "TrickTaken":
@@ -715,7 +715,7 @@ def _is(seat: Any, names: Names) -> str:
 
 
 def _tie_break(e: Mapping[str, Any], names: Names) -> str:
-    """How a Queen's Court round tied on the lowest spread was decided (RULES.md: fewest cards in the
+    """How a Queen's Court round tied on the lowest spread was decided (docs/rules/queens_court.md: fewest cards in the
     two piles, gloves not counted; still tied, every tied player wins): "" when no tie decided it."""
     spreads = e.get("spreads") or []
     counts = e.get("pile_counts") or []
