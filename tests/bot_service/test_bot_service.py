@@ -268,7 +268,11 @@ async def test_turn_redelivered_after_a_crash_does_not_play_twice(stack: Stack) 
     # JetStream hands the un-acked turn to B after ack_wait; B finds the game moved on and drops it
     await b.journal.wait_for(lambda hs: any(h.game_id == gid and h.seq == 0 for h in hs), timeout=30)
     redelivered = [h for h in b.journal.entries if h.game_id == gid and h.seq == 0]
-    assert [(h.outcome, h.delivered >= 2) for h in redelivered] == [(Outcome.STALE, True)]
+    # each redelivery is dropped as stale; on a loaded machine B may take longer than ack_wait (1 s)
+    # to ack the first, and JetStream hands it over once more: stale again, never played
+    assert redelivered and all(h.outcome is Outcome.STALE and h.delivered >= 2 for h in redelivered), [
+        (h.outcome, h.delivered) for h in redelivered
+    ]
     bots = assert_each_bot_move_once(await history(stack, gid), all_bots=True)
     assert len(bots) == final.seq and bots[0].request_id == request_id(gid, 0, bots[0].seat)
 
