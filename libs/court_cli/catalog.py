@@ -13,6 +13,8 @@ import shutil
 import sys
 from pathlib import Path
 
+# The file `court stack up` writes under the state folder (addresses, process ids): how a client finds it.
+STACK_FILE = "stack.json"
 LEVELS = ("random", "heuristic", "expert")  # the bot levels a command may name
 # ``court``'s global options (``--plain``), set by its callback (court_cli.main) before a command runs
 OPTIONS: dict[str, bool] = {"plain": False}

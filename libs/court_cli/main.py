@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, cast
 import typer
 
 from .catalog import GAME_NAMES, GAME_TITLES, LEVELS, OBJECTIVES, OPTIONS, court_command, event_types, plural
+from .startup import ready_values_skip_pydantic
+
+ready_values_skip_pydantic()
 
 if TYPE_CHECKING:  # bound at run time by _load(), when a command runs
     import asyncio
@@ -76,7 +79,6 @@ def _load() -> None:
     from rich.text import Text
 
     from .session import CliError, Court, Endpoints
-    from .stack import LocalStack, StackConfig
 
     globals().update(
         asyncio=asyncio,
@@ -90,8 +92,6 @@ def _load() -> None:
         CliError=CliError,
         Court=Court,
         Endpoints=Endpoints,
-        LocalStack=LocalStack,
-        StackConfig=StackConfig,
     )
 
 
@@ -1314,7 +1314,7 @@ def stack_up(
 ) -> None:
     """Start NATS and every Court service, wait until healthy, show a bot game; Ctrl-C stops it all."""
     out, fancy = console()
-    from .stack import StackError
+    from .stack import LocalStack, StackConfig, StackError
 
     check = _check_level_or_exit(level)
     config = StackConfig.from_env(free_ports=free_ports, state_dir=state_dir)
@@ -1382,7 +1382,7 @@ def stack_status() -> None:
     out, _ = console()
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    from .stack import HTTP_SERVICES, http_health
+    from .stack import HTTP_SERVICES, LocalStack, StackConfig, http_health
 
     config = StackConfig.from_env()
     info = LocalStack.read_stack_file(config.state_dir)

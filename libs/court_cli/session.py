@@ -17,17 +17,20 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import grpc
-from court_client import BotClient, LobbyClient, RankingClient, RulesClient
+from court_client.services import BotClient, LobbyClient, RankingClient
 from court_kit.settings import GRPC_PORTS
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
-from court_proto.court.rules.v1 import rules_pb2
 
-from .catalog import court_command
-from .render import BOT_PREFIX, Names
-from .stack import STACK_FILE
+from .catalog import STACK_FILE, court_command
+
+if TYPE_CHECKING:  # loaded when a game is shown: the rules client, the games' typed views, rich
+    from court_client.rules import RulesClient
+    from court_proto.court.rules.v1 import rules_pb2
+
+    from .render import Names
 
 T = TypeVar("T")
 SERVICES = ("rules", "lobby", "ranking", "bot")
@@ -191,15 +194,27 @@ class Court:
             dict(session) if session else (store.load(self.endpoints.lobby) if store else None)
         )
         token = self.session["token"] if self.session else None
+        self._token = token
         self.lobby = LobbyClient(self.endpoints.lobby, token, retries=3)
         self.ranking = RankingClient(self.endpoints.ranking, token, retries=3)
         self.bot = BotClient(self.endpoints.bot, token, retries=2)
-        self.rules = RulesClient(self.endpoints.rules, token or "", retries=4)
+        self._rules: RulesClient | None = None
         self._accounts: dict[str, str] = {}
 
+    @property
+    def rules(self) -> RulesClient:
+        """The rules service's client, made when first used (it loads the games' typed actions, views
+        and events, which `court whoami` or `court lobby list` never need)."""
+        if self._rules is None:
+            from court_client.rules import RulesClient
+
+            self._rules = RulesClient(self.endpoints.rules, self._token or "", retries=4)
+        return self._rules
+
     async def close(self) -> None:
-        for c in (self.lobby, self.ranking, self.bot, self.rules):
-            await c.close()
+        for c in (self.lobby, self.ranking, self.bot, self._rules):
+            if c is not None:
+                await c.close()
 
     async def __aenter__(self) -> Court:
         return self
@@ -222,8 +237,10 @@ class Court:
         return self.session["name"] if self.session else ""
 
     def _set_token(self, token: str | None) -> None:
+        self._token = token
         self.lobby.token = self.ranking.token = self.bot.token = token
-        self.rules.token = token or ""
+        if self._rules is not None:
+            self._rules.token = token or ""
 
     def adopt(self, auth: lpb.AuthResponse) -> None:
         """Sign in with an auth answer (login, register, guest, refresh) and save it; a guest signed in
@@ -279,7 +296,7 @@ class Court:
     def _service_of(self, fn: Any) -> tuple[str, str]:
         owner = getattr(fn, "__self__", None)
         for name in SERVICES:
-            if owner is getattr(self, name):
+            if owner is getattr(self, "_rules" if name == "rules" else name):
                 return name, getattr(self.endpoints, name)
         return "", ""
 
@@ -328,6 +345,8 @@ class Court:
     # ------------------------------------------------------------------ names
 
     async def names_for(self, view: rules_pb2.GameView) -> Names:
+        from .render import BOT_PREFIX, Names
+
         people = [p for p in view.seats if not p.startswith(BOT_PREFIX) and p not in self._accounts]
         for pid in people:
             if pid == self.me:

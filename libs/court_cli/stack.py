@@ -57,6 +57,8 @@ from court_kit.natsauth import SERVICE_USERS, authorization_block, ensure_dev_us
 from court_kit.settings import GRPC_PORTS, METRICS_PORTS, WEB_PORT
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from .catalog import STACK_FILE
+
 # start order (lobby calls rules and ranking; bot calls rules; analytics reads the stream into <state>/lake)
 SERVICES = ("rules", "ranking", "lobby", "bot", "analytics", "web")
 HTTP_SERVICES = ("web",)  # answer HTTP (/healthz), not gRPC health
@@ -67,7 +69,6 @@ STACK_USERS = {
 NATS_PORT = 4222
 START_TIMEOUT = 60.0
 STOP_GRACE = 10.0
-STACK_FILE = "stack.json"
 NATS_MAX_FILE_STORE = "8GiB"
 NATS_MAX_MEMORY_STORE = "256MiB"
 

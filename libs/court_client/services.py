@@ -24,7 +24,13 @@ from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 from court_proto.court.ranking.v1 import ranking_pb2_grpc
 
 from .base import RETRY_READ, ServiceClient, new_request_id
-from .rules import options_proto
+
+
+def _options(game: str, options: Mapping[str, Any] | None) -> Any:
+    """The game's typed options (court_client.rules, with the games' protos: loaded when a lobby is made)."""
+    from .rules import options_proto
+
+    return options_proto(game, options)
 
 
 class LobbyClient(ServiceClient):
@@ -88,7 +94,7 @@ class LobbyClient(ServiceClient):
             req.autoplay_level = autoplay_level
         if abandon_after_seconds is not None:
             req.abandon_after_seconds = abandon_after_seconds
-        req.options.CopyFrom(options_proto(game, options))
+        req.options.CopyFrom(_options(game, options))
         return await self._write(self.stub.CreateLobby, req)
 
     async def list_lobbies(
@@ -172,7 +178,7 @@ class LobbyClient(ServiceClient):
         request_id: str | None = None,
     ) -> lpb.Lobby:
         req = lpb.QuickMatchRequest(request_id=request_id or new_request_id(), game=game, ante=ante)
-        req.options.CopyFrom(options_proto(game, options))
+        req.options.CopyFrom(_options(game, options))
         return await self._write(self.stub.QuickMatch, req)
 
     async def my_games(self) -> lpb.ListMyGamesResponse:

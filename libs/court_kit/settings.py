@@ -70,7 +70,6 @@ from pathlib import Path
 from typing import Any
 
 from .checks import ConfigError as ConfigError  # its home for callers: a setting failed its check
-from .keys import ensure_dev_keys, signing_services
 
 SERVICES = ("rules", "lobby", "ranking", "bot", "analytics", "projector", "web")
 GRPC_PORTS = {
@@ -245,6 +244,10 @@ class Settings:
         if values["env"] == "dev" and not (
             values["token_keys"] or values["signing_key"] or values["id_secret"]
         ):
+            # here, not at the top: the keys bring jwt and cryptography (0.1-0.5 s), which a reader of
+            # GRPC_PORTS (the terminal client, tests/cli/test_startup.py) does not need
+            from .keys import ensure_dev_keys, signing_services
+
             dev = ensure_dev_keys(values["state_dir"])
             values["token_keys"] = str(dev.key_set)
             if service in signing_services():

@@ -7,6 +7,7 @@ Nothing here installs anything: without tmux the terminal tests fail and say so.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -43,15 +44,22 @@ def client_env(stack: LocalStack, config_dir: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture
-def local_stack(tmp_path: Path) -> Iterator[LocalStack]:
-    """The whole stack, started and stopped by the launcher, without the demo."""
-    stack = LocalStack(StackConfig.from_env({}, free_ports=True, state_dir=tmp_path / "state"))
+@contextlib.contextmanager
+def running_stack(state_dir: Path) -> Iterator[LocalStack]:
+    """The whole stack on free ports and ``state_dir``, started and stopped by the launcher, without the demo."""
+    stack = LocalStack(StackConfig.from_env({}, free_ports=True, state_dir=state_dir))
     stack.start(timeout=STACK_TIMEOUT)
     try:
         yield stack
     finally:
         stack.stop()
+
+
+@pytest.fixture
+def local_stack(tmp_path: Path) -> Iterator[LocalStack]:
+    """The whole stack, started and stopped by the launcher, without the demo."""
+    with running_stack(tmp_path / "state") as stack:
+        yield stack
 
 
 class Terminal:

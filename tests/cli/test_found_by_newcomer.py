@@ -8,6 +8,7 @@ fields at their default value (seat 0); `court simulate`'s progress bar ends on 
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -18,10 +19,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from court_cli.session import SessionStore
 from court_cli.stack import LocalStack, StackConfig
-from court_kit.tokens import ensure_dev_keys
+from court_client import RankingClient
+from court_kit.keys import ensure_dev_keys
 
-from tests.cli.conftest import COURT, STACK_TIMEOUT, client_env
+from tests.cli.conftest import COURT, client_env, running_stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -31,14 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    s = LocalStack(
-        StackConfig.from_env({}, free_ports=True, state_dir=tmp_path_factory.mktemp("found") / "state")
-    )
-    s.start(timeout=STACK_TIMEOUT)
-    try:
+    with running_stack(tmp_path_factory.mktemp("found") / "state") as s:
         yield s
-    finally:
-        s.stop()
 
 
 def court(env: dict[str, str], *args: str, ok: bool = True) -> str:
@@ -63,9 +60,22 @@ def person(stack: LocalStack, tmp_path: Path, name: str) -> dict[str, str]:
     return env
 
 
-def points(env: dict[str, str], name: str) -> int:
-    said = court(env, "rank")
-    return int(re.search(rf"{name}: (-?\d+) rank points", said).group(1))
+def points(*envs: dict[str, str]) -> tuple[int, ...]:
+    """Each person's rank points, asked of the ranking service with their saved session's token (in
+    this process: a `court rank` each would start a process per look)."""
+
+    async def ask() -> tuple[int, ...]:
+        found = []
+        for env in envs:
+            session = SessionStore(Path(env["COURT_CONFIG_DIR"]) / "session.json").load(
+                env["COURT_LOBBY_ADDR"]
+            )
+            assert session is not None, env["COURT_CONFIG_DIR"]
+            async with RankingClient(env["COURT_RANKING_ADDR"], session["token"]) as ranking:
+                found.append(int((await ranking.balance()).points))
+        return tuple(found)
+
+    return asyncio.run(ask())
 
 
 @pytest.mark.timeout(600)
@@ -81,7 +91,7 @@ def test_an_abandon_says_what_the_lobby_answered(stack: LocalStack, tmp_path: Pa
     court(bob, "lobby", "join", lobby_id, "--code", code, "--no-play")
     started = court(ann, "lobby", "start", lobby_id, "--bots", "--no-play")
     game_id = re.search(r"Game (g[0-9a-f]+) started", started).group(1)
-    assert (points(ann, "Ann"), points(bob, "Bob")) == (950, 950)
+    assert points(ann, bob) == (950, 950)
 
     alone = court(ann, "abandon", game_id, "--yes")
     assert "refunded." not in alone and "abandoned;" not in alone, alone
@@ -90,12 +100,12 @@ def test_an_abandon_says_what_the_lobby_answered(stack: LocalStack, tmp_path: Pa
     )
     assert "nothing is refunded: your ante of 50 rank points stays in the game" in alone, alone
     assert "1 of 2 have asked" in alone, alone
-    assert (points(ann, "Ann"), points(bob, "Bob")) == (950, 950)  # what the message said: nothing back
+    assert points(ann, bob) == (950, 950)  # what the message said: nothing back
     assert game_id in court(bob, "games")  # the game goes on
 
     last = court(bob, "abandon", game_id, "--yes")
     assert f"Game {game_id} abandoned; every ante (50 rank points each) is refunded." in last, last
-    assert (points(ann, "Ann"), points(bob, "Bob")) == (1000, 1000)
+    assert points(ann, bob) == (1000, 1000)
 
 
 def test_a_private_lobby_says_how_to_join_it_and_a_started_one_how_to_give_it_up(
@@ -259,23 +269,45 @@ def test_the_prompts_time_left_counts_down_while_the_person_types(
     t.type(f"{COURT} guest Hal")
     t.wait_for(r"Signed in as the guest Hal", 60)
     t.type(f"{COURT} lobby create hearts --bots --start --turn-seconds 90 --time-bank 0")
-    prompt = r"^move 0 · your turn \(13 choices; h for help\) · +(\d+) s left > ?(.*)$"
+    prompt = r"^move \d+ · your turn \(\d+ choices; h for help\) · +(\d+) s left > ?(.*)$"
     first = t.wait_for(prompt, 90)
     t.type("2", enter=False)  # typed, not entered
+    prompts = len(re.findall(prompt, t.screen(), re.MULTILINE))
     shown = [int(first.group(1))]
     deadline = time.monotonic() + 30
     while len(set(shown)) < 3:
         assert time.monotonic() < deadline, (shown, t.screen()[-2000:])
         found = re.findall(prompt, t.screen(), re.MULTILINE)
-        assert len(found) == 1, t.screen()[-2000:]  # one prompt, rewritten in place
-        left, typed = found[0]
+        assert len(found) == prompts, t.screen()[-2000:]  # the same prompt, rewritten in place
+        left, typed = found[-1]
         assert typed in ("", "2"), typed
         if int(left) != shown[-1]:
             shown.append(int(left))
         time.sleep(0.2)  # the terminal has no event to wait on
     assert shown == sorted(shown, reverse=True) and shown[0] <= 90, shown
-    assert re.findall(prompt, t.screen(), re.MULTILINE)[0][1] == "2"  # still there after the redraws
+    assert re.findall(prompt, t.screen(), re.MULTILINE)[-1][1] == "2"  # still there after the redraws
     t.type("", enter=True)  # "2" entered: the second card of the list is passed
     t.wait_for(r"You: pass", 30)
     t.type("q")
     t.wait_for(r"You left the table\.", 60)
+
+
+def test_resume_and_audit_with_the_service_away_say_so(tmp_path: Path) -> None:
+    """The calls these commands make first (the lobby's ListMyGames for `court resume`, the ranking
+    service's Audit for `court admin audit`) find nobody listening: each says which service it could
+    not reach, and `court resume` has said nothing about resuming."""
+    closed = "127.0.0.1:9"  # discard: nothing listens there
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COURT_")}
+    env.update(
+        {f"COURT_{s}_ADDR": closed for s in ("RULES", "LOBBY", "RANKING", "BOT")},
+        COURT_NATS_URL="nats://127.0.0.1:9",
+        COURT_CONFIG_DIR=str(tmp_path / "config"),
+        COURT_STATE_DIR=str(tmp_path / "state"),
+    )
+    SessionStore(tmp_path / "config" / "session.json").save(
+        closed, {"player_id": "p-1", "name": "Ivy", "guest": False, "token": "t", "refresh_token": ""}
+    )
+    said = court(env, "resume", "gnope", ok=False)
+    assert f"cannot reach the lobby service at {closed}" in said and "Resuming" not in said, said
+    said = court(env, "admin", "audit", "--token", "an-admin-token", ok=False)
+    assert f"cannot reach the ranking service at {closed}" in said, said

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from court_cli.stack import LocalStack, StackConfig
+from court_cli.stack import LocalStack
 
-from tests.cli.conftest import COURT, STACK_TIMEOUT, Terminal, client_env
+from tests.cli.conftest import COURT, Terminal, client_env, running_stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
 
@@ -28,14 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStack]:
-    s = LocalStack(
-        StackConfig.from_env({}, free_ports=True, state_dir=tmp_path_factory.mktemp("newcomer") / "state")
-    )
-    s.start(timeout=STACK_TIMEOUT)
-    try:
+    with running_stack(tmp_path_factory.mktemp("newcomer") / "state") as s:
         yield s
-    finally:
-        s.stop()
 
 
 def last_prompt(t: Terminal) -> tuple[int, int]:

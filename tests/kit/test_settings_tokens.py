@@ -162,47 +162,30 @@ def test_tokens_round_trip_and_fail_clearly() -> None:
 
 def test_court_token_cli(tmp_path: Path) -> None:
     exe = Path(sys.executable).parent / "court-token"
-    r = subprocess.run(
-        [str(exe), "--sub", "carol", "--role", "admin", "--ttl", "120"],
-        env={"PATH": "/usr/bin:/bin", **keys.env("lobby")},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
+
+    def token(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(exe), *args],
+            env={"PATH": "/usr/bin:/bin", **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+        )
+
+    r = token(keys.env("lobby"), "--sub", "carol", "--role", "admin", "--ttl", "120")
     assert r.returncode == 0, r.stderr
     ident = Verifier(keys.KEY_SET, "court-ranking").verify(r.stdout.strip())
     assert (ident.sub, ident.role) == ("carol", "admin") and ident.exp - time.time() <= 121
-    r = subprocess.run(
-        [str(exe), "--sub", "carol"],
-        env={"PATH": "/usr/bin:/bin", **keys.env("rules")},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
+    r = token(keys.env("rules"), "--sub", "carol")
     assert r.returncode == 2 and "COURT_SIGNING_KEY" in r.stderr
     # dev: signs with the lobby key a stack generated under the state folder, which dev services trust;
     # with no such key it says so and generates none (no stack would trust it: issue 32)
-    r = subprocess.run(
-        [str(exe), "--sub", "dave"],
-        env={"PATH": "/usr/bin:/bin", "COURT_ENV": "dev"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
+    r = token({"COURT_ENV": "dev"}, "--sub", "dave")
     assert r.returncode == 2 and "no development key under .state/keys/" in r.stderr, r.stderr
     assert not (tmp_path / ".state").exists()
     dev = Settings.load("rules", {"COURT_ENV": "dev", "COURT_STATE_DIR": str(tmp_path / ".state")})
-    r = subprocess.run(
-        [str(exe), "--sub", "dave"],
-        env={"PATH": "/usr/bin:/bin", "COURT_ENV": "dev"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
+    r = token({"COURT_ENV": "dev"}, "--sub", "dave")
     assert r.returncode == 0, r.stderr
     assert Verifier(dev.token_keys, "court-rules").verify(r.stdout.strip()).sub == "dave"
     # `make token` runs the same script with COURT_ENV=dev (dry run: no setup step is executed here)
