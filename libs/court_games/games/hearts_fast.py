@@ -125,13 +125,16 @@ def run(
     suit_of = SUIT_OF
     bit = BIT
     ids_of = H.ids_of
+    mask = legal_mask
+    low, high = HEART_LOW, HEART_HIGH
+    every = stop == EVERY_SEAT
     c = card
     while True:
         if c < 0:
             h = hands[p]
             if not trick and not h:
                 return trick, leader, win, broken, first, OVER
-            lm = legal_mask(h, trick, broken, first)
+            lm = mask(h, trick, broken, first)
             if lm & (lm - 1) == 0:
                 c = (lm & -lm).bit_length() - 1
             elif epsilon and rnd() < epsilon:
@@ -141,7 +144,7 @@ def run(
                 qs_else = bool((hands[(p + 1) & 3] | hands[(p + 2) & 3] | hands[(p + 3) & 3]) & QS_BIT)
                 c = policy(lm, trick, win, qs_else)
         hands[p] ^= bit[c]
-        if HEART_LOW <= c < HEART_HIGH:
+        if low <= c < high:
             broken = True
         if not trick:
             leader = p
@@ -161,7 +164,7 @@ def run(
             else:
                 p = (p + 1) & 3
         c = -1
-        if p == stop or stop == EVERY_SEAT:
+        if p == stop or every:
             if not trick and not hands[p]:
                 return trick, leader, win, broken, first, OVER
             return trick, leader, win, broken, first, p
