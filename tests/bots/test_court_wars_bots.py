@@ -186,12 +186,29 @@ def _state_signature(s: cw.State):
     )
 
 
+# Lockstep of the model and the engine: 1,000 games in all, spread over the option sets; the first
+# LOCKSTEP_QUICK of each set in the quick test, the rest under the slow marker (make test runs both).
+LOCKSTEP_GAMES = 1_000
+LOCKSTEP_QUICK = 25
+LOCKSTEP_PER_SET = -(-LOCKSTEP_GAMES // len(OPTION_SETS))
+
+
 @pytest.mark.parametrize("options", OPTION_SETS, ids=IDS)
 def test_the_model_plays_exactly_as_the_engine(options):
     """Same legal actions and the same position after every move, with the engine's draw order."""
-    rng = random.Random(f"model-{options}")
+    _model_lockstep(options, range(LOCKSTEP_QUICK))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("options", OPTION_SETS, ids=IDS)
+def test_the_model_plays_exactly_as_the_engine_in_a_thousand_games(options):
+    _model_lockstep(options, range(LOCKSTEP_QUICK, LOCKSTEP_PER_SET))
+
+
+def _model_lockstep(options: dict, games: range) -> None:
+    rng = random.Random(f"model-{options}-{games.start}")
     opts = cw.options_from_dict(options)
-    for g in range(25):
+    for g in games:
         state = cw.new_game(opts, 500 + g)
         m = B.Sim.of(B.parse_view(cw.view(state, state.player), state.player), rng, draw=state.draw)
         assert _sim_signature(m) == _state_signature(state)

@@ -106,11 +106,28 @@ def test_a_card_the_partner_kept_unseen_is_one_they_could_place_or_we_could_not(
 # --------------------------------------------------------------------------- the simulator
 
 
+# Lockstep of the simulator and the engine: 1,000 games in all, spread over the modes; the first
+# LOCKSTEP_QUICK of each mode in the quick test, the rest under the slow marker (make test runs both).
+LOCKSTEP_GAMES = 1_000
+LOCKSTEP_QUICK = 30
+LOCKSTEP_PER_MODE = -(-LOCKSTEP_GAMES // len(MODES))
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_simulator_follows_the_engine_move_for_move(mode):
     """The expert's rollouts run on ``Sim``: same legal actions, same state after every action."""
-    rng = random.Random(f"sim-{mode}")
-    for seed in range(30):
+    _sim_lockstep(mode, range(LOCKSTEP_QUICK))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+def test_simulator_follows_the_engine_move_for_move_in_a_thousand_games(mode):
+    _sim_lockstep(mode, range(LOCKSTEP_QUICK, LOCKSTEP_PER_MODE))
+
+
+def _sim_lockstep(mode: str, games: range) -> None:
+    rng = random.Random(f"sim-{mode}-{games.start}")
+    for seed in games:
         st = g.new_game(g.Options(mode), 1000 + seed)
         sim = bot.sim_from_state(st)
         while not g.is_terminal(st):
