@@ -180,22 +180,12 @@ class Sim:
 
 def from_state(state: qc.State) -> Sim:
     """The model of the engine state's current round."""
-    n = state.options.players
-    piles = state.piles
-    show = [p[-2] if p[-1] == GL else p[-1] for p in piles]
-    glv = [p[-1] == GL for p in piles]
-    cnt = [len(piles[2 * s]) + len(piles[2 * s + 1]) - glv[2 * s] - glv[2 * s + 1] for s in range(n)]
-    qpiles = sum(1 for p in piles for c in p if IS_Q[c])
-    return Sim(
-        n,
-        show,
-        glv,
-        cnt,
+    return Sim.from_piles(
+        state.options.players,
+        state.piles,
         [list(h) for h in state.hands],
-        list(state.deck[::-1]),
+        state.deck,
         state.locked,
         int(state.phase),
         state.to_move,
-        qpiles,
-        over=state.phase == qc.Phase.OVER,
     )
