@@ -26,8 +26,20 @@ EXPERT_ITERATIONS = 60
 HUGE_BUDGET_MS = 1e9  # with a fixed iteration count the budget never binds
 
 
+# Search settings no level uses, recorded too: Hearts' search with every seat in the tree and
+# random playout moves (``tree_players="all"``, ``epsilon``).
+EXTRA = {"hearts": ("hearts-search-all",)}
+
+
 def decide(game: str, view: dict[str, Any], seat: int, level: str, rng: random.Random) -> Any:
     """``levels.choose`` with the expert on a fixed iteration count (None: no such expert)."""
+    if level == "hearts-search-all":
+        from court_bots.games import hearts as B
+
+        pub = B.parse_view(view, seat)
+        if pub.phase is not B.H.Phase.PLAY:
+            return None
+        return B.search(pub, rng, iterations=EXPERT_ITERATIONS, tree_players="all", epsilon=0.2).action
     if level != "expert":
         return levels.choose(game, view, seat, level, rng).action
     mod = levels.adapter_module(game)
@@ -54,7 +66,7 @@ def record(game: str) -> list[dict[str, Any]]:
             if step == stops[0]:
                 stops.pop(0)
                 view = module.view(state, seat)
-                for level in levels.LEVELS:
+                for level in (*levels.LEVELS, *EXTRA.get(game, ())):
                     action = decide(game, view, seat, level, random.Random(f"{game}-{k}-{step}-{level}"))
                     out.append(
                         {

@@ -754,7 +754,7 @@ def search(
     if root_lm & (root_lm - 1) == 0:
         c = _low(root_lm)
         return SearchResult(c, 0, (clock() - start) * 1000, {c: 0}, {})
-    stop = F.EVERY_SEAT if tree_players == "all" else seat  # where the tree phase decides again
+    stops = F.EVERY_SEAT if tree_players == "all" else 1 << seat  # where the tree phase decides again
     sqrt, log = math.sqrt, math.log
     rnd = rng.random
     bit = BIT
@@ -803,7 +803,7 @@ def search(
             node = children[c]
             path.append(node)
             trick, leader, win, broken, first, p = run(
-                hands, trick, leader, win, taken, broken, first, p, c, stop, policy, rnd, epsilon
+                hands, trick, leader, win, taken, broken, first, p, c, stops, policy, rnd, epsilon
             )
             if p == F.OVER:
                 break

@@ -37,8 +37,8 @@ POINTS = tuple(1 if c // 13 == H.HEARTS_SUIT else 13 if c == H.QUEEN_SPADES else
 HEART_LOW, HEART_HIGH = 13 * H.HEARTS_SUIT, 13 * H.HEARTS_SUIT + 13  # heart card ids: [low, high)
 
 OVER = -1  # ``run``'s seat to play once the hand has ended
-EVERY_SEAT = -2  # ``run``'s ``stop``: return before every seat's turn
-NEVER = -3  # ``run``'s ``stop``: play the hand out
+EVERY_SEAT = 0b1111  # ``run``'s ``stops``: return before every seat's turn
+NEVER = 0  # ``run``'s ``stops``: play the hand out
 
 # policy(legal mask, trick, winning card, whether Q♠ is in another seat's hand) -> card
 Policy = Callable[[int, Sequence[int], int, bool], int]
@@ -109,14 +109,15 @@ def run(
     first: bool,
     p: int,
     card: int,
-    stop: int,
+    stops: int,
     policy: Policy,
     rnd: Callable[[], float],
     epsilon: float = 0.0,
 ) -> tuple[list[int], int, int, bool, bool, int]:
     """Seat ``p`` plays ``card`` (none when -1), then every seat plays by ``policy`` (the only legal
     card without asking it; with chance ``epsilon`` a uniformly random legal card instead) until
-    seat ``stop`` is to play (``EVERY_SEAT``: whoever is to play next) or the hand ends.
+    a seat in the bitmask ``stops`` is to play (``1 << seat``; ``EVERY_SEAT``: whoever is to play
+    next; ``NEVER``) or the hand ends.
 
     Mutates ``hands`` and ``taken`` (and ``trick`` until it is complete); returns the rest of the
     position ``(trick, leader, win, broken, first, p)``, ``p`` being ``OVER`` once the hand ended.
@@ -127,7 +128,6 @@ def run(
     ids_of = H.ids_of
     mask = legal_mask
     low, high = HEART_LOW, HEART_HIGH
-    every = stop == EVERY_SEAT
     c = card
     while True:
         if c < 0:
@@ -164,7 +164,7 @@ def run(
             else:
                 p = (p + 1) & 3
         c = -1
-        if p == stop or every:
+        if stops >> p & 1:
             if not trick and not hands[p]:
                 return trick, leader, win, broken, first, OVER
             return trick, leader, win, broken, first, p
