@@ -9,9 +9,10 @@ checked against it:
 * the model stepped with the same card (``run`` with ``EVERY_SEAT``) is in the engine's position
   after ``apply``: hands, trick, its winning card, points taken, hearts broken, first trick, seat
   to play, and the hand's end;
-* at the first lead and at a random point of every hand, a playout on the model (``run`` to the
-  end with the bots' playout policy ``playout_card``) ends the hand with the very points the engine
-  gives when the same policy plays on it through ``legal_actions`` and ``apply``, and
+* at the first lead and at a random point of every hand, a playout on the model (a random legal
+  card, then ``run`` to the end with the bots' playout policy ``playout_card``) ends the hand with
+  the very points the engine gives when the same card and policy play on it through
+  ``legal_actions`` and ``apply``, and
   ``hand_scores`` and the bots' ``utilities`` match the hand's score in the engine's history
   (the moon applied).
 
@@ -39,9 +40,11 @@ def _mask(cards: tuple[int, ...]) -> int:
     return m
 
 
-def _engine_playout(state: H.State) -> H.State:
-    """The rest of the hand on the engine, the playout policy choosing from ``legal_actions``."""
+def _engine_playout(state: H.State, card: int) -> H.State:
+    """The rest of the hand on the engine: ``card``, then the playout policy choosing from
+    ``legal_actions``."""
     hand_no = state.match.hand_no
+    state, _ = H.apply(state, state.acting[0], card, emit=False)
     while state.phase is H.Phase.PLAY and state.match.hand_no == hand_no:
         player = state.acting[0]
         lm = _mask(H.legal_actions(state, player))
@@ -59,9 +62,12 @@ def _check_playout(state: H.State, rng: random.Random) -> bool:
     """A playout on the model from ``state`` and on the engine end the hand alike; whether the
     hand was a moon."""
     hands, trick, leader, win, taken, broken, first, p = F.position(state)
-    rest = F.run(hands, trick, leader, win, taken, broken, first, p, -1, F.NEVER, B.playout_card, rng.random)
+    card = rng.choice(H.legal_actions(state))
+    rest = F.run(
+        hands, trick, leader, win, taken, broken, first, p, card, F.NEVER, B.playout_card, rng.random
+    )
     assert rest[-1] == F.OVER and hands == [0, 0, 0, 0]
-    end = _engine_playout(state)
+    end = _engine_playout(state, card)
     scored = end.match.history[state.match.hand_no]  # the engine's score of the hand, the moon applied
     assert F.hand_scores(taken) == scored, (taken, scored)
     assert B.utilities(taken) == tuple(1.0 - s / H.MOON for s in scored)

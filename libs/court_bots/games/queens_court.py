@@ -431,7 +431,10 @@ def playout_move(sim: Sim, p: int, rng: random.Random, eps: float = 0.1) -> tupl
         return hand[rng.randrange(len(hand))], opens[rng.randrange(len(opens))]
     first_half = sim.phase == 0
     deck = len(sim.deck)
-    sp = [16 if v == DQ else v for v in (spread_of(VAL[show[2 * s]], VAL[show[2 * s + 1]]) for s in range(n))]
+    sp = []
+    for s in range(n):
+        v = spread_of(VAL[show[2 * s]], VAL[show[2 * s + 1]])
+        sp.append(16 if v == DQ else v)
     my = sp[p]
     leader, lead_sp = -1, 1000
     for o in range(n):

@@ -114,7 +114,7 @@ def run(
     rnd: Callable[[], float],
     epsilon: float = 0.0,
 ) -> tuple[list[int], int, int, bool, bool, int]:
-    """Seat ``p`` plays ``card`` (none when -1), then every seat plays by ``policy`` (the only legal
+    """Seat ``p`` plays ``card`` (a legal card), then every seat plays by ``policy`` (the only legal
     card without asking it; with chance ``epsilon`` a uniformly random legal card instead) until
     a seat in the bitmask ``stops`` is to play (``1 << seat``; ``EVERY_SEAT``: whoever is to play
     next; ``NEVER``) or the hand ends.
@@ -130,19 +130,6 @@ def run(
     low, high = HEART_LOW, HEART_HIGH
     c = card
     while True:
-        if c < 0:
-            h = hands[p]
-            if not trick and not h:
-                return trick, leader, win, broken, first, OVER
-            lm = mask(h, trick, broken, first)
-            if lm & (lm - 1) == 0:
-                c = (lm & -lm).bit_length() - 1
-            elif epsilon and rnd() < epsilon:
-                ids = ids_of(lm)
-                c = ids[int(rnd() * len(ids))]
-            else:
-                qs_else = bool((hands[(p + 1) & 3] | hands[(p + 2) & 3] | hands[(p + 3) & 3]) & QS_BIT)
-                c = policy(lm, trick, win, qs_else)
         hands[p] ^= bit[c]
         if low <= c < high:
             broken = True
@@ -163,8 +150,17 @@ def run(
                 p = winner
             else:
                 p = (p + 1) & 3
-        c = -1
+        h = hands[p]
+        if not trick and not h:
+            return trick, leader, win, broken, first, OVER
         if stops >> p & 1:
-            if not trick and not hands[p]:
-                return trick, leader, win, broken, first, OVER
             return trick, leader, win, broken, first, p
+        lm = mask(h, trick, broken, first)
+        if lm & (lm - 1) == 0:
+            c = (lm & -lm).bit_length() - 1
+        elif epsilon and rnd() < epsilon:
+            ids = ids_of(lm)
+            c = ids[int(rnd() * len(ids))]
+        else:
+            qs_else = bool((hands[(p + 1) & 3] | hands[(p + 2) & 3] | hands[(p + 3) & 3]) & QS_BIT)
+            c = policy(lm, trick, win, qs_else)
