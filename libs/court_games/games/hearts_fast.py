@@ -128,11 +128,19 @@ def run(
     ids_of = H.ids_of
     mask = legal_mask
     low, high = HEART_LOW, HEART_HIGH
+    qs = H.QUEEN_SPADES
+    # who holds Q♠ (-1: played): the policy asks whether another seat holds it
+    qb = QS_BIT
+    holder = (
+        0 if hands[0] & qb else 1 if hands[1] & qb else 2 if hands[2] & qb else 3 if hands[3] & qb else -1
+    )
     c = card
     while True:
         hands[p] ^= bit[c]
         if low <= c < high:
             broken = True
+        elif c == qs:
+            holder = -1
         if not trick:
             leader = p
             win = c
@@ -162,5 +170,4 @@ def run(
             ids = ids_of(lm)
             c = ids[int(rnd() * len(ids))]
         else:
-            qs_else = bool((hands[(p + 1) & 3] | hands[(p + 2) & 3] | hands[(p + 3) & 3]) & QS_BIT)
-            c = policy(lm, trick, win, qs_else)
+            c = policy(lm, trick, win, holder != p and holder >= 0)
