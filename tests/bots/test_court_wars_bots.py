@@ -16,6 +16,7 @@ from court_bots import levels
 from court_bots.games import court_wars as B
 from court_bots.search import ismcts
 from court_games.games import court_wars as cw
+from court_games.games import court_wars_fast as F
 
 OPTION_SETS = cw.TEST_OPTION_SETS
 IDS = [str(o) for o in OPTION_SETS]
@@ -150,7 +151,7 @@ def test_parse_view_rejects_another_seat_and_a_wrong_pile_size():
 
 
 def _sim_signature(m: B.Sim):
-    over = m.phase == B.S_OVER
+    over = m.phase == F.S_OVER
     return (
         m.st,
         m.up,
@@ -175,23 +176,40 @@ def _state_signature(s: cw.State):
         [c.standing for c in courts],
         [c.joker is not None for c in courts],
         list(s.out),
-        [B.kind(c) for c in reversed(s.draw)],
-        [B.kind(c) for c in s.discard],
-        B._SIM_PHASE[s.phase],
+        [F.kind(c) for c in reversed(s.draw)],
+        [F.kind(c) for c in s.discard],
+        F._SIM_PHASE[s.phase],
         None if over else s.player,
-        B.kind(s.pending) if s.pending else -1,
+        F.kind(s.pending) if s.pending else -1,
         s.aces,
         s.turns,
         s.winners if over else (),
     )
 
 
+# Lockstep of the model and the engine: 1,000 games in all, spread over the option sets; the first
+# LOCKSTEP_QUICK of each set in the quick test, the rest under the slow marker (make test runs both).
+LOCKSTEP_GAMES = 1_000
+LOCKSTEP_QUICK = 25
+LOCKSTEP_PER_SET = -(-LOCKSTEP_GAMES // len(OPTION_SETS))
+
+
 @pytest.mark.parametrize("options", OPTION_SETS, ids=IDS)
 def test_the_model_plays_exactly_as_the_engine(options):
     """Same legal actions and the same position after every move, with the engine's draw order."""
-    rng = random.Random(f"model-{options}")
+    _model_lockstep(options, range(LOCKSTEP_QUICK))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("options", OPTION_SETS, ids=IDS)
+def test_the_model_plays_exactly_as_the_engine_in_a_thousand_games(options):
+    _model_lockstep(options, range(LOCKSTEP_QUICK, LOCKSTEP_PER_SET))
+
+
+def _model_lockstep(options: dict, games: range) -> None:
+    rng = random.Random(f"model-{options}-{games.start}")
     opts = cw.options_from_dict(options)
-    for g in range(25):
+    for g in games:
         state = cw.new_game(opts, 500 + g)
         m = B.Sim.of(B.parse_view(cw.view(state, state.player), state.player), rng, draw=state.draw)
         assert _sim_signature(m) == _state_signature(state)
@@ -212,11 +230,11 @@ def test_the_models_shuffled_pile_draws_each_unseen_card_alike():
     for _ in range(4000):
         m = base.copy()
         firsts[m.draw_card()] += 1
-    kinds = Counter(B.kind(c) for c in state.draw)
+    kinds = Counter(F.kind(c) for c in state.draw)
     for k, count in kinds.items():
         expected = 4000 * count / len(state.draw)
         assert abs(firsts[k] - expected) < 0.35 * expected + 15
-    assert base.draw == [B.kind(c) for c in B.parse_view(cw.view(state, 0), 0).unseen]  # copies left it alone
+    assert base.draw == [F.kind(c) for c in B.parse_view(cw.view(state, 0), 0).unseen]  # copies left it alone
 
 
 # ---------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from court_bots import levels
 from court_bots.games import queens_court as B
 from court_bots.search import ismcts
 from court_games.games import queens_court as qc
+from court_games.games import queens_court_fast as F
 
 OPTION_SETS = qc.TEST_OPTION_SETS
 C = qc.CODE
@@ -125,17 +126,36 @@ def test_parse_view_rejects_another_seat():
 # the search's model of a round
 
 
+# Lockstep of the model and the engine: 1,000 games in all, spread over the option sets; the first
+# LOCKSTEP_QUICK of each set in the quick test, the rest under the slow marker (make test runs both).
+LOCKSTEP_GAMES = 1_000
+LOCKSTEP_QUICK = 30
+LOCKSTEP_PER_SET = -(-LOCKSTEP_GAMES // len(OPTION_SETS))
+
+
 @pytest.mark.parametrize("options", OPTION_SETS, ids=[str(o) for o in OPTION_SETS])
 def test_the_model_plays_rounds_exactly_as_the_engine(options):
     """Random rounds played on the engine and on ``Sim`` in step: same legal moves, hands, spreads,
     locks, phases, turn order, end and winners."""
-    rng = random.Random(f"model-{options}")
+    assert _model_lockstep(options, range(LOCKSTEP_QUICK)) >= 2 * LOCKSTEP_QUICK
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("options", OPTION_SETS, ids=[str(o) for o in OPTION_SETS])
+def test_the_model_plays_rounds_exactly_as_the_engine_in_a_thousand_games(options):
+    games = range(LOCKSTEP_QUICK, LOCKSTEP_PER_SET)
+    assert _model_lockstep(options, games) >= 2 * len(games)
+
+
+def _model_lockstep(options: dict, games: range) -> int:
+    """The rounds played."""
+    rng = random.Random(f"model-{options}-{games.start}")
     opts = qc.options_from_dict(options)
     rounds = 0
-    for g in range(30):
+    for g in games:
         state = qc.new_game(opts, 100 + g)
         while not qc.is_terminal(state):
-            sim = B._sim_of_state(state)
+            sim = F.from_state(state)
             r0 = state.round_no
             while state.round_no == r0 and not qc.is_terminal(state):
                 assert not sim.over and sim.to_move == state.to_move
@@ -151,12 +171,12 @@ def test_the_model_plays_rounds_exactly_as_the_engine(options):
                     assert (sim.phase, sim.locked) == (int(state.phase), state.locked)
                     spreads = [qc._spread(state.piles, s) for s in range(opts.players)]
                     assert [sim.spread(s) for s in range(opts.players)] == [
-                        B.DQ if v is None else v for v in spreads
+                        F.DQ if v is None else v for v in spreads
                     ]
             assert sim.over
             assert sim.winners() == state.rounds[r0].winners
             rounds += 1
-    assert rounds >= 60
+    return rounds
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from court_bots import levels
 from court_bots.games import the_court as bot
 from court_bots.search import ismcts
 from court_games.games import the_court as g
+from court_games.games import the_court_fast as F
 
 MODES = g.MODES
 
@@ -26,7 +27,7 @@ def positions(mode: str, games: int, rng: random.Random, seed0: int = 0):
             if rng.random() < 0.5:
                 a = rng.choice(legal)
             else:
-                a = bot.choose(bot.sim_from_state(st), p)
+                a = bot.choose(F.sim_from_state(st), p)
             st = g.apply(st, p, a, False)[0]
 
 
@@ -67,7 +68,7 @@ def test_determinization_samples_the_hidden_cards():
     st = g.new_game(g.Options("free_gift"), 4)
     for _ in range(30):  # play a little so Moats fill
         p = g.to_act(st)[0]
-        st = g.apply(st, p, bot.choose(bot.sim_from_state(st), p), False)[0]
+        st = g.apply(st, p, bot.choose(F.sim_from_state(st), p), False)[0]
     v = g.view(st, 0)
     decks = {bot.determinize(v, 0, rng).players[0].deck for _ in range(20)}
     partner = {bot.determinize(v, 0, rng).players[1].deck for _ in range(20)}
@@ -106,13 +107,30 @@ def test_a_card_the_partner_kept_unseen_is_one_they_could_place_or_we_could_not(
 # --------------------------------------------------------------------------- the simulator
 
 
+# Lockstep of the simulator and the engine: 1,000 games in all, spread over the modes; the first
+# LOCKSTEP_QUICK of each mode in the quick test, the rest under the slow marker (make test runs both).
+LOCKSTEP_GAMES = 1_000
+LOCKSTEP_QUICK = 30
+LOCKSTEP_PER_MODE = -(-LOCKSTEP_GAMES // len(MODES))
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_simulator_follows_the_engine_move_for_move(mode):
     """The expert's rollouts run on ``Sim``: same legal actions, same state after every action."""
-    rng = random.Random(f"sim-{mode}")
-    for seed in range(30):
+    _sim_lockstep(mode, range(LOCKSTEP_QUICK))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+def test_simulator_follows_the_engine_move_for_move_in_a_thousand_games(mode):
+    _sim_lockstep(mode, range(LOCKSTEP_QUICK, LOCKSTEP_PER_MODE))
+
+
+def _sim_lockstep(mode: str, games: range) -> None:
+    rng = random.Random(f"sim-{mode}-{games.start}")
+    for seed in games:
         st = g.new_game(g.Options(mode), 1000 + seed)
-        sim = bot.sim_from_state(st)
+        sim = F.sim_from_state(st)
         while not g.is_terminal(st):
             acting = g.to_act(st)
             assert sim.to_act() == acting
@@ -122,17 +140,17 @@ def test_simulator_follows_the_engine_move_for_move(mode):
             a = rng.choice(legal) if rng.random() < 0.5 else bot.choose(sim, p)
             st = g.apply(st, p, a, False)[0]
             sim.apply(p, a)
-            assert bot.snapshot(sim) == bot.state_snapshot(st), (seed, a)
-        assert sim.phase == bot.P_OVER
+            assert F.snapshot(sim) == F.state_snapshot(st), (seed, a)
+        assert sim.phase == F.P_OVER
         assert sim.scores() == [p.score for p in st.players]
 
 
 def test_rollout_copy_leaves_the_original_alone():
     st = g.new_game(g.Options("mutual_swap"), 3)
-    sim = bot.sim_from_state(st)
-    before = bot.snapshot(sim)
+    sim = F.sim_from_state(st)
+    before = F.snapshot(sim)
     bot.rollout(sim.copy())
-    assert bot.snapshot(sim) == before
+    assert F.snapshot(sim) == before
 
 
 # --------------------------------------------------------------------------- legal play
@@ -197,7 +215,7 @@ def test_decisions_depend_only_on_the_seats_view(mode):
             v = g.view(st, p)
             other = bot.determinize(v, p, random.Random(i))
             assert g.view(other, p) == v
-            if bot.snapshot(bot.sim_from_state(other)) != bot.snapshot(bot.sim_from_state(st)):
+            if F.snapshot(F.sim_from_state(other)) != F.snapshot(F.sim_from_state(st)):
                 differing += 1
             for level in levels.LEVELS:
                 assert decide(level, v, p, i, 2) == decide(level, g.view(other, p), p, i, 2), (mode, level)

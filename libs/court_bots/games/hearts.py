@@ -60,6 +60,8 @@ from itertools import combinations
 from typing import Any
 
 from court_games.games import hearts as H
+from court_games.games import hearts_fast as F
+from court_games.games.hearts_fast import BIT, POINTS, SUIT_OF, legal_mask, winning
 
 game = H
 
@@ -75,9 +77,6 @@ AKS = KS_BIT | AS_BIT
 SPADES = H.SUIT_MASK[H.SPADES]
 LOW_SPADES = SPADES & (QS_BIT - 1)  # 2S..JS
 SUIT_MASK = H.SUIT_MASK
-BIT = tuple(1 << c for c in range(52))
-SUIT_OF = tuple(SUIT_MASK[c // 13] for c in range(52))
-POINTS = tuple(1 if c // 13 == H.HEARTS_SUIT else 13 if c == QS else 0 for c in range(52))
 MOON = H.MOON
 PHASES = {"pass": H.Phase.PASS, "play": H.Phase.PLAY, "over": H.Phase.OVER}
 ids_of = H.ids_of
@@ -531,16 +530,6 @@ def _highest_rank(mask: int, prefer_short: int = 0) -> int:
     return best
 
 
-def _winning(trick: Sequence[int]) -> int:
-    """The card currently winning ``trick`` (the highest of the led suit)."""
-    suit = SUIT_OF[trick[0]]
-    w = trick[0]
-    for c in trick[1:]:
-        if BIT[c] & suit and c > w:
-            w = c
-    return w
-
-
 def moon_threat(pub: Public) -> int:
     """The opponent who holds every point taken so far, when that looks like a moon attempt; else -1."""
     total = sum(pub.taken)
@@ -565,7 +554,7 @@ def play_card(pub: Public, lm: int) -> int:
     shooter = moon_threat(pub)
     if not trick:
         return _lead(pub, lm, out, qs_out, shooter)
-    w = _winning(trick)
+    w = winning(trick)
     suit = SUIT_OF[trick[0]]
     winner = (pub.leader + trick.index(w)) & 3
     last = len(trick) == 3
@@ -649,21 +638,6 @@ def heuristic(
 # the playout policy and the search (an internal bitmask model of one hand)
 
 
-def _legal_mask(h: int, trick: Sequence[int], broken: bool, first: bool) -> int:
-    if trick:
-        m = h & SUIT_OF[trick[0]]
-        if m:
-            return m
-        if first:
-            return h & SAFE or h
-        return h
-    if h & 1:
-        return 1
-    if not broken:
-        return h & NOT_HEARTS or h
-    return h
-
-
 def playout_card(lm: int, trick: Sequence[int], win: int, qs_else: bool) -> int:
     """ "Follow low": the cheap rule of thumb the playouts use (``win``: the card winning the trick;
     ``qs_else``: Q♠ is in another seat's hand)."""
@@ -733,10 +707,10 @@ class SearchResult:
 
 
 def utilities(taken: Sequence[int]) -> tuple[float, float, float, float]:
-    """Each seat's utility for a finished hand's taken points: ``1 - points/26``, moon applied."""
-    if MOON in taken:
-        return tuple(1.0 if t == MOON else 0.0 for t in taken)  # type: ignore[return-value]
-    return tuple(1.0 - t / MOON for t in taken)  # type: ignore[return-value]
+    """Each seat's utility for a finished hand's taken points: ``1 - score/26``, the hand's score
+    (``hearts_fast.hand_scores``: the moon's shooter 0, the others 26) between 0 and 26."""
+    a, b, c, d = F.hand_scores(taken)
+    return 1.0 - a / MOON, 1.0 - b / MOON, 1.0 - c / MOON, 1.0 - d / MOON
 
 
 def search(
@@ -773,19 +747,19 @@ def search(
         raise ValueError(f"search runs for the seat to play; seat {seat} is not to play")
     root = _Node(-1)
     root_trick = list(pub.trick)
-    root_win = _winning(pub.trick) if pub.trick else -1
+    root_win = winning(pub.trick) if pub.trick else -1
     root_broken = pub.broken
     root_first = not pub.tricks
-    root_lm = _legal_mask(pub.mine, root_trick, root_broken, root_first)
+    root_lm = legal_mask(pub.mine, root_trick, root_broken, root_first)
     if root_lm & (root_lm - 1) == 0:
         c = _low(root_lm)
         return SearchResult(c, 0, (clock() - start) * 1000, {c: 0}, {})
-    everyone = tree_players == "all"
+    stops = F.EVERY_SEAT if tree_players == "all" else 1 << seat  # where the tree phase decides again
     sqrt, log = math.sqrt, math.log
     rnd = rng.random
-    points = POINTS
-    suit_of = SUIT_OF
     bit = BIT
+    run = F.run
+    policy = playout_card
     done = 0
     spent = 0.0  # seconds in the iterations so far: stop when two more average ones would not fit
     while True:
@@ -800,82 +774,39 @@ def search(
         p = seat
         node = root
         path = []
-        over = False
-        while True:  # the tree phase
-            h = hands[p]
-            if not trick:
-                if not h:
-                    over = True
-                    break
-                if h & 1:
-                    lm = 1
-                elif broken:
-                    lm = h
-                else:
-                    lm = h & NOT_HEARTS or h
-            else:
-                lm = h & suit_of[trick[0]]
-                if not lm:
-                    lm = (h & SAFE or h) if first else h
-            expanded = False
-            if everyone or p == seat:
-                children = node.children
-                untried = lm & ~node.tried
-                if untried:
-                    ids = ids_of(untried)
-                    c = ids[int(rnd() * len(ids))] if len(ids) > 1 else ids[0]
-                    child = _Node(p)
-                    children[c] = child
-                    node.tried |= bit[c]
-                    for a in ids_of(lm & node.tried):
-                        if a != c:
-                            children[a].avail += 1
-                    path.append(child)
-                    expanded = True
-                else:
-                    best, best_score = -1, -1.0
-                    for a in ids_of(lm):
-                        ch = children[a]
-                        ch.avail += 1
-                        v = ch.visits
-                        score = ch.reward / v + c_ucb * sqrt(log(ch.avail) / v)
-                        if score > best_score:
-                            best, best_score = a, score
-                    c = best
-                    node = children[c]
-                    path.append(node)
-            elif lm & (lm - 1) == 0:
-                c = (lm & -lm).bit_length() - 1
-            elif epsilon and rnd() < epsilon:
-                ids = ids_of(lm)
-                c = ids[int(rnd() * len(ids))]
-            else:
-                qs_else = bool((hands[(p + 1) & 3] | hands[(p + 2) & 3] | hands[(p + 3) & 3]) & QS_BIT)
-                c = playout_card(lm, trick, win, qs_else)
-            hands[p] = h ^ bit[c]
-            if 26 <= c < 39:
-                broken = True
-            if not trick:
-                leader = p
-                win = c
-                trick = [c]
-                p = (p + 1) & 3
-            else:
-                trick.append(c)
-                if c > win and bit[c] & suit_of[trick[0]]:
-                    win = c
-                if len(trick) == 4:
-                    winner = (leader + trick.index(win)) & 3
-                    taken[winner] += points[trick[0]] + points[trick[1]] + points[trick[2]] + points[trick[3]]
-                    trick = []
-                    first = False
-                    p = winner
-                else:
-                    p = (p + 1) & 3
-            if expanded:
+        while True:  # the tree phase: the tree's seats choose, the others play the playout policy
+            lm = legal_mask(hands[p], trick, broken, first)
+            children = node.children
+            untried = lm & ~node.tried
+            if untried:
+                ids = ids_of(untried)
+                c = ids[int(rnd() * len(ids))] if len(ids) > 1 else ids[0]
+                child = _Node(p)
+                children[c] = child
+                node.tried |= bit[c]
+                for a in ids_of(lm & node.tried):
+                    if a != c:
+                        children[a].avail += 1
+                path.append(child)
+                # expanded: the playout plays the hand out from here
+                run(hands, trick, leader, win, taken, broken, first, p, c, F.NEVER, policy, rnd, epsilon)
                 break
-        if not over:
-            taken = playout(hands, trick, leader, win, taken, broken, first, p, rnd, epsilon)
+            best, best_score = -1, -1.0
+            for a in ids_of(lm):
+                ch = children[a]
+                ch.avail += 1
+                v = ch.visits
+                score = ch.reward / v + c_ucb * sqrt(log(ch.avail) / v)
+                if score > best_score:
+                    best, best_score = a, score
+            c = best
+            node = children[c]
+            path.append(node)
+            trick, leader, win, broken, first, p = run(
+                hands, trick, leader, win, taken, broken, first, p, c, stops, policy, rnd, epsilon
+            )
+            if p == F.OVER:
+                break
         util = utilities(taken)
         for n in path:
             n.visits += 1
@@ -890,68 +821,6 @@ def search(
     values = {a: kids[a].reward / kids[a].visits for a in kids if kids[a].visits}
     best = max(kids, key=lambda a: (kids[a].visits, values.get(a, 0.0)))
     return SearchResult(best, done, (clock() - start) * 1000, visits, values)
-
-
-def playout(
-    hands: list[int],
-    trick: list[int],
-    leader: int,
-    win: int,
-    taken: list[int],
-    broken: bool,
-    first: bool,
-    p: int,
-    rnd: Callable[[], float],
-    epsilon: float = 0.0,
-) -> list[int]:
-    """Play the rest of the hand with ``playout_card`` (mutates ``hands``, ``trick`` and ``taken``);
-    the points each seat took, before the moon."""
-    points = POINTS
-    suit_of = SUIT_OF
-    bit = BIT
-    while True:
-        h = hands[p]
-        if not trick:
-            if not h:
-                return taken
-            if h & 1:
-                lm = 1
-            elif broken:
-                lm = h
-            else:
-                lm = h & NOT_HEARTS or h
-        else:
-            lm = h & suit_of[trick[0]]
-            if not lm:
-                lm = (h & SAFE or h) if first else h
-        if lm & (lm - 1) == 0:
-            c = (lm & -lm).bit_length() - 1
-        elif epsilon and rnd() < epsilon:
-            ids = ids_of(lm)
-            c = ids[int(rnd() * len(ids))]
-        else:
-            qs_else = bool((hands[(p + 1) & 3] | hands[(p + 2) & 3] | hands[(p + 3) & 3]) & QS_BIT)
-            c = playout_card(lm, trick, win, qs_else)
-        hands[p] = h ^ bit[c]
-        if 26 <= c < 39:
-            broken = True
-        if not trick:
-            leader = p
-            win = c
-            trick = [c]
-            p = (p + 1) & 3
-            continue
-        trick.append(c)
-        if c > win and bit[c] & suit_of[trick[0]]:
-            win = c
-        if len(trick) == 4:
-            winner = (leader + trick.index(win)) & 3
-            taken[winner] += points[trick[0]] + points[trick[1]] + points[trick[2]] + points[trick[3]]
-            trick = []
-            first = False
-            p = winner
-        else:
-            p = (p + 1) & 3
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1028,7 +897,7 @@ class HeartsAdapter:
         for c in legal:
             lm |= BIT[c]
         qs_else = bool((hands[(player + 1) & 3] | hands[(player + 2) & 3] | hands[(player + 3) & 3]) & QS_BIT)
-        return playout_card(lm, trick, _winning(trick) if trick else -1, qs_else)
+        return playout_card(lm, trick, winning(trick) if trick else -1, qs_else)
 
 
 ADAPTER = HeartsAdapter()

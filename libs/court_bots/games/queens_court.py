@@ -33,17 +33,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from court_games import core
 from court_games.games import queens_court as qc
+from court_games.games.queens_court_fast import DQ, GL, IS_Q, N_STD, VAL, Sim, from_state, spread_of
 
 game = qc
 
-GL = qc.GL  # the glove's code (52)
-N_STD = len(core.STANDARD_DECK)
-VAL: tuple[int, ...] = qc.VALUE  # Queen 0 (wild), glove -1
 RANK: tuple[int, ...] = (*(c % 13 for c in range(N_STD)), 13)  # rank index 0..12, glove 13
-IS_Q: tuple[bool, ...] = tuple(c != GL and VAL[c] == 0 for c in range(N_STD + 1))
-DQ = 99  # a double queen's spread inside the bots (worse than any real spread, 12 at most)
 DQV = 16.0  # the same in evaluations: a sure loss, but kept on the spread scale
 PHASES = {"first_half": qc.Phase.FIRST_HALF, "second_half": qc.Phase.SECOND_HALF, "over": qc.Phase.OVER}
 
@@ -165,160 +160,6 @@ def determinize(view: Mapping[str, Any], seat: int, rng: random.Random) -> qc.St
 # a fast model of one round
 
 
-class Sim:
-    """The current round as mutable lists (what playouts need, nothing more).
-
-    ``show``: the showing card of each pile; ``glv``: gloved piles; ``cnt``: pile cards per seat
-    (gloves not counted); ``deck``: top card last. ``qpiles`` counts the Queens on piles (all pile
-    cards are public), so ``4 - qpiles - own Queens`` is what a player knows about the rest.
-    """
-
-    __slots__ = ("n", "show", "glv", "cnt", "hands", "deck", "locked", "phase", "to_move", "over", "qpiles")
-
-    def __init__(
-        self,
-        n: int,
-        show: list[int],
-        glv: list[bool],
-        cnt: list[int],
-        hands: list[list[int]],
-        deck: list[int],
-        locked: int,
-        phase: int,
-        to_move: int,
-        qpiles: int,
-        over: bool = False,
-    ):
-        self.n = n
-        self.show = show
-        self.glv = glv
-        self.cnt = cnt
-        self.hands = hands
-        self.deck = deck
-        self.locked = locked
-        self.phase = phase
-        self.to_move = to_move
-        self.qpiles = qpiles
-        self.over = over
-
-    @classmethod
-    def from_public(cls, pub: Public, hands: list[list[int]], deck_top_first: list[int]) -> Sim:
-        piles = pub.piles
-        show = [p[-2] if p[-1] == GL else p[-1] for p in piles]
-        glv = [p[-1] == GL for p in piles]
-        cnt = [len(piles[2 * s]) + len(piles[2 * s + 1]) - glv[2 * s] - glv[2 * s + 1] for s in range(pub.n)]
-        qpiles = sum(1 for p in piles for c in p if IS_Q[c])
-        deck = deck_top_first[::-1]
-        return cls(
-            pub.n,
-            show,
-            glv,
-            cnt,
-            hands,
-            deck,
-            pub.locked,
-            pub.phase,
-            pub.to_move,
-            qpiles,
-            over=pub.phase == 2,
-        )
-
-    def copy(self) -> Sim:
-        return Sim(
-            self.n,
-            self.show[:],
-            self.glv[:],
-            self.cnt[:],
-            [h[:] for h in self.hands],
-            self.deck[:],
-            self.locked,
-            self.phase,
-            self.to_move,
-            self.qpiles,
-            self.over,
-        )
-
-    def spread(self, s: int) -> int:
-        a = VAL[self.show[2 * s]]
-        b = VAL[self.show[2 * s + 1]]
-        if a == 0:
-            return DQ if b == 0 else 0
-        if b == 0:
-            return 0
-        return a - b if a > b else b - a
-
-    def open_piles(self) -> list[int]:
-        locked, glv = self.locked, self.glv
-        return [i for i in range(2 * self.n) if not glv[i] and not (locked >> (i >> 1)) & 1]
-
-    def play(self, p: int, card: int, idx: int) -> None:
-        """Player ``p`` plays ``card`` on pile ``idx`` (assumed legal), then the engine's bookkeeping."""
-        hand = self.hands[p]
-        hand.remove(card)
-        t = idx >> 1
-        if card == GL:
-            self.glv[idx] = True
-        else:
-            self.show[idx] = card
-            self.cnt[t] += 1
-            if IS_Q[card]:
-                self.qpiles += 1
-        n = self.n
-        if self.phase == 0:
-            deck = self.deck
-            if deck:
-                hand.append(deck.pop())
-                if deck and self.spread(t) == 0:
-                    hand.append(deck.pop())
-            self.to_move = (p + 1) % n
-            if not deck:
-                self.phase = 1
-                for h in self.hands:
-                    h.append(GL)
-            return
-        if not hand:
-            self.locked |= 1 << p
-        hands = self.hands
-        for k in range(1, n + 1):
-            s = (p + k) % n
-            if hands[s]:
-                self.to_move = s
-                break
-        else:
-            self.over = True
-            return
-        locked, glv = self.locked, self.glv
-        for i in range(2 * n):
-            if not glv[i] and not (locked >> (i >> 1)) & 1:
-                return
-        self.over = True
-
-    def winners(self) -> tuple[int, ...]:
-        n = self.n
-        sp = [self.spread(s) for s in range(n)]
-        best = min(sp)
-        if best == DQ:
-            return ()
-        tied = [s for s in range(n) if sp[s] == best]
-        if len(tied) > 1:
-            fewest = min(self.cnt[s] for s in tied)
-            tied = [s for s in tied if self.cnt[s] == fewest]
-        return tuple(tied)
-
-
-def _value_of(show: list[int], x: int) -> int:
-    """The value pile ``x`` shows for spread purposes (a Queen: 0, the wild marker)."""
-    return VAL[show[x]]
-
-
-def _spread_vals(a: int, b: int) -> int:
-    if a == 0:
-        return DQ if b == 0 else 0
-    if b == 0:
-        return 0
-    return a - b if a > b else b - a
-
-
 # ---------------------------------------------------------------------------------------------
 # rules of thumb
 
@@ -427,7 +268,7 @@ class _Policy:
                     score += self._glove(sim, p, x, sp, spv, thr, eff, leader, pq, prm)
                     out.append((score, c, x))
                     continue
-                ns = _spread_vals(VAL[c], VAL[show[y]]) if x & 1 == 0 else _spread_vals(VAL[show[y]], VAL[c])
+                ns = spread_of(VAL[c], VAL[show[y]]) if x & 1 == 0 else spread_of(VAL[show[y]], VAL[c])
                 nsv = DQV if ns == DQ else float(ns)
                 if t == p:
                     # my spread after, with what threat remains (a last card locks me: no threat)
@@ -536,7 +377,12 @@ def _placeholder_sim(pub: Public) -> Sim:
         else:
             m = pub.hand_sizes[s] - pub.gloves[s]
             hands.append([-1] * m + ([GL] if pub.gloves[s] else []))
-    return Sim.from_public(pub, hands, [-1] * pub.deck_size)
+    return _sim_of_public(pub, hands, [-1] * pub.deck_size)
+
+
+def _sim_of_public(pub: Public, hands: list[list[int]], deck_top_first: list[int]) -> Sim:
+    """The model of the position ``pub`` shows, with these hands and deck."""
+    return Sim.from_piles(pub.n, pub.piles, hands, deck_top_first, pub.locked, pub.phase, pub.to_move)
 
 
 def _to_action(card: int, idx: int) -> qc.Action:
@@ -580,17 +426,15 @@ def playout_move(sim: Sim, p: int, rng: random.Random, eps: float = 0.1) -> tupl
     hand = sim.hands[p]
     n = sim.n
     show, glv = sim.show, sim.glv
-    locked = sim.locked
-    opens = [i for i in range(2 * n) if not glv[i] and not (locked >> (i >> 1)) & 1]
+    opens = sim.open_piles()
     if rng.random() < eps:
         return hand[rng.randrange(len(hand))], opens[rng.randrange(len(opens))]
     first_half = sim.phase == 0
     deck = len(sim.deck)
     sp = []
     for s in range(n):
-        a = VAL[show[2 * s]]
-        b = VAL[show[2 * s + 1]]
-        sp.append((16 if b == 0 else 0) if a == 0 else (0 if b == 0 else (a - b if a > b else b - a)))
+        v = spread_of(VAL[show[2 * s]], VAL[show[2 * s + 1]])
+        sp.append(16 if v == DQ else v)
     my = sp[p]
     leader, lead_sp = -1, 1000
     for o in range(n):
@@ -872,31 +716,9 @@ class _Adapter:
         state: qc.State, player: int, legal: tuple[qc.Action, ...], rng: random.Random
     ) -> qc.Action:
         """``playout_move`` on a model of ``state`` (the mover's own hand and public facts only)."""
-        sim = _sim_of_state(state)
+        sim = from_state(state)
         card, idx = playout_move(sim, player, rng)
         return _to_action(card, idx)
-
-
-def _sim_of_state(state: qc.State) -> Sim:
-    n = state.options.players
-    piles = state.piles
-    show = [p[-2] if p[-1] == GL else p[-1] for p in piles]
-    glv = [p[-1] == GL for p in piles]
-    cnt = [len(piles[2 * s]) + len(piles[2 * s + 1]) - glv[2 * s] - glv[2 * s + 1] for s in range(n)]
-    qpiles = sum(1 for p in piles for c in p if IS_Q[c])
-    return Sim(
-        n,
-        show,
-        glv,
-        cnt,
-        [list(h) for h in state.hands],
-        list(state.deck[::-1]),
-        state.locked,
-        int(state.phase),
-        state.to_move,
-        qpiles,
-        over=state.phase == qc.Phase.OVER,
-    )
 
 
 ADAPTER = _Adapter()
