@@ -254,7 +254,9 @@ class Settings:
                 values["signing_key"] = str(dev.signing_key(service))
             values["id_secret"] = dev.id_secret()
         if values["env"] == "dev" and not values["edge_secret"]:
-            values["edge_secret"] = ensure_dev_keys(values["state_dir"]).edge_secret()
+            from .keys import ensure_dev_keys as dev_keys
+
+            values["edge_secret"] = dev_keys(values["state_dir"]).edge_secret()
         if not values["database_url"]:
             values["database_url"] = f"sqlite:///{values['state_dir'] / (service + '.db')}"
         return cls(**values)
