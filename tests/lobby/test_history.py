@@ -6,9 +6,14 @@ played to their end by both seats' own clients."""
 from __future__ import annotations
 
 import random
+from datetime import UTC, timedelta
 
 import grpc
+from court_lobby.models import Lobby
+from court_lobby.store import FINISHED
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
+from sqlalchemy import update
+from sqlmodel import Session
 
 from tests.ranking.stack import Player, Stack, fails
 from tests.rules.helpers import play_out
@@ -66,6 +71,31 @@ async def test_finished_games_are_listed_newest_first_and_paged(stack: Stack) ->
     await fails(C.INVALID_ARGUMENT, _mine(ann, include_finished=True, page_token="nope"), "page_token")
     # without include_finished the paging fields are ignored, as documented
     assert [g.game_id for g in (await _mine(ann, page_size=-1, page_token="x")).games] == [running]
+
+    # bounded: 51 more finished games (the lobby's rows, all started at one instant, so the pages
+    # also rest on the lobby-id tie-break): 50 a page whatever page_size asks, none twice or missed
+    store = stack.lobby.store
+    at = every.games[2].started.ToDatetime(tzinfo=UTC) - timedelta(days=1)
+    older = []
+    for _ in range(51):
+        made = store.create_lobby(
+            store.account(ann.id), "the_court", {"mode": "free_gift"}, False, 0, 2, False
+        )
+        with Session(store.engine) as s, s.begin():
+            s.execute(
+                update(Lobby)
+                .where(Lobby.id == made.id)
+                .values(status=FINISHED, started_at=at, game_id=f"old-{made.id}")
+            )
+        older.append(f"old-{made.id}")
+    for size in (0, 50, 1000):
+        page1 = await _mine(ann, include_finished=True, page_size=size)
+        assert len(page1.games) == 51 and page1.games[0].game_id == running and page1.next_page_token
+        page2 = await _mine(ann, include_finished=True, page_size=size, page_token=page1.next_page_token)
+        assert not page2.next_page_token
+        ids = [g.game_id for g in [*page1.games, *page2.games]]
+        assert ids[:3] == [running, online, local] and len(ids) == len(set(ids)) == 54
+        assert sorted(ids[3:]) == sorted(older)
 
     # the rules service down: the finished games are the lobby's own rows, so a player whose games
     # have all ended still gets the history; one with a running game gets UNAVAILABLE (which game
