@@ -1,5 +1,6 @@
 """One person plays each of the four games against bots in the browser, by clicking the moves the
-page offers (the view's legal actions), to the end; the table is saved at desktop and phone width
+page offers (the view's legal actions), to the end, and replays it from the history on a second
+device; the table is saved at desktop and phone width
 (tests/web/artifacts/<game>-desktop.png, <game>-375.png). Also: a reload in mid-game, and a second
 device signed in to the same account, are back in the seat; the turn clock runs out in the page,
 the bot takes the seat, and the person returns to it."""
@@ -32,7 +33,8 @@ def test_a_whole_game_against_bots_by_clicking(
     game: str, web_stack: WebStack, people: Callable[..., Person]
 ) -> None:
     me = people()
-    me.guest()
+    name = f"Hist {game}"  # an account (a guest cannot sign in on a second device)
+    me.register(name)
     game_id = me.new_local_game(game, GAMES[game])
     page = me.page
     # every card on the table has an accessible name
@@ -56,9 +58,16 @@ def test_a_whole_game_against_bots_by_clicking(
     assert view.seats[view.your_seat] == me.session()["playerId"]
     # the latest moves in words
     assert page.locator(".log li").count() > 0
-    # the game is in the history, and its replay steps through every move
-    me.goto("#/history")
-    page.locator(f".history a[href='#/replay/{game_id}']").click()
+    # the game is in the history of the account on another device (a fresh browser context, with
+    # nothing of this one's storage: the list is ListMyGames{include_finished}), and its replay
+    # steps through every move
+    other = people()
+    other.sign_in(name)
+    page = other.page
+    other.goto("#/history")
+    row = page.locator(".history li", has=page.locator(f"a[href='#/replay/{game_id}']"))
+    assert "finished" in row.inner_text() and "local" in row.inner_text()
+    row.locator(f"a[href='#/replay/{game_id}']").click()
     page.wait_for_selector("#replay-pos")
     last = page.locator("#replay-pos").inner_text()
     assert re.fullmatch(r"Move (\d+) of \1", last), last

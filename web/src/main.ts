@@ -321,13 +321,6 @@ async function namesFor(gv: GameView): Promise<Names> {
   return new Names(gv.seats, accounts, gv.yourSeat);
 }
 
-function remember(gv: GameView): void {
-  const all = JSON.parse(localStorage.getItem("court.games") ?? "[]") as { id: string; game: string; at: number }[];
-  if (all.some((g) => g.id === gv.gameId)) return;
-  all.unshift({ id: gv.gameId, game: gv.game, at: Date.now() });
-  localStorage.setItem("court.games", JSON.stringify(all.slice(0, 100)));
-}
-
 function clockSpan(gv: GameView, seat: number): HTMLElement | null {
   const c = gv.seatClocks.find((x) => x.seat === seat);
   if (!c) return null;
@@ -463,14 +456,12 @@ async function gamePage(id: string, watching: boolean): Promise<HTMLElement> {
     } catch { /* a local game has no challenges */ }
   };
   const finish = async () => {
-    remember(gv);
     await loadChallenges();
     await refreshBalance();
     draw();
     // The ranking service pays out once it has read the game's end: look at the balance again.
     for (const ms of [1500, 5000]) setTimeout(() => void refreshBalance(), ms);
   };
-  if (!spectator) remember(gv);
   await loadChallenges();
   draw();
   addEvents({ events: [] } as unknown as GameUpdate);
@@ -587,17 +578,26 @@ async function rankingPage(): Promise<HTMLElement> {
 }
 
 async function historyPage(): Promise<HTMLElement> {
-  const here = JSON.parse(localStorage.getItem("court.games") ?? "[]") as { id: string; game: string; at: number }[];
-  const ids = new Map(here.map((g) => [g.id, g]));
-  const led = await attempt(() => ranking.getHistory({ pageSize: 200 }));
-  for (const e of led?.entries ?? []) if (e.gameId && !ids.has(e.gameId)) ids.set(e.gameId, { id: e.gameId, game: e.game, at: e.time ? timestampDate(e.time).getTime() : 0 });
-  const rows = [...ids.values()].sort((a, b) => b.at - a.at);
-  return h("main", { class: "page narrow" },
-    h("h1", null, "Your games"),
-    h("p", { class: "tip" }, "Online games come from your ledger; local games from this browser."),
-    h("ul", { class: "history" }, ...(rows.length ? rows.map((g) => h("li", null,
-      `${TITLES[g.game] ?? g.game} · ${g.at ? new Date(g.at).toLocaleString() : ""} · `,
-      h("a", { href: `#/game/${g.id}` }, "table"), " · ", h("a", { href: `#/replay/${g.id}` }, "replay"))) : [h("li", null, "No games yet.")])));
+  // ListMyGames with include_finished: the account's unfinished games, then its finished ones,
+  // newest first, 50 per page (a "More" button asks for the next page).
+  const list = h("ul", { class: "history" });
+  const more = h("button", { id: "history-more" }) as HTMLButtonElement;
+  more.hidden = true;
+  more.textContent = "More";
+  let token = "";
+  const load = async () => {
+    const r = await attempt(() => lobby.listMyGames({ includeFinished: true, pageToken: token }));
+    if (!r) return;
+    if (!token && !r.games.length) list.append(h("li", null, "No games yet."));
+    for (const g of r.games) list.append(h("li", null,
+      `${TITLES[g.game] ?? g.game} · ${g.online ? "online" : "local"} · ${g.started ? timestampDate(g.started).toLocaleString() : ""} · ${g.finished ? "finished" : "running"} · `,
+      h("a", { href: `#/game/${g.gameId}` }, "table"), " · ", h("a", { href: `#/replay/${g.gameId}` }, "replay")));
+    token = r.nextPageToken;
+    more.hidden = !token;
+  };
+  more.onclick = () => void load();
+  await load();
+  return h("main", { class: "page narrow" }, h("h1", null, "Your games"), list, more);
 }
 
 // ------------------------------------------------------------------------------------ routing

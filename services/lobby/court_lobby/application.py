@@ -11,8 +11,11 @@ Store calls run in worker threads. Errors are ``court_kit.errors`` (mapped at th
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Literal, TypeVar
 
 from court_games import GAME_NAMES, get_game
@@ -61,6 +64,21 @@ CLOCK_FIELDS: tuple[ClockField, ...] = (
     "autoplay_level",
     "abandon_after_seconds",
 )
+
+
+MAX_HISTORY_PAGE = 50  # finished games per ListMyGames page (include_finished)
+
+
+def _history_cursor(token: str) -> tuple[datetime, str]:
+    """The (started_at, lobby id) a finished-games page token stands for (``finished_games``)."""
+    bad = InvalidArgument("page_token is not one this service gave out: send back next_page_token as it came")
+    if len(token) > 200:
+        raise bad
+    try:
+        at, _, lobby_id = base64.urlsafe_b64decode(token.encode("ascii")).decode().partition("|")
+        return datetime.fromisoformat(at), lobby_id
+    except (ValueError, UnicodeError, binascii.Error):
+        raise bad from None
 
 
 def every_person_asked(info: LobbyInfo) -> bool:
@@ -311,6 +329,25 @@ class LobbyApplication:
         return [
             info for info in await self._run(self.store.my_games, me.id) if await self.still_running(info)
         ]
+
+    async def finished_games(
+        self, me: Account, page_size: int, page_token: str
+    ) -> tuple[list[LobbyInfo], str]:
+        """A page of ``me``'s finished games, newest first, and the next page's token ("" at the
+        end). Read from the lobby's own rows (status finished: set when the game's end was seen,
+        by ``still_running`` or an abandon that came too late), so no call per game."""
+        if page_size < 0:
+            raise InvalidArgument(
+                f"page_size must be 0 (the default, {MAX_HISTORY_PAGE}) or more, got {page_size}"
+            )
+        size = min(page_size or MAX_HISTORY_PAGE, MAX_HISTORY_PAGE)
+        after = _history_cursor(page_token) if page_token else None
+        rows: list[LobbyInfo] = await self._run(self.store.my_finished_games, me.id, size + 1, after)
+        if len(rows) <= size:
+            return rows, ""
+        last = rows[size - 1]
+        cursor = f"{last.started_at.isoformat() if last.started_at else ''}|{last.id}"
+        return rows[:size], base64.urlsafe_b64encode(cursor.encode()).decode()
 
     async def _lobby_of_game(self, game_id: str) -> LobbyInfo | None:
         if not game_id or len(game_id) > 64:

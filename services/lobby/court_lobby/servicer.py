@@ -418,9 +418,18 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
     async def ListMyGames(self, request: pb.ListMyGamesRequest, context: Any) -> pb.ListMyGamesResponse:
         me = await self._me()
         out = pb.ListMyGamesResponse()
-        for info in await self.app.running_games(me):
+        running: list[LobbyInfo] = []
+        if not (request.include_finished and request.page_token):  # the first page: unfinished games
+            # (this also marks the games found ended as finished, so the finished page below sees them)
+            running = await self.app.running_games(me)
+        finished: list[LobbyInfo] = []
+        if request.include_finished:
+            finished, out.next_page_token = await self.app.finished_games(
+                me, request.page_size, request.page_token
+            )
+        for info, ended in [(i, False) for i in running] + [(i, True) for i in finished]:
             seat = info.seat_of(me.id)
-            if seat is None:  # left since (running_games lists the lobbies ``me`` sits in)
+            if seat is None:  # left since (both lists hold the lobbies ``me`` sits in)
                 continue
             out.games.append(
                 pb.MyGame(
@@ -431,6 +440,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServiceServicer):
                     online=info.online,
                     ante=info.ante,
                     started=_ts(info.started_at),
+                    finished=ended,
                 )
             )
         return out

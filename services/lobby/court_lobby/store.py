@@ -924,6 +924,25 @@ class LobbyStore:
         with self.session() as s:
             return [self._info(s, row) for row in s.exec(q)]
 
+    def my_finished_games(
+        self, account_id: str, limit: int, after: tuple[datetime, str] | None = None
+    ) -> list[LobbyInfo]:
+        """Lobbies of ``account_id``'s finished games, newest first (start time, then lobby id),
+        at most ``limit``; ``after``: the (started_at, id) of the last one of the previous page."""
+        q = (
+            select(Lobby)
+            .join(Seat, col(Seat.lobby_id) == col(Lobby.id))
+            .where(col(Seat.account_id) == account_id, col(Lobby.status) == FINISHED)
+        )
+        if after is not None:
+            at, lobby_id = after
+            q = q.where(
+                (col(Lobby.started_at) < at) | ((col(Lobby.started_at) == at) & (col(Lobby.id) > lobby_id))
+            )
+        q = q.order_by(col(Lobby.started_at).desc(), col(Lobby.id)).limit(limit)
+        with self.session() as s:
+            return [self._info(s, row) for row in s.exec(q)]
+
 
 # ---------------------------------------------------------------------------------------- purges
 

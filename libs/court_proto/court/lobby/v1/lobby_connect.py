@@ -121,7 +121,10 @@ class LobbyService(Protocol):
 
     async def list_my_games(self, request: ListMyGamesRequest, ctx: RequestContext[ListMyGamesRequest, ListMyGamesResponse], /) -> ListMyGamesResponse:
         """
-        Games the caller sits in that have not finished.
+        Games the caller sits in that have not finished; with include_finished,
+        also the caller's finished games (played to their end), newest first and
+        paged. INVALID_ARGUMENT for a negative page_size or a page_token this
+        call did not give out.
         """
         raise ConnectError(Code.UNIMPLEMENTED, 'Not implemented')
 
@@ -770,7 +773,10 @@ class LobbyServiceClient(ConnectClient):
         timeout_ms: int | None = None,
     ) -> ListMyGamesResponse:
         """
-        Games the caller sits in that have not finished.
+        Games the caller sits in that have not finished; with include_finished,
+        also the caller's finished games (played to their end), newest first and
+        paged. INVALID_ARGUMENT for a negative page_size or a page_token this
+        call did not give out.
         """
         return await self.execute_unary(
             request=request,

@@ -764,14 +764,28 @@ class MyGame(_message.Message):
     STARTED_FIELD_NUMBER: _builtins.int
     ONLINE_FIELD_NUMBER: _builtins.int
     ANTE_FIELD_NUMBER: _builtins.int
+    FINISHED_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
+    """the rules service's game id (GetView, WatchGame)"""
     game: _builtins.str
+    """the game kind: hearts, durak, ..."""
     seat: _builtins.int
+    """the caller's seat in it, from 0"""
     lobby_id: _builtins.str
+    """the lobby that started it"""
     online: _builtins.bool
+    """true: online (ranked, antes); false: local"""
     ante: _builtins.int
+    """points each seat staked; 0 for local games"""
+    finished: _builtins.bool
+    """true: the game has been played to its end (listed only with
+    include_finished); WatchGame with after_seq 0 replays it. false: it is
+    still running.
+    """
     @_builtins.property
-    def started(self) -> _timestamp_pb2.Timestamp: ...
+    def started(self) -> _timestamp_pb2.Timestamp:
+        """when the game started"""
+
     def __init__(
         self,
         *,
@@ -782,10 +796,11 @@ class MyGame(_message.Message):
         started: _timestamp_pb2.Timestamp | None = ...,
         online: _builtins.bool = ...,
         ante: _builtins.int = ...,
+        finished: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["started", b"started"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["ante", b"ante", "game", b"game", "game_id", b"game_id", "lobby_id", b"lobby_id", "online", b"online", "seat", b"seat", "started", b"started"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["ante", b"ante", "finished", b"finished", "game", b"game", "game_id", b"game_id", "lobby_id", b"lobby_id", "online", b"online", "seat", b"seat", "started", b"started"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -795,12 +810,34 @@ Global___MyGame: _TypeAlias = MyGame  # noqa: Y015
 class ListMyGamesRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    INCLUDE_FINISHED_FIELD_NUMBER: _builtins.int
+    PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    include_finished: _builtins.bool
+    """false (the default): today's answer, the caller's unfinished games only,
+    all of them, newest first. true: the unfinished games (on the first page
+    only) followed by the caller's finished games, newest first, page_size
+    of them per page. Abandoned games are not listed; finished games are
+    kept for the lobby's COURT_FINISHED_LOBBY_TTL (default 30 days).
+    """
+    page_size: _builtins.int
+    """Finished games per page, at most 50; 0 or empty: 50. Ignored without
+    include_finished.
+    """
+    page_token: _builtins.str
+    """Empty: the first page; else the next_page_token of the previous answer
+    (same caller). Ignored without include_finished.
+    """
     def __init__(
         self,
+        *,
+        include_finished: _builtins.bool = ...,
+        page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["include_finished", b"include_finished", "page_size", b"page_size", "page_token", b"page_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -811,16 +848,22 @@ class ListMyGamesResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     GAMES_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Empty: no more finished games; else pass it as page_token for the next
+    page. Always empty without include_finished.
+    """
     @_builtins.property
     def games(self) -> _containers.RepeatedCompositeFieldContainer[Global___MyGame]: ...
     def __init__(
         self,
         *,
         games: _abc.Iterable[Global___MyGame] | None = ...,
+        next_page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["games", b"games"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["games", b"games", "next_page_token", b"next_page_token"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

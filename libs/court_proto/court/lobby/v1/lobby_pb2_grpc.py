@@ -248,7 +248,10 @@ class LobbyServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListMyGames(self, request, context):
-        """Games the caller sits in that have not finished.
+        """Games the caller sits in that have not finished; with include_finished,
+        also the caller's finished games (played to their end), newest first and
+        paged. INVALID_ARGUMENT for a negative page_size or a page_token this
+        call did not give out.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

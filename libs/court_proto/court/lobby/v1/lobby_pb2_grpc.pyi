@@ -92,7 +92,11 @@ class LobbyServiceStub:
     average skill rating first), or open one; answers at once with the lobby.
     """
     ListMyGames: _grpc.UnaryUnaryMultiCallable[_lobby_pb2.ListMyGamesRequest, _lobby_pb2.ListMyGamesResponse]
-    """Games the caller sits in that have not finished."""
+    """Games the caller sits in that have not finished; with include_finished,
+    also the caller's finished games (played to their end), newest first and
+    paged. INVALID_ARGUMENT for a negative page_size or a page_token this
+    call did not give out.
+    """
     ResumeGame: _grpc.UnaryUnaryMultiCallable[_lobby_pb2.ResumeGameRequest, _lobby_pb2.Lobby]
     """Resume a saved game from its last save point (Hearts: the start of the
     current hand) in a new local lobby: the same players, bots in the seats
@@ -151,7 +155,11 @@ class LobbyServiceAsyncStub(LobbyServiceStub):
     average skill rating first), or open one; answers at once with the lobby.
     """
     ListMyGames: _aio.UnaryUnaryMultiCallable[_lobby_pb2.ListMyGamesRequest, _lobby_pb2.ListMyGamesResponse]  # type: ignore[assignment]
-    """Games the caller sits in that have not finished."""
+    """Games the caller sits in that have not finished; with include_finished,
+    also the caller's finished games (played to their end), newest first and
+    paged. INVALID_ARGUMENT for a negative page_size or a page_token this
+    call did not give out.
+    """
     ResumeGame: _aio.UnaryUnaryMultiCallable[_lobby_pb2.ResumeGameRequest, _lobby_pb2.Lobby]  # type: ignore[assignment]
     """Resume a saved game from its last save point (Hearts: the start of the
     current hand) in a new local lobby: the same players, bots in the seats
@@ -309,7 +317,11 @@ class LobbyServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _lobby_pb2.ListMyGamesRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_lobby_pb2.ListMyGamesResponse, _abc.Awaitable[_lobby_pb2.ListMyGamesResponse]]:
-        """Games the caller sits in that have not finished."""
+        """Games the caller sits in that have not finished; with include_finished,
+        also the caller's finished games (played to their end), newest first and
+        paged. INVALID_ARGUMENT for a negative page_size or a page_token this
+        call did not give out.
+        """
 
     @_abc_1.abstractmethod
     def ResumeGame(
