@@ -285,3 +285,26 @@ def check_ledger(
             f"imply {implied + refunded}"
         )
     return out
+
+
+async def read_game(nc: Any, game: str, game_id: str, timeout: float = 60.0) -> GameLog:
+    """A game's stored log and public records (direct gets), once the projector has published as
+    many public records as the log has (it runs behind the log, asynchronously)."""
+    import asyncio
+
+    from court_kit import jetstream as kjs
+    from court_kit import records as krec
+
+    deadline = time.monotonic() + timeout
+    while True:
+        full = [
+            krec.decode(m.data)
+            for m in await kjs.direct_get_batch(nc, krec.game_stream(0), krec.log_filter(game_id, 1))
+        ]
+        public = [
+            krec.decode(m.data)
+            for m in await kjs.direct_get_batch(nc, krec.PUBLIC_STREAM, krec.public_subject(game, game_id))
+        ]
+        if len(public) >= len(full) or time.monotonic() > deadline:
+            return log_from_records(game_id, full, public)
+        await asyncio.sleep(0.2)  # no event announces the projector's progress to a reader

@@ -100,6 +100,8 @@ class _Conn:
                 if wait > 0:
                     await asyncio.sleep(wait)
                 await faults.flowing.wait()
+                if self.closed or dst.is_closing():
+                    return
                 dst.write(data)
                 with contextlib.suppress(OSError, ConnectionError):
                     await dst.drain()
