@@ -223,6 +223,14 @@ def check_games(logs: Iterable[GameLog], history: History) -> list[str]:
     return out
 
 
+def unknown_applied(logs: Iterable[GameLog], history: History) -> tuple[int, int]:
+    """Of the moves whose outcome the client never learned: how many the logs hold, how many not."""
+    stored = {e.request_id for log in logs for e in log.entries if e.request_id}
+    unknown = [op for op in history.ops if op.outcome == UNKNOWN]
+    applied = sum(op.request_id in stored for op in unknown)
+    return applied, len(unknown) - applied
+
+
 def check_ledger(
     entries: Iterable[LedgerEntry],
     balances: Mapping[str, int],

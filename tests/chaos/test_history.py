@@ -14,6 +14,7 @@ from tests.chaos.history import (
     LogEntry,
     check_games,
     check_ledger,
+    unknown_applied,
 )
 
 G = "g1"
@@ -42,6 +43,7 @@ def test_a_sound_history_passes() -> None:
     log, h = _sound()
     assert check_games([log], h) == []
     assert h.counts() == {"ok": 3, "refused": 1, "unknown": 2}
+    assert unknown_applied([log], h) == (1, 1)
 
 
 def _drop(log: GameLog, seq: int) -> None:
