@@ -14,22 +14,21 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import datetime
-from pathlib import Path
 
 import nats
 import pytest
 from court_client import RulesClient
 from court_kit import jetstream as kjs
 from court_kit import records as krec
-from court_kit.settings import Settings
 from court_proto.court.games.v1 import events_pb2
 from court_rules.app import RulesApp
 
 from tests.chaos.history import check_game, log_from_records
 from tests.fixtures import keys
-from tests.fixtures.nats import make_nats
+from tests.fixtures.nats import BinaryNats
+from tests.rules.conftest import settings_for
 
 SECOND_MS = 100
 TURN = 20  # clock seconds
@@ -38,27 +37,11 @@ GAMES = 2
 
 
 @pytest.fixture
-def nats_url(tmp_path: Path) -> Iterator[str]:
-    server = make_nats(tmp_path / "nats")
-    server.start()
-    yield server.url
-    server.stop()
-
-
-@pytest.fixture
-async def skewed(nats_url: str) -> AsyncIterator[list[RulesApp]]:
+async def skewed(nats_server: BinaryNats) -> AsyncIterator[list[RulesApp]]:
     apps: list[RulesApp] = []
     try:
         for offset in (SKEW, -SKEW):
-            settings = Settings.load(
-                "rules",
-                {"COURT_CLOCK_SECOND_MS": str(SECOND_MS)},
-                nats_url=nats_url,
-                listen="127.0.0.1:0",
-                metrics_listen="",
-                env="test",
-                **keys.overrides("rules"),
-            )
+            settings = settings_for(nats_server.url, {"COURT_CLOCK_SECOND_MS": str(SECOND_MS)})
             apps.append(await RulesApp.start(settings, clock=lambda o=offset: time.time() + o))
         yield apps
     finally:
@@ -74,7 +57,7 @@ def _stamp(headers: dict[str, str]) -> float:
 
 
 async def test_each_turn_times_out_once_and_never_early_by_more_than_the_skew(
-    nats_url: str, skewed: list[RulesApp]
+    nats_server: BinaryNats, skewed: list[RulesApp]
 ) -> None:
     clients = [RulesClient(app.address, keys.token("lobby", "service")) for app in skewed]
     clock = events_pb2.TurnClock(turn_seconds=TURN, time_bank_seconds=0, autoplay_level="random")
@@ -82,7 +65,7 @@ async def test_each_turn_times_out_once_and_never_early_by_more_than_the_skew(
     for g in range(GAMES):  # created on either replica: each writes deadlines by its own clock
         made = await clients[g % 2].create_game("queens_court", ["ann", "ben"], clock=clock)
         gids.append(made.game_id)
-    nc = await nats.connect(nats_url)
+    nc = await nats.connect(nats_server.url)
     try:
         finished: set[str] = set()
         deadline = time.monotonic() + 240

@@ -9,8 +9,7 @@ moves are a history checked by tests/chaos/history.py.
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import grpc
 import nats
@@ -18,42 +17,25 @@ import pytest
 from court_client import RulesClient
 from court_client.rules import action_json
 from court_kit import records as krec
-from court_kit.settings import Settings
 from court_rules.app import RulesApp
 
 from tests.chaos.history import History, check_games, read_game
 from tests.fixtures import keys
 from tests.fixtures.nats import BinaryNats
+from tests.rules.conftest import settings_for
 
 LIMIT = 64 * 1024  # the game-log stream's bytes
 
 
 @pytest.fixture
-def small_store(tmp_path: Path) -> Iterator[BinaryNats]:
-    server = BinaryNats(tmp_path / "nats")
-    server.start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-async def rules(small_store: BinaryNats) -> AsyncIterator[RulesApp]:
-    settings = Settings.load(
-        "rules",
-        {"COURT_GAMES_MAX_BYTES": str(LIMIT)},
-        nats_url=small_store.url,
-        listen="127.0.0.1:0",
-        metrics_listen="",
-        env="test",
-        **keys.overrides("rules"),
-    )
-    app = await RulesApp.start(settings)
+async def rules(nats_server: BinaryNats) -> AsyncIterator[RulesApp]:
+    app = await RulesApp.start(settings_for(nats_server.url, {"COURT_GAMES_MAX_BYTES": str(LIMIT)}))
     yield app
     await app.stop(0)
 
 
 async def test_a_full_store_refuses_moves_cleanly_loses_none_and_recovers(
-    small_store: BinaryNats, rules: RulesApp
+    nats_server: BinaryNats, rules: RulesApp
 ) -> None:
     svc = RulesClient(rules.address, keys.token("lobby", "service"))
     players = {
@@ -62,7 +44,7 @@ async def test_a_full_store_refuses_moves_cleanly_loses_none_and_recovers(
     }
     history = History()
     rng = random.Random(33)
-    nc = await nats.connect(small_store.url)
+    nc = await nats.connect(nats_server.url)
     js = nc.jetstream()
     try:
         gid = (await svc.create_game("queens_court", ["ann", "ben"])).game_id

@@ -63,24 +63,20 @@ def test_a_lost_acknowledged_move_is_caught() -> None:
     assert f"{G}: acknowledged move r5" not in "".join(found)  # unknown: absent or once is fine
 
 
-def test_a_doubled_move_is_caught() -> None:
+def _append(log: GameLog, entry: LogEntry) -> None:
+    """One more record at the log's end, its public form as the projector would publish it."""
+    log.entries.append(entry)
+    log.public.append(f"public {entry.seq}".encode())
+    log.redacted.append(f"public {entry.seq}".encode())
+
+
+@pytest.mark.parametrize("rid", ["r2", "r5"])  # acknowledged / of unknown outcome
+def test_a_doubled_move_is_caught(rid: str) -> None:
     log, h = _sound()
-    twice = copy.copy(log.entries[2])
+    twice = copy.copy(next(e for e in log.entries if e.request_id == rid))
     twice.seq = 7
-    log.entries.append(twice)
-    log.public.append(b"public 7")
-    log.redacted.append(b"public 7")
-    assert check_games([log], h) == [f"{G}: request r2 applied 2 times"]
-
-
-def test_an_unknown_move_applied_twice_is_caught() -> None:
-    log, h = _sound()
-    again = copy.copy(next(e for e in log.entries if e.request_id == "r5"))
-    again.seq = 7
-    log.entries.append(again)
-    log.public.append(b"x")
-    log.redacted.append(b"x")
-    assert check_games([log], h) == [f"{G}: request r5 applied 2 times"]
+    _append(log, twice)
+    assert check_games([log], h) == [f"{G}: request {rid} applied 2 times"]
 
 
 def test_a_gap_is_caught() -> None:
@@ -91,9 +87,7 @@ def test_a_gap_is_caught() -> None:
 
 def test_a_refused_move_present_is_caught() -> None:
     log, h = _sound()
-    log.entries.append(LogEntry(7, "move", "late", "alice", 0, {"type": "play", "n": 9}))
-    log.public.append(b"x")
-    log.redacted.append(b"x")
+    _append(log, LogEntry(7, "move", "late", "alice", 0, {"type": "play", "n": 9}))
     assert check_games([log], h) == [f"{G}: move late refused (FAILED_PRECONDITION) but in the log at seq 7"]
 
 
@@ -105,9 +99,7 @@ def test_an_acknowledged_move_at_another_seq_is_caught() -> None:
 
 def test_a_timeout_applied_twice_is_caught() -> None:
     log, h = _sound()
-    log.entries.append(LogEntry(7, "move", f"clock-{G}-5-1", "court:clock", 1, {"type": "draw"}, "timeout"))
-    log.public.append(b"x")
-    log.redacted.append(b"x")
+    _append(log, LogEntry(7, "move", f"clock-{G}-5-1", "court:clock", 1, {"type": "draw"}, "timeout"))
     found = check_games([log], h)
     assert f"{G}: turn 5 seat 1 timed out 2 times" in found
 
