@@ -85,13 +85,13 @@ from tests.fixtures import keys
 from tests.fixtures.procs import Service
 from tests.ranking.qc_expect import expected_changes
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.timeout(1500)]
-
 GAMES = 50
 PEOPLE = 25
 ANTE = 100
 OPENING = 1000
 DURATION = float(os.environ.get("COURT_CHAOS_DURATION", "0") or 0)
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.timeout(1500 + DURATION)]
 # COURT_CHAOS_NEMESIS=0: the same run with no fault at all (the baseline of its figures)
 NEMESIS = os.environ.get("COURT_CHAOS_NEMESIS", "1") != "0"
 RULES = ("rules-a", "rules-b")
