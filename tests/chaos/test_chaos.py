@@ -360,19 +360,25 @@ async def test_games_survive_partitions_slow_links_and_kills_with_a_checked_hist
         await asyncio.gather(_serving(services["lobby"].address), _serving(services["bot"].address))
         lobby_addr, ranking_addr = services["lobby"].address, services["ranking"].address
 
-        # 25 people, waves of 50 lobbies of two-player Queen's Court with an ante: a person and a
-        # bot each, every person in two games at once (so two games settle into one balance
-        # concurrently)
-        async with LobbyClient(lobby_addr, timeout=120) as anon:
-            limit = asyncio.Semaphore(4)  # password hashing is CPU-bound: a few at a time
+        # each wave: 25 new people (a person who lost a wave's games may hold too little for an
+        # ante), 50 lobbies of two-player Queen's Court with an ante: a person and a bot each, every
+        # person in two games at once (so two games settle into one balance concurrently)
+        people: list[tuple[str, str]] = []  # (player id, token), every wave's
+        clients: list[RulesClient] = []
 
-            async def account(i: int) -> Any:
-                async with limit:
-                    return await anon.create_account(f"Chaos {i:03d}", "chaos password 0123")
+        async def new_people(wave: int) -> None:
+            async with LobbyClient(lobby_addr, timeout=120) as anon:
+                limit = asyncio.Semaphore(4)  # password hashing is CPU-bound: a few at a time
 
-            auths = await asyncio.gather(*(account(i) for i in range(PEOPLE)))
-        people = [(auth.account.player_id, auth.token) for auth in auths]
-        clients = [RulesClient(rules_target, tok, retries=4, max_backoff=1.0, timeout=8) for _, tok in people]
+                async def account(i: int) -> Any:
+                    async with limit:
+                        return await anon.create_account(f"Chaos {wave}-{i:03d}", "chaos password 0123")
+
+                auths = await asyncio.gather(*(account(i) for i in range(PEOPLE)))
+            for auth in auths:
+                people.append((auth.account.player_id, auth.token))
+                clients.append(RulesClient(rules_target, auth.token, retries=4, max_backoff=1.0, timeout=8))
+
         analyst = RulesClient(rules_target, keys.token("analyst", "analytics"), retries=12)
         nc = await nats.connect(cluster.urls.split(","), max_reconnect_attempts=-1)
         history = History()
@@ -387,15 +393,18 @@ async def test_games_survive_partitions_slow_links_and_kills_with_a_checked_hist
         wave = 0
         while wave == 0 or time.monotonic() - t_play < DURATION:
             wave += 1
+            await new_people(wave)
+            first = len(people) - PEOPLE
 
-            async def open_game(g: int) -> tuple[str, int]:
-                host = people[g % PEOPLE]
+            async def open_game(g: int, first: int = first) -> tuple[str, int]:
+                person = first + g % PEOPLE
+                host = people[person]
                 async with LobbyClient(lobby_addr, host[1]) as h:
                     lob = await h.create_lobby("queens_court", {"players": 2}, online=True, ante=ANTE)
                     await h.set_bot(lob.lobby_id, "random")
                     started = await h.start(lob.lobby_id)
                     assert started.game_id
-                    return started.game_id, g % PEOPLE
+                    return started.game_id, person
 
             opened = list(await asyncio.gather(*(open_game(g) for g in range(GAMES))))
             games += opened
