@@ -118,10 +118,13 @@ image:
 image-test: setup image
 	COURT_IMAGE=$(IMAGE) $(BIN)/pytest -p no:cacheprovider -o addopts="-ra --strict-markers" -q tests/image $(PYTEST_ARGS)
 
-# The chaos suite alone (tests/chaos: a 3-server NATS cluster, two rules replicas, PostgreSQL restarted
-# under 50 online ante games); `make test` runs it too.
+# The chaos suite alone (tests/chaos: a 3-server NATS cluster, two rules replicas, PostgreSQL, fault-
+# injecting proxies on their links; kills, partitions, stalls, delays and cuts under online ante games,
+# every move recorded and the history checked); `make test` runs one wave of 50 games.
+# DURATION=<seconds>: waves of 50 games under the nemesis until that long has passed; NEMESIS=0: no fault
+# (the baseline of the figures it prints).
 chaos: setup
-	$(BIN)/pytest -p no:cacheprovider -o addopts="-ra --strict-markers" -q tests/chaos $(PYTEST_ARGS)
+	COURT_CHAOS_DURATION=$(DURATION) COURT_CHAOS_NEMESIS=$(or $(NEMESIS),1) $(BIN)/pytest -p no:cacheprovider -o addopts="-ra --strict-markers" -q -s tests/chaos $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache

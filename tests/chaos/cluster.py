@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.fixtures.nats import _drain, free_port, nats_binary
@@ -18,21 +19,33 @@ START_TIMEOUT = 30.0
 
 
 class NatsNode:
-    def __init__(self, root: Path, index: int, client_port: int, cluster_ports: list[int]):
+    def __init__(
+        self,
+        root: Path,
+        index: int,
+        client_port: int,
+        cluster_ports: list[int],
+        route_ports: list[int] | None = None,
+    ):
+        """``route_ports``: the ports this node dials to reach each peer (default: their cluster
+        ports; a fault-injecting proxy's port puts the proxy on that route)."""
         self.index = index
         self.name = f"chaos-{index}"
         self.port = client_port
         self.url = f"nats://127.0.0.1:{client_port}"
         self.dir = root / self.name
         self.dir.mkdir(parents=True, exist_ok=True)
-        routes = ", ".join(f"nats://127.0.0.1:{p}" for i, p in enumerate(cluster_ports) if i != index)
+        dial = route_ports or cluster_ports
+        routes = ", ".join(f"nats://127.0.0.1:{p}" for i, p in enumerate(dial) if i != index)
         self.conf = self.dir / "nats.conf"
         self.conf.write_text(
             f"server_name: {self.name}\nhost: 127.0.0.1\nport: {client_port}\n"
             f"jetstream {{\n  store_dir: {str(self.dir / 'store')!r}\n  max_file_store: 8GB\n"
             f"  max_memory_store: 64MB\n}}\n"
             f"cluster {{\n  name: chaos\n  host: 127.0.0.1\n  port: {cluster_ports[index]}\n"
-            f"  routes: [{routes}]\n}}\n".replace("'", '"')
+            # no_advertise: clients know only the URLs they were given (in the chaos test, the
+            # fault-injecting proxies), never a peer's own address to reconnect to around them
+            f"  routes: [{routes}]\n  no_advertise: true\n}}\n".replace("'", '"')
         )
         self.proc: subprocess.Popen[bytes] | None = None
         self._drain = threading.Thread()
@@ -86,10 +99,15 @@ class NatsNode:
 class NatsCluster:
     """Three nats-server processes routing to each other: JetStream with R3 streams."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, route_proxy: Callable[[int, int, int], int] | None = None):
+        """``route_proxy(i, j, port)``: the port node i dials to reach node j's cluster ``port`` (a
+        proxy placed on that route); default: node j's port itself."""
         client = [free_port() for _ in range(3)]
         cluster = [free_port() for _ in range(3)]
-        self.nodes = [NatsNode(root, i, client[i], cluster) for i in range(3)]
+        self.nodes = []
+        for i in range(3):
+            dial = [route_proxy(i, j, p) if route_proxy and j != i else p for j, p in enumerate(cluster)]
+            self.nodes.append(NatsNode(root, i, client[i], cluster, dial))
 
     @property
     def urls(self) -> str:

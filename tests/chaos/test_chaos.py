@@ -1,36 +1,62 @@
-"""Chaos: 50 online Queen's Court games with antes, played through the whole stack while, on a
-schedule, a NATS server is killed and restarted, a rules replica is killed and restarted, and
-PostgreSQL is restarted.
+"""Chaos: online Queen's Court games with antes, played through the whole stack while a nemesis
+kills and restarts processes and breaks the links between them (issue 33), every client move
+recorded in a history that a checker verifies against what was stored.
 
 The stack: a 3-server NATS cluster (nats-server processes on loopback with cluster routes; every
-stream R3, COURT_STREAM_REPLICAS=3), two rules replicas, lobby, two ranking replicas and a bot service, each
-from its console script, on a private PostgreSQL server (Debian binaries, as
-scripts/test-postgres.sh makes one). Each game seats a person (an account; this test plays the
-seat with random legal moves through the rules service, as any client would) and a bot (the bot
-service plays it); 25 people play two games each at once. The schedule follows the games' progress (share of all moves played), so
-every fault lands while games are being played, however fast the machine is.
+stream R3, COURT_STREAM_REPLICAS=3), two rules replicas, lobby, two ranking replicas and a bot
+service, each from its console script, on a private PostgreSQL server (Debian binaries, as
+scripts/test-postgres.sh makes one). A fault-injecting TCP proxy (tests/chaos/proxy.py) sits
+between each rules replica and each NATS server, on each NATS cluster route (each direction of
+each pair), and between the lobby and each ranking replica and PostgreSQL; the servers do not advertise their own addresses (no_advertise), so every
+reconnection goes through the proxies too. Each game seats a person (an account; this test plays
+the seat with random legal moves through the rules service, as any client would) and a bot (the bot
+service plays it); 25 people play two games each at once.
 
-Afterwards, what users and operators would notice:
+The nemesis (SCHEDULE) mixes, while games are played: a NATS server killed and restarted, a rules
+replica killed and restarted, PostgreSQL restarted; a rules replica partitioned from every NATS
+server; one NATS server cut off from both others (its cluster routes, a minority of one); a one-way drop of NATS's answers to a rules replica; delay and jitter on a rules replica's
+NATS links and on the PostgreSQL links; a stall of a rules replica's NATS links and of the ranking
+replicas' PostgreSQL links; connections cut in the middle of a message; the ranking replicas
+partitioned from PostgreSQL. Each fault follows the games' progress (share of all moves played),
+so it lands while games are being played however fast the machine is; each link fault is healed
+at a later share or after a few seconds, whichever comes first, and never both rules replicas are
+cut off at once (the games would stop, and with them the schedule).
+
+Every move a person submits is an operation in tests/chaos/history.py's History: invoke and
+completion time, outcome ok (at a seq), refused (its status) or unknown (a timeout or a cut after
+the client's retries). Afterwards, tests/chaos/history.py checks what users and operators would
+notice:
 
 * every game finished;
-* no move lost or doubled in any game's log: its records run 0, 1, 2, ... with no gap and no
-  repeat, no request id was applied twice, and every move a player's client saw accepted is
-  there, at its seq, with its action;
-* the public events of every game are complete and in order: (move seq, index) run from (0, 0)
-  with each move's last event marked, in stream order, no duplicate, through the final move;
-* the ledger is consistent: each person's balance is the opening 1,000 plus exactly what
-  docs/rules/queens_court.md says their games paid (computed from the games' full records by tests/ranking/qc_expect,
-  which shares no code with the ranking service), and equals the sum of their ledger entries.
+* each game log is one linear history: records 0, 1, 2, ... with no gap or repeat; every
+  acknowledged move in it once at its seq with its seat and action; no refused move in it; an
+  unknown one once or not at all; no request id applied twice; a turn timeout at most once per
+  turn; the public stream of the game is exactly the log's redaction, record by record, in order;
+* the ledger conserves points: per game and person one ante paid and one ante won at most; each
+  person's entries for a game add up to what docs/rules/queens_court.md says it paid (computed
+  from the game's full record by tests/ranking/qc_expect, which shares no code with the ranking
+  service); each balance is the opening 1,000 plus its entries; all balances add up to the
+  grants plus what the games paid; ``court admin audit`` reports no violation.
 
-Figures (printed): the run's duration, moves played, and when each fault happened.
+``COURT_CHAOS_DURATION=<seconds>`` (``make chaos DURATION=...``) plays wave after wave of 50 games
+under the same nemesis until that long has passed (the default: one wave, the short run of
+``make test``); every wave is checked. ``COURT_CHAOS_NEMESIS=0`` (``make chaos NEMESIS=0``) plays the
+same run with no fault, for the figures' baseline.
+
+Figures (printed): per wave the moves played, the history's outcomes, throughput (person moves
+acknowledged per second) and the p50/p99 of an acknowledged move's latency; when each fault
+happened.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import random
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -41,37 +67,69 @@ import grpc
 import nats
 import pytest
 from court_client import LobbyClient, RankingClient, RulesClient
-from court_kit import actions as kactions
-from court_kit import jetstream as kjs
 from court_kit import records as krec
 from court_kit import typed
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.chaos.cluster import NatsCluster, Postgres
+from tests.chaos.history import (
+    History,
+    LedgerEntry,
+    check_games,
+    check_ledger,
+    read_game,
+    unknown_applied,
+)
+from tests.chaos.proxy import ProxyThread
 from tests.fixtures import keys
 from tests.fixtures.procs import Service
 from tests.ranking.qc_expect import expected_changes
-
-pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.timeout(1500)]
 
 GAMES = 50
 PEOPLE = 25
 ANTE = 100
 OPENING = 1000
-# (share of the expected moves played, fault)
+DURATION = float(os.environ.get("COURT_CHAOS_DURATION", "0") or 0)
+
+pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.timeout(1500 + DURATION)]
+# COURT_CHAOS_NEMESIS=0: the same run with no fault at all (the baseline of its figures)
+NEMESIS = os.environ.get("COURT_CHAOS_NEMESIS", "1") != "0"
+RULES = ("rules-a", "rules-b")
+PG_USERS = ("lobby", "ranking", "ranking-b")
+HEAL_AFTER = 4.0  # seconds: a link fault lasts until its heal's share of moves, or this long
+# (share of the expected moves played, fault); "heal ..." lifts the faults of those links
 SCHEDULE = [
-    (0.10, "kill nats-1"),
-    (0.22, "restart nats-1"),
-    (0.35, "kill rules-a"),
-    (0.45, "restart rules-a"),
-    (0.60, "restart postgresql"),
+    (0.04, "partition rules-a<>nats"),
+    (0.08, "heal rules-a<>nats"),
+    (0.09, "kill nats-1"),
+    (0.14, "delay rules-b<>nats, delay pg"),
+    (0.17, "restart nats-1"),
+    (0.20, "cut rules-a<>nats mid-message, cut ranking<>pg mid-message"),
+    (0.22, "heal rules-b<>nats, heal pg"),
+    (0.25, "kill rules-a"),
+    (0.30, "restart rules-a"),
+    (0.33, "stall rules-b<>nats, stall ranking<>pg"),
+    (0.36, "heal rules-b<>nats, heal ranking<>pg"),
+    (0.39, "drop rules-a<>nats answers"),
+    (0.42, "heal rules-a<>nats"),
+    (0.45, "restart postgresql"),
+    (0.46, "partition chaos-2<>routes"),
+    (0.48, "heal chaos-2<>routes"),
+    (0.49, "partition ranking<>pg, delay rules-a<>nats"),
+    (0.54, "heal ranking<>pg, heal rules-a<>nats"),
+    (0.57, "cut rules-b<>nats mid-message, cut lobby<>pg mid-message"),
 ]
 EXPECTED_MOVES_PER_GAME = 90  # a 2-player random game of Queen's Court plays about this many
+# (the schedule counts the people's moves only: about 60 a game, so its shares stay under 0.6)
 
 
 @pytest.fixture
-def infra(tmp_path: Path) -> Iterator[tuple[NatsCluster, Postgres]]:
-    cluster = NatsCluster(tmp_path / "nats")
+def infra(tmp_path: Path) -> Iterator[tuple[NatsCluster, Postgres, ProxyThread]]:
+    proxies = ProxyThread()
+    # the cluster's routes through proxies too: node i reaches node j through "chaos-i>chaos-j"
+    cluster = NatsCluster(
+        tmp_path / "nats", lambda i, j, port: proxies.add(f"chaos-{i}>chaos-{j}", port).port
+    )
     # the server's folder outside pytest's base folder: pytest makes /tmp/pytest-of-<user> private
     # (0700) again whenever another pytest session starts, which would lock the postgres user out
     pg_root = Path(tempfile.mkdtemp(prefix="court-chaos-pg-"))
@@ -79,8 +137,14 @@ def infra(tmp_path: Path) -> Iterator[tuple[NatsCluster, Postgres]]:
     try:
         pg.init()
         cluster.start()
-        yield cluster, pg
+        for r in RULES:
+            for node in cluster.nodes:
+                proxies.add(f"{r}>{node.name}", node.port)
+        for user in PG_USERS:
+            proxies.add(f"{user}>pg", pg.port)
+        yield cluster, pg, proxies
     finally:
+        proxies.close()
         cluster.stop()
         pg.stop()
         shutil.rmtree(pg_root, ignore_errors=True)
@@ -114,72 +178,115 @@ async def _serving(address: str, timeout: float = 300) -> None:
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
 
 
-class Chaos:
-    def __init__(self, cluster: NatsCluster, pg: Postgres, services: dict[str, Service]):
-        self.cluster, self.pg, self.services = cluster, pg, services
+class Nemesis:
+    def __init__(
+        self, cluster: NatsCluster, pg: Postgres, proxies: ProxyThread, services: dict[str, Service]
+    ):
+        self.cluster, self.pg, self.proxies, self.services = cluster, pg, proxies, services
         self.moves = 0
         self.total = GAMES * EXPECTED_MOVES_PER_GAME
         self.progress = asyncio.Event()
         self.log: list[tuple[float, str]] = []
         self.t0 = time.monotonic()
+        self.faulty = 0.0  # seconds with a fault in force (for the figures)
 
     def moved(self) -> None:
         self.moves += 1
         self.progress.set()
 
     async def run(self, done: asyncio.Event) -> None:
-        for share, fault in SCHEDULE:
+        self.moves = 0
+        healing_since: float | None = None
+        for share, faults in SCHEDULE if NEMESIS else []:
+            heal = faults.startswith("heal")
+            t_wait = time.monotonic()
             while self.moves < share * self.total and not done.is_set():
+                if heal and time.monotonic() - t_wait > HEAL_AFTER:
+                    break  # a link fault lasts a few seconds at most, even when it slows the games
                 self.progress.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.progress.wait(), 5)
+                    await asyncio.wait_for(self.progress.wait(), 1 if heal else 5)
             if done.is_set():
-                raise AssertionError(f"the games ended before {fault!r} ({self.moves} moves): lengthen them")
-            await asyncio.to_thread(self._do, fault)
-            self.log.append((time.monotonic() - self.t0, f"{fault} at {self.moves} moves"))
+                raise AssertionError(f"the games ended before {faults!r} ({self.moves} moves): lengthen them")
+            for fault in faults.split(", "):
+                await asyncio.to_thread(self._do, fault)
+                self.log.append((time.monotonic() - self.t0, f"{fault} at {self.moves} moves"))
+            if heal and healing_since is not None:
+                self.faulty += time.monotonic() - healing_since
+                healing_since = None
+            elif not heal and healing_since is None:
+                healing_since = time.monotonic()
+        self.proxies.heal_all()
+
+    def _links(self, link: str) -> list[str]:
+        a, b = link.split("<>")
+        if b == "nats":
+            return [f"{a}>{n.name}" for n in self.cluster.nodes]
+        if b == "routes":  # every route to and from node a: a minority of one
+            return [n for n in self.proxies.proxies if n.startswith(f"{a}>chaos-") or n.endswith(f">{a}")]
+        return [f"{u}>pg" for u in (PG_USERS if a == "pg" else [a, *([f"{a}-b"] if a == "ranking" else [])])]
 
     def _do(self, fault: str) -> None:
+        verb, _, rest = fault.partition(" ")
+        if rest == "pg":
+            rest = "pg<>pg"  # every PostgreSQL link
         node = self.cluster.nodes[1]
         if fault == "kill nats-1":
             node.kill()
         elif fault == "restart nats-1":
             node.start()
-        elif fault == "kill rules-a":
-            self.services["rules-a"].kill()
-        elif fault == "restart rules-a":
-            self.services["rules-a"].restart()
+        elif verb in ("kill", "restart") and rest in RULES:
+            getattr(self.services[rest], verb)()
         elif fault == "restart postgresql":
             self.pg.restart()
+        elif verb == "partition":
+            self.proxies.do(self._links(rest), "partition")
+        elif verb == "heal":
+            self.proxies.do(self._links(rest), "heal")
+        elif verb == "delay":
+            self.proxies.do(self._links(rest), "delay", 0.05, jitter=0.1)
+        elif verb == "stall":
+            self.proxies.do(self._links(rest), "stall")
+        elif verb == "drop":  # NATS's answers to the replica lost, its own messages still sent
+            self.proxies.do(self._links(rest.removesuffix(" answers")), "drop", "down")
+        elif verb == "cut":
+            self.proxies.do(self._links(rest.removesuffix(" mid-message")), "cut_mid_message", "both")
         else:  # pragma: no cover
             raise AssertionError(fault)
 
 
 async def _play_seat(
-    rules: RulesClient,
-    gid: str,
-    seat: int,
-    rng: random.Random,
-    chaos: Chaos,
-    accepted: list[tuple[str, int, int, dict[str, Any]]],
+    rules: RulesClient, gid: str, seat: int, rng: random.Random, nemesis: Nemesis, history: History, who: str
 ) -> None:
-    """One person's seat: watch the game; on their turn, play a random legal action."""
+    """One person's seat: watch the game; on their turn, play a random legal action. Every submit is
+    an operation in the history; a move of unknown outcome is followed by a fresh look."""
     from court_client.rules import action_json
 
+    attempt = 0
     while True:
-        view = await rules.get_view(gid, seat)
+        try:
+            view = await rules.get_view(gid, seat)
+        except grpc.aio.AioRpcError as err:
+            if err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                continue  # the client retried and gave up: the person looks again
+            raise
         if view.finished:
             return
         if seat in view.to_act and view.legal_actions:
             act = rng.choice(list(view.legal_actions))
-            rid = f"chaos-{gid}-{view.seq}-{seat}"
+            attempt += 1
+            rid = f"chaos-{gid}-{view.seq}-{seat}-{attempt}"
+            op = history.invoke(who, gid, rid, seat, action_json(act))
             try:
                 reply = await rules.submit(gid, act, seat, request_id=rid)
             except grpc.aio.AioRpcError as err:
-                if err.code() == grpc.StatusCode.FAILED_PRECONDITION:
+                if err.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT):
+                    history.refused(op, err.code().name)
                     continue  # the game moved on meanwhile (a bot played first): look again
-                raise
-            accepted.append((rid, reply.view.seq, seat, action_json(act)))
-            chaos.moved()
+                history.unknown(op, f"{err.code().name}: {err.details()}")
+                continue
+            history.ok(op, reply.view.seq)
+            nemesis.moved()
             continue
 
         # someone else's turn: wait for the next update of this seat's view
@@ -188,12 +295,18 @@ async def _play_seat(
                 if upd.seq > after:
                     return
 
-        with contextlib.suppress(TimeoutError):
+        with contextlib.suppress(TimeoutError, grpc.aio.AioRpcError):
             await asyncio.wait_for(next_update(view.seq), 10)
 
 
-async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path, infra: Any) -> None:
-    cluster, pg = infra
+def _pct(xs: list[float], q: float) -> float:
+    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
+async def test_games_survive_partitions_slow_links_and_kills_with_a_checked_history(
+    tmp_path: Path, infra: Any
+) -> None:
+    cluster, pg, proxies = infra
     t_start = time.monotonic()
     await _wait_jetstream(cluster.urls)
     common = {
@@ -205,24 +318,38 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
         "COURT_BOT_BUDGET_RANDOM_MS": "5",
         "COURT_SHUTDOWN_GRACE": "2",
     }
+
+    def through(name: str) -> dict[str, str]:
+        """The environment that sends a service's NATS or PostgreSQL traffic through its proxies."""
+        env = {}
+        if name in RULES:
+            env["COURT_NATS_URL"] = ",".join(
+                f"nats://{proxies.proxies[f'{name}>{n.name}'].address}" for n in cluster.nodes
+            )
+        if name in PG_USERS:
+            env["COURT_DATABASE_URL"] = pg.url.replace(
+                f":{pg.port}/", f":{proxies.proxies[f'{name}>pg'].port}/"
+            )
+        return env
+
     services: dict[str, Service] = {}
     try:
-        for name in ("rules-a", "rules-b"):
-            services[name] = Service("rules", tmp_path, {**common, **keys.env("rules")})
+        for name in RULES:
+            services[name] = Service("rules", tmp_path, {**common, **keys.env("rules"), **through(name)})
         await asyncio.gather(*(_serving(s.address) for s in services.values()))
         rules_target = f"ipv4:{services['rules-a'].address},{services['rules-b'].address}"
         # two ranking replicas share the durable consumer of the full events (it is their throughput
         # that bounds how soon the last game is settled)
-        services["ranking"] = Service("ranking", tmp_path, {**common, **keys.env("ranking")})
-        await _serving(services["ranking"].address)
-        services["ranking-b"] = Service("ranking", tmp_path, {**common, **keys.env("ranking")})
-        await _serving(services["ranking-b"].address)
+        for name in ("ranking", "ranking-b"):
+            services[name] = Service("ranking", tmp_path, {**common, **keys.env("ranking"), **through(name)})
+            await _serving(services[name].address)
         services["lobby"] = Service(
             "lobby",
             tmp_path,
             {
                 **common,
                 **keys.env("lobby"),
+                **through("lobby"),
                 "COURT_RULES_ADDR": rules_target,
                 "COURT_RANKING_ADDR": services["ranking"].address,
             },
@@ -233,98 +360,108 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
         await asyncio.gather(_serving(services["lobby"].address), _serving(services["bot"].address))
         lobby_addr, ranking_addr = services["lobby"].address, services["ranking"].address
 
-        # 25 people, 50 lobbies of two-player Queen's Court with an ante: a person and a bot each,
-        # every person in two games at once (so two games settle into one balance concurrently)
-        people: list[tuple[str, str]] = []  # (player id, token)
-        async with LobbyClient(lobby_addr, timeout=120) as anon:
-            limit = asyncio.Semaphore(4)  # password hashing is CPU-bound: a few at a time
+        # each wave: 25 new people (a person who lost a wave's games may hold too little for an
+        # ante), 50 lobbies of two-player Queen's Court with an ante: a person and a bot each, every
+        # person in two games at once (so two games settle into one balance concurrently)
+        people: list[tuple[str, str]] = []  # (player id, token), every wave's
+        clients: list[RulesClient] = []
 
-            async def account(i: int) -> Any:
-                async with limit:
-                    return await anon.create_account(f"Chaos {i:03d}", "chaos password 0123")
+        async def new_people(wave: int) -> None:
+            async with LobbyClient(lobby_addr, timeout=120) as anon:
+                limit = asyncio.Semaphore(4)  # password hashing is CPU-bound: a few at a time
 
-            auths = await asyncio.gather(*(account(i) for i in range(PEOPLE)))
-            people = [(auth.account.player_id, auth.token) for auth in auths]
-        games: list[tuple[str, list[int]]] = []  # (game id, the people's indices by seat)
+                async def account(i: int) -> Any:
+                    async with limit:
+                        return await anon.create_account(f"Chaos {wave}-{i:03d}", "chaos password 0123")
 
-        async def open_game(g: int) -> tuple[str, list[int]]:
-            host = people[g % PEOPLE]
-            async with LobbyClient(lobby_addr, host[1]) as h:
-                lob = await h.create_lobby("queens_court", {"players": 2}, online=True, ante=ANTE)
-                await h.set_bot(lob.lobby_id, "random")
-                started = await h.start(lob.lobby_id)
-                assert started.game_id
-                return started.game_id, [g % PEOPLE]
+                auths = await asyncio.gather(*(account(i) for i in range(PEOPLE)))
+            for auth in auths:
+                people.append((auth.account.player_id, auth.token))
+                clients.append(RulesClient(rules_target, auth.token, retries=4, max_backoff=1.0, timeout=8))
 
-        games = list(await asyncio.gather(*(open_game(g) for g in range(GAMES))))
-        t_play = time.monotonic()
-
-        chaos = Chaos(cluster, pg, services)
-        chaos.t0 = t_play
-        accepted: list[tuple[str, int, int, dict[str, Any]]] = []
-        clients = [RulesClient(rules_target, tok, retries=12, max_backoff=2.0) for _, tok in people]
-        done = asyncio.Event()
-        rng = random.Random(16)
-        seats = []
-        for gid, idx in games:
-            for seat, person in enumerate(idx):
-                seats.append(
-                    _play_seat(clients[person], gid, seat, random.Random(rng.random()), chaos, accepted)
-                )
-        chaos_task = asyncio.create_task(chaos.run(done))
-        try:
-            await asyncio.wait_for(asyncio.gather(*seats), 900)
-        finally:
-            done.set()
-        await chaos_task
-        t_played = time.monotonic()
-
-        # ---- every game finished, every log intact
         analyst = RulesClient(rules_target, keys.token("analyst", "analytics"), retries=12)
-        nc = await nats.connect(cluster.urls.split(","))
-        js = nc.jetstream()
-        by_game: dict[str, dict[int, tuple[str, int, dict[str, Any]]]] = {}
-        for rid, seq, seat, act in accepted:
-            by_game.setdefault(rid.split("-")[1], {})[seq] = (rid, seat, act)
-        total_moves = 0
-        expected: dict[str, int] = {pid: OPENING for pid, _ in people}
-        for gid, idx in games:
-            view = await analyst.get_view(gid)
-            assert view.finished, gid
-            # the game log: one full court.events.v2.Record per step, seq 0..n, no request twice
-            records = await kjs.direct_get_batch(nc, krec.game_stream(0), krec.log_filter(gid, 1))
-            bodies = [krec.decode(m.data) for m in records]
-            seqs = [int(b.seq) for b in bodies]
-            assert seqs == list(range(len(bodies))), f"{gid}: log seqs {seqs[:20]}..."
-            assert seqs[-1] == view.seq
-            assert bodies[0].WhichOneof("body") == "created", gid
-            moves = {int(b.seq): b.move for b in bodies if b.WhichOneof("body") == "move"}
-            rids = [(m.by, m.request_id) for m in moves.values()]
-            assert len(set(rids)) == len(rids), f"{gid}: a request applied twice"
-            for seq, (rid, seat, act) in by_game.get(gid, {}).items():
-                m = moves[seq]
-                assert (m.request_id, int(m.seat), kactions.to_json(m.action)) == (rid, seat, act), (
-                    f"{gid}: accepted move {seq} lost"
+        nc = await nats.connect(cluster.urls.split(","), max_reconnect_attempts=-1)
+        history = History()
+        games: list[tuple[str, int]] = []  # (game id, the person at seat 0), every wave
+        antes: dict[str, dict[str, int]] = {}
+        expected: dict[str, dict[str, int]] = {}
+        anomalies: list[str] = []
+        figures: list[str] = []
+        nemesis = Nemesis(cluster, pg, proxies, services)
+        rng = random.Random(16)
+        t_play = time.monotonic()
+        wave = 0
+        while wave == 0 or time.monotonic() - t_play < DURATION:
+            wave += 1
+            await new_people(wave)
+            first = len(people) - PEOPLE
+
+            async def open_game(g: int, first: int = first) -> tuple[str, int]:
+                person = first + g % PEOPLE
+                host = people[person]
+                async with LobbyClient(lobby_addr, host[1]) as h:
+                    lob = await h.create_lobby("queens_court", {"players": 2}, online=True, ante=ANTE)
+                    await h.set_bot(lob.lobby_id, "random")
+                    started = await h.start(lob.lobby_id)
+                    assert started.game_id
+                    return started.game_id, person
+
+            opened = list(await asyncio.gather(*(open_game(g) for g in range(GAMES))))
+            games += opened
+            for gid, person in opened:
+                antes[gid] = {people[person][0]: ANTE}
+            ops_before = len(history.ops)
+            nemesis.log.append((time.monotonic() - nemesis.t0, f"wave {wave}: {GAMES} games opened"))
+            t_wave = time.monotonic()
+            done = asyncio.Event()
+            seats = [
+                _play_seat(
+                    clients[person], gid, 0, random.Random(rng.random()), nemesis, history, people[person][0]
                 )
-            total_moves += view.seq
-            # public records: one per step, complete and in order, each a public one
-            pub = await kjs.direct_get_batch(nc, krec.PUBLIC_STREAM, krec.public_subject("queens_court", gid))
-            public = [krec.decode(m.data) for m in pub]
-            assert [int(r.seq) for r in public] == seqs, (
-                f"{gid}: public records {[r.seq for r in public][:20]}..."
+                for gid, person in opened
+            ]
+            nemesis_task = asyncio.create_task(nemesis.run(done))
+            try:
+                await asyncio.wait_for(asyncio.gather(*seats), 900)
+            finally:
+                done.set()
+            await nemesis_task
+            t_played = time.monotonic()
+
+            # ---- this wave's games: each log checked against the history
+            logs = []
+            wave_moves = 0
+            for gid, person in opened:
+                view = await analyst.get_view(gid)
+                assert view.finished, gid
+                logs.append(await read_game(nc, "queens_court", gid))
+                wave_moves += view.seq
+                # what the game paid, from its full record
+                h = await analyst.history(gid)
+                events = [typed.event_from_proto(e) for e in h.created_events]
+                for mv in h.moves:
+                    events.extend(typed.event_from_proto(e) for e in mv.events)
+                changes = expected_changes(events, 2, ANTE, h.seed, bots=[False, True])  # seat 1: the bot
+                expected[gid] = {people[person][0]: changes[0]}
+            wave_ops = type(history)(history.ops[ops_before:])
+            found = check_games(logs, wave_ops)
+            applied, not_applied = unknown_applied(logs, wave_ops)
+            anomalies += [f"wave {wave}: {a}" for a in found]
+            lat = wave_ops.latencies()
+            counts = wave_ops.counts()
+            figures.append(
+                f"wave {wave}: {GAMES} games, {wave_moves} moves, {len(wave_ops.ops)} person operations "
+                f"({counts['ok']} ok, {counts['refused']} refused, {counts['unknown']} unknown: {applied} applied, "
+                f"{not_applied} not), "
+                f"{counts['ok'] / (t_played - t_wave):.1f} acknowledged/s, p50 {_pct(lat, 0.5) * 1000:.0f} ms, "
+                f"p99 {_pct(lat, 0.99) * 1000:.0f} ms, play {t_played - t_wave:.1f}s (faults in force "
+                f"{nemesis.faulty:.1f}s), {len(found)} anomalies"
             )
-            assert all(r.visibility == krec.PUBLIC for r in public), gid
-            # what the game paid, from its full record
-            h = await analyst.history(gid)
-            events = [typed.event_from_proto(e) for e in h.created_events]
-            for mv in h.moves:
-                events.extend(typed.event_from_proto(e) for e in mv.events)
-            changes = expected_changes(events, 2, ANTE, h.seed, bots=[False, True])  # seat 1 is the bot
-            for seat, person in enumerate(idx):
-                expected[people[person][0]] += changes[seat]
-        await analyst.close()
-        # the ranking service consumes the public records on its own durable consumer: wait until it
-        # has every one of them acknowledged (nothing pending, nothing in flight)
+            nemesis.faulty = 0.0
+
+        # ---- the ranking service consumes the public records on its own durable consumer: wait until
+        # it has every one of them acknowledged (nothing pending, nothing in flight)
+        js = nc.jetstream()
         t_checked = time.monotonic()
         deadline = time.monotonic() + 300
         while True:
@@ -336,35 +473,69 @@ async def test_fifty_games_survive_nats_rules_and_postgres_faults(tmp_path: Path
         t_ranked = time.monotonic()
         await nc.close()
 
-        # ---- the ledger: every balance as docs/rules/queens_court.md says, every balance the sum of its entries
-        deadline = time.monotonic() + 30
-        wrong: dict[str, tuple[int, int]] = {}
-        while True:
-            wrong = {}
+        # ---- the ledger: every entry of every account, checked for conservation
+        async def read_ledger() -> tuple[list[LedgerEntry], dict[str, int]]:
+            entries: list[LedgerEntry] = []
+            balances: dict[str, int] = {}
             for pid, tok in people:
                 async with RankingClient(ranking_addr, tok) as rk:
-                    bal = (await rk.balance()).points
-                    if bal != expected[pid]:
-                        wrong[pid] = (bal, expected[pid])
+                    token = ""
+                    while True:
+                        page = await rk.ledger(page_size=500, page_token=token)
+                        entries += [
+                            LedgerEntry(e.entry_id, e.player_id, e.delta, e.note, e.game_id)
+                            for e in page.entries
+                        ]
+                        balances[pid] = page.balance
+                        token = page.next_page_token
+                        if not token:
+                            break
+            return entries, balances
+
+        grants = {pid: OPENING for pid, _ in people}
+        deadline = time.monotonic() + 30
+        while True:
+            entries, balances = await read_ledger()
+            wrong = check_ledger(entries, balances, grants, antes, expected)
             if not wrong or time.monotonic() > deadline:
                 break
             await asyncio.sleep(1)  # the ranking consumer settles the last games asynchronously
-        assert not wrong, f"balances (got, want): {wrong}"
-        for pid, tok in people[:10]:
-            async with RankingClient(ranking_addr, tok) as rk:
-                ledger = await rk.ledger(page_size=500)
-                assert sum(e.delta for e in ledger.entries) == ledger.balance == expected[pid]
+        anomalies += wrong
+
+        court = str(Path(sys.executable).parent / "court")
+        audit = await asyncio.to_thread(
+            subprocess.run,
+            [court, "--plain", "admin", "audit"],
+            env={
+                "COURT_RANKING_ADDR": ranking_addr,
+                "COURT_LOBBY_ADDR": lobby_addr,
+                "COURT_CONFIG_DIR": str(tmp_path / "cfg"),
+                "COURT_ADMIN_TOKEN": keys.token("ops", "admin"),
+                "PATH": "/usr/bin:/bin",
+            },
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        if audit.returncode or "VIOLATION" in audit.stdout:
+            anomalies.append(f"court admin audit: {audit.stdout[-2000:]} {audit.stderr[-2000:]}")
+        await analyst.close()
         for c in clients:
             await c.close()
         t_end = time.monotonic()
         print(
-            f"\nchaos: {GAMES} games, {total_moves} moves ({len(accepted)} by people), set-up "
-            f"{t_play - t_start:.1f}s, play {t_played - t_play:.1f}s, log checks {t_checked - t_played:.1f}s, "
-            f"ranking catching up {t_ranked - t_checked:.1f}s, ledger checks {t_end - t_ranked:.1f}s, "
-            f"total {t_end - t_start:.1f}s"
+            f"\nchaos: {len(games)} games in {wave} wave(s), {len(history.ops)} person operations "
+            f"{dict(history.counts())}, {len(entries)} ledger entries, set-up {t_play - t_start:.1f}s, "
+            f"play and log checks {t_checked - t_play:.1f}s, ranking catching up {t_ranked - t_checked:.1f}s, "
+            f"ledger checks {t_end - t_ranked:.1f}s, total {t_end - t_start:.1f}s"
         )
-        for t, what in chaos.log:
-            print(f"  +{t:5.1f}s {what}")
+        for line in figures:
+            print(f"  {line}")
+        for t, what in nemesis.log:
+            print(f"  +{t:6.1f}s {what}")
+        for name, p in proxies.proxies.items():
+            print(f"  proxy {name}: {p.accepted} connections, {p.refused} refused, {p.cuts} cut, {p.bytes}")
+        assert not anomalies, "\n".join(anomalies[:50])
     finally:
         for s in services.values():
             s.close()

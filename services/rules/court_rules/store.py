@@ -68,9 +68,10 @@ class Record:
 
 
 def _unavailable(what: str, exc: BaseException) -> Unavailable:
-    return Unavailable(
-        f"the game store is unavailable ({what}: {type(exc).__name__}); retry with the same request id"
-    )
+    # JetStream's own description when it refused (e.g. "maximum bytes exceeded": the log stream is
+    # full), so an operator reading the client's error knows why
+    why = getattr(exc, "description", None) or type(exc).__name__
+    return Unavailable(f"the game store is unavailable ({what}: {why}); retry with the same request id")
 
 
 class GameStore:
