@@ -106,7 +106,9 @@ def test_reload_and_a_second_device_are_back_in_the_seat(
         lambda: final_view(web_stack, me.session()["token"], game_id).seq > seq, "the keyed move applied"
     )
     new = me.session()
-    assert new["token"] != old["token"] and new["refresh"] != old["refresh"]
+    # the page traded its refresh token for a new pair (the access token itself may be byte-equal
+    # to the old one: same claims issued within the same second, and Ed25519 signs deterministically)
+    assert new["refresh"] != old["refresh"]
     assert new["expires"] > 0
 
     async def spent() -> str:
