@@ -241,22 +241,22 @@ class Settings:
         values["extra"] = {k: v for k, v in env.items() if k.startswith("COURT_") and k not in known}
         values.update(overrides)
         values["state_dir"] = Path(values["state_dir"])
-        if values["env"] == "dev" and not (
+        dev_keys = values["env"] == "dev" and not (
             values["token_keys"] or values["signing_key"] or values["id_secret"]
-        ):
+        )
+        if dev_keys or (values["env"] == "dev" and not values["edge_secret"]):
             # here, not at the top: the keys bring jwt and cryptography (0.1-0.5 s), which a reader of
             # GRPC_PORTS (the terminal client, tests/cli/test_startup.py) does not need
             from .keys import ensure_dev_keys, signing_services
 
-            dev = ensure_dev_keys(values["state_dir"])
-            values["token_keys"] = str(dev.key_set)
-            if service in signing_services():
-                values["signing_key"] = str(dev.signing_key(service))
-            values["id_secret"] = dev.id_secret()
-        if values["env"] == "dev" and not values["edge_secret"]:
-            from .keys import ensure_dev_keys as dev_keys
-
-            values["edge_secret"] = dev_keys(values["state_dir"]).edge_secret()
+            dev = ensure_dev_keys(values["state_dir"])  # once: it locks, loads and may write the keys
+            if dev_keys:
+                values["token_keys"] = str(dev.key_set)
+                if service in signing_services():
+                    values["signing_key"] = str(dev.signing_key(service))
+                values["id_secret"] = dev.id_secret()
+            if not values["edge_secret"]:
+                values["edge_secret"] = dev.edge_secret()
         if not values["database_url"]:
             values["database_url"] = f"sqlite:///{values['state_dir'] / (service + '.db')}"
         return cls(**values)
