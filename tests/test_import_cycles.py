@@ -163,3 +163,83 @@ def test_no_import_cycles() -> None:
     assert not found, "import cycles among the project's modules:\n" + "\n".join(
         _describe(c, graph, known) for c in found
     )
+
+
+# The layers of the libraries, bottom up: each package's own modules may import only the packages
+# named here (``court_proto`` is generated, its imports are protobuf's own). ``court_base`` is the
+# floor; the engines (``court_games``) know no wire format and no service; the plumbing
+# (``court_kit``) knows no game; the contract (``court_contract``: typed views, records, actions)
+# sits above the engines and the generated messages and may use the plumbing.
+NOT_IMPORTED: dict[str, frozenset[str]] = {
+    "court_base": frozenset({"court_games", "court_kit", "court_contract", "court_proto"}),
+    "court_games": frozenset({"court_kit", "court_contract", "court_proto"}),
+    "court_kit": frozenset({"court_contract", "court_games"}),
+}
+CONTRACT_MAY_IMPORT = frozenset({"court_base", "court_games", "court_proto", "court_kit", "court_contract"})
+
+
+def _top(module: str) -> str:
+    return module.split(".")[0]
+
+
+def _raw_imports(path: Path, mod: str) -> Iterator[tuple[str, int]]:
+    """Every absolute name a module imports (relative ones resolved), with its line; court_proto
+    included, which ``project_modules`` leaves out."""
+    is_package = path.name == "__init__.py"
+    for node in _imports(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield a.name, node.lineno
+        elif node.level:
+            here = mod.split(".") if is_package else mod.split(".")[:-1]
+            up = here[: len(here) - (node.level - 1)] if node.level > 1 else here
+            yield ".".join(up + ([node.module] if node.module else [])), node.lineno
+        else:
+            yield node.module or "", node.lineno
+
+
+def layer_violations(known: dict[str, Path]) -> list[tuple[Path, int, str, str]]:
+    """(file, line, imported name, rule broken) for every import against the layers."""
+    out = []
+    for mod, path in sorted(known.items()):
+        top = _top(mod)
+        for name, line in _raw_imports(path, mod):
+            target = _top(name)
+            if target in NOT_IMPORTED.get(top, ()) or (
+                top == "court_contract" and target.startswith("court_") and target not in CONTRACT_MAY_IMPORT
+            ):
+                out.append((path, line, name, f"{top} may not import {target}"))
+    return out
+
+
+def test_the_layers_hold() -> None:
+    """court_games imports neither court_kit nor court_contract nor court_proto; court_kit imports
+    neither court_contract nor court_games; court_contract imports only the layers below it."""
+    known = project_modules()
+    assert {"court_games.core", "court_games.registry", "court_kit.errors", "court_kit.checks"} <= set(known)
+    found = layer_violations(known)
+    assert not found, "imports against the layers:\n" + "\n".join(
+        f"  {path.relative_to(ROOT)}:{line} imports {name} ({rule})" for path, line, name, rule in found
+    )
+
+
+def test_a_layer_violation_is_found(tmp_path: Path) -> None:
+    """The check itself: a deferred import by an engine, a plain one by the plumbing, a relative one
+    staying inside its package (allowed) and the contract reaching above itself are told apart."""
+    files = {
+        "court_games.x": "from . import core\ndef f():\n    from court_kit.checks import clip\n",
+        "court_kit.y": "from court_contract import typed\nimport court_games.core\nfrom . import checks\n",
+        "court_contract.z": "from court_games import core\nfrom court_proto import x\nimport court_client\n",
+        "court_base": "if TYPE_CHECKING:\n    import court_games\n",
+    }
+    known = {}
+    for mod, text in files.items():
+        known[mod] = tmp_path / f"{mod}.py"
+        known[mod].write_text(text)
+    found = sorted((name, rule) for _, _, name, rule in layer_violations(known))
+    assert found == [
+        ("court_client", "court_contract may not import court_client"),
+        ("court_contract", "court_kit may not import court_contract"),
+        ("court_games.core", "court_kit may not import court_games"),
+        ("court_kit.checks", "court_games may not import court_kit"),
+    ], found

@@ -16,7 +16,7 @@ import json
 from collections.abc import Sequence
 
 import nats
-from court_kit import records as krec
+from court_contract import records as krec
 from court_proto.court.events.v2 import records_pb2
 from google.protobuf.json_format import MessageToDict
 from nats.js.api import DeliverPolicy

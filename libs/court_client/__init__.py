@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 # Each name is imported from its module when first asked for (PEP 562), so that a program that needs
 # the lobby's client alone (`court whoami`) does not load the rules client's typed actions, views and
-# events (court_kit.typed, the games' protos): the terminal client's start-up (tests/bench/cli.py).
+# events (court_contract.typed, the games' protos): the terminal client's start-up (tests/bench/cli.py).
 _WHERE = {
     "new_request_id": "base",
     "RulesClient": "rules",

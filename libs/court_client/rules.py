@@ -20,8 +20,8 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import grpc
-from court_kit import actions as kactions
-from court_kit import typed
+from court_contract import actions as kactions
+from court_contract import typed
 from court_proto.court.games.v1 import events_pb2
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2, rules_pb2_grpc
 

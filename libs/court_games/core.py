@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from court_kit.checks import quote
+from court_base import BadInput, quote
 
 RANKS = "23456789TJQKA"
 SUITS = "CDHS"
@@ -54,8 +54,8 @@ GLOVE = "GL"
 STANDARD_DECK: tuple[str, ...] = tuple(r + s for s in SUITS for r in RANKS)
 
 
-class GameError(Exception):
-    """Root of every error an engine raises on bad input."""
+class GameError(BadInput):
+    """Root of every error an engine raises on bad input (a service answers INVALID_ARGUMENT)."""
 
 
 class InvalidOptions(GameError):
@@ -74,8 +74,10 @@ class IllegalAction(GameError):
     """A well-formed action that the rules do not allow now.
 
     ``action`` is the offending action (canonical JSON where known) and
-    ``reason`` says what was wrong and what is allowed.
+    ``reason`` says what was wrong and what is allowed. A service answers FAILED_PRECONDITION.
     """
+
+    not_now = True
 
     def __init__(self, action: Any, reason: str):
         self.action = action

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any, Protocol
 
-from court_kit.checks import quote
+from court_base import quote
 
 from .core import Event, InvalidOptions
 

@@ -8,5 +8,9 @@
   (auth, request ids, metrics, error mapping), graceful shutdown
 * ``metrics``: Prometheus series and the /metrics endpoint
 * ``jetstream``: connect (reconnecting forever), ensure streams/KV, direct get
-* ``actions`` / ``structs``: typed actions and Structs to and from JSON
+* ``structs``: Structs to and from JSON
+* ``checks``: client input in error messages, page tokens
+
+Plumbing only: the games' typed wire forms (views, records, actions) are ``court_contract``'s,
+which sits above this package and the engines; nothing here imports either.
 """

@@ -1,21 +1,18 @@
 """Client input in error messages and the small parsers every service shares.
 
-* ``quote(value, limit=40)``: what an error message says of rejected input: an escaped quote of at
-  most ``limit`` characters, with the full length when cut. A message never echoes a whole input:
-  a 5 MB field echoed back would push the status trailer past gRPC's metadata limit and the
-  client would see RESOURCE_EXHAUSTED instead of the real status.
+* ``quote(value, limit=40)``: what an error message says of rejected input (``court_base.quote``,
+  where the engines, ``court_games``, take it from too).
 * ``clip(message)``: the edge's last guard on any message (``court_kit.server`` applies it).
 * ``page_offset(token, max_digits)``: a page token this service gave out (ASCII digits only:
   ``str.isdigit`` also accepts ``"²"`` and ``"①"``, which ``int`` refuses).
 
-This module imports nothing of Court's, so the engines (``court_games``) use it too.
+This module imports nothing of Court's but ``court_base``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from court_base import quote as quote
 
-QUOTE_LIMIT = 40
 MESSAGE_LIMIT = 512  # characters of a status message, whatever built it
 
 
@@ -26,18 +23,6 @@ class ConfigError(Exception):
 
 class BadPageToken(ValueError):
     """A page token that this service did not give out (the services map it to INVALID_ARGUMENT)."""
-
-
-def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
-    """``repr`` of ``value`` (a string's first ``limit`` characters), escaped, cut with a note."""
-    if isinstance(value, str):
-        if len(value) <= limit:
-            return repr(value)
-        return f"{value[:limit]!r}... ({len(value)} characters)"
-    text = repr(value) if not isinstance(value, bytes | bytearray) else repr(bytes(value[:limit]))
-    if len(text) <= limit:
-        return text
-    return f"{text[:limit]}... ({len(text)} characters)"
 
 
 def clip(message: str, limit: int = MESSAGE_LIMIT) -> str:

@@ -1,7 +1,7 @@
 """Domain errors to gRPC status codes: the one place the mapping lives.
 
-Services raise ``court_games`` errors (from the engines) or the ``ServiceError``
-subclasses below; the edge interceptor (``court_kit.server.EdgeInterceptor``)
+Services raise the engines' errors (``court_games.core.GameError``, a ``court_base.BadInput``:
+this module does not import the engines) or the ``ServiceError`` subclasses below; the edge interceptor (``court_kit.server.EdgeInterceptor``)
 turns them into a status with the error's message. Anything else is a bug:
 INTERNAL, logged with its traceback, and the client sees no internals.
 """
@@ -9,7 +9,7 @@ INTERNAL, logged with its traceback, and the client sees no internals.
 from __future__ import annotations
 
 import grpc
-from court_games.core import GameError, IllegalAction, InvalidAction, InvalidOptions, InvalidVector
+from court_base import BadInput
 
 from .checks import BadPageToken, clip
 from .tokens import TokenError
@@ -75,10 +75,7 @@ def _status_for(exc: BaseException) -> tuple[grpc.StatusCode, str] | None:
         return exc.code, str(exc)
     if isinstance(exc, TokenError):
         return grpc.StatusCode.UNAUTHENTICATED, str(exc)
-    if isinstance(exc, IllegalAction):  # NotYourTurn included
-        return grpc.StatusCode.FAILED_PRECONDITION, exc.reason or str(exc)
-    if isinstance(exc, InvalidAction | InvalidOptions | InvalidVector):
-        return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
-    if isinstance(exc, GameError):
-        return grpc.StatusCode.INVALID_ARGUMENT, str(exc)
+    if isinstance(exc, BadInput):  # an engine's IllegalAction (NotYourTurn included) is not_now
+        code = grpc.StatusCode.FAILED_PRECONDITION if exc.not_now else grpc.StatusCode.INVALID_ARGUMENT
+        return code, str(exc)
     return None

@@ -61,8 +61,8 @@ _REAL: dict[str, Any] = {}
 
 def game_records(game_id: str, moves: int, seats: int = 3) -> list[tuple[str, bytes, dict[str, str]]]:
     """One game's public records (court.events.v2), in order: (subject, body, headers)."""
+    from court_contract import records as krec
     from court_games.core import Event
-    from court_kit import records as krec
     from court_proto.court.rules.v1 import actions_pb2
 
     if not _REAL:

@@ -128,8 +128,8 @@ def qc_game(
     creation (``online``: started by the lobby as an online game), one move per (starter, winners)
     whose events are a RoundEnded, then a move with the GameEnded (real payloads; their other keys
     do not matter to the view)."""
+    from court_contract import records as krec
     from court_games.core import Event
-    from court_kit import records as krec
     from court_proto.court.rules.v1 import actions_pb2
 
     real = _qc_real_events(len(seats))

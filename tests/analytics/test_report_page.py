@@ -38,8 +38,8 @@ def engine_game(
 ) -> tuple[list[tuple[bytes, dict[str, str]]], dict[str, Any]]:
     """A game the engine plays to its end with random legal actions, as its public records (the
     lake's input) and its GameEnded data. ``rewrite``: applied to every engine event first."""
+    from court_contract import records as krec
     from court_games.registry import get_game
-    from court_kit import records as krec
     from court_proto.court.rules.v1 import actions_pb2
     from court_rules.games import start_game
 

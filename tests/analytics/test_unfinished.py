@@ -12,7 +12,7 @@ from pathlib import Path
 from court_analytics import lake as lake_mod
 from court_analytics.lake import Lake
 from court_cli.analytics import run_queries
-from court_kit import records as krec
+from court_contract import records as krec
 
 from .test_lake import game_records, read
 

@@ -44,7 +44,7 @@ from court_cli.ingest import STREAM, IngestProbe, IngestReport
 from court_cli.session import Endpoints
 from court_cli.simulate import SimConfig, simulate
 from court_cli.stack import LocalStack, StackConfig
-from court_kit import records as krec
+from court_contract import records as krec
 from court_kit.natsauth import ensure_dev_users
 
 GAMES = int(os.environ.get("BENCH_ANALYTICS_GAMES", "16"))

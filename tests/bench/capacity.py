@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from court_client import RulesClient
+from court_contract import records as krec
 from court_kit import jetstream as kjs
-from court_kit import records as krec
 from court_kit.settings import Settings
 from court_ranking.consumer import keeps_history, rows_of
 from court_rules.app import RulesApp

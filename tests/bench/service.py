@@ -69,7 +69,7 @@ from typing import Any
 import grpc
 import nats.errors
 from court_client import RulesClient
-from court_kit import records as krec
+from court_contract import records as krec
 from court_kit.server import run_loop
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from nats import connect as nats_connect

@@ -1,4 +1,4 @@
-"""The typed messages' conversion cost (court_kit.typed), per event and per view, beside what the
+"""The typed messages' conversion cost (court_contract.typed), per event and per view, beside what the
 v1 Struct path cost for the same values: ``make bench ONLY=typed``.
 
 Events and views are taken from random games of each game (fixed seeds); each figure is the best
@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from court_contract import typed
 from court_games.registry import GAME_NAMES, get_game
-from court_kit import typed
 from court_kit.structs import fill_struct
 from google.protobuf import struct_pb2
 

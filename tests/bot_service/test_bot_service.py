@@ -20,7 +20,7 @@ from court_bot.turns import BOT_PREFIX, DURABLE, STREAM, Faults, Outcome, Turn, 
 from court_bot.upstream import BOT_SUB
 from court_bots.levels import LEVELS
 from court_client import action_json
-from court_kit import records as krec
+from court_contract import records as krec
 from court_proto.court.events.v2 import records_pb2
 from court_proto.court.rules.v1 import rules_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc

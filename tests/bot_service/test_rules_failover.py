@@ -26,8 +26,8 @@ import grpc
 import pytest
 from court_bot.turns import Faults, Outcome, Turn, request_id
 from court_client import RulesClient
+from court_contract import actions as kactions
 from court_games.core import IllegalAction
-from court_kit import actions as kactions
 from court_rules.app import RulesApp
 from prometheus_client import REGISTRY
 

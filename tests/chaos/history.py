@@ -112,8 +112,8 @@ class LedgerEntry:
 
 def log_from_records(game_id: str, full: Sequence[Any], public: Sequence[Any]) -> GameLog:
     """A GameLog from the stored court.events.v2 records (full: the game log; public: its stream)."""
-    from court_kit import actions as kactions
-    from court_kit import records as krec
+    from court_contract import actions as kactions
+    from court_contract import records as krec
 
     entries = []
     for r in full:
@@ -300,8 +300,8 @@ async def read_game(nc: Any, game: str, game_id: str, timeout: float = 60.0) -> 
     many public records as the log has (it runs behind the log, asynchronously)."""
     import asyncio
 
+    from court_contract import records as krec
     from court_kit import jetstream as kjs
-    from court_kit import records as krec
 
     deadline = time.monotonic() + timeout
     while True:

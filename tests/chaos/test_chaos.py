@@ -67,8 +67,8 @@ import grpc
 import nats
 import pytest
 from court_client import LobbyClient, RankingClient, RulesClient
-from court_kit import records as krec
-from court_kit import typed
+from court_contract import records as krec
+from court_contract import typed
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.chaos.cluster import NatsCluster, Postgres

@@ -30,8 +30,8 @@ from datetime import datetime
 import nats
 import pytest
 from court_client import RulesClient
+from court_contract import records as krec
 from court_kit import jetstream as kjs
-from court_kit import records as krec
 from court_proto.court.games.v1 import events_pb2
 from court_rules.app import RulesApp
 

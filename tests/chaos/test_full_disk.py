@@ -16,7 +16,7 @@ import nats
 import pytest
 from court_client import RulesClient
 from court_client.rules import action_json
-from court_kit import records as krec
+from court_contract import records as krec
 from court_rules.app import RulesApp
 
 from tests.chaos.history import History, check_games, read_game

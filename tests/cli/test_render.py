@@ -9,8 +9,8 @@ import re
 
 import pytest
 from court_cli.render import Names, describe_action, describe_event, render_view, result_line
+from court_contract import typed
 from court_games.registry import get_game
-from court_kit import typed
 from rich.console import Console
 
 from tests.cli.test_moves import OPTION_SETS

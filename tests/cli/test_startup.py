@@ -14,8 +14,8 @@ from tests.cli.test_catalog import ROOT, imported
 NOT_AT_START = (
     "pydantic",
     "court_client.rules",
-    "court_kit.typed",
-    "court_kit.actions",
+    "court_contract.typed",
+    "court_contract.actions",
     "court_games",
     "court_bots",
     "sqlalchemy",

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from court_cli.moves import parse
 from court_cli.render import Names, describe_event
+from court_contract import actions as kactions
 from court_games.core import InvalidAction
 from court_games.registry import get_game
-from court_kit import actions as kactions
 
 from tests.cli.test_render import wire
 

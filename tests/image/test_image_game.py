@@ -22,7 +22,7 @@ from typing import Any
 import grpc
 import pytest
 from court_client import LobbyClient, RankingClient, RulesClient
-from court_kit import typed
+from court_contract import typed
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.fixtures import keys

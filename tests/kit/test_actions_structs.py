@@ -6,9 +6,9 @@ import random
 from typing import Any
 
 import pytest
+from court_contract import actions as ka
 from court_games.core import InvalidAction
 from court_games.registry import GAME_NAMES, get_game
-from court_kit import actions as ka
 from court_kit.structs import Struct, fill_struct, struct_bytes, to_dict, to_struct
 from court_proto.court.rules.v1 import actions_pb2
 from hypothesis import given, settings

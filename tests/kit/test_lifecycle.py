@@ -108,7 +108,7 @@ async def status_of(ch: grpc.aio.Channel, name: str) -> int:
 
 
 def _opts(d: dict[str, Any]) -> Any:
-    from court_kit import typed
+    from court_contract import typed
 
     return typed.options_to_proto("queens_court", d)
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import grpc
 import pytest
-from court_kit import actions as kactions
+from court_contract import actions as kactions
 from court_lobby.saga import Faults
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_rules.app import RulesApp

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from court_client import RulesClient
-from court_kit import records as krec
-from court_kit import typed
+from court_contract import records as krec
+from court_contract import typed
 from court_proto.court.events.v2 import records_pb2
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_rules.app import RulesApp

@@ -8,7 +8,7 @@ from typing import Any
 
 import grpc
 import pytest
-from court_kit import typed
+from court_contract import typed
 from court_kit.keys import Signer, issue_token
 from court_lobby.models import Account, Lobby, Seat
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb

@@ -9,7 +9,7 @@ import random
 import grpc
 import pytest
 from court_client import RulesClient
-from court_kit import typed
+from court_contract import typed
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 
 from tests.ranking.stack import Player, Stack, fails, rid

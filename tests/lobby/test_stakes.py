@@ -20,7 +20,7 @@ from typing import Any
 import grpc
 import pytest
 from court_client import RulesClient
-from court_kit import typed
+from court_contract import typed
 from court_lobby.saga import Faults
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb

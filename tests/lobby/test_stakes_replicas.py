@@ -22,7 +22,7 @@ import pytest
 from court_bot.app import BotApp
 from court_bot.config import BotConfig
 from court_client import BotClient, RankingClient, RulesClient
-from court_kit import typed
+from court_contract import typed
 from court_kit.settings import Settings
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.lobby.v1 import lobby_pb2_grpc

@@ -13,7 +13,7 @@ from typing import Any
 import grpc
 import pytest
 from court_client import RulesClient, options_proto
-from court_kit import typed
+from court_contract import typed
 from court_kit.natsauth import authorization_block
 from court_kit.settings import Settings
 from court_lobby.app import LobbyApp

@@ -13,9 +13,9 @@ import random
 from dataclasses import replace
 
 import pytest
+from court_contract import records as krec
+from court_contract import typed
 from court_kit import jetstream as kjs
-from court_kit import records as krec
-from court_kit import typed
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 from court_ranking.app import RankingApp
 

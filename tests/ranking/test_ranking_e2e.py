@@ -10,7 +10,7 @@ from typing import Any
 import nats
 import pytest
 from court_client import RulesClient
-from court_kit import typed
+from court_contract import typed
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 
 from tests.rules.helpers import play_out

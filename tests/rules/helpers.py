@@ -9,7 +9,7 @@ from typing import Any
 
 import nats
 from court_client import RulesClient
-from court_kit import records as krec
+from court_contract import records as krec
 from court_proto.court.events.v2 import records_pb2
 from court_proto.court.rules.v1 import rules_pb2
 from nats.js.api import DeliverPolicy

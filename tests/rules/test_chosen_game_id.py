@@ -62,7 +62,7 @@ async def test_only_the_lobby_marks_a_game_online_and_its_public_creation_says_s
     """CreateGame.online (the lobby's online lobbies, registered with the ranking service): public in
     GameCreated.online, so analytics can tell online play (rank points move) from local play. A
     player or admin setting it is PERMISSION_DENIED and creates nothing."""
-    from court_kit import records as krec
+    from court_contract import records as krec
 
     from .helpers import EventLog
 

@@ -16,8 +16,8 @@ from typing import Any
 import grpc
 import pytest
 from court_client import RulesClient
+from court_contract import records as krec
 from court_kit import jetstream as kjs
-from court_kit import records as krec
 from court_kit.settings import Settings
 from court_proto.court.events.v2 import records_pb2
 from court_proto.court.games.v1 import events_pb2

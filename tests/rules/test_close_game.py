@@ -21,7 +21,7 @@ from typing import Any
 import grpc
 import pytest
 from court_client import result_dict
-from court_kit import records as krec
+from court_contract import records as krec
 from court_proto.court.rules.v1 import rules_pb2
 from court_rules import projector
 

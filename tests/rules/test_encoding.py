@@ -1,13 +1,13 @@
 """The full records the rules service writes (court.events.v2.Record) read back to the same game,
-and their public form (court_kit.records.redact) drops every hidden part."""
+and their public form (court_contract.records.redact) drops every hidden part."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
+from court_contract import records as krec
 from court_games.registry import GAME_NAMES, get_game
-from court_kit import records as krec
 from court_rules.games import GameEntry, Move, create_of
 from court_rules.store import Record
 

@@ -8,7 +8,7 @@ from typing import Any
 import grpc
 import pytest
 from court_client import RulesClient, action, action_json, view_dict
-from court_kit import typed
+from court_contract import typed
 from court_kit.keys import Signer, issue_token
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from court_client import result_dict, view_dict
-from court_kit import records as krec
+from court_contract import records as krec
 
 from .helpers import GAMES, EventLog, assert_complete, has_game_end, play_out
 

@@ -13,9 +13,9 @@ from typing import Any
 import grpc
 import pytest
 from court_client import action, action_json, result_dict
+from court_contract import records as krec
+from court_contract import typed
 from court_games.registry import get_game
-from court_kit import records as krec
-from court_kit import typed
 from court_proto.court.rules.v1 import rules_pb2
 from court_rules.games import start_game
 from google.protobuf.json_format import MessageToDict

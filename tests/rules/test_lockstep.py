@@ -6,7 +6,7 @@ serialized and parsed back as the log holds it) and asserts:
 * the full records alone rebuild the engine's state: a second engine, fed only the records read
   back (``GameCreated``'s options, seed and seats, then each ``MoveRecorded``'s seat and typed
   action), is in the very state the service's engine is in;
-* each public record (``court_kit.records.redact``, what the projector publishes) holds exactly
+* each public record (``court_contract.records.redact``, what the projector publishes) holds exactly
   the engine's public events for that step (every event's public part, in order, nothing else),
   and no card hidden from a spectator before and after the step, nor the seed.
 
@@ -21,9 +21,9 @@ import random
 from typing import Any
 
 import pytest
+from court_contract import actions as kactions
+from court_contract import records as krec
 from court_games.registry import GAME_NAMES, get_game
-from court_kit import actions as kactions
-from court_kit import records as krec
 from court_rules.games import GameEntry, create_of, start_game
 from google.protobuf.json_format import MessageToDict
 

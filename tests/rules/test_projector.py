@@ -9,8 +9,8 @@ import random
 from typing import Any
 
 import pytest
+from court_contract import records as krec
 from court_kit import jetstream as kjs
-from court_kit import records as krec
 from court_kit.settings import Settings
 from court_rules.app import RulesApp
 from court_rules.projector import DURABLE, Position, Projector, ProjectorApp

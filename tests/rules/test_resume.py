@@ -10,7 +10,7 @@ from typing import Any
 import grpc
 import pytest
 from court_client import result_dict, view_dict
-from court_kit import typed
+from court_contract import typed
 
 from .helpers import play_out
 

@@ -4,8 +4,8 @@ nobody but their holder may see at each move (as tests/rules/test_leaks.py does 
 from __future__ import annotations
 
 from court_client import RulesClient, action_json
+from court_contract import typed
 from court_games.registry import get_game
-from court_kit import typed
 from court_proto.court.rules.v1 import rules_pb2
 from court_rules.games import start_game
 

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
-from court_kit.checks import quote
+from court_base import quote
 
 from .. import core
 from ..core import Event, IllegalAction, InvalidAction, InvalidVector, NotYourTurn

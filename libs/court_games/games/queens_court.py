@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from court_kit.checks import quote
+from court_base import quote
 
 from ..core import (
     GLOVE,

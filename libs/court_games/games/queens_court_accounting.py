@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from court_kit.checks import quote
+from court_base import quote
 
 from ..core import seeded_rng
 

@@ -5,7 +5,7 @@ tables are built from. Stream ``COURT_EVENTS``, subjects ``court.events.<game>.<
 ``court.events.v2.Record`` per message (docs/contract.md): a game step with its events. ``decode``
 turns one into its event Records: for the creation a ``GameCreated`` (game, options, seats) first,
 for a move an ``ActionApplied`` (seat, action_type) first, then the record's own events (their
-public form, ``court_kit.records.events_of``); the last one of the message has ``end``.
+public form, ``court_contract.records.events_of``); the last one of the message has ``end``.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from court_kit import records as krec
-from court_kit import typed
+from court_contract import records as krec
+from court_contract import typed
 
 STREAM = krec.PUBLIC_STREAM
 SUBJECTS = krec.PUBLIC_PREFIX + "*.*"

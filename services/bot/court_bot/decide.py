@@ -39,8 +39,8 @@ from typing import Any
 import court_bots
 import grpc
 from court_bots.levels import LEVELS
+from court_contract import actions as kactions
 from court_games.registry import GAME_NAMES, get_game
-from court_kit import actions as kactions
 from court_kit import logging as klog
 from court_kit.checks import quote
 from court_kit.errors import InvalidArgument, ServiceError

@@ -19,8 +19,8 @@ from typing import Any
 
 import grpc
 from court_client import RulesClient
+from court_contract import typed
 from court_kit import logging as klog
-from court_kit import typed
 from court_kit.checks import quote
 from court_kit.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from court_kit.server import current_identity

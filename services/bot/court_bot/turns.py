@@ -59,9 +59,9 @@ from enum import StrEnum
 from typing import Any
 
 import grpc
+from court_contract import records as krec
+from court_contract import typed
 from court_kit import logging as klog
-from court_kit import records as krec
-from court_kit import typed
 from court_proto.court.events.v2 import records_pb2
 from court_proto.court.rules.v1 import rules_pb2
 from nats.aio.client import Client as NATS

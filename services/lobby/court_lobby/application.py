@@ -18,10 +18,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal, TypeVar
 
+from court_contract import typed
 from court_games import GAME_NAMES, get_game
 from court_kit import clock as kclock
 from court_kit import logging as klog
-from court_kit import typed
 from court_kit.checks import quote
 from court_kit.errors import (
     Aborted,

@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
+from court_contract import typed
 from court_kit import logging as klog
-from court_kit import typed
 from court_kit.checks import page_offset
 from court_kit.errors import (
     InvalidArgument,

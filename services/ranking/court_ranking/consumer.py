@@ -4,7 +4,7 @@ Only a round ending and the game ending move points (the round's points, the pay
 challenges paid at the end, the ratings), so the durable pull consumer (``ranking``, shared by
 every replica) follows ``court.events.<game>.<game_id>.points`` alone: the projector publishes
 each such record there, in its public form, after the public record itself
-(``court_kit.records.points_subject``). Every other move reaches this service only when it reads
+(``court_contract.records.points_subject``). Every other move reaches this service only when it reads
 a game back from the stream (``backfill``, a direct get of the game's public subject):
 
 * Queen's Court (the games with points): the challenges are judged on the game's whole history,
@@ -34,9 +34,9 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from court_contract import records as krec
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
-from court_kit import records as krec
 from court_proto.court.events.v2 import records_pb2
 from nats.aio.client import Client as NATS
 from nats.errors import TimeoutError as NatsTimeout

@@ -3,7 +3,7 @@
 Settings come from the environment (court_kit.settings); the service's own:
 
     COURT_GAME_STREAMS         how many streams the game logs are spread over (default 1;
-                               court_kit.records: fixed for the life of a deployment)
+                               court_contract.records: fixed for the life of a deployment)
     COURT_PROJECTOR            on (default): run the projector (court_rules.projector) in this
                                process; off: a court-projector process runs it (court_kit.settings)
     COURT_PROJECTOR_BATCH, COURT_PROJECTOR_ACK_WAIT   the projector's fetch size (256) and

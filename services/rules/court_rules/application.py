@@ -47,13 +47,13 @@ from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from court_contract import actions as kactions
+from court_contract import records as krec
+from court_contract import typed
 from court_games.core import Event, IllegalAction
 from court_games.registry import get_game
-from court_kit import actions as kactions
 from court_kit import clock as kitclock
 from court_kit import logging as klog
-from court_kit import records as krec
-from court_kit import typed
 from court_kit.checks import quote
 from court_kit.errors import (
     Aborted,

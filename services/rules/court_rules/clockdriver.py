@@ -4,7 +4,7 @@ Every game-log record after which the clock has work carries ``Court-Due`` (ms s
 the earliest deadline of a human seat to act, or the record's own time when an away seat is to
 act), beside the deadlines in the record itself (``Record.deadlines``), and is appended on the
 game's ``due`` subject (``court.games.<shard>.<game_id>.due``; every other record on ``.log``:
-``court_kit.records.log_subject``). Every rules replica pulls from one durable, headers-only
+``court_contract.records.log_subject``). Every rules replica pulls from one durable, headers-only
 consumer ``rules-clock`` on each game-log stream (``COURT_GAMES_<shard>``, every shard) that
 follows the ``due`` subjects alone, so records with no clock work (a bot seat to act, a game
 without a clock) never reach it, and each due record goes to one replica at a time:
@@ -41,8 +41,8 @@ from typing import Any
 
 import court_bots
 import nats.errors
+from court_contract import records as krec
 from court_kit import logging as klog
-from court_kit import records as krec
 from court_kit.errors import Unavailable
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from prometheus_client import Counter, Histogram

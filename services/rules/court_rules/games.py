@@ -1,6 +1,6 @@
 """Games as event-sourced entries: the game log replayed through the engine.
 
-A game's log is its full-information records (``court.events.v2.Record``, ``court_kit.records``):
+A game's log is its full-information records (``court.events.v2.Record``, ``court_contract.records``):
 ``GameCreated`` at seq 0 (game, options, seed, seats, caller, request id, time, the opening
 events), one ``MoveRecorded`` per accepted move (seat, typed action, caller, request id, time,
 the move's events), and for a game resumed as another (or closed by the lobby, ``CloseGame``)
@@ -31,11 +31,11 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from court_contract import actions as kactions
+from court_contract import records as krec
+from court_contract import typed
 from court_games.core import Event
 from court_games.registry import get_game
-from court_kit import actions as kactions
-from court_kit import records as krec
-from court_kit import typed
 from court_kit.checks import quote
 from court_kit.errors import FailedPrecondition, InvalidArgument, NotFound
 from court_proto.court.events.v2 import records_pb2

@@ -5,7 +5,7 @@ stream (``court-projector``, explicit acks: every message acknowledged once its 
 read with pull requests kept open, ``court_kit.jetstream.Puller``, not a fetch per batch; while
 the log is busy a batch waits ``COURT_PROJECTOR_LINGER`` s, default 0.003, for the records right
 behind its first, see ``Projector._next``), and for
-each full record publishes its public form (``court_kit.records.redact``) on
+each full record publishes its public form (``court_contract.records.redact``) on
 ``court.events.<game>.<game_id>`` (stream ``COURT_EVENTS``) with
 
 * ``Nats-Msg-Id: <game_id>-<seq>`` (JetStream de-duplicates within its window),
@@ -61,9 +61,9 @@ from typing import Any
 import grpc
 import nats.errors
 import nats.js.errors
+from court_contract import records as krec
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
-from court_kit import records as krec
 from court_kit.errors import Unavailable
 from court_kit.health import Check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
@@ -241,7 +241,7 @@ class Projector:
             return True
 
     async def _points(self, rec: records_pb2.Record, data: bytes) -> None:
-        """The record's copy on its game's points subject (``court_kit.records.points_subject``),
+        """The record's copy on its game's points subject (``court_contract.records.points_subject``),
         after its public record and before the log message is acknowledged: a projector dying in
         between leaves the message to be delivered again, which finds the record public and
         publishes this again (``Nats-Msg-Id`` de-duplicates; a later repeat changes nothing in

@@ -12,8 +12,8 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from court_kit import actions as kactions
-from court_kit import typed
+from court_contract import actions as kactions
+from court_contract import typed
 from court_kit.server import current_identity
 from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 

@@ -10,7 +10,7 @@ limits from ``court_kit.jetstream.STREAM_LIMITS`` and the COURT_<STREAM>_MAX_* v
   ``Nats-Expected-Last-Subject-Sequence`` (the stream sequence of the game's last record as the
   writer knows it), so of two writers racing on one game exactly one succeeds; the other gets
   JetStream's "wrong last sequence" (``Conflict``). Header ``Court-Seq`` is the game's seq. This
-  append is the move's only write: the log record is the full record (``court_kit.records``).
+  append is the move's only write: the log record is the full record (``court_contract.records``).
   Every shard has the limits of ``STREAM_LIMITS["COURT_GAMES"]`` (``COURT_GAMES_MAX_*``).
 * ``COURT_EVENTS``, subjects ``court.events.<game>.<game_id>``: the public records, written by
   the projector (``court_rules.projector``), readable by players' services, bots, ranking,
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 
 import nats.errors
 import nats.js.errors
+from court_contract import records as krec
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
-from court_kit import records as krec
 from court_kit.errors import Unavailable
 from court_proto.court.events.v2 import records_pb2
 from nats.aio.client import Client as NATS
@@ -150,7 +150,7 @@ class GameStore:
         (header ``Court-Due``, ms since the epoch; ``court_rules.clockdriver``)."""
         headers = {
             "Nats-Expected-Last-Subject-Sequence": str(expected_sseq),
-            # the check covers the whole log, both of its subjects (court_kit.records.log_subject)
+            # the check covers the whole log, both of its subjects (court_contract.records.log_subject)
             EXPECTED_SUBJECT_HEADER: self.subject(game_id),
             SEQ_HEADER: str(seq),
         }

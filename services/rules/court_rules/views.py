@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from court_contract import actions as kactions
+from court_contract import records as krec
+from court_contract import typed
 from court_games.core import Event
-from court_kit import actions as kactions
-from court_kit import records as krec
-from court_kit import typed
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2
 
 from .games import GameEntry, winners_of

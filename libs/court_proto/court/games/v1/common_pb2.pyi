@@ -4,7 +4,7 @@ isort:skip_file
 Shared pieces of the typed game messages (package court.games.v1).
 
 Conventions every message of this package follows, so that a message and
-the engine's JSON form (docs/rules/) convert one to one (court_kit.typed
+the engine's JSON form (docs/rules/) convert one to one (court_contract.typed
 does it in Python):
 
 * A field's name is the JSON key. Cards are strings as the project spells

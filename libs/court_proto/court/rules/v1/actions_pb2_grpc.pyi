@@ -5,7 +5,7 @@ Typed actions of the four games: one message per game, a oneof over every
 canonical action form of docs/rules/. The oneof field names ARE the canonical
 "type" strings and the inner field names ARE the canonical JSON keys, so a
 typed action and its canonical JSON form convert one to one
-(court_kit.actions does it in Python). The acting seat is not part of the
+(court_contract.actions does it in Python). The acting seat is not part of the
 action: it travels beside it (SubmitActionRequest.seat) or is implied.
 """
 

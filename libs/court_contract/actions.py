@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from court_base import quote
 from court_games.core import InvalidAction
 from court_proto.court.rules.v1 import actions_pb2 as pb
-
-from .checks import quote
 
 GAMES = ("queens_court", "hearts", "the_court", "court_wars")
 _GAME_MESSAGES: dict[str, Any] = {

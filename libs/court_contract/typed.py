@@ -11,7 +11,7 @@ so one converter per message, compiled once from its descriptor, does every mess
   ``Event.for_seat(None)`` (public) or ``Event.for_seat(seat)`` (private keys merged, no owner).
 * ``event_from_proto(msg)``: the dict form the message holds: ``full()`` when ``owner`` is set,
   otherwise the public or owner's form. ``event_from_proto(event_to_proto(g, d)) == d`` for
-  every form of every event (tests/kit/test_typed.py plays random games of all four games).
+  every form of every event (tests/contract/test_typed_events.py plays random games of all four games).
 * ``public_event(msg)`` / ``event_for_seat(msg, seat)``: the projections of a full-form message
   (what ``Event.for_seat`` does to dicts), without going through dicts.
 * ``options_to_proto`` / ``options_from_proto``, ``result_to_proto`` / ``result_from_proto``: the
@@ -205,7 +205,10 @@ class _Plan:
         kw.append("        raise _Extra")
         kw.append("    return out")
         fill.append("    return out")
-        exec(compile("\n".join(kw) + "\n\n" + "\n".join(fill), f"<court_kit.typed {self.name}>", "exec"), env)
+        exec(
+            compile("\n".join(kw) + "\n\n" + "\n".join(fill), f"<court_contract.typed {self.name}>", "exec"),
+            env,
+        )
         self._kw = env["kw"]
         self.fill = env["fill"]
 

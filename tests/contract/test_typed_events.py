@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from court_contract import typed
 from court_games.core import Event as EngineEvent
 from court_games.registry import GAME_NAMES, get_game
-from court_kit import typed
 from court_proto.court.games.v1 import events_pb2
 from court_rules.games import GameEntry
 from google.protobuf.descriptor import Descriptor

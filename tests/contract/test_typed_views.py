@@ -11,8 +11,8 @@ import os
 import random
 
 import pytest
+from court_contract import typed
 from court_games.registry import GAME_NAMES, get_game
-from court_kit import typed
 from court_proto.court.games.v1 import views_pb2
 
 from .test_typed_events import same

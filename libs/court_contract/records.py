@@ -25,11 +25,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from court_games.core import Event
+from court_kit.settings import ConfigError
 from court_proto.court.events.v2 import records_pb2 as pb
 from court_proto.court.games.v1 import events_pb2 as games_pb
 
 from . import typed
-from .settings import ConfigError
 
 GAMES_STREAM_PREFIX = "COURT_GAMES_"  # COURT_GAMES_0 .. COURT_GAMES_<n-1>
 GAMES_SUBJECT_PREFIX = "court.games."
@@ -152,7 +152,7 @@ def moves_points(rec: pb.Record) -> bool:
 
 
 # ---------------------------------------------------------------------------- events
-# court.games.v1.Event is typed per event kind (court_kit.typed converts).
+# court.games.v1.Event is typed per event kind (court_contract.typed converts).
 
 
 def event_to_proto(game: str, e: Event) -> games_pb.Event:
