@@ -45,7 +45,7 @@ def get_game(name: str) -> ModuleType:
     """The engine module for ``name``; ``InvalidOptions`` names the known games."""
     if name not in GAME_NAMES:
         raise InvalidOptions(f"unknown game {quote(name)}; known games: {', '.join(GAME_NAMES)}")
-    return importlib.import_module(f"court_games.games.{name}")
+    return importlib.import_module(f"court_games.{name}.engine")
 
 
 def all_games() -> dict[str, ModuleType]:

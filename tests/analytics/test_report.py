@@ -91,7 +91,7 @@ def test_no_court_target_is_written_into_the_reports_text() -> None:
     """The Court's targets come from each game's result (the rules per mode), so no title, query or
     page of docs/analytics.md carries a number of its own that could drift from the engine's."""
     from court_cli.analytics import DOC_HEAD, QUERIES
-    from court_games.games.the_court import TARGETS
+    from court_games.the_court.engine import TARGETS
 
     texts = [DOC_HEAD, *(t for t, _ in QUERIES.values())]
     for target in {t for t in TARGETS.values() if t is not None}:

@@ -120,7 +120,7 @@ def moon_first_hand() -> Rewrite:
 def court_games() -> list[tuple[str, int]]:
     """(mode, seed) of The Court games: per mode with a target, two that reached it and three that
     did not (the first seeds that do, playing at random); three shared-deck games."""
-    from court_games.games.the_court import MODES
+    from court_games.the_court.engine import MODES
 
     picked = []
     for mode in MODES:
@@ -201,7 +201,7 @@ def test_hearts_points_per_hand_and_the_moon_rate(lake: Path) -> None:
 
 
 def test_the_court_scores_against_the_engines_target(lake: Path) -> None:
-    from court_games.games.the_court import TARGETS
+    from court_games.the_court.engine import TARGETS
 
     games = [r for r in rows_of(lake, "games") if r["game"] == "the_court"]
     by_mode: dict[str, list[dict[str, Any]]] = {}

@@ -24,7 +24,7 @@ import time
 from typing import Any
 
 from court_bots.levels import choose
-from court_games.games import court_wars as cw
+from court_games.court_wars import engine as cw
 
 GAME = "court_wars"
 PAIRINGS: list[tuple[str, str]] = [("expert", "heuristic"), ("expert", "random"), ("heuristic", "random")]

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from court_bots import levels
-from court_games.games import hearts as H
+from court_games.hearts import engine as H
 
 PAIRINGS: tuple[tuple[str, str], ...] = (
     ("expert", "heuristic"),

@@ -24,7 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from court_bots import levels
-from court_games.games import queens_court as qc
+from court_games.queens_court import engine as qc
 
 PAIRINGS: tuple[tuple[str, str], ...] = (
     ("expert", "heuristic"),

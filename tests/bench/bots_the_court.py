@@ -31,7 +31,7 @@ from multiprocessing import Pool
 
 from court_bots import DEFAULT_BUDGET_MS, LEVELS, levels
 from court_bots.games import the_court as bot
-from court_games.games import the_court as g
+from court_games.the_court import engine as g
 
 DEAL_SEED0 = 770_000
 COOP_MODES = ("free_gift", "mutual_swap", "burn")

@@ -15,8 +15,8 @@ import pytest
 from court_bots import levels
 from court_bots.games import court_wars as B
 from court_bots.search import ismcts
-from court_games.games import court_wars as cw
-from court_games.games import court_wars_fast as F
+from court_games.court_wars import engine as cw
+from court_games.court_wars import fast as F
 
 OPTION_SETS = cw.TEST_OPTION_SETS
 IDS = [str(o) for o in OPTION_SETS]

@@ -13,7 +13,7 @@ import pytest
 from court_bots import levels
 from court_bots.games import hearts as B
 from court_bots.search import ismcts
-from court_games.games import hearts as H
+from court_games.hearts import engine as H
 
 OPTION_SETS = H.TEST_OPTION_SETS
 

@@ -26,8 +26,8 @@ import random
 
 import pytest
 from court_bots.games import hearts as B
-from court_games.games import hearts as H
-from court_games.games import hearts_fast as F
+from court_games.hearts import engine as H
+from court_games.hearts import fast as F
 
 GAMES = 1_000
 QUICK = 100

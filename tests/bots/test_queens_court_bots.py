@@ -14,8 +14,8 @@ import pytest
 from court_bots import levels
 from court_bots.games import queens_court as B
 from court_bots.search import ismcts
-from court_games.games import queens_court as qc
-from court_games.games import queens_court_fast as F
+from court_games.queens_court import engine as qc
+from court_games.queens_court import fast as F
 
 OPTION_SETS = qc.TEST_OPTION_SETS
 C = qc.CODE

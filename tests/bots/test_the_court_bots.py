@@ -9,8 +9,8 @@ import pytest
 from court_bots import levels
 from court_bots.games import the_court as bot
 from court_bots.search import ismcts
-from court_games.games import the_court as g
-from court_games.games import the_court_fast as F
+from court_games.the_court import engine as g
+from court_games.the_court import fast as F
 
 MODES = g.MODES
 

@@ -8,7 +8,7 @@ import random
 import pytest
 from court_games import core
 from court_games.core import IllegalAction, InvalidAction, InvalidOptions, InvalidVector, NotYourTurn
-from court_games.games import hearts as H
+from court_games.hearts import engine as H
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

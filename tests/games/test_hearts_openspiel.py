@@ -30,7 +30,7 @@ import random
 from pathlib import Path
 
 import pytest
-from court_games.games import hearts as H
+from court_games.hearts import engine as H
 
 pyspiel = pytest.importorskip("pyspiel")
 

@@ -9,7 +9,7 @@ import random
 import pytest
 from court_games import IllegalAction, InvalidAction, InvalidOptions, InvalidVector, NotYourTurn, get_game
 from court_games.core import STANDARD_DECK
-from court_games.games import queens_court as qc
+from court_games.queens_court import engine as qc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

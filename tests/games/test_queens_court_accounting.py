@@ -7,8 +7,8 @@ import random
 from pathlib import Path
 
 import pytest
-from court_games.games import queens_court as qc
-from court_games.games import queens_court_accounting as acc
+from court_games.queens_court import accounting as acc
+from court_games.queens_court import engine as qc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from court_games.games.queens_court_accounting import assign_challenges
+from court_games.queens_court.accounting import assign_challenges
 
 STAKE = 100
 TIER_POINTS = {

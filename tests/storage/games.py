@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from court_games.games import queens_court as qc
+from court_games.queens_court import engine as qc
 
 
 def play_queens_court(seed: int, players: int = 3, move_seed: int = 0) -> tuple[list[dict], dict]:

@@ -6,7 +6,7 @@ import random
 import threading
 
 import pytest
-from court_games.games import queens_court_accounting as qca
+from court_games.queens_court import accounting as qca
 from court_kit.errors import FailedPrecondition, InvalidArgument, NotFound
 from court_ranking.store import RankingStore, migrate
 from court_store import current_revision, make_engine

@@ -56,9 +56,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from court_games import core
-from court_games.games import court_wars as cw
-from court_games.games import court_wars_fast as F
-from court_games.games.court_wars_fast import (
+from court_games.court_wars import engine as cw
+from court_games.court_wars import fast as F
+from court_games.court_wars.fast import (
     _SIM_PHASE,
     K_ACE,
     K_COURT,

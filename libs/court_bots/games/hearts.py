@@ -59,9 +59,9 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from court_games.games import hearts as H
-from court_games.games import hearts_fast as F
-from court_games.games.hearts_fast import BIT, POINTS, SUIT_OF, legal_mask, winning
+from court_games.hearts import engine as H
+from court_games.hearts import fast as F
+from court_games.hearts.fast import BIT, POINTS, SUIT_OF, legal_mask, winning
 
 game = H
 

@@ -33,8 +33,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from court_games.games import queens_court as qc
-from court_games.games.queens_court_fast import DQ, GL, IS_Q, N_STD, VAL, Sim, from_state, spread_of
+from court_games.queens_court import engine as qc
+from court_games.queens_court.fast import DQ, GL, IS_Q, N_STD, VAL, Sim, from_state, spread_of
 
 game = qc
 

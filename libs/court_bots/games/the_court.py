@@ -55,8 +55,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from court_games import core
-from court_games.games import the_court as game
-from court_games.games.the_court_fast import (
+from court_games.the_court import engine as game
+from court_games.the_court.fast import (
     _NUM_RANKS,
     _PR,
     ACCEPT,

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from court_games.games import queens_court_accounting as qca
+from court_games.queens_court import accounting as qca
 
 from .models import GAME_LEVEL
 

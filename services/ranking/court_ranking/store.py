@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from court_games.games import queens_court_accounting as qca
+from court_games.queens_court import accounting as qca
 from court_kit.checks import quote
 from court_kit.errors import FailedPrecondition, InvalidArgument, NotFound
 from court_store import (

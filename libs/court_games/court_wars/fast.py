@@ -16,7 +16,7 @@ import random
 from collections.abc import Sequence
 from typing import Self
 
-from . import court_wars as cw
+from . import engine as cw
 
 Court = cw.Court
 Phase = cw.Phase

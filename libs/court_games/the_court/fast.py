@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import the_court as game
+from . import engine as game
 
 NUMBERS = game.NUMBERS
 PLACE_RANK = game.PLACE_RANK

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import core
-from . import queens_court as qc
+from . import engine as qc
 
 GL = qc.GL  # the glove's code (52)
 N_STD = len(core.STANDARD_DECK)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from . import hearts as H
+from . import engine as H
 
 HEARTS = H.HEARTS
 NOT_HEARTS = H.NOT_HEARTS

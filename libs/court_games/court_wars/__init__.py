@@ -1,0 +1,1 @@
+"""Court Wars: the engine (``engine``) and the fast mutable model the bots search on (``fast``)."""

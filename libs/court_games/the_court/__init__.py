@@ -1,0 +1,1 @@
+"""The Court: the engine (``engine``) and the fast mutable model the bots search on (``fast``)."""
