@@ -2,8 +2,8 @@
 brief (the in-game ``h``), how to write the ``court`` command so that it runs, and plurals.
 
 ``court --help`` and the first prompt of ``court register`` import only this module, typer and the
-standard library, so they answer at once; gRPC, protobuf, rich and the engines load when a command
-needs them.
+standard library and the games' static facts (``court_games.registry``, no engine), so they answer at
+once; gRPC, protobuf, rich and the engines load when a command needs them.
 """
 
 from __future__ import annotations
@@ -13,20 +13,18 @@ import shutil
 import sys
 from pathlib import Path
 
+from court_games.registry import GAME_NAMES as GAME_NAMES
+from court_games.registry import GAMES
+
 # The file `court stack up` writes under the state folder (addresses, process ids): how a client finds it.
 STACK_FILE = "stack.json"
 LEVELS = ("random", "heuristic", "expert")  # the bot levels a command may name
 # ``court``'s global options (``--plain``), set by its callback (court_cli.main) before a command runs
 OPTIONS: dict[str, bool] = {"plain": False}
 
-# The registry's names (court_games.registry.GAME_NAMES; tests/cli/test_catalog.py keeps them equal).
-GAME_NAMES: tuple[str, ...] = ("queens_court", "hearts", "the_court", "court_wars")
-GAME_TITLES = {
-    "queens_court": "Queen's Court",
-    "hearts": "Hearts",
-    "the_court": "The Court",
-    "court_wars": "Court Wars",
-}
+# The games' names and titles, from their static facts (court_games.<game>.info through the registry,
+# which loads no engine).
+GAME_TITLES = {g.name: g.title for g in GAMES}
 
 # The player's page of each game, in the repository.
 RULES_PAGES = {g: f"docs/rules/{g}.md" for g in GAME_NAMES}
@@ -102,80 +100,11 @@ def court_command() -> str:
 
 
 # The event types of the public stream (protos/court/events/v1/README.md, "Types"; v1 is retired, the names are
-# the kinds of v2's typed Event): the service's own and each
-# engine's. ``court events tail --type`` refuses any other name at once (tests/cli/test_catalog.py checks this
-# list against that contract and against the events the engines emit).
+# the kinds of v2's typed Event): the service's own and each engine's (its info's event_kinds). ``court events
+# tail --type`` refuses any other name at once (tests/cli/test_catalog.py checks this list against that contract
+# and against the events the engines emit).
 SERVICE_EVENT_TYPES = ("GameCreated", "ActionApplied", "TurnStarted", "GameEnded")
-ENGINE_EVENT_TYPES: dict[str, tuple[str, ...]] = {
-    "queens_court": (
-        "GameStarted",
-        "RoundDealt",
-        "HandDealt",
-        "CardPlayed",
-        "CardsDrawn",
-        "PileLocked",
-        "SecondHalfStarted",
-        "RoundEnded",
-        "GameEnded",
-    ),
-    "hearts": (
-        "GameStarted",
-        "HandDealt",
-        "PassCardsChosen",
-        "CardsPassed",
-        "PlayStarted",
-        "CardPlayed",
-        "HeartsBroken",
-        "TrickTaken",
-        "HandEnded",
-        "GameEnded",
-    ),
-    "the_court": (
-        "GameStarted",
-        "CardDrawn",
-        "CardShown",
-        "CardPlaced",
-        "TowerStarted",
-        "TowerClosed",
-        "TowerSwept",
-        "MoatBanked",
-        "MoatDeployed",
-        "MoatSealed",
-        "CardOffered",
-        "CardAccepted",
-        "CardDeclined",
-        "CardKept",
-        "CardBurned",
-        "CardDiscarded",
-        "CardHandedOff",
-        "CardsSwapped",
-        "SwapVoted",
-        "SwapVetoed",
-        "TurnSkipped",
-        "PlayerFinished",
-        "GameEnded",
-    ),
-    "court_wars": (
-        "GameStarted",
-        "SetupCardDrawn",
-        "GuardPlaced",
-        "SetupPickLapsed",
-        "SetupEnded",
-        "Defended",
-        "CardDrawn",
-        "CardDiscarded",
-        "CourtAttacked",
-        "CourtDefeated",
-        "CourtRevived",
-        "AttackSkipped",
-        "DrawAgainEnded",
-        "DiscardPileTurned",
-        "TurnPassed",
-        "TurnEnded",
-        "PlayerOut",
-        "GameEnded",
-    ),
-}
+ENGINE_EVENT_TYPES: dict[str, tuple[str, ...]] = {g.name: g.event_kinds for g in GAMES}
 
 
 def event_types(game: str = "") -> tuple[str, ...]:

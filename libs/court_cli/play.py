@@ -31,10 +31,9 @@ from rich.columns import Columns
 from rich.console import Console
 from rich.text import Text
 
-from .catalog import court_command, rules_help
+from .catalog import GAME_TITLES, court_command, rules_help
 from .moves import HELP, parse
 from .render import (
-    GAME_TITLES,
     Names,
     clock_line,
     describe_action,

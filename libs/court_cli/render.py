@@ -21,12 +21,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-GAME_TITLES = {
-    "queens_court": "Queen's Court",
-    "hearts": "Hearts",
-    "the_court": "The Court",
-    "court_wars": "Court Wars",
-}
+from .catalog import GAME_TITLES
+
 SUIT_SYMBOLS = {"H": "♥", "D": "♦", "S": "♠", "C": "♣"}
 SUIT_ORDER = "CDHS"
 BOT_NAMES = ("Blue Otter", "Yellow Bird", "Red Fox", "Green Newt", "Grey Heron", "Pink Crab")

@@ -21,8 +21,8 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.text import Text
 
-from .catalog import court_command
-from .render import GAME_TITLES, Names, clock_line, describe_event, render_view, result_line
+from .catalog import GAME_TITLES, court_command
+from .render import Names, clock_line, describe_event, render_view, result_line
 from .session import CliError, Court, explain
 
 LOG_LINES = 8

@@ -15,14 +15,15 @@ from typing import Any
 
 from court_base import quote
 from court_games.core import InvalidAction
+from court_games.registry import GAME_NAMES
+from court_games.registry import GAMES as GAME_INFOS
 from court_proto.court.rules.v1 import actions_pb2 as pb
+from google.protobuf import descriptor_pool, message_factory
 
-GAMES = ("queens_court", "hearts", "the_court", "court_wars")
+# game -> its action message, named by the game's info (court_games.<game>.info.INFO.action_message)
 _GAME_MESSAGES: dict[str, Any] = {
-    "queens_court": pb.QueensCourtAction,
-    "hearts": pb.HeartsAction,
-    "the_court": pb.TheCourtAction,
-    "court_wars": pb.CourtWarsAction,
+    g.name: message_factory.GetMessageClass(descriptor_pool.Default().FindMessageTypeByName(g.action_message))
+    for g in GAME_INFOS
 }
 _ENUMS: dict[str, tuple[Any, str]] = {"pile": (pb.Pile, "PILE_"), "source": (pb.DrawSource, "DRAW_SOURCE_")}
 _REMOVE_FIELDS = ("guards", "defeat")
@@ -31,9 +32,7 @@ _REMOVE_FIELDS = ("guards", "defeat")
 def game_of(action: pb.Action) -> str:
     game = action.WhichOneof("game")
     if game is None:
-        raise InvalidAction(
-            "the action names no game: set one of queens_court, hearts, the_court, court_wars"
-        )
+        raise InvalidAction(f"the action names no game: set one of {', '.join(GAME_NAMES)}")
     return game
 
 
@@ -75,7 +74,7 @@ def to_json(action: pb.Action, player: int | None = None) -> dict[str, Any]:
 def from_json(game: str, d: Mapping[str, Any]) -> pb.Action:
     """A typed action from canonical JSON (``player`` ignored); ``InvalidAction`` on a bad form."""
     if game not in _GAME_MESSAGES:
-        raise InvalidAction(f"unknown game {quote(game)}; games: {', '.join(GAMES)}")
+        raise InvalidAction(f"unknown game {quote(game)}; games: {', '.join(GAME_NAMES)}")
     if not isinstance(d, Mapping):
         raise InvalidAction(f"an action is a JSON object with a type, got {quote(d)}")
     kind = d.get("type")

@@ -25,11 +25,14 @@ from __future__ import annotations
 
 import keyword
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from court_games.core import Event as EngineEvent
 from court_games.core import InvalidOptions
+from court_games.info import GameInfo
+from court_games.registry import GAME_NAMES
+from court_games.registry import GAMES as GAME_INFOS
 from court_proto.court.games.v1 import common_pb2, events_pb2, views_pb2
 from google.protobuf.message import Message
 from google.protobuf.unknown_fields import UnknownFieldSet
@@ -41,7 +44,7 @@ Event = events_pb2.Event
 GameOptions = events_pb2.GameOptions
 GameResult = events_pb2.GameResult
 
-GAMES = ("queens_court", "hearts", "the_court", "court_wars")
+GAMES = GAME_NAMES
 NOBODY = -1  # Event.owner of a secret no player may see
 SERVICE_KINDS = {
     "TurnStarted": "turn_started",
@@ -67,19 +70,54 @@ def _camel(snake: str) -> str:
 # ------------------------------------------------------------------------------- the kinds
 
 _EVENT_FIELDS = Event.DESCRIPTOR.oneofs_by_name["kind"].fields
-# (game, "CardPlayed") -> oneof case "hearts_card_played"; case -> "CardPlayed"
-KIND_OF: dict[tuple[str, str], str] = {}
-TYPE_OF: dict[str, str] = {}
-for _fd in _EVENT_FIELDS:
-    _name = _fd.name
-    if _name in SERVICE_KINDS.values() or _name == _SERVICE_GAME_ENDED:
-        TYPE_OF[_name] = _camel(_name)
-        continue
-    _game = next(g for g in GAMES if _name.startswith(g + "_"))
-    _type = _fd.message_type.name[len(_camel(_game)) :]  # type: ignore[union-attr]
-    KIND_OF[(_game, _type)] = _name
-    TYPE_OF[_name] = _type
-del _fd, _name
+
+
+def _kinds(infos: Sequence[GameInfo]) -> dict[tuple[str, str], str]:
+    """(game, "CardPlayed") -> its oneof case "hearts_card_played": each event kind of a game's
+    facts (court_games.<game>.info) is the case <game>_<kind in snake case>."""
+    return {(g.name, t): f"{g.name}_{_snake(t)}" for g in infos for t in g.event_kinds}
+
+
+def _types(kinds: Mapping[tuple[str, str], str]) -> dict[str, str]:
+    """oneof case -> the event's type ("CardPlayed"), the service's kinds included."""
+    out = {case: t for (_, t), case in kinds.items()}
+    out.update((k, _camel(k)) for k in (*SERVICE_KINDS.values(), _SERVICE_GAME_ENDED))
+    return out
+
+
+KIND_OF = _kinds(GAME_INFOS)
+TYPE_OF = _types(KIND_OF)
+
+
+def contract_mismatches(infos: Sequence[GameInfo] = GAME_INFOS) -> list[str]:
+    """Where the games' facts and the generated messages disagree: an event kind with no case in
+    ``court.games.v1.Event`` (or one holding another message), a case no game names, an options
+    message that is not the one a game's facts name. Empty, or this module refuses to load."""
+    kinds = _kinds(infos)
+    types = _types(kinds)
+    cases: dict[str, FieldDescriptor] = {fd.name: fd for fd in _EVENT_FIELDS}
+    out = [f"no case {c} in court.games.v1.Event for {t}" for c, t in types.items() if c not in cases]
+    out += [f"court.games.v1.Event case {c} is no game's event kind" for c in cases if c not in types]
+    fd: FieldDescriptor
+    for (game, type_), case in kinds.items():
+        fd = cases.get(case)
+        if fd is not None and fd.message_type.name != _camel(game) + type_:
+            out.append(
+                f"court.games.v1.Event case {case} holds {fd.message_type.name}, not {_camel(game)}{type_}"
+            )
+    for g in infos:
+        fd = GameOptions.DESCRIPTOR.fields_by_name.get(g.name)
+        if fd is None or fd.message_type.full_name != g.options_message:
+            out.append(f"GameOptions has no case {g.name} holding {g.options_message}")
+    return out
+
+
+_MISMATCHES = contract_mismatches()
+if _MISMATCHES:
+    raise TypedError(
+        "the games' facts (court_games.<game>.info) and protos/court/games/v1 disagree: "
+        + "; ".join(_MISMATCHES)
+    )
 
 
 # ------------------------------------------------------------------------------- converters

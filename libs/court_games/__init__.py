@@ -1,21 +1,13 @@
-"""Court's rule engines: pure, deterministic, one module per game.
+"""Court's rule engines: pure, deterministic, one package per game.
 
-Beside each engine ``games/<game>.py``, ``games/<game>_fast.py`` holds the same rules as a fast
-mutable model (built from an engine state), which the bots search on; lockstep tests
-(tests/bots) play 1,000 random games per game on both in step."""
+``<game>/engine.py`` is the engine the rules service runs (immutable states), ``<game>/fast.py`` the
+same rules as a fast mutable model, which the bots search on (lockstep tests, tests/bots, play
+random games on both in step), and ``<game>/info.py`` the game's static facts
+(``info.GameInfo``: name, title, seat counts, messages, event kinds). The errors and ``Event`` are
+``core``'s. Importing this package, the registry or a game's ``info`` loads no engine.
+"""
 
-from .core import Event, GameError, IllegalAction, InvalidAction, InvalidOptions, InvalidVector, NotYourTurn
-from .registry import GAME_NAMES, all_games, get_game
+from .info import GameInfo
+from .registry import GAME_INFO, GAME_NAMES, GAMES, all_games, get_game
 
-__all__ = [
-    "GAME_NAMES",
-    "Event",
-    "GameError",
-    "IllegalAction",
-    "InvalidAction",
-    "InvalidOptions",
-    "InvalidVector",
-    "NotYourTurn",
-    "all_games",
-    "get_game",
-]
+__all__ = ["GAMES", "GAME_INFO", "GAME_NAMES", "GameInfo", "all_games", "get_game"]

@@ -1,6 +1,6 @@
 """Shared pieces of every engine: cards, errors, events, seeded shuffles.
 
-Every game module under ``court_games.games`` exposes the same small interface
+Every game's engine, ``court_games.<game>.engine``, exposes the same small interface
 (see ``court_games.registry.GameModule``):
 
 * ``Options``: a frozen dataclass of the game's rule variants, with defaults;

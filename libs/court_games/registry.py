@@ -1,7 +1,8 @@
-"""The registry: a game's short name to its engine module.
+"""The registry: every game's static facts (``<game>/info.py``) and, by its short name, its engine.
 
-Every module satisfies ``GameModule``; services, bots and tests treat games
-alike through it.
+Every engine module satisfies ``GameModule``; services, bots and tests treat games alike through it.
+Importing this module loads no engine (``get_game`` imports one when first asked), so the clients'
+catalog reads the games' facts at start-up.
 """
 
 from __future__ import annotations
@@ -9,13 +10,23 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from court_base import quote
 
-from .core import Event, InvalidOptions
+from .court_wars.info import INFO as COURT_WARS
+from .hearts.info import INFO as HEARTS
+from .info import GameInfo
+from .queens_court.info import INFO as QUEENS_COURT
+from .the_court.info import INFO as THE_COURT
 
-GAME_NAMES: tuple[str, ...] = ("queens_court", "hearts", "the_court", "court_wars")
+if TYPE_CHECKING:
+    from .core import Event
+
+# In the order of the protos' per-game oneofs (GameOptions, GameResult, Action: field numbers 1..4).
+GAMES: tuple[GameInfo, ...] = (QUEENS_COURT, HEARTS, THE_COURT, COURT_WARS)
+GAME_NAMES: tuple[str, ...] = tuple(g.name for g in GAMES)
+GAME_INFO: dict[str, GameInfo] = {g.name: g for g in GAMES}
 
 
 class GameModule(Protocol):
@@ -43,7 +54,9 @@ class GameModule(Protocol):
 
 def get_game(name: str) -> ModuleType:
     """The engine module for ``name``; ``InvalidOptions`` names the known games."""
-    if name not in GAME_NAMES:
+    if name not in GAME_INFO:
+        from .core import InvalidOptions  # here, not at the top: the registry loads no engine code
+
         raise InvalidOptions(f"unknown game {quote(name)}; known games: {', '.join(GAME_NAMES)}")
     return importlib.import_module(f"court_games.{name}.engine")
 

@@ -1,8 +1,8 @@
 """Lockstep: Hearts' fast model of a hand (what the bots search on) against the engine, 1,000 games.
 
-The expert searches on ``court_games.games.hearts_fast`` (hands as bitmasks in mutable lists:
+The expert searches on ``court_games.hearts.fast`` (hands as bitmasks in mutable lists:
 ``legal_mask``, ``winning``, the trick stepping ``run`` and ``hand_scores``). Random games are
-played on the engine (``court_games.games.hearts``) and at every play of every hand the model is
+played on the engine (``court_games.hearts.engine``) and at every play of every hand the model is
 checked against it:
 
 * the legal mask for the seat to play is exactly ``legal_actions`` (as a mask);

@@ -29,6 +29,10 @@ from tests.cli.test_moves import OPTION_SETS
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("grpc", "google.protobuf", "rich", "nats", "court_games", "court_proto", "court_client", "court_kit")
+# The games' static facts (court_games.<game>.info, through the registry) are the catalog's: not heavy.
+FACTS = frozenset({"court_games", "court_games.info", "court_games.registry"}) | {
+    f"court_games.{g}{part}" for g in REGISTRY_NAMES for part in ("", ".info")
+}
 
 
 def imported(*args: str, stdin: str = "") -> tuple[set[str], str]:
@@ -52,7 +56,18 @@ def imported(*args: str, stdin: str = "") -> tuple[set[str], str]:
 
 
 def heavy_in(mods: set[str]) -> list[str]:
-    return sorted(m for m in mods if any(m == h or m.startswith(h + ".") for h in HEAVY))
+    return sorted(m for m in mods - FACTS if any(m == h or m.startswith(h + ".") for h in HEAVY))
+
+
+def test_the_games_facts_are_all_that_loads_of_the_engines_package() -> None:
+    """The light set is the registry and the infos, and heavy_in sees an engine among them."""
+    mods, _ = imported("--help")
+    assert {"court_games.registry", "court_games.hearts.info"} <= mods
+    assert heavy_in({"court_games.registry", "court_games.hearts.info"}) == []
+    assert heavy_in({"court_games.hearts.engine", "court_games.core"}) == [
+        "court_games.core",
+        "court_games.hearts.engine",
+    ]
 
 
 def test_court_help_imports_nothing_heavy() -> None:
@@ -92,8 +107,8 @@ def test_court_play_without_a_game_lists_them_when_nobody_can_answer() -> None:
         assert g in done.stdout and GAME_TITLES[g] in done.stdout
 
 
-def test_names_agree_with_the_registry_and_every_game_has_its_page_and_help() -> None:
-    assert GAME_NAMES == REGISTRY_NAMES
+def test_every_game_has_its_title_page_and_help() -> None:
+    assert GAME_NAMES == REGISTRY_NAMES and set(GAME_TITLES) == set(GAME_NAMES)
     for g in GAME_NAMES:
         assert (ROOT / RULES_PAGES[g]).is_file()
         text = rules_help(g)

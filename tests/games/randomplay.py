@@ -13,7 +13,8 @@ import random
 from collections import Counter
 from typing import Any
 
-from court_games import IllegalAction, get_game
+from court_games import get_game
+from court_games.core import IllegalAction
 
 BIG_SEED_BASE = 7_331_000_000_019  # seeds this large never collide with counts in a view
 

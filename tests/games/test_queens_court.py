@@ -7,8 +7,15 @@ import json
 import random
 
 import pytest
-from court_games import IllegalAction, InvalidAction, InvalidOptions, InvalidVector, NotYourTurn, get_game
-from court_games.core import STANDARD_DECK
+from court_games import get_game
+from court_games.core import (
+    STANDARD_DECK,
+    IllegalAction,
+    InvalidAction,
+    InvalidOptions,
+    InvalidVector,
+    NotYourTurn,
+)
 from court_games.queens_court import engine as qc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

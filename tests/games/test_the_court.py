@@ -7,7 +7,7 @@ import random
 from collections import Counter
 
 import pytest
-from court_games import IllegalAction, InvalidAction, InvalidOptions, InvalidVector, NotYourTurn
+from court_games.core import IllegalAction, InvalidAction, InvalidOptions, InvalidVector, NotYourTurn
 from court_games.the_court import engine as g
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -535,7 +535,7 @@ def playout_action(state: State, player: int, legal: tuple[Action, ...], rng: ra
 
 
 # ---------------------------------------------------------------------------------------------
-# the search's model: the game's fast model (court_games.games.court_wars_fast) plus the evaluation
+# the search's model: the game's fast model (court_games.court_wars.fast) plus the evaluation
 
 
 class Sim(F.Sim):

@@ -52,8 +52,9 @@ from court_base import quote
 
 from .. import core
 from ..core import Event, IllegalAction, InvalidAction, InvalidVector, NotYourTurn
+from .info import INFO
 
-NAME = "court_wars"
+NAME = INFO.name
 
 COURTS = "JQK"
 SEAT_SUITS = "SHCD"
@@ -110,7 +111,7 @@ def options_from_dict(d: Mapping[str, Any]) -> Options:
         raise core.InvalidOptions(f"options must be a JSON object, got {type(d).__name__}")
     core.reject_unknown(d, _OPTION_KEYS, NAME)
     return Options(
-        players=core.require_int(d, "players", lo=2, hi=4, default=2),
+        players=core.require_int(d, "players", lo=INFO.min_seats, hi=INFO.max_seats, default=2),
         jokers=core.require_bool(d, "jokers", True),
         equal_guards=core.require_bool(d, "equal_guards", False),
         turn_limit=core.require_int(d, "turn_limit", lo=1, hi=100_000, default=500),

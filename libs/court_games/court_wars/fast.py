@@ -1,6 +1,6 @@
 """Court Wars' fast mutable model: what the bots search on, the rules written once.
 
-The engine (``court_games.games.court_wars``) is immutable and checks every action; the bots'
+The engine (``court_games.court_wars.engine``) is immutable and checks every action; the bots'
 search plays many positions per decision on ``Sim`` instead: one game position as flat lists with
 suits dropped (guard values, standing courts, Jokers, the draw pile as card kinds), with the
 engine's rules: ``legal``, ``attacks``, ``step``, drawing, turn order, the end and the winners.

@@ -50,9 +50,10 @@ from court_base import quote
 
 from .. import core
 from ..core import Event, GameError, IllegalAction, InvalidAction, InvalidOptions, InvalidVector, NotYourTurn
+from .info import INFO
 
-NAME = "hearts"
-NUM_PLAYERS = 4
+NAME = INFO.name
+NUM_PLAYERS = INFO.max_seats
 HAND_SIZE = 13
 PASS_SIZE = 3
 MOON = 26

@@ -1,6 +1,6 @@
 """Hearts' fast mutable model of one hand: what the bots search on, the rules written once.
 
-The engine (``court_games.games.hearts``) is immutable and checks every action; a search plays
+The engine (``court_games.hearts.engine``) is immutable and checks every action; a search plays
 thousands of hands per decision and needs plain mutable values instead. A hand in play is the
 *position* ``(hands, trick, leader, win, taken, broken, first, p)``: the four hands as card
 bitmasks (a list, played cards are removed in place), the current trick's cards from its leader

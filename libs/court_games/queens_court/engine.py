@@ -33,7 +33,7 @@ docs/rules/queens_court.md):
 * Events: ``initial_events(state)`` describes a fresh game (GameStarted, RoundDealt, one HandDealt
   per seat with the hand private to its owner); ``apply`` emits CardPlayed, CardsDrawn (cards
   private to the drawer), SecondHalfStarted, PileLocked, RoundEnded, then RoundDealt/HandDealt for
-  the next round or GameEnded. ``court_games.games.queens_court_accounting`` turns them into rank
+  the next round or GameEnded. ``court_games.queens_court.accounting`` turns them into rank
   points, ante changes and challenge progress.
 """
 
@@ -61,10 +61,11 @@ from ..core import (
     require_int,
     seeded_shuffle,
 )
+from .info import INFO
 
-NAME = "queens_court"
+NAME = INFO.name
 
-MIN_PLAYERS, MAX_PLAYERS = 2, 4
+MIN_PLAYERS, MAX_PLAYERS = INFO.min_seats, INFO.max_seats
 HAND_CARDS = 3
 CARDS_PER_PLAYER = 2 + HAND_CARDS  # a short deck must hold at least this many per player
 WINS_NEEDED = 2

@@ -1,6 +1,6 @@
 """Queen's Court's fast mutable model of one round: what the bots search on, the rules written once.
 
-The engine (``court_games.games.queens_court``) is immutable and checks every action; the bots'
+The engine (``court_games.queens_court.engine``) is immutable and checks every action; the bots'
 search plays thousands of rounds per decision on ``Sim`` instead: the showing card of each pile,
 gloved piles, pile counts, hands and deck as mutable lists, ``open_piles`` (where a card may go),
 ``play`` (draws, the glove, locks, turn order, the round's end), ``spread`` and ``winners``.

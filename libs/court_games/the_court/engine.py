@@ -57,8 +57,9 @@ from court_base import quote
 
 from .. import core
 from ..core import Event, IllegalAction, InvalidAction, InvalidVector, NotYourTurn
+from .info import INFO
 
-NAME = "the_court"
+NAME = INFO.name
 
 MODES = ("solitaire", "free_gift", "mutual_swap", "burn", "shared")
 TARGETS: dict[str, int | None] = {

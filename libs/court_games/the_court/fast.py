@@ -1,6 +1,6 @@
 """The Court's fast mutable simulator: what the bots' rollouts play on, the rules written once.
 
-The engine (``court_games.games.the_court``) is immutable and checks every action; the expert's
+The engine (``court_games.the_court.engine``) is immutable and checks every action; the expert's
 rollouts play whole games per decision on ``Sim`` instead (``SPlayer``: one player's deck,
 towers, Moat and counters as mutable lists): ``to_act``, ``legal``, ``apply``, ``scores``, the
 placement rules (``_placements``, ``_can_place``), and ``sim_from_state`` to build it from an
