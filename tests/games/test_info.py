@@ -3,6 +3,7 @@ loads no engine."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +58,13 @@ def test_the_registry_and_the_infos_load_no_engine() -> None:
     loaded = eval(done.stdout)
     assert not [m for m in loaded if m.endswith((".engine", ".fast", ".core", ".accounting"))], loaded
     assert "court_games.hearts.info" in loaded and "court_games.court_wars.info" in loaded
+
+
+def test_the_web_clients_titles_are_the_infos() -> None:
+    """The browser client (TypeScript, web/src/games.ts) cannot read the infos: its copy of the
+    titles is held to them here."""
+    ts = (ROOT / "web/src/games.ts").read_text()
+    block = re.search(r"export const TITLES: Record<string, string> = \{(.*?)\};", ts, re.S)
+    assert block, "web/src/games.ts has no TITLES"
+    titles = dict(re.findall(r'(\w+): "([^"]*)"', block.group(1)))
+    assert titles == {g.name: g.title for g in GAMES}
