@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -237,10 +237,13 @@ def check_ledger(
     grants: Mapping[str, int],
     antes: Mapping[str, Mapping[str, int]],
     expected: Mapping[str, Mapping[str, int]],
+    refused: Collection[str] = (),
 ) -> list[str]:
     """``antes``: game -> player -> the ante charged at the start (0: none); ``expected``: finished
     game -> player -> its net change as the rules say (a game absent from it is unfinished or was
-    refunded); ``balances``: each account's balance as the service reports it."""
+    refunded); ``balances``: each account's balance as the service reports it; ``refused``: games
+    whose start was undone (in ``antes`` too): each ante charged at most once and, if charged,
+    refunded exactly once, never won."""
     out: list[str] = []
     entries = list(entries)
     ids = Counter(e.entry_id for e in entries)
@@ -259,6 +262,17 @@ def check_ledger(
         for pid, ante in players.items():
             es = per.get((gid, pid), [])
             notes = Counter(e.note for e in es)
+            if gid in refused:
+                if (
+                    notes["ante_paid"] > 1
+                    or notes["ante_refunded"] != notes["ante_paid"]
+                    or notes["ante_won"]
+                ):
+                    out.append(
+                        f"{gid}: {pid}'s ante charged {notes['ante_paid']} times, refunded "
+                        f"{notes['ante_refunded']} times and won {notes['ante_won']} times in a start undone"
+                    )
+                continue
             if ante and notes["ante_paid"] != 1:
                 out.append(f"{gid}: {pid}'s ante charged {notes['ante_paid']} times")
             if notes["ante_won"] + notes["ante_refunded"] > 1:
@@ -285,8 +299,12 @@ def check_ledger(
                 f"ledger: {pid}'s balance {balances.get(pid)} is not its grant plus its entries ({want})"
             )
     implied = sum(grants.values()) + sum(sum(g.values()) for g in expected.values())
-    implied -= sum(a for gid, ps in antes.items() if gid not in expected for a in ps.values())
-    refunded = sum(e.delta for e in entries if e.note == "ante_refunded")
+    implied -= sum(
+        a for gid, ps in antes.items() if gid not in expected and gid not in refused for a in ps.values()
+    )
+    # a start undone nets to nothing: its charges and refunds are left out of both sides
+    implied += sum(e.delta for e in entries if e.game_id in refused)
+    refunded = sum(e.delta for e in entries if e.note == "ante_refunded" and e.game_id not in refused)
     if sum(balances.values()) != implied + refunded:
         out.append(
             f"ledger: the accounts hold {sum(balances.values())} points, the grants and the games "
@@ -316,3 +334,55 @@ async def read_game(nc: Any, game: str, game_id: str, timeout: float = 60.0) -> 
         if len(public) >= len(full) or time.monotonic() > deadline:
             return log_from_records(game_id, full, public)
         await asyncio.sleep(0.2)  # no event announces the projector's progress to a reader
+
+
+async def read_ledger(
+    ranking_addr: str, people: Iterable[tuple[str, str]]
+) -> tuple[list[LedgerEntry], dict[str, int]]:
+    """Every ledger entry and the balance of each person (player id, token), as each reads their own
+    through the ranking service's public API."""
+    from court_client import RankingClient
+
+    entries: list[LedgerEntry] = []
+    balances: dict[str, int] = {}
+    for pid, tok in people:
+        async with RankingClient(ranking_addr, tok) as rk:
+            token = ""
+            while True:
+                page = await rk.ledger(page_size=500, page_token=token)
+                entries += [
+                    LedgerEntry(e.entry_id, e.player_id, e.delta, e.note, e.game_id) for e in page.entries
+                ]
+                balances[pid] = page.balance
+                token = page.next_page_token
+                if not token:
+                    break
+    return entries, balances
+
+
+async def admin_audit(ranking_addr: str, lobby_addr: str, config_dir: Any, admin_token: str) -> list[str]:
+    """``court admin audit`` as an operator runs it (the console script): [] when it is clean, else
+    its output as one anomaly."""
+    import asyncio
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    court = str(Path(sys.executable).parent / "court")
+    audit = await asyncio.to_thread(
+        subprocess.run,
+        [court, "--plain", "admin", "audit"],
+        env={
+            "COURT_RANKING_ADDR": ranking_addr,
+            "COURT_LOBBY_ADDR": lobby_addr,
+            "COURT_CONFIG_DIR": str(config_dir),
+            "COURT_ADMIN_TOKEN": admin_token,
+            "PATH": "/usr/bin:/bin",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if audit.returncode or "VIOLATION" in audit.stdout or "0 violation(s)" not in audit.stdout:
+        return [f"court admin audit: {audit.stdout[-2000:]} {audit.stderr[-2000:]}"]
+    return []

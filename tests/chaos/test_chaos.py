@@ -55,8 +55,6 @@ import contextlib
 import os
 import random
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -66,7 +64,7 @@ from typing import Any
 import grpc
 import nats
 import pytest
-from court_client import LobbyClient, RankingClient, RulesClient
+from court_client import LobbyClient, RulesClient
 from court_kit import records as krec
 from court_kit import typed
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -74,10 +72,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tests.chaos.cluster import NatsCluster, Postgres
 from tests.chaos.history import (
     History,
-    LedgerEntry,
+    admin_audit,
     check_games,
     check_ledger,
     read_game,
+    read_ledger,
     unknown_applied,
 )
 from tests.chaos.proxy import ProxyThread
@@ -474,51 +473,17 @@ async def test_games_survive_partitions_slow_links_and_kills_with_a_checked_hist
         await nc.close()
 
         # ---- the ledger: every entry of every account, checked for conservation
-        async def read_ledger() -> tuple[list[LedgerEntry], dict[str, int]]:
-            entries: list[LedgerEntry] = []
-            balances: dict[str, int] = {}
-            for pid, tok in people:
-                async with RankingClient(ranking_addr, tok) as rk:
-                    token = ""
-                    while True:
-                        page = await rk.ledger(page_size=500, page_token=token)
-                        entries += [
-                            LedgerEntry(e.entry_id, e.player_id, e.delta, e.note, e.game_id)
-                            for e in page.entries
-                        ]
-                        balances[pid] = page.balance
-                        token = page.next_page_token
-                        if not token:
-                            break
-            return entries, balances
-
         grants = {pid: OPENING for pid, _ in people}
         deadline = time.monotonic() + 30
         while True:
-            entries, balances = await read_ledger()
+            entries, balances = await read_ledger(ranking_addr, people)
             wrong = check_ledger(entries, balances, grants, antes, expected)
             if not wrong or time.monotonic() > deadline:
                 break
             await asyncio.sleep(1)  # the ranking consumer settles the last games asynchronously
         anomalies += wrong
 
-        court = str(Path(sys.executable).parent / "court")
-        audit = await asyncio.to_thread(
-            subprocess.run,
-            [court, "--plain", "admin", "audit"],
-            env={
-                "COURT_RANKING_ADDR": ranking_addr,
-                "COURT_LOBBY_ADDR": lobby_addr,
-                "COURT_CONFIG_DIR": str(tmp_path / "cfg"),
-                "COURT_ADMIN_TOKEN": keys.token("ops", "admin"),
-                "PATH": "/usr/bin:/bin",
-            },
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if audit.returncode or "VIOLATION" in audit.stdout:
-            anomalies.append(f"court admin audit: {audit.stdout[-2000:]} {audit.stderr[-2000:]}")
+        anomalies += await admin_audit(ranking_addr, lobby_addr, tmp_path / "cfg", keys.token("ops", "admin"))
         await analyst.close()
         for c in clients:
             await c.close()
