@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -237,13 +237,10 @@ def check_ledger(
     grants: Mapping[str, int],
     antes: Mapping[str, Mapping[str, int]],
     expected: Mapping[str, Mapping[str, int]],
-    refused: Collection[str] = (),
 ) -> list[str]:
     """``antes``: game -> player -> the ante charged at the start (0: none); ``expected``: finished
     game -> player -> its net change as the rules say (a game absent from it is unfinished or was
-    refunded); ``balances``: each account's balance as the service reports it; ``refused``: games
-    whose start was undone (in ``antes`` too): each ante charged at most once and, if charged,
-    refunded exactly once, never won."""
+    refunded); ``balances``: each account's balance as the service reports it."""
     out: list[str] = []
     entries = list(entries)
     ids = Counter(e.entry_id for e in entries)
@@ -262,17 +259,6 @@ def check_ledger(
         for pid, ante in players.items():
             es = per.get((gid, pid), [])
             notes = Counter(e.note for e in es)
-            if gid in refused:
-                if (
-                    notes["ante_paid"] > 1
-                    or notes["ante_refunded"] != notes["ante_paid"]
-                    or notes["ante_won"]
-                ):
-                    out.append(
-                        f"{gid}: {pid}'s ante charged {notes['ante_paid']} times, refunded "
-                        f"{notes['ante_refunded']} times and won {notes['ante_won']} times in a start undone"
-                    )
-                continue
             if ante and notes["ante_paid"] != 1:
                 out.append(f"{gid}: {pid}'s ante charged {notes['ante_paid']} times")
             if notes["ante_won"] + notes["ante_refunded"] > 1:
@@ -299,12 +285,8 @@ def check_ledger(
                 f"ledger: {pid}'s balance {balances.get(pid)} is not its grant plus its entries ({want})"
             )
     implied = sum(grants.values()) + sum(sum(g.values()) for g in expected.values())
-    implied -= sum(
-        a for gid, ps in antes.items() if gid not in expected and gid not in refused for a in ps.values()
-    )
-    # a start undone nets to nothing: its charges and refunds are left out of both sides
-    implied += sum(e.delta for e in entries if e.game_id in refused)
-    refunded = sum(e.delta for e in entries if e.note == "ante_refunded" and e.game_id not in refused)
+    implied -= sum(a for gid, ps in antes.items() if gid not in expected for a in ps.values())
+    refunded = sum(e.delta for e in entries if e.note == "ante_refunded")
     if sum(balances.values()) != implied + refunded:
         out.append(
             f"ledger: the accounts hold {sum(balances.values())} points, the grants and the games "
