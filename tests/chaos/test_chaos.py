@@ -79,7 +79,7 @@ from court_kit import records as krec
 from court_kit import typed
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.chaos.cluster import NatsCluster, Postgres
+from tests.chaos.cluster import NatsCluster, Postgres, wait_jetstream
 from tests.chaos.history import (
     History,
     admin_audit,
@@ -174,24 +174,6 @@ def infra(tmp_path: Path) -> Iterator[tuple[NatsCluster, Postgres, ProxyThread]]
         cluster.stop()
         pg.stop()
         shutil.rmtree(pg_root, ignore_errors=True)
-
-
-async def _wait_jetstream(urls: str, timeout: float = 300) -> None:
-    """Until the cluster's JetStream answers (a meta leader is elected)."""
-    nc = await nats.connect(urls.split(","), max_reconnect_attempts=-1)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                msg = await nc.request("$JS.API.INFO", b"", timeout=2)
-                if b'"error"' not in msg.data:
-                    return
-            except Exception:  # noqa: BLE001 - not yet
-                pass
-            assert time.monotonic() < deadline, "JetStream did not come up"
-            await asyncio.sleep(0.2)  # no event announces a meta leader to a client
-    finally:
-        await nc.close()
 
 
 async def _serving(address: str, timeout: float = 300) -> None:
@@ -391,7 +373,7 @@ async def test_games_survive_partitions_slow_links_and_kills_with_a_checked_hist
 ) -> None:
     cluster, pg, proxies = infra
     t_start = time.monotonic()
-    await _wait_jetstream(cluster.urls)
+    await wait_jetstream(cluster.urls)
     common = {
         "COURT_NATS_URL": cluster.urls,
         "COURT_STREAM_REPLICAS": "3",
