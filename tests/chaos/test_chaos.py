@@ -493,6 +493,7 @@ async def test_games_survive_partitions_slow_links_and_kills_with_a_checked_hist
                             if err.code() not in transient or time.monotonic() > deadline:
                                 return "", person, f"{lob.lobby_id}: {err.code().name}: {err.details()}"
                             starts_retried[0] += 1
+                            await asyncio.sleep(0.5)  # a client's back-off before its retry
 
             starts_retried[0] = 0
             all_opened: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
