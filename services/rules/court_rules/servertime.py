@@ -104,14 +104,19 @@ class ServerClock:
             )
         self.add(t1 - t0, parse_time(answer["ts"]) - (t0 + t1) / 2)
 
-    async def sync(self, stop: asyncio.Event | None = None) -> None:
-        """Take samples until one succeeds (start-up: JetStream is up by then)."""
+    async def sync(self, stop: asyncio.Event | None = None, samples: int = 3) -> None:
+        """Take samples until ``samples`` succeeded (start-up: JetStream is up by then), so the
+        first offset is already the best of a few round trips."""
         trouble = klog.StateLog(log, f"server time from {self.stream}")
+        taken = 0
         while True:
             try:
                 await self.sample()
-                trouble.ok("server time measured")
-                return
+                taken += 1
+                if taken >= samples:
+                    trouble.ok("server time measured")
+                    return
+                continue
             except Exception as exc:  # noqa: BLE001 - NATS may be electing a leader
                 trouble.failed("could not read the server's time", error=str(exc) or type(exc).__name__)
             if stop is not None and stop.is_set():
