@@ -10,8 +10,9 @@ as soon as it has hit a ranking call (the proxy's own counters say so):
 * ``partition``: the link down both ways (open connections reset, new ones refused);
 * ``stall``: connections accepted, nothing forwarded until the heal (then what was held goes on);
 * ``cut request``: the lobby's next bytes to ranking (RegisterGame's request) cut mid-message;
-* ``cut answer``: ranking's next bytes to the lobby cut mid-message: on the connection a first
-  start warmed, that is RegisterGame's answer, after ranking took the antes;
+* ``cut answer``: ranking's next bytes to the lobby cut mid-message, on the connection a first
+  start warmed: what ranking sends while the lobby waits on RegisterGame (its answer, or an HTTP/2
+  frame just ahead of it; the proxy does not tell which);
 * ``drop answers``: ranking's answers silently lost (one way) while its requests still arrive.
 
 What a player sees: StartGame answers the started lobby (a game id), or UNAVAILABLE saying to retry
