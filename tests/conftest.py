@@ -2,7 +2,7 @@
 
 `make test` runs with ``--dist worksteal``: each worker starts on its share of the collection, in
 order, and a worker that runs dry takes half of what another still has queued. The longest test
-(tests/chaos, about 4 minutes on a quiet 2-core machine) must therefore be first: started last, it
+(tests/chaos, about 3 minutes on a 2-core machine) must therefore be first: started last, it
 would run alone at the end while the other worker idles. The other long suites (marked ``slow``)
 come next, so the short tests fill the gaps between them at the end. The order inside each group,
 and so inside each module, stays the collection order; no test depends on another's having run.

@@ -3,6 +3,7 @@ PostgreSQL server, each process on loopback, each of which the test may kill and
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import select
@@ -12,6 +13,8 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import nats
 
 from tests.fixtures.nats import _drain, free_port, nats_binary
 
@@ -26,9 +29,11 @@ class NatsNode:
         client_port: int,
         cluster_ports: list[int],
         route_ports: list[int] | None = None,
+        jetstream: str = "",
     ):
         """``route_ports``: the ports this node dials to reach each peer (default: their cluster
-        ports; a fault-injecting proxy's port puts the proxy on that route)."""
+        ports; a fault-injecting proxy's port puts the proxy on that route); ``jetstream``: more
+        settings of the jetstream block (e.g. ``sync_interval: always``)."""
         self.index = index
         self.name = f"chaos-{index}"
         self.port = client_port
@@ -41,7 +46,7 @@ class NatsNode:
         self.conf.write_text(
             f"server_name: {self.name}\nhost: 127.0.0.1\nport: {client_port}\n"
             f"jetstream {{\n  store_dir: {str(self.dir / 'store')!r}\n  max_file_store: 8GB\n"
-            f"  max_memory_store: 64MB\n}}\n"
+            f"  max_memory_store: 64MB\n{jetstream}\n}}\n"
             f"cluster {{\n  name: chaos\n  host: 127.0.0.1\n  port: {cluster_ports[index]}\n"
             # no_advertise: clients know only the URLs they were given (in the chaos test, the
             # fault-injecting proxies), never a peer's own address to reconnect to around them
@@ -99,7 +104,9 @@ class NatsNode:
 class NatsCluster:
     """Three nats-server processes routing to each other: JetStream with R3 streams."""
 
-    def __init__(self, root: Path, route_proxy: Callable[[int, int, int], int] | None = None):
+    def __init__(
+        self, root: Path, route_proxy: Callable[[int, int, int], int] | None = None, jetstream: str = ""
+    ):
         """``route_proxy(i, j, port)``: the port node i dials to reach node j's cluster ``port`` (a
         proxy placed on that route); default: node j's port itself."""
         client = [free_port() for _ in range(3)]
@@ -107,7 +114,7 @@ class NatsCluster:
         self.nodes = []
         for i in range(3):
             dial = [route_proxy(i, j, p) if route_proxy and j != i else p for j, p in enumerate(cluster)]
-            self.nodes.append(NatsNode(root, i, client[i], cluster, dial))
+            self.nodes.append(NatsNode(root, i, client[i], cluster, dial, jetstream))
 
     @property
     def urls(self) -> str:
@@ -123,6 +130,24 @@ class NatsCluster:
     def stop(self) -> None:
         for n in self.nodes:
             n.stop()
+
+
+async def wait_jetstream(urls: str, timeout: float = 300) -> None:
+    """Until the cluster's JetStream answers (a meta leader is elected)."""
+    nc = await nats.connect(urls.split(","), max_reconnect_attempts=-1)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                msg = await nc.request("$JS.API.INFO", b"", timeout=2)
+                if b'"error"' not in msg.data:
+                    return
+            except Exception:  # noqa: BLE001 - not yet
+                pass
+            assert time.monotonic() < deadline, "JetStream did not come up"
+            await asyncio.sleep(0.2)  # no event announces a meta leader to a client
+    finally:
+        await nc.close()
 
 
 class Postgres:

@@ -316,3 +316,55 @@ async def read_game(nc: Any, game: str, game_id: str, timeout: float = 60.0) -> 
         if len(public) >= len(full) or time.monotonic() > deadline:
             return log_from_records(game_id, full, public)
         await asyncio.sleep(0.2)  # no event announces the projector's progress to a reader
+
+
+async def read_ledger(
+    ranking_addr: str, people: Iterable[tuple[str, str]]
+) -> tuple[list[LedgerEntry], dict[str, int]]:
+    """Every ledger entry and the balance of each person (player id, token), as each reads their own
+    through the ranking service's public API."""
+    from court_client import RankingClient
+
+    entries: list[LedgerEntry] = []
+    balances: dict[str, int] = {}
+    for pid, tok in people:
+        async with RankingClient(ranking_addr, tok) as rk:
+            token = ""
+            while True:
+                page = await rk.ledger(page_size=500, page_token=token)
+                entries += [
+                    LedgerEntry(e.entry_id, e.player_id, e.delta, e.note, e.game_id) for e in page.entries
+                ]
+                balances[pid] = page.balance
+                token = page.next_page_token
+                if not token:
+                    break
+    return entries, balances
+
+
+async def admin_audit(ranking_addr: str, lobby_addr: str, config_dir: Any, admin_token: str) -> list[str]:
+    """``court admin audit`` as an operator runs it (the console script): [] when it is clean, else
+    its output as one anomaly."""
+    import asyncio
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    court = str(Path(sys.executable).parent / "court")
+    audit = await asyncio.to_thread(
+        subprocess.run,
+        [court, "--plain", "admin", "audit"],
+        env={
+            "COURT_RANKING_ADDR": ranking_addr,
+            "COURT_LOBBY_ADDR": lobby_addr,
+            "COURT_CONFIG_DIR": str(config_dir),
+            "COURT_ADMIN_TOKEN": admin_token,
+            "PATH": "/usr/bin:/bin",
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if audit.returncode or "VIOLATION" in audit.stdout or "0 violation(s)" not in audit.stdout:
+        return [f"court admin audit: {audit.stdout[-2000:]} {audit.stderr[-2000:]}"]
+    return []

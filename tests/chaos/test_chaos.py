@@ -3,12 +3,14 @@ kills and restarts processes and breaks the links between them (issue 33), every
 recorded in a history that a checker verifies against what was stored.
 
 The stack: a 3-server NATS cluster (nats-server processes on loopback with cluster routes; every
-stream R3, COURT_STREAM_REPLICAS=3), two rules replicas, lobby, two ranking replicas and a bot
-service, each from its console script, on a private PostgreSQL server (Debian binaries, as
-scripts/test-postgres.sh makes one). A fault-injecting TCP proxy (tests/chaos/proxy.py) sits
+stream R3, COURT_STREAM_REPLICAS=3), two rules replicas, two lobby replicas, two ranking replicas
+and a bot service, each from its console script, on a private PostgreSQL server (Debian binaries,
+as scripts/test-postgres.sh makes one). A fault-injecting TCP proxy (tests/chaos/proxy.py) sits
 between each rules replica and each NATS server, on each NATS cluster route (each direction of
-each pair), and between the lobby and each ranking replica and PostgreSQL; the servers do not advertise their own addresses (no_advertise), so every
-reconnection goes through the proxies too. Each game seats a person (an account; this test plays
+each pair), between each lobby replica and each ranking replica (the start saga's RegisterGame,
+which takes the antes), and between each lobby and ranking replica and PostgreSQL; the servers do
+not advertise their own addresses (no_advertise), so every reconnection goes through the proxies
+too. The games are opened on both lobby replicas. Each game seats a person (an account; this test plays
 the seat with random legal moves through the rules service, as any client would) and a bot (the bot
 service plays it); 25 people play two games each at once.
 
@@ -17,9 +19,14 @@ replica killed and restarted, PostgreSQL restarted; a rules replica partitioned 
 server; one NATS server cut off from both others (its cluster routes, a minority of one); a one-way drop of NATS's answers to a rules replica; delay and jitter on a rules replica's
 NATS links and on the PostgreSQL links; a stall of a rules replica's NATS links and of the ranking
 replicas' PostgreSQL links; connections cut in the middle of a message; the ranking replicas
-partitioned from PostgreSQL. Each fault follows the games' progress (share of all moves played),
+partitioned from PostgreSQL; and, while each wave's games are being started, one fault on every
+lobby>ranking link (a partition, a stall, a cut mid-message, ranking's answers dropped, delay and
+jitter: one kind a wave, in turn; a host whose StartGame answers UNAVAILABLE retries it with the
+same request id, as a client does). Each fault follows the games' progress (share of all moves played),
 so it lands while games are being played however fast the machine is; each link fault is healed
-at a later share or after a few seconds, whichever comes first, and never both rules replicas are
+at a later share or after a few seconds (HEAL_AFTER), a killed NATS server or rules replica
+restarted at a later share or after RESTART_AFTER seconds, whichever comes first (a NATS server
+down slowed the games to a crawl: 87 s for 5% of the moves, once), and never both rules replicas are
 cut off at once (the games would stop, and with them the schedule).
 
 Every move a person submits is an operation in tests/chaos/history.py's History: invoke and
@@ -38,14 +45,17 @@ notice:
   service); each balance is the opening 1,000 plus its entries; all balances add up to the
   grants plus what the games paid; ``court admin audit`` reports no violation.
 
-``COURT_CHAOS_DURATION=<seconds>`` (``make chaos DURATION=...``) plays wave after wave of 50 games
-under the same nemesis until that long has passed (the default: one wave, the short run of
-``make test``); every wave is checked. ``COURT_CHAOS_NEMESIS=0`` (``make chaos NEMESIS=0``) plays the
-same run with no fault, for the figures' baseline.
+``make test`` plays one short wave of 20 games (every fault above still lands in it).
+``COURT_CHAOS_DURATION=<seconds>`` (``make chaos DURATION=...``) and ``COURT_CHAOS_MIN_GAMES=<n>``
+(``make chaos MIN_GAMES=...``) play waves of 50 games (``COURT_CHAOS_GAMES``) until that long has
+passed and at least that many games were played under the nemesis; the first wave of such a run
+plays with no fault, the baseline its figures are compared with. Every wave is checked.
+``COURT_CHAOS_NEMESIS=0`` (``make chaos NEMESIS=0``) plays every wave with no fault.
 
 Figures (printed): per wave the moves played, the history's outcomes, throughput (person moves
-acknowledged per second) and the p50/p99 of an acknowledged move's latency; when each fault
-happened.
+acknowledged per second) and the p50/p99 of an acknowledged move's latency; a summary of the games,
+moves, person operations checked and anomalies, with throughput and p50/p99 under the nemesis and
+with no fault side by side; when each fault happened.
 """
 
 from __future__ import annotations
@@ -55,8 +65,6 @@ import contextlib
 import os
 import random
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -66,18 +74,19 @@ from typing import Any
 import grpc
 import nats
 import pytest
-from court_client import LobbyClient, RankingClient, RulesClient
+from court_client import LobbyClient, RulesClient
 from court_contract import records as krec
 from court_contract import typed
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.chaos.cluster import NatsCluster, Postgres
+from tests.chaos.cluster import NatsCluster, Postgres, wait_jetstream
 from tests.chaos.history import (
     History,
-    LedgerEntry,
+    admin_audit,
     check_games,
     check_ledger,
     read_game,
+    read_ledger,
     unknown_applied,
 )
 from tests.chaos.proxy import ProxyThread
@@ -85,25 +94,42 @@ from tests.fixtures import keys
 from tests.fixtures.procs import Service
 from tests.ranking.qc_expect import expected_changes
 
-GAMES = 50
-PEOPLE = 25
 ANTE = 100
 OPENING = 1000
 DURATION = float(os.environ.get("COURT_CHAOS_DURATION", "0") or 0)
+MIN_GAMES = int(os.environ.get("COURT_CHAOS_MIN_GAMES", "0") or 0)  # games under the nemesis, at least
+LONG = DURATION > 0 or MIN_GAMES > 0  # make chaos; else the short wave of make test
+# games a wave: 20 in make test's short wave (every fault of SCHEDULE still lands in it), 50 in make chaos
+GAMES = int(os.environ.get("COURT_CHAOS_GAMES", "0") or 0) or (50 if LONG else 20)
+PEOPLE = max(1, GAMES // 2)  # every person in two games at once
 
-pytestmark = [pytest.mark.slow, pytest.mark.integration, pytest.mark.timeout(1500 + DURATION)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.integration,
+    pytest.mark.timeout(1500 + DURATION + 10 * MIN_GAMES),
+]
 # COURT_CHAOS_NEMESIS=0: the same run with no fault at all (the baseline of its figures)
 NEMESIS = os.environ.get("COURT_CHAOS_NEMESIS", "1") != "0"
+# make chaos under the nemesis: its first wave plays with no fault, the baseline of the figures
+BASELINE = LONG and NEMESIS
 RULES = ("rules-a", "rules-b")
-PG_USERS = ("lobby", "ranking", "ranking-b")
+PG_USERS = ("lobby", "lobby-b", "ranking", "ranking-b")
+LOBBIES = ("lobby", "lobby-b")
+RANKINGS = ("ranking", "ranking-b")
+# while each wave's games are opened (the start saga: RegisterGame takes the antes), one fault on
+# every lobby>ranking link, a different one each wave, healed after OPENING_FAULT seconds
+OPENING_FAULTS = ("partition", "stall", "cut mid-message", "drop answers", "delay")
+OPENING_FAULT = 3.0
 HEAL_AFTER = 4.0  # seconds: a link fault lasts until its heal's share of moves, or this long
+RESTART_AFTER = 12.0  # seconds: a killed NATS server or rules replica is restarted at its share or then
+RESTARTS = ("restart nats-1", "restart rules-a")
 # (share of the expected moves played, fault); "heal ..." lifts the faults of those links
 SCHEDULE = [
     (0.04, "partition rules-a<>nats"),
     (0.08, "heal rules-a<>nats"),
     (0.09, "kill nats-1"),
+    (0.12, "restart nats-1"),  # the games crawl while a NATS server is down: at most RESTART_AFTER s
     (0.14, "delay rules-b<>nats, delay pg"),
-    (0.17, "restart nats-1"),
     (0.20, "cut rules-a<>nats mid-message, cut ranking<>pg mid-message"),
     (0.22, "heal rules-b<>nats, heal pg"),
     (0.25, "kill rules-a"),
@@ -150,24 +176,6 @@ def infra(tmp_path: Path) -> Iterator[tuple[NatsCluster, Postgres, ProxyThread]]
         shutil.rmtree(pg_root, ignore_errors=True)
 
 
-async def _wait_jetstream(urls: str, timeout: float = 300) -> None:
-    """Until the cluster's JetStream answers (a meta leader is elected)."""
-    nc = await nats.connect(urls.split(","), max_reconnect_attempts=-1)
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                msg = await nc.request("$JS.API.INFO", b"", timeout=2)
-                if b'"error"' not in msg.data:
-                    return
-            except Exception:  # noqa: BLE001 - not yet
-                pass
-            assert time.monotonic() < deadline, "JetStream did not come up"
-            await asyncio.sleep(0.2)  # no event announces a meta leader to a client
-    finally:
-        await nc.close()
-
-
 async def _serving(address: str, timeout: float = 300) -> None:
     """Until the service answers SERVING (a start-up wait, not a speed check: on a loaded machine a
     service's imports and migrations alone have taken a minute)."""
@@ -194,15 +202,15 @@ class Nemesis:
         self.moves += 1
         self.progress.set()
 
-    async def run(self, done: asyncio.Event) -> None:
+    async def run(self, done: asyncio.Event, faulty: bool) -> None:
         self.moves = 0
         healing_since: float | None = None
-        for share, faults in SCHEDULE if NEMESIS else []:
-            heal = faults.startswith("heal")
+        for share, faults in SCHEDULE if faulty else []:
+            heal = faults.startswith("heal") or faults in RESTARTS
             t_wait = time.monotonic()
             while self.moves < share * self.total and not done.is_set():
-                if heal and time.monotonic() - t_wait > HEAL_AFTER:
-                    break  # a link fault lasts a few seconds at most, even when it slows the games
+                if heal and time.monotonic() - t_wait > (RESTART_AFTER if faults in RESTARTS else HEAL_AFTER):
+                    break  # a fault lasts seconds at most, even when it slows the games
                 self.progress.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.progress.wait(), 1 if heal else 5)
@@ -222,9 +230,29 @@ class Nemesis:
         a, b = link.split("<>")
         if b == "nats":
             return [f"{a}>{n.name}" for n in self.cluster.nodes]
+        if b == "ranking":  # every lobby replica to every ranking replica
+            return [f"{lb}>{rk}" for lb in LOBBIES for rk in RANKINGS]
         if b == "routes":  # every route to and from node a: a minority of one
             return [n for n in self.proxies.proxies if n.startswith(f"{a}>chaos-") or n.endswith(f">{a}")]
-        return [f"{u}>pg" for u in (PG_USERS if a == "pg" else [a, *([f"{a}-b"] if a == "ranking" else [])])]
+        return [f"{u}>pg" for u in (PG_USERS if a == "pg" else [a, f"{a}-b"])]
+
+    async def opening(self, wave: int, opened: asyncio.Future[Any], faulty: bool) -> None:
+        """One fault on every lobby>ranking link while a wave's games are being started, healed
+        after OPENING_FAULT seconds (or once every game has started)."""
+        if not faulty:
+            return
+        kind = OPENING_FAULTS[(wave - 1) % len(OPENING_FAULTS)]
+        fault = {
+            "drop answers": "drop lobby<>ranking answers",
+            "cut mid-message": "cut lobby<>ranking mid-message",
+        }
+        name = fault.get(kind, f"{kind} lobby<>ranking")
+        await asyncio.to_thread(self._do, name)
+        self.log.append((time.monotonic() - self.t0, f"{name} while the games start"))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(opened), OPENING_FAULT)
+        await asyncio.to_thread(self._do, "heal lobby<>ranking")
+        self.log.append((time.monotonic() - self.t0, "heal lobby<>ranking"))
 
     def _do(self, fault: str) -> None:
         verb, _, rest = fault.partition(" ")
@@ -300,7 +328,44 @@ async def _play_seat(
 
 
 def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
+
+
+def _summary(stats: list[tuple[bool, int, int, int, int, float, list[float], int]], anomalies: int) -> str:
+    """Under the nemesis and with no fault, side by side: games, moves, person operations checked,
+    acknowledged person moves a second (over the waves' play time), p50/p99 of an acknowledged move."""
+    parts: dict[bool, tuple[int, int, int, float, float, float]] = {}
+    for faulty in (True, False):
+        waves = [w for w in stats if w[0] == faulty]
+        if not waves:
+            continue
+        lat = [x for w in waves for x in w[6]]
+        ok, secs = sum(w[4] for w in waves), sum(w[5] for w in waves)
+        parts[faulty] = (
+            sum(w[1] for w in waves),
+            sum(w[2] for w in waves),
+            sum(w[3] for w in waves),
+            ok / secs,
+            _pct(lat, 0.5),
+            _pct(lat, 0.99),
+        )
+    lines = [f"  summary: {anomalies} anomalies"]
+    for faulty, (games, moves, ops, rate, p50, p99) in parts.items():
+        lines.append(
+            f"  {'under the nemesis' if faulty else 'no fault'}: {games} games, {moves} moves, {ops} person "
+            f"operations checked, {rate:.1f} acknowledged/s, p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms"
+        )
+    if len(parts) == 2:
+        f, b = parts[True], parts[False]
+        lines.append(
+            f"  faults vs no fault: throughput {f[3] / b[3]:.2f}x, p50 {f[4] / b[4]:.2f}x, p99 {f[5] / b[5]:.2f}x"
+        )
+    elif True in parts:
+        lines.append(
+            "  (no baseline in this run: make chaos DURATION=... plays one wave with no fault first)"
+        )
+    return "\n".join(lines)
 
 
 async def test_games_survive_partitions_slow_links_and_kills_with_a_checked_history(
@@ -308,7 +373,7 @@ async def test_games_survive_partitions_slow_links_and_kills_with_a_checked_hist
 ) -> None:
     cluster, pg, proxies = infra
     t_start = time.monotonic()
-    await _wait_jetstream(cluster.urls)
+    await wait_jetstream(cluster.urls)
     common = {
         "COURT_NATS_URL": cluster.urls,
         "COURT_STREAM_REPLICAS": "3",
@@ -326,6 +391,10 @@ async def test_games_survive_partitions_slow_links_and_kills_with_a_checked_hist
             env["COURT_NATS_URL"] = ",".join(
                 f"nats://{proxies.proxies[f'{name}>{n.name}'].address}" for n in cluster.nodes
             )
+        if name in LOBBIES:
+            env["COURT_RANKING_ADDR"] = "ipv4:" + ",".join(
+                proxies.proxies[f"{name}>{rk}"].address for rk in RANKINGS
+            )
         if name in PG_USERS:
             env["COURT_DATABASE_URL"] = pg.url.replace(
                 f":{pg.port}/", f":{proxies.proxies[f'{name}>pg'].port}/"
@@ -340,25 +409,23 @@ async def test_games_survive_partitions_slow_links_and_kills_with_a_checked_hist
         rules_target = f"ipv4:{services['rules-a'].address},{services['rules-b'].address}"
         # two ranking replicas share the durable consumer of the full events (it is their throughput
         # that bounds how soon the last game is settled)
-        for name in ("ranking", "ranking-b"):
+        for name in RANKINGS:
             services[name] = Service("ranking", tmp_path, {**common, **keys.env("ranking"), **through(name)})
             await _serving(services[name].address)
-        services["lobby"] = Service(
-            "lobby",
-            tmp_path,
-            {
-                **common,
-                **keys.env("lobby"),
-                **through("lobby"),
-                "COURT_RULES_ADDR": rules_target,
-                "COURT_RANKING_ADDR": services["ranking"].address,
-            },
-        )
+            for lb in LOBBIES:  # each lobby replica reaches each ranking replica through a proxy
+                proxies.add(f"{lb}>{name}", int(services[name].address.rsplit(":", 1)[1]))
+        for name in LOBBIES:
+            services[name] = Service(
+                "lobby",
+                tmp_path,
+                {**common, **keys.env("lobby"), "COURT_RULES_ADDR": rules_target, **through(name)},
+            )
         services["bot"] = Service(
             "bot", tmp_path, {**common, **keys.env("bot"), "COURT_RULES_ADDR": rules_target}
         )
-        await asyncio.gather(_serving(services["lobby"].address), _serving(services["bot"].address))
+        await asyncio.gather(*(_serving(services[n].address) for n in (*LOBBIES, "bot")))
         lobby_addr, ranking_addr = services["lobby"].address, services["ranking"].address
+        lobby_addrs = [services[n].address for n in LOBBIES]
 
         # each wave: 25 new people (a person who lost a wave's games may hold too little for an
         # ante), 50 lobbies of two-player Queen's Court with an ante: a person and a bot each, every
@@ -387,29 +454,60 @@ async def test_games_survive_partitions_slow_links_and_kills_with_a_checked_hist
         expected: dict[str, dict[str, int]] = {}
         anomalies: list[str] = []
         figures: list[str] = []
+        starts_retried = [0]  # this wave's StartGame calls answered UNAVAILABLE and retried
         nemesis = Nemesis(cluster, pg, proxies, services)
         rng = random.Random(16)
         t_play = time.monotonic()
         wave = 0
-        while wave == 0 or time.monotonic() - t_play < DURATION:
+        counted = 0  # games under the nemesis (every game when NEMESIS=0)
+        stats: list[tuple[bool, int, int, int, int, float, list[float], int]] = []
+        while (
+            wave == 0
+            or time.monotonic() - t_play < DURATION
+            or counted < MIN_GAMES
+            or len(stats) < BASELINE + 1
+        ):
             wave += 1
+            faulty = NEMESIS and not (BASELINE and wave == 1)
             await new_people(wave)
             first = len(people) - PEOPLE
 
-            async def open_game(g: int, first: int = first) -> tuple[str, int]:
+            async def open_game(g: int, first: int = first) -> tuple[str, int, str]:
+                """A lobby on either lobby replica, started as a client starts one: StartGame
+                retried with its one request id while the answer is UNAVAILABLE (the saga waits
+                for ranking). The host sees the started lobby, or the refusal returned here (an
+                anomaly: a link fault is transient, and only a permanent error undoes a start)."""
                 person = first + g % PEOPLE
                 host = people[person]
-                async with LobbyClient(lobby_addr, host[1]) as h:
+                async with LobbyClient(lobby_addrs[g % 2], host[1]) as h:
                     lob = await h.create_lobby("queens_court", {"players": 2}, online=True, ante=ANTE)
                     await h.set_bot(lob.lobby_id, "random")
-                    started = await h.start(lob.lobby_id)
-                    assert started.game_id
-                    return started.game_id, person
+                    request_id = f"start-{lob.lobby_id}"
+                    deadline = time.monotonic() + 300
+                    while True:
+                        try:
+                            started = await h.start(lob.lobby_id, request_id=request_id)
+                            return started.game_id, person, ""
+                        except grpc.aio.AioRpcError as err:
+                            transient = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+                            if err.code() not in transient or time.monotonic() > deadline:
+                                return "", person, f"{lob.lobby_id}: {err.code().name}: {err.details()}"
+                            starts_retried[0] += 1
+                            await asyncio.sleep(0.5)  # a client's back-off before its retry
 
-            opened = list(await asyncio.gather(*(open_game(g) for g in range(GAMES))))
-            games += opened
+            starts_retried[0] = 0
+            all_opened: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            opening = asyncio.create_task(nemesis.opening(wave, all_opened, faulty))
+            try:
+                tried = list(await asyncio.gather(*(open_game(g) for g in range(GAMES))))
+            finally:
+                all_opened.set_result(None)
+                await opening
+            opened = [(gid, person) for gid, person, why in tried if not why]
+            anomalies += [f"wave {wave}: start refused: {why}" for _, _, why in tried if why]
             for gid, person in opened:
                 antes[gid] = {people[person][0]: ANTE}
+            games += opened
             ops_before = len(history.ops)
             nemesis.log.append((time.monotonic() - nemesis.t0, f"wave {wave}: {GAMES} games opened"))
             t_wave = time.monotonic()
@@ -420,7 +518,7 @@ async def test_games_survive_partitions_slow_links_and_kills_with_a_checked_hist
                 )
                 for gid, person in opened
             ]
-            nemesis_task = asyncio.create_task(nemesis.run(done))
+            nemesis_task = asyncio.create_task(nemesis.run(done, faulty))
             try:
                 await asyncio.wait_for(asyncio.gather(*seats), 900)
             finally:
@@ -449,10 +547,23 @@ async def test_games_survive_partitions_slow_links_and_kills_with_a_checked_hist
             anomalies += [f"wave {wave}: {a}" for a in found]
             lat = wave_ops.latencies()
             counts = wave_ops.counts()
+            counted += len(opened) if faulty or not NEMESIS else 0
+            stats.append(
+                (
+                    faulty,
+                    len(opened),
+                    wave_moves,
+                    len(wave_ops.ops),
+                    counts["ok"],
+                    t_played - t_wave,
+                    lat,
+                    len(found),
+                )
+            )
             figures.append(
-                f"wave {wave}: {GAMES} games, {wave_moves} moves, {len(wave_ops.ops)} person operations "
+                f"wave {wave}{'' if faulty else ' (no fault)'}: {GAMES} games, {wave_moves} moves, {len(wave_ops.ops)} person operations "
                 f"({counts['ok']} ok, {counts['refused']} refused, {counts['unknown']} unknown: {applied} applied, "
-                f"{not_applied} not), "
+                f"{not_applied} not), {len(opened)} of {GAMES} started ({starts_retried[0]} StartGame retries), "
                 f"{counts['ok'] / (t_played - t_wave):.1f} acknowledged/s, p50 {_pct(lat, 0.5) * 1000:.0f} ms, "
                 f"p99 {_pct(lat, 0.99) * 1000:.0f} ms, play {t_played - t_wave:.1f}s (faults in force "
                 f"{nemesis.faulty:.1f}s), {len(found)} anomalies"
@@ -474,51 +585,17 @@ async def test_games_survive_partitions_slow_links_and_kills_with_a_checked_hist
         await nc.close()
 
         # ---- the ledger: every entry of every account, checked for conservation
-        async def read_ledger() -> tuple[list[LedgerEntry], dict[str, int]]:
-            entries: list[LedgerEntry] = []
-            balances: dict[str, int] = {}
-            for pid, tok in people:
-                async with RankingClient(ranking_addr, tok) as rk:
-                    token = ""
-                    while True:
-                        page = await rk.ledger(page_size=500, page_token=token)
-                        entries += [
-                            LedgerEntry(e.entry_id, e.player_id, e.delta, e.note, e.game_id)
-                            for e in page.entries
-                        ]
-                        balances[pid] = page.balance
-                        token = page.next_page_token
-                        if not token:
-                            break
-            return entries, balances
-
         grants = {pid: OPENING for pid, _ in people}
         deadline = time.monotonic() + 30
         while True:
-            entries, balances = await read_ledger()
+            entries, balances = await read_ledger(ranking_addr, people)
             wrong = check_ledger(entries, balances, grants, antes, expected)
             if not wrong or time.monotonic() > deadline:
                 break
             await asyncio.sleep(1)  # the ranking consumer settles the last games asynchronously
         anomalies += wrong
 
-        court = str(Path(sys.executable).parent / "court")
-        audit = await asyncio.to_thread(
-            subprocess.run,
-            [court, "--plain", "admin", "audit"],
-            env={
-                "COURT_RANKING_ADDR": ranking_addr,
-                "COURT_LOBBY_ADDR": lobby_addr,
-                "COURT_CONFIG_DIR": str(tmp_path / "cfg"),
-                "COURT_ADMIN_TOKEN": keys.token("ops", "admin"),
-                "PATH": "/usr/bin:/bin",
-            },
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if audit.returncode or "VIOLATION" in audit.stdout:
-            anomalies.append(f"court admin audit: {audit.stdout[-2000:]} {audit.stderr[-2000:]}")
+        anomalies += await admin_audit(ranking_addr, lobby_addr, tmp_path / "cfg", keys.token("ops", "admin"))
         await analyst.close()
         for c in clients:
             await c.close()
@@ -531,6 +608,7 @@ async def test_games_survive_partitions_slow_links_and_kills_with_a_checked_hist
         )
         for line in figures:
             print(f"  {line}")
+        print(_summary(stats, len(anomalies)))
         for t, what in nemesis.log:
             print(f"  +{t:6.1f}s {what}")
         for name, p in proxies.proxies.items():

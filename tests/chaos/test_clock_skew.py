@@ -1,19 +1,16 @@
 """Clock skew (issue 33): two rules replicas whose clocks disagree, one 5 clock seconds ahead of
 real time and one 5 behind (RulesApp's injectable clock), drive the turn clocks of games nobody
-plays. Every turn times out exactly once (never twice, whichever replica's clock fires first) and
-the game logs stay linear (tests/chaos/history.py).
+plays. Every turn times out exactly once (never twice, whichever replica fires it) and the game
+logs stay linear (tests/chaos/history.py).
 
 How early a timeout may come, measured on the NATS server's own clock (each record's stream
-timestamp, which no replica's skew touches): a turn's deadline is written by the replica that
-appended the record starting it, by its clock, and fired by whichever replica's clock reaches it
-first. A deadline written by the replica 5 s behind and fired by the one 5 s ahead comes 10 clock
-seconds early: early by the skew *between* the two clocks, not by one replica's skew. Issue 33 asks
-for "never early by more than the skew"; with one clock ahead and one behind this design meets it
-only for the skew between them (seen: 9.2 clock seconds early, a 2.0 s turn timed out after 1.08 s).
-This test asserts that bound (plus 0.2 s for the time between the writer's reading of its clock
-and the server's timestamp on a loaded machine); keeping it under one replica's skew would need
-one time source for deadlines and firing (the server's timestamps), which the service does not
-use today (docs/clock.md).
+timestamp, which no replica's skew touches): not at all, give or take PUBLISH_MARGIN (0.25 s,
+half of one replica's skew, which issue 33 allows; seen: shortest waits of 1.995 to 2.001 s for a
+2.0 s turn). The rules service takes every time it writes (a record's ``t``, so the deadlines) and
+every "now" the turn clock fires against from the NATS server's clock (court_rules/servertime.py),
+so a replica's own clock does not matter. Before that, each replica used its own: a deadline written by the replica
+5 s behind and fired by the one 5 s ahead came 10 clock seconds early (seen: 9.2, a 2.0 s turn timed
+out after 1.08 s), twice the skew issue 33 allows; this test fails on that code.
 
 Clock seconds are shortened with COURT_CLOCK_SECOND_MS=100 (docs/clock.md): a 20-second turn lasts
 2 s and the 5-second skew is 0.5 s of real time.
@@ -44,7 +41,9 @@ SECOND_MS = 100
 TURN = 20  # clock seconds
 SKEW = 5 * SECOND_MS / 1000  # 5 clock seconds, in real seconds
 GAMES = 2
-PUBLISH_MARGIN = 0.2  # seconds between a replica reading its clock and the server stamping the record
+# seconds: a replica's reading of the server's time vs the stamp on its record (the append's own
+# latency on a loaded machine, plus each reading's error, half a round trip); half the skew
+PUBLISH_MARGIN = 0.25
 
 
 @pytest.fixture
@@ -103,12 +102,14 @@ async def test_each_turn_times_out_once_and_never_early_by_more_than_the_skew(
                 waited = at[int(r.seq)] - at[turn]
                 earliest = min(earliest, waited)
                 timeouts += 1
-                # never early by more than the skew between the two clocks (2 x 5 clock seconds)
-                assert waited >= TURN * SECOND_MS / 1000 - 2 * SKEW - PUBLISH_MARGIN, (gid, r.seq, waited)
+                # never early (issue 33 allows one replica's skew: 5 clock seconds; the margin is
+                # less than half of that)
+                assert waited >= TURN * SECOND_MS / 1000 - PUBLISH_MARGIN, (gid, r.seq, waited)
+        turn_s = TURN * SECOND_MS / 1000
         print(
-            f"\nclock skew: {timeouts} timeouts over {GAMES} games, turn {TURN * SECOND_MS / 1000:.1f}s, "
+            f"\nclock skew: {timeouts} timeouts over {GAMES} games, turn {turn_s:.1f}s, "
             f"replica clocks +{SKEW:.2f}s / -{SKEW:.2f}s, shortest wait {earliest:.3f}s "
-            f"({(TURN * SECOND_MS / 1000 - earliest) / (SECOND_MS / 1000):.1f} clock seconds early)"
+            f"({(earliest - turn_s) * 1000:+.0f} ms against the turn, on the server's timestamps)"
         )
     finally:
         await nc.close()

@@ -36,6 +36,7 @@ import grpc
 from court_kit import clock as kitclock
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
+from court_contract import records as krec
 from court_kit.health import Check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import run_service, start_server
@@ -50,6 +51,7 @@ from .archive import run_janitor
 from .clockdriver import ClockDriver
 from .games import GameCache
 from .projector import Projector, projector_for
+from .servertime import ServerClock
 from .servicer import RulesServicer
 from .store import GameStore, ensure_streams_ready
 from .tasks import stop_tasks
@@ -76,6 +78,7 @@ class RulesApp:
     _projecting: asyncio.Task[None] | None = None
     _janitor: asyncio.Task[None] | None = None
     _clock: asyncio.Task[None] | None = None
+    _server_time: asyncio.Task[None] | None = None
     driver: ClockDriver | None = None
 
     @property
@@ -95,9 +98,11 @@ class RulesApp:
         *,
         faults: Faults | None = None,
         projector: bool | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.monotonic,
     ) -> RulesApp:
-        """``projector``: run the projector here (default: ``COURT_PROJECTOR``, on)."""
+        """``projector``: run the projector here (default: ``COURT_PROJECTOR``, on). ``clock``: this
+        replica's own clock (seconds); only its rate matters: every time the service writes or the
+        turn clock fires against is the NATS server's, measured on it (``servertime``)."""
         retention = kjs.parse_age(
             "COURT_FINISHED_RETENTION", settings.extra.get("COURT_FINISHED_RETENTION", "2d")
         )
@@ -109,6 +114,8 @@ class RulesApp:
         try:
             store = GameStore(nc, replicas=settings.stream_replicas, environ=settings.extra)
             await ensure_streams_ready(store)
+            server_time = ServerClock(nc, krec.game_stream(0), local=clock)
+            await server_time.sync()
             cache = GameCache(store, capacity=settings.extra_int("GAME_CACHE", 20_000, lo=1))
             if projector is None:
                 projector = settings.projector
@@ -118,7 +125,7 @@ class RulesApp:
                 cache,
                 id_secret=settings.id_secret,
                 faults=faults,
-                clock=clock,
+                clock=server_time.now,
                 clock_second_ms=second_ms,
             )
             servicer = RulesServicer(application)
@@ -139,11 +146,12 @@ class RulesApp:
             application,
             cache,
             secret=settings.id_secret,
-            clock=clock,
+            clock=server_time.now,
             ack_wait=settings.extra_float("CLOCK_ACK_WAIT", 10.0, lo=1.0),
             max_pending=settings.extra_int("CLOCK_MAX_PENDING", 100_000, lo=1),
         )
         app._clock = asyncio.create_task(app.driver.run(app._stop_sweeper))
+        app._server_time = asyncio.create_task(server_time.run(app._stop_sweeper))
         log.info("rules service listening", port=port, metrics_port=metrics.port if metrics else None)
         return app
 
@@ -151,7 +159,7 @@ class RulesApp:
         """Told to stop and cancelled, then waited for at most 5 s (``tasks.stop_tasks``); closing
         NATS afterwards ends whatever is still in flight."""
         self._stop_sweeper.set()
-        pending = await stop_tasks((self._projecting, self._janitor, self._clock), 5.0)
+        pending = await stop_tasks((self._projecting, self._janitor, self._clock, self._server_time), 5.0)
         if pending:
             log.warning("background work still stopping; NATS is closed under it", tasks=len(pending))
         if self.metrics is not None:

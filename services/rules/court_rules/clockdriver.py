@@ -22,6 +22,10 @@ without a clock) never reach it, and each due record goes to one replica at a ti
   of two replicas' timeouts) exactly one is appended, the other sees the log changed and judges
   again on the new position.
 
+Every "now" compared with a due time is ``clock`` (``RulesApp`` passes the NATS server's time,
+``court_rules.servertime``, the same source the deadlines were written with): a replica's own
+clock, however wrong, never fires a turn early.
+
 A replica killed while holding a due record leaves it unacknowledged: JetStream delivers it to
 another after ``ack_wait``. A nats-server restart keeps the consumer (file storage); what was
 pending is delivered again, and a record delivered early is delayed again.
