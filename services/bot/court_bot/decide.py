@@ -14,7 +14,8 @@
   played instead so the table is not left waiting.
 
 Decisions are CPU-bound: they run on a small thread pool so the event loop (NATS heartbeats,
-health checks, other games' I/O) stays responsive. The rng of a decision is seeded from an HMAC
+health checks, other games' I/O) stays responsive; the ``random`` level, microseconds of work,
+is decided on the loop itself (``INLINE_LEVELS``: the hand-off would cost more than the move). The rng of a decision is seeded from an HMAC
 (keyed with COURT_ID_SECRET, a secret of its own, never a token key) of the position, so every replica decides the same way at
 the same position (a duplicate handler submits the same move under the same request id) and no
 player can predict a bot's random choices.
@@ -52,6 +53,9 @@ log = klog.get_logger("court_bot.decide")
 
 STRENGTH = ("expert", "heuristic", "random")  # strongest first
 RECENT = 4096  # decision times kept per (game, level) for benchmarks and tests
+# levels decided on the event loop even with a thread pool: a random move takes microseconds, less
+# than the hand-off to a deciding thread and back (two thread wake-ups and the GIL passed twice)
+INLINE_LEVELS = frozenset({"random"})
 
 
 class UnknownLevel(InvalidArgument):
@@ -206,14 +210,15 @@ class Decider:
                 via="legal_list",
                 cpu_seconds=time.thread_time() - c0,
             )
-        elif self._pool is None:
-            choice = self._choose(game, dict(view), seat, level, rng, budget, deadline)
         else:
-            ctx = contextvars.copy_context()
-            loop = asyncio.get_running_loop()
-            choice = await loop.run_in_executor(
-                self._pool, ctx.run, self._choose, game, dict(view), seat, level, rng, budget, deadline
-            )
+            if self._pool is None or level in INLINE_LEVELS:
+                choice = self._choose(game, dict(view), seat, level, rng, budget, deadline)
+            else:
+                ctx = contextvars.copy_context()
+                loop = asyncio.get_running_loop()
+                choice = await loop.run_in_executor(
+                    self._pool, ctx.run, self._choose, game, dict(view), seat, level, rng, budget, deadline
+                )
             if choice.action not in legal:
                 log.error(
                     "the bot proposed an illegal move; playing a random legal one instead",
