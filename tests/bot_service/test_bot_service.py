@@ -29,7 +29,17 @@ from prometheus_client import REGISTRY
 
 from tests.fixtures.nats import free_port
 
-from .conftest import GAMES, Stack, adapter_games, bot_seats, has_adapter, qc, wait_finished, wait_seq
+from .conftest import (
+    ACK_WAIT,
+    GAMES,
+    Stack,
+    adapter_games,
+    bot_seats,
+    has_adapter,
+    qc,
+    wait_finished,
+    wait_seq,
+)
 
 GAME_IDS = [g[0] for g in GAMES]
 
@@ -564,3 +574,33 @@ async def test_an_expert_hint_made_without_search_does_not_claim_one(stack: Stac
         view = (await stack.rules_client(people[seat]).submit(gid, reply.action, seat)).view
         assert mine.seq < view.seq
     assert re.search(r"information-set search \([1-9]\d* iterations\)", reply.explanation), reply.explanation
+
+
+class SlowFirstTurn(Faults):
+    """The replica's first turn thinks for 2.5 x ack_wait before submitting."""
+
+    def __init__(self) -> None:
+        self.turn: Turn | None = None
+
+    async def before_submit(self, turn: Turn, seat: int) -> None:
+        if self.turn is None:
+            self.turn = turn
+            await asyncio.sleep(2.5 * ACK_WAIT)
+
+
+@pytest.mark.slow
+async def test_a_slow_turn_stays_reserved_for_its_replica(stack: Stack) -> None:
+    # without in-progress acks JetStream would hand the turn to replica B after ack_wait (1 s)
+    slow = SlowFirstTurn()
+    a = await stack.start_bot("a", concurrency=1, faults=slow)
+    b = await stack.start_bot("b")
+    lobby = stack.rules_client("lobby", "service")
+    gid = (await lobby.create_game("queens_court", [qc("random")] * 3, {"players": 3})).game_id
+    final = await wait_finished(lobby, gid, timeout=60)
+    assert final.finished and slow.turn is not None and slow.turn.game_id == gid
+    assert len(assert_each_bot_move_once(await history(stack, gid), all_bots=True)) == final.seq
+    mine = [h for h in a.journal.entries if (h.game_id, h.seq) == (gid, slow.turn.seq)]
+    assert [(h.outcome, h.delivered) for h in mine] == [(Outcome.PLAYED, 1)]
+    assert not [h for h in b.journal.entries if (h.game_id, h.seq) == (gid, slow.turn.seq)], (
+        "the turn was handed to the other replica while its first was still on it"
+    )

@@ -5,16 +5,20 @@
 * ``heuristic`` and ``expert`` need the game's adapter (``court_bots.games.<game>``) and run
   ``court_bots.choose`` on the view alone. Without an adapter they raise ``NoAdapter`` (never a
   silent stand-in).
-* ``random`` runs ``court_bots.choose`` too when the adapter exists; without one it picks
-  uniformly from the seat's legal actions as the rules service lists them in the view, so the
-  random level plays every game.
+* ``random`` picks uniformly from the seat's legal actions as the rules service lists them in the
+  view, so it plays every game, with or without an adapter. ``court_bots.choose``'s random level
+  draws from the same set (a seat's legal moves follow from what it sees), after sampling the
+  hidden cards for nothing: that sampling was most of the bot's deciding time in make bench
+  ONLY=stack (0.35 ms a Hearts move).
 * The move is checked against those legal actions before anyone submits it. An adapter that
   proposes an illegal move is a bug: it is logged as an error and counted
   (``court_bot_errors_total{kind="illegal_decision"}``), and a uniformly random legal move is
   played instead so the table is not left waiting.
 
-Decisions are CPU-bound: they run on a small thread pool so the event loop (NATS heartbeats,
-health checks, other games' I/O) stays responsive. The rng of a decision is seeded from an HMAC
+Decisions are CPU-bound: the expert's search runs on a small thread pool so the event loop (NATS
+heartbeats, health checks, other games' I/O) gets the GIL between its steps; the ``random`` and
+``heuristic`` levels, well under a millisecond a move, are decided on the loop itself
+(``INLINE_LEVELS``: the hand-off would cost more than the move). The rng of a decision is seeded from an HMAC
 (keyed with COURT_ID_SECRET, a secret of its own, never a token key) of the position, so every replica decides the same way at
 the same position (a duplicate handler submits the same move under the same request id) and no
 player can predict a bot's random choices.
@@ -52,6 +56,11 @@ log = klog.get_logger("court_bot.decide")
 
 STRENGTH = ("expert", "heuristic", "random")  # strongest first
 RECENT = 4096  # decision times kept per (game, level) for benchmarks and tests
+# levels decided on the event loop even with a thread pool: their moves take well under a
+# millisecond (make bench ONLY=stack: heuristic 0.5-0.7 ms on average), less than the GIL's switch
+# interval (5 ms), so a deciding thread would not let the loop run meanwhile anyway and only adds
+# its hand-off (two thread wake-ups, the GIL passed twice); the expert's search keeps the thread
+INLINE_LEVELS = frozenset({"random", "heuristic"})
 
 
 class UnknownLevel(InvalidArgument):
@@ -195,7 +204,7 @@ class Decider:
             raise ValueError(f"seat {seat} has no legal action")
         budget = self.budgets_ms[level]
         mod = self.adapter(game)
-        if mod is None:  # random level, no adapter: the rules service's legal list
+        if mod is None or level == "random":  # the rules service's legal list (module docstring)
             t0, c0 = time.perf_counter(), time.thread_time()
             action = legal[rng.randrange(len(legal))]
             choice = Choice(
@@ -206,14 +215,15 @@ class Decider:
                 via="legal_list",
                 cpu_seconds=time.thread_time() - c0,
             )
-        elif self._pool is None:
-            choice = self._choose(game, dict(view), seat, level, rng, budget, deadline)
         else:
-            ctx = contextvars.copy_context()
-            loop = asyncio.get_running_loop()
-            choice = await loop.run_in_executor(
-                self._pool, ctx.run, self._choose, game, dict(view), seat, level, rng, budget, deadline
-            )
+            if self._pool is None or level in INLINE_LEVELS:
+                choice = self._choose(game, dict(view), seat, level, rng, budget, deadline)
+            else:
+                ctx = contextvars.copy_context()
+                loop = asyncio.get_running_loop()
+                choice = await loop.run_in_executor(
+                    self._pool, ctx.run, self._choose, game, dict(view), seat, level, rng, budget, deadline
+                )
             if choice.action not in legal:
                 log.error(
                     "the bot proposed an illegal move; playing a random legal one instead",

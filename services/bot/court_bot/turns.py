@@ -351,6 +351,31 @@ class TurnHandler:
         return done(Outcome.RETRY, seat, level, retry_after=self.retry_delay)
 
 
+class Reservation:
+    """A taken turn kept reserved: an in-progress ack every ``every`` s until ``cancel``. A timer,
+    not a task per turn: almost every turn ends before its first in-progress ack is due."""
+
+    def __init__(self, msg: Any, every: float):
+        self.msg = msg
+        self.every = every
+        self._loop = asyncio.get_running_loop()
+        self._sending: set[asyncio.Task[None]] = set()
+        self._handle = self._loop.call_later(every, self._tick)
+
+    def _tick(self) -> None:
+        task = self._loop.create_task(self._in_progress())
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+        self._handle = self._loop.call_later(self.every, self._tick)
+
+    async def _in_progress(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.msg.in_progress()
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+
 class TurnConsumer:
     """``concurrency`` workers per replica, each pulling one turn at a time from the shared consumer."""
 
@@ -487,7 +512,7 @@ class TurnConsumer:
                 await msg.ack()
             TURNS.labels(Outcome.NOT_BOT.value).inc()
             return
-        keepalive = asyncio.create_task(self._keep_reserved(msg))
+        keepalive = self._keep_reserved(msg)
         try:
             handled = await self.handler.handle(turn, delivered)
         except Exception:  # noqa: BLE001 - a bug: log it, put the turn back for a later try
@@ -513,9 +538,6 @@ class TurnConsumer:
         TURNS.labels(handled.outcome.value).inc()
         self.journal.add(handled)
 
-    async def _keep_reserved(self, msg: Any) -> None:
+    def _keep_reserved(self, msg: Any) -> Reservation:
         """In-progress acks while a turn is worked on, so a slow turn is not handed to another replica."""
-        while True:
-            await asyncio.sleep(self.ack_wait / 3)
-            with contextlib.suppress(Exception):
-                await msg.in_progress()
+        return Reservation(msg, self.ack_wait / 3)
