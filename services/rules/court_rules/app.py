@@ -33,10 +33,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import grpc
+from court_contract import records as krec
 from court_kit import clock as kitclock
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
-from court_contract import records as krec
 from court_kit.health import Check, nats_check
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import run_service, start_server
