@@ -91,7 +91,7 @@ def _lockstep(first_game: int, games: int) -> tuple[int, int]:
                 continue
             hands, trick, leader, win, taken, broken, first, p = F.position(state)
             assert p == player
-            assert F.legal_mask(hands[p], trick, broken, first) == _mask(legal), (g, state)
+            assert F.legal_mask(hands[p], trick, broken) == _mask(legal), (g, state)
             done = 4 * len(state.tricks) + len(trick)
             if done == 0:
                 check_at = rng.randrange(52)

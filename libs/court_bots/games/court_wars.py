@@ -55,7 +55,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from court_games import core
 from court_games.court_wars import engine as cw
 from court_games.court_wars import fast as F
 from court_games.court_wars.fast import (
@@ -64,7 +63,6 @@ from court_games.court_wars.fast import (
     K_COURT,
     K_JOKER,
     S_ACE,
-    S_JOKER,
     S_OVER,
     S_PLACE,
     S_SETUP,
@@ -95,13 +93,7 @@ ROOM: tuple[int, ...] = tuple(sum(v for v in range(2, t)) for t in range(12))
 ROOM_EQ: tuple[int, ...] = tuple(sum(v for v in range(2, t + 1)) if t < 11 else ROOM[11] for t in range(12))
 
 
-def pack_of(options: cw.Options) -> tuple[str, ...]:
-    """The cards of the pack a game with ``options`` plays (the seated courts are on the table)."""
-    seated = {c + cw.SEAT_SUITS[s] for s in range(options.players) for c in cw.COURTS}
-    pack = [c for c in core.STANDARD_DECK if c not in seated]
-    if options.jokers:
-        pack += list(core.JOKERS)
-    return tuple(pack)
+pack_of = cw.pack  # the pack's composition is the rules' (the order is what the bots sample)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -373,7 +365,7 @@ def _revived(
 ) -> tuple[tuple[Court, ...], ...] | None:
     for ci, c in enumerate(courts[p]):
         if not c.standing:
-            return with_court(courts, p, ci, Court(c.card, True, (), joker))
+            return with_court(courts, p, ci, cw.revived(c, joker))
     return None
 
 
@@ -405,10 +397,9 @@ def draw_odds(pub: Public) -> list[tuple[str, float]]:
     """The next card's distribution, one representative card per kind (guard value, A, JQK, Joker)."""
     if pub.draw_size == 0:
         return [(pub.discard[0], 1.0)] if pub.discard else []
-    kinds: dict[str, list[Any]] = {}
+    kinds: dict[int, list[Any]] = {}
     for c in pub.unseen:
-        r = c[0]
-        key = r if r in GV or r == "A" else ("C" if r in "JQK" else "X")
+        key = kind(c)
         if key in kinds:
             kinds[key][1] += 1
         else:
@@ -553,7 +544,7 @@ class Sim(F.Sim):
             o.players,
             o.equal_guards,
             o.turn_limit,
-            [tuple(GV[g[0]] for g in c.guards) for c in courts],
+            [c.values for c in courts],
             [c.standing for c in courts],
             [c.joker is not None for c in courts],
             list(pub.out),
@@ -797,33 +788,6 @@ class _Timeout(Exception):
     pass
 
 
-def next_kinds(m: Sim) -> list[tuple[int, float]]:
-    """The next card's kind and probability: the shuffled pile's composition, or the known top."""
-    if m.draw:
-        if not m.shuffled:
-            return [(m.draw[-1], 1.0)]
-        counts: dict[int, int] = {}
-        for k in m.draw:
-            counts[k] = counts.get(k, 0) + 1
-        total = len(m.draw)
-        return [
-            (k, c / total) for k, c in sorted(counts.items())
-        ]  # a fixed order: sums do not depend on the sample
-    return [(m.disc[0], 1.0)] if m.disc else []
-
-
-def _take(m: Sim, k: int) -> None:
-    """Draw a card of kind ``k`` as the next card (the caller got ``k`` from ``next_kinds``)."""
-    if not m.draw:
-        d = m.disc
-        d.reverse()
-        m.draw, m.disc, m.shuffled = d, [], False
-    if m.shuffled:
-        m.draw.remove(k)
-    else:
-        m.draw.pop()
-
-
 class _Expectimax:
     """My turn's options, each scored by the expectation of my utility after the next player's
     reply, that player choosing as the heuristic does (the best expected utility for them, one
@@ -835,17 +799,14 @@ class _Expectimax:
     def _after_draw(self, m: Sim, k: int, aces: int) -> list[tuple[float, Sim]]:
         """The end-of-turn positions once the player to act has drawn ``k`` and chosen greedily."""
         p, w = m.player, self.w
-        _take(m, k)
+        m.take(k)
+        m.resolve_drawn(k)
         if k == K_COURT:
-            m.disc.append(k)
-            m.end_turn()
             return [(1.0, m)]
         if k == K_JOKER:
-            m.phase, m.pending = S_JOKER, K_JOKER
             m.step(m.legal()[0])
             return [(1.0, m)]
         if k != K_ACE:
-            m.phase, m.pending = S_PLACE, k
             best, best_u = None, -1.0
             for a in m.legal():
                 c = m.copy()
@@ -856,9 +817,6 @@ class _Expectimax:
             assert best is not None
             return [(1.0, best)]
         # an Ace: the best attack (or none), then the draw again
-        m.aces += 1
-        m.disc.append(K_ACE)
-        m.phase = S_ACE
         nxt = next_player(m.out, p)
         best, best_u = m, m.utilities(w, nxt)[p]
         for a in m.attacks(p):
@@ -875,7 +833,7 @@ class _Expectimax:
 
     def _draw(self, m: Sim, aces: int = 0) -> list[tuple[float, Sim]]:
         out: list[tuple[float, Sim]] = []
-        for k, pk in next_kinds(m):
+        for k, pk in m.next_kinds():
             for q, s in self._after_draw(m.copy(), k, aces):
                 out.append((pk * q, s))
         return out

@@ -157,26 +157,15 @@ def parse_view(view: Mapping[str, Any], seat: int) -> Public:
     leader = tv["leader"] if tv["leader"] is not None else -1
     won = [0, 0, 0, 0]
     played = 0
-    forbid = [0, 0, 0, 0]
-    hearts_out = False
-    for i, (ld, cs, w) in enumerate((*tricks, (leader, trick, -1)) if trick else tricks):
+    plays = (*tricks, (leader, trick, -1)) if trick else tricks
+    for _, cs, w in plays:
         for c in cs:
             played |= BIT[c]
         if w >= 0:
             won[w] |= sum(BIT[c] for c in cs)
-        lead = cs[0]
-        if lead // 13 == H.HEARTS_SUIT and not hearts_out:
-            forbid[ld] |= NOT_HEARTS  # led a heart before any was played: held only hearts
-        suit = SUIT_OF[lead]
-        for k in range(1, len(cs)):
-            c = cs[k]
-            s = (ld + k) & 3
-            if not BIT[c] & suit:
-                forbid[s] |= suit
-                if i == 0 and POINTS[c]:
-                    forbid[s] |= SAFE  # a point card on the first trick: nothing else was held
-        if any(c // 13 == H.HEARTS_SUIT for c in cs):
-            hearts_out = True
+    # voids, a point card on the first trick, a heart led before any was played: what the rules let
+    # each seat play tells what it cannot hold
+    forbid = H.cannot_hold((ld, cs) for ld, cs, _ in plays)
     known = [0, 0, 0, 0]
     passed = received = None
     if "passed" in view:
@@ -556,7 +545,7 @@ def play_card(pub: Public, lm: int) -> int:
         return _lead(pub, lm, out, qs_out, shooter)
     w = winning(trick)
     suit = SUIT_OF[trick[0]]
-    winner = (pub.leader + trick.index(w)) & 3
+    winner = H.trick_winner(pub.leader, trick)
     last = len(trick) == 3
     if lm & suit:
         under = lm & (BIT[w] - 1)
@@ -750,7 +739,7 @@ def search(
     root_win = winning(pub.trick) if pub.trick else -1
     root_broken = pub.broken
     root_first = not pub.tricks
-    root_lm = legal_mask(pub.mine, root_trick, root_broken, root_first)
+    root_lm = legal_mask(pub.mine, root_trick, root_broken)
     if root_lm & (root_lm - 1) == 0:
         c = _low(root_lm)
         return SearchResult(c, 0, (clock() - start) * 1000, {c: 0}, {})
@@ -775,7 +764,7 @@ def search(
         node = root
         path = []
         while True:  # the tree phase: the tree's seats choose, the others play the playout policy
-            lm = legal_mask(hands[p], trick, broken, first)
+            lm = legal_mask(hands[p], trick, broken)
             children = node.children
             untried = lm & ~node.tried
             if untried:

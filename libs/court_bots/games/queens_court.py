@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from court_games.queens_court import engine as qc
-from court_games.queens_court.fast import DQ, GL, IS_Q, N_STD, VAL, Sim, from_state, spread_of
+from court_games.queens_court.fast import DQ, GL, IS_Q, N_STD, SPREADS, VAL, Sim, from_state, spread_of
 
 game = qc
 
@@ -433,7 +433,7 @@ def playout_move(sim: Sim, p: int, rng: random.Random, eps: float = 0.1) -> tupl
     deck = len(sim.deck)
     sp = []
     for s in range(n):
-        v = spread_of(VAL[show[2 * s]], VAL[show[2 * s + 1]])
+        v = SPREADS[VAL[show[2 * s]]][VAL[show[2 * s + 1]]]
         sp.append(16 if v == DQ else v)
     my = sp[p]
     leader, lead_sp = -1, 1000
@@ -511,7 +511,7 @@ def playout_move(sim: Sim, p: int, rng: random.Random, eps: float = 0.1) -> tupl
             if vy == 0:
                 score = base + draw_bonus
             else:
-                ns = vc - vy if vc > vy else vy - vc
+                ns = SPREADS[vc][vy]
                 score = base + slope * ns
                 if ns == 0:
                     score += draw_bonus

@@ -54,20 +54,17 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from court_games import core
 from court_games.the_court import engine as game
 from court_games.the_court.fast import (
     _NUM_RANKS,
     _PR,
     ACCEPT,
-    BANK,
     BURN,
     DECLINE,
     DISCARD,
     DRAW,
     KEEP,
     MAX_TOWERS,
-    NEW_TOWER,
     NUMBERS,
     OFFER,
     P_ANSWER,
@@ -83,6 +80,7 @@ from court_games.the_court.fast import (
     _can_place,
     _colour,
     _placements,
+    placed,
     sim_from_state,
 )
 
@@ -222,44 +220,6 @@ def evaluate(
     return val
 
 
-def _after(
-    pl: SPlayer, card: str, action: tuple[int, int]
-) -> tuple[list[list[str]], list[int], list[str], int]:
-    """(towers, values, moat, score) of ``pl`` after resolving ``card`` with ``action``."""
-    kind = action[0]
-    r = card[0]
-    towers, tv, moat, score = pl.towers, pl.tv, pl.moat, pl.score
-    if kind == NEW_TOWER:
-        return towers + [[card]], tv + [VALUE[r]], moat, score
-    if kind == BANK:
-        return towers, tv, moat + [card], score
-    if kind == DISCARD:
-        return towers, tv, moat, score
-    i = action[1]
-    if r in NUMBERS or r == "J":
-        towers = towers[:]
-        towers[i] = towers[i] + [card]
-        tv = tv[:]
-        tv[i] += VALUE[r]
-        return towers, tv, moat, score
-    t = towers[i]
-    value = tv[i]
-    towers = towers[:i] + towers[i + 1 :]
-    tv = tv[:i] + tv[i + 1 :]
-    if r == "K":
-        score -= value
-        if moat:
-            k = min(range(len(moat)), key=lambda j: (_PR[moat[j][0]], j))
-            dep = moat[k]
-            moat = moat[:k] + moat[k + 1 :]
-            towers = towers + [[dep]]
-            tv = tv + [VALUE[dep[0]]]
-        return towers, tv, moat, score
-    value += VALUE[r]
-    score += value // 2 if (r == "A" or t[-1][0] == "J") else value
-    return towers, tv, moat, score
-
-
 def _ctx(pl: SPlayer) -> Ctx:
     ctx: Ctx | None = pl.ctx
     if ctx is None:
@@ -281,7 +241,7 @@ def best_placement(
     base = evaluate(pl.towers, pl.tv, pl.moat, pl.score, ctx, w) if gain else 0.0
     best, best_v = acts[0], -math.inf
     for a in acts:
-        towers, tv, moat, score = _after(pl, card, a)
+        towers, tv, moat, score = placed(pl, card, a)
         v = evaluate(towers, tv, moat, score, ctx, w)
         if v > best_v:
             best, best_v = a, v
@@ -340,7 +300,7 @@ def _gain(s: Sim, p: int, card: str, w: Weights) -> float:
     if _can_place(pl, card, False):
         return best_placement(s, p, card, w)[1]
     q = 1 - p
-    if not s.players[q].finished and _can_place(s.players[q], card, False):
+    if game.passes_to_partner(pl, s.players[q], card):
         return best_placement(s, q, card, w)[1]
     return 0.0
 
@@ -485,7 +445,7 @@ def determinize(view: Mapping[str, Any], seat: int, rng: random.Random) -> game.
     seen = _visible_cards(view)
     phase = game.Phase(view["phase"])
     if shared:
-        pool = [c for c in core.STANDARD_DECK if c not in set(seen)]
+        pool = [c for c in game.deck_cards(mode, 0) if c not in set(seen)]
         need = view["queens_aces_left"] - sum(1 for p in view["pending"] if p["card"][0] in "QA")
         deck = tuple(_deal_deck(pool, view["deck_size"], need, rng))
         players = tuple(
@@ -525,7 +485,7 @@ def determinize(view: Mapping[str, Any], seat: int, rng: random.Random) -> game.
             qa_total,
         )
     seen_set = set(seen)
-    pools = [[c for c in game.COLOUR_DECKS[i] if c not in seen_set] for i in range(n)]
+    pools = [[c for c in game.deck_cards(mode, i) if c not in seen_set] for i in range(n)]
     # hidden slots: each deck, the other players' face-down Moats, pending cards not shown to seat
     hidden_pending = [i for i, p in enumerate(view["pending"]) if p["card"] is None]
     hidden_moat = [0] * n
@@ -642,11 +602,7 @@ def _consistent(state: game.State, seat: int) -> bool:
     head = state.pending[0]
     if head.holder == seat or head.seen & (1 << seat):
         return True
-    holder = state.players[head.holder]
-    me = state.players[seat]
-    if game._placements(holder, head.card, False):
-        return True
-    return me.finished or not game._placements(me, head.card, False)
+    return not game.passes_to_partner(state.players[head.holder], state.players[seat], head.card)
 
 
 def _sample_votes(state: game.State, view: Mapping[str, Any], seat: int, rng: random.Random) -> game.State:
@@ -817,7 +773,7 @@ def _shortlist(sample: game.State, seat: int, cands: list[Any], k: int) -> list[
     ctx = _ctx(pl)
 
     def value(a: Any) -> float:
-        towers, tv, moat, score = _after(pl, card, a)
+        towers, tv, moat, score = placed(pl, card, a)
         return evaluate(towers, tv, moat, score, ctx)
 
     return sorted(cands, key=value, reverse=True)[:k]

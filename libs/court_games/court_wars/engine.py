@@ -43,7 +43,7 @@ each gap, the choice and the reason):
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
@@ -155,12 +155,16 @@ class Court:
     standing: bool = True
     guards: tuple[str, ...] = ()  # bottom first
     joker: str | None = None  # the Joker a revived court stands on
-    # The guards' total, summed once when the court is made (a court is immutable): views read it
-    # for every court on every step. Not a constructor argument, not compared, not in the repr.
+    # The guards' values (bottom first) and their total, worked out once when the court is made (a
+    # court is immutable): views read the total for every court on every step, the rules below read
+    # the values. Not constructor arguments, not compared, not in the repr.
+    values: tuple[int, ...] = field(init=False, repr=False, compare=False)
     attack: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "attack", sum(map(GUARD_VALUE.__getitem__, map(itemgetter(0), self.guards))))
+        values = tuple(map(GUARD_VALUE.__getitem__, map(itemgetter(0), self.guards)))
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "attack", sum(values))
 
     @property
     def defence(self) -> int:
@@ -193,21 +197,184 @@ def _value(card: str) -> int:
     return GUARD_VALUE[card[0]]
 
 
-def _pack(options: Options) -> list[str]:
+def pack(options: Options) -> tuple[str, ...]:
+    """The cards of the pack a game with ``options`` plays (the seated courts are on the table)."""
     courts = {c + SEAT_SUITS[s] for s in range(options.players) for c in COURTS}
-    pack = [c for c in core.STANDARD_DECK if c not in courts]
+    cards = [c for c in core.STANDARD_DECK if c not in courts]
     if options.jokers:
-        pack += list(core.JOKERS)
-    return pack
+        cards += list(core.JOKERS)
+    return tuple(cards)
 
 
 def _fits(court: Court, card: str, equal: bool) -> bool:
-    if not court.standing:
+    return fits_value(court.standing, court.values, GUARD_VALUE[card[0]], equal)
+
+
+# ---------------------------------------------------------------------------------------------
+# the rules, once: the engine (``Court`` objects) and the bots' fast model
+# (``court_wars_fast.Sim``: flat lists of guard values) both call these. A table is given as
+# ``st`` (court ``3 * seat + i``'s guard values, bottom first), ``up`` (standing) and ``out``.
+
+
+def fits_value(standing: bool, guards: Sequence[int], v: int, equal: bool) -> bool:
+    """Whether a guard of value ``v`` fits on a court with guard values ``guards``."""
+    if not standing:
         return False
-    if not court.guards:
+    if not guards:
         return True
-    top, v = _value(court.guards[-1]), _value(card)
+    top = guards[-1]
     return v < top or (equal and v == top)
+
+
+def attack_options(
+    st: Sequence[Sequence[int]], up: Sequence[bool], out: Sequence[bool], p: int
+) -> list[Action]:
+    """Every attack of seat ``p``, sorted."""
+    targets = []
+    for t in range(len(out)):
+        if t != p and not out[t]:
+            for j in range(3 * t, 3 * t + 3):
+                if up[j]:
+                    tg = st[j]
+                    targets.append((t, j - 3 * t, tg, COURT_DEFENCE + sum(tg)))
+    opts: list[Action] = []
+    for ci in range(3):
+        i = 3 * p + ci
+        if not up[i]:
+            continue
+        g = st[i]
+        s = 0
+        for k in range(1, len(g) + 1):
+            s += g[-k]
+            for t, tci, tg, defence in targets:
+                acc = 0
+                for m in range(1, len(tg) + 1):
+                    acc += tg[-m]
+                    if acc > s:
+                        break
+                    opts.append((ATTACK, ci, k, t, tci, m))
+                if s >= defence:
+                    opts.append((ATTACK, ci, k, t, tci, REMOVE_COURT))
+    opts.sort()
+    return opts
+
+
+def has_attack(st: Sequence[Sequence[int]], up: Sequence[bool], out: Sequence[bool], p: int) -> bool:
+    """Whether ``attack_options`` is not empty (without building it)."""
+    best = max((sum(st[i]) for i in range(3 * p, 3 * p + 3) if up[i]), default=0)
+    if best == 0:
+        return False
+    for t in range(len(out)):
+        if t == p or out[t]:
+            continue
+        for j in range(3 * t, 3 * t + 3):
+            if up[j] and ((st[j] and st[j][-1] <= best) or best >= COURT_DEFENCE + sum(st[j])):
+                return True
+    return False
+
+
+def limit_winners(st: Sequence[Sequence[int]], up: Sequence[bool], out: Sequence[bool]) -> tuple[int, ...]:
+    """The winners at the turn limit: most standing courts, then the highest total defence."""
+    keys = {
+        s: (
+            sum(up[3 * s : 3 * s + 3]),
+            sum(COURT_DEFENCE + sum(st[j]) for j in range(3 * s, 3 * s + 3) if up[j]),
+        )
+        for s in range(len(out))
+        if not out[s]
+    }
+    best = max(keys.values())
+    return tuple(s for s, k in keys.items() if k == best)
+
+
+def next_player(out: Sequence[bool], p: int) -> int:
+    """Who plays the turn after ``p``'s: the next seat still in."""
+    n = len(out)
+    for i in range(1, n + 1):
+        q = (p + i) % n
+        if not out[q]:
+            return q
+    return p
+
+
+def last_standing(out: Sequence[bool]) -> tuple[int, ...] | None:
+    """The winner once every other seat is out (None while two or more are in)."""
+    alive = tuple(s for s in range(len(out)) if not out[s])
+    return alive if len(alive) == 1 else None
+
+
+def draw_again_end(
+    empty: bool, only_aces: bool, skipped: bool, attack_exists: Callable[[], bool]
+) -> str | None:
+    """Why an Ace's draw-again ends the turn instead of drawing, if it does."""
+    if empty:
+        return "both piles are empty"
+    if only_aces:
+        if skipped:
+            return "only Aces remain and the attack was skipped"
+        if not attack_exists():
+            return "only Aces remain and no attack exists"
+    return None
+
+
+# The rules below make courts through the slot descriptors directly, values and total given: the
+# same object ``Court(...)`` makes, without re-deriving them from the cards.
+_new_object = object.__new__
+(_c_card, _c_standing, _c_guards, _c_joker, _c_values, _c_attack) = (
+    getattr(Court, f).__set__ for f in Court.__slots__
+)
+assert Court.__slots__ == ("card", "standing", "guards", "joker", "values", "attack")
+
+
+def _court(
+    card: str,
+    standing: bool,
+    guards: tuple[str, ...],
+    joker: str | None,
+    values: tuple[int, ...],
+    attack: int,
+) -> Court:
+    c = _new_object(Court)
+    _c_card(c, card)
+    _c_standing(c, standing)
+    _c_guards(c, guards)
+    _c_joker(c, joker)
+    _c_values(c, values)
+    _c_attack(c, attack)
+    return c
+
+
+def revived(c: Court, joker: str) -> Court:
+    """Defeated court ``c`` revived on ``joker``: standing again, no guards."""
+    return _court(c.card, True, (), joker, (), 0)
+
+
+def with_guard(c: Court, card: str) -> Court:
+    """Court ``c`` with the guard ``card`` placed on top."""
+    v = GUARD_VALUE[card[0]]
+    return _court(c.card, True, (*c.guards, card), c.joker, (*c.values, v), c.attack + v)
+
+
+def attacked(own: Court, tgt: Court, k: int, m: int) -> tuple[Court, Court]:
+    """The attacking and the attacked court after spending ``k`` guards on removing ``m`` (or the
+    court, ``REMOVE_COURT``)."""
+    values = own.values[:-k]
+    own_after = _court(own.card, True, own.guards[:-k], own.joker, values, sum(values))
+    if m == REMOVE_COURT:
+        return own_after, _court(tgt.card, False, (), None, (), 0)
+    values = tgt.values[:-m]
+    return own_after, _court(tgt.card, True, tgt.guards[:-m], tgt.joker, values, sum(values))
+
+
+def _table(courts: Sequence[Sequence[Court]]) -> tuple[list[tuple[int, ...]], list[bool]]:
+    """``st`` and ``up`` of the engine's courts."""
+    st: list[tuple[int, ...]] = []
+    up: list[bool] = []
+    for cs in courts:
+        for c in cs:
+            st.append(c.values)
+            up.append(c.standing)
+    return st, up
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,7 +405,7 @@ class _Work:
         self.seed = s.seed
         self.phase = s.phase
         self.player = s.player
-        self.courts = [list(c) for c in s.courts]
+        self.courts = list(map(list, s.courts))
         self.draw = list(s.draw)
         self.discard = list(s.discard)
         self.pending = s.pending
@@ -256,7 +423,7 @@ class _Work:
             seed=self.seed,
             phase=self.phase,
             player=self.player,
-            courts=tuple(tuple(c) for c in self.courts),
+            courts=tuple(map(tuple, self.courts)),
             draw=tuple(self.draw),
             discard=tuple(self.discard),
             pending=self.pending,
@@ -328,8 +495,7 @@ class _Work:
     def place_guard(self, court: int, setup: bool) -> None:
         card, p = self.pending, self.player
         assert card is not None
-        c = self.courts[p][court]
-        self.courts[p][court] = Court(c.card, True, (*c.guards, card), c.joker)
+        self.courts[p][court] = with_guard(self.courts[p][court], card)
         self.pending = None
         new = self.courts[p][court]
         self.emit(
@@ -364,16 +530,14 @@ class _Work:
     def draw_again(self, skipped: bool = False) -> None:
         """An Ace's draw-again, after the attack (if any) or skip_attack."""
         piles = self.draw + self.discard
-        if not piles:
-            self.emit("DrawAgainEnded", player=self.player, reason="both piles are empty")
-            self.end_turn()
-        elif all(c[0] == "A" for c in piles) and skipped:
-            self.emit(
-                "DrawAgainEnded", player=self.player, reason="only Aces remain and the attack was skipped"
-            )
-            self.end_turn()
-        elif all(c[0] == "A" for c in piles) and not _has_attack(self.courts, self.out, self.player):
-            self.emit("DrawAgainEnded", player=self.player, reason="only Aces remain and no attack exists")
+        reason = draw_again_end(
+            not piles,
+            all(c[0] == "A" for c in piles),
+            skipped,
+            lambda: _has_attack(self.courts, self.out, self.player),
+        )
+        if reason is not None:
+            self.emit("DrawAgainEnded", player=self.player, reason=reason)
             self.end_turn()
         else:
             self.defend_draw()
@@ -384,7 +548,6 @@ class _Work:
         p = self.player
         own, tgt = self.courts[p][ci], self.courts[t][tci]
         spent = own.guards[-k:]
-        self.courts[p][ci] = Court(own.card, True, own.guards[:-k], own.joker)
         defeated = m == REMOVE_COURT
         removed = tgt.guards if defeated else tgt.guards[-m:]
         packet = list(spent) + list(removed)
@@ -392,10 +555,7 @@ class _Work:
         if joker:
             packet.append(joker)
         self.discard.extend(packet)
-        if defeated:
-            self.courts[t][tci] = Court(tgt.card, False, (), None)
-        else:
-            self.courts[t][tci] = Court(tgt.card, True, tgt.guards[:-m], tgt.joker)
+        self.courts[p][ci], self.courts[t][tci] = attacked(own, tgt, k, m)
         self.emit(
             "CourtAttacked",
             player=p,
@@ -419,11 +579,11 @@ class _Work:
             return False
         self.out[t] = True
         self.emit("PlayerOut", player=t, by=p)
-        alive = [s for s in range(self.o.players) if not self.out[s]]
-        if len(alive) == 1:
+        alive = last_standing(self.out)
+        if alive is not None:
             self.turns += 1
             self.emit("TurnEnded", player=p, turns=self.turns)
-            self.finish(tuple(alive), "last_standing")
+            self.finish(alive, "last_standing")
             return True
         return False
 
@@ -434,14 +594,9 @@ class _Work:
         self.pending = None
         self.emit("TurnEnded", player=p, turns=self.turns)
         if self.turns >= self.o.turn_limit:
-            self.finish(_limit_winners(self.courts, self.out), "turn_limit")
+            self.finish(limit_winners(*_table(self.courts), self.out), "turn_limit")
             return
-        n = self.o.players
-        for i in range(1, n + 1):
-            q = (p + i) % n
-            if not self.out[q]:
-                self.player = q
-                break
+        self.player = next_player(self.out, p)
         self.phase = Phase.TURN
 
     def finish(self, winners: tuple[int, ...], reason: str) -> None:
@@ -457,16 +612,6 @@ class _Work:
         )
 
 
-def _limit_winners(courts: Sequence[Sequence[Court]], out: Sequence[bool]) -> tuple[int, ...]:
-    def key(s: int) -> tuple[int, int]:
-        standing = [c for c in courts[s] if c.standing]
-        return len(standing), sum(c.defence for c in standing)
-
-    alive = [s for s in range(len(courts)) if not out[s]]
-    best = max(key(s) for s in alive)
-    return tuple(s for s in alive if key(s) == best)
-
-
 def _standing(courts: Sequence[Sequence[Court]]) -> list[list[str]]:
     return [[COURTS[i] for i, c in enumerate(cs) if c.standing] for cs in courts]
 
@@ -476,45 +621,11 @@ def _standing(courts: Sequence[Sequence[Court]]) -> list[list[str]]:
 
 
 def _has_attack(courts: Sequence[Sequence[Court]], out: Sequence[bool], p: int) -> bool:
-    best = max((c.attack for c in courts[p] if c.standing), default=0)
-    if best == 0:
-        return False
-    for t, cs in enumerate(courts):
-        if t == p or out[t]:
-            continue
-        for c in cs:
-            if c.standing and ((c.guards and _value(c.guards[-1]) <= best) or best >= c.defence):
-                return True
-    return False
+    return has_attack(*_table(courts), out, p)
 
 
 def _attack_options(courts: Sequence[Sequence[Court]], out: Sequence[bool], p: int) -> list[Action]:
-    targets = [
-        (t, tci, c, c.defence)
-        for t, cs in enumerate(courts)
-        if t != p and not out[t]
-        for tci, c in enumerate(cs)
-        if c.standing
-    ]
-    opts: list[Action] = []
-    for ci, own in enumerate(courts[p]):
-        if not own.standing:
-            continue
-        s = 0
-        for k in range(1, len(own.guards) + 1):
-            s += _value(own.guards[-k])
-            for t, tci, c, defence in targets:
-                acc = 0
-                g = c.guards
-                for m in range(1, len(g) + 1):
-                    acc += _value(g[-m])
-                    if acc > s:
-                        break
-                    opts.append((ATTACK, ci, k, t, tci, m))
-                if s >= defence:
-                    opts.append((ATTACK, ci, k, t, tci, REMOVE_COURT))
-    opts.sort()
-    return opts
+    return attack_options(*_table(courts), out, p)
 
 
 def _check_attack(s: State, p: int, a: Action) -> str | None:
@@ -576,7 +687,7 @@ def start(
     options: Options, seed: int, decks: Sequence[Sequence[str]] | None = None
 ) -> tuple[State, tuple[Event, ...]]:
     """A new game and its opening events (GameStarted and the first pick's automatic draws)."""
-    pack = _pack(options)
+    cards = pack(options)
     if decks:
         if len(decks) != 1:
             raise InvalidVector(
@@ -584,14 +695,14 @@ def start(
             )
         seated = " ".join(c + SEAT_SUITS[s] for s in range(options.players) for c in COURTS)
         try:
-            draw = core.check_deck(decks[0], pack, what="decks[0] (the pack without the courts)")
+            draw = core.check_deck(decks[0], cards, what="decks[0] (the pack without the courts)")
         except InvalidVector as exc:
             raise InvalidVector(
                 f"{exc}; the seated courts ({seated}) are not in the pack"
                 + ("" if options.jokers else " and jokers are off")
             ) from exc
     else:
-        draw = core.seeded_shuffle(pack, seed, "deal", 0)
+        draw = core.seeded_shuffle(cards, seed, "deal", 0)
     n = options.players
     courts = tuple(tuple(Court(c + SEAT_SUITS[s]) for c in COURTS) for s in range(n))
     s0 = State(
@@ -655,9 +766,16 @@ def legal_actions(state: State, player: int | None = None) -> tuple[Action, ...]
     if ph is Phase.SETUP or ph is Phase.PLACE:
         card = state.pending
         assert card is not None  # a guard is in hand in these phases
+        v = GUARD_VALUE[card[0]]
         if ph is Phase.SETUP:
-            return (*((SETUP_PLACE, i) for i, c in enumerate(mine) if _fits(c, card, eq)), (SETUP_DISCARD,))
-        return (*((PLACE, i) for i, c in enumerate(mine) if _fits(c, card, eq)), (DISCARD,))
+            return (
+                *((SETUP_PLACE, i) for i, c in enumerate(mine) if fits_value(c.standing, c.values, v, eq)),
+                (SETUP_DISCARD,),
+            )
+        return (
+            *((PLACE, i) for i, c in enumerate(mine) if fits_value(c.standing, c.values, v, eq)),
+            (DISCARD,),
+        )
     if ph is Phase.JOKER:
         down = [(REVIVE, i) for i, c in enumerate(mine) if not c.standing]
         return tuple(down) if down else ((DISCARD,),)
@@ -811,8 +929,9 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
         w.end_turn()
     elif code == REVIVE:
         ci, joker = action[1], w.pending
+        assert joker is not None  # legal only with a Joker in hand
         c = w.courts[player][ci]
-        w.courts[player][ci] = Court(c.card, True, (), joker)
+        w.courts[player][ci] = revived(c, joker)
         w.pending = None
         w.emit("CourtRevived", player=player, court=COURTS[ci], card=c.card, joker=joker)
         w.end_turn()

@@ -13,7 +13,6 @@ in step.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 from typing import Self
 
 from . import engine as cw
@@ -128,17 +127,44 @@ class Sim:
 
     # piles ------------------------------------------------------------------------------------
 
-    def draw_card(self) -> int:
+    def turn_over(self) -> list[int]:
+        """The draw pile, the discard pile turned over first when it is empty (no reshuffle)."""
         d = self.draw
         if not d:
             assert self.disc, "a draw needs a card"
             d = self.disc
             d.reverse()
             self.draw, self.disc, self.shuffled = d, [], False
+        return d
+
+    def draw_card(self) -> int:
+        d = self.turn_over()
         if self.shuffled and len(d) > 1:
             i = self.rng.randrange(len(d))
             d[i], d[-1] = d[-1], d[i]
         return d.pop()
+
+    def take(self, k: int) -> None:
+        """Draw a card of kind ``k`` as the next card (one ``next_kinds`` gives)."""
+        d = self.turn_over()
+        if self.shuffled:
+            d.remove(k)
+        else:
+            d.pop()
+
+    def next_kinds(self) -> list[tuple[int, float]]:
+        """The next card's kind and probability: the shuffled pile's composition, or the known top."""
+        if self.draw:
+            if not self.shuffled:
+                return [(self.draw[-1], 1.0)]
+            counts: dict[int, int] = {}
+            for k in self.draw:
+                counts[k] = counts.get(k, 0) + 1
+            total = len(self.draw)
+            return [
+                (k, c / total) for k, c in sorted(counts.items())
+            ]  # a fixed order: sums do not depend on the sample
+        return [(self.disc[0], 1.0)] if self.disc else []
 
     def guard_left(self) -> bool:
         return any(c >= 2 and c != K_COURT for c in self.draw) or any(
@@ -146,55 +172,15 @@ class Sim:
         )
 
     def fits(self, i: int, v: int) -> bool:
-        if not self.up[i]:
-            return False
-        g = self.st[i]
-        return not g or v < g[-1] or (self.eq and v == g[-1])
+        return cw.fits_value(self.up[i], self.st[i], v, self.eq)
 
     # rules ------------------------------------------------------------------------------------
 
     def attacks(self, p: int) -> list[Action]:
-        st, up, out = self.st, self.up, self.out
-        targets = [
-            (t, j % 3, st[j], 10 + sum(st[j]))
-            for t in range(self.n)
-            if t != p and not out[t]
-            for j in range(3 * t, 3 * t + 3)
-            if up[j]
-        ]
-        opts: list[Action] = []
-        for ci in range(3):
-            i = 3 * p + ci
-            if not up[i]:
-                continue
-            g = st[i]
-            s = 0
-            for k in range(1, len(g) + 1):
-                s += g[-k]
-                for t, tci, tg, defence in targets:
-                    acc = 0
-                    for m in range(1, len(tg) + 1):
-                        acc += tg[-m]
-                        if acc > s:
-                            break
-                        opts.append((ATTACK, ci, k, t, tci, m))
-                    if s >= defence:
-                        opts.append((ATTACK, ci, k, t, tci, REMOVE_COURT))
-        opts.sort()
-        return opts
+        return cw.attack_options(self.st, self.up, self.out, p)
 
     def has_attack(self, p: int) -> bool:
-        st, up = self.st, self.up
-        best = max((sum(st[i]) for i in range(3 * p, 3 * p + 3) if up[i]), default=0)
-        if best == 0:
-            return False
-        for t in range(self.n):
-            if t == p or self.out[t]:
-                continue
-            for j in range(3 * t, 3 * t + 3):
-                if up[j] and ((st[j] and st[j][-1] <= best) or best >= 10 + sum(st[j])):
-                    return True
-        return False
+        return cw.has_attack(self.st, self.up, self.out, p)
 
     def legal(self) -> list[Action]:
         ph, p = self.phase, self.player
@@ -235,29 +221,17 @@ class Sim:
         self.aces = 0
         self.pending = -1
         if self.turns >= self.limit:
-            st, up = self.st, self.up
-            keys = {
-                s: (
-                    sum(up[3 * s : 3 * s + 3]),
-                    sum(10 + sum(st[j]) for j in range(3 * s, 3 * s + 3) if up[j]),
-                )
-                for s in range(self.n)
-                if not self.out[s]
-            }
-            best = max(keys.values())
-            self.winners = tuple(s for s, k in keys.items() if k == best)
+            self.winners = cw.limit_winners(self.st, self.up, self.out)
             self.phase = S_OVER
             return
-        n, p = self.n, self.player
-        for i in range(1, n + 1):
-            q = (p + i) % n
-            if not self.out[q]:
-                self.player = q
-                break
+        self.player = cw.next_player(self.out, self.player)
         self.phase = S_TURN
 
     def defend_draw(self) -> None:
-        c = self.draw_card()
+        self.resolve_drawn(self.draw_card())
+
+    def resolve_drawn(self, c: int) -> None:
+        """The rules' automatic part for a card of kind ``c`` drawn on Defend (or a draw-again)."""
         if c == K_COURT:
             self.disc.append(c)
             self.end_turn()
@@ -271,13 +245,13 @@ class Sim:
             self.phase, self.pending = S_JOKER, K_JOKER
 
     def draw_again(self, skipped: bool) -> None:
-        if not self.draw and not self.disc:
-            self.end_turn()
-        elif (
-            (skipped or not self.has_attack(self.player))
-            and all(c == K_ACE for c in self.draw)
-            and all(c == K_ACE for c in self.disc)
-        ):
+        end = cw.draw_again_end(
+            not self.draw and not self.disc,
+            all(c == K_ACE for c in self.draw) and all(c == K_ACE for c in self.disc),
+            skipped,
+            lambda: self.has_attack(self.player),
+        )
+        if end is not None:
             self.end_turn()
         else:
             self.defend_draw()
@@ -305,10 +279,10 @@ class Sim:
         if up[3 * t] or up[3 * t + 1] or up[3 * t + 2]:
             return False
         self.out[t] = True
-        alive = [s for s in range(self.n) if not self.out[s]]
-        if len(alive) == 1:
+        alive = cw.last_standing(self.out)
+        if alive is not None:
             self.turns += 1
-            self.winners, self.phase, self.pending = tuple(alive), S_OVER, -1
+            self.winners, self.phase, self.pending = alive, S_OVER, -1
             return True
         return False
 
@@ -353,28 +327,18 @@ class Sim:
 # public effects of actions on the engine's courts (no draw involved)
 
 
-def next_player(out: Sequence[bool], p: int) -> int:
-    n = len(out)
-    for i in range(1, n + 1):
-        q = (p + i) % n
-        if not out[q]:
-            return q
-    return p
+next_player = cw.next_player
+fits = cw._fits
 
 
 def after_attack(
     courts: tuple[tuple[Court, ...], ...], out: tuple[bool, ...], p: int, a: Action
 ) -> tuple[tuple[tuple[Court, ...], ...], tuple[bool, ...]]:
     _, ci, k, t, tci, m = a
-    own, tgt = courts[p][ci], courts[t][tci]
     cs = [list(x) for x in courts]
-    cs[p][ci] = Court(own.card, True, own.guards[:-k], own.joker)
-    if m == REMOVE_COURT:
-        cs[t][tci] = Court(tgt.card, False, (), None)
-        if not any(c.standing for c in cs[t]):
-            out = (*out[:t], True, *out[t + 1 :])
-    else:
-        cs[t][tci] = Court(tgt.card, True, tgt.guards[:-m], tgt.joker)
+    cs[p][ci], cs[t][tci] = cw.attacked(courts[p][ci], courts[t][tci], k, m)
+    if m == REMOVE_COURT and not any(c.standing for c in cs[t]):
+        out = (*out[:t], True, *out[t + 1 :])
     return tuple(tuple(x) for x in cs), out
 
 
@@ -388,14 +352,4 @@ def with_court(
 def placed(
     courts: tuple[tuple[Court, ...], ...], p: int, ci: int, card: str
 ) -> tuple[tuple[Court, ...], ...]:
-    c = courts[p][ci]
-    return with_court(courts, p, ci, Court(c.card, True, (*c.guards, card), c.joker))
-
-
-def fits(c: Court, card: str, eq: bool) -> bool:
-    if not c.standing:
-        return False
-    if not c.guards:
-        return True
-    top, v = GV[c.guards[-1][0]], GV[card[0]]
-    return v < top or (eq and v == top)
+    return with_court(courts, p, ci, cw.with_guard(courts[p][ci], card))

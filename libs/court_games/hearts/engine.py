@@ -85,6 +85,7 @@ _BIT = tuple(1 << c for c in range(52))
 _SUIT_OF_CARD = tuple(SUIT_MASK[c // 13] for c in range(52))
 _POINTS = tuple(1 if c // 13 == HEARTS_SUIT else 13 if c == QUEEN_SPADES else 0 for c in range(52))
 _SEAT = tuple((s,) for s in range(NUM_PLAYERS))
+_PASS_ACTION = tuple(PASS_CARD + c for c in range(52))  # card id -> the action choosing it for the pass
 
 
 def _suit_table(suit: int) -> tuple[tuple[int, ...], ...]:
@@ -120,6 +121,78 @@ def mask_of(cards: Iterable[int]) -> int:
 def points_of(mask: int) -> int:
     """Penalty points in a pile of cards: hearts 1, QS 13."""
     return (mask & HEARTS).bit_count() + (13 if mask & QS_BIT else 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# the rules of a hand in play, once: the engine below and the bots' fast model
+# (``hearts_fast``) both call these (cards as ids, hands as bitmasks)
+
+
+def follow_mask(hand: int, lead: int) -> int:
+    """The cards of ``hand`` that may follow the card ``lead``: its suit when the hand holds it;
+    else any card, but on the hand's first trick (the one 2C leads) no point card unless nothing
+    else is held."""
+    m = hand & _SUIT_OF_CARD[lead]
+    if m:
+        return m
+    return (hand & SAFE or hand) if lead == TWO_CLUBS else hand
+
+
+def lead_mask(hand: int, broken: bool) -> int:
+    """The cards of ``hand`` that may lead a trick: 2C when held (it leads the first trick); no
+    heart before hearts are ``broken`` (one was played this hand) unless nothing else is held."""
+    if hand & 1:
+        return 1
+    if not broken:
+        return hand & NOT_HEARTS or hand
+    return hand
+
+
+def highest_of_suit(cards: int, lead: int) -> int:
+    """The card winning a trick of the cards ``cards`` (a mask) led by ``lead``: the highest of the
+    led suit."""
+    return (cards & _SUIT_OF_CARD[lead]).bit_length() - 1
+
+
+def winning_card(trick: Sequence[int]) -> int:
+    """The card winning ``trick`` so far."""
+    return highest_of_suit(mask_of(trick), trick[0])
+
+
+def trick_winner(leader: int, trick: Sequence[int]) -> int:
+    """The seat whose card wins ``trick`` (led by ``leader``) so far."""
+    return (leader + trick.index(winning_card(trick))) & 3
+
+
+def hand_scores(taken: Sequence[int]) -> tuple[int, ...]:
+    """A hand's score from the points each seat took: the moon's shooter 0, everyone else 26."""
+    if MOON in taken:
+        return tuple(0 if t == MOON else MOON for t in taken)
+    return tuple(taken)
+
+
+def cannot_hold(tricks: Iterable[tuple[int, Sequence[int]]]) -> list[int]:
+    """The cards each seat cannot hold after the plays of ``tricks`` (``(leader, cards)`` in play
+    order, the hand's first trick first), as the rules above imply: a seat that did not follow
+    suit holds none of it; one that dropped a point card on the first trick held only point cards;
+    one that led a heart before any heart was played held only hearts."""
+    forbid = [0, 0, 0, 0]
+    hearts_out = False
+    for i, (ld, cs) in enumerate(tricks):
+        lead = cs[0]
+        if lead // 13 == HEARTS_SUIT and not hearts_out:
+            forbid[ld] |= NOT_HEARTS
+        suit = _SUIT_OF_CARD[lead]
+        for k in range(1, len(cs)):
+            c = cs[k]
+            if not _BIT[c] & suit:
+                s = (ld + k) & 3
+                forbid[s] |= suit
+                if i == 0 and _POINTS[c]:
+                    forbid[s] |= SAFE
+        if any(c // 13 == HEARTS_SUIT for c in cs):
+            hearts_out = True
+    return forbid
 
 
 class Phase(enum.IntEnum):
@@ -392,31 +465,18 @@ def legal_actions(state: State, player: int | None = None) -> tuple[int, ...]:
         elif player != acting[0]:
             return ()
         hands = state.hands
-        hand = hands[player]
         trick = state.trick
         if trick:
-            lead = trick[0]
-            suit = lead // 13
-            m = hand & SUIT_MASK[suit]
-            if m:
-                return _TABLES[suit][m >> (13 * suit)]
-            if lead == TWO_CLUBS:
-                m = hand & SAFE or hand
-            else:
-                m = hand
-        elif hand & 1:
-            return (TWO_CLUBS,)
-        elif (hands[0] | hands[1] | hands[2] | hands[3]) & HEARTS == HEARTS:
-            m = hand & NOT_HEARTS or hand
+            m = follow_mask(hands[player], trick[0])
         else:
-            m = hand
+            m = lead_mask(hands[player], (hands[0] | hands[1] | hands[2] | hands[3]) & HEARTS != HEARTS)
         return _T0[m & 8191] + _T1[(m >> 13) & 8191] + _T2[(m >> 26) & 8191] + _T3[m >> 39]
     if phase is _PASS:
         if player is None:
             player = acting[0]
         elif player not in acting:
             return ()
-        return tuple(PASS_CARD + c for c in ids_of(state.hands[player]))
+        return tuple(map(_PASS_ACTION.__getitem__, ids_of(state.hands[player])))
     return ()
 
 
@@ -437,18 +497,11 @@ def _apply_play(state: State, player: int, action: int, emit: bool) -> tuple[Sta
     hands = state.hands
     hand = hands[player]
     trick = state.trick
-    # the legal mask, as legal_actions computes it (inlined: this is the playout hot path)
+    # the legal mask, as legal_actions computes it
     if trick:
-        lead = trick[0]
-        m = hand & _SUIT_OF_CARD[lead]
-        if not m:
-            m = (hand & SAFE or hand) if lead == TWO_CLUBS else hand
-    elif hand & 1:
-        m = 1
-    elif (hands[0] | hands[1] | hands[2] | hands[3]) & HEARTS == HEARTS:
-        m = hand & NOT_HEARTS or hand
+        m = follow_mask(hand, trick[0])
     else:
-        m = hand
+        m = lead_mask(hand, (hands[0] | hands[1] | hands[2] | hands[3]) & HEARTS != HEARTS)
     if action.__class__ is not int or not 0 <= action < 52 or not (m >> action) & 1:
         raise IllegalAction(_json_or_raw(action, player), _why_not_play(state, player, action, m))
     bit = _BIT[action]
@@ -473,7 +526,7 @@ def _apply_play(state: State, player: int, action: int, emit: bool) -> tuple[Sta
     leader = (player + 1) & 3
     c0 = cards[0]
     tm = _BIT[c0] | _BIT[cards[1]] | _BIT[cards[2]] | bit
-    winner = (leader + cards.index((tm & _SUIT_OF_CARD[c0]).bit_length() - 1)) & 3
+    winner = (leader + cards.index(highest_of_suit(tm, c0))) & 3
     won = list(state.won)
     won[winner] |= tm
     done = (leader, cards, winner)
@@ -490,11 +543,7 @@ def _apply_play(state: State, player: int, action: int, emit: bool) -> tuple[Sta
 
 
 def _end_hand(match: Match, won: tuple[int, ...], tricks: tuple[Any, ...], pending: tuple[int, ...]) -> State:
-    taken = [points_of(w) for w in won]
-    if MOON in taken:
-        shooter = taken.index(MOON)
-        taken = [0 if s == shooter else MOON for s in range(NUM_PLAYERS)]
-    points = tuple(taken)
+    points = hand_scores([points_of(w) for w in won])
     totals = tuple(t + p for t, p in zip(match.totals, points, strict=True))
     history = match.history + (points,)
     if _game_over(totals, match.options.limit):

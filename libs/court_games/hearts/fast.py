@@ -8,13 +8,13 @@ bitmasks (a list, played cards are removed in place), the current trick's cards 
 took this hand (a list, updated in place), whether hearts are broken, whether this is the hand's
 first trick, and the seat to play. ``position(state)`` builds it from an engine state.
 
-* ``legal_mask``: the cards a seat may play (follow suit; 2C leads the first trick; no point card
-  on the first trick unless nothing else is held; hearts not led before they are broken unless
-  nothing else is held).
-* ``winning``: the card winning a trick (the highest of the led suit).
+* ``legal_mask``: the cards a seat may play (the engine's ``follow_mask`` and ``lead_mask``).
+* ``winning``: the card winning a trick (the engine's ``winning_card``).
 * ``run``: the trick stepping: plays a card, then lets a policy play until a given seat is to
   play again or the hand ends.
-* ``hand_scores``: a hand's score from the points taken (shooting the moon).
+* ``hand_scores``: a hand's score from the points taken (the engine's: shooting the moon).
+
+The rules themselves stand once, in the engine's module; this one holds the mutable stepping.
 
 ``tests/bots/test_hearts_lockstep.py`` plays 1,000 random games on the engine and on this model
 in step.
@@ -31,9 +31,9 @@ NOT_HEARTS = H.NOT_HEARTS
 SAFE = H.SAFE
 QS_BIT = H.QS_BIT
 MOON = H.MOON
-BIT = tuple(1 << c for c in range(52))
-SUIT_OF = tuple(H.SUIT_MASK[c // 13] for c in range(52))  # a card's suit as a mask
-POINTS = tuple(1 if c // 13 == H.HEARTS_SUIT else 13 if c == H.QUEEN_SPADES else 0 for c in range(52))
+BIT = H._BIT
+SUIT_OF = H._SUIT_OF_CARD  # a card's suit as a mask
+POINTS = H._POINTS
 HEART_LOW, HEART_HIGH = 13 * H.HEARTS_SUIT, 13 * H.HEARTS_SUIT + 13  # heart card ids: [low, high)
 
 OVER = -1  # ``run``'s seat to play once the hand has ended
@@ -46,38 +46,14 @@ Policy = Callable[[int, Sequence[int], int, bool], int]
 Position = tuple[list[int], list[int], int, int, list[int], bool, bool, int]
 
 
-def legal_mask(h: int, trick: Sequence[int], broken: bool, first: bool) -> int:
+def legal_mask(h: int, trick: Sequence[int], broken: bool) -> int:
     """The cards of hand ``h`` that may be played on ``trick`` (``broken``: a heart was played this
-    hand; ``first``: the hand's first trick)."""
-    if trick:
-        m = h & SUIT_OF[trick[0]]
-        if m:
-            return m
-        if first:
-            return h & SAFE or h
-        return h
-    if h & 1:
-        return 1
-    if not broken:
-        return h & NOT_HEARTS or h
-    return h
+    hand)."""
+    return H.follow_mask(h, trick[0]) if trick else H.lead_mask(h, broken)
 
 
-def winning(trick: Sequence[int]) -> int:
-    """The card currently winning ``trick`` (the highest of the led suit)."""
-    suit = SUIT_OF[trick[0]]
-    w = trick[0]
-    for c in trick[1:]:
-        if BIT[c] & suit and c > w:
-            w = c
-    return w
-
-
-def hand_scores(taken: Sequence[int]) -> tuple[int, ...]:
-    """A hand's score from the points each seat took: the moon's shooter 0, everyone else 26."""
-    if MOON in taken:
-        return tuple(0 if t == MOON else MOON for t in taken)
-    return tuple(taken)
+winning = H.winning_card
+hand_scores = H.hand_scores
 
 
 def position(state: H.State) -> Position:
@@ -126,7 +102,7 @@ def run(
     suit_of = SUIT_OF
     bit = BIT
     ids_of = H.ids_of
-    mask = legal_mask
+    follow, lead = H.follow_mask, H.lead_mask
     low, high = HEART_LOW, HEART_HIGH
     qs = H.QUEEN_SPADES
     # who holds Q♠ (-1: played): the policy asks whether another seat holds it
@@ -148,6 +124,7 @@ def run(
             p = (p + 1) & 3
         else:
             trick.append(c)
+            # ``winning_card`` kept up to date card by card (calling it here costs the search 15 %)
             if c > win and bit[c] & suit_of[trick[0]]:
                 win = c
             if len(trick) == 4:
@@ -163,7 +140,7 @@ def run(
             return trick, leader, win, broken, first, OVER
         if stops >> p & 1:
             return trick, leader, win, broken, first, p
-        lm = mask(h, trick, broken, first)
+        lm = follow(h, trick[0]) if trick else lead(h, broken)
         if lm & (lm - 1) == 0:
             c = (lm & -lm).bit_length() - 1
         elif epsilon and rnd() < epsilon:

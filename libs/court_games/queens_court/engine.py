@@ -155,14 +155,63 @@ def _showing(pile: tuple[int, ...]) -> int:
     return pile[-2] if top == GL else top
 
 
-def _spread(piles: Sequence[tuple[int, ...]], seat: int) -> int | None:
-    a = VALUE[_showing(piles[2 * seat])]
-    b = VALUE[_showing(piles[2 * seat + 1])]
+# ---------------------------------------------------------------------------------------------
+# the rules of a round, once: the engine below and the bots' fast model (``queens_court_fast``)
+# both call these
+
+DOUBLE_QUEEN = 99  # ``spread_of`` two Queens: worse than any real spread (12 at most)
+
+
+def spread_of(a: int, b: int) -> int:
+    """The spread of two piles showing values ``a`` and ``b``: a Queen (0) is wild, so it makes 0;
+    two Queens make a double queen (``DOUBLE_QUEEN``)."""
     if a == QUEEN_VALUE:
-        return None if b == QUEEN_VALUE else 0
+        return DOUBLE_QUEEN if b == QUEEN_VALUE else 0
     if b == QUEEN_VALUE:
         return 0
-    return abs(a - b)
+    return a - b if a > b else b - a
+
+
+#: ``spread_of`` tabulated: ``SPREADS[a][b]`` for the values 0..13 (the playouts' inner loops)
+SPREADS: tuple[tuple[int, ...], ...] = tuple(tuple(spread_of(a, b) for b in range(14)) for a in range(14))
+
+
+def draws_due(spread: int | None) -> int:
+    """Cards drawn after a first-half play that leaves the target's spread at ``spread``."""
+    return 2 if spread == 0 else 1
+
+
+def pile_open(gloved: bool, locked: int, index: int) -> bool:
+    """Whether a card may go on pile ``index``: not gloved, its seat not locked."""
+    return not gloved and not (locked >> (index >> 1)) & 1
+
+
+def next_to_move(hands: Sequence[Sequence[int]], p: int) -> int:
+    """Who moves after ``p`` in the second half: the next seat holding cards (-1: nobody)."""
+    n = len(hands)
+    for k in range(1, n + 1):
+        s = (p + k) % n
+        if hands[s]:
+            return s
+    return -1
+
+
+def round_winners(spreads: Sequence[int], counts: Sequence[int]) -> tuple[int, ...]:
+    """A round's winners: the lowest spread, ties to the fewest pile cards; nobody when every seat
+    has a double queen (``spreads`` as ``spread_of`` gives them)."""
+    best = min(spreads)
+    if best == DOUBLE_QUEEN:
+        return ()
+    tied = [s for s in range(len(spreads)) if spreads[s] == best]
+    if len(tied) > 1:
+        fewest = min(counts[s] for s in tied)
+        tied = [s for s in tied if counts[s] == fewest]
+    return tuple(tied)
+
+
+def _spread(piles: Sequence[tuple[int, ...]], seat: int) -> int | None:
+    v = spread_of(VALUE[_showing(piles[2 * seat])], VALUE[_showing(piles[2 * seat + 1])])
+    return None if v == DOUBLE_QUEEN else v
 
 
 def _pile_count(piles: Sequence[tuple[int, ...]], seat: int) -> int:
@@ -171,11 +220,14 @@ def _pile_count(piles: Sequence[tuple[int, ...]], seat: int) -> int:
 
 
 def _is_open(state_piles: Sequence[tuple[int, ...]], locked: int, index: int) -> bool:
-    return not (locked >> (index >> 1)) & 1 and state_piles[index][-1] != GL
+    return pile_open(state_piles[index][-1] == GL, locked, index)
 
 
 def _open_piles(piles: Sequence[tuple[int, ...]], locked: int) -> list[int]:
-    return [i for i in range(len(piles)) if not (locked >> (i >> 1)) & 1 and piles[i][-1] != GL]
+    return [i for i in range(len(piles)) if pile_open(piles[i][-1] == GL, locked, i)]
+
+
+_TARGET = tuple((i >> 1, i & 1) for i in range(2 * MAX_PLAYERS))  # pile index -> (seat, pile)
 
 
 def _names(codes: Sequence[int]) -> list[str]:
@@ -363,9 +415,8 @@ def legal_actions(state: State, player: int | None = None) -> tuple[Action, ...]
         player = state.to_move
     if player != state.to_move:
         return ()
-    open_piles = _open_piles(state.piles, state.locked)
-    hand = state.hands[player]
-    return tuple((c, i >> 1, i & 1) for c in hand for i in open_piles)
+    targets = [_TARGET[i] for i in _open_piles(state.piles, state.locked)]
+    return tuple([(c, t, q) for c in state.hands[player] for t, q in targets])
 
 
 def action_to_json(action: Action, player: int) -> dict[str, Any]:
@@ -491,7 +542,7 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
     phase = state.phase
     emptied_by = state.emptied_by
     if phase == Phase.FIRST_HALF:
-        due = 2 if spread_after == 0 else 1
+        due = draws_due(spread_after)
         drawn = deck[:due]
         deck = deck[due:]
         hand.extend(drawn)
@@ -553,12 +604,7 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
                     },
                 )
             )
-    to_move = -1
-    for k in range(1, n + 1):
-        s = (player + k) % n
-        if hands[s]:
-            to_move = s
-            break
+    to_move = next_to_move(hands, player)
     mid = State(
         options=state.options,
         seed=state.seed,
@@ -589,17 +635,10 @@ def _round_outcome(
     n = state.options.players
     spreads = tuple(_spread(state.piles, s) for s in range(n))
     counts = tuple(_pile_count(state.piles, s) for s in range(n))
-    candidates = [s for s in range(n) if spreads[s] is not None]
-    if not candidates:
-        return spreads, counts, (), ()
-    best = min(spreads[s] for s in candidates)  # type: ignore[type-var]
-    tied = [s for s in candidates if spreads[s] == best]
-    if len(tied) > 1:
-        fewest = min(counts[s] for s in tied)
-        tied = [s for s in tied if counts[s] == fewest]
-    if len(tied) == 1:
-        return spreads, counts, tuple(tied), tuple(tied)
-    return spreads, counts, tuple(tied), tuple(s for s in tied if state.round_wins[s] == 0)
+    tied = round_winners([DOUBLE_QUEEN if v is None else v for v in spreads], counts)
+    if len(tied) <= 1:
+        return spreads, counts, tied, tied
+    return spreads, counts, tied, tuple(s for s in tied if state.round_wins[s] == 0)
 
 
 def _end_round(state: State, reason: str, events: list[Event] | None) -> tuple[State, tuple[Event, ...]]:

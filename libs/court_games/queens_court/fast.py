@@ -19,16 +19,9 @@ GL = qc.GL  # the glove's code (52)
 N_STD = len(core.STANDARD_DECK)
 VAL: tuple[int, ...] = qc.VALUE  # Queen 0 (wild), glove -1
 IS_Q: tuple[bool, ...] = tuple(c != GL and VAL[c] == 0 for c in range(N_STD + 1))
-DQ = 99  # a double queen's spread here (worse than any real spread, 12 at most)
-
-
-def spread_of(a: int, b: int) -> int:
-    """The spread of two piles showing values ``a`` and ``b`` (a Queen, 0, is wild; two: ``DQ``)."""
-    if a == 0:
-        return DQ if b == 0 else 0
-    if b == 0:
-        return 0
-    return a - b if a > b else b - a
+DQ = qc.DOUBLE_QUEEN  # a double queen's spread here (worse than any real spread, 12 at most)
+spread_of = qc.spread_of  # the rules stand once, in the engine's module
+SPREADS = qc.SPREADS
 
 
 class Sim:
@@ -114,11 +107,11 @@ class Sim:
 
     def spread(self, s: int) -> int:
         """Seat ``s``'s spread (``DQ``: a double queen)."""
-        return spread_of(VAL[self.show[2 * s]], VAL[self.show[2 * s + 1]])
+        return SPREADS[VAL[self.show[2 * s]]][VAL[self.show[2 * s + 1]]]
 
     def open_piles(self) -> list[int]:
         locked, glv = self.locked, self.glv
-        return [i for i in range(2 * self.n) if not glv[i] and not (locked >> (i >> 1)) & 1]
+        return [i for i in range(2 * self.n) if qc.pile_open(glv[i], locked, i)]
 
     def play(self, p: int, card: int, idx: int) -> None:
         """Player ``p`` plays ``card`` on pile ``idx`` (assumed legal: ``card`` in hand, ``idx`` in
@@ -136,10 +129,8 @@ class Sim:
         n = self.n
         if self.phase == 0:
             deck = self.deck
-            if deck:
+            for _ in range(min(qc.draws_due(self.spread(t)), len(deck))):
                 hand.append(deck.pop())
-                if deck and self.spread(t) == 0:
-                    hand.append(deck.pop())
             self.to_move = (p + 1) % n
             if not deck:
                 self.phase = 1
@@ -148,34 +139,21 @@ class Sim:
             return
         if not hand:
             self.locked |= 1 << p
-        hands = self.hands
-        for k in range(1, n + 1):
-            s = (p + k) % n
-            if hands[s]:
-                self.to_move = s
-                break
-        else:
+        nxt = qc.next_to_move(self.hands, p)
+        if nxt < 0:
             self.over = True
             return
+        self.to_move = nxt
         locked, glv = self.locked, self.glv
         for i in range(2 * n):
-            if not glv[i] and not (locked >> (i >> 1)) & 1:
+            if qc.pile_open(glv[i], locked, i):
                 return
         self.over = True
 
     def winners(self) -> tuple[int, ...]:
         """The round's winners once it is over: the lowest spread, ties to the fewest pile cards;
         nobody when every seat has a double queen."""
-        n = self.n
-        sp = [self.spread(s) for s in range(n)]
-        best = min(sp)
-        if best == DQ:
-            return ()
-        tied = [s for s in range(n) if sp[s] == best]
-        if len(tied) > 1:
-            fewest = min(self.cnt[s] for s in tied)
-            tied = [s for s in tied if self.cnt[s] == fewest]
-        return tuple(tied)
+        return qc.round_winners([self.spread(s) for s in range(self.n)], self.cnt)
 
 
 def from_state(state: qc.State) -> Sim:

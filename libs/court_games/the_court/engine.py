@@ -51,7 +51,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from court_base import quote
 
@@ -221,6 +221,123 @@ def _owner_by_colour(card: str) -> int:
     return 0 if card[1] in core.RED_SUITS else 1
 
 
+def deck_cards(mode: str, seat: int) -> tuple[str, ...]:
+    """The cards seat ``seat``'s deck is dealt from (the shared variant: the one 52-card deck)."""
+    return core.STANDARD_DECK if mode == "shared" else COLOUR_DECKS[seat]
+
+
+def may_get(card: str, seat: int) -> bool:
+    """Shared variant: whether a card of the deck may reach ``seat`` (any number card, its own
+    colour's face cards: a drawn face card goes to its colour's owner)."""
+    return card[0] in NUMBERS or _owner_by_colour(card) == seat
+
+
+def shared_owner(card: str, drawer: int) -> int:
+    """Shared variant: who resolves a card ``drawer`` drew (a face card goes to its colour's owner)."""
+    return drawer if card[0] in NUMBERS else _owner_by_colour(card)
+
+
+# --------------------------------------------------------------------------- the rules, once
+# The engine's working copy (``_P``), its states (``Player``) and the bots' fast model
+# (``the_court_fast.SPlayer``) all answer these functions: one body per rule.
+
+
+class Table(Protocol):
+    """What the rules read of one player's table (any representation of it)."""
+
+    @property
+    def towers(self) -> Sequence[Sequence[str]]: ...
+    @property
+    def moat(self) -> Sequence[str]: ...
+    @property
+    def kings(self) -> int: ...
+    @property
+    def finished(self) -> bool: ...
+
+
+def _placements(pl: Table, card: str, shared: bool) -> list[Action]:
+    """The legal ways for a player to place ``card`` (not counting ``discard``)."""
+    r = card[0]
+    out: list[Action] = []
+    towers = pl.towers
+    if r in NUMBERS:
+        rank = PLACE_RANK[r]
+        for i, t in enumerate(towers):
+            top = t[-1][0]
+            if top != "J" and PLACE_RANK[top] <= rank:
+                out.append((PLACE, i))
+        if len(towers) < MAX_TOWERS:
+            out.append((NEW_TOWER, 0))
+        if not shared and len(pl.moat) < MOAT_SIZE and pl.kings < 2:
+            out.append((BANK, 0))
+    elif r == "J":
+        out.extend((PLACE, i) for i, t in enumerate(towers) if t[-1][0] != "J")
+    else:
+        out.extend((PLACE, i) for i in range(len(towers)))
+    return out
+
+
+def _can_place(pl: Table, card: str, shared: bool) -> bool:
+    """Whether ``_placements`` is not empty (without building it)."""
+    r = card[0]
+    towers = pl.towers
+    if r in NUMBERS:
+        if len(towers) < MAX_TOWERS or (not shared and len(pl.moat) < MOAT_SIZE and pl.kings < 2):
+            return True
+        rank = PLACE_RANK[r]
+        return any(t[-1][0] != "J" and PLACE_RANK[t[-1][0]] <= rank for t in towers)
+    if r == "J":
+        return any(t[-1][0] != "J" for t in towers)
+    return bool(towers)
+
+
+def passes_to_partner(holder: Table, partner: Table, card: str) -> bool:
+    """Free Gift and Mutual Swap: a card its holder cannot place goes to a partner who still plays
+    and can (the automatic offer)."""
+    return not _can_place(holder, card, False) and not partner.finished and _can_place(partner, card, False)
+
+
+def closing_points(card: str, value: int, top: str) -> int:
+    """Points for closing a tower of ``value`` (``card`` included) with a Queen or an Ace on top
+    card ``top``: half (rounded down) with an Ace or on a Jack, else the full value."""
+    return value // 2 if (card[0] == "A" or top[0] == "J") else value
+
+
+def deploy_index(moat: Sequence[str]) -> int:
+    """The Moat card a King's sweep deploys as a new tower: the lowest, the earliest banked first."""
+    return min(range(len(moat)), key=lambda j: (PLACE_RANK[moat[j][0]], j))
+
+
+def end_penalties(
+    towers: Sequence[Sequence[str]], values: Sequence[int], moat: Sequence[str]
+) -> tuple[int, int]:
+    """A finishing player's (tower, Moat) penalties, both <= 0: half of each open tower holding a
+    Jack on top, each Moat card's face value. ``values`` are the towers' values."""
+    tower_pen = -sum(v // 2 for t, v in zip(towers, values, strict=True) if t[-1][0] == "J")
+    return tower_pen, -sum(VALUE[c[0]] for c in moat)
+
+
+def end_reason(deck_left: int, qa_total: int, qa_left: int) -> str | None:
+    """Why a deck (a player's or the shared one) ends the game for those it feeds, if it does."""
+    if not deck_left:
+        return "deck_empty"
+    if qa_total and not qa_left:
+        return "queens_and_aces"
+    return None
+
+
+def next_drawer(live: Sequence[int], n: int, turn: int) -> int:
+    """Who draws next outside Mutual Swap pairs (``live``: the seats still playing, of ``n``): the
+    next seat, or the one left playing."""
+    return live[0] if len(live) == 1 else (turn + 1) % n
+
+
+def draw_decision(mode: str, players: Sequence[Table], drawer: int) -> bool:
+    """Whether the drawer decides on the card just drawn (Burn always; Free Gift while the partner
+    plays) before resolving it."""
+    return mode == "burn" or (mode == "free_gift" and len(players) == 2 and not players[1 - drawer].finished)
+
+
 # --------------------------------------------------------------------------- working copy
 
 
@@ -322,7 +439,7 @@ class _Work:
         return _placements(self.players[p], card, self.shared)
 
     def can_place(self, p: int, card: str) -> bool:
-        return bool(self.placements(p, card))
+        return _can_place(self.players[p], card, self.shared)
 
     def involved(self, p: int) -> bool:
         return any(e.owner == p or e.holder == p for e in self.pending)
@@ -400,7 +517,7 @@ class _Work:
                 },
             )
             if pl.moat:
-                k = min(range(len(pl.moat)), key=lambda j: (PLACE_RANK[pl.moat[j][0]], j))
+                k = deploy_index(pl.moat)
                 dep = pl.moat[k]
                 pl.moat = pl.moat[:k] + pl.moat[k + 1 :]
                 pl.towers.append((dep,))
@@ -411,7 +528,7 @@ class _Work:
             return
         value = _tower_value(cards)
         jack = _frozen(t)
-        points = value // 2 if (r == "A" or jack) else value
+        points = closing_points(card, value, t[-1])
         pl.score += points
         pl.closed = pl.closed + ((cards, points),)
         self.emit(
@@ -430,8 +547,9 @@ class _Work:
 
     def after_resolution(self, resolved: Pending) -> None:
         if self.shared:
-            if not self.deck or (self.qa_total and not self.qa_left):
-                self.end_game("deck_empty" if not self.deck else "queens_and_aces")
+            reason = end_reason(len(self.deck), self.qa_total, self.qa_left)
+            if reason is not None:
+                self.end_game(reason)
             elif resolved.holder != self.turn:  # a handed-off face card: the drawer draws again
                 self.phase = Phase.DRAW
             else:
@@ -449,8 +567,7 @@ class _Work:
 
     def finish(self, p: int, reason: str) -> None:
         pl = self.players[p]
-        tower_pen = -sum(_tower_value(t) // 2 for t in pl.towers if _frozen(t))
-        moat_pen = -sum(VALUE[c[0]] for c in pl.moat)
+        tower_pen, moat_pen = end_penalties(pl.towers, [_tower_value(t) for t in pl.towers], pl.moat)
         pl.score += tower_pen + moat_pen
         pl.finished = True
         pl.end = (reason, tower_pen, moat_pen)
@@ -471,10 +588,9 @@ class _Work:
         for p, pl in enumerate(self.players):
             if pl.finished or self.involved(p):
                 continue
-            if not pl.deck:
-                self.finish(p, "deck_empty")
-            elif pl.qa_total and not pl.qa_left:
-                self.finish(p, "queens_and_aces")
+            reason = end_reason(len(pl.deck), pl.qa_total, pl.qa_left)
+            if reason is not None:
+                self.finish(p, reason)
 
     def end_game(self, reason: str | None) -> None:
         if reason is not None:  # shared: both players end together
@@ -508,11 +624,10 @@ class _Work:
             self.votes = [-1, -1]
             self.phase = Phase.VOTE
             return
-        d = live[0] if len(live) == 1 else (self.turn + 1) % n
+        d = next_drawer(live, n, self.turn)
         self.turn = d
         self.pending = [self.draw_own(d, 1 << d)]
-        partner_live = n == 2 and not self.players[1 - d].finished
-        if self.mode == "burn" or (self.mode == "free_gift" and partner_live):
+        if draw_decision(self.mode, self.players, d):
             self.phase = Phase.DECIDE
         else:
             self.enter_place()
@@ -520,11 +635,11 @@ class _Work:
     def enter_place(self) -> None:
         """The first pending card is to be resolved; an unplaceable one may go to the partner."""
         self.phase = Phase.PLACE
-        head = self.pending[0]
-        if self.mode not in ("free_gift", "mutual_swap") or self.can_place(head.holder, head.card):
+        if self.mode not in ("free_gift", "mutual_swap"):
             return
+        head = self.pending[0]
         partner = 1 - head.holder
-        if not self.players[partner].finished and self.can_place(partner, head.card):
+        if passes_to_partner(self.players[head.holder], self.players[partner], head.card):
             self.pending[0] = Pending(head.card, head.owner, partner, head.seen | (1 << partner))
             self.emit(
                 "CardOffered",
@@ -548,7 +663,7 @@ class _Work:
             card, self.pile = self.pile[-1], self.pile[:-1]
         else:
             card, self.deck = self.deck[0], self.deck[1:]
-        owner = d if card[0] in NUMBERS else _owner_by_colour(card)
+        owner = shared_owner(card, d)
         self.emit(
             "CardDrawn",
             {
@@ -567,28 +682,6 @@ class _Work:
                 "CardHandedOff", {"seat": d, "to": owner, "card": card, "skips": self.players[owner].skips}
             )
         self.phase = Phase.PLACE
-
-
-def _placements(pl: Player | _P, card: str, shared: bool) -> list[Action]:
-    """The legal ways for a player to place ``card`` (not counting ``discard``)."""
-    r = card[0]
-    out: list[Action] = []
-    towers = pl.towers
-    if r in NUMBERS:
-        rank = PLACE_RANK[r]
-        for i, t in enumerate(towers):
-            top = t[-1][0]
-            if top != "J" and PLACE_RANK[top] <= rank:
-                out.append((PLACE, i))
-        if len(towers) < MAX_TOWERS:
-            out.append((NEW_TOWER, 0))
-        if not shared and len(pl.moat) < MOAT_SIZE and pl.kings < 2:
-            out.append((BANK, 0))
-    elif r == "J":
-        out.extend((PLACE, i) for i, t in enumerate(towers) if not _frozen(t))
-    else:
-        out.extend((PLACE, i) for i in range(len(towers)))
-    return out
 
 
 # --------------------------------------------------------------------------- new game
@@ -629,7 +722,7 @@ def start(
     given = list(decks or [])
     dks: list[tuple[str, ...]] = []
     for i in range(n_decks):
-        full = core.STANDARD_DECK if mode == "shared" else COLOUR_DECKS[i]
+        full = deck_cards(mode, i)
         what = f"decks[{i}]"
         if i < len(given) and given[i] is not None:
             d = core.check_deck(given[i], core.STANDARD_DECK, what=what)
@@ -711,14 +804,14 @@ def legal_actions(state: State, player: int | None = None) -> tuple[Action, ...]
         acts = _placements(state.players[player], head.card, shared)
         return tuple(acts) if acts else ((DISCARD, 0),)
     if ph is Phase.DRAW:
-        if state.pile and _placements(state.players[player], state.pile[-1], True):
+        if state.pile and _can_place(state.players[player], state.pile[-1], True):
             return ((DRAW, DECK), (DRAW, PILE))
         return ((DRAW, DECK),)
     if ph is Phase.VOTE:
         return ((SWAP, 0), (SWAP, 1))
     if ph is Phase.ANSWER:
         head = state.pending[0]
-        if _placements(state.players[player], head.card, shared):
+        if _can_place(state.players[player], head.card, shared):
             return ((ACCEPT, 0), (DECLINE, 0))
         return ((DECLINE, 0),)
     # DECIDE

@@ -47,9 +47,10 @@ _PR = {c: PLACE_RANK[c] for c in PLACE_RANK}  # rank char -> placing rank
 _NUM_RANKS = "23456789T"
 
 
-def _colour(card: str) -> int:
-    """A card's colour: 0 red (hearts, diamonds), 1 black."""
-    return 0 if card[1] in "HD" else 1
+# the rules, written once in the engine's module over ``game.Table`` (``SPlayer`` is one)
+_colour = game._owner_by_colour  # a card's colour: 0 red (hearts, diamonds), 1 black
+_placements = game._placements
+_can_place = game._can_place
 
 
 class SPlayer:
@@ -103,41 +104,6 @@ class SPlayer:
         o.rem = dict(self.rem)
         o.ctx = self.ctx
         return o
-
-
-def _placements(pl: SPlayer, card: str, shared: bool) -> list[tuple[int, int]]:
-    """The engine's ``_placements`` on a simulator player."""
-    r = card[0]
-    out: list[tuple[int, int]] = []
-    towers = pl.towers
-    if r in NUMBERS:
-        rank = _PR[r]
-        for i, t in enumerate(towers):
-            top = t[-1][0]
-            if top != "J" and _PR[top] <= rank:
-                out.append((PLACE, i))
-        if len(towers) < MAX_TOWERS:
-            out.append((NEW_TOWER, 0))
-        if not shared and len(pl.moat) < MOAT_SIZE and pl.kings < 2:
-            out.append((BANK, 0))
-    elif r == "J":
-        out.extend((PLACE, i) for i, t in enumerate(towers) if t[-1][0] != "J")
-    else:
-        out.extend((PLACE, i) for i in range(len(towers)))
-    return out
-
-
-def _can_place(pl: SPlayer, card: str, shared: bool) -> bool:
-    r = card[0]
-    towers = pl.towers
-    if r in NUMBERS:
-        if len(towers) < MAX_TOWERS or (not shared and len(pl.moat) < MOAT_SIZE and pl.kings < 2):
-            return True
-        rank = _PR[r]
-        return any(t[-1][0] != "J" and _PR[t[-1][0]] <= rank for t in towers)
-    if r == "J":
-        return any(t[-1][0] != "J" for t in towers)
-    return bool(towers)
 
 
 class Sim:
@@ -274,24 +240,19 @@ class Sim:
         card, owner, p = head
         kind = action[0]
         pl = self.players[p]
-        if kind == NEW_TOWER:
-            pl.towers.append([card])
-            pl.tv.append(VALUE[card[0]])
-        elif kind == BANK:
-            pl.moat.append(card)
-        elif kind == DISCARD:
+        if kind == DISCARD:
             if self.shared and card[0] in NUMBERS:
                 self.pile.append(card)
             else:
                 self.discards += 1
         else:
-            _place(pl, action[1], card)
+            pl.towers, pl.tv, pl.moat, pl.score = placed(pl, card, action)
         self._mark_resolved(card, owner)
         self._after_resolution(head)
 
     def _after_resolution(self, head: list[Any]) -> None:
         if self.shared:
-            if not self.deck or (self.qa_total and not self.qa_left):
+            if game.end_reason(len(self.deck), self.qa_total, self.qa_left) is not None:
                 for p in self.players:
                     _finish(p)
                 self._end()
@@ -317,7 +278,7 @@ class Sim:
         for i, pl in enumerate(self.players):
             if pl.finished or any(e[1] == i or e[2] == i for e in pending):
                 continue
-            if not pl.deck or (pl.qa_total and not pl.qa_left):
+            if game.end_reason(len(pl.deck), pl.qa_total, pl.qa_left) is not None:
                 _finish(pl)
 
     def _draw_own(self, p: int) -> list[Any]:
@@ -337,11 +298,10 @@ class Sim:
             self.votes = [-1, -1]
             self.phase = P_VOTE
             return
-        n = len(players)
-        d = live[0] if len(live) == 1 else (self.turn + 1) % n
+        d = game.next_drawer(live, len(players), self.turn)
         self.turn = d
         self.pending = [self._draw_own(d)]
-        if self.mode == "burn" or (self.mode == "free_gift" and n == 2 and not players[1 - d].finished):
+        if game.draw_decision(self.mode, players, d):
             self.phase = P_DECIDE
         else:
             self._enter_place()
@@ -351,11 +311,8 @@ class Sim:
         if self.mode != "free_gift" and self.mode != "mutual_swap":
             return
         head = self.pending[0]
-        card = head[0]
-        if _can_place(self.players[head[2]], card, False):
-            return
         partner = 1 - head[2]
-        if not self.players[partner].finished and _can_place(self.players[partner], card, False):
+        if game.passes_to_partner(self.players[head[2]], self.players[partner], head[0]):
             head[2] = partner
 
     def _next_shared_turn(self) -> None:
@@ -379,44 +336,57 @@ class Sim:
                     p.rem[r] -= 1
                     p.ctx = None
             else:  # a face card only ever reaches its colour's owner
-                p = self.players[0 if card[1] in "HD" else 1]
+                p = self.players[_colour(card)]
                 p.rem[r] -= 1
                 p.ctx = None
-        owner = d if card[0] in NUMBERS else (0 if card[1] in "HD" else 1)
+        owner = game.shared_owner(card, d)
         self.pending = [[card, owner, owner]]
         if owner != d:
             self.players[owner].skips += 1
         self.phase = P_PLACE
 
 
-def _place(pl: SPlayer, i: int, card: str) -> None:
+def placed(
+    pl: SPlayer, card: str, action: tuple[int, int]
+) -> tuple[list[list[str]], list[int], list[str], int]:
+    """(towers, values, moat, score) of ``pl`` after resolving ``card`` by ``action``, as new lists
+    where they change: ``pl`` is left alone (the bots evaluate candidates with it, ``Sim`` applies
+    it)."""
+    kind = action[0]
     r = card[0]
-    t = pl.towers[i]
+    towers, tv, moat, score = pl.towers, pl.tv, pl.moat, pl.score
+    if kind == NEW_TOWER:
+        return towers + [[card]], tv + [VALUE[r]], moat, score
+    if kind == BANK:
+        return towers, tv, moat + [card], score
+    if kind == DISCARD:
+        return towers, tv, moat, score
+    i = action[1]
     if r in NUMBERS or r == "J":
-        t.append(card)
-        pl.tv[i] += VALUE[r]
-        return
-    del pl.towers[i]
-    value = pl.tv.pop(i)
+        towers = towers[:]
+        towers[i] = towers[i] + [card]
+        tv = tv[:]
+        tv[i] += VALUE[r]
+        return towers, tv, moat, score
+    t = towers[i]
+    value = tv[i]
+    towers = towers[:i] + towers[i + 1 :]
+    tv = tv[:i] + tv[i + 1 :]
     if r == "K":
-        pl.score -= value
-        if pl.moat:
-            moat = pl.moat
-            k = min(range(len(moat)), key=lambda j: (_PR[moat[j][0]], j))
-            dep = moat.pop(k)
-            pl.towers.append([dep])
-            pl.tv.append(VALUE[dep[0]])
-        return
-    value += VALUE[r]
-    pl.score += value // 2 if (r == "A" or t[-1][0] == "J") else value
+        score -= value
+        if moat:
+            k = game.deploy_index(moat)
+            dep = moat[k]
+            moat = moat[:k] + moat[k + 1 :]
+            towers = towers + [[dep]]
+            tv = tv + [VALUE[dep[0]]]
+        return towers, tv, moat, score
+    return towers, tv, moat, score + game.closing_points(card, value + VALUE[r], t[-1])
 
 
 def _finish(pl: SPlayer) -> None:
-    pen = 0
-    for t, v in zip(pl.towers, pl.tv, strict=True):
-        if t[-1][0] == "J":
-            pen += v // 2
-    pl.score -= pen + sum(VALUE[c[0]] for c in pl.moat)
+    tower_pen, moat_pen = game.end_penalties(pl.towers, pl.tv, pl.moat)
+    pl.score += tower_pen + moat_pen
     pl.finished = True
 
 
@@ -446,7 +416,7 @@ def sim_from_state(state: game.State) -> Sim:
         sp.skips = p.skips
         sp.finished = p.finished
         if s.shared:  # the cards this player may still get: any number card, their own faces
-            sp.rem = _rank_counts([c for c in state.deck if c[0] in NUMBERS or _colour(c) == i])
+            sp.rem = _rank_counts([c for c in state.deck if game.may_get(c, i)])
         else:
             sp.rem = _rank_counts(p.deck)
         sp.ctx = None
