@@ -16,6 +16,8 @@ import random
 from collections.abc import Sequence
 from typing import Self
 
+from mypy_extensions import mypyc_attr
+
 from . import court_wars as cw
 
 Court = cw.Court
@@ -46,6 +48,7 @@ def kind(card: str) -> int:
     return K_ACE if r == "A" else (K_COURT if r in "JQK" else K_JOKER)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # the bots' search extends it (court_bots)
 class Sim:
     """One game position as flat lists, with the engine's rules (tests compare the two).
 
