@@ -75,11 +75,13 @@ def is_extension(path: str) -> bool:
     return path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
 
 
+def module_name(path: Path, package_dir: Path = _form.PACKAGE_DIR) -> str:
+    parts = path.relative_to(package_dir).with_suffix("").parts
+    return ".".join((_form.PACKAGE, *(parts[:-1] if parts[-1] == "__init__" else parts)))
+
+
 def compiled_names(package_dir: Path = _form.PACKAGE_DIR) -> set[str]:
-    return {
-        ".".join((_form.PACKAGE, *p.relative_to(package_dir).with_suffix("").parts))
-        for p in _form.compiled_sources(package_dir)
-    }
+    return {module_name(p, package_dir) for p in _form.compiled_sources(package_dir)}
 
 
 def require_build() -> None:
@@ -93,11 +95,7 @@ def require_build() -> None:
 
 def test_what_is_compiled_is_derived_from_the_package():
     names = compiled_names()
-    every = {
-        ".".join((_form.PACKAGE, *p.relative_to(_form.PACKAGE_DIR).with_suffix("").parts))
-        for p in _form.PACKAGE_DIR.rglob("*.py")
-        if "__pycache__" not in p.parts
-    }
+    every = {module_name(p) for p in _form.PACKAGE_DIR.rglob("*.py") if "__pycache__" not in p.parts}
     assert f"{_form.PACKAGE}.core" in names and f"{_form.PACKAGE}.registry" in names
     assert len(names) >= 8, names  # the engines and their fast models
     left_out = every - names
