@@ -24,6 +24,16 @@ $(STAMP): pyproject.toml uv.lock
 	$(UV) sync --frozen --compile-bytecode --extra cli --python $(PY)
 	@touch $@
 
+# The compiled core: court_games compiled by mypyc beside its .py files (scripts/compile_core.py, which
+# derives the modules from the package), again when one of them changes; a compile error fails setup.
+# COURT_COMPILE=0 make setup compiles nothing (and removes a build): the .py files run. COURT_PURE=1
+# runs them anyway. docs/development.md.
+CORE := libs/court_games/_core__mypyc.json
+setup: $(CORE)
+
+$(CORE): $(STAMP) scripts/compile_core.py $(shell find libs/court_games -name '*.py' -not -path '*/__pycache__/*')
+	$(BIN)/python scripts/compile_core.py
+
 # The web client (web/, docs/web-client.md): npm ci when its lock changed, then the typed clients
 # generated from protos/ and the esbuild bundle into web/dist/ when a source changed.
 WEB_SRC := $(shell find web/src -path web/src/gen -prune -o -type f -print 2>/dev/null) web/build.mjs web/buf.gen.yaml $(wildcard protos/court/*/v1/*.proto)
@@ -98,12 +108,12 @@ token: setup
 	@COURT_ENV="$${COURT_ENV:-dev}" $(BIN)/court-token --sub "$(SUB)" --role "$(ROLE)" --ttl "$(TTL)"
 
 # ruff check and ruff format --check (CI runs both).
-lint: setup
+lint: $(STAMP)
 	$(BIN)/ruff check libs services tests
 	$(BIN)/ruff format --check .
 
 # mypy: strict on libs/ ([tool.mypy] in pyproject.toml; generated court_proto is not checked).
-typecheck: setup
+typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The service image (deploy/Dockerfile) with Podman or Docker, whichever runs; with no registry
@@ -128,7 +138,8 @@ chaos: setup
 	COURT_CHAOS_DURATION=$(DURATION) COURT_CHAOS_MIN_GAMES=$(MIN_GAMES) COURT_CHAOS_NEMESIS=$(or $(NEMESIS),1) $(BIN)/pytest -p no:cacheprovider -o addopts="-ra --strict-markers" -q -s tests/chaos $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache
+	$(PY) scripts/compile_core.py --clean
+	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache build/mypyc
 
 # Render deploy/base and every overlay with kubectl kustomize, validate them offline against the
 # Kubernetes schemas, and check docker-compose.yml and deploy/Dockerfile (tests/deploy/).

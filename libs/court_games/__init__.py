@@ -7,6 +7,7 @@ random games on both in step), and ``<game>/info.py`` the game's static facts
 ``core``'s. Importing this package, the registry or a game's ``info`` loads no engine.
 """
 
+from . import _form  # noqa: F401  (first: picks the compiled or the interpreted form)
 from .info import GameInfo
 from .registry import GAME_INFO, GAME_NAMES, GAMES, all_games, get_game
 

@@ -7,15 +7,24 @@ for about ``SECONDS`` per game (whole games only). For Hearts it also plays Open
 end after one hand), the deal included, every player decision (3 pass choices per seat and 52
 plays) chosen at random in Python from the engine's legal list, the two engines alternating in
 short slices so that load on the machine affects both alike. The figure to watch is the ratio of
-actions per second, ours / OpenSpiel's (the target is at least 0.25).
+actions per second, ours / OpenSpiel's (the target is at least 1.0, issue 34).
+
+Both forms of the engines in one run: the compiled core (mypyc, ``make setup``) in this process, then
+the same work on the ``.py`` files in a process with ``COURT_PURE=1``, side by side with the ratio.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
+from court_games import _form
 from court_games.registry import GAME_NAMES, get_game
 
 SECONDS = 3.0
@@ -141,27 +150,66 @@ def _line(label: str, r: dict[str, float], unit: str = "games") -> str:
     )
 
 
-def main() -> None:
-    print(f"random playouts: legal_actions + apply(emit=False), ~{SECONDS:.0f} s per game, default options")
+def figures() -> dict[str, Any]:
+    """This process's form of the engines (``court_games._form``): every game's playouts, and Hearts
+    against OpenSpiel."""
+    games: dict[str, Any] = {}
     for name in GAME_NAMES:
         try:
             game = get_game(name)
         except Exception as exc:  # an engine still being written: note it and go on
-            print(f"{name:<28} skipped: module does not import ({type(exc).__name__}: {exc})")
+            games[name] = f"skipped: module does not import ({type(exc).__name__}: {exc})"
             continue
-        print(_line(name, playouts(game, {})))
-    try:
-        get_game("hearts")
-    except Exception:
+        games[name] = playouts(game, {})
+    hearts = hearts_vs_openspiel() if isinstance(games.get("hearts"), dict) else None
+    return {"form": _form.FORM, "games": games, "hearts": hearts}
+
+
+def interpreted_figures() -> dict[str, Any]:
+    """``figures()`` of the interpreted form (``COURT_PURE=1``), in a process of its own."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json; from tests.bench.engines import figures; print(json.dumps(figures()))",
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "COURT_PURE": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return dict(json.loads(proc.stdout.splitlines()[-1]))
+
+
+def main() -> None:
+    print(f"random playouts: legal_actions + apply(emit=False), ~{SECONDS:.0f} s per game, default options")
+    print(
+        f"court_games here: {_form.FORM}"
+        + ("" if _form.FORM == "compiled" else " (no compiled core: make setup)")
+    )
+    forms = [figures()]
+    if _form.FORM == "compiled":
+        forms.append(interpreted_figures())  # after, in its own process: the same work, the .py files
+    for name in GAME_NAMES:
+        for f in forms:
+            r = f["games"][name]
+            print(f"{name:<28} {r}" if isinstance(r, str) else _line(f"{name} ({f['form']})", r))
+        if len(forms) == 2 and all(isinstance(f["games"][name], dict) for f in forms):
+            c, i = (f["games"][name]["actions_per_s"] for f in forms)
+            print(f"{'':<28} compiled/interpreted: {c / i:.2f}")
+    if forms[0]["hearts"] is None:
         return
     print("\nHearts single hands (pass left, deal included), same work on both engines:")
-    cmp = hearts_vs_openspiel()
-    print(_line("hearts (ours)", cmp["ours"], "hands"))
-    if cmp["openspiel"] is None:
+    for f in forms:
+        print(_line(f"hearts (ours, {f['form']})", f["hearts"]["ours"], "hands"))
+    if forms[0]["hearts"]["openspiel"] is None:
         print("openspiel                    skipped: pyspiel is not installed")
         return
-    print(_line("hearts (OpenSpiel, C++)", cmp["openspiel"], "hands"))
-    print(f"ratio ours/OpenSpiel (actions/s): {cmp['ratio']:.2f}  (target >= 0.25)")
+    for f in forms:
+        print(_line(f"hearts (OpenSpiel, C++) [{f['form'][:4]}.]", f["hearts"]["openspiel"], "hands"))
+    ratios = ", ".join(f"{f['form']} {f['hearts']['ratio']:.2f}" for f in forms)
+    print(f"ratio ours/OpenSpiel (actions/s): {ratios}  (target >= 1.0, issue 34)")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ from __future__ import annotations
 import random
 from typing import Self
 
+from mypy_extensions import mypyc_attr
+
 from . import engine as cw
 
 Court = cw.Court
@@ -45,6 +47,7 @@ def kind(card: str) -> int:
     return K_ACE if r == "A" else (K_COURT if r in "JQK" else K_JOKER)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # the bots' search extends it (court_bots)
 class Sim:
     """One game position as flat lists, with the engine's rules (tests compare the two).
 

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from court_base import quote
@@ -269,9 +269,19 @@ class State:
 # frozen dataclass constructor makes, without its per-field ``object.__setattr__`` calls.
 _new_object = object.__new__
 (_s_match, _s_phase, _s_acting, _s_hands, _s_trick, _s_tricks, _s_won, _s_pending) = (
-    getattr(State, f).__set__ for f in State.__slots__
+    getattr(State, f.name).__set__ for f in fields(State)
 )
-assert State.__slots__ == ("match", "phase", "acting", "hands", "trick", "tricks", "won", "pending")
+assert tuple(f.name for f in fields(State)) == (
+    "match",
+    "phase",
+    "acting",
+    "hands",
+    "trick",
+    "tricks",
+    "won",
+    "pending",
+)
+_NATIVE = hasattr(State, "__mypyc_attrs__")  # compiled by mypyc: object.__new__ refuses a native class
 
 
 def _state(
@@ -284,6 +294,8 @@ def _state(
     won: Any,
     pending: Any,
 ) -> State:
+    if _NATIVE:
+        return State(match, phase, acting, hands, trick, tricks, won, pending)
     s = _new_object(State)
     _s_match(s, match)
     _s_phase(s, phase)
@@ -480,7 +492,7 @@ def legal_actions(state: State, player: int | None = None) -> tuple[int, ...]:
     return ()
 
 
-def apply(state: State, player: int, action: int, emit: bool = True) -> tuple[State, tuple[Event, ...]]:
+def apply(state: State, player: int, action: Any, emit: bool = True) -> tuple[State, tuple[Event, ...]]:
     if state.phase is _PLAY:
         return _apply_play(state, player, action, emit)
     if state.phase is _PASS:
@@ -488,7 +500,7 @@ def apply(state: State, player: int, action: int, emit: bool = True) -> tuple[St
     raise IllegalAction(_json_or_raw(action, player), "the game is over: no more actions")
 
 
-def _apply_play(state: State, player: int, action: int, emit: bool) -> tuple[State, tuple[Event, ...]]:
+def _apply_play(state: State, player: int, action: Any, emit: bool) -> tuple[State, tuple[Event, ...]]:
     acting = state.acting
     if player != acting[0]:
         if action.__class__ is int and action >= PASS_CARD:
@@ -556,7 +568,7 @@ def _end_hand(match: Match, won: tuple[int, ...], tricks: tuple[Any, ...], pendi
     return _start_hand(Match(match.options, match.seed, match.hand_no + 1, totals, history, match.decks))
 
 
-def _apply_pass(state: State, player: int, action: int, emit: bool) -> tuple[State, tuple[Event, ...]]:
+def _apply_pass(state: State, player: int, action: Any, emit: bool) -> tuple[State, tuple[Event, ...]]:
     acting = state.acting
     if player not in acting:
         raise NotYourTurn(_json_or_raw(action, player), _not_your_turn(state, player))
@@ -821,7 +833,7 @@ def initial_events(state: State) -> tuple[Event, ...]:
 # JSON forms
 
 
-def action_to_json(action: int, player: int) -> dict[str, Any]:
+def action_to_json(action: Any, player: int) -> dict[str, Any]:
     if action.__class__ is int:
         if 0 <= action < 52:
             return {"player": player, "type": "play", "card": CARDS[action]}

@@ -28,6 +28,9 @@ from court_base import quote
 
 from ..core import seeded_rng
 
+# court_games: interpreted (its functions take their callers' raw values and refuse what is not an int,
+# a bool included; mypyc's typed parameters would refuse them first, with another error)
+
 ROUND_STAKE = 100  # each loser of a round pays this
 STARTING_RANK_POINTS = 1000
 TIERS = (50, 100, 200)

@@ -503,7 +503,7 @@ def _check_action(state: State, player: int, action: Any) -> None:
         )
 
 
-def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple[State, tuple[Event, ...]]:
+def apply(state: State, player: int, action: Any, emit: bool = True) -> tuple[State, tuple[Event, ...]]:
     _check_action(state, player, action)
     n = state.options.players
     card, target, pile = action

@@ -960,7 +960,7 @@ def _waiting_text(state: State, acting: tuple[int, ...]) -> str:
     return f"seat {acting[0]} resolves the card they hold{how}"
 
 
-def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple[State, tuple[Event, ...]]:
+def apply(state: State, player: int, action: Any, emit: bool = True) -> tuple[State, tuple[Event, ...]]:
     acting = to_act(state)
     if not acting:
         raise IllegalAction(_safe_json(action, player), "the game is over: no action is allowed")
