@@ -317,15 +317,6 @@ def draw_again_end(
     return None
 
 
-# The rules below make courts through the slot descriptors directly, values and total given: the
-# same object ``Court(...)`` makes, without re-deriving them from the cards.
-_new_object = object.__new__
-(_c_card, _c_standing, _c_guards, _c_joker, _c_values, _c_attack) = (
-    getattr(Court, f).__set__ for f in Court.__slots__
-)
-assert Court.__slots__ == ("card", "standing", "guards", "joker", "values", "attack")
-
-
 def _court(
     card: str,
     standing: bool,
@@ -334,13 +325,12 @@ def _court(
     values: tuple[int, ...],
     attack: int,
 ) -> Court:
-    c = _new_object(Court)
-    _c_card(c, card)
-    _c_standing(c, standing)
-    _c_guards(c, guards)
-    _c_joker(c, joker)
-    _c_values(c, values)
-    _c_attack(c, attack)
+    """The court ``Court(card, standing, guards, joker)``; ``values`` and ``attack`` are what it
+    derives from ``guards``, given by the rules below, which know them (checked in debug runs).
+    Made through the constructor: mypyc compiles ``Court`` to a native class, which has no slot
+    descriptors to set fields through."""
+    c = Court(card, standing, guards, joker)
+    assert c.values == values and c.attack == attack, (c, values, attack)
     return c
 
 
