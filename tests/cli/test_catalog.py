@@ -5,6 +5,7 @@ needs them. (How fast that is, is measured, not asserted: tests/bench/ ``cli``.)
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import subprocess
@@ -29,13 +30,17 @@ from tests.cli.test_moves import OPTION_SETS
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("grpc", "google.protobuf", "rich", "nats", "court_games", "court_proto", "court_client", "court_kit")
-# The games' static facts (court_games.<game>.info, through the registry) are the catalog's: not heavy.
-FACTS = frozenset({"court_games", "court_games.info", "court_games.registry"}) | {
+# The games' static facts (court_games.<game>.info, through the registry) are the catalog's: not heavy;
+# nor is court_games._form, which the package imports first to pick the compiled or interpreted form.
+FACTS = frozenset({"court_games", "court_games._form", "court_games.info", "court_games.registry"}) | {
     f"court_games.{g}{part}" for g in REGISTRY_NAMES for part in ("", ".info")
 }
 
 
 def imported(*args: str, stdin: str = "") -> tuple[set[str], str]:
+    """The modules ``court <args>`` imports, read from ``-X importtime``. Run on the interpreted
+    form (``COURT_PURE=1``): the compiled core initializes its modules inside one shared library,
+    which ``-X importtime`` does not list, and the import graph is the same in both forms."""
     """The top-level packages ``court ARGS`` imported (python -X importtime), and what it printed."""
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "court_cli", *args],
@@ -44,6 +49,7 @@ def imported(*args: str, stdin: str = "") -> tuple[set[str], str]:
         text=True,
         timeout=120,
         cwd=ROOT,
+        env={**os.environ, "COURT_PURE": "1"},
     )
     mods = set()
     for line in done.stderr.splitlines():
