@@ -119,28 +119,36 @@ def _merge(parts: list[dict[str, float]]) -> dict[str, float]:
     }
 
 
-def hearts_vs_openspiel(*, seconds: float = SECONDS, rounds: int = 6) -> dict[str, Any]:
-    """Both engines in alternating slices (so a busy machine slows both alike), ``seconds`` each."""
+def hearts_vs_openspiel(
+    *, seconds: float = SECONDS, rounds: int = 6, other: Interpreted | None = None
+) -> dict[str, Any]:
+    """Both engines in alternating slices (so a busy machine slows both alike), ``seconds`` each;
+    with ``other``, the interpreted form's slices too."""
     hearts = get_game("hearts")
     ours: list[dict[str, float]] = []
     theirs: list[dict[str, float]] = []
+    interpreted: list[dict[str, float]] = []
     for r in range(rounds):
         # limit 1: every game is exactly one hand
-        ours.append(
-            playouts(
-                hearts,
-                {"limit": 1},
-                seconds=seconds / rounds,
-                seed0=50_000 + 100_000 * r,
-                rng_seed=f"bench-{r}",
-            )
-        )
+        kw: dict[str, Any] = {
+            "seconds": seconds / rounds,
+            "seed0": 50_000 + 100_000 * r,
+            "rng_seed": f"bench-{r}",
+        }
+        ours.append(playouts(hearts, {"limit": 1}, **kw))
+        if other is not None:
+            interpreted.append(other.playouts("hearts", {"limit": 1}, **kw))
         os_part = openspiel_hearts_hands(seconds=seconds / rounds, rng_seed=f"bench-{r}")
         if os_part is None:
-            return {"ours": _merge(ours), "openspiel": None, "ratio": None}
+            return {"ours": _merge(ours), "interpreted": None, "openspiel": None, "ratio": None}
         theirs.append(os_part)
     mine, os_total = _merge(ours), _merge(theirs)
-    return {"ours": mine, "openspiel": os_total, "ratio": mine["actions_per_s"] / os_total["actions_per_s"]}
+    return {
+        "ours": mine,
+        "interpreted": _merge(interpreted) if interpreted else None,
+        "openspiel": os_total,
+        "ratio": mine["actions_per_s"] / os_total["actions_per_s"],
+    }
 
 
 def _line(label: str, r: dict[str, float], unit: str = "games") -> str:
@@ -150,66 +158,95 @@ def _line(label: str, r: dict[str, float], unit: str = "games") -> str:
     )
 
 
-def figures() -> dict[str, Any]:
-    """This process's form of the engines (``court_games._form``): every game's playouts, and Hearts
-    against OpenSpiel."""
-    games: dict[str, Any] = {}
-    for name in GAME_NAMES:
-        try:
-            game = get_game(name)
-        except Exception as exc:  # an engine still being written: note it and go on
-            games[name] = f"skipped: module does not import ({type(exc).__name__}: {exc})"
-            continue
-        games[name] = playouts(game, {})
-    hearts = hearts_vs_openspiel() if isinstance(games.get("hearts"), dict) else None
-    return {"form": _form.FORM, "games": games, "hearts": hearts}
+class Interpreted:
+    """The same work on the ``.py`` files: a process of its own with ``COURT_PURE=1``, asked for one
+    slice at a time so that both forms run in alternating slices (load affects them alike)."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", "from tests.bench.engines import _serve; _serve()"],
+            cwd=Path(__file__).resolve().parents[2],
+            env={**os.environ, "COURT_PURE": "1"},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def playouts(self, name: str, options: dict[str, Any], **kw: Any) -> dict[str, float]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps({"game": name, "options": options, **kw}) + "\n")
+        self.proc.stdin.flush()
+        return dict(json.loads(self.proc.stdout.readline()))
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
 
 
-def interpreted_figures() -> dict[str, Any]:
-    """``figures()`` of the interpreted form (``COURT_PURE=1``), in a process of its own."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import json; from tests.bench.engines import figures; print(json.dumps(figures()))",
-        ],
-        cwd=Path(__file__).resolve().parents[2],
-        env={**os.environ, "COURT_PURE": "1"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return dict(json.loads(proc.stdout.splitlines()[-1]))
+def _serve() -> None:
+    """The interpreted side of ``Interpreted``: one slice of playouts per line read."""
+    assert _form.FORM == "interpreted", _form.FORM
+    for line in sys.stdin:
+        ask = json.loads(line)
+        game = get_game(ask.pop("game"))
+        print(json.dumps(playouts(game, ask.pop("options"), **ask)), flush=True)
 
 
 def main() -> None:
-    print(f"random playouts: legal_actions + apply(emit=False), ~{SECONDS:.0f} s per game, default options")
+    print(
+        f"random playouts: legal_actions + apply(emit=False), ~{SECONDS:.0f} s per game and form, default options"
+    )
     print(
         f"court_games here: {_form.FORM}"
         + ("" if _form.FORM == "compiled" else " (no compiled core: make setup)")
     )
-    forms = [figures()]
-    if _form.FORM == "compiled":
-        forms.append(interpreted_figures())  # after, in its own process: the same work, the .py files
-    for name in GAME_NAMES:
-        for f in forms:
-            r = f["games"][name]
-            print(f"{name:<28} {r}" if isinstance(r, str) else _line(f"{name} ({f['form']})", r))
-        if len(forms) == 2 and all(isinstance(f["games"][name], dict) for f in forms):
-            c, i = (f["games"][name]["actions_per_s"] for f in forms)
-            print(f"{'':<28} compiled/interpreted: {c / i:.2f}")
-    if forms[0]["hearts"] is None:
-        return
-    print("\nHearts single hands (pass left, deal included), same work on both engines:")
-    for f in forms:
-        print(_line(f"hearts (ours, {f['form']})", f["hearts"]["ours"], "hands"))
-    if forms[0]["hearts"]["openspiel"] is None:
-        print("openspiel                    skipped: pyspiel is not installed")
-        return
-    for f in forms:
-        print(_line(f"hearts (OpenSpiel, C++) [{f['form'][:4]}.]", f["hearts"]["openspiel"], "hands"))
-    ratios = ", ".join(f"{f['form']} {f['hearts']['ratio']:.2f}" for f in forms)
-    print(f"ratio ours/OpenSpiel (actions/s): {ratios}  (target >= 1.0, issue 34)")
+    other = Interpreted() if _form.FORM == "compiled" else None
+    rounds = 6
+    try:
+        for name in GAME_NAMES:
+            try:
+                game = get_game(name)
+            except Exception as exc:  # an engine still being written: note it and go on
+                print(f"{name:<28} skipped: module does not import ({type(exc).__name__}: {exc})")
+                continue
+            here: list[dict[str, float]] = []
+            there: list[dict[str, float]] = []
+            for r in range(rounds):
+                kw: dict[str, Any] = {
+                    "seconds": SECONDS / rounds,
+                    "seed0": 1_000 + 10_000 * r,
+                    "rng_seed": f"b{r}",
+                }
+                here.append(playouts(game, {}, **kw))
+                if other is not None:
+                    there.append(other.playouts(name, {}, **kw))
+            print(_line(f"{name} ({_form.FORM})", _merge(here)))
+            if there:
+                print(_line(f"{name} (interpreted)", _merge(there)))
+                ratio = _merge(here)["actions_per_s"] / _merge(there)["actions_per_s"]
+                print(f"{'':<28} compiled/interpreted: {ratio:.2f}")
+        try:
+            get_game("hearts")
+        except Exception:
+            return
+        print("\nHearts single hands (pass left, deal included), same work on both engines:")
+        cmp = hearts_vs_openspiel(other=other)
+        print(_line(f"hearts (ours, {_form.FORM})", cmp["ours"], "hands"))
+        if cmp["interpreted"] is not None:
+            print(_line("hearts (ours, interpreted)", cmp["interpreted"], "hands"))
+        if cmp["openspiel"] is None:
+            print("openspiel                    skipped: pyspiel is not installed")
+            return
+        print(_line("hearts (OpenSpiel, C++)", cmp["openspiel"], "hands"))
+        os_rate = cmp["openspiel"]["actions_per_s"]
+        ratios = f"{_form.FORM} {cmp['ratio']:.2f}"
+        if cmp["interpreted"] is not None:
+            ratios += f", interpreted {cmp['interpreted']['actions_per_s'] / os_rate:.2f}"
+        print(f"ratio ours/OpenSpiel (actions/s): {ratios}  (target >= 1.0, issue 34)")
+    finally:
+        if other is not None:
+            other.close()
 
 
 if __name__ == "__main__":
