@@ -127,19 +127,37 @@ async def _r3_stream_round_trip(url: str, ca: Path) -> int:
         await nc.close()
 
 
+def _start_cluster(conf: str, root: Path, certs: Certs, attempts: int = 3) -> list[Node]:
+    """Three members started and ready. A free port is only free when it is picked: if another
+    process on the machine binds one of a member's ports before the member does (the member exits
+    with "address already in use"), the cluster is started again on fresh ports, at most
+    ``attempts`` times; any other exit fails the test."""
+    for attempt in range(attempts):
+        nodes = [Node(conf, root / f"try-{attempt}", f"nats-{i}", certs) for i in range(3)]
+        ports = [n.cluster for n in nodes]
+        try:
+            for n in nodes:
+                n.start(ports)
+            for n in nodes:
+                n.wait_log(r"Server is ready")
+            return nodes
+        except AssertionError as exc:
+            for n in nodes:
+                n.stop()
+            if "address already in use" not in str(exc) or attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
 def test_prod_cluster_routes_demand_tls_and_the_route_password(tmp_path):
     conf = configmap_data(render(KUSTOMIZATIONS["prod"]), "nats-config")["nats.conf"]
     certs = make_certs(tmp_path / "certs", client_auth=True)
-    nodes = [Node(conf, tmp_path, f"nats-{i}", certs) for i in range(3)]
+    nodes = _start_cluster(conf, tmp_path, certs)
+    ports = [n.cluster for n in nodes]
     wrong_password = Node(conf, tmp_path, "intruder-password", certs)
     foreign_ca = Node(conf, tmp_path, "intruder-ca", make_certs(tmp_path / "other-ca", client_auth=True))
     everyone = [*nodes, wrong_password, foreign_ca]
     try:
-        ports = [n.cluster for n in nodes]
-        for n in nodes:
-            n.start(ports)
-        for n in nodes:
-            n.wait_log(r"Server is ready")
         # the cluster forms over the authenticated TLS routes and holds an R3 stream
         seq = asyncio.run(_r3_stream_round_trip(f"tls://127.0.0.1:{nodes[0].client}", certs.ca))
         assert seq == 1
