@@ -43,8 +43,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 from court_base import quote
 
@@ -248,64 +248,64 @@ class Match:
         return PASS_OFFSETS[self.hand_no % 4]
 
 
-@dataclass(frozen=True, slots=True)
 class State:
     """A position. ``acting`` is ``to_act``; ``trick`` the current trick's cards from its leader;
     ``tricks`` the completed tricks of this hand as ``(leader, cards, winner)``; ``won`` the card
     piles taken this hand; ``pending`` the cards each seat chose to pass (kept after the exchange
-    as the record of the pass)."""
+    as the record of the pass).
 
-    match: Match
-    phase: Phase
-    acting: tuple[int, ...]
-    hands: tuple[int, int, int, int]
-    trick: tuple[int, ...]
-    tricks: tuple[tuple[int, tuple[int, ...], int], ...]
-    won: tuple[int, int, int, int]
-    pending: tuple[int, int, int, int]
+    Immutable by convention (nothing assigns an attribute after ``__init__``), with a frozen
+    dataclass's equality, hash and repr. A plain class, not ``@dataclass(frozen=True)``: compiled by
+    mypyc a frozen dataclass is built through the generic dataclass ``__init__`` (61 % of a compiled
+    ``apply`` went there), a native class with its own ``__init__`` is built by a direct call; the
+    interpreted form sets its slots as fast as the descriptors did."""
 
+    __slots__ = ("match", "phase", "acting", "hands", "trick", "tricks", "won", "pending")
 
-# The playout path builds states through the slot descriptors directly: the same object the
-# frozen dataclass constructor makes, without its per-field ``object.__setattr__`` calls.
-_new_object = object.__new__
-(_s_match, _s_phase, _s_acting, _s_hands, _s_trick, _s_tricks, _s_won, _s_pending) = (
-    getattr(State, f.name).__set__ for f in fields(State)
-)
-assert tuple(f.name for f in fields(State)) == (
-    "match",
-    "phase",
-    "acting",
-    "hands",
-    "trick",
-    "tricks",
-    "won",
-    "pending",
-)
-_NATIVE = hasattr(State, "__mypyc_attrs__")  # compiled by mypyc: object.__new__ refuses a native class
+    def __init__(
+        self,
+        match: Match,
+        phase: Phase,
+        acting: tuple[int, ...],
+        hands: tuple[int, ...],
+        trick: tuple[int, ...],
+        tricks: tuple[tuple[int, tuple[int, ...], int], ...],
+        won: tuple[int, ...],
+        pending: tuple[int, ...],
+    ) -> None:
+        self.match: Final = match
+        self.phase: Final = phase
+        self.acting: Final = acting
+        self.hands: Final = hands
+        self.trick: Final = trick
+        self.tricks: Final = tricks
+        self.won: Final = won
+        self.pending: Final = pending
 
+    def _fields(self) -> tuple[Any, ...]:
+        return (
+            self.match,
+            self.phase,
+            self.acting,
+            self.hands,
+            self.trick,
+            self.tricks,
+            self.won,
+            self.pending,
+        )
 
-def _state(
-    match: Match,
-    phase: Phase,
-    acting: tuple[int, ...],
-    hands: Any,
-    trick: tuple[int, ...],
-    tricks: Any,
-    won: Any,
-    pending: Any,
-) -> State:
-    if _NATIVE:
-        return State(match, phase, acting, hands, trick, tricks, won, pending)
-    s = _new_object(State)
-    _s_match(s, match)
-    _s_phase(s, phase)
-    _s_acting(s, acting)
-    _s_hands(s, hands)
-    _s_trick(s, trick)
-    _s_tricks(s, tricks)
-    _s_won(s, won)
-    _s_pending(s, pending)
-    return s
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not State:
+            return NotImplemented
+        assert isinstance(other, State)
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        names = ("match", "phase", "acting", "hands", "trick", "tricks", "won", "pending")
+        return f"State({', '.join(f'{n}={v!r}' for n, v in zip(names, self._fields(), strict=True))})"
 
 
 _ZERO4 = (0, 0, 0, 0)
@@ -328,8 +328,8 @@ def _start_hand(match: Match) -> State:
     bit = _BIT
     hands = tuple(sum(bit[c] for c in deck[s::4]) for s in range(NUM_PLAYERS))
     if match.pass_offset:
-        return _state(match, _PASS, (0, 1, 2, 3), hands, (), (), _ZERO4, _ZERO4)
-    return _state(match, _PLAY, _SEAT[_holder(hands, TWO_CLUBS)], hands, (), (), _ZERO4, _ZERO4)
+        return State(match, _PASS, (0, 1, 2, 3), hands, (), (), _ZERO4, _ZERO4)
+    return State(match, _PLAY, _SEAT[_holder(hands, TWO_CLUBS)], hands, (), (), _ZERO4, _ZERO4)
 
 
 def _holder(hands: Sequence[int], card: int) -> int:
@@ -345,7 +345,7 @@ def _game_over(totals: Sequence[int], limit: int) -> bool:
 
 
 def _over_state(match: Match, won: Any = _ZERO4, tricks: Any = (), pending: Any = _ZERO4) -> State:
-    return _state(match, _OVER, (), _ZERO4, (), tricks, won, pending)
+    return State(match, _OVER, (), _ZERO4, (), tricks, won, pending)
 
 
 def _check_decks(decks: Any) -> tuple[tuple[int, ...], ...]:
@@ -528,7 +528,7 @@ def _apply_play(state: State, player: int, action: Any, emit: bool) -> tuple[Sta
         hands = (hands[0], hands[1], hands[2], hand)
     cards = trick + (action,)
     if len(cards) < 4:
-        new = _state(
+        new = State(
             state.match, _PLAY, _SEAT[(player + 1) & 3], hands, cards, state.tricks, state.won, state.pending
         )
         if not emit:
@@ -544,7 +544,7 @@ def _apply_play(state: State, player: int, action: Any, emit: bool) -> tuple[Sta
     done = (leader, cards, winner)
     tricks = state.tricks + (done,)
     if hand:
-        new = _state(state.match, _PLAY, _SEAT[winner], hands, (), tricks, tuple(won), state.pending)
+        new = State(state.match, _PLAY, _SEAT[winner], hands, (), tricks, tuple(won), state.pending)
         if not emit:
             return new, ()
         return new, _play_events(state, new, player, action, done)
@@ -622,11 +622,11 @@ def _apply_pass(state: State, player: int, action: Any, emit: bool) -> tuple[Sta
         off = state.match.pass_offset
         for s in range(NUM_PLAYERS):
             hands[(s + off) % 4] |= pending[s]
-        new = _state(
+        new = State(
             state.match, _PLAY, _SEAT[_holder(hands, TWO_CLUBS)], tuple(hands), (), (), _ZERO4, tuple(pending)
         )
     else:
-        new = _state(state.match, _PASS, acting, tuple(hands), (), (), _ZERO4, tuple(pending))
+        new = State(state.match, _PASS, acting, tuple(hands), (), (), _ZERO4, tuple(pending))
     if not emit:
         return new, ()
     events = [
