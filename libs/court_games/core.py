@@ -163,9 +163,23 @@ def seeded_rng(seed: int, *salt: Any) -> random.Random:
     return random.Random(int.from_bytes(hashlib.sha256(material).digest()[:16], "big"))
 
 
+def shuffle(rng: random.Random, x: list[Any]) -> None:
+    """``rng.shuffle(x)``, the same permutation from the same draws (CPython's Fisher-Yates on
+    ``getrandbits``; tests/games/test_hearts.py checks it against ``random.Random.shuffle``), as
+    native code when compiled: ``Random.shuffle`` itself is interpreted Python."""
+    getrandbits = rng.getrandbits
+    for i in range(len(x) - 1, 0, -1):
+        n = i + 1
+        k = n.bit_length()
+        j = getrandbits(k)
+        while j >= n:
+            j = getrandbits(k)
+        x[i], x[j] = x[j], x[i]
+
+
 def seeded_shuffle(cards: Sequence[str], seed: int, *salt: Any) -> tuple[str, ...]:
     deck = list(cards)
-    seeded_rng(seed, *salt).shuffle(deck)
+    shuffle(seeded_rng(seed, *salt), deck)
     return tuple(deck)
 
 

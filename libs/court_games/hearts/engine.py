@@ -53,39 +53,41 @@ from ..core import Event, GameError, IllegalAction, InvalidAction, InvalidOption
 from .info import INFO
 
 NAME = INFO.name
-NUM_PLAYERS = INFO.max_seats
-HAND_SIZE = 13
-PASS_SIZE = 3
-MOON = 26
+NUM_PLAYERS: Final = INFO.max_seats
+HAND_SIZE: Final = 13
+PASS_SIZE: Final = 3
+MOON: Final = 26
 LIMIT_RANGE = (1, 10_000)
 SAVE_VERSION = 1
 
 CARDS: tuple[str, ...] = core.STANDARD_DECK  # id -> name: suit-major, ranks 2..A
 CARD_ID: dict[str, int] = {c: i for i, c in enumerate(CARDS)}
-FULL = (1 << 52) - 1
-SUIT_BITS = (1 << 13) - 1
-SUIT_MASK = tuple(SUIT_BITS << (13 * s) for s in range(4))
+FULL: Final = (1 << 52) - 1
+SUIT_BITS: Final = (1 << 13) - 1
+SUIT_MASK: Final = tuple(SUIT_BITS << (13 * s) for s in range(4))
 CLUBS, DIAMONDS, HEARTS_SUIT, SPADES = range(4)
-HEARTS = SUIT_MASK[HEARTS_SUIT]
-NOT_HEARTS = FULL ^ HEARTS
-TWO_CLUBS = CARD_ID["2C"]  # 0
-QUEEN_SPADES = CARD_ID["QS"]
-QS_BIT = 1 << QUEEN_SPADES
-SAFE = FULL ^ HEARTS ^ QS_BIT  # what the first trick allows when it can
+HEARTS: Final = SUIT_MASK[HEARTS_SUIT]
+NOT_HEARTS: Final = FULL ^ HEARTS
+TWO_CLUBS: Final = CARD_ID["2C"]  # 0
+QUEEN_SPADES: Final = CARD_ID["QS"]
+QS_BIT: Final = 1 << QUEEN_SPADES
+SAFE: Final = FULL ^ HEARTS ^ QS_BIT  # what the first trick allows when it can
 SUIT_NAMES = ("clubs", "diamonds", "hearts", "spades")
 
 # Actions beyond plain card ids.
-PASS_CARD = 64  # PASS_CARD + id: choose that card for the pass
-PASS_SET = 1 << 52  # PASS_SET | mask: the whole pass (mask of exactly three cards)
+PASS_CARD: Final = 64  # PASS_CARD + id: choose that card for the pass
+PASS_SET: Final = 1 << 52  # PASS_SET | mask: the whole pass (mask of exactly three cards)
 
-PASS_OFFSETS = (1, 2, 3, 0)  # hand % 4 -> receiver offset: left, across, right, none
-PASS_NAMES = ("left", "across", "right", "none")
+PASS_OFFSETS: Final = (1, 2, 3, 0)  # hand % 4 -> receiver offset: left, across, right, none
+PASS_NAMES: Final = ("left", "across", "right", "none")
 
-_BIT = tuple(1 << c for c in range(52))
-_SUIT_OF_CARD = tuple(SUIT_MASK[c // 13] for c in range(52))
-_POINTS = tuple(1 if c // 13 == HEARTS_SUIT else 13 if c == QUEEN_SPADES else 0 for c in range(52))
-_SEAT = tuple((s,) for s in range(NUM_PLAYERS))
-_PASS_ACTION = tuple(PASS_CARD + c for c in range(52))  # card id -> the action choosing it for the pass
+_BIT: Final = tuple(1 << c for c in range(52))
+_SUIT_OF_CARD: Final = tuple(SUIT_MASK[c // 13] for c in range(52))
+_POINTS: Final = tuple(1 if c // 13 == HEARTS_SUIT else 13 if c == QUEEN_SPADES else 0 for c in range(52))
+_SEAT: Final = tuple((s,) for s in range(NUM_PLAYERS))
+_PASS_ACTION: Final = tuple(
+    PASS_CARD + c for c in range(52)
+)  # card id -> the action choosing it for the pass
 
 
 def _suit_table(suit: int) -> tuple[tuple[int, ...], ...]:
@@ -98,7 +100,11 @@ def _suit_table(suit: int) -> tuple[tuple[int, ...], ...]:
     return tuple(table)
 
 
-_T0, _T1, _T2, _T3 = _TABLES = tuple(_suit_table(s) for s in range(4))
+_TABLES: Final = tuple(_suit_table(s) for s in range(4))
+_T0: Final = _TABLES[0]
+_T1: Final = _TABLES[1]
+_T2: Final = _TABLES[2]
+_T3: Final = _TABLES[3]
 
 
 def ids_of(mask: int) -> tuple[int, ...]:
@@ -201,7 +207,9 @@ class Phase(enum.IntEnum):
     OVER = 2
 
 
-_PASS, _PLAY, _OVER = Phase.PASS, Phase.PLAY, Phase.OVER
+_PASS: Final = Phase.PASS
+_PLAY: Final = Phase.PLAY
+_OVER: Final = Phase.OVER
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,7 +316,7 @@ class State:
         return f"State({', '.join(f'{n}={v!r}' for n, v in zip(names, self._fields(), strict=True))})"
 
 
-_ZERO4 = (0, 0, 0, 0)
+_ZERO4: Final = (0, 0, 0, 0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,7 +327,7 @@ def _deck_for(match: Match, hand_no: int) -> tuple[int, ...]:
     if hand_no < len(match.decks):
         return match.decks[hand_no]
     ids = list(range(52))
-    core.seeded_rng(match.seed, "deal", hand_no).shuffle(ids)  # == seeded_shuffle(STANDARD_DECK, ...)
+    core.shuffle(core.seeded_rng(match.seed, "deal", hand_no), ids)  # == seeded_shuffle(STANDARD_DECK, ...)
     return tuple(ids)
 
 
