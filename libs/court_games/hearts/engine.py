@@ -256,17 +256,12 @@ class Match:
         return PASS_OFFSETS[self.hand_no % 4]
 
 
-class State:
+class State(core.Record):
     """A position. ``acting`` is ``to_act``; ``trick`` the current trick's cards from its leader;
     ``tricks`` the completed tricks of this hand as ``(leader, cards, winner)``; ``won`` the card
     piles taken this hand; ``pending`` the cards each seat chose to pass (kept after the exchange
-    as the record of the pass).
-
-    Immutable by convention (nothing assigns an attribute after ``__init__``), with a frozen
-    dataclass's equality, hash and repr. A plain class, not ``@dataclass(frozen=True)``: compiled by
-    mypyc a frozen dataclass is built through the generic dataclass ``__init__`` (61 % of a compiled
-    ``apply`` went there), a native class with its own ``__init__`` is built by a direct call; the
-    interpreted form sets its slots as fast as the descriptors did."""
+    as the record of the pass). A ``core.Record``: immutable by convention.
+    """
 
     __slots__ = ("match", "phase", "acting", "hands", "trick", "tricks", "won", "pending")
 
@@ -289,31 +284,6 @@ class State:
         self.tricks: Final = tricks
         self.won: Final = won
         self.pending: Final = pending
-
-    def _fields(self) -> tuple[Any, ...]:
-        return (
-            self.match,
-            self.phase,
-            self.acting,
-            self.hands,
-            self.trick,
-            self.tricks,
-            self.won,
-            self.pending,
-        )
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not State:
-            return NotImplemented
-        assert isinstance(other, State)
-        return self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        return hash(self._fields())
-
-    def __repr__(self) -> str:
-        names = ("match", "phase", "acting", "hands", "trick", "tricks", "won", "pending")
-        return f"State({', '.join(f'{n}={v!r}' for n, v in zip(names, self._fields(), strict=True))})"
 
 
 _ZERO4: Final = (0, 0, 0, 0)
