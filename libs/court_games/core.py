@@ -40,7 +40,7 @@ import hashlib
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from court_base import BadInput, quote
 
@@ -87,6 +87,57 @@ class IllegalAction(GameError):
 
 class NotYourTurn(IllegalAction):
     """A seat acted when it was not among the seats to act."""
+
+
+class Record:
+    """Base of the engines' states: a plain class with its own ``__init__`` and ``__slots__`` (the
+    attributes, in order), immutable by convention (nothing assigns an attribute after
+    ``__init__``), with a frozen dataclass's equality, hash and repr over those attributes.
+
+    Not ``@dataclass(frozen=True)``: compiled by mypyc a frozen dataclass is built through the
+    generic dataclass ``__init__`` (61 % of a compiled Hearts ``apply``), a native class with its
+    own ``__init__`` by a direct call; interpreted, an ``__init__`` setting slots is as fast as the
+    dataclass's. Equality, hash and repr are not on the playout path (tests, saves)."""
+
+    __slots__ = ()
+
+    def _fields(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, n) for n in self._names())
+
+    def _names(self) -> tuple[str, ...]:
+        cls = type(self)
+        # interpreted: the class's ``__slots__``; compiled, mypyc keeps none and lists the native
+        # attributes (the same names, in order) in ``__mypyc_attrs__``
+        names = getattr(cls, "__slots__", None)
+        return tuple(names if names is not None else getattr(cls, "__mypyc_attrs__"))  # noqa: B009
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Record)
+        return self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        pairs = zip(self._names(), self._fields(), strict=True)
+        return f"{type(self).__name__}({', '.join(f'{n}={v!r}' for n, v in pairs)})"
+
+
+_R = TypeVar("_R", bound=Record)
+
+
+def replace(record: _R, **changes: Any) -> _R:
+    """``dataclasses.replace`` for a ``Record``: a copy with ``changes`` (tests build positions so)."""
+    names = record._names()
+    unknown = changes.keys() - set(names)
+    if unknown:
+        raise TypeError(f"{type(record).__name__} has no field {', '.join(sorted(unknown))}")
+    new: _R = cast(Any, type(record))(
+        **{n: changes[n] if n in changes else getattr(record, n) for n in names}
+    )
+    return new
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,9 +214,23 @@ def seeded_rng(seed: int, *salt: Any) -> random.Random:
     return random.Random(int.from_bytes(hashlib.sha256(material).digest()[:16], "big"))
 
 
+def shuffle(rng: random.Random, x: list[Any]) -> None:
+    """``rng.shuffle(x)``, the same permutation from the same draws (CPython's Fisher-Yates on
+    ``getrandbits``; tests/games/test_hearts.py checks it against ``random.Random.shuffle``), as
+    native code when compiled: ``Random.shuffle`` itself is interpreted Python."""
+    getrandbits = rng.getrandbits
+    for i in range(len(x) - 1, 0, -1):
+        n = i + 1
+        k = n.bit_length()
+        j = getrandbits(k)
+        while j >= n:
+            j = getrandbits(k)
+        x[i], x[j] = x[j], x[i]
+
+
 def seeded_shuffle(cards: Sequence[str], seed: int, *salt: Any) -> tuple[str, ...]:
     deck = list(cards)
-    seeded_rng(seed, *salt).shuffle(deck)
+    shuffle(seeded_rng(seed, *salt), deck)
     return tuple(deck)
 
 

@@ -15,6 +15,7 @@ import pytest
 from court_bots import levels
 from court_bots.games import court_wars as B
 from court_bots.search import ismcts
+from court_games import core
 from court_games.court_wars import engine as cw
 from court_games.court_wars import fast as F
 
@@ -49,7 +50,7 @@ def reshuffled(state: cw.State, rng: random.Random) -> cw.State:
         rng.shuffle(draw)
         if len(draw) < 2 or draw != list(state.draw):
             break
-    return dataclasses.replace(state, draw=tuple(draw), seed=state.seed + 1)
+    return core.replace(state, draw=tuple(draw), seed=state.seed + 1)
 
 
 def position(stacks, *, phase=cw.Phase.TURN, player=0, pending=None, discard=(), options=None):
@@ -71,7 +72,7 @@ def position(stacks, *, phase=cw.Phase.TURN, player=0, pending=None, discard=(),
     )
     draw = tuple(c for c in B.pack_of(opts) if c not in seen)
     out = tuple(not any(c.standing for c in cs) for cs in courts)
-    return dataclasses.replace(
+    return core.replace(
         base,
         phase=phase,
         player=player,
@@ -130,7 +131,7 @@ def test_determinization_orders_the_draw_pile_uniformly():
 
 def test_the_next_card_after_an_empty_draw_pile_is_the_discard_piles_bottom():
     state = position([[["TC"], [], []], [["8S"], [], []]])
-    state = dataclasses.replace(state, draw=(), discard=state.draw)
+    state = core.replace(state, draw=(), discard=state.draw)
     view = cw.view(state, 1)
     det = B.determinize(view, 1, random.Random(1))
     after, events = cw.apply(det, 0, (cw.DEFEND,))

@@ -53,7 +53,7 @@ def replay_is_legal(det: H.State) -> bool:
     for seat, card in zip(order, cards, strict=True):
         hands[seat] |= 1 << card
     first = next(s for s in range(4) if hands[s] & 1)
-    state = H._state(det.match, H.Phase.PLAY, (first,), tuple(hands), (), (), (0, 0, 0, 0), det.pending)
+    state = H.State(det.match, H.Phase.PLAY, (first,), tuple(hands), (), (), (0, 0, 0, 0), det.pending)
     try:
         for seat, card in zip(order, cards, strict=True):
             state, _ = H.apply(state, seat, card, emit=False)

@@ -6,7 +6,6 @@ Strength and decision times are measured by tests/bench/bots_queens_court.py.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections import Counter
 
@@ -14,6 +13,7 @@ import pytest
 from court_bots import levels
 from court_bots.games import queens_court as B
 from court_bots.search import ismcts
+from court_games import core
 from court_games.queens_court import engine as qc
 from court_games.queens_court import fast as F
 
@@ -46,13 +46,13 @@ def permuted_hidden(state: qc.State, seat: int, rng: random.Random) -> qc.State:
         m = sum(1 for c in state.hands[s] if c != qc.GL)
         hands[s] = tuple(sorted(hidden[k : k + m])) + ((qc.GL,) if qc.GL in state.hands[s] else ())
         k += m
-    return dataclasses.replace(state, hands=tuple(hands), deck=tuple(hidden[k:]))
+    return core.replace(state, hands=tuple(hands), deck=tuple(hidden[k:]))
 
 
 def position(players: int, piles, hands, *, phase=qc.Phase.SECOND_HALF, deck=(), to_move=0, locked=0):
     """A hand-built position: ``piles`` 2n lists of card names (bottom first), ``hands`` n lists."""
     base = qc.new_game(qc.Options(players=players), 0)
-    return dataclasses.replace(
+    return core.replace(
         base,
         phase=phase,
         to_move=to_move,

@@ -151,6 +151,19 @@ def test_a_shuffled_deal_is_core_seeded_shuffle_of_the_standard_deck():
     assert [H.names_of(h) for h in resumed.hands] == [core.sort_cards(deck1[s::4]) for s in range(4)]
 
 
+def test_core_shuffle_is_random_shuffle():
+    """``core.shuffle`` (the deals' shuffle, native when compiled) draws and permutes exactly as
+    ``random.Random.shuffle``: every seeded deal stays the same deal."""
+    for seed in range(300):
+        for n in (0, 1, 2, 7, 13, 52, 60):
+            expected, got = list(range(n)), list(range(n))
+            a, b = core.seeded_rng(seed, "deal", n), core.seeded_rng(seed, "deal", n)
+            a.shuffle(expected)
+            core.shuffle(b, got)
+            assert got == expected
+            assert a.random() == b.random()  # the same draws consumed
+
+
 @pytest.mark.parametrize(
     ("deck", "words"),
     [

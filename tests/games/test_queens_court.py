@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import random
 
 import pytest
-from court_games import get_game
+from court_games import core, get_game
 from court_games.core import (
     STANDARD_DECK,
     IllegalAction,
@@ -356,7 +355,7 @@ def _position(n, piles, round_wins=None):
     for left, right in piles:
         flat.append(tuple(qc.CODE[c] for c in left))
         flat.append(tuple(qc.CODE[c] for c in right))
-    return dataclasses.replace(s, piles=tuple(flat), round_wins=tuple(round_wins or (0,) * n))
+    return core.replace(s, piles=tuple(flat), round_wins=tuple(round_wins or (0,) * n))
 
 
 @pytest.mark.parametrize(
@@ -614,7 +613,7 @@ def test_initial_events():
         assert hd.for_seat(seat)["cards"] == qc.view(s, seat)["hand"]
         assert "cards" not in hd.for_seat((seat + 1) % 3) and "cards" not in hd.for_seat(None)
     s2, _ = play(s, (2, "TC", 0, "left"))
-    for later in (s2, dataclasses.replace(s, round_no=1)):
+    for later in (s2, core.replace(s, round_no=1)):
         with pytest.raises(ValueError, match="before any play"):
             qc.initial_events(later)
 

@@ -46,12 +46,12 @@ import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any
+from typing import Any, Final
 
 from court_base import quote
 
 from .. import core
-from ..core import Event, IllegalAction, InvalidAction, InvalidVector, NotYourTurn
+from ..core import Event, IllegalAction, InvalidAction, InvalidVector, NotYourTurn, Record
 from .info import INFO
 
 NAME = INFO.name
@@ -171,22 +171,55 @@ class Court:
         return COURT_DEFENCE + self.attack
 
 
-@dataclass(frozen=True, slots=True)
-class State:
-    options: Options
-    seed: int
-    phase: Phase
-    player: int  # the seat to act: the setup picker or the turn player
-    courts: tuple[tuple[Court, ...], ...]  # per seat, J Q K
-    draw: tuple[str, ...]  # top first (hidden)
-    discard: tuple[str, ...]  # bottom first: the last card is the face-up top
-    pending: str | None  # the drawn card waiting for a decision (face up)
-    pick: int  # setup picks started so far; 3n once play has begun
-    turns: int  # turns completed
-    out: tuple[bool, ...]
-    aces: int  # Aces drawn in the current turn
-    winners: tuple[int, ...]
-    end: str | None  # "last_standing" | "turn_limit" once over
+class State(Record):
+    __slots__ = (
+        "options",
+        "seed",
+        "phase",
+        "player",
+        "courts",
+        "draw",
+        "discard",
+        "pending",
+        "pick",
+        "turns",
+        "out",
+        "aces",
+        "winners",
+        "end",
+    )
+
+    def __init__(
+        self,
+        options: Options,
+        seed: int,
+        phase: Phase,
+        player: int,  # the seat to act: the setup picker or the turn player
+        courts: tuple[tuple[Court, ...], ...],  # per seat, J Q K
+        draw: tuple[str, ...],  # top first (hidden)
+        discard: tuple[str, ...],  # bottom first: the last card is the face-up top
+        pending: str | None,  # the drawn card waiting for a decision (face up)
+        pick: int,  # setup picks started so far; 3n once play has begun
+        turns: int,  # turns completed
+        out: tuple[bool, ...],
+        aces: int,  # Aces drawn in the current turn
+        winners: tuple[int, ...],
+        end: str | None,  # "last_standing" | "turn_limit" once over
+    ) -> None:
+        self.options: Final = options
+        self.seed: Final = seed
+        self.phase: Final = phase
+        self.player: Final = player
+        self.courts: Final = courts
+        self.draw: Final = draw
+        self.discard: Final = discard
+        self.pending: Final = pending
+        self.pick: Final = pick
+        self.turns: Final = turns
+        self.out: Final = out
+        self.aces: Final = aces
+        self.winners: Final = winners
+        self.end: Final = end
 
 
 def is_guard(card: str) -> bool:

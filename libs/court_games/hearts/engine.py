@@ -43,8 +43,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Final
 
 from court_base import quote
 
@@ -53,39 +53,41 @@ from ..core import Event, GameError, IllegalAction, InvalidAction, InvalidOption
 from .info import INFO
 
 NAME = INFO.name
-NUM_PLAYERS = INFO.max_seats
-HAND_SIZE = 13
-PASS_SIZE = 3
-MOON = 26
+NUM_PLAYERS: Final = INFO.max_seats
+HAND_SIZE: Final = 13
+PASS_SIZE: Final = 3
+MOON: Final = 26
 LIMIT_RANGE = (1, 10_000)
 SAVE_VERSION = 1
 
 CARDS: tuple[str, ...] = core.STANDARD_DECK  # id -> name: suit-major, ranks 2..A
 CARD_ID: dict[str, int] = {c: i for i, c in enumerate(CARDS)}
-FULL = (1 << 52) - 1
-SUIT_BITS = (1 << 13) - 1
-SUIT_MASK = tuple(SUIT_BITS << (13 * s) for s in range(4))
+FULL: Final = (1 << 52) - 1
+SUIT_BITS: Final = (1 << 13) - 1
+SUIT_MASK: Final = tuple(SUIT_BITS << (13 * s) for s in range(4))
 CLUBS, DIAMONDS, HEARTS_SUIT, SPADES = range(4)
-HEARTS = SUIT_MASK[HEARTS_SUIT]
-NOT_HEARTS = FULL ^ HEARTS
-TWO_CLUBS = CARD_ID["2C"]  # 0
-QUEEN_SPADES = CARD_ID["QS"]
-QS_BIT = 1 << QUEEN_SPADES
-SAFE = FULL ^ HEARTS ^ QS_BIT  # what the first trick allows when it can
+HEARTS: Final = SUIT_MASK[HEARTS_SUIT]
+NOT_HEARTS: Final = FULL ^ HEARTS
+TWO_CLUBS: Final = CARD_ID["2C"]  # 0
+QUEEN_SPADES: Final = CARD_ID["QS"]
+QS_BIT: Final = 1 << QUEEN_SPADES
+SAFE: Final = FULL ^ HEARTS ^ QS_BIT  # what the first trick allows when it can
 SUIT_NAMES = ("clubs", "diamonds", "hearts", "spades")
 
 # Actions beyond plain card ids.
-PASS_CARD = 64  # PASS_CARD + id: choose that card for the pass
-PASS_SET = 1 << 52  # PASS_SET | mask: the whole pass (mask of exactly three cards)
+PASS_CARD: Final = 64  # PASS_CARD + id: choose that card for the pass
+PASS_SET: Final = 1 << 52  # PASS_SET | mask: the whole pass (mask of exactly three cards)
 
-PASS_OFFSETS = (1, 2, 3, 0)  # hand % 4 -> receiver offset: left, across, right, none
-PASS_NAMES = ("left", "across", "right", "none")
+PASS_OFFSETS: Final = (1, 2, 3, 0)  # hand % 4 -> receiver offset: left, across, right, none
+PASS_NAMES: Final = ("left", "across", "right", "none")
 
-_BIT = tuple(1 << c for c in range(52))
-_SUIT_OF_CARD = tuple(SUIT_MASK[c // 13] for c in range(52))
-_POINTS = tuple(1 if c // 13 == HEARTS_SUIT else 13 if c == QUEEN_SPADES else 0 for c in range(52))
-_SEAT = tuple((s,) for s in range(NUM_PLAYERS))
-_PASS_ACTION = tuple(PASS_CARD + c for c in range(52))  # card id -> the action choosing it for the pass
+_BIT: Final = tuple(1 << c for c in range(52))
+_SUIT_OF_CARD: Final = tuple(SUIT_MASK[c // 13] for c in range(52))
+_POINTS: Final = tuple(1 if c // 13 == HEARTS_SUIT else 13 if c == QUEEN_SPADES else 0 for c in range(52))
+_SEAT: Final = tuple((s,) for s in range(NUM_PLAYERS))
+_PASS_ACTION: Final = tuple(
+    PASS_CARD + c for c in range(52)
+)  # card id -> the action choosing it for the pass
 
 
 def _suit_table(suit: int) -> tuple[tuple[int, ...], ...]:
@@ -98,7 +100,11 @@ def _suit_table(suit: int) -> tuple[tuple[int, ...], ...]:
     return tuple(table)
 
 
-_T0, _T1, _T2, _T3 = _TABLES = tuple(_suit_table(s) for s in range(4))
+_TABLES: Final = tuple(_suit_table(s) for s in range(4))
+_T0: Final = _TABLES[0]
+_T1: Final = _TABLES[1]
+_T2: Final = _TABLES[2]
+_T3: Final = _TABLES[3]
 
 
 def ids_of(mask: int) -> tuple[int, ...]:
@@ -201,7 +207,9 @@ class Phase(enum.IntEnum):
     OVER = 2
 
 
-_PASS, _PLAY, _OVER = Phase.PASS, Phase.PLAY, Phase.OVER
+_PASS: Final = Phase.PASS
+_PLAY: Final = Phase.PLAY
+_OVER: Final = Phase.OVER
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,67 +256,37 @@ class Match:
         return PASS_OFFSETS[self.hand_no % 4]
 
 
-@dataclass(frozen=True, slots=True)
-class State:
+class State(core.Record):
     """A position. ``acting`` is ``to_act``; ``trick`` the current trick's cards from its leader;
     ``tricks`` the completed tricks of this hand as ``(leader, cards, winner)``; ``won`` the card
     piles taken this hand; ``pending`` the cards each seat chose to pass (kept after the exchange
-    as the record of the pass)."""
+    as the record of the pass). A ``core.Record``: immutable by convention.
+    """
 
-    match: Match
-    phase: Phase
-    acting: tuple[int, ...]
-    hands: tuple[int, int, int, int]
-    trick: tuple[int, ...]
-    tricks: tuple[tuple[int, tuple[int, ...], int], ...]
-    won: tuple[int, int, int, int]
-    pending: tuple[int, int, int, int]
+    __slots__ = ("match", "phase", "acting", "hands", "trick", "tricks", "won", "pending")
 
-
-# The playout path builds states through the slot descriptors directly: the same object the
-# frozen dataclass constructor makes, without its per-field ``object.__setattr__`` calls.
-_new_object = object.__new__
-(_s_match, _s_phase, _s_acting, _s_hands, _s_trick, _s_tricks, _s_won, _s_pending) = (
-    getattr(State, f.name).__set__ for f in fields(State)
-)
-assert tuple(f.name for f in fields(State)) == (
-    "match",
-    "phase",
-    "acting",
-    "hands",
-    "trick",
-    "tricks",
-    "won",
-    "pending",
-)
-_NATIVE = hasattr(State, "__mypyc_attrs__")  # compiled by mypyc: object.__new__ refuses a native class
+    def __init__(
+        self,
+        match: Match,
+        phase: Phase,
+        acting: tuple[int, ...],
+        hands: tuple[int, ...],
+        trick: tuple[int, ...],
+        tricks: tuple[tuple[int, tuple[int, ...], int], ...],
+        won: tuple[int, ...],
+        pending: tuple[int, ...],
+    ) -> None:
+        self.match: Final = match
+        self.phase: Final = phase
+        self.acting: Final = acting
+        self.hands: Final = hands
+        self.trick: Final = trick
+        self.tricks: Final = tricks
+        self.won: Final = won
+        self.pending: Final = pending
 
 
-def _state(
-    match: Match,
-    phase: Phase,
-    acting: tuple[int, ...],
-    hands: Any,
-    trick: tuple[int, ...],
-    tricks: Any,
-    won: Any,
-    pending: Any,
-) -> State:
-    if _NATIVE:
-        return State(match, phase, acting, hands, trick, tricks, won, pending)
-    s = _new_object(State)
-    _s_match(s, match)
-    _s_phase(s, phase)
-    _s_acting(s, acting)
-    _s_hands(s, hands)
-    _s_trick(s, trick)
-    _s_tricks(s, tricks)
-    _s_won(s, won)
-    _s_pending(s, pending)
-    return s
-
-
-_ZERO4 = (0, 0, 0, 0)
+_ZERO4: Final = (0, 0, 0, 0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,7 +297,7 @@ def _deck_for(match: Match, hand_no: int) -> tuple[int, ...]:
     if hand_no < len(match.decks):
         return match.decks[hand_no]
     ids = list(range(52))
-    core.seeded_rng(match.seed, "deal", hand_no).shuffle(ids)  # == seeded_shuffle(STANDARD_DECK, ...)
+    core.shuffle(core.seeded_rng(match.seed, "deal", hand_no), ids)  # == seeded_shuffle(STANDARD_DECK, ...)
     return tuple(ids)
 
 
@@ -328,8 +306,8 @@ def _start_hand(match: Match) -> State:
     bit = _BIT
     hands = tuple(sum(bit[c] for c in deck[s::4]) for s in range(NUM_PLAYERS))
     if match.pass_offset:
-        return _state(match, _PASS, (0, 1, 2, 3), hands, (), (), _ZERO4, _ZERO4)
-    return _state(match, _PLAY, _SEAT[_holder(hands, TWO_CLUBS)], hands, (), (), _ZERO4, _ZERO4)
+        return State(match, _PASS, (0, 1, 2, 3), hands, (), (), _ZERO4, _ZERO4)
+    return State(match, _PLAY, _SEAT[_holder(hands, TWO_CLUBS)], hands, (), (), _ZERO4, _ZERO4)
 
 
 def _holder(hands: Sequence[int], card: int) -> int:
@@ -345,7 +323,7 @@ def _game_over(totals: Sequence[int], limit: int) -> bool:
 
 
 def _over_state(match: Match, won: Any = _ZERO4, tricks: Any = (), pending: Any = _ZERO4) -> State:
-    return _state(match, _OVER, (), _ZERO4, (), tricks, won, pending)
+    return State(match, _OVER, (), _ZERO4, (), tricks, won, pending)
 
 
 def _check_decks(decks: Any) -> tuple[tuple[int, ...], ...]:
@@ -528,7 +506,7 @@ def _apply_play(state: State, player: int, action: Any, emit: bool) -> tuple[Sta
         hands = (hands[0], hands[1], hands[2], hand)
     cards = trick + (action,)
     if len(cards) < 4:
-        new = _state(
+        new = State(
             state.match, _PLAY, _SEAT[(player + 1) & 3], hands, cards, state.tricks, state.won, state.pending
         )
         if not emit:
@@ -544,7 +522,7 @@ def _apply_play(state: State, player: int, action: Any, emit: bool) -> tuple[Sta
     done = (leader, cards, winner)
     tricks = state.tricks + (done,)
     if hand:
-        new = _state(state.match, _PLAY, _SEAT[winner], hands, (), tricks, tuple(won), state.pending)
+        new = State(state.match, _PLAY, _SEAT[winner], hands, (), tricks, tuple(won), state.pending)
         if not emit:
             return new, ()
         return new, _play_events(state, new, player, action, done)
@@ -622,11 +600,11 @@ def _apply_pass(state: State, player: int, action: Any, emit: bool) -> tuple[Sta
         off = state.match.pass_offset
         for s in range(NUM_PLAYERS):
             hands[(s + off) % 4] |= pending[s]
-        new = _state(
+        new = State(
             state.match, _PLAY, _SEAT[_holder(hands, TWO_CLUBS)], tuple(hands), (), (), _ZERO4, tuple(pending)
         )
     else:
-        new = _state(state.match, _PASS, acting, tuple(hands), (), (), _ZERO4, tuple(pending))
+        new = State(state.match, _PASS, acting, tuple(hands), (), (), _ZERO4, tuple(pending))
     if not emit:
         return new, ()
     events = [

@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import Any, Final
 
 from court_base import quote
 
@@ -55,6 +55,7 @@ from ..core import (
     InvalidOptions,
     InvalidVector,
     NotYourTurn,
+    Record,
     check_deck,
     parse_card,
     reject_unknown,
@@ -125,25 +126,60 @@ class RoundRecord:
     winners: tuple[int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class State:
+class State(Record):
     """The whole position (hidden parts included; ``view`` is what a seat may see)."""
 
-    options: Options
-    seed: int
-    decks: tuple[tuple[int, ...], ...]  # the vector's decks (codes), one per round; later rounds shuffle
-    round_no: int
-    starter: int  # the seat that started this round
-    phase: Phase
-    to_move: int  # -1 when the game is over
-    deck: tuple[int, ...]  # draw deck, top first
-    piles: tuple[tuple[int, ...], ...]  # 2n piles, index 2*seat + pile, bottom first
-    hands: tuple[tuple[int, ...], ...]  # sorted codes
-    locked: int  # bitmask of seats whose piles are locked
-    round_wins: tuple[int, ...]
-    rounds: tuple[RoundRecord, ...]
-    winner: int | None
-    emptied_by: int | None = None  # who drew the last deck card this round (None: the deal left none)
+    __slots__ = (
+        "options",
+        "seed",
+        "decks",
+        "round_no",
+        "starter",
+        "phase",
+        "to_move",
+        "deck",
+        "piles",
+        "hands",
+        "locked",
+        "round_wins",
+        "rounds",
+        "winner",
+        "emptied_by",
+    )
+
+    def __init__(
+        self,
+        options: Options,
+        seed: int,
+        decks: tuple[tuple[int, ...], ...],  # the vector's decks (codes), one per round; later rounds shuffle
+        round_no: int,
+        starter: int,  # the seat that started this round
+        phase: Phase,
+        to_move: int,  # -1 when the game is over
+        deck: tuple[int, ...],  # draw deck, top first
+        piles: tuple[tuple[int, ...], ...],  # 2n piles, index 2*seat + pile, bottom first
+        hands: tuple[tuple[int, ...], ...],  # sorted codes
+        locked: int,  # bitmask of seats whose piles are locked
+        round_wins: tuple[int, ...],
+        rounds: tuple[RoundRecord, ...],
+        winner: int | None,
+        emptied_by: int | None = None,  # who drew the last deck card this round (None: the deal left none)
+    ) -> None:
+        self.options: Final = options
+        self.seed: Final = seed
+        self.decks: Final = decks
+        self.round_no: Final = round_no
+        self.starter: Final = starter
+        self.phase: Final = phase
+        self.to_move: Final = to_move
+        self.deck: Final = deck
+        self.piles: Final = piles
+        self.hands: Final = hands
+        self.locked: Final = locked
+        self.round_wins: Final = round_wins
+        self.rounds: Final = rounds
+        self.winner: Final = winner
+        self.emptied_by: Final = emptied_by
 
 
 # ---------------------------------------------------------------------------------------------

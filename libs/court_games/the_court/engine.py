@@ -51,12 +51,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from court_base import quote
 
 from .. import core
-from ..core import Event, IllegalAction, InvalidAction, InvalidVector, NotYourTurn
+from ..core import Event, IllegalAction, InvalidAction, InvalidVector, NotYourTurn, Record
 from .info import INFO
 
 NAME = INFO.name
@@ -193,20 +193,49 @@ class Player:
     end: tuple[str, int, int] | None  # (reason, tower penalty, moat penalty)
 
 
-@dataclass(frozen=True, slots=True)
-class State:
-    mode: str
-    seed: int
-    players: tuple[Player, ...]
-    phase: Phase
-    turn: int  # the drawer of the current (or last) turn; -1 during a Mutual Swap pair
-    pending: tuple[Pending, ...]
-    votes: tuple[int, ...]  # Mutual Swap: -1 not voted, 0 veto, 1 agree
-    discards: tuple[str, ...]  # out of the game, oldest first
-    deck: tuple[str, ...]  # shared variant: the one deck, top first
-    pile: tuple[str, ...]  # shared variant: communal pile, bottom first
-    qa_left: int  # shared variant: Queens and Aces of the deck not yet resolved
-    qa_total: int
+class State(Record):
+    __slots__ = (
+        "mode",
+        "seed",
+        "players",
+        "phase",
+        "turn",
+        "pending",
+        "votes",
+        "discards",
+        "deck",
+        "pile",
+        "qa_left",
+        "qa_total",
+    )
+
+    def __init__(
+        self,
+        mode: str,
+        seed: int,
+        players: tuple[Player, ...],
+        phase: Phase,
+        turn: int,  # the drawer of the current (or last) turn; -1 during a Mutual Swap pair
+        pending: tuple[Pending, ...],
+        votes: tuple[int, ...],  # Mutual Swap: -1 not voted, 0 veto, 1 agree
+        discards: tuple[str, ...],  # out of the game, oldest first
+        deck: tuple[str, ...],  # shared variant: the one deck, top first
+        pile: tuple[str, ...],  # shared variant: communal pile, bottom first
+        qa_left: int,  # shared variant: Queens and Aces of the deck not yet resolved
+        qa_total: int,
+    ) -> None:
+        self.mode: Final = mode
+        self.seed: Final = seed
+        self.players: Final = players
+        self.phase: Final = phase
+        self.turn: Final = turn
+        self.pending: Final = pending
+        self.votes: Final = votes
+        self.discards: Final = discards
+        self.deck: Final = deck
+        self.pile: Final = pile
+        self.qa_left: Final = qa_left
+        self.qa_total: Final = qa_total
 
 
 def _tower_value(t: Sequence[str]) -> int:
