@@ -305,14 +305,24 @@ async def read_game(nc: Any, game: str, game_id: str, timeout: float = 60.0) -> 
 
     deadline = time.monotonic() + timeout
     while True:
-        full = [
-            krec.decode(m.data)
-            for m in await kjs.direct_get_batch(nc, krec.game_stream(0), krec.log_filter(game_id, 1))
-        ]
-        public = [
-            krec.decode(m.data)
-            for m in await kjs.direct_get_batch(nc, krec.PUBLIC_STREAM, krec.public_subject(game, game_id))
-        ]
+        try:
+            full = [
+                krec.decode(m.data)
+                for m in await kjs.direct_get_batch(nc, krec.game_stream(0), krec.log_filter(game_id, 1))
+            ]
+            public = [
+                krec.decode(m.data)
+                for m in await kjs.direct_get_batch(
+                    nc, krec.PUBLIC_STREAM, krec.public_subject(game, game_id)
+                )
+            ]
+        except kjs.JetStreamUnavailable:
+            # a stream with no leader yet (after the whole cluster restarted, the public stream may
+            # elect its leader after the game logs): read again until the deadline, then fail
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.5)
+            continue
         if len(public) >= len(full) or time.monotonic() > deadline:
             return log_from_records(game_id, full, public)
         await asyncio.sleep(0.2)  # no event announces the projector's progress to a reader
