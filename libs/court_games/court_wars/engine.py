@@ -350,43 +350,23 @@ def draw_again_end(
     return None
 
 
-def _court(
-    card: str,
-    standing: bool,
-    guards: tuple[str, ...],
-    joker: str | None,
-    values: tuple[int, ...],
-    attack: int,
-) -> Court:
-    """The court ``Court(card, standing, guards, joker)``; ``values`` and ``attack`` are what it
-    derives from ``guards``, given by the rules below, which know them (checked in debug runs).
-    Made through the constructor: mypyc compiles ``Court`` to a native class, which has no slot
-    descriptors to set fields through."""
-    c = Court(card, standing, guards, joker)
-    assert c.values == values and c.attack == attack, (c, values, attack)
-    return c
-
-
 def revived(c: Court, joker: str) -> Court:
     """Defeated court ``c`` revived on ``joker``: standing again, no guards."""
-    return _court(c.card, True, (), joker, (), 0)
+    return Court(c.card, True, (), joker)
 
 
 def with_guard(c: Court, card: str) -> Court:
     """Court ``c`` with the guard ``card`` placed on top."""
-    v = GUARD_VALUE[card[0]]
-    return _court(c.card, True, (*c.guards, card), c.joker, (*c.values, v), c.attack + v)
+    return Court(c.card, True, (*c.guards, card), c.joker)
 
 
 def attacked(own: Court, tgt: Court, k: int, m: int) -> tuple[Court, Court]:
     """The attacking and the attacked court after spending ``k`` guards on removing ``m`` (or the
     court, ``REMOVE_COURT``)."""
-    values = own.values[:-k]
-    own_after = _court(own.card, True, own.guards[:-k], own.joker, values, sum(values))
+    own_after = Court(own.card, True, own.guards[:-k], own.joker)
     if m == REMOVE_COURT:
-        return own_after, _court(tgt.card, False, (), None, (), 0)
-    values = tgt.values[:-m]
-    return own_after, _court(tgt.card, True, tgt.guards[:-m], tgt.joker, values, sum(values))
+        return own_after, Court(tgt.card, False, (), None)
+    return own_after, Court(tgt.card, True, tgt.guards[:-m], tgt.joker)
 
 
 def _table(courts: Sequence[Sequence[Court]]) -> tuple[list[tuple[int, ...]], list[bool]]:
