@@ -82,6 +82,7 @@ def build(root: Path, build_dir: Path) -> dict[str, Any]:
     preflight()
     sources = [p.relative_to(root).as_posix() for p in form.compiled_sources(package_dir)]
     hashes = form.source_hashes(package_dir)
+    stats = form.source_stats(package_dir)
     build_dir.mkdir(parents=True, exist_ok=True)
     config = build_dir / "mypyc.ini"
     config.write_text(f"[mypy]\nstrict = True\nmypy_path = {root}\nplugins = {Path(__file__).resolve()}\n")
@@ -127,6 +128,7 @@ def build(root: Path, build_dir: Path) -> dict[str, Any]:
         "mypy": _mypy_version(),
         "modules": len(sources),
         "sources": hashes,
+        "stats": stats,
     }
     (package_dir / form.MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     print(

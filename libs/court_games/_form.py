@@ -3,7 +3,8 @@
 ``make setup`` compiles this package with mypyc (``scripts/compile_core.py``; docs/development.md):
 beside each ``x.py`` an extension module ``x.<abi>.so``, one shared library
 ``_core__mypyc.<abi>.so`` that holds them all, and the manifest ``_core__mypyc.json`` with the
-hash of every source it was built from. Python's import system takes an extension module before a
+hash, size and modification time of every source it was built from (a start reads only the
+sources whose size or time changed). Python's import system takes an extension module before a
 ``.py`` file of the same name, so the compiled form runs wherever it was built. The ``.py`` files
 run instead:
 
@@ -64,13 +65,39 @@ def built(package_dir: Path = PACKAGE_DIR) -> bool:
     return (package_dir / MANIFEST).is_file() and (package_dir / (SHARED_LIB + suffix)).is_file()
 
 
+def source_stats(package_dir: Path = PACKAGE_DIR) -> dict[str, list[int]]:
+    """``{path relative to the package: [size, mtime_ns]}`` of every compiled source."""
+    stats = {}
+    for p in compiled_sources(package_dir):
+        st = p.stat()
+        stats[p.relative_to(package_dir).as_posix()] = [st.st_size, st.st_mtime_ns]
+    return stats
+
+
 def stale(package_dir: Path = PACKAGE_DIR) -> list[str]:
-    """The sources that differ from the ones the build compiled (added, changed or removed)."""
+    """The sources that differ from the ones the build compiled (added, changed or removed).
+
+    A file whose size and modification time are the ones the build recorded is the file it compiled
+    and is not read; any other ``.py`` file of the package is read, and hashed if mypyc compiles it.
+    """
     try:
-        recorded = json.loads((package_dir / MANIFEST).read_text())["sources"]
-    except (OSError, ValueError, KeyError, TypeError):
+        manifest = json.loads((package_dir / MANIFEST).read_text())
+        recorded: dict[str, str] = manifest["sources"]
+        stats: dict[str, list[int]] = manifest.get("stats", {})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return [MANIFEST]
-    now = source_hashes(package_dir)
+    now: dict[str, str] = {}
+    for p in package_dir.rglob("*.py"):
+        if p.name in NOT_COMPILED or "__pycache__" in p.parts:
+            continue
+        rel = p.relative_to(package_dir).as_posix()
+        st = p.stat()
+        if rel in recorded and stats.get(rel) == [st.st_size, st.st_mtime_ns]:
+            now[rel] = recorded[rel]
+            continue
+        data = p.read_bytes()
+        if INTERPRETED not in data:
+            now[rel] = hashlib.sha256(data).hexdigest()
     return sorted(p for p in recorded.keys() | now.keys() if recorded.get(p) != now.get(p))
 
 

@@ -143,6 +143,30 @@ def test_a_build_older_than_its_sources_is_not_run(tmp_path):
     assert {n for n, f in fresh["files"].items() if is_extension(f)} == compiled_names(copy)
 
 
+def test_the_stale_check_reads_only_sources_whose_size_or_time_changed(tmp_path):
+    """The manifest's size and time let a start skip reading the sources; a touch alone is no edit,
+    an edit of the same size is one."""
+    require_build()
+    copy = tmp_path / _form.PACKAGE
+    shutil.copytree(_form.PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert _form.stale(copy) == []
+    edited = min(_form.compiled_sources(copy))
+    rel = edited.relative_to(copy).as_posix()
+    st = edited.stat()
+    os.utime(edited, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert _form.stale(copy) == []  # touched: the hash is read and matches
+    text = edited.read_bytes()
+    i = text.index(b"from")
+    edited.write_bytes(text[:i] + b"FROM" + text[i + 4 :])  # same size
+    assert _form.stale(copy) == [rel]
+    os.utime(edited, ns=(st.st_atime_ns, st.st_mtime_ns))  # even with the recorded size and time back,
+    manifest = copy / _form.MANIFEST  # a build without the stats hashes every source
+    data = json.loads(manifest.read_text())
+    del data["stats"]
+    manifest.write_text(json.dumps(data))
+    assert _form.stale(copy) == [rel]
+
+
 # The interpreted rerun: tests/games (engines, vectors, the OpenSpiel differential) but the long random
 # games, and of tests/bots the lockstep tests and the fixed decisions; the thousand-game lockstep runs
 # and the random games stay compiled only (minutes interpreted).
