@@ -491,6 +491,67 @@ class Publisher:
         self.forget(list(self._futures.values()))
 
 
+class LazyAcks:
+    """Acknowledgements that leave with the connection's next write instead of a write of their own.
+
+    nats-py writes what was published in one event-loop turn in one socket write (its flusher
+    task), so an ack sent on its own costs a write system call; on loopback that write carries the
+    receiver's TCP work too, and in make bench ONLY=stack the flusher's writes were a quarter of the
+    rules process's Python time. Nobody waits for an ack, so ``ack`` puts it on the connection's
+    outgoing buffer without waking the flusher: it leaves with whatever the process writes next (a
+    move's append, a public record, a pull request) or, at the latest, ``within`` seconds later
+    (a timer, one per connection). The message's ack wait must be well above ``within``.
+
+    Nothing is weaker than an ack sent at once: an ack is fire-and-forget, so either may be lost
+    with the connection, and a message whose ack never reached nats-server is delivered again
+    after its ack wait (every consumer here handles a redelivery: it finds its work done).
+    ``msg`` is nats-py's JetStream ``Msg``; ``nak(msg, delay)`` puts it back the same way."""
+
+    def __init__(self, nc: NATS, within: float = 0.02):
+        self.nc = nc
+        self.within = within
+        self._timer: asyncio.TimerHandle | None = None
+        self.queued = 0  # acks put on the buffer (tests)
+
+    def ack(self, msg: Any) -> None:
+        self._send(msg, b"")
+
+    def nak(self, msg: Any, delay: float | None = None) -> None:
+        """Negative: delivered again (after ``delay`` seconds when given)."""
+        payload = b"-NAK"
+        if delay:
+            payload += b" " + json.dumps({"delay": int(delay * 10**9)}).encode()
+        self._send(msg, payload)
+
+    def _send(self, msg: Any, payload: bytes) -> None:
+        if not msg.reply:
+            raise nats.errors.NotJSMessageError
+        nc: Any = self.nc
+        if nc.is_closed:
+            raise nats.errors.ConnectionClosedError
+        if msg._ackd:
+            raise nats.errors.MsgAlreadyAckdError(msg)
+        cmd = b"PUB %s %d\r\n%s\r\n" % (msg.reply.encode(), len(payload), payload)
+        nc._pending.append(cmd)
+        nc._pending_data_size += len(cmd)
+        nc.stats["out_msgs"] += 1
+        nc.stats["out_bytes"] += len(payload)
+        msg._ackd = True
+        self.queued += 1
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.within, self.flush)
+
+    def flush(self) -> None:
+        """Wake the flusher now if acks still wait on the buffer (the timer's work; ``close``)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        nc: Any = self.nc
+        if nc._pending_data_size and nc.is_connected and nc._flush_queue is not None:
+            if nc._flush_queue.empty():
+                nc._flush_queue.put_nowait(asyncio.get_running_loop().create_future())
+
+
 class Puller:
     """A pull consumer read with pull requests kept open, as nats.go's ``Consume`` does, instead of
     ``fetch`` per batch. ``fetch`` costs each call a no-wait request, a "no messages" status back

@@ -60,6 +60,7 @@ PROFILE = os.environ.get("BENCH_PROFILE", "")  # a folder: py-spy records each s
 # the processes in print order, and each one's goal in ms of CPU per move
 GOALS = {"rules": 1.5, "ranking": 1.0, "bot": 1.0, "nats": 1.0, "analytics": 1.0, "lobby": 1.0}
 LABEL = {"nats": "nats-server"}
+SYSCALLS = ("reads", "writes", "switches")
 SUM_GOAL_MS = 3.0
 P99_GOAL_MS = 30.0
 RATE_GOAL = 5.0  # x the baseline's moves/s
@@ -85,6 +86,8 @@ def counts(stack: LocalStack) -> dict[str, float]:
         for way, key in (("in", "in_msgs"), ("out", "out_msgs")):
             k = f"{name} nats {way}"
             out[k] = out.get(k, 0) + c[key]
+    for name, pid in stack.pids().items():
+        out.update({f"{name} {k}": v for k, v in _syscalls(pid).items()})
     varz = json.loads(_get(f"{mon}/varz"))
     out["nats-server in"], out["nats-server out"] = varz["in_msgs"], varz["out_msgs"]
     for service, listen in stack.config.metrics.items():
@@ -122,6 +125,20 @@ def _spy(pids: dict[str, int]) -> list[subprocess.Popen[bytes]]:
         for name, pid in pids.items()
         if name in ("rules", "bot", "analytics")
     ]
+
+
+def _syscalls(pid: int) -> dict[str, int]:
+    """A process's read and write system calls so far (``/proc/<pid>/io``: every read and write,
+    sockets included) and its threads' context switches (``/proc/<pid>/task/*/status``)."""
+    io = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    switches = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            status = (task / "status").read_text()
+        except OSError:
+            continue  # a thread that ended meanwhile
+        switches += sum(int(line.split()[1]) for line in status.splitlines() if "ctxt_switches" in line)
+    return {"reads": int(io["syscr"]), "writes": int(io["syscw"]), "switches": switches}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -308,13 +325,24 @@ def budget_lines(per_move: dict[str, float]) -> list[str]:
         f"  NATS messages, nats-server in all: in {per_move.get('nats-server in', 0):.2f}, "
         f"out {per_move.get('nats-server out', 0):.2f}"
     )
+    for name in ("rules", "bot", "nats", "analytics", "ranking", "lobby"):
+        if f"{name} writes" in per_move:
+            lines.append(
+                f"  system calls, {LABEL.get(name, name)}: writes {per_move[f'{name} writes']:.2f}, "
+                f"reads {per_move.get(f'{name} reads', 0):.2f}, context switches "
+                f"{per_move.get(f'{name} switches', 0):.2f}"
+            )
     calls: dict[str, list[str]] = {}
     for k, v in sorted(per_move.items()):
         service, _, method = k.partition(" ")
-        if " nats " in k or service == "nats-server" or v < 0.005:
+        if " nats " in k or service == "nats-server" or method in SYSCALLS or v < 0.005:
             continue
         calls.setdefault(service, []).append(f"{method} {v:.2f}")
-    total = sum(v for k, v in per_move.items() if " nats " not in k and not k.startswith("nats-server"))
+    total = sum(
+        v
+        for k, v in per_move.items()
+        if " nats " not in k and not k.startswith("nats-server") and k.partition(" ")[2] not in SYSCALLS
+    )
     for service, items in calls.items():
         lines.append(f"  gRPC calls answered by {service}: {', '.join(items)}")
     lines.append(f"  gRPC calls in all: {total:.2f}")

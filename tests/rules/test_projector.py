@@ -66,17 +66,12 @@ async def test_projector_killed_mid_stream_and_restarted_publishes_every_move_on
     first = await ProjectorApp.start(projector_settings(replicas.nats.url, COURT_PROJECTOR_ACK_WAIT="1"))
     unacked: list[Any] = []
 
-    async def no_ack() -> None:  # the first batches' messages stay unacknowledged: it "dies" before acking
-        unacked.append(1)
+    def no_ack(
+        msg: Any,
+    ) -> None:  # the first projector's messages stay unacknowledged: it "dies" before acking
+        unacked.append(msg)
 
-    real_batch = first.projector._batch
-
-    async def batch_without_acks(msgs: list[Any], stop: asyncio.Event) -> None:
-        for m in msgs:
-            m.ack = no_ack
-        await real_batch(msgs, stop)
-
-    first.projector._batch = batch_without_acks  # type: ignore[method-assign]
+    first.projector.acks.ack = no_ack  # type: ignore[method-assign]
     rng = random.Random(4)
     try:
         for gid in games:

@@ -32,7 +32,10 @@ acknowledgement of one projector's batch would also acknowledge the messages Jet
 given to another: if that one died before publishing them, they were never delivered again, and
 a game whose latest record was lost so showed nobody its next turn (the bot service plays on
 that record: the game froze; found by the chaos suite, pinned by
-``tests/rules/test_projector.py``). One ack per record costs one NATS message per move more.
+``tests/rules/test_projector.py``). One ack per record costs one NATS message per move more; it is not sent on its own, though: each ack
+waits on the connection's buffer and leaves with the process's next write (a move's append, the
+next public record), within 20 ms at the latest (``court_kit.jetstream.LazyAcks``), one socket
+write per move fewer.
 
 A tombstone (a game id the lobby closed before any creation: ``court_rules.games``) is only
 acknowledged: it has no public form, as no game was ever created under it.
@@ -50,6 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import sys
 import time
@@ -143,6 +147,11 @@ class Projector:
         self.projected = 0  # public records this projector stored (tests, observability)
         self.progress = asyncio.Event()  # set after every batch (tests wait on it)
         self.attached = asyncio.Event()  # every shard's consumer exists and is being pulled
+
+    @functools.cached_property
+    def acks(self) -> kjs.LazyAcks:
+        """Each record's ack leaves with the connection's next write (module docstring)."""
+        return kjs.LazyAcks(self.store.nc)
 
     # ------------------------------------------------------------------ one record
 
@@ -400,7 +409,7 @@ class Projector:
                         await asyncio.wait_for(stop.wait(), delay)
                     delay = min(delay * 2, 2.0)
             with contextlib.suppress(Exception):  # a lost ack: redelivered, found public, acked again
-                await m.ack()
+                self.acks.ack(m)
 
 
 # ---------------------------------------------------------------------- court-projector
