@@ -70,6 +70,7 @@ async def connect(
     password: str = "",
     tls: Any = None,
     log_summary_every: float = 60.0,
+    no_echo: bool = False,
 ) -> NATS:
     """Connect, waiting for the server as long as it takes (or ``give_up_after`` seconds, then
     ``TimeoutError``); once connected the client reconnects forever on its own. nats-py retries
@@ -77,7 +78,10 @@ async def connect(
 
     Connection trouble is logged once per change of state ("nats unreachable" / "nats
     disconnected", then "nats reconnected") plus one summary line every ``log_summary_every``
-    seconds while it lasts: never once per reconnect attempt."""
+    seconds while it lasts: never once per reconnect attempt.
+
+    ``no_echo``: nats-server delivers nothing this connection publishes to this connection's own
+    subscriptions (the rules service wakes its own watchers in process)."""
     urls = [servers] if isinstance(servers, str) else list(servers)
     state = klog.StateLog(log, "nats connection", summary_every=log_summary_every)
 
@@ -105,6 +109,7 @@ async def connect(
         servers=urls,
         **auth,
         name=name,
+        no_echo=no_echo,
         allow_reconnect=True,
         max_reconnect_attempts=-1,
         reconnect_time_wait=0.25,  # type: ignore[arg-type]  # nats-py annotates int; it sleeps on a float

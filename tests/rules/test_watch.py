@@ -66,10 +66,10 @@ async def test_watchers_on_another_replica_see_every_move(replicas: Any) -> None
 
 
 async def test_watchers_on_the_movers_replica_never_read_the_log(replicas: Any) -> None:
-    """A watcher on the replica that takes the moves is woken by each append, often before that
-    append's own acknowledgement has been committed; it then waits for the game's lock, finds the
-    move there, and reads nothing from the log (it would otherwise read once for every other move,
-    make bench's watch mode). Every update still comes once, in order."""
+    """A watcher on the replica that takes the moves is woken by each append as it is committed,
+    in process (the replica's NATS connection has ``no_echo``: nats-server does not send it its
+    own appends), and reads nothing from the log (it would otherwise read once for every other
+    move, make bench's watch mode). Every update still comes once, in order."""
     a = await replicas.start()
     players = ["uma", "vic"]
     created = await replicas.client(a, "lobby", "service").create_game(
@@ -84,6 +84,15 @@ async def test_watchers_on_the_movers_replica_never_read_the_log(replicas: Any) 
         return await real_refresh(entry)
 
     a.cache.refresh = counting  # type: ignore[method-assign]
+    echoed: list[Any] = []  # wakes that came from nats-server (none: the connection has no_echo)
+    real_saw = a.application.wakes._saw
+
+    def saw(subject: str, msg: Any) -> None:
+        if not isinstance(msg, application._LocalWake):
+            echoed.append(msg)
+        real_saw(subject, msg)
+
+    a.application.wakes._saw = saw  # type: ignore[method-assign]
     updates: dict[int, list[Any]] = {0: [], 1: []}
     tasks = [
         asyncio.create_task(_collect(replicas.client(a, p), gid, i, None, updates[i]))
@@ -97,6 +106,7 @@ async def test_watchers_on_the_movers_replica_never_read_the_log(replicas: Any) 
         assert [u.seq for u in got] == list(range(final.seq + 1))
     assert final.seq > 10, final.seq
     assert refreshes == [], f"the watchers read the log {len(refreshes)} times for {final.seq} moves"
+    assert echoed == [], "the replica's own appends wake its watchers in process, not through nats-server"
 
 
 async def test_watch_resumes_from_a_sequence_number(replicas: Any, rules: Any) -> None:

@@ -249,6 +249,13 @@ def _acting_seat(entry: GameEntry, ident: Identity, requested: int | None) -> in
     return (acting or mine)[0]
 
 
+@dataclass(frozen=True, slots=True)
+class _LocalWake:
+    """A wake for a record appended by this replica (what a watcher reads of a NATS message)."""
+
+    headers: dict[str, str]
+
+
 class Wakes:
     """One NATS subscription per watched game on this replica, fanned out to its watchers in
     process (each WatchGame stream had its own, so nats-server sent every move once per watcher)."""
@@ -283,6 +290,18 @@ class Wakes:
             return False
         seq, closing = self._seen.get(subject, (-1, False))
         return not _behind(entry, seq, closing, None)
+
+    def local(self, subject: str, seq: int, closing: bool = False) -> None:
+        """A record this replica appended: its watchers are woken here, at once (the connection has
+        ``no_echo``: nats-server does not send this replica its own appends; a connection without it
+        wakes them twice, which a watcher takes as the no-op it is)."""
+        held = self._games.get(subject)
+        if held is None:
+            return
+        wake = _LocalWake({SEQ_HEADER: str(seq), **({CLOSED_HEADER: "1"} if closing else {})})
+        self._saw(subject, wake)
+        for w in held[1]:
+            w.put_nowait(wake)
 
     def _saw(self, subject: str, msg: Any) -> None:
         headers = msg.headers or {}
@@ -530,6 +549,7 @@ class RulesApplication:
                     f"game {old.game_id} changed while it was being resumed; retry with the same request_id"
                 ) from None
             old.close(into, sseq, (ident.sub, rid, t))
+            self.wakes.local(self.store.subject(old.game_id), old.seq, closing=True)
         log.info("game closed: resumed as another game", closed=old.game_id, into=into)
 
     @staticmethod
@@ -716,6 +736,7 @@ class RulesApplication:
                     "another move reached this game first; retry with the same request_id"
                 ) from None
             entry.commit(move, state, events, sseq)
+            self.wakes.local(self.store.subject(entry.game_id), move.seq)
             MOVES.labels(entry.game).inc()
             self.faults.after_append(entry, move.seq)
             return Submitted(entry, move.seq, acting, state, events, ident, tuple(record.move.events))
@@ -763,6 +784,7 @@ class RulesApplication:
             await self.cache.refresh(entry)
             return None
         entry.commit(move, state, events, sseq)
+        self.wakes.local(self.store.subject(entry.game_id), move.seq)
         if not move.is_seat_record:
             MOVES.labels(entry.game).inc()
         self.faults.after_append(entry, move.seq)
@@ -879,6 +901,7 @@ class RulesApplication:
                         ) from None
                     continue
                 entry.close("", sseq, (ident.sub, rid, t), reason)
+                self.wakes.local(self.store.subject(entry.game_id), entry.seq, closing=True)
                 log.info("game closed", reason=reason[:200])
                 self.faults.after_append(entry, entry.seq)
                 break
