@@ -144,6 +144,7 @@ class StackConfig:
     metrics: dict[str, str] = field(default_factory=dict)  # service -> listen address ("" disables)
     host: str = "127.0.0.1"
     extra_env: dict[str, str] = field(default_factory=dict)
+    nats_monitor: int = 0  # nats-server's HTTP monitoring port (-m: /varz, /connz); 0: none
 
     @classmethod
     def from_env(
@@ -366,6 +367,7 @@ class LocalStack:
                 str(store),
                 "--server_name",
                 "court-local",
+                *(["-m", str(self.config.nats_monitor)] if self.config.nats_monitor else []),
             ],
             os.environ,
         )

@@ -70,6 +70,7 @@ async def connect(
     password: str = "",
     tls: Any = None,
     log_summary_every: float = 60.0,
+    no_echo: bool = False,
 ) -> NATS:
     """Connect, waiting for the server as long as it takes (or ``give_up_after`` seconds, then
     ``TimeoutError``); once connected the client reconnects forever on its own. nats-py retries
@@ -77,7 +78,10 @@ async def connect(
 
     Connection trouble is logged once per change of state ("nats unreachable" / "nats
     disconnected", then "nats reconnected") plus one summary line every ``log_summary_every``
-    seconds while it lasts: never once per reconnect attempt."""
+    seconds while it lasts: never once per reconnect attempt.
+
+    ``no_echo``: nats-server delivers nothing this connection publishes to this connection's own
+    subscriptions (the rules service wakes its own watchers in process)."""
     urls = [servers] if isinstance(servers, str) else list(servers)
     state = klog.StateLog(log, "nats connection", summary_every=log_summary_every)
 
@@ -105,6 +109,7 @@ async def connect(
         servers=urls,
         **auth,
         name=name,
+        no_echo=no_echo,
         allow_reconnect=True,
         max_reconnect_attempts=-1,
         reconnect_time_wait=0.25,  # type: ignore[arg-type]  # nats-py annotates int; it sleeps on a float
@@ -489,6 +494,67 @@ class Publisher:
                 pass
             self._sub = None
         self.forget(list(self._futures.values()))
+
+
+class LazyAcks:
+    """Acknowledgements that leave with the connection's next write instead of a write of their own.
+
+    nats-py writes what was published in one event-loop turn in one socket write (its flusher
+    task), so an ack sent on its own costs a write system call; on loopback that write carries the
+    receiver's TCP work too, and in make bench ONLY=stack the flusher's writes were a quarter of the
+    rules process's Python time. Nobody waits for an ack, so ``ack`` puts it on the connection's
+    outgoing buffer without waking the flusher: it leaves with whatever the process writes next (a
+    move's append, a public record, a pull request) or, at the latest, ``within`` seconds later
+    (a timer, one per connection). The message's ack wait must be well above ``within``.
+
+    Nothing is weaker than an ack sent at once: an ack is fire-and-forget, so either may be lost
+    with the connection, and a message whose ack never reached nats-server is delivered again
+    after its ack wait (every consumer here handles a redelivery: it finds its work done).
+    ``msg`` is nats-py's JetStream ``Msg``; ``nak(msg, delay)`` puts it back the same way."""
+
+    def __init__(self, nc: NATS, within: float = 0.02):
+        self.nc = nc
+        self.within = within
+        self._timer: asyncio.TimerHandle | None = None
+        self.queued = 0  # acks put on the buffer (tests)
+
+    def ack(self, msg: Any) -> None:
+        self._send(msg, b"")
+
+    def nak(self, msg: Any, delay: float | None = None) -> None:
+        """Negative: delivered again (after ``delay`` seconds when given)."""
+        payload = b"-NAK"
+        if delay:
+            payload += b" " + json.dumps({"delay": int(delay * 10**9)}).encode()
+        self._send(msg, payload)
+
+    def _send(self, msg: Any, payload: bytes) -> None:
+        if not msg.reply:
+            raise nats.errors.NotJSMessageError
+        nc: Any = self.nc
+        if nc.is_closed:
+            raise nats.errors.ConnectionClosedError
+        if msg._ackd:
+            raise nats.errors.MsgAlreadyAckdError(msg)
+        cmd = b"PUB %s %d\r\n%s\r\n" % (msg.reply.encode(), len(payload), payload)
+        nc._pending.append(cmd)
+        nc._pending_data_size += len(cmd)
+        nc.stats["out_msgs"] += 1
+        nc.stats["out_bytes"] += len(payload)
+        msg._ackd = True
+        self.queued += 1
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self.within, self.flush)
+
+    def flush(self) -> None:
+        """Wake the flusher now if acks still wait on the buffer (the timer's work; ``close``)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        nc: Any = self.nc
+        if nc._pending_data_size and nc.is_connected and nc._flush_queue is not None:
+            if nc._flush_queue.empty():
+                nc._flush_queue.put_nowait(asyncio.get_running_loop().create_future())
 
 
 class Puller:

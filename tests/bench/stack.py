@@ -17,8 +17,16 @@ the sum), and the rules service alone: a short run of ``make bench ONLY=service`
 runs its projector inside here), ``BENCH_STACK_SERVICE=0`` to skip it.
 
 The goals (issue 31): the sum at most 3 ms per move; no process above 1 ms except rules, at most
-1.5 ms; moves/s at least 5 x the baseline (``BENCH_STACK_BASELINE``, default the run of
-2026-12-05 before any change, docs/capacity.md); SubmitAction p99 at most 30 ms.
+1.5 ms; moves/s at least 5 x "today's", printed against both readings of today: the issue's own 75
+moves/s and this bench's first run (``BENCH_STACK_BASELINE``, default the run of 2026-12-05 before
+any change, docs/capacity.md); SubmitAction p99 at most 30 ms.
+
+Also printed, counted over the same window: the per-move message and call budget. For each
+process its NATS messages sent to and delivered by nats-server (nats-server's ``/connz``, by
+connection name; its monitoring port is opened for the run), nats-server's totals (``/varz``), and
+every gRPC call each service answered, by method (its ``court_grpc_requests_total``; each
+service's metrics endpoint is opened on a free port). ``BENCH_PROFILE=DIR`` records rules, bot and
+analytics with py-spy over the window (collapsed stacks, ``DIR/<name>.txt``).
 
 The machine is shared: the load average before and after is printed with the figures.
 """
@@ -26,27 +34,111 @@ The machine is shared: the load average before and after is printed with the fig
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 from court_cli.session import Endpoints
 from court_cli.simulate import SimConfig, simulate
-from court_cli.stack import LocalStack, StackConfig
+from court_cli.stack import SERVICES, LocalStack, StackConfig, free_port
 
 GAMES = int(os.environ.get("BENCH_STACK_GAMES", "24"))
 CONCURRENCY = int(os.environ.get("BENCH_STACK_CONCURRENCY", "8"))
 BASELINE = float(os.environ.get("BENCH_STACK_BASELINE", "165.5") or 0)  # moves/s, main at c739968
+ISSUE_RATE = 75.0  # moves/s: issue 31's own "today" (4,018 moves in 53 s), the 5 x goal's base there
 SERVICE = os.environ.get("BENCH_STACK_SERVICE", "1") not in ("", "0")
+PROFILE = os.environ.get("BENCH_PROFILE", "")  # a folder: py-spy records each service in the window
 # the processes in print order, and each one's goal in ms of CPU per move
 GOALS = {"rules": 1.5, "ranking": 1.0, "bot": 1.0, "nats": 1.0, "analytics": 1.0, "lobby": 1.0}
 LABEL = {"nats": "nats-server"}
+SYSCALLS = ("reads", "writes", "switches")
 SUM_GOAL_MS = 3.0
 P99_GOAL_MS = 30.0
 RATE_GOAL = 5.0  # x the baseline's moves/s
+
+
+def _get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=5) as r:  # noqa: S310 - loopback, our own stack
+        return str(r.read().decode())
+
+
+_GRPC_LINE = re.compile(r'^court_grpc_requests_total\{code="[^"]+",method="([^"]+)"\} ([0-9.e+]+)$', re.M)
+
+
+def counts(stack: LocalStack) -> dict[str, float]:
+    """The stack's message and call counters so far: per NATS connection (by process) the messages
+    it sent to nats-server (``<proc> nats in``) and was delivered (``<proc> nats out``), from
+    nats-server's ``/connz``; nats-server's totals (``/varz``); and every gRPC call each service
+    answered, by method (``<service> <Method>``, its ``court_grpc_requests_total``)."""
+    out: dict[str, float] = {}
+    mon = f"http://127.0.0.1:{stack.config.nats_monitor}"
+    for c in json.loads(_get(f"{mon}/connz?limit=4096"))["connections"]:
+        name = str(c.get("name", "")).split("@", 1)[0].removeprefix("court-") or "other"
+        for way, key in (("in", "in_msgs"), ("out", "out_msgs")):
+            k = f"{name} nats {way}"
+            out[k] = out.get(k, 0) + c[key]
+    for name, pid in stack.pids().items():
+        out.update({f"{name} {k}": v for k, v in _syscalls(pid).items()})
+    varz = json.loads(_get(f"{mon}/varz"))
+    out["nats-server in"], out["nats-server out"] = varz["in_msgs"], varz["out_msgs"]
+    for service, listen in stack.config.metrics.items():
+        if not listen:
+            continue
+        for method, n in _GRPC_LINE.findall(_get(f"http://{listen}/metrics")):
+            k = f"{service} {method.rsplit('/', 1)[-1]}"
+            out[k] = out.get(k, 0) + float(n)
+    return out
+
+
+def _spy(pids: dict[str, int]) -> list[subprocess.Popen[bytes]]:
+    """py-spy on every service (not nats-server), collapsed stacks in ``PROFILE/<name>.txt``."""
+    Path(PROFILE).mkdir(parents=True, exist_ok=True)
+    spy = str(Path(sys.executable).parent / "py-spy")
+    return [
+        subprocess.Popen(
+            [
+                spy,
+                "record",
+                "--pid",
+                str(pid),
+                "--format",
+                "raw",
+                "--rate",
+                "250",
+                "--idle",
+                "--nonblocking",
+                "-o",
+                f"{PROFILE}/{name}.txt",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for name, pid in pids.items()
+        if name in ("rules", "bot", "analytics")
+    ]
+
+
+def _syscalls(pid: int) -> dict[str, int]:
+    """A process's read and write system calls so far (``/proc/<pid>/io``: every read and write,
+    sockets included) and its threads' context switches (``/proc/<pid>/task/*/status``)."""
+    io = dict(line.split(": ") for line in Path(f"/proc/{pid}/io").read_text().splitlines())
+    switches = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            status = (task / "status").read_text()
+        except OSError:
+            continue  # a thread that ended meanwhile
+        switches += sum(int(line.split()[1]) for line in status.splitlines() if "ctxt_switches" in line)
+    return {"reads": int(io["syscr"]), "writes": int(io["syscw"]), "switches": switches}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -67,6 +159,9 @@ async def _simulate(stack: LocalStack) -> dict[str, Any]:
         return out
 
     def on_signed_up() -> None:
+        mark.update(counts=counts(stack))  # read first: the reads' own cost stays out of the CPU window
+        if PROFILE:
+            mark["spies"] = _spy(pids)
         mark.update(t=time.monotonic(), cpu=snapshot(), updates=updates[0])
 
     def on_move() -> None:
@@ -79,6 +174,10 @@ async def _simulate(stack: LocalStack) -> dict[str, Any]:
         on_signed_up=on_signed_up,
     )
     after, t1 = snapshot(), time.monotonic()
+    counted = counts(stack)
+    for spy in mark.get("spies", ()):
+        spy.send_signal(signal.SIGINT)
+        spy.wait(30)
     if sim.failed:
         raise SystemExit(f"{len(sim.failed)} games failed: {sim.failed[:3]}")
     consumed = await _ranking_consumed(stack)
@@ -90,6 +189,12 @@ async def _simulate(stack: LocalStack) -> dict[str, Any]:
         "seconds": t1 - mark["t"],
         "cpu_ms": {k: (after[k] - mark["cpu"][k]) * 1000 / moves for k in after},
         "ranking_consumed": consumed,
+        "per_move": {
+            k: (v - mark["counts"].get(k, 0)) / moves
+            for k, v in counted.items()
+            if v != mark["counts"].get(k, 0)
+        },
+        "watched": (updates[0] - mark["updates"]) / moves,
     }
 
 
@@ -135,7 +240,19 @@ def rules_alone() -> dict[str, float]:
 
 def measure() -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="court-bench-stack-"))
-    stack = LocalStack(StackConfig.from_env({}, free_ports=True, state_dir=tmp / "state"))
+    config = StackConfig.from_env({}, free_ports=True, state_dir=tmp / "state")
+    # the counters: nats-server's monitoring and each service's /metrics, on free loopback ports
+    taken = set(config.ports.values())
+
+    def port() -> int:  # another free port, none picked already (a picked port is free, not held)
+        while (p := free_port()) in taken:
+            pass
+        taken.add(p)
+        return p
+
+    config.nats_monitor = port()
+    config.metrics = {name: f"127.0.0.1:{port()}" for name in SERVICES if name != "web"}
+    stack = LocalStack(config)
     try:
         stack.start(timeout=180)
         load0 = os.getloadavg()[0]
@@ -165,10 +282,13 @@ def report(r: dict[str, Any]) -> list[str]:
     lines.append(f"{'sum':<14}{total:>12.2f}{SUM_GOAL_MS:>8.2f}  {ok[total <= SUM_GOAL_MS]}")
     lines.append(f"ranking's durable: {r['ranking_consumed']} records handed over and acknowledged")
     lines.append(f"{'(client)':<14}{cpu['client']:>12.2f}      the simulating players, not in the sum")
-    rate_line = f"moves/s {rate:.1f}"
+    rate_line = (
+        f"moves/s {rate:.1f} = {rate / ISSUE_RATE:.2f} x issue 31's today ({ISSUE_RATE:.0f}; goal >= "
+        f"{RATE_GOAL:.0f} x: {ok[rate >= RATE_GOAL * ISSUE_RATE]})"
+    )
     if BASELINE:
         rate_line += (
-            f" = {rate / BASELINE:.2f} x the baseline {BASELINE:.1f} (goal >= {RATE_GOAL:.0f} x: "
+            f", {rate / BASELINE:.2f} x this bench's first run ({BASELINE:.1f}; goal >= {RATE_GOAL:.0f} x: "
             f"{ok[rate >= RATE_GOAL * BASELINE]})"
         )
     lines.append(rate_line)
@@ -176,6 +296,11 @@ def report(r: dict[str, Any]) -> list[str]:
         f"SubmitAction p50 {s['submit_p50_ms']} ms, p99 {s['submit_p99_ms']} ms over {s['submits']} calls "
         f"(goal p99 <= {P99_GOAL_MS:.0f} ms: {ok[s['submit_p99_ms'] <= P99_GOAL_MS]})"
     )
+    lines.append(
+        "per move (counted over the run: nats-server's /connz per process, each service's gRPC calls "
+        f"answered; the simulating players' WatchGame updates {r['watched']:.2f}):"
+    )
+    lines.extend(budget_lines(r["per_move"]))
     if "alone" in r:
         a = r["alone"]
         alone = a["server_ms"] + a["projector_ms"]
@@ -185,6 +310,42 @@ def report(r: dict[str, Any]) -> list[str]:
             f"in the stack rules {cpu.get('rules', 0.0):.2f} ms = {cpu.get('rules', 0.0) / alone:.1f} x, "
             f"the stack's sum {total:.2f} ms = {total / alone:.1f} x"
         )
+    return lines
+
+
+def budget_lines(per_move: dict[str, float]) -> list[str]:
+    """The message and call budget per move, a line per process."""
+    nats = sorted(k.split(" nats ")[0] for k in per_move if k.endswith(" nats in"))
+    lines = [
+        f"  NATS messages, {name}: sent {per_move.get(f'{name} nats in', 0):.2f}, "
+        f"delivered {per_move.get(f'{name} nats out', 0):.2f}"
+        for name in nats
+    ]
+    lines.append(
+        f"  NATS messages, nats-server in all: in {per_move.get('nats-server in', 0):.2f}, "
+        f"out {per_move.get('nats-server out', 0):.2f}"
+    )
+    for name in ("rules", "bot", "nats", "analytics", "ranking", "lobby"):
+        if f"{name} writes" in per_move:
+            lines.append(
+                f"  system calls, {LABEL.get(name, name)}: writes {per_move[f'{name} writes']:.2f}, "
+                f"reads {per_move.get(f'{name} reads', 0):.2f}, context switches "
+                f"{per_move.get(f'{name} switches', 0):.2f}"
+            )
+    calls: dict[str, list[str]] = {}
+    for k, v in sorted(per_move.items()):
+        service, _, method = k.partition(" ")
+        if " nats " in k or service == "nats-server" or method in SYSCALLS or v < 0.005:
+            continue
+        calls.setdefault(service, []).append(f"{method} {v:.2f}")
+    total = sum(
+        v
+        for k, v in per_move.items()
+        if " nats " not in k and not k.startswith("nats-server") and k.partition(" ")[2] not in SYSCALLS
+    )
+    for service, items in calls.items():
+        lines.append(f"  gRPC calls answered by {service}: {', '.join(items)}")
+    lines.append(f"  gRPC calls in all: {total:.2f}")
     return lines
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from court_kit import jetstream as kjs
+from nats import errors as nats_errors
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 from nats.js.errors import APIError
 
@@ -170,3 +171,82 @@ async def test_puller_keeps_requests_open_and_survives_a_server_restart(tmp_path
                     await asyncio.sleep(0.1)
         await take(40, timeout=20)
         assert got == [str(i).encode() for i in range(40)], "every message once, in order"
+
+
+async def _acks_pending(js: Any) -> int:
+    """The durable ``d`` of stream ``A``: its messages delivered and not acknowledged."""
+    return int((await js.consumer_info("A", "d")).num_ack_pending)
+
+
+async def test_lazy_acks_leave_with_the_next_write_or_within_their_bound(tmp_path: Path) -> None:
+    """kjs.LazyAcks: an ack is put on the connection's buffer, not written on its own: nats-server
+    has not seen it until the connection writes something else (here a plain publish), or until
+    ``within`` seconds have passed with nothing else to write. A nak with a delay is delivered
+    again after that delay. An ack never goes twice (``MsgAlreadyAckdError``, as nats-py's own).
+    The durable's state is read on a second connection (a request on the first would carry the ack)."""
+    async with _pulled(tmp_path, "A", AckPolicy.EXPLICIT) as (nats, nc, psub):
+        other = await kjs.connect(nats.url, "observer")
+        try:
+            ojs = other.jetstream()
+            for i in range(3):
+                await ojs.publish(f"a.{i}", str(i).encode())
+            msgs = await psub.fetch(3, timeout=5)
+            lazy = kjs.LazyAcks(nc, within=60.0)  # only another write sends it
+            lazy.ack(msgs[0])
+            await asyncio.sleep(0.2)
+            assert await _acks_pending(ojs) == 3, "the ack waits on the buffer"
+            with pytest.raises(nats_errors.MsgAlreadyAckdError):
+                lazy.ack(msgs[0])
+            await nc.publish("elsewhere", b"x")  # any write: the ack leaves with it
+            async with asyncio.timeout(10):
+                while await _acks_pending(ojs) != 2:
+                    await asyncio.sleep(0.02)
+            lazy.flush()  # nothing waiting: nothing happens
+
+            soon = kjs.LazyAcks(nc, within=0.05)  # no other write: the timer sends it
+            soon.ack(msgs[1])
+            soon.nak(msgs[2], 0.3)
+            async with asyncio.timeout(10):  # the ack arrived; the nak's message waits for its delay
+                while await _acks_pending(ojs) != 1:
+                    await asyncio.sleep(0.02)
+            # delivered again after the nak's 0.3 s (without the nak: after the 30 s ack wait)
+            again = await psub.fetch(1, timeout=5)
+            assert [m.data for m in again] == [b"2"] and again[0].metadata.num_delivered == 2
+            await again[0].ack_sync()
+        finally:
+            await other.close()
+
+
+async def test_lazy_acks_lost_with_their_connection_mean_a_redelivery(tmp_path: Path) -> None:
+    """The fault: the process dies (its connection closed, nothing flushed) while its acks still
+    wait on the buffer. nats-server never saw them, so once the ack wait has passed it delivers
+    those messages again, to the next consumer on the durable: nothing is lost, the consumer's
+    redelivery handling (finding its work done) takes over, as after any lost ack."""
+    nats = BinaryNats(tmp_path / "nats")
+    nats.start()
+    nc = await kjs.connect(nats.url, "dies")
+    survivor = await kjs.connect(nats.url, "survivor")
+    try:
+        js = survivor.jetstream()
+        await kjs.ensure_stream(js, StreamConfig(name="L", subjects=["l.>"]))
+        config = ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=1.0)
+        await js.publish("l.a", b"a")
+        await js.publish("l.b", b"b")
+        psub = await nc.jetstream().pull_subscribe("l.>", durable="d", stream="L", config=config)
+        msgs = await psub.fetch(2, timeout=5)
+        lazy = kjs.LazyAcks(nc, within=60.0)
+        for m in msgs:
+            lazy.ack(m)
+        nc._pending, nc._pending_data_size = [], 0  # the process dies: what waited is never written
+        await nc.close()
+        with pytest.raises(nats_errors.ConnectionClosedError):
+            lazy.ack(msgs[0])
+        psub2 = await js.pull_subscribe("l.>", durable="d", stream="L", config=config)
+        again = await psub2.fetch(2, timeout=10)
+        assert sorted(m.data for m in again) == [b"a", b"b"]
+        assert all(m.metadata.num_delivered == 2 for m in again)
+    finally:
+        await survivor.close()
+        if not nc.is_closed:
+            await nc.close()
+        nats.stop()

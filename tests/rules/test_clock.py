@@ -401,3 +401,51 @@ async def test_bot_seats_have_no_deadline_anywhere_a_player_reads(replicas: Repl
             assert {d.seat for d in r.deadlines} == set(r.to_act) & humans, (r.body.seq, list(r.deadlines))
     for e in events(ev.events, "TurnStarted"):
         assert {d["seat"] for d in e.get("deadlines", [])} == set(e["to_act"]) & humans, e
+
+
+async def test_due_records_of_turns_played_in_time_are_acknowledged_without_a_read(
+    replicas: Replicas,
+) -> None:
+    """Every record after which a person is to act reaches the clock twice: at once (delayed to
+    its due time) and at its due time. When the person moved in time the replica's cached entry
+    is already past that record, so the clock acknowledges it without reading the log (a newer
+    record exists and carries its own due time); none of those turns times out."""
+    app = await start(replicas)  # 20 ms clock seconds: a 150 s turn is 3 s
+    refreshes: list[str] = []
+    real_refresh = app.cache.refresh
+
+    async def counting(entry: Any) -> bool:
+        refreshes.append(entry.game_id)
+        return await real_refresh(entry)
+
+    app.cache.refresh = counting  # type: ignore[method-assign]
+    made = await replicas.client(app, "lobby", "service").create_game(
+        "queens_court", PEOPLE[:2], {}, clock=clock(turn=150)
+    )
+    gid = made.game_id
+    clients = {i: replicas.client(app, p) for i, p in enumerate(PEOPLE[:2])}
+    rng = random.Random(3)
+    view = made.view
+    for _ in range(4):
+        seat = view.to_act[0]
+        mine = await clients[seat].get_view(gid, seat)
+        view = (await clients[seat].submit(gid, rng.choice(list(mine.legal_actions)), seat)).view
+    raw = await log_messages(app, gid)
+    due = [m.seq for m in raw if m.subject.endswith(f".{krec.DUE_TOKEN}")]
+    assert len(due) >= 4, "each of these records leaves a person to act"
+    js = app.store.js
+    async with asyncio.timeout(60):  # every due record but the newest acknowledged at its due time
+        while (
+            int((await js.consumer_info(krec.game_stream(0), "rules-clock")).ack_floor.stream_seq) < due[-2]
+        ):
+            await asyncio.sleep(0.1)  # the durable's state has no event to wait on
+    recs = await app.store.records(gid)
+    timeouts = autoplayed([r.body for r in recs], "timeout")
+    # the newest record's turn times out about when the older ones come back (nobody moves after
+    # the fourth move): the clock reads the log for it, and plays it, once per timeout (one more
+    # when a timeout is being played as the log is read here); the older records, none
+    assert len(refreshes) <= len(timeouts) + 1, (
+        f"the clock read the log {len(refreshes)} times for {len(due) - 1} records it was past "
+        f"and {len(timeouts)} timeouts"
+    )
+    assert not any(int(r.seq) <= 4 for r in timeouts), "every turn of the four was played in time"

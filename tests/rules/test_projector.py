@@ -66,17 +66,12 @@ async def test_projector_killed_mid_stream_and_restarted_publishes_every_move_on
     first = await ProjectorApp.start(projector_settings(replicas.nats.url, COURT_PROJECTOR_ACK_WAIT="1"))
     unacked: list[Any] = []
 
-    async def no_ack() -> None:  # the first batches' messages stay unacknowledged: it "dies" before acking
-        unacked.append(1)
+    def no_ack(
+        msg: Any,
+    ) -> None:  # the first projector's messages stay unacknowledged: it "dies" before acking
+        unacked.append(msg)
 
-    real_batch = first.projector._batch
-
-    async def batch_without_acks(msgs: list[Any], stop: asyncio.Event) -> None:
-        for m in msgs:
-            m.ack = no_ack
-        await real_batch(msgs, stop)
-
-    first.projector._batch = batch_without_acks  # type: ignore[method-assign]
+    first.projector.acks.ack = no_ack  # type: ignore[method-assign]
     rng = random.Random(4)
     try:
         for gid in games:
@@ -302,3 +297,54 @@ async def test_a_busy_log_s_records_join_one_batch_and_a_quiet_log_is_not_held_u
     never = _Puller(0.0, ["a"], ["b"])
     assert await Projector(None, linger=0)._next(never) == ["a"]  # type: ignore[arg-type]
     assert never.readies == 0
+
+
+async def _archived(nc: Any, gid: str, timeout: float = 30.0) -> Any:
+    """The game's archive entry (``GameLog``), once the projector has written it."""
+    from court_proto.court.events.v2 import records_pb2
+
+    async with asyncio.timeout(timeout):
+        while (m := await kjs.direct_get_last(nc, "COURT_GAMES_ARCHIVE", f"court.archive.{gid}")) is None:
+            await asyncio.sleep(0.05)  # the archive write has no event a client can wait on
+    return records_pb2.GameLog.FromString(m.data)
+
+
+async def test_a_game_seen_whole_is_archived_from_memory_and_one_seen_in_part_from_the_log(
+    replicas: Any,
+) -> None:
+    """A projector that made every record of a game public, from its creation on, archives the
+    finished game from the records it kept (no read of the log: one message per move fewer); the
+    archive is the log, record for record, with the last record's log sequence. The fault: the
+    projector killed in mid-game and another started; the new one never saw the game's beginning,
+    so it reads the log back at the end, and that archive is the log too."""
+    rules = await replicas.start(projector=False)
+    players = ["gil", "hal"]
+    lobby = replicas.client(rules, "lobby", "service")
+    whole, part = [
+        (await lobby.create_game("queens_court", players, {"players": 2})).game_id for _ in range(2)
+    ]
+    first = await ProjectorApp.start(projector_settings(replicas.nats.url, COURT_PROJECTOR_ACK_WAIT="1"))
+    rng = random.Random(11)
+    clients = {i: replicas.client(rules, p) for i, p in enumerate(players)}
+    final = await play_out(clients, whole, rng)
+    await _moves(replicas, rules, part, players, 5, rng)
+    got = await _archived(rules.nc, whole)
+    assert first.projector.archived_from_memory == 1
+    log = await kjs.direct_get_batch(rules.nc, "COURT_GAMES_0", f"court.games.0.{whole}.*")
+    assert [r.SerializeToString() for r in got.records] == [m.data for m in log]
+    assert got.last_sseq == log[-1].seq and len(got.records) == final.seq + 1
+    async with asyncio.timeout(15):
+        while (await _public(rules.nc, "queens_court", part))[-1:] != [(5, f"{part}-5")]:
+            await asyncio.sleep(0.05)
+    await first.kill()
+    second = await ProjectorApp.start(projector_settings(replicas.nats.url, COURT_PROJECTOR_ACK_WAIT="1"))
+    try:
+        final = await play_out(clients, part, rng)
+        got = await _archived(rules.nc, part)
+        assert second.projector.archived_from_memory == 0, "it never saw the game's beginning"
+        log = await kjs.direct_get_batch(rules.nc, "COURT_GAMES_0", f"court.games.0.{part}.*")
+        assert [r.SerializeToString() for r in got.records] == [m.data for m in log]
+        assert got.last_sseq == log[-1].seq and len(got.records) == final.seq + 1
+    finally:
+        await second.close()
+        await second.server.stop(None)  # type: ignore[attr-defined]

@@ -7,7 +7,9 @@ import random
 from typing import Any
 
 import grpc
+import pytest
 from court_client import view_dict
+from court_rules import application
 
 from .helpers import play_out
 
@@ -64,10 +66,10 @@ async def test_watchers_on_another_replica_see_every_move(replicas: Any) -> None
 
 
 async def test_watchers_on_the_movers_replica_never_read_the_log(replicas: Any) -> None:
-    """A watcher on the replica that takes the moves is woken by each append, often before that
-    append's own acknowledgement has been committed; it then waits for the game's lock, finds the
-    move there, and reads nothing from the log (it would otherwise read once for every other move,
-    make bench's watch mode). Every update still comes once, in order."""
+    """A watcher on the replica that takes the moves is woken by each append as it is committed,
+    in process (the replica's NATS connection has ``no_echo``: nats-server does not send it its
+    own appends), and reads nothing from the log (it would otherwise read once for every other
+    move, make bench's watch mode). Every update still comes once, in order."""
     a = await replicas.start()
     players = ["uma", "vic"]
     created = await replicas.client(a, "lobby", "service").create_game(
@@ -82,6 +84,15 @@ async def test_watchers_on_the_movers_replica_never_read_the_log(replicas: Any) 
         return await real_refresh(entry)
 
     a.cache.refresh = counting  # type: ignore[method-assign]
+    echoed: list[Any] = []  # wakes that came from nats-server (none: the connection has no_echo)
+    real_saw = a.application.wakes._saw
+
+    def saw(subject: str, msg: Any) -> None:
+        if not isinstance(msg, application._LocalWake):
+            echoed.append(msg)
+        real_saw(subject, msg)
+
+    a.application.wakes._saw = saw  # type: ignore[method-assign]
     updates: dict[int, list[Any]] = {0: [], 1: []}
     tasks = [
         asyncio.create_task(_collect(replicas.client(a, p), gid, i, None, updates[i]))
@@ -95,6 +106,7 @@ async def test_watchers_on_the_movers_replica_never_read_the_log(replicas: Any) 
         assert [u.seq for u in got] == list(range(final.seq + 1))
     assert final.seq > 10, final.seq
     assert refreshes == [], f"the watchers read the log {len(refreshes)} times for {final.seq} moves"
+    assert echoed == [], "the replica's own appends wake its watchers in process, not through nats-server"
 
 
 async def test_watch_resumes_from_a_sequence_number(replicas: Any, rules: Any) -> None:
@@ -297,3 +309,69 @@ async def test_spectators_share_one_update_per_move_with_no_hand_and_a_seat_gets
     assert spectators and seats
     for k in spectators:
         assert not entry.views[k].view.HasField("your_seat")
+
+
+async def test_views_beside_a_watcher_read_no_log_and_still_show_every_move(
+    replicas: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GetView on a replica that follows the game's wakes already (a watcher there) answers from
+    its entry without reading the log (``Wakes.current``): the person who asks for a view or a hint
+    watches the game. Moves are made on another replica; after each, once the watcher here has its
+    update, GetView here shows that move and reads nothing. A replica with no watcher reads the log
+    for every view. The fault: nats-server restarted under both replicas (core NATS loses what is
+    published while a connection is down): the replica with the watcher reads the log again for its
+    views, and sees the moves made meanwhile, until its watcher's next read of the log."""
+    monkeypatch.setattr(application, "WATCH_POLL", 120.0)  # no poll of the log by the watcher here
+    a = await replicas.start()
+    b = await replicas.start()
+    players = ["pia", "quin"]
+    gid = (
+        await replicas.client(b, "lobby", "service").create_game("queens_court", players, {"players": 2})
+    ).game_id
+    reads: dict[str, int] = {"a": 0, "b": 0}
+    for name, app in (("a", a), ("b", b)):
+        real = app.store.last_sseq
+
+        async def counting(game_id: str, real: Any = real, name: str = name) -> Any:
+            reads[name] += 1
+            return await real(game_id)
+
+        app.store.last_sseq = counting  # type: ignore[method-assign]
+    updates: list[Any] = []
+    watcher = asyncio.create_task(_collect(replicas.client(a, "pia"), gid, 0, None, updates))
+    await asyncio.wait_for(_until(lambda: bool(updates)), 15)
+    on_a = {i: replicas.client(a, p) for i, p in enumerate(players)}
+    on_b = {i: replicas.client(b, p) for i, p in enumerate(players)}
+    rng = random.Random(7)
+
+    async def move_on_b() -> int:
+        view = await on_b[0].get_view(gid, 0)
+        seat = view.to_act[0]
+        mine = await on_b[seat].get_view(gid, seat)
+        reply = await on_b[seat].submit(gid, rng.choice(list(mine.legal_actions)), seat)
+        return int(reply.seq)
+
+    for _ in range(6):
+        seq = await move_on_b()
+        await asyncio.wait_for(_until(lambda seq=seq: updates[-1].seq == seq), 15)
+        before = reads["a"]
+        for seat in (0, 1):
+            assert (await on_a[seat].get_view(gid, seat)).seq == seq, "the move made on the other replica"
+        assert reads["a"] == before, "no read of the log beside the watcher"
+    assert a.application.unread_views >= 12
+    assert reads["b"] >= 2 * 6, "b has no watcher: every view there reads the log"
+
+    await asyncio.to_thread(replicas.nats.restart)
+    async with asyncio.timeout(30):
+        while not (a.nc.is_connected and b.nc.is_connected):
+            await asyncio.sleep(0.05)
+    for _attempt in range(100):  # JetStream may take a moment to serve the streams again
+        try:
+            seq = await move_on_b()
+            break
+        except grpc.aio.AioRpcError:
+            await asyncio.sleep(0.2)
+    before = reads["a"]
+    assert (await on_a[0].get_view(gid, 0)).seq == seq, "after the reconnect the view comes from the log"
+    assert reads["a"] == before + 1
+    watcher.cancel()

@@ -109,7 +109,11 @@ class RulesApp:
         second_ms = kitclock.second_ms(settings.env, settings.extra)
         preflight(settings)
         nc = await kjs.connect(
-            settings.nats_servers(), name=f"court-rules@{settings.listen}", **kjs.connect_options(settings)
+            settings.nats_servers(),
+            name=f"court-rules@{settings.listen}",
+            # its own appends do not come back as wakes: RulesApplication wakes its watchers itself
+            no_echo=True,
+            **kjs.connect_options(settings),
         )
         try:
             store = GameStore(nc, replicas=settings.stream_replicas, environ=settings.extra)

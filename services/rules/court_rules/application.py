@@ -249,6 +249,13 @@ def _acting_seat(entry: GameEntry, ident: Identity, requested: int | None) -> in
     return (acting or mine)[0]
 
 
+@dataclass(frozen=True, slots=True)
+class _LocalWake:
+    """A wake for a record appended by this replica (what a watcher reads of a NATS message)."""
+
+    headers: dict[str, str]
+
+
 class Wakes:
     """One NATS subscription per watched game on this replica, fanned out to its watchers in
     process (each WatchGame stream had its own, so nats-server sent every move once per watcher)."""
@@ -257,6 +264,53 @@ class Wakes:
         self.nc = nc
         self._games: dict[str, tuple[Any, set[asyncio.Queue[Any]]]] = {}
         self._pending: dict[str, asyncio.Future[Any]] = {}
+        # per followed game: the newest record a wake announced (seq, closing)...
+        self._seen: dict[str, tuple[int, bool]] = {}
+        # ...and the connection's reconnect count when a watcher last read the log while subscribed
+        self._synced: dict[str, int] = {}
+
+    def _reconnects(self) -> int:
+        return int(self.nc.stats.get("reconnects", 0))
+
+    def synced(self, subject: str, reconnects: int) -> None:
+        """A watcher of ``subject`` read the log (the entry holds every record up to then) while
+        subscribed, the connection having reconnected ``reconnects`` times when the read began."""
+        if subject in self._games:
+            self._synced[subject] = reconnects
+
+    def current(self, subject: str, entry: GameEntry) -> bool:
+        """Whether ``entry`` holds every record of its log as this replica knows it without reading
+        the log: the game's wakes are followed (a watcher here), were followed when its entry was
+        last brought up to date with the log and without a break since (no reconnect: core NATS
+        loses what is published while a connection is down), and no wake announced a record the
+        entry lacks. As fresh as a read of the log, which may itself come from a stream follower
+        a moment behind (docs/contract.md): a wake is sent as the record is stored."""
+        at = self._synced.get(subject)
+        if at is None or at != self._reconnects() or not self.nc.is_connected:
+            return False
+        seq, closing = self._seen.get(subject, (-1, False))
+        return not _behind(entry, seq, closing, None)
+
+    def local(self, subject: str, seq: int, closing: bool = False) -> None:
+        """A record this replica appended: its watchers are woken here, at once (the connection has
+        ``no_echo``: nats-server does not send this replica its own appends; a connection without it
+        wakes them twice, which a watcher takes as the no-op it is)."""
+        held = self._games.get(subject)
+        if held is None:
+            return
+        wake = _LocalWake({SEQ_HEADER: str(seq), **({CLOSED_HEADER: "1"} if closing else {})})
+        self._saw(subject, wake)
+        for w in held[1]:
+            w.put_nowait(wake)
+
+    def _saw(self, subject: str, msg: Any) -> None:
+        headers = msg.headers or {}
+        try:
+            seq = int(headers.get(SEQ_HEADER, "0"))
+        except ValueError:
+            return
+        was, closing = self._seen.get(subject, (-1, False))
+        self._seen[subject] = (max(was, seq), closing or CLOSED_HEADER in headers)
 
     async def join(self, subject: str) -> asyncio.Queue[Any]:
         """A queue of the subject's messages from now on (the subscription is on the connection
@@ -275,7 +329,10 @@ class Wakes:
             self._pending[subject] = fut
             queues: set[asyncio.Queue[Any]] = {q}
 
-            async def fan_out(msg: Any, queues: set[asyncio.Queue[Any]] = queues) -> None:
+            async def fan_out(
+                msg: Any, queues: set[asyncio.Queue[Any]] = queues, subject: str = subject
+            ) -> None:
+                self._saw(subject, msg)
                 for w in queues:
                     w.put_nowait(msg)
 
@@ -298,6 +355,8 @@ class Wakes:
         held[1].discard(q)
         if not held[1]:
             del self._games[subject]
+            self._seen.pop(subject, None)
+            self._synced.pop(subject, None)
             try:
                 await held[0].unsubscribe()
             except Exception:  # noqa: BLE001 - the connection may be gone already
@@ -326,6 +385,7 @@ class RulesApplication:
         self.faults = faults or Faults()
         self._clock = clock
         self.wakes = Wakes(store.nc)
+        self.unread_views = 0  # views answered without reading the log (Wakes.current; tests)
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -489,6 +549,7 @@ class RulesApplication:
                     f"game {old.game_id} changed while it was being resumed; retry with the same request_id"
                 ) from None
             old.close(into, sseq, (ident.sub, rid, t))
+            self.wakes.local(self.store.subject(old.game_id), old.seq, closing=True)
         log.info("game closed: resumed as another game", closed=old.game_id, into=into)
 
     @staticmethod
@@ -504,8 +565,18 @@ class RulesApplication:
 
     # ------------------------------------------------------------------ reading
 
+    async def _fresh(self, game_id: str) -> GameEntry:
+        """``cache.fresh``, without its read of the log when this replica follows the game's wakes
+        already (a watcher here: the person who asks GetView or Suggest watches the game) and its
+        entry holds every record they announced (``Wakes.current``)."""
+        entry = self.cache.peek(game_id)
+        if entry is not None and self.wakes.current(self.store.subject(game_id), entry):
+            self.unread_views += 1
+            return entry
+        return await self.cache.fresh(game_id)
+
     async def view(self, ident: Identity, game_id: str, seat: int | None) -> Position:
-        entry = await self.cache.fresh(game_id)
+        entry = await self._fresh(game_id)
         klog.bind(game_id=entry.game_id)
         return Position(entry, entry.seq, entry.state, viewer_seat(entry, ident, seat))
 
@@ -541,7 +612,9 @@ class RulesApplication:
         subject = self.store.subject(game_id)
         wake = await self.wakes.join(subject)
         try:
+            reconnects = self.wakes._reconnects()
             entry = await self.cache.fresh(game_id)
+            self.wakes.synced(subject, reconnects)
             klog.bind(game_id=entry.game_id)
             viewer = viewer_seat(entry, ident, seat)
             if after_seq is not None:
@@ -567,6 +640,7 @@ class RulesApplication:
                     closing = CLOSED_HEADER in headers
                 except (TimeoutError, NatsTimeout):
                     hint, closing = None, False
+                reconnects = self.wakes._reconnects()
                 last = await self.store.last_sseq(entry.game_id) if hint is None else None
                 if _behind(entry, hint, closing, last):
                     async with entry.lock:
@@ -575,6 +649,8 @@ class RulesApplication:
                         # not be read (make bench, watch mode: one read per two moves otherwise)
                         if _behind(entry, hint, closing, last):
                             await self.cache.refresh(entry)
+                if hint is None:  # the poll read the log: the entry is current again (a reconnect)
+                    self.wakes.synced(subject, reconnects)
                     # told of a move our read of the log does not show yet (a stream follower
                     # still catching up, or a writer that lost its append): look again shortly,
                     # for up to one poll period, rather than only at the next poll
@@ -660,6 +736,7 @@ class RulesApplication:
                     "another move reached this game first; retry with the same request_id"
                 ) from None
             entry.commit(move, state, events, sseq)
+            self.wakes.local(self.store.subject(entry.game_id), move.seq)
             MOVES.labels(entry.game).inc()
             self.faults.after_append(entry, move.seq)
             return Submitted(entry, move.seq, acting, state, events, ident, tuple(record.move.events))
@@ -707,6 +784,7 @@ class RulesApplication:
             await self.cache.refresh(entry)
             return None
         entry.commit(move, state, events, sseq)
+        self.wakes.local(self.store.subject(entry.game_id), move.seq)
         if not move.is_seat_record:
             MOVES.labels(entry.game).inc()
         self.faults.after_append(entry, move.seq)
@@ -823,6 +901,7 @@ class RulesApplication:
                         ) from None
                     continue
                 entry.close("", sseq, (ident.sub, rid, t), reason)
+                self.wakes.local(self.store.subject(entry.game_id), entry.seq, closing=True)
                 log.info("game closed", reason=reason[:200])
                 self.faults.after_append(entry, entry.seq)
                 break

@@ -46,6 +46,7 @@ from typing import Any
 import court_bots
 import nats.errors
 from court_contract import records as krec
+from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.errors import Unavailable
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -106,6 +107,7 @@ class ClockDriver:
         self.application = application
         self.cache = cache
         self.store = cache.store
+        self.acks = kjs.LazyAcks(self.store.nc)  # acks and delays leave with the next write
         self._secret = secret
         self._clock = clock
         self.ack_wait = ack_wait
@@ -175,11 +177,11 @@ class ClockDriver:
     async def _dispatch(self, msg: Any) -> None:
         raw = (msg.headers or {}).get(DUE_HEADER)
         if raw is None:
-            await msg.ack()
+            self.acks.ack(msg)
             return
         wait = int(raw) - self.now_ms()
         if wait > 0:
-            await msg.nak(delay=wait / 1000)
+            self.acks.nak(msg, wait / 1000)
             return
         await self._slots.acquire()
         task = asyncio.get_running_loop().create_task(self._handle(msg))
@@ -198,24 +200,27 @@ class ClockDriver:
         except Unavailable as exc:
             log.warning("turn clock could not reach the game store; will retry", game_id=gid, error=str(exc))
             with contextlib.suppress(Exception):
-                await msg.nak(delay=0.5)
+                self.acks.nak(msg, 0.5)
             return
         except Exception:  # noqa: BLE001 - one broken game must not stop the clock
             log.exception("turn clock failed on a game", game_id=gid)
             with contextlib.suppress(Exception):
-                await msg.nak(delay=5.0)
+                self.acks.nak(msg, 5.0)
             return
         if verdict is None:
-            await msg.ack()
+            self.acks.ack(msg)
         else:
-            await msg.nak(delay=max(0.0, verdict / 1000))
+            self.acks.nak(msg, max(0.0, verdict / 1000))
 
     async def play(self, game_id: str, sseq: int) -> int | None:
         """Handle one due record of ``game_id`` (stream sequence ``sseq``): None when it is done
         with (acknowledge), else the milliseconds until it is due again (delay it)."""
         entry = await self.cache.get(game_id)
         async with entry.lock:
-            await self.cache.refresh(entry)
+            if entry.last_sseq <= sseq:
+                # (an entry already past this record needs no read: a newer record is in the log,
+                # and it carries its own due time; the usual case, a person who moved in time)
+                await self.cache.refresh(entry)
             played = 0
             for _attempt in range(MAX_CHAIN):
                 if entry.last_sseq > sseq or entry.finished:

@@ -32,14 +32,21 @@ acknowledgement of one projector's batch would also acknowledge the messages Jet
 given to another: if that one died before publishing them, they were never delivered again, and
 a game whose latest record was lost so showed nobody its next turn (the bot service plays on
 that record: the game froze; found by the chaos suite, pinned by
-``tests/rules/test_projector.py``). One ack per record costs one NATS message per move more.
+``tests/rules/test_projector.py``). One ack per record costs one NATS message per move more; it is not sent on its own, though: each ack
+waits on the connection's buffer and leaves with the process's next write (a move's append, the
+next public record), within 20 ms at the latest (``court_kit.jetstream.LazyAcks``), one socket
+write per move fewer.
 
 A tombstone (a game id the lobby closed before any creation: ``court_rules.games``) is only
 acknowledged: it has no public form, as no game was ever created under it.
 
 A finished game (its last record ``finished``) is written to ``COURT_GAMES_ARCHIVE`` once its
 final public record is stored (``GameStore.archive``, idempotent); the janitor purges the hot log
-``COURT_FINISHED_RETENTION`` after that, so a log is never purged before it is public.
+``COURT_FINISHED_RETENTION`` after that, so a log is never purged before it is public. A game
+whose every record this projector made public itself, from its creation on, is archived from
+those records as the log delivered them (kept in memory, ``KEEP_RECORDS`` at most, the oldest
+games dropped first); any other (records projected elsewhere, a restart mid-game) is read back
+from the log, one message per record.
 
 Runs inside every rules process by default (``COURT_PROJECTOR=on``) and as its own process,
 ``court-projector`` (NATS user ``projector``; then set ``COURT_PROJECTOR=off`` for the rules
@@ -50,6 +57,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import sys
 import time
@@ -96,6 +104,7 @@ LAG = Histogram(
     buckets=(0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60),
 )
 KEEP = 100_000  # games whose public position is remembered
+KEEP_RECORDS = 50_000  # full records kept for archiving games this projector saw whole (~400 B each)
 SERVICE_NAME = "court.events.v2.Projector"
 
 
@@ -139,10 +148,21 @@ class Projector:
         self.ack_wait = ack_wait
         self.durable = durable
         self.positions: OrderedDict[str, Position] = OrderedDict()
+        # per game this projector has projected from its creation on, every one of its records so
+        # far (serialized, as the log holds them) and the last one's log sequence: a finished game
+        # is archived from them instead of read back from the log (one message per move fewer)
+        self.kept: OrderedDict[str, tuple[list[bytes], int]] = OrderedDict()
+        self._kept_records = 0
+        self.archived_from_memory = 0  # (tests)
         self._locks: dict[str, asyncio.Lock] = {}
         self.projected = 0  # public records this projector stored (tests, observability)
         self.progress = asyncio.Event()  # set after every batch (tests wait on it)
         self.attached = asyncio.Event()  # every shard's consumer exists and is being pulled
+
+    @functools.cached_property
+    def acks(self) -> kjs.LazyAcks:
+        """Each record's ack leaves with the connection's next write (module docstring)."""
+        return kjs.LazyAcks(self.store.nc)
 
     # ------------------------------------------------------------------ one record
 
@@ -175,17 +195,18 @@ class Projector:
         while len(self.positions) > KEEP:
             self.positions.popitem(last=False)
 
-    async def project(self, log_sseq: int, rec: records_pb2.Record) -> bool:
-        """Make the record public (and everything before it in its game). False: it was already."""
+    async def project(self, log_sseq: int, rec: records_pb2.Record, raw: bytes = b"") -> bool:
+        """Make the record public (and everything before it in its game). False: it was already.
+        ``raw``: the record as the log holds it (kept to archive the game; empty: not kept)."""
         lock = self._locks.setdefault(rec.game_id, asyncio.Lock())
         try:
             async with lock:
-                return await self._project(log_sseq, rec)
+                return await self._project(log_sseq, rec, raw)
         finally:
             if not lock.locked() and self._locks.get(rec.game_id) is lock:
                 del self._locks[rec.game_id]
 
-    async def _project(self, log_sseq: int, rec: records_pb2.Record) -> bool:
+    async def _project(self, log_sseq: int, rec: records_pb2.Record, raw: bytes = b"") -> bool:
         gid = rec.game_id
         if is_tombstone(rec):
             # a game id closed before it was created: no game ever existed, so nothing is public
@@ -196,6 +217,7 @@ class Projector:
             pos = await self._position(rec.game, gid)
             if pos is not None and pos.log_sseq >= log_sseq:
                 SKIPPED.inc()
+                self._forget_kept(gid)  # made public elsewhere: what is kept here has a gap
                 if krec.moves_points(rec):  # its point record may not have been stored: again
                     await self._points(rec, krec.redact(rec).SerializeToString())
                 if rec.finished:
@@ -222,6 +244,7 @@ class Projector:
                 if exc.err_code == kjs.ERR_WRONG_LAST_SEQUENCE:
                     # someone else (another projector) moved the subject on: read it again
                     self.positions.pop(gid, None)
+                    self._forget_kept(gid)
                     continue
                 raise Unavailable(f"publishing {gid}-{rec.seq}: {exc}") from exc
             except (TimeoutError, nats.errors.Error) as exc:
@@ -230,6 +253,7 @@ class Projector:
                 self.positions.pop(gid, None)  # it may or may not be stored: read it back next time
                 raise Unavailable(f"publishing {gid}-{rec.seq}: {type(exc).__name__}") from exc
             self._remember(gid, Position(int(ack["seq"]), int(rec.seq), closed, log_sseq))
+            self._keep(gid, pos is None, raw, log_sseq)
             if not ack.get("duplicate"):
                 PROJECTED.inc()
                 self.projected += 1
@@ -274,7 +298,37 @@ class Projector:
             FILLED.inc()
             await self._project(r.sseq, r.body)
 
+    def _keep(self, game_id: str, created: bool, raw: bytes, log_sseq: int) -> None:
+        """Keep a record just made public for the game's archive: the first of a game, or the next
+        of a game kept from its first on; anything else (no ``raw``) ends the game's keeping."""
+        held = self.kept.get(game_id)
+        if not raw or (held is None and not created):
+            self._forget_kept(game_id)
+            return
+        if created:
+            self._forget_kept(game_id)
+            held = ([], 0)
+        assert held is not None
+        held[0].append(raw)
+        self.kept[game_id] = (held[0], log_sseq)
+        self.kept.move_to_end(game_id)
+        self._kept_records += 1
+        while self._kept_records > KEEP_RECORDS and self.kept:
+            self._kept_records -= len(self.kept.popitem(last=False)[1][0])
+
+    def _forget_kept(self, game_id: str) -> None:
+        held = self.kept.pop(game_id, None)
+        if held is not None:
+            self._kept_records -= len(held[0])
+
     async def _archive(self, game: str, game_id: str) -> None:
+        held = self.kept.get(game_id)
+        if held is not None:  # every record of the game, in order, as the log holds them
+            self._forget_kept(game_id)
+            rows = [records_pb2.Record.FromString(r) for r in held[0]]
+            await self.store.archive(game, game_id, rows, held[1])
+            self.archived_from_memory += 1
+            return
         records = await self.store.records(game_id)
         if not records or records[0].archived:
             return
@@ -385,7 +439,7 @@ class Projector:
         for m, rec in items:
             while rec is not None:
                 try:
-                    await self.project(m.metadata.sequence.stream, rec)
+                    await self.project(m.metadata.sequence.stream, rec, m.data)
                     break
                 except Unavailable as exc:
                     if stop.is_set():
@@ -400,7 +454,7 @@ class Projector:
                         await asyncio.wait_for(stop.wait(), delay)
                     delay = min(delay * 2, 2.0)
             with contextlib.suppress(Exception):  # a lost ack: redelivered, found public, acked again
-                await m.ack()
+                self.acks.ack(m)
 
 
 # ---------------------------------------------------------------------- court-projector
