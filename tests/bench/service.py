@@ -42,6 +42,12 @@ on a busy machine; the budget is in multiples of the ceiling's own figures from 
 server <= 1.7x, nats-server <= 1.5x, driver <= 1.3x the ceiling's CPU per call, which puts the
 ratio service/ceiling near 0.6 (the goal; then 0.8).
 
+Issue 34's goals are printed last, each ok or MISSED: views plus the engine step <= 60 us of server
+CPU per move (the server's CPU per move in ``bot`` mode less the ``noviews`` bound's, which still
+steps the engine, plus the engine step itself; beside it the same measured in process on the
+compiled core, tests/bench/_viewstep.py: the step and the views one move's answer builds), the
+``bot`` ratio >= 0.55 and the ``watch`` ratio >= 0.4.
+
 ``BENCH_PROFILE=DIR`` also records every measured phase with py-spy (the server, the driver and,
 for the ceiling, its handler process; ``BENCH_PROFILE_NATIVE=1`` adds native frames): collapsed
 stacks in DIR/<phase>-<process>.txt and the top functions by CPU share printed after the figures.
@@ -75,6 +81,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from nats import connect as nats_connect
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
+from tests.bench import _viewstep
 from tests.bench.slim import SlimRules
 from tests.fixtures import keys
 from tests.fixtures.nats import BinaryNats, free_port
@@ -102,6 +109,10 @@ GAME_MIX = [
 # the budget: CPU per move as a multiple of the ceiling's CPU per call (server, driver, nats-server)
 BUDGET = (1.7, 1.3, 1.5)
 GOAL_RATIO = 0.6
+# issue 34, the rules service: views plus the engine step (us of server CPU per move), the ratios
+GOAL_VIEWS_STEP_US = 60.0
+GOAL_RATIO_BOT = 0.55
+GOAL_RATIO_WATCH = 0.4
 # docs/capacity.md: the cores that serve this many concurrent games at one move per this many seconds
 CAPACITY_GAMES = 100_000
 CAPACITY_MOVE_EVERY = 5.0
@@ -883,7 +894,39 @@ def report(r: dict[str, Any]) -> list[str]:
                 f"{f.cpu[2] * 1e6:.0f} against {s.cpu[2] * 1e6:.0f} us"
             )
         lines.extend(capacity_lines(services))
+    lines.extend(goal_lines(services, rate, r.get("inproc")))
     return lines
+
+
+def goal_lines(services: dict[str, Stats], rate: float, inproc: dict[str, float] | None) -> list[str]:
+    """Issue 34's rules-service goals, each ok or MISSED (a goal whose mode did not run: n/a)."""
+    ok = {True: "ok", False: "MISSED"}
+    out = ["issue 34, rules service goals:"]
+    b, nv, w = services.get("bot"), services.get("noviews"), services.get("watch")
+    if inproc is not None:
+        step, views = inproc["step"], inproc["views"]
+        out.append(
+            f"  in process (compiled core, {inproc['moves']:.0f} moves of the mix): engine step {step:.1f} us "
+            f"+ the views a bot answer builds ({inproc['views_per_move']:.2f} per move, serialized) "
+            f"{views:.1f} us = {step + views:.1f} us per move (goal <= {GOAL_VIEWS_STEP_US:.0f}: "
+            f"{ok[step + views <= GOAL_VIEWS_STEP_US]}); a WatchGame stream per seat adds "
+            f"{inproc['watch']:.1f} us ({inproc['updates_per_move']:.2f} updates per move)"
+        )
+    if b is not None and nv is not None and inproc is not None:
+        server = (b.cpu[0] - nv.cpu[0]) * 1e6 + inproc["step"]
+        out.append(
+            f"  views plus the engine step, server CPU per move: bot {b.cpu[0] * 1e6:.0f} - noviews "
+            f"{nv.cpu[0] * 1e6:.0f} + step {inproc['step']:.1f} = {server:.0f} us "
+            f"(goal <= {GOAL_VIEWS_STEP_US:.0f}: {ok[server <= GOAL_VIEWS_STEP_US]})"
+        )
+    else:
+        out.append("  views plus the engine step, server CPU per move: n/a (needs the bot and noviews modes)")
+    for name, st, goal in (("bot", b, GOAL_RATIO_BOT), ("watch", w, GOAL_RATIO_WATCH)):
+        if st is None:
+            out.append(f"  ratio {name}: n/a (mode not run)")
+        else:
+            out.append(f"  ratio {name} {st.rate / rate:.2f} (goal >= {goal}: {ok[st.rate / rate >= goal]})")
+    return out
 
 
 def capacity_lines(services: dict[str, Stats]) -> list[str]:
@@ -911,6 +954,8 @@ def capacity_lines(services: dict[str, Stats]) -> list[str]:
 
 def main() -> None:
     r = run_loop(run(), LOOP)
+    # in process, after the run (not beside it: it would take the CPU the processes measured share)
+    r["inproc"] = _viewstep.measure(GAME_MIX)
     print("\n".join(report(r)))
     if PROFILE:
         for path in sorted(Path(PROFILE).glob("*.txt")):
