@@ -8,7 +8,8 @@ service's own entry: its clock, its service events), then, per move, the CPU of
   ``COURT_PURE=1``);
 * ``views``: the views the move's SubmitAction answer builds in bot mode (the mover's, and every
   other seat to act: ``Submitted.next_seats`` with a bot driving every seat), each built afresh
-  (``court_rules.views.game_view``, legal actions included), and serialized as gRPC sends them;
+  (legal actions included), put in the answer as the servicer does and serialized (the answer's
+  events left out);
 * ``watch``: what one ``WatchGame`` stream per seat adds: each seat's update (view and events)
   per move, serialized once per stream.
 
@@ -25,10 +26,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from court_games.registry import get_game
+from court_proto.court.rules.v1 import rules_pb2
+from court_rules import views as _views
 from court_rules.games import GameEntry
 from court_rules.views import ActionCodec, game_update, game_view
 
-REPEAT = 5
+view_bytes = getattr(_views, "view_bytes", None)  # absent before views were built from parts
+REPEAT = 7
 
 
 @dataclass
@@ -93,12 +97,22 @@ def measure(mix: list[tuple[str, dict[str, Any], int]], games: int = 24) -> dict
                 apply(before, seat, action)
 
     def views() -> None:
+        """The answer's views as the servicer puts them in it (court_rules.servicer._submit_answer:
+        parsed into place from their bytes; before those, copied in from the view messages)."""
         for p in played:
             e = p.entry
             for _seat, _before, _action, after, shown, seq in p.moves:
                 e.views.clear()
-                for s in shown:
-                    game_view(e, codec, after, seq, s).SerializeToString()
+                out = rules_pb2.SubmitActionResponse(seq=seq)
+                if view_bytes is not None:
+                    out.view.MergeFromString(view_bytes(e, codec, after, seq, shown[0]))
+                    for s in shown[1:]:
+                        out.next.add().MergeFromString(view_bytes(e, codec, after, seq, s))
+                else:
+                    out.view.CopyFrom(game_view(e, codec, after, seq, shown[0]))
+                    for s in shown[1:]:
+                        out.next.append(game_view(e, codec, after, seq, s))
+                out.SerializeToString()
 
     def watch() -> None:
         for p in played:

@@ -73,9 +73,7 @@ def game_view(
     v = views.get(key)
     if v is None:
         v = rules_pb2.GameView.FromString(view_bytes(entry, codec, state, seq, seat))
-        if len(views) >= VIEWS_KEPT:
-            views.clear()
-        views[key] = v
+        _keep(views, key, v)
     return v
 
 
@@ -94,9 +92,7 @@ def view_bytes(entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat:
     b = views.get(key)
     if b is None:
         b = _build_view(entry, codec, state, seq, seat, closed)
-        if len(views) >= VIEWS_KEPT:
-            views.clear()
-        views[key] = b
+        _keep(views, key, b)
     return b
 
 
@@ -122,27 +118,46 @@ def public_bytes(entry: GameEntry, codec: ActionCodec, state: Any, seq: int, clo
         try:
             # the typed view built in place (typed.view_part_kwargs), not built and then copied in
             v = rules_pb2.GameView(
-                game=entry.game,
-                game_id=entry.game_id,
                 seq=seq,
                 to_act=acting,
                 finished=finished,
-                seats=entry.seats,
                 # protobuf builds a message field from a dict (no copy); its stubs allow only the message
                 view=typed.view_part_kwargs(entry.game, part, _public_keys(entry)),  # type: ignore[arg-type]
             )
         except (TypeError, ValueError):
             typed.view_to_proto(entry.game, module.view(state, None))  # the TypedError that names the field
             raise
-        v.options.MergeFromString(entry.options_bytes)
         if finished:
             result_proto(entry, state, v.result, closed)
         clock_proto(entry, seq, v)
-        b = v.SerializeToString()
-        if len(views) >= VIEWS_KEPT:
-            views.clear()
-        views[key] = b
+        b = _static_bytes(entry) + v.SerializeToString()
+        _keep(views, key, b)
     return b
+
+
+_STATIC = ("static",)
+
+
+def _static_bytes(entry: GameEntry) -> bytes:
+    """The part of every view of the game that no move changes, serialized: its ids, seats and
+    options (kept when the game's views are dropped: ``_keep``)."""
+    b = entry.views.get(_STATIC)
+    if b is None:
+        v = rules_pb2.GameView(game=entry.game, game_id=entry.game_id, seats=entry.seats)
+        v.options.MergeFromString(entry.options_bytes)
+        b = entry.views[_STATIC] = v.SerializeToString()
+    return b  # type: ignore[no-any-return]
+
+
+def _keep(views: dict[tuple[Any, ...], Any], key: tuple[Any, ...], value: Any) -> None:
+    """Memoise ``value`` among a game's views, which hold at most ``VIEWS_KEPT`` (then all but the
+    game's static part are dropped: the recent positions are built again when asked for)."""
+    if len(views) >= VIEWS_KEPT:
+        static = views.get(_STATIC)
+        views.clear()
+        if static is not None:
+            views[_STATIC] = static
+    views[key] = value
 
 
 _PUBLIC_KEYS: dict[str, frozenset[str]] = {}
@@ -199,9 +214,7 @@ def game_update(
         u.view.MergeFromString(view_bytes(entry, codec, state, seq, seat))
         if events is not None:
             u.events.extend(_events_for(entry, seq, seat, events))
-        if len(views) >= VIEWS_KEPT:
-            views.clear()
-        views[key] = u
+        _keep(views, key, u)
     return u
 
 
@@ -215,9 +228,7 @@ def _events_for(entry: GameEntry, seq: int, seat: int | None, events: Sequence[E
     game = entry.game
     if public is None:
         public = [typed.event_for_seat_to_proto(game, e, None) for e in events]
-        if len(views) >= VIEWS_KEPT:
-            views.clear()
-        views[key] = public
+        _keep(views, key, public)
     if seat is None:
         return public
     return [
