@@ -146,7 +146,7 @@ def _static_bytes(entry: GameEntry) -> bytes:
         v = rules_pb2.GameView(game=entry.game, game_id=entry.game_id, seats=entry.seats)
         v.options.MergeFromString(entry.options_bytes)
         b = entry.views[_STATIC] = v.SerializeToString()
-    return b  # type: ignore[no-any-return]
+    return b
 
 
 def _keep(views: dict[tuple[Any, ...], Any], key: tuple[Any, ...], value: Any) -> None:
