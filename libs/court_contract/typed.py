@@ -160,12 +160,16 @@ class _Plan:
 
     __slots__ = ("cls", "name", "fields", "secret", "secret_keys", "_kw", "fill")
 
-    def __init__(self, desc: Descriptor):
+    def __init__(self, desc: Descriptor, only: frozenset[str] | None = None):
+        """``only``: a plan for part of the message, the fields of these names (their keys are
+        then all a dict may hold; see ``view_part_kwargs``)."""
         self.cls = desc._concrete_class
         self.name = desc.full_name
         self.fields: list[_Field] = []
         self.secret: _Plan | None = None
         for fd in desc.fields:
+            if only is not None and fd.name not in only:
+                continue
             if fd.name == "secret":
                 self.secret = _plan(fd.message_type)
             else:
@@ -621,6 +625,33 @@ def view_kwargs(game: str, view: Mapping[str, Any]) -> dict[str, Any]:
     if game not in GAMES:
         raise TypedError(f"unknown game {game!r}")
     return _VIEW_KW(view, game)  # type: ignore[no-any-return]
+
+
+_VIEW_PARTS: dict[tuple[str, frozenset[str]], _Plan] = {}
+
+
+def view_part_kwargs(game: str, part: Mapping[str, Any], keys: frozenset[str]) -> dict[str, Any]:
+    """``view_kwargs`` of part of a view: ``part`` holds the keys of the fields named ``keys``, and
+    no other (every such key a view has, bar those omitted when unset). Two parts with disjoint
+    ``keys`` that make up a whole view, each in its own message, serialized and concatenated, are
+    that view's message serialized (a message field met twice on the wire is merged): the service
+    builds the part every seat shares once per position (``public_view``; ``keys`` the view's fields
+    not in the engine's ``SEAT_KEYS``) and only the seat's own (``seat_view``) per seat."""
+    plan = _VIEW_PARTS.get((game, keys))
+    if plan is None:
+        if game not in GAMES:
+            raise TypedError(f"unknown game {game!r}")
+        desc: Descriptor = View.DESCRIPTOR.fields_by_name[game].message_type
+        plan = _VIEW_PARTS[(game, keys)] = _Plan(desc, keys)
+    return {game: plan.kwargs(part, game)}
+
+
+def view_fields(game: str) -> frozenset[str]:
+    """The names of the fields of ``game``'s view message (the keys of its JSON form)."""
+    if game not in GAMES:
+        raise TypedError(f"unknown game {game!r}")
+    desc: Descriptor = View.DESCRIPTOR.fields_by_name[game].message_type
+    return frozenset(fd.name for fd in desc.fields)
 
 
 def view_from_proto(msg: Any) -> dict[str, Any]:

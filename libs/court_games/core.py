@@ -30,6 +30,9 @@ Every game's engine, ``court_games.<game>.engine``, exposes the same small inter
   ``InvalidAction`` on malformed input).
 * ``view(state, seat) -> dict``: what ``seat`` may see (``None``: a spectator,
   who sees no hand). Never another player's hand, the deck order or the seed.
+  It is ``public_view(state)`` (the same for every seat and a spectator: the
+  service builds it once per position) updated with ``seat_view(state, seat)``
+  (the keys in ``SEAT_KEYS``: what depends on the seat).
 * ``is_terminal(state) -> bool``, ``result(state) -> dict`` (the result shape of docs/rules/
   shape).
 """

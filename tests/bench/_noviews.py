@@ -1,7 +1,7 @@
 """``court-rules`` with views that cost nothing, for make bench's ``noviews`` mode: not the service.
 
 The rules service exactly as ``court-rules`` runs it (its settings from the same ``COURT_``
-environment), except that ``court_rules.views._build_view`` answers only what a driver reads to
+environment), except that ``court_rules.views._build_view`` (a view's bytes) answers only what a driver reads to
 play on: ``to_act``, ``finished``, ``your_seat`` and the seat's legal actions. No engine view, no
 typed view, no clock, no options, no result. What the service costs with every view free: the
 bound that no faster view (compiled, cached or smaller) can pass, measured beside the service in
@@ -21,7 +21,7 @@ from court_rules import app, views
 
 def _bare_view(
     entry: Any, codec: views.ActionCodec, state: Any, seq: int, seat: int | None, closed: bool
-) -> rules_pb2.GameView:
+) -> bytes:
     module = entry.module
     acting = () if closed else module.to_act(state)
     v = rules_pb2.GameView(
@@ -35,7 +35,7 @@ def _bare_view(
         v.your_seat = seat
         if seat in acting:
             v.legal_actions.extend([codec.proto(entry, a, seat) for a in module.legal_actions(state, seat)])
-    return v
+    return v.SerializeToString()
 
 
 if __name__ == "__main__":

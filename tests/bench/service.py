@@ -18,6 +18,10 @@ comma-separated, default all of them):
   ``bot``, in a second rules process beside the first, followed by the same projector. The bound
   that no faster view (compiled, cached or smaller) can pass: its server multiple and ratio are
   printed beside the service's;
+* ``viewcpu``: the service driven as ``bot``, in its own rules process (and beside the first, like
+  ``noviews``) in which the functions that build views and the engines' ``apply`` count the CPU
+  time they take (tests/bench/_timedviews.py): the server CPU per move of views plus the engine
+  step, measured where it is spent (issue 34's goal), apart from the rest of the process;
 * ``contract``: not the service: the events-v2 contract with no game in it (tests/bench/_ceiling.py
   ``contract`` and ``projector``): per call one append to a game's log with the service's
   headers and expected-sequence check, and a bare projector process that follows the log as
@@ -42,6 +46,12 @@ on a busy machine; the budget is in multiples of the ceiling's own figures from 
 server <= 1.7x, nats-server <= 1.5x, driver <= 1.3x the ceiling's CPU per call, which puts the
 ratio service/ceiling near 0.6 (the goal; then 0.8).
 
+Issue 34's goals are printed last, each ok or MISSED: views plus the engine step <= 60 us of server
+CPU per move (the server's CPU per move in ``bot`` mode less the ``noviews`` bound's, which still
+steps the engine, plus the engine step itself; beside it the same measured in process on the
+compiled core, tests/bench/_viewstep.py: the step and the views one move's answer builds), the
+``bot`` ratio >= 0.55 and the ``watch`` ratio >= 0.4.
+
 ``BENCH_PROFILE=DIR`` also records every measured phase with py-spy (the server, the driver and,
 for the ceiling, its handler process; ``BENCH_PROFILE_NATIVE=1`` adds native frames): collapsed
 stacks in DIR/<phase>-<process>.txt and the top functions by CPU share printed after the figures.
@@ -55,6 +65,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -75,6 +86,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from nats import connect as nats_connect
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
+from tests.bench import _viewstep
 from tests.bench.slim import SlimRules
 from tests.fixtures import keys
 from tests.fixtures.nats import BinaryNats, free_port
@@ -83,7 +95,7 @@ GAMES = int(os.environ.get("BENCH_GAMES", "64"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))
 MODES = tuple(
     m.strip()
-    for m in os.environ.get("BENCH_MODES", "bot,watch,players,noviews,contract,edge,fsync").split(",")
+    for m in os.environ.get("BENCH_MODES", "bot,watch,players,noviews,viewcpu,contract,edge,fsync").split(",")
     if m.strip()
 )
 LOOP = os.environ.get("COURT_EVENT_LOOP", "uvloop")
@@ -102,6 +114,10 @@ GAME_MIX = [
 # the budget: CPU per move as a multiple of the ceiling's CPU per call (server, driver, nats-server)
 BUDGET = (1.7, 1.3, 1.5)
 GOAL_RATIO = 0.6
+# issue 34, the rules service: views plus the engine step (us of server CPU per move), the ratios
+GOAL_VIEWS_STEP_US = 60.0
+GOAL_RATIO_BOT = 0.55
+GOAL_RATIO_WATCH = 0.4
 # docs/capacity.md: the cores that serve this many concurrent games at one move per this many seconds
 CAPACITY_GAMES = 100_000
 CAPACITY_MOVE_EVERY = 5.0
@@ -111,6 +127,7 @@ LABELS = {
     "watch": "service (bot, + a WatchGame stream per seat)",
     "players": "service (a token per seat, 2 RPCs per move)",
     "noviews": "service with views that cost nothing (bound)",
+    "viewcpu": "service (bot), views and engine steps timed inside",
     "contract": "v2 contract, no game (append + bare projector)",
     "edge": "ceiling behind court_kit's EdgeInterceptor",
     "fsync": "service (bot), nats-server sync_interval: always",
@@ -153,6 +170,7 @@ class Stats:
     lag: list[float] = field(default_factory=list)  # seconds from a move accepted to its public record
     cpu: tuple[float, ...] = (0.0, 0.0, 0.0, 0.0)  # per move: server, driver, nats-server, projector
     load: tuple[float, float] = (0.0, 0.0)  # 1-minute load average before and after
+    timed: dict[str, float] = field(default_factory=dict)  # viewcpu: s per move in views_ns, step_ns
 
     @property
     def rate(self) -> float:
@@ -529,6 +547,21 @@ def _connz(port: int) -> dict[str, tuple[int, int]]:
     return out
 
 
+async def _timed_counters(pid: int, path: Path, timeout: float = 10.0) -> dict[str, int]:
+    """The viewcpu process's counters now (tests/bench/_timedviews.py): asks with SIGUSR1 and waits
+    for the answer it writes."""
+    asked = json.loads(path.read_text())["asked"] if path.exists() else 0
+    os.kill(pid, signal.SIGUSR1)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists():
+            got: dict[str, int] = json.loads(path.read_text())
+            if got["asked"] > asked:
+                return got
+        await asyncio.sleep(0.01)
+    raise RuntimeError(f"the viewcpu rules process did not write its counters to {path}")
+
+
 async def run() -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="court-bench-"))
     monitor = free_port()
@@ -569,7 +602,7 @@ async def run() -> dict[str, Any]:
             bare_projector, _ = bare("projector")  # once its consumer exists
 
         async def rules_process(
-            state: str, module: str = "", url: str = nats.url
+            state: str, module: str = "", url: str = nats.url, **extra: str
         ) -> tuple[subprocess.Popen[bytes], str]:
             """A rules process serving (``module``: tests/bench/_noviews.py's in court-rules' place;
             ``url``: the nats-server it uses)."""
@@ -579,6 +612,7 @@ async def run() -> dict[str, Any]:
                 tmp / state,
                 module,
                 COURT_PROJECTOR="on" if PROJECTOR == "inside" else "off",
+                **extra,
             )
             procs.append(proc)
             await _await_serving(addr)
@@ -587,6 +621,12 @@ async def run() -> dict[str, Any]:
         rules, target = await rules_process("state")
         noviews, noviews_target = (
             await rules_process("state-noviews", "tests.bench._noviews") if "noviews" in MODES else (None, "")
+        )
+        timed_file = tmp / "timed.json"
+        viewcpu, viewcpu_target = (
+            await rules_process("state-viewcpu", "tests.bench._timedviews", COURT_BENCH_TIMED=str(timed_file))
+            if "viewcpu" in MODES
+            else (None, "")
         )
         fsync, fsync_target = (
             await rules_process("state-fsync", url=nats_fsync.url) if nats_fsync is not None else (None, "")
@@ -608,6 +648,7 @@ async def run() -> dict[str, Any]:
         sides = {
             rules.pid: projector,
             **({noviews.pid: projector} if noviews else {}),
+            **({viewcpu.pid: projector} if viewcpu else {}),
             **({contract.pid: bare_projector} if contract else {}),
             **({fsync.pid: fsync_projector} if fsync else {}),
         }
@@ -632,7 +673,12 @@ async def run() -> dict[str, Any]:
             profile cover that part only."""
             got: dict[str, Any] = {}
 
-            service = server in (rules.pid, noviews.pid if noviews else None, fsync.pid if fsync else None)
+            service = server in (
+                rules.pid,
+                noviews.pid if noviews else None,
+                viewcpu.pid if viewcpu else None,
+                fsync.pid if fsync else None,
+            )
             _, url, mon = natses.get(server, (npid, nats.url, monitor))
 
             @contextlib.asynccontextmanager
@@ -642,6 +688,8 @@ async def run() -> dict[str, Any]:
                     got["seqs"] = await _last_seqs(nc)
                     await nc.close()
                 got["connz"] = await asyncio.to_thread(_connz, mon)
+                if viewcpu is not None and server == viewcpu.pid:
+                    got["timed"] = await _timed_counters(viewcpu.pid, timed_file)
                 got["load0"], got["before"] = os.getloadavg()[0], cpus(server)
                 pids = {"server": server, "driver": os.getpid()}
                 if sides.get(server) is not None:
@@ -650,9 +698,22 @@ async def run() -> dict[str, Any]:
                 with profiler.record(phase, pids) if profiler else contextlib.nullcontext():
                     yield
                 got["after"] = cpus(server)
+                if "timed" in got:
+                    after = await _timed_counters(server, timed_file)
+                    got["timer_ns"] = after["timer_ns"]
+                    # less what the timed calls add by themselves (their clock reads)
+                    got["timed"] = {
+                        k: after[k]
+                        - got["timed"][k]
+                        - after["timer_ns"] * (after[k[:-3] + "_calls"] - got["timed"][k[:-3] + "_calls"])
+                        for k in ("views_ns", "step_ns")
+                    }
                 got["connz_after"] = await asyncio.to_thread(_connz, mon)
 
             st: Stats = await measure(span)
+            if "timed" in got:
+                st.timed = {k: v * 1e-9 / max(1, st.moves) for k, v in got["timed"].items()}
+                st.timed["timer"] = got["timer_ns"] * 1e-9
             if service:
                 st.lag = await _projector_lag(url, got["seqs"])
             st.cpu = tuple(
@@ -697,6 +758,7 @@ async def run() -> dict[str, Any]:
             # noviews, fsync: their own rules process, driven as bot
             proc, addr, drive = {
                 "noviews": (noviews, noviews_target, "bot"),
+                "viewcpu": (viewcpu, viewcpu_target, "bot"),
                 "fsync": (fsync, fsync_target, "bot"),
             }.get(mode, (rules, target, mode))
             assert proc is not None
@@ -883,7 +945,47 @@ def report(r: dict[str, Any]) -> list[str]:
                 f"{f.cpu[2] * 1e6:.0f} against {s.cpu[2] * 1e6:.0f} us"
             )
         lines.extend(capacity_lines(services))
+    lines.extend(goal_lines(services, rate, r.get("inproc")))
     return lines
+
+
+def goal_lines(services: dict[str, Stats], rate: float, inproc: dict[str, float] | None) -> list[str]:
+    """Issue 34's rules-service goals, each ok or MISSED (a goal whose mode did not run: n/a)."""
+    ok = {True: "ok", False: "MISSED"}
+    out = ["issue 34, rules service goals:"]
+    b, nv, w = services.get("bot"), services.get("noviews"), services.get("watch")
+    if inproc is not None:
+        step, views = inproc["step"], inproc["views"]
+        out.append(
+            f"  in process (compiled core, {inproc['moves']:.0f} moves of the mix): engine step {step:.1f} us "
+            f"+ the views a bot answer builds ({inproc['views_per_move']:.2f} per move, serialized) "
+            f"{views:.1f} us = {step + views:.1f} us per move (goal <= {GOAL_VIEWS_STEP_US:.0f}: "
+            f"{ok[step + views <= GOAL_VIEWS_STEP_US]}); a WatchGame stream per seat adds "
+            f"{inproc['watch']:.1f} us ({inproc['updates_per_move']:.2f} updates per move)"
+        )
+    vc = services.get("viewcpu")
+    if vc is not None and vc.timed:
+        views_us, step_us = vc.timed["views_ns"] * 1e6, vc.timed["step_ns"] * 1e6
+        out.append(
+            f"  views plus the engine step, server CPU per move (viewcpu, timed inside, {vc.rate:.0f} "
+            f"moves/s): views {views_us:.1f} + step {step_us:.1f} = {views_us + step_us:.1f} us of "
+            f"{vc.cpu[0] * 1e6:.0f}, less {vc.timed['timer'] * 1e6:.1f} us per timed call (goal <= {GOAL_VIEWS_STEP_US:.0f}: "
+            f"{ok[views_us + step_us <= GOAL_VIEWS_STEP_US]})"
+        )
+    else:
+        out.append("  views plus the engine step, server CPU per move: n/a (needs the viewcpu mode)")
+    if b is not None and nv is not None and inproc is not None:
+        out.append(
+            f"  the same from two processes' totals (noisy: a difference of two runs): bot "
+            f"{b.cpu[0] * 1e6:.0f} - noviews {nv.cpu[0] * 1e6:.0f} + step {inproc['step']:.1f} = "
+            f"{(b.cpu[0] - nv.cpu[0]) * 1e6 + inproc['step']:.0f} us"
+        )
+    for name, st, goal in (("bot", b, GOAL_RATIO_BOT), ("watch", w, GOAL_RATIO_WATCH)):
+        if st is None:
+            out.append(f"  ratio {name}: n/a (mode not run)")
+        else:
+            out.append(f"  ratio {name} {st.rate / rate:.2f} (goal >= {goal}: {ok[st.rate / rate >= goal]})")
+    return out
 
 
 def capacity_lines(services: dict[str, Stats]) -> list[str]:
@@ -911,6 +1013,8 @@ def capacity_lines(services: dict[str, Stats]) -> list[str]:
 
 def main() -> None:
     r = run_loop(run(), LOOP)
+    # in process, after the run (not beside it: it would take the CPU the processes measured share)
+    r["inproc"] = _viewstep.measure(GAME_MIX)
     print("\n".join(report(r)))
     if PROFILE:
         for path in sorted(Path(PROFILE).glob("*.txt")):

@@ -1065,14 +1065,17 @@ def _public_seat(s: int, out: bool, cs: Sequence[Court]) -> dict[str, Any]:
     }
 
 
-def view(state: State, seat: int | None) -> dict[str, Any]:
-    """The whole table (everything in Court Wars is face up) except the draw pile's cards."""
+SEAT_KEYS = frozenset({"seat"})  # seat_view's keys: everything else is face up
+
+
+def public_view(state: State) -> dict[str, Any]:
+    """The part of every view that reads the same for every seat and a spectator (the keys not in
+    ``SEAT_KEYS``): the whole table but the draw pile's cards, built once per position."""
     n = state.options.players
     over = state.phase is Phase.OVER
     setup = state.phase is Phase.SETUP
     return {
         "game": NAME,
-        "seat": seat,
         "options": options_to_dict(state.options),
         "phase": state.phase.value,
         "to_act": list(to_act(state)),
@@ -1092,6 +1095,18 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
         "winners": list(state.winners),
         "end": state.end,
     }
+
+
+def seat_view(state: State, seat: int | None) -> dict[str, Any]:
+    """``seat``'s own part of its view (the keys in ``SEAT_KEYS``): only the seat itself."""
+    return {"seat": seat}
+
+
+def view(state: State, seat: int | None) -> dict[str, Any]:
+    """The whole table (everything in Court Wars is face up) except the draw pile's cards."""
+    out = public_view(state)
+    out["seat"] = seat
+    return out
 
 
 def result(state: State) -> dict[str, Any]:

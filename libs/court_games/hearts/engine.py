@@ -862,13 +862,18 @@ def result(state: State) -> dict[str, Any]:
     }
 
 
-def view(state: State, seat: int | None) -> dict[str, Any]:
+SEAT_KEYS = frozenset({"seat", "cards", "chosen", "passed", "received"})  # seat_view's keys
+
+
+def public_view(state: State) -> dict[str, Any]:
+    """The part of every view that reads the same for every seat and a spectator (the keys not in
+    ``SEAT_KEYS``): built once per position and shared by all of them."""
     m = state.match
     phase = state.phase
     hands = state.hands
     leader = (state.acting[0] - len(state.trick)) % 4 if phase is _PLAY else None
-    off = m.pass_offset
-    out: dict[str, Any] = {
+    won = state.won
+    return {
         "game": NAME,
         "phase": phase.name.lower(),
         "hand": m.hand_no,
@@ -879,24 +884,39 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
         "ready": [phase is not _PASS or p.bit_count() == PASS_SIZE for p in state.pending],
         "trick": {"leader": leader, "cards": _trick_names(state.trick)} if phase is _PLAY else None,
         "tricks": [{"leader": ld, "cards": _trick_names(cs), "winner": w} for ld, cs, w in state.tricks],
-        "taken": [points_of(w) for w in state.won],
-        "tricks_won": [w.bit_count() // 4 for w in state.won],
-        "hearts_broken": bool(
-            (state.won[0] | state.won[1] | state.won[2] | state.won[3] | mask_of(state.trick)) & HEARTS
-        ),
+        "taken": [points_of(w) for w in won],
+        "tricks_won": [w.bit_count() // 4 for w in won],
+        "hearts_broken": bool((won[0] | won[1] | won[2] | won[3] | mask_of(state.trick)) & HEARTS),
         "totals": list(m.totals),
         "history": [list(p) for p in m.history],
         "finished": phase is _OVER,
         "winners": _winners(m) if phase is _OVER else [],
     }
-    if seat is not None:
-        out["seat"] = seat
-        out["cards"] = names_of(hands[seat])
-        if phase is _PASS:
-            out["chosen"] = names_of(state.pending[seat])
-        elif off and state.pending[seat]:
-            out["passed"] = {"to": (seat + off) % 4, "cards": names_of(state.pending[seat])}
-            out["received"] = {"from": (seat - off) % 4, "cards": names_of(state.pending[(seat - off) % 4])}
+
+
+def seat_view(state: State, seat: int | None) -> dict[str, Any]:
+    """``seat``'s own part of its view (the keys in ``SEAT_KEYS``; none for a spectator): its
+    hand, and its pass chosen, or passed and received."""
+    out: dict[str, Any] = {}
+    if seat is None:
+        return out
+    out["seat"] = seat
+    out["cards"] = names_of(state.hands[seat])
+    pending = state.pending
+    if state.phase is _PASS:
+        out["chosen"] = names_of(pending[seat])
+    else:
+        off = state.match.pass_offset
+        if off and pending[seat]:
+            out["passed"] = {"to": (seat + off) % 4, "cards": names_of(pending[seat])}
+            out["received"] = {"from": (seat - off) % 4, "cards": names_of(pending[(seat - off) % 4])}
+    return out
+
+
+def view(state: State, seat: int | None) -> dict[str, Any]:
+    """What ``seat`` sees (``None``: a spectator): ``public_view`` and ``seat_view`` together."""
+    out = public_view(state)
+    out.update(seat_view(state, seat))
     return out
 
 

@@ -759,11 +759,13 @@ def _pile_view(pile: tuple[int, ...]) -> dict[str, Any]:
     }
 
 
-def view(state: State, seat: int | None) -> dict[str, Any]:
-    """The public position, plus ``seat``'s own hand (``None``: a spectator, no hand)."""
+SEAT_KEYS = frozenset({"seat", "hand"})  # seat_view's keys
+
+
+def public_view(state: State) -> dict[str, Any]:
+    """The part of every view that reads the same for every seat and a spectator (the keys not in
+    ``SEAT_KEYS``): the table, built once per position and shared by all of them."""
     n = state.options.players
-    if seat is not None and not (isinstance(seat, int) and 0 <= seat < n):
-        raise ValueError(f"seat must be None or 0..{n - 1}, got {quote(seat)}")
     table = []
     for s in range(n):
         spread = _spread(state.piles, s)
@@ -780,9 +782,8 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
                 "holds_glove": GL in state.hands[s],
             }
         )
-    out: dict[str, Any] = {
+    return {
         "game": NAME,
-        "seat": seat,
         "players": n,
         "round": state.round_no,
         "starter": state.starter,
@@ -795,8 +796,25 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
         "winner": state.winner,
         "finished": state.phase == Phase.OVER,
     }
+
+
+def seat_view(state: State, seat: int | None) -> dict[str, Any]:
+    """``seat``'s own part of its view (the keys in ``SEAT_KEYS``): the seat (``None``: a
+    spectator, no hand) and its hand."""
+    n = state.options.players
+    if seat is not None and not (isinstance(seat, int) and 0 <= seat < n):
+        raise ValueError(f"seat must be None or 0..{n - 1}, got {quote(seat)}")
+    out: dict[str, Any] = {"seat": seat}
     if seat is not None:
         out["hand"] = _names(state.hands[seat])
+    return out
+
+
+def view(state: State, seat: int | None) -> dict[str, Any]:
+    """The public position, plus ``seat``'s own hand (``None``: a spectator, no hand)."""
+    mine = seat_view(state, seat)  # first: a seat out of range is refused before any work
+    out = public_view(state)
+    out.update(mine)
     return out
 
 

@@ -1078,13 +1078,36 @@ def _visible(p: Pending, seat: int | None) -> bool:
     return bool(p.seen & (SPECTATOR_BIT if seat is None else (1 << seat)))
 
 
-def view(state: State, seat: int | None) -> dict[str, Any]:
-    """The table as ``seat`` sees it (``None``: a spectator).
+# seat_view's keys: the players (a seat sees its own Moat), the pending cards (each shown to some
+# seats) and the votes (a seat sees its own)
+SEAT_KEYS = frozenset({"seat", "players", "pending", "votes"})
 
-    Public: every open tower (cards, frozen, value), closed and swept towers, scores, deck sizes,
-    Moat sizes and seals, the discards and the communal pile. ``seat`` also sees its own Moat cards
-    and the pending cards shown to it; a finished player's Moat is face up.
-    """
+
+def public_view(state: State) -> dict[str, Any]:
+    """The part of every view that reads the same for every seat and a spectator (the keys not in
+    ``SEAT_KEYS``): built once per position and shared by all of them."""
+    shared = state.mode == "shared"
+    out: dict[str, Any] = {
+        "game": NAME,
+        "mode": state.mode,
+        "target": TARGETS[state.mode],
+        "phase": state.phase.value,
+        "to_act": list(to_act(state)),
+        "turn": None if (state.phase is Phase.OVER or state.turn < 0) else state.turn,
+        "discards": list(state.discards),
+    }
+    if shared:
+        out["deck_size"] = len(state.deck)
+        out["pile"] = list(state.pile)
+        out["pile_top"] = state.pile[-1] if state.pile else None
+        out["queens_aces_left"] = state.qa_left
+    out["result"] = result(state)
+    return out
+
+
+def seat_view(state: State, seat: int | None) -> dict[str, Any]:
+    """``seat``'s own part of its view (the keys in ``SEAT_KEYS``; ``None``: a spectator's): the
+    players with its own Moat face up, the pending cards shown to it, the votes with its own."""
     shared = state.mode == "shared"
     players = []
     for i, pl in enumerate(state.players):
@@ -1112,31 +1135,30 @@ def view(state: State, seat: int | None) -> dict[str, Any]:
         )
         players.append(d)
     out: dict[str, Any] = {
-        "game": NAME,
         "seat": seat,
-        "mode": state.mode,
-        "target": TARGETS[state.mode],
-        "phase": state.phase.value,
-        "to_act": list(to_act(state)),
-        "turn": None if (state.phase is Phase.OVER or state.turn < 0) else state.turn,
         "players": players,
         "pending": [
             {"card": p.card if _visible(p, seat) else None, "owner": p.owner, "holder": p.holder}
             for p in state.pending
         ],
-        "discards": list(state.discards),
     }
     if state.phase is Phase.VOTE:
         out["votes"] = [
             {"seat": i, "voted": v >= 0, "agree": bool(v) if (seat == i and v >= 0) else None}
             for i, v in enumerate(state.votes)
         ]
-    if shared:
-        out["deck_size"] = len(state.deck)
-        out["pile"] = list(state.pile)
-        out["pile_top"] = state.pile[-1] if state.pile else None
-        out["queens_aces_left"] = state.qa_left
-    out["result"] = result(state)
+    return out
+
+
+def view(state: State, seat: int | None) -> dict[str, Any]:
+    """The table as ``seat`` sees it (``None``: a spectator): ``public_view`` and ``seat_view``.
+
+    Public: every open tower (cards, frozen, value), closed and swept towers, scores, deck sizes,
+    Moat sizes and seals, the discards and the communal pile. ``seat`` also sees its own Moat cards
+    and the pending cards shown to it; a finished player's Moat is face up.
+    """
+    out = public_view(state)
+    out.update(seat_view(state, seat))
     return out
 
 

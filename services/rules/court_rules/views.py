@@ -19,6 +19,7 @@ class ActionCodec:
 
     def __init__(self, limit: int = 200_000):
         self._memo: dict[tuple[str, Any], actions_pb2.Action] = {}
+        self._legal: dict[tuple[str, Any], bytes] = {}
         self._limit = limit
 
     def proto(self, entry: GameEntry, action: Any, seat: int) -> actions_pb2.Action:
@@ -30,6 +31,18 @@ class ActionCodec:
                 self._memo.clear()
             self._memo[key] = msg
         return msg
+
+    def legal_bytes(self, entry: GameEntry, action: Any, seat: int) -> bytes:
+        """The action as one element of ``GameView.legal_actions``, serialized (field tag, length
+        and message), memoised: a view's legal actions are these joined, with no copy of any."""
+        key = (entry.game, action)
+        b = self._legal.get(key)
+        if b is None:
+            b = rules_pb2.GameView(legal_actions=[self.proto(entry, action, seat)]).SerializeToString()
+            if len(self._legal) >= self._limit:
+                self._legal.clear()
+            self._legal[key] = b
+        return b
 
 
 def result_proto(entry: GameEntry, state: Any, into: rules_pb2.GameResult, closed: bool = False) -> None:
@@ -51,23 +64,131 @@ def game_view(
     entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: int | None
 ) -> rules_pb2.GameView:
     """The view of ``seat`` (``None``: a spectator's) of the position after ``seq``, whose state is
-    ``state``. Memoised per entry for its recent positions (``GameEntry.views``): a move's submit
-    answer, the next seat's view and every WatchGame stream of the same seat at that seq share one
-    (callers copy it into their answer, never change it). The key is the position (seq, closed) and
-    the seat: a view is only ever served to whoever may read that seat's view."""
+    ``state``: ``view_bytes`` as a message. Memoised beside them (``GameEntry.views``): a move's
+    submit answer, the next seat's view and every WatchGame stream of the same seat at that seq
+    share one (callers copy it into their answer, never change it)."""
     closed = entry.closed_at(seq)
     key = (seq, closed, seat)
     views = entry.views
     v = views.get(key)
     if v is None:
-        v = _build_view(entry, codec, state, seq, seat, closed)
-        if len(views) >= VIEWS_KEPT:
-            views.clear()
-        views[key] = v
+        v = rules_pb2.GameView.FromString(view_bytes(entry, codec, state, seq, seat))
+        _keep(views, key, v)
     return v
 
 
-VIEWS_KEPT = 48  # views and updates memoised per game (a few positions' worth of every seat and a spectator)
+VIEWS_KEPT = 64  # views, their parts and updates memoised per game (a few positions' worth of each seat)
+
+
+def view_bytes(entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: int | None) -> bytes:
+    """``seat``'s view (``None``: a spectator's) of the position after ``seq``, serialized: the
+    part every reader of that position shares (``public_bytes``: built once per position) followed
+    by the seat's own part (its ``seat_view``, ``your_seat`` and legal actions), which protobuf
+    merges into one GameView. Memoised per game by (seq, closed, seat): the seat is in the key, so
+    one seat's part is only ever served with that seat's view."""
+    closed = entry.closed_at(seq)
+    key = ("bytes", seq, closed, seat)
+    views = entry.views
+    b = views.get(key)
+    if b is None:
+        b = _build_view(entry, codec, state, seq, seat, closed)
+        _keep(views, key, b)
+    return b
+
+
+def _build_view(
+    entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: int | None, closed: bool
+) -> bytes:
+    return public_bytes(entry, codec, state, seq, closed) + _seat_bytes(entry, codec, state, seat, closed)
+
+
+def public_bytes(entry: GameEntry, codec: ActionCodec, state: Any, seq: int, closed: bool) -> bytes:
+    """The part of every view of the position after ``seq`` that reads the same for every seat and
+    a spectator, serialized: the game's ids and seats, ``to_act``, the engine's ``public_view``,
+    options, result and clock. Nothing of any seat's own (``SEAT_KEYS``; ``your_seat``; legal
+    actions): that is ``_seat_bytes``."""
+    key = ("public", seq, closed)
+    views = entry.views
+    b = views.get(key)
+    if b is None:
+        module = entry.module
+        acting = () if closed else module.to_act(state)
+        finished = closed or module.is_terminal(state)
+        part = module.public_view(state)
+        try:
+            # the typed view built in place (typed.view_part_kwargs), not built and then copied in
+            v = rules_pb2.GameView(
+                seq=seq,
+                to_act=acting,
+                finished=finished,
+                # protobuf builds a message field from a dict (no copy); its stubs allow only the message
+                view=typed.view_part_kwargs(entry.game, part, _public_keys(entry)),  # type: ignore[arg-type]
+            )
+        except (TypeError, ValueError):
+            typed.view_to_proto(entry.game, module.view(state, None))  # the TypedError that names the field
+            raise
+        if finished:
+            result_proto(entry, state, v.result, closed)
+        clock_proto(entry, seq, v)
+        b = _static_bytes(entry) + v.SerializeToString()
+        _keep(views, key, b)
+    return b
+
+
+_STATIC = ("static",)
+
+
+def _static_bytes(entry: GameEntry) -> bytes:
+    """The part of every view of the game that no move changes, serialized: its ids, seats and
+    options (kept when the game's views are dropped: ``_keep``)."""
+    b = entry.views.get(_STATIC)
+    if b is None:
+        v = rules_pb2.GameView(game=entry.game, game_id=entry.game_id, seats=entry.seats)
+        v.options.MergeFromString(entry.options_bytes)
+        b = entry.views[_STATIC] = v.SerializeToString()
+    return b
+
+
+def _keep(views: dict[tuple[Any, ...], Any], key: tuple[Any, ...], value: Any) -> None:
+    """Memoise ``value`` among a game's views, which hold at most ``VIEWS_KEPT`` (then all but the
+    game's static part are dropped: the recent positions are built again when asked for)."""
+    if len(views) >= VIEWS_KEPT:
+        static = views.get(_STATIC)
+        views.clear()
+        if static is not None:
+            views[_STATIC] = static
+    views[key] = value
+
+
+_PUBLIC_KEYS: dict[str, frozenset[str]] = {}
+
+
+def _public_keys(entry: GameEntry) -> frozenset[str]:
+    """The fields of the game's view that ``public_view`` fills: all but the engine's ``SEAT_KEYS``."""
+    keys = _PUBLIC_KEYS.get(entry.game)
+    if keys is None:
+        keys = _PUBLIC_KEYS[entry.game] = typed.view_fields(entry.game) - entry.module.SEAT_KEYS
+    return keys
+
+
+def _seat_bytes(entry: GameEntry, codec: ActionCodec, state: Any, seat: int | None, closed: bool) -> bytes:
+    """The seat's own part of its view, serialized: ``your_seat``, its ``seat_view`` and, when it
+    is to act, its legal actions (a spectator's: its ``seat_view``, often nothing)."""
+    module = entry.module
+    part = module.seat_view(state, seat)
+    try:
+        v = rules_pb2.GameView(
+            your_seat=seat,
+            # protobuf builds a message field from a dict (no copy); its stubs allow only the message
+            view=typed.view_part_kwargs(entry.game, part, module.SEAT_KEYS) if part else None,  # type: ignore[arg-type]
+        )
+    except (TypeError, ValueError):
+        typed.view_to_proto(entry.game, module.view(state, seat))  # the TypedError that names the field
+        raise
+    b = v.SerializeToString()
+    if seat is not None and not closed and seat in module.to_act(state):
+        b += b"".join([codec.legal_bytes(entry, a, seat) for a in module.legal_actions(state, seat)])
+    return b
 
 
 def game_update(
@@ -82,52 +203,38 @@ def game_update(
     that record's events as ``seat`` may read them. Memoised beside the views (``GameEntry.views``,
     key ("update", seq, closed, seat, snapshot)): every stream of one seat, and every spectator's
     (seat None: no private part, no hand), share one update per move instead of building one
-    each; callers never change it."""
+    each; callers never change it. An event with no private part reads the same for every seat:
+    it is converted once per record and shared by every seat's update."""
     closed = entry.closed_at(seq)
     key = ("update", seq, closed, seat, events is None)
     views = entry.views
     u = views.get(key)
     if u is None:
-        u = rules_pb2.GameUpdate(seq=seq, view=game_view(entry, codec, state, seq, seat))
+        u = rules_pb2.GameUpdate(seq=seq)
+        u.view.MergeFromString(view_bytes(entry, codec, state, seq, seat))
         if events is not None:
-            u.events.extend([typed.event_for_seat_to_proto(entry.game, e, seat) for e in events])
-        if len(views) >= VIEWS_KEPT:
-            views.clear()
-        views[key] = u
+            u.events.extend(_events_for(entry, seq, seat, events))
+        _keep(views, key, u)
     return u
 
 
-def _build_view(
-    entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: int | None, closed: bool
-) -> rules_pb2.GameView:
-    module = entry.module
-    acting = () if closed else module.to_act(state)
-    finished = closed or module.is_terminal(state)
-    engine_view = module.view(state, seat)
-    try:
-        # the typed view built in place (typed.view_kwargs), not built and then copied in
-        v = rules_pb2.GameView(
-            game=entry.game,
-            game_id=entry.game_id,
-            seq=seq,
-            to_act=acting,
-            finished=finished,
-            seats=entry.seats,
-            # protobuf builds a message field from a dict (no copy); its stubs allow only the message
-            view=typed.view_kwargs(entry.game, engine_view),  # type: ignore[arg-type]
-        )
-    except (TypeError, ValueError):
-        typed.view_to_proto(entry.game, engine_view)  # the TypedError that names the field
-        raise
-    if seat is not None:
-        v.your_seat = seat
-    v.options.MergeFromString(entry.options_bytes)
-    if seat is not None and seat in acting:
-        v.legal_actions.extend([codec.proto(entry, a, seat) for a in module.legal_actions(state, seat)])
-    if finished:
-        result_proto(entry, state, v.result, closed)
-    clock_proto(entry, seq, v)
-    return v
+def _events_for(entry: GameEntry, seq: int, seat: int | None, events: Sequence[Event]) -> list[Any]:
+    """The record's events as ``seat`` reads them: each event with no private part, or whose
+    private part is not ``seat``'s, in its public form (converted once per record, shared), the
+    seat's own events in its owner's form."""
+    key = ("events", seq)
+    views = entry.views
+    public = views.get(key)
+    game = entry.game
+    if public is None:
+        public = [typed.event_for_seat_to_proto(game, e, None) for e in events]
+        _keep(views, key, public)
+    if seat is None:
+        return public
+    return [
+        typed.event_for_seat_to_proto(game, e, seat) if e.private and e.owner == seat else p
+        for e, p in zip(events, public, strict=True)
+    ]
 
 
 def clock_proto(entry: GameEntry, seq: int, v: rules_pb2.GameView) -> None:
