@@ -10,8 +10,8 @@ From that public record ``parse_view`` infers what a player at the table would r
 * a seat that dropped a heart or Q♠ on the first trick held nothing but hearts and Q♠ then (the
   first-trick rule lets it do so only then);
 * a seat that led a heart before any heart was played held nothing but hearts;
-* the seat to lead the first trick holds 2♣; the cards this seat passed sit in the receiver's hand
-  until they are played.
+* the seat to lead the first trick holds 2♣ (the engine's ``opening_card``); the cards this seat
+  passed sit in the receiver's hand until they are played.
 
 ``determinize`` deals the remaining unseen cards to the other seats *exactly uniformly* among the
 deals that respect these constraints and the hand sizes: cards are grouped by the set of seats that
@@ -53,7 +53,6 @@ from __future__ import annotations
 import gc
 import math
 import random
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -62,6 +61,8 @@ from typing import Any
 from court_games.hearts import engine as H
 from court_games.hearts import fast as F
 from court_games.hearts.fast import BIT, POINTS, SUIT_OF, legal_mask, winning
+
+from court_bots.search import CLOCK
 
 game = H
 
@@ -176,8 +177,8 @@ def parse_view(view: Mapping[str, Any], seat: int) -> Public:
         r = view["received"]
         received = (r["from"], _mask(r["cards"]))
     to_act = tuple(view["to_act"])
-    if phase is H.Phase.PLAY and not played and to_act and to_act[0] != seat:
-        known[to_act[0]] |= 1  # the first leader holds 2C
+    if phase is H.Phase.PLAY and to_act and to_act[0] != seat:
+        known[to_act[0]] |= H.opening_card(played)  # the first leader holds 2C
     known[seat] = 0
     forbid[seat] = 0
     return Public(
@@ -710,7 +711,7 @@ def search(
     exploration: float | None = None,
     epsilon: float = 0.0,
     tree_players: str = "own",
-    clock: Callable[[], float] = time.perf_counter,
+    clock: Callable[[], float] = CLOCK,
 ) -> SearchResult:
     """ISMCTS over the rest of the current hand from ``pub`` (play phase, ``pub.seat`` to play).
 
@@ -832,13 +833,13 @@ def expert(
 ) -> tuple[int, int]:
     """Passing: the heuristic's pass. Play: ISMCTS over the rest of the hand within the budget
     (``iterations``: a fixed number of iterations instead, for reproducible decisions)."""
-    start = time.perf_counter()
+    start = CLOCK()
     sampler = sampler_for(view, seat)
     pub = sampler.pub
     if pub.phase is H.Phase.PASS:
         a = pass_card(pub)
         return (a if a in legal else legal[0]), 0
-    spent = (time.perf_counter() - start) * 1000
+    spent = (CLOCK() - start) * 1000
     # The tree holds no reference cycles: pausing the cyclic collector keeps a full collection
     # (several milliseconds in a large process) out of the budget.
     collecting = gc.isenabled()
