@@ -27,7 +27,7 @@ LEVELS: tuple[str, ...] = ("random", "heuristic", "expert")
 
 # Per-level time budgets in milliseconds per decision (defaults; the bot service reads overrides
 # from COURT_BOT_BUDGET_<LEVEL>_MS).
-DEFAULT_BUDGET_MS: dict[str, float] = {"random": 5.0, "heuristic": 20.0, "expert": 45.0}
+DEFAULT_BUDGET_MS: dict[str, float] = {"random": 5.0, "heuristic": 20.0, "expert": 22.0}
 
 # The local Hearts table: the person is Brown Monkey; seats 1..3 are these bots (docs/rules/hearts.md).
 HEARTS_PERSON_NAME = "Brown Monkey"

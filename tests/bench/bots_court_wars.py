@@ -11,6 +11,14 @@ counts 1, a shared win 1/k of it. Printed: each side's win rate with a 95% confi
 player), the mean game length in turns, and the median and 99th percentile of the time per
 decision of each level (decisions with more than one legal action, at the default budgets:
 ``DEFAULT_BUDGET_MS``). Games run in parallel over ``COURT_BENCH_PROCS`` processes (default 2).
+
+Issue 34's goal: the expert scores at least 1.5 x par (an equal player's 1/n) at 3 and 4 seats,
+also with a *passive* seat at the table: the 3- and 4-player tables are played twice, once against
+heuristic bots only and once with one of them replaced by a passive player (the heuristic's choice
+among the actions that are not attacks: a player who never attacks, who did well against an
+all-bot table in issue 3). Each table prints a goal line, ``ok`` when the lower end of the 95%
+interval clears 1.5 x par, ``not shown`` when only the mean does, ``MISSED`` otherwise.
+``COURT_BENCH_ONLY=multi`` plays the multi-player tables only, ``=pairs`` the pairings only.
 """
 
 from __future__ import annotations
@@ -28,6 +36,18 @@ from court_games.court_wars import engine as cw
 
 GAME = "court_wars"
 PAIRINGS: list[tuple[str, str]] = [("expert", "heuristic"), ("expert", "random"), ("heuristic", "random")]
+PASSIVE = "passive"  # the heuristic that never attacks (module notes); a bench-only player
+GOAL_PAR = 1.5  # issue 34: the expert at least 1.5 x par at 3 and 4 seats
+
+
+def _passive(view: dict[str, Any], p: int, rng: random.Random) -> Any:
+    """The heuristic's choice among the actions that are not attacks (all of them when only attacks
+    are legal)."""
+    from court_bots.games import court_wars as bot
+
+    legal = cw.legal_actions(bot.determinize(view, p, rng), p)
+    calm = tuple(a for a in legal if a[0] != cw.ATTACK) or legal
+    return bot.heuristic(view, p, None, calm, rng)
 
 
 def play(args: tuple[dict[str, Any], tuple[str, ...], int]) -> dict[str, Any]:
@@ -42,11 +62,13 @@ def play(args: tuple[dict[str, Any], tuple[str, ...], int]) -> dict[str, Any]:
         view = cw.view(state, p)
         many = len(cw.legal_actions(state, p)) > 1
         t0 = time.perf_counter()
-        d = choose(GAME, view, p, levels[p], rng)
+        action = (
+            _passive(view, p, rng) if levels[p] == PASSIVE else choose(GAME, view, p, levels[p], rng).action
+        )
         dt = (time.perf_counter() - t0) * 1000
         if many:
             times[levels[p]].append(dt)
-        state, _ = cw.apply(state, p, d.action, emit=False)
+        state, _ = cw.apply(state, p, action, emit=False)
     w = state.winners
     return {
         "scores": [1.0 / len(w) if s in w else 0.0 for s in range(len(levels))],
@@ -73,13 +95,22 @@ def summarize(title: str, results: list[dict[str, Any]], focus: list[tuple[str, 
         print(f"  {name:<24} win rate {m:6.1%} ± {h:5.1%}")
 
 
+def goal_line(n: int, xs: list[float]) -> None:
+    m, h = ci95(xs)
+    goal = GOAL_PAR / n
+    verdict = "ok" if m - h >= goal else "not shown" if m >= goal else "MISSED"
+    print(
+        f"  goal: expert >= {GOAL_PAR} x par = {goal:.1%}: {m:.1%} ± {h:.1%} ({m * n:.2f} x par): {verdict}"
+    )
+
+
 def timing(all_results: list[dict[str, Any]]) -> None:
     times: dict[str, list[float]] = {}
     for r in all_results:
         for lv, ts in r["times"].items():
             times.setdefault(lv, []).extend(ts)
     print("time per decision (ms, decisions with a choice):")
-    for lv in ("random", "heuristic", "expert"):
+    for lv in ("random", "heuristic", PASSIVE, "expert"):
         ts = sorted(times.get(lv, []))
         if ts:
             p99 = ts[min(len(ts) - 1, int(0.99 * len(ts)))]
@@ -93,8 +124,9 @@ def main() -> None:
     games_multi = int(os.environ.get("COURT_BENCH_GAMES_MULTI", str(max(6, games // 2))))
     procs = int(os.environ.get("COURT_BENCH_PROCS", "2"))
     everything: list[dict[str, Any]] = []
+    only = os.environ.get("COURT_BENCH_ONLY", "")  # "pairs" or "multi" to run one part
     with multiprocessing.get_context("spawn").Pool(procs) as pool:
-        for a, b in PAIRINGS:
+        for a, b in PAIRINGS if only != "multi" else ():
             jobs = [({}, (a, b) if g % 2 == 0 else (b, a), 10_000 + g) for g in range(games)]
             res = pool.map(play, jobs, chunksize=4)
             everything += res
@@ -102,26 +134,37 @@ def main() -> None:
             sb = [r["scores"][1 - g % 2] for g, r in enumerate(res)]
             first = [r["scores"][0] for r in res]
             summarize(f"{a} v {b} (2 players)", res, [(a, sa), (b, sb), ("seat 0 (either level)", first)])
-        for n, count in ((3, games_multi), (4, games_multi)):
+        for n, passive in ((3, False), (4, False), (3, True), (4, True)) if only != "pairs" else ():
             jobs = []
-            for g in range(count):
+            for g in range(games_multi):
                 seat = g % n
+                # the passive player sits after the expert, then across, ...: every seat in turn
+                quiet = (seat + 1 + (g // n) % (n - 1)) % n if passive else -1
                 jobs.append(
                     (
                         {"players": n},
-                        tuple("expert" if s == seat else "heuristic" for s in range(n)),
+                        tuple(
+                            "expert" if s == seat else PASSIVE if s == quiet else "heuristic"
+                            for s in range(n)
+                        ),
                         20_000 + 1000 * n + g,
                     )
                 )
             res = pool.map(play, jobs, chunksize=2)
             everything += res
             ex = [r["scores"][g % n] for g, r in enumerate(res)]
+            others = f"{n - 2} heuristic and a passive player" if passive else f"{n - 1} heuristic"
+            focus = [("expert", ex)]
+            if passive:
+                focus.append(
+                    ("passive", [r["scores"][j[1].index(PASSIVE)] for r, j in zip(res, jobs, strict=True)])
+                )
             summarize(
-                f"expert v {n - 1} heuristic ({n} players, expert's seat rotating; an equal player wins "
-                f"{1 / n:.0%})",
+                f"expert v {others} ({n} players, expert's seat rotating; an equal player wins {1 / n:.0%})",
                 res,
-                [("expert", ex)],
+                focus,
             )
+            goal_line(n, ex)
     timing(everything)
 
 

@@ -434,11 +434,40 @@ def test_search_returns_a_legal_card(tree_players):
             continue
         pub = B.parse_view(H.view(state, seat), seat)
         res = B.search(pub, rng, iterations=40, tree_players=tree_players)
-        assert res.action in H.legal_actions(state, seat)
-        if len(H.legal_actions(state, seat)) > 1:
+        legal = H.legal_actions(state, seat)
+        assert res.action in legal
+        distinct = B.distinct_cards(H.mask_of(legal), pub.unseen | H.mask_of(pub.trick))
+        if distinct & (distinct - 1):
             assert res.iterations == 40 and sum(res.visits.values()) == 40
-            assert set(res.visits) <= set(H.legal_actions(state, seat))
+            assert set(res.visits) <= set(H.ids_of(distinct))
             searched += 1
+        else:  # one card, or equivalent cards only: the lowest, without a search
+            assert res.iterations == 0 and res.action == min(legal)
     assert searched > 10
     with pytest.raises(ValueError):
         B.search(pub, rng, iterations=5, tree_players="none")
+
+
+def test_distinct_cards_keep_one_card_of_each_run_of_equivalent_ones():
+    """A card dropped by ``distinct_cards`` plays like the next lower legal card of its suit: the
+    same points, and no card of another hand or of the trick between them; the kept cards are
+    pairwise different in that sense (one per run)."""
+    dropped = kept_runs = 0
+    for state, seat in random_positions(3, "distinct"):
+        if state.phase is not H.Phase.PLAY or H.to_act(state)[0] != seat:
+            continue
+        pub = B.parse_view(H.view(state, seat), seat)
+        lm = H.mask_of(H.legal_actions(state, seat))
+        live = (state.hands[0] | state.hands[1] | state.hands[2] | state.hands[3]) & ~state.hands[seat]
+        live |= H.mask_of(state.trick)
+        assert live == pub.unseen | H.mask_of(pub.trick)  # what the seat sees is all it needs
+        kept = B.distinct_cards(lm, live)
+        assert kept & ~lm == 0 and H.ids_of(lm)[0] == H.ids_of(kept)[0]
+        ids = H.ids_of(lm)
+        for prev, c in zip(ids, ids[1:], strict=False):
+            alike = c // 13 == prev // 13 and B.POINTS[c] == B.POINTS[prev]
+            alike = alike and not any(live >> x & 1 for x in range(prev + 1, c))
+            assert bool(kept >> c & 1) != alike, (H.names_of(lm), H.CARDS[c])
+            dropped += alike
+        kept_runs += kept.bit_count() > 1
+    assert dropped > 20 and kept_runs > 20

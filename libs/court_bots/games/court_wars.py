@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +73,8 @@ from court_games.court_wars.fast import (
     placed,
     with_court,
 )
+
+from court_bots.search import CLOCK
 
 game = cw
 
@@ -704,7 +705,7 @@ def search(
     exploration: float = EXPLORATION,
     prior: float = PRIOR,
     weights: Weights = W,
-    clock: Callable[[], float] = time.perf_counter,
+    clock: Callable[[], float] = CLOCK,
 ) -> SearchResult:
     """MCTS for the seat to act from ``pub`` alone (module docstring)."""
     if iterations is None and budget_ms is None:
@@ -880,7 +881,7 @@ def expectimax(
     *,
     budget_ms: float | None = None,
     weights: Weights = W,
-    clock: Callable[[], float] = time.perf_counter,
+    clock: Callable[[], float] = CLOCK,
 ) -> SearchResult:
     """Two plies of expectimax at the start of a turn, after a guard is drawn, or after an Ace.
 

@@ -10,8 +10,8 @@ From that public record ``parse_view`` infers what a player at the table would r
 * a seat that dropped a heart or Q♠ on the first trick held nothing but hearts and Q♠ then (the
   first-trick rule lets it do so only then);
 * a seat that led a heart before any heart was played held nothing but hearts;
-* the seat to lead the first trick holds 2♣; the cards this seat passed sit in the receiver's hand
-  until they are played.
+* the seat to lead the first trick holds 2♣ (the engine's ``opening_card``); the cards this seat
+  passed sit in the receiver's hand until they are played.
 
 ``determinize`` deals the remaining unseen cards to the other seats *exactly uniformly* among the
 deals that respect these constraints and the hand sizes: cards are grouped by the set of seats that
@@ -43,6 +43,8 @@ the inferred voids, so sampling always succeeds.
   with uniformly random playouts +0.45 ± 1.02 (160 hands); at 300 iterations the own-decisions
   tree -0.97 ± 0.84 against +0.10 ± 0.75 for the plain single-observer tree with every seat's
   cards in it (``tree_players="all"``), 240 hands each.
+  Cards that play alike (``distinct_cards``: the same suit and points, no card of another hand
+  or of the trick between them) are one move in the tree, the lowest standing for the run.
   The search stops a safety margin before the budget, with Python's cyclic garbage collector
   paused (the tree has no cycles; a full collection would cost milliseconds).
   ``ADAPTER`` serves the generic ``court_bots.search.ismcts`` too, on engine states.
@@ -53,15 +55,18 @@ from __future__ import annotations
 import gc
 import math
 import random
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
+from court_games.core import shuffle
 from court_games.hearts import engine as H
 from court_games.hearts import fast as F
+from court_games.hearts.engine import mask_of
 from court_games.hearts.fast import BIT, POINTS, SUIT_OF, legal_mask, winning
+
+from court_bots.search import CLOCK
 
 game = H
 
@@ -176,8 +181,8 @@ def parse_view(view: Mapping[str, Any], seat: int) -> Public:
         r = view["received"]
         received = (r["from"], _mask(r["cards"]))
     to_act = tuple(view["to_act"])
-    if phase is H.Phase.PLAY and not played and to_act and to_act[0] != seat:
-        known[to_act[0]] |= 1  # the first leader holds 2C
+    if phase is H.Phase.PLAY and to_act and to_act[0] != seat:
+        known[to_act[0]] |= H.opening_card(played)  # the first leader holds 2C
     known[seat] = 0
     forbid[seat] = 0
     return Public(
@@ -330,7 +335,7 @@ class Sampler:
         rnd = rng.random
         if self._simple:
             gmask, cards = self._gmasks[0], self.groups[0][1]
-            ma, mb = _draw(cards[:], self.need[a], self.need[b], rnd)
+            ma, mb = _draw(cards[:], self.need[a], self.need[b], rng)
             hands[a] |= ma
             hands[b] |= mb
             hands[c] |= gmask ^ ma ^ mb
@@ -344,7 +349,7 @@ class Sampler:
                 while j < last and cum[j] <= x:
                     j += 1
                 ka, kb, kc = splits[j]
-                ma, mb = _draw(group[:], ka, kb, rnd) if ka or kb else (0, 0)
+                ma, mb = _draw(group[:], ka, kb, rng) if ka or kb else (0, 0)
                 hands[a] |= ma
                 hands[b] |= mb
                 if kc:
@@ -364,21 +369,11 @@ class Sampler:
         return hands, pending
 
 
-def _draw(cards: list[int], k1: int, k2: int, rnd: Callable[[], float]) -> tuple[int, int]:
-    """Masks of ``k1`` then ``k2`` distinct cards drawn uniformly from ``cards`` (a partial
-    Fisher-Yates shuffle of that list, in place)."""
-    n = len(cards)
-    m1 = m2 = 0
-    for i in range(k1 + k2):
-        j = i + int(rnd() * (n - i))
-        x = cards[j]
-        cards[j] = cards[i]
-        cards[i] = x
-        if i < k1:
-            m1 |= BIT[x]
-        else:
-            m2 |= BIT[x]
-    return m1, m2
+def _draw(cards: list[int], k1: int, k2: int, rng: random.Random) -> tuple[int, int]:
+    """Masks of ``k1`` then ``k2`` distinct cards drawn uniformly from ``cards`` (the list shuffled
+    in place by the engines' native Fisher-Yates, ``core.shuffle``)."""
+    shuffle(rng, cards)
+    return mask_of(cards[:k1]), mask_of(cards[k1 : k1 + k2])
 
 
 def to_state(pub: Public, hands: Sequence[int], pending: Sequence[int]) -> H.State:
@@ -672,6 +667,25 @@ def playout_card(lm: int, trick: Sequence[int], win: int, qs_else: bool) -> int:
 EXPLORATION = 0.45  # UCB's constant on utilities in [0, 1]
 
 
+def distinct_cards(lm: int, live: int) -> int:
+    """``lm`` without the cards that play exactly like a lower one: the next lower card of ``lm``
+    in the same suit is worth the same points and no ``live`` card (in another hand, or on the
+    current trick) lies between them, so every card still to come compares with both alike. The
+    search keeps the lowest card of each such run (fewer moves to tell apart, the same values)."""
+    out = 0
+    prev = -1
+    for c in ids_of(lm):
+        if not (
+            prev >= 0
+            and SUIT_OF[c] == SUIT_OF[prev]
+            and POINTS[c] == POINTS[prev]
+            and not live & (BIT[c] - BIT[prev + 1])
+        ):
+            out |= BIT[c]
+        prev = c
+    return out
+
+
 class _Node:
     __slots__ = ("player", "visits", "reward", "avail", "children", "tried")
 
@@ -710,7 +724,7 @@ def search(
     exploration: float | None = None,
     epsilon: float = 0.0,
     tree_players: str = "own",
-    clock: Callable[[], float] = time.perf_counter,
+    clock: Callable[[], float] = CLOCK,
 ) -> SearchResult:
     """ISMCTS over the rest of the current hand from ``pub`` (play phase, ``pub.seat`` to play).
 
@@ -741,6 +755,10 @@ def search(
     if root_lm & (root_lm - 1) == 0:
         c = _low(root_lm)
         return SearchResult(c, 0, (clock() - start) * 1000, {c: 0}, {})
+    root_lm = distinct_cards(root_lm, pub.unseen | mask_of(root_trick))
+    if root_lm & (root_lm - 1) == 0:  # equivalent cards: play the lowest
+        c = _low(root_lm)
+        return SearchResult(c, 0, (clock() - start) * 1000, {c: 0}, {})
     stops = F.EVERY_SEAT if tree_players == "all" else 1 << seat  # where the tree phase decides again
     sqrt, log = math.sqrt, math.log
     rnd = rng.random
@@ -762,7 +780,15 @@ def search(
         node = root
         path = []
         while True:  # the tree phase: the tree's seats choose, the others play the playout policy
-            lm = legal_mask(hands[p], trick, broken)
+            if node is root:
+                lm = root_lm
+            else:
+                h = hands[p]
+                lm = legal_mask(h, trick, broken)
+                if lm & (lm - 1):
+                    lm = distinct_cards(
+                        lm, ((hands[0] | hands[1] | hands[2] | hands[3]) ^ h) | mask_of(trick)
+                    )
             children = node.children
             untried = lm & ~node.tried
             if untried:
@@ -832,13 +858,13 @@ def expert(
 ) -> tuple[int, int]:
     """Passing: the heuristic's pass. Play: ISMCTS over the rest of the hand within the budget
     (``iterations``: a fixed number of iterations instead, for reproducible decisions)."""
-    start = time.perf_counter()
+    start = CLOCK()
     sampler = sampler_for(view, seat)
     pub = sampler.pub
     if pub.phase is H.Phase.PASS:
         a = pass_card(pub)
         return (a if a in legal else legal[0]), 0
-    spent = (time.perf_counter() - start) * 1000
+    spent = (CLOCK() - start) * 1000
     # The tree holds no reference cycles: pausing the cyclic collector keeps a full collection
     # (several milliseconds in a large process) out of the budget.
     collecting = gc.isenabled()

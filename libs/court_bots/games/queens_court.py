@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from court_games.queens_court import engine as qc
 from court_games.queens_court.fast import DQ, GL, IS_Q, N_STD, SPREADS, VAL, Sim, from_state, spread_of
+
+from court_bots.search import CLOCK
 
 game = qc
 
@@ -71,9 +72,7 @@ class Public:
     @property
     def hidden_needed(self) -> int:
         """How many unseen cards lie in the deck and the other hands."""
-        return self.deck_size + sum(
-            self.hand_sizes[s] - self.gloves[s] for s in range(self.n) if s != self.seat
-        )
+        return qc.hidden_count(self.seat, self.hand_sizes, self.gloves, self.deck_size)
 
 
 def parse_view(view: Mapping[str, Any], seat: int) -> Public:
@@ -117,19 +116,7 @@ def parse_view(view: Mapping[str, Any], seat: int) -> Public:
 def sample_hidden(pub: Public, rng: random.Random) -> tuple[list[list[int]], list[int]]:
     """The other hands (sorted, glove last) and the deck (top first), dealt uniformly from the unseen."""
     cards = rng.sample(pub.unseen, pub.hidden_needed)
-    hands: list[list[int]] = []
-    k = 0
-    for s in range(pub.n):
-        if s == pub.seat:
-            hands.append(list(pub.hand))
-            continue
-        m = pub.hand_sizes[s] - pub.gloves[s]
-        h = sorted(cards[k : k + m])
-        k += m
-        if pub.gloves[s]:
-            h.append(GL)
-        hands.append(h)
-    return hands, cards[k:]
+    return qc.deal_hidden(cards, pub.seat, pub.hand, pub.hand_sizes, pub.gloves)
 
 
 def determinize(view: Mapping[str, Any], seat: int, rng: random.Random) -> qc.State:
@@ -237,9 +224,8 @@ class _Policy:
         deck = len(sim.deck)
         w = prm.fh_scale / (1.0 + deck / (prm.fh_turns * n)) if first_half else 1.0
         uq = self.unseen_queens(sim, p)
-        unseen_total = max(
-            1, deck + sum(len(sim.hands[o]) - (GL in sim.hands[o]) for o in range(n) if o != p)
-        )
+        hands = sim.hands
+        unseen_total = max(1, qc.hidden_count(p, [len(h) for h in hands], [GL in h for h in hands], deck))
         # chance an attacker holds a Queen (one hand's worth of unseen cards)
         pq = min(1.0, uq * 4.0 / unseen_total) if uq else 0.0
         sp = [sim.spread(s) for s in range(n)]
@@ -370,14 +356,8 @@ def _placeholder_sim(pub: Public) -> Sim:
     A placeholder hand has the right size and the glove where the view shows one; its other cards
     are ``-1`` (never read as cards by the rules of thumb).
     """
-    hands: list[list[int]] = []
-    for s in range(pub.n):
-        if s == pub.seat:
-            hands.append(list(pub.hand))
-        else:
-            m = pub.hand_sizes[s] - pub.gloves[s]
-            hands.append([-1] * m + ([GL] if pub.gloves[s] else []))
-    return _sim_of_public(pub, hands, [-1] * pub.deck_size)
+    hands, deck = qc.deal_hidden([-1] * pub.hidden_needed, pub.seat, pub.hand, pub.hand_sizes, pub.gloves)
+    return _sim_of_public(pub, hands, deck)
 
 
 def _sim_of_public(pub: Public, hands: list[list[int]], deck_top_first: list[int]) -> Sim:
@@ -555,7 +535,7 @@ def search(
     playout: PlayoutFn = playout_move,
     prior: float = 0.0,
     prior_scale: float = 2.0,
-    clock: Callable[[], float] = time.perf_counter,
+    clock: Callable[[], float] = CLOCK,
     start: float | None = None,
 ) -> SearchResult:
     """SO-ISMCTS for ``pub.seat`` (to move) from its view alone; moves keyed by (rank, pile).
@@ -678,7 +658,7 @@ def expert(
 
     ``iterations`` also caps the search (tests use it for decisions that do not depend on the clock).
     """
-    start = time.perf_counter()
+    start = CLOCK()
     pub = parse_view(view, seat)
     res = search(
         pub, rng, iterations=iterations, budget_ms=budget_ms * BUDGET_SHARE, prior=PRIOR, start=start

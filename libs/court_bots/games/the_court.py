@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import math
 import random
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -78,11 +77,12 @@ from court_games.the_court.fast import (
     Sim,
     SPlayer,
     _can_place,
-    _colour,
     _placements,
     placed,
     sim_from_state,
 )
+
+from court_bots.search import CLOCK
 
 # --------------------------------------------------------------------------- evaluation
 
@@ -398,12 +398,8 @@ def _pick(pool: list[str], k: int, rng: random.Random, ok: Any = None) -> list[s
     return [pool.pop(i) for i in chosen]
 
 
-def _is_qa(c: str) -> bool:
-    return c[0] in "QA"
-
-
 def _not_qa(c: str) -> bool:
-    return c[0] not in "QA"
+    return not game.counts_down(c)
 
 
 def _is_number(c: str) -> bool:
@@ -417,23 +413,15 @@ def _deal_deck(pool: list[str], size: int, need_qa: int, rng: random.Random) -> 
         pool.clear()
     else:
         need_qa = max(0, min(need_qa, size))
-        deck = _pick(pool, need_qa, rng, _is_qa) + _pick(pool, size - need_qa, rng, _not_qa)
+        deck = _pick(pool, need_qa, rng, game.counts_down) + _pick(pool, size - need_qa, rng, _not_qa)
     rng.shuffle(deck)
     return deck
 
 
 def _qa_resolved(view: Mapping[str, Any], colour: int | None) -> int:
     """Queens and Aces of ``colour`` (any if None) already resolved: closing towers or discarded."""
-    n = 0
-    for pl in view["players"]:
-        for c in pl["closed"]:
-            last = c["cards"][-1]
-            if last[0] in "QA" and (colour is None or _colour(last) == colour):
-                n += 1
-    for c in view["discards"]:
-        if c[0] in "QA" and (colour is None or _colour(c) == colour):
-            n += 1
-    return n
+    closed = (c["cards"] for pl in view["players"] for c in pl["closed"])
+    return game.resolved_count_downs(closed, view["discards"], colour)
 
 
 def determinize(view: Mapping[str, Any], seat: int, rng: random.Random) -> game.State:
@@ -446,7 +434,7 @@ def determinize(view: Mapping[str, Any], seat: int, rng: random.Random) -> game.
     phase = game.Phase(view["phase"])
     if shared:
         pool = [c for c in game.deck_cards(mode, 0) if c not in set(seen)]
-        need = view["queens_aces_left"] - sum(1 for p in view["pending"] if p["card"][0] in "QA")
+        need = view["queens_aces_left"] - sum(1 for p in view["pending"] if game.counts_down(p["card"]))
         deck = tuple(_deal_deck(pool, view["deck_size"], need, rng))
         players = tuple(
             game.Player(
@@ -522,7 +510,9 @@ def determinize(view: Mapping[str, Any], seat: int, rng: random.Random) -> game.
         decks = []
         for i, p in enumerate(vplayers):
             need = p["queens_aces_left"] - sum(
-                1 for j, e in enumerate(view["pending"]) if e["owner"] == i and pend_cards[j][0] in "QA"
+                1
+                for j, e in enumerate(view["pending"])
+                if e["owner"] == i and game.counts_down(pend_cards[j])
             )
             decks.append(tuple(_deal_deck(work[i], p["deck_size"], need, rng)))
         state = _coop_state(view, seat, moats, decks, pend_cards)
@@ -701,7 +691,7 @@ def expert(
     drops a world still unfinished at ``HARD_SHARE``, which only a busy machine causes), or
     after ``iterations`` sampled worlds when given (then the clock is not read: the decision is a
     function of the view and ``rng`` alone, which the tests use)."""
-    start = time.perf_counter()
+    start = CLOCK()
     deadline = start + budget_ms * SEARCH_SHARE / 1000.0
     hard = start + budget_ms * HARD_SHARE / 1000.0
     cands = list(legal)
@@ -719,7 +709,7 @@ def expert(
     det = sample
     per_rollout = 0.0
     while True:
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         s0 = sim_from_state(det)
         us = {}
         for a in cands:
@@ -727,7 +717,7 @@ def expert(
             s.apply(seat, a)
             rollout(s)
             us[a] = utility_of_scores(mode, s.scores(), seat)
-            if iterations is None and iters and time.perf_counter() > hard:
+            if iterations is None and iters and CLOCK() > hard:
                 break  # a busy machine slowed this world down: drop it, answer in time
         if len(us) < len(cands):
             break
@@ -750,7 +740,7 @@ def expert(
             if iters >= iterations:
                 break
         else:
-            now = time.perf_counter()
+            now = CLOCK()
             per_rollout = max(per_rollout * 0.5, (now - t0) / len(us))
             if now + per_rollout * (len(cands) + 1) >= deadline:
                 break

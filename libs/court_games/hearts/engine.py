@@ -307,15 +307,23 @@ def _start_hand(match: Match) -> State:
     hands = tuple(sum(bit[c] for c in deck[s::4]) for s in range(NUM_PLAYERS))
     if match.pass_offset:
         return State(match, _PASS, (0, 1, 2, 3), hands, (), (), _ZERO4, _ZERO4)
-    return State(match, _PLAY, _SEAT[_holder(hands, TWO_CLUBS)], hands, (), (), _ZERO4, _ZERO4)
+    return State(match, _PLAY, _SEAT[first_leader(hands)], hands, (), (), _ZERO4, _ZERO4)
 
 
-def _holder(hands: Sequence[int], card: int) -> int:
-    b = _BIT[card]
+def opening_card(played: int) -> int:
+    """What the opening rule tells of the seat to play: 2C leads every hand's first trick, so while
+    no card of the hand is ``played`` (a mask) the seat to act holds it (its mask); after, nothing.
+    The engine seats the first leader by it (``first_leader``), the bots infer that seat's card."""
+    return 0 if played else _BIT[TWO_CLUBS]
+
+
+def first_leader(hands: Sequence[int]) -> int:
+    """The seat to lead the hand's first trick: the one holding ``opening_card``."""
+    opening = opening_card(0)
     for s in range(NUM_PLAYERS):
-        if hands[s] & b:
+        if hands[s] & opening:
             return s
-    raise AssertionError(f"nobody holds {CARDS[card]}")
+    raise AssertionError(f"nobody holds {CARDS[TWO_CLUBS]}")
 
 
 def _game_over(totals: Sequence[int], limit: int) -> bool:
@@ -601,7 +609,7 @@ def _apply_pass(state: State, player: int, action: Any, emit: bool) -> tuple[Sta
         for s in range(NUM_PLAYERS):
             hands[(s + off) % 4] |= pending[s]
         new = State(
-            state.match, _PLAY, _SEAT[_holder(hands, TWO_CLUBS)], tuple(hands), (), (), _ZERO4, tuple(pending)
+            state.match, _PLAY, _SEAT[first_leader(hands)], tuple(hands), (), (), _ZERO4, tuple(pending)
         )
     else:
         new = State(state.match, _PASS, acting, tuple(hands), (), (), _ZERO4, tuple(pending))

@@ -39,7 +39,7 @@ docs/rules/queens_court.md):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Final
@@ -245,6 +245,40 @@ def round_winners(spreads: Sequence[int], counts: Sequence[int]) -> tuple[int, .
     return tuple(tied)
 
 
+def hand_of(cards: Iterable[int], glove: bool = False) -> list[int]:
+    """A hand as the engine keeps it: its standard cards sorted, then the glove (``GL``) when held."""
+    hand = sorted(cards)
+    if glove:
+        hand.append(GL)
+    return hand
+
+
+def hidden_count(seat: int, sizes: Sequence[int], gloves: Sequence[bool], deck_size: int) -> int:
+    """How many standard cards ``seat`` cannot see: the deck's and the other hands' (a hand's size
+    counts its glove, which is public)."""
+    return deck_size + sum(sizes[s] - gloves[s] for s in range(len(sizes)) if s != seat)
+
+
+def deal_hidden(
+    cards: Sequence[int], seat: int, hand: Sequence[int], sizes: Sequence[int], gloves: Sequence[bool]
+) -> tuple[list[list[int]], list[int]]:
+    """The hands and the deck (top first) dealt from ``cards``, the standard cards ``seat`` cannot
+    see in one order: ``seat`` keeps ``hand``, every other seat ``s`` takes the next
+    ``sizes[s] - gloves[s]`` cards (kept as ``hand_of`` keeps them, its glove last), the deck the
+    rest. Given a random sample of the unseen cards it is a determinization; given the real ones
+    (the other hands in seat order, then the deck) it gives back the real hands and deck."""
+    hands: list[list[int]] = []
+    k = 0
+    for s in range(len(sizes)):
+        if s == seat:
+            hands.append(list(hand))
+            continue
+        m = sizes[s] - gloves[s]
+        hands.append(hand_of(cards[k : k + m], gloves[s]))
+        k += m
+    return hands, list(cards[k:])
+
+
 def _spread(piles: Sequence[tuple[int, ...]], seat: int) -> int | None:
     v = spread_of(VALUE[_showing(piles[2 * seat])], VALUE[_showing(piles[2 * seat + 1])])
     return None if v == DOUBLE_QUEEN else v
@@ -302,7 +336,7 @@ def _deal_round(
     for s in range(n):
         piles.append((cards[s],))
         piles.append((cards[n + s],))
-    hands = tuple(tuple(sorted(cards[2 * n + k * n + s] for k in range(HAND_CARDS))) for s in range(n))
+    hands = tuple(tuple(hand_of(cards[2 * n + k * n + s] for k in range(HAND_CARDS))) for s in range(n))
     deck = cards[CARDS_PER_PLAYER * n :]
     phase = Phase.FIRST_HALF
     if not deck:  # the deal leaves no deck: straight into the second half

@@ -49,7 +49,7 @@ gap, the choice and the reason):
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -248,6 +248,30 @@ def _frozen(t: Sequence[str]) -> bool:
 
 def _owner_by_colour(card: str) -> int:
     return 0 if card[1] in core.RED_SUITS else 1
+
+
+def counts_down(card: str) -> bool:
+    """Queens and Aces: the cards a deck's end waits on (``end_reason``: once every one of a deck's
+    Queens and Aces is resolved, the deck ends the game for those it feeds)."""
+    return card[0] in "QA"
+
+
+def resolved_count_downs(
+    closed: Iterable[Sequence[str]], discards: Iterable[str], colour: int | None = None
+) -> int:
+    """The Queens and Aces (of ``colour``'s deck, 0 red or 1 black; of any when None) resolved so
+    far, read off the table: a Queen or an Ace is never banked, never starts a tower and never goes
+    to the shared pile, so once resolved it is the last card of a ``closed`` tower or one of the
+    ``discards``. A deck's ``qa_total - qa_left``; the bots count it from the view."""
+    n = 0
+    for cards in closed:
+        c = cards[-1]
+        if counts_down(c) and (colour is None or _owner_by_colour(c) == colour):
+            n += 1
+    for c in discards:
+        if counts_down(c) and (colour is None or _owner_by_colour(c) == colour):
+            n += 1
+    return n
 
 
 def deck_cards(mode: str, seat: int) -> tuple[str, ...]:
@@ -480,7 +504,7 @@ class _Work:
 
     def mark_resolved(self, card: str, owner: int) -> None:
         r = card[0]
-        if r in "QA":
+        if counts_down(card):
             if self.shared:
                 self.qa_left -= 1
             else:
@@ -727,7 +751,7 @@ def _check_colour(deck: tuple[str, ...], colour: int, what: str) -> None:
 
 
 def _new_player(deck: tuple[str, ...]) -> Player:
-    qa = sum(1 for c in deck if c[0] in "QA")
+    qa = sum(1 for c in deck if counts_down(c))
     return Player(deck, (), (), 0, 0, qa, qa, (), 0, False, None)
 
 
@@ -762,7 +786,7 @@ def start(
         dks.append(d)
     if mode == "shared":
         players: tuple[Player, ...] = (_new_player(()), _new_player(()))
-        qa = sum(1 for c in dks[0] if c[0] in "QA")
+        qa = sum(1 for c in dks[0] if counts_down(c))
         s = State(mode, seed, players, Phase.DRAW, 0, (), (), (), dks[0], (), qa, qa)
     else:
         players = tuple(_new_player(d) for d in dks)
