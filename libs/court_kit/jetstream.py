@@ -578,9 +578,15 @@ class Puller:
 
     async def _request(self) -> None:
         body = json.dumps({"batch": self.batch, "expires": int(self.expires * 1_000_000_000)}).encode()
+        now = asyncio.get_running_loop().time()
+        if now >= self.renew_at:
+            # every request made so far has expired (the newest last): none may deliver anything
+            # more, whatever was counted for them (a nats-server restart forgets open requests
+            # without a word, and a request that delivered its whole batch ends without one)
+            self.outstanding = 0
         await self.psub._nc.publish(self.psub._nms, body, self.psub._deliver)
         self.outstanding += self.batch
-        self.renew_at = asyncio.get_running_loop().time() + self.expires
+        self.renew_at = now + self.expires
 
     async def next_batch(self, timeout: float) -> list[Any]:
         """The messages delivered so far (at least one; at most ``batch``), waiting at most

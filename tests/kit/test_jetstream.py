@@ -250,3 +250,32 @@ async def test_lazy_acks_lost_with_their_connection_mean_a_redelivery(tmp_path: 
         if not nc.is_closed:
             await nc.close()
         nats.stop()
+
+
+async def test_puller_counts_no_request_a_killed_server_forgot(tmp_path: Path) -> None:
+    """nats-server killed (no word to anyone) while a request of the Puller's is open, then
+    started again: once that request's expiry has passed, the Puller's next request counts only
+    itself as open, so it asks again as soon as half of that batch has come, as on any request.
+    Counting the forgotten one too, it would wait (up to an expiry at a time) for messages no
+    request of the server's would deliver: the bot service's games crawled after a restart."""
+    async with _pulled(tmp_path, "K", AckPolicy.EXPLICIT) as (nats, nc, psub):
+        puller = kjs.Puller(psub, 8, expires=0.5)
+        with pytest.raises(TimeoutError):
+            await puller.next_batch(0.1)  # a request for 8 is open, nothing delivered
+        assert puller.outstanding == 8
+        await asyncio.to_thread(nats.kill)
+        await asyncio.to_thread(nats.start)  # same port, same store
+        async with asyncio.timeout(20):
+            while not nc.is_connected:
+                await asyncio.sleep(0.05)
+        await asyncio.sleep(0.6)  # past the forgotten request's expiry
+        js = nc.jetstream()
+        for _attempt in range(100):
+            try:
+                await js.publish("k.a", b"a", timeout=1)
+                break
+            except Exception:  # noqa: BLE001 - JetStream may take a moment to come back
+                await asyncio.sleep(0.1)
+        got = await puller.next_batch(10)
+        assert [m.data for m in got] == [b"a"]
+        assert puller.outstanding == 7, "the new request alone is open, less the message it brought"

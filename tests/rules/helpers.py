@@ -107,6 +107,31 @@ class EventLog:
         return [e.full() for r in self.events for e in krec.events_of(r)]
 
 
+def count_refreshes(app: Any) -> list[str]:
+    """The game id of every read of the log ``app``'s game cache makes from now on
+    (``GameCache.refresh``), appended as it happens."""
+    reads: list[str] = []
+    real = app.cache.refresh
+
+    async def counting(entry: Any) -> bool:
+        reads.append(entry.game_id)
+        return bool(await real(entry))
+
+    app.cache.refresh = counting
+    return reads
+
+
+async def first_seat_moves(
+    clients: Mapping[int, RulesClient], game_id: str, view: Any, rng: random.Random, n: int
+) -> Any:
+    """``n`` random legal moves, each by the first seat to act, from ``view``; the last answer's view."""
+    for _ in range(n):
+        seat = view.to_act[0]
+        mine = await clients[seat].get_view(game_id, seat)
+        view = (await clients[seat].submit(game_id, rng.choice(list(mine.legal_actions)), seat)).view
+    return view
+
+
 def has_game_end(seq: int) -> Callable[[list[records_pb2.Record]], bool]:
     return lambda recs: any(r.finished and r.seq == seq for r in recs)
 

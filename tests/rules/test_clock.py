@@ -28,7 +28,7 @@ from court_rules.store import DUE_HEADER
 from tests.fixtures import keys
 
 from .conftest import Replicas, token
-from .helpers import EventLog, assert_complete
+from .helpers import EventLog, assert_complete, count_refreshes, first_seat_moves
 
 pytestmark = pytest.mark.asyncio
 
@@ -411,25 +411,13 @@ async def test_due_records_of_turns_played_in_time_are_acknowledged_without_a_re
     is already past that record, so the clock acknowledges it without reading the log (a newer
     record exists and carries its own due time); none of those turns times out."""
     app = await start(replicas)  # 20 ms clock seconds: a 150 s turn is 3 s
-    refreshes: list[str] = []
-    real_refresh = app.cache.refresh
-
-    async def counting(entry: Any) -> bool:
-        refreshes.append(entry.game_id)
-        return await real_refresh(entry)
-
-    app.cache.refresh = counting  # type: ignore[method-assign]
+    refreshes = count_refreshes(app)
     made = await replicas.client(app, "lobby", "service").create_game(
         "queens_court", PEOPLE[:2], {}, clock=clock(turn=150)
     )
     gid = made.game_id
     clients = {i: replicas.client(app, p) for i, p in enumerate(PEOPLE[:2])}
-    rng = random.Random(3)
-    view = made.view
-    for _ in range(4):
-        seat = view.to_act[0]
-        mine = await clients[seat].get_view(gid, seat)
-        view = (await clients[seat].submit(gid, rng.choice(list(mine.legal_actions)), seat)).view
+    await first_seat_moves(clients, gid, made.view, random.Random(3), 4)
     raw = await log_messages(app, gid)
     due = [m.seq for m in raw if m.subject.endswith(f".{krec.DUE_TOKEN}")]
     assert len(due) >= 4, "each of these records leaves a person to act"

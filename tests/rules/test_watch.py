@@ -11,7 +11,7 @@ import pytest
 from court_client import view_dict
 from court_rules import application
 
-from .helpers import play_out
+from .helpers import count_refreshes, play_out
 
 
 async def _collect(client: Any, gid: str, seat: int | None, after: int | None, out: list[Any]) -> None:
@@ -76,14 +76,7 @@ async def test_watchers_on_the_movers_replica_never_read_the_log(replicas: Any) 
         "queens_court", players, {"players": 2}
     )
     gid = created.game_id
-    refreshes: list[str] = []
-    real_refresh = a.cache.refresh
-
-    async def counting(entry: Any) -> bool:
-        refreshes.append(entry.game_id)
-        return await real_refresh(entry)
-
-    a.cache.refresh = counting  # type: ignore[method-assign]
+    refreshes = count_refreshes(a)
     echoed: list[Any] = []  # wakes that came from nats-server (none: the connection has no_echo)
     real_saw = a.application.wakes._saw
 

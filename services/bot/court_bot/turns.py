@@ -8,7 +8,8 @@ optionally ``bot:<level>:<name>``). A record with no bot seat to act is acknowle
 
 **One handler per turn, across replicas.** Every replica pulls from one durable JetStream
 consumer, ``court-bot`` (explicit acks, ``ack_wait`` from COURT_BOT_ACK_WAIT). JetStream gives
-each event to one replica at a time; a replica only pulls as many as it has free workers, and
+each event to one replica at a time; a replica keeps pull requests open for as many as it has
+workers (``TurnConsumer``), holds a record it has no free worker for yet reserved, and
 keeps a turn it is working on reserved with in-progress acks. A replica that dies holding a turn
 stops extending it, so after ``ack_wait`` JetStream redelivers it to another replica. This is the
 JetStream form of a NATS queue group, with the durability a plain queue group lacks.
@@ -61,6 +62,7 @@ from typing import Any
 import grpc
 from court_contract import records as krec
 from court_contract import typed
+from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_proto.court.events.v2 import records_pb2
 from court_proto.court.rules.v1 import rules_pb2
@@ -79,7 +81,8 @@ STREAM = krec.PUBLIC_STREAM  # the public records (protos/court/events/v2)
 TURN_SUBJECT = krec.PUBLIC_PREFIX + "*.*"  # every public record: each says who acts next
 DURABLE = "court-bot"
 BOT_PREFIX = "bot:"
-FETCH_WAIT = 1.0  # seconds one pull request lingers (also how soon an idle worker notices a stop)
+FETCH_WAIT = 1.0  # seconds the pull loop waits for a record at a time (how soon it notices a stop)
+PULL_EXPIRES = 5.0  # seconds an open pull request lives (a nats-server restart forgets it: renewed then)
 RECENT = 20_000  # handled turns remembered for tests and debugging
 UNAVAILABLE_DELAY = 1.0  # seconds before a turn is retried when the rules service did not answer
 BEHIND_DELAY = 0.25  # seconds before a turn is retried when the rules replica had not seen it yet
@@ -377,7 +380,13 @@ class Reservation:
 
 
 class TurnConsumer:
-    """``concurrency`` workers per replica, each pulling one turn at a time from the shared consumer."""
+    """One pull loop per replica on the shared consumer (``court_kit.jetstream.Puller``: pull
+    requests for ``concurrency`` records kept open, not a request per record), handing each
+    record to a task of its own, at most ``concurrency`` at once; a record waits for a free slot
+    reserved (in-progress acks), and one taken but not started when the replica stops is put back
+    (nak). Acks and naks leave with the connection's next write (``court_kit.jetstream.LazyAcks``):
+    with the pull request no longer written per record, a record costs the bot no write of its own.
+    """
 
     def __init__(
         self,
@@ -396,14 +405,15 @@ class TurnConsumer:
         self.ack_wait = ack_wait
         self.catchup = catchup
         self.journal = journal or Journal()
+        self.acks = kjs.LazyAcks(nc)
         self._stopping = asyncio.Event()
-        self._workers: list[asyncio.Task[None]] = []
-        self.attached = asyncio.Event()  # set once the consumer exists and a worker is pulling
+        self._workers: list[asyncio.Task[None]] = []  # the pull loop
+        self._turns: set[asyncio.Task[None]] = set()  # the records being handled
+        self._slots = asyncio.Semaphore(concurrency)
+        self.attached = asyncio.Event()  # set once the consumer exists and the loop is pulling
 
     def start(self) -> None:
-        self._workers = [
-            asyncio.create_task(self._work(i), name=f"court-bot-turns-{i}") for i in range(self.concurrency)
-        ]
+        self._workers = [asyncio.create_task(self._pull(), name="court-bot-turns")]
 
     async def stop(self, grace: float) -> None:
         """Take no new turns; let the ones in hand finish (up to ``grace`` seconds after the pulls end)."""
@@ -416,13 +426,22 @@ class TurnConsumer:
         for t in pending:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
+        if self._turns:
+            _done, pending = await asyncio.wait(list(self._turns), timeout=grace)
+            for t in pending:
+                t.cancel()
+            for t in pending:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
+        self.acks.flush()
 
     async def kill(self) -> None:
         """Abrupt (tests: a replica dying): turns in hand are neither acked nor put back."""
         self._stopping.set()
-        for t in self._workers:
+        tasks = [*self._workers, *self._turns]
+        for t in tasks:
             t.cancel()
-        for t in self._workers:
+        for t in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await t
 
@@ -464,28 +483,32 @@ class TurnConsumer:
             # another replica may have created it a moment ago (with its own start time)
             await self.js.consumer_info(STREAM, DURABLE)
 
-    async def _work(self, index: int) -> None:
+    async def _pull(self) -> None:
         psub = None
+        puller: kjs.Puller | None = None
         trouble = klog.StateLog(log, "turn consumer")
         while not self._stopping.is_set():
             try:
                 if psub is None:
                     await self.ensure_consumer()
                     psub = await self.js.pull_subscribe_bind(durable=DURABLE, stream=STREAM)
+                    puller = kjs.Puller(psub, self.concurrency, expires=PULL_EXPIRES)
                     self.attached.set()
-                    if index == 0:
-                        trouble.ok("turn consumer attached again")
+                    trouble.ok("turn consumer attached again")
+                assert puller is not None
+                if not await self._slot():  # a free slot before taking more records
+                    break
+                self._slots.release()
                 try:
-                    msgs = await psub.fetch(1, timeout=FETCH_WAIT)
+                    msgs = await puller.next_batch(FETCH_WAIT)
                 except (TimeoutError, NatsTimeout):
                     continue
                 for msg in msgs:
-                    await self._process(msg)
+                    await self._start(msg)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - keep consuming: NATS or the stream may be coming up
-                if index == 0:
-                    trouble.failed("turn consumer not ready", error=str(exc) or type(exc).__name__)
+                trouble.failed("turn consumer not ready", error=str(exc) or type(exc).__name__)
                 ERRORS.labels("consumer").inc()
                 if psub is not None:
                     with contextlib.suppress(Exception):
@@ -496,6 +519,48 @@ class TurnConsumer:
         if psub is not None:
             with contextlib.suppress(Exception):
                 await psub.unsubscribe()
+
+    async def _start(self, msg: Any) -> None:
+        """Hand a record to a task of its own once a slot is free (kept reserved meanwhile); a
+        record taken as the replica stops is put back at once, for another replica."""
+        keepalive = self._keep_reserved(msg)
+        try:
+            free = await self._slot()
+        finally:
+            keepalive.cancel()
+        if not free:
+            with contextlib.suppress(Exception):
+                self.acks.nak(msg)
+            return
+        task = asyncio.create_task(self._process(msg))
+        self._turns.add(task)
+        task.add_done_callback(self._done)
+
+    async def _slot(self) -> bool:
+        """Wait for a free slot (taken: True); False when the replica stops first."""
+        if not self._slots.locked():
+            await self._slots.acquire()
+            return True
+        acquire = asyncio.ensure_future(self._slots.acquire())
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({acquire, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            if not acquire.done():
+                acquire.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await acquire
+        if acquire.cancelled():
+            return False
+        if self._stopping.is_set():
+            self._slots.release()
+            return False
+        return True
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._turns.discard(task)
+        self._slots.release()
 
     async def _process(self, msg: Any) -> None:
         klog.clear()
@@ -509,7 +574,7 @@ class TurnConsumer:
             return
         if not turn.bot_seats():  # a person's turn, or the game is over: nothing for a bot
             with contextlib.suppress(Exception):
-                await msg.ack()
+                self.acks.ack(msg)
             TURNS.labels(Outcome.NOT_BOT.value).inc()
             return
         keepalive = self._keep_reserved(msg)
@@ -530,9 +595,9 @@ class TurnConsumer:
             keepalive.cancel()
         try:
             if handled.outcome in (Outcome.RETRY, Outcome.BEHIND):
-                await msg.nak(delay=handled.retry_after)
+                self.acks.nak(msg, handled.retry_after)
             else:
-                await msg.ack()
+                self.acks.ack(msg)
         except Exception as exc:  # noqa: BLE001 - the turn comes back after ack_wait; it plays once anyway
             log.warning("could not ack a turn", error=str(exc) or type(exc).__name__)
         TURNS.labels(handled.outcome.value).inc()
