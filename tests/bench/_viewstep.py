@@ -101,8 +101,8 @@ def measure(mix: list[tuple[str, dict[str, Any], int]], games: int = 24) -> dict
         parsed into place from their bytes; before those, copied in from the view messages)."""
         for p in played:
             e = p.entry
+            e.views.clear()  # each pass builds every view afresh (as the service: once per seq)
             for _seat, _before, _action, after, shown, seq in p.moves:
-                e.views.clear()
                 out = rules_pb2.SubmitActionResponse(seq=seq)
                 if view_bytes is not None:
                     out.view.MergeFromString(view_bytes(e, codec, after, seq, shown[0]))
@@ -118,8 +118,8 @@ def measure(mix: list[tuple[str, dict[str, Any], int]], games: int = 24) -> dict
         for p in played:
             e = p.entry
             seats = range(len(e.seats))
+            e.views.clear()
             for _seat, _before, _action, after, _shown, seq in p.moves:
-                e.views.clear()
                 events = e.recent[seq][1] if seq in e.recent else ()
                 for s in seats:
                     game_update(e, codec, after, seq, s, events).SerializeToString()

@@ -149,14 +149,17 @@ def _static_bytes(entry: GameEntry) -> bytes:
     return b
 
 
+_KEPT = ("static", "seat")  # what a game's views keep when they are dropped (_static_bytes, _seat_bytes)
+
+
 def _keep(views: dict[tuple[Any, ...], Any], key: tuple[Any, ...], value: Any) -> None:
-    """Memoise ``value`` among a game's views, which hold at most ``VIEWS_KEPT`` (then all but the
-    game's static part are dropped: the recent positions are built again when asked for)."""
+    """Memoise ``value`` among a game's views, which hold at most ``VIEWS_KEPT`` (then all are
+    dropped but the game's static part and each seat's last own part, a handful: the recent
+    positions are built again when asked for)."""
     if len(views) >= VIEWS_KEPT:
-        static = views.get(_STATIC)
+        kept = [(k, v) for k, v in views.items() if k[0] in _KEPT]
         views.clear()
-        if static is not None:
-            views[_STATIC] = static
+        views.update(kept)
     views[key] = value
 
 
@@ -173,19 +176,28 @@ def _public_keys(entry: GameEntry) -> frozenset[str]:
 
 def _seat_bytes(entry: GameEntry, codec: ActionCodec, state: Any, seat: int | None, closed: bool) -> bytes:
     """The seat's own part of its view, serialized: ``your_seat``, its ``seat_view`` and, when it
-    is to act, its legal actions (a spectator's: its ``seat_view``, often nothing)."""
+    is to act, its legal actions (a spectator's: its ``seat_view``, often nothing). The seat's last
+    ``seat_view`` and its bytes are kept (key ("seat", seat): only ever this seat's): a seat's own
+    part changes only when it moves (its hand), so another seat's move finds it equal and reuses
+    its bytes."""
     module = entry.module
     part = module.seat_view(state, seat)
-    try:
-        v = rules_pb2.GameView(
-            your_seat=seat,
-            # protobuf builds a message field from a dict (no copy); its stubs allow only the message
-            view=typed.view_part_kwargs(entry.game, part, module.SEAT_KEYS) if part else None,  # type: ignore[arg-type]
-        )
-    except (TypeError, ValueError):
-        typed.view_to_proto(entry.game, module.view(state, seat))  # the TypedError that names the field
-        raise
-    b = v.SerializeToString()
+    key = ("seat", seat)
+    last = entry.views.get(key)
+    if last is not None and last[0] == part:
+        b: bytes = last[1]
+    else:
+        try:
+            v = rules_pb2.GameView(
+                your_seat=seat,
+                # protobuf builds a message field from a dict (no copy); its stubs allow only the message
+                view=typed.view_part_kwargs(entry.game, part, module.SEAT_KEYS) if part else None,  # type: ignore[arg-type]
+            )
+        except (TypeError, ValueError):
+            typed.view_to_proto(entry.game, module.view(state, seat))  # the TypedError that names the field
+            raise
+        b = v.SerializeToString()
+        _keep(entry.views, key, (part, b))
     if seat is not None and not closed and seat in module.to_act(state):
         b += b"".join([codec.legal_bytes(entry, a, seat) for a in module.legal_actions(state, seat)])
     return b
