@@ -135,14 +135,13 @@ def test_every_reader_gets_exactly_its_own_view(game: str) -> None:
 def test_the_shared_part_holds_nothing_a_spectator_may_not_see(game: str) -> None:
     """``public_view`` reads the same for every seat, holds none of ``SEAT_KEYS``, and no card
     hidden from a spectator (every hand, the deck); its bytes (``public_bytes``) neither."""
-    codec = views.ActionCodec()
     for entry, seq, state in _positions(game, 3):
         module = entry.module
         public = module.public_view(state)
         assert not public.keys() & module.SEAT_KEYS
         hidden = set(module.hidden_cards(state, None))
         assert not strings_in(public) & hidden
-        shared = rules_pb2.GameView.FromString(views.public_bytes(entry, codec, state, seq, False))
+        shared = rules_pb2.GameView.FromString(views.public_bytes(entry, state, seq, False))
         assert not shared.HasField("your_seat") and not shared.legal_actions
         assert not strings_in(typed.message_to_dict(shared.view)) & hidden
         for reader in _readers(entry):

@@ -99,10 +99,11 @@ def view_bytes(entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat:
 def _build_view(
     entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: int | None, closed: bool
 ) -> bytes:
-    return public_bytes(entry, codec, state, seq, closed) + _seat_bytes(entry, codec, state, seat, closed)
+    """The view's bytes: the position's shared part, then the seat's own (``view_bytes``)."""
+    return public_bytes(entry, state, seq, closed) + _seat_bytes(entry, codec, state, seat, closed)
 
 
-def public_bytes(entry: GameEntry, codec: ActionCodec, state: Any, seq: int, closed: bool) -> bytes:
+def public_bytes(entry: GameEntry, state: Any, seq: int, closed: bool) -> bytes:
     """The part of every view of the position after ``seq`` that reads the same for every seat and
     a spectator, serialized: the game's ids and seats, ``to_act``, the engine's ``public_view``,
     options, result and clock. Nothing of any seat's own (``SEAT_KEYS``; ``your_seat``; legal
