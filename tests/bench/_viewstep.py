@@ -29,7 +29,7 @@ from court_games.registry import get_game
 from court_proto.court.rules.v1 import rules_pb2
 from court_rules import views as _views
 from court_rules.games import GameEntry
-from court_rules.views import ActionCodec, game_update, game_view
+from court_rules.views import ActionCodec, game_view, update_bytes
 
 view_bytes = getattr(_views, "view_bytes", None)  # absent before views were built from parts
 REPEAT = 7
@@ -122,7 +122,7 @@ def measure(mix: list[tuple[str, dict[str, Any], int]], games: int = 24) -> dict
             for _seat, _before, _action, after, _shown, seq in p.moves:
                 events = e.recent[seq][1] if seq in e.recent else ()
                 for s in seats:
-                    game_update(e, codec, after, seq, s, events).SerializeToString()
+                    update_bytes(e, codec, after, seq, s, events)
 
     # the entries remember only their last positions' events: keep every one for the watch pass
     for p in played:

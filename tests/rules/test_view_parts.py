@@ -107,7 +107,7 @@ def _builders(
     return [
         lambda r: views.game_view(entry, codec, state, seq, r),
         lambda r: rules_pb2.GameView.FromString(views.view_bytes(entry, codec, state, seq, r)),
-        lambda r: views.game_update(entry, codec, state, seq, r, None).view,
+        lambda r: rules_pb2.GameUpdate.FromString(views.update_bytes(entry, codec, state, seq, r, None)).view,
     ]
 
 
@@ -127,7 +127,9 @@ def test_every_reader_gets_exactly_its_own_view(game: str) -> None:
             readers = _readers(entry)
             rng.shuffle(readers)
             for r in readers:
-                got = views.game_update(entry, codec, state, seq, r, events).events
+                got = rules_pb2.GameUpdate.FromString(
+                    views.update_bytes(entry, codec, state, seq, r, events)
+                ).events
                 assert list(got) == [typed.event_for_seat_to_proto(game, e, r) for e in events]
 
 

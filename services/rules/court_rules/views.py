@@ -204,50 +204,79 @@ def _seat_bytes(entry: GameEntry, codec: ActionCodec, state: Any, seat: int | No
     return b
 
 
-def game_update(
+def update_bytes(
     entry: GameEntry,
     codec: ActionCodec,
     state: Any,
     seq: int,
     seat: int | None,
     events: Sequence[Event] | None,
-) -> rules_pb2.GameUpdate:
-    """A WatchGame update: ``seat``'s view after ``seq`` and, unless a snapshot (``events`` None),
-    that record's events as ``seat`` may read them. Memoised beside the views (``GameEntry.views``,
-    key ("update", seq, closed, seat, snapshot)): every stream of one seat, and every spectator's
-    (seat None: no private part, no hand), share one update per move instead of building one
-    each; callers never change it. An event with no private part reads the same for every seat:
-    it is converted once per record and shared by every seat's update."""
+) -> bytes:
+    """A WatchGame update, serialized as the ``GameUpdate`` it is on the wire: ``seat``'s view
+    after ``seq`` (``view_bytes``) and, unless a snapshot (``events`` None), that record's events
+    as ``seat`` may read them. Sent as these bytes (``court_rules.servicer.add_to_server``: the
+    method's serializer passes bytes through), never parsed into a message and serialized again.
+    Memoised beside the views (``GameEntry.views``, key ("update", seq, closed, seat, snapshot)):
+    every stream of one seat, and every spectator's (seat None: no private part, no hand), share
+    one update per move; the seat is in the key, so one seat's update only ever reaches that
+    seat's streams. An event with no private part reads the same for every seat: it is converted
+    and serialized once per record and shared by every seat's update."""
     closed = entry.closed_at(seq)
     key = ("update", seq, closed, seat, events is None)
     views = entry.views
     u = views.get(key)
     if u is None:
-        u = rules_pb2.GameUpdate(seq=seq)
-        u.view.MergeFromString(view_bytes(entry, codec, state, seq, seat))
-        if events is not None:
-            u.events.extend(_events_for(entry, seq, seat, events))
+        view = view_bytes(entry, codec, state, seq, seat)
+        # GameUpdate: seq = 1 (varint), view = 2 and events = 3 (length-delimited)
+        u = b"".join(
+            [
+                _field(1, seq) if seq else b"",
+                _field(2, view),
+                *(_events_for(entry, seq, seat, events) if events is not None else ()),
+            ]
+        )
         _keep(views, key, u)
     return u
 
 
-def _events_for(entry: GameEntry, seq: int, seat: int | None, events: Sequence[Event]) -> list[Any]:
-    """The record's events as ``seat`` reads them: each event with no private part, or whose
-    private part is not ``seat``'s, in its public form (converted once per record, shared), the
-    seat's own events in its owner's form."""
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _field(number: int, value: int | bytes) -> bytes:
+    """One field of a message, serialized: a varint, or a length-delimited (message) field."""
+    if isinstance(value, int):
+        return _varint(number << 3) + _varint(value)
+    return _varint(number << 3 | 2) + _varint(len(value)) + value
+
+
+def _events_for(entry: GameEntry, seq: int, seat: int | None, events: Sequence[Event]) -> list[bytes]:
+    """The record's events as ``seat`` reads them, each serialized as one ``GameUpdate.events``
+    element: each event with no private part, or whose private part is not ``seat``'s, in its
+    public form (converted once per record, shared), the seat's own events in its owner's form."""
     key = ("events", seq)
     views = entry.views
     public = views.get(key)
     game = entry.game
     if public is None:
-        public = [typed.event_for_seat_to_proto(game, e, None) for e in events]
+        public = [_field(3, _event(game, e, None)) for e in events]
         _keep(views, key, public)
     if seat is None:
         return public
     return [
-        typed.event_for_seat_to_proto(game, e, seat) if e.private and e.owner == seat else p
+        _field(3, _event(game, e, seat)) if e.private and e.owner == seat else p
         for e, p in zip(events, public, strict=True)
     ]
+
+
+def _event(game: str, e: Event, seat: int | None) -> bytes:
+    b: bytes = typed.event_for_seat_to_proto(game, e, seat).SerializeToString()
+    return b
 
 
 def clock_proto(entry: GameEntry, seq: int, v: rules_pb2.GameView) -> None:
