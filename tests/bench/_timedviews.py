@@ -1,7 +1,7 @@
 """``court-rules`` with its views and engine steps timed inside, for make bench's ``viewcpu`` mode.
 
 The rules service exactly as ``court-rules`` runs it, except that the functions that build views
-(``court_rules.views.game_view``, ``view_bytes``, ``game_update``, wherever the servicer calls
+(``court_rules.views.game_view``, ``view_bytes``, ``update_bytes``, wherever the servicer calls
 them) and every engine's ``apply`` (the engine step) add the CPU time of the thread that runs them
 (the event loop's: views and steps are built there) to two counters. On SIGUSR1 the process writes
 the counters to the file ``COURT_BENCH_TIMED`` names ({"asked": n, "views_ns": ..., "step_ns":
@@ -71,7 +71,7 @@ def _write(path: Path) -> None:
 
 
 def install() -> None:
-    for name in ("game_view", "view_bytes", "game_update"):
+    for name in ("game_view", "view_bytes", "update_bytes"):
         if not hasattr(views, name):
             continue  # (view_bytes: not before views were built from parts)
         fn = _timed(getattr(views, name), "views_ns")

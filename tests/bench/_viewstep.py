@@ -29,7 +29,7 @@ from court_games.registry import get_game
 from court_proto.court.rules.v1 import rules_pb2
 from court_rules import views as _views
 from court_rules.games import GameEntry
-from court_rules.views import ActionCodec, game_update, game_view
+from court_rules.views import ActionCodec, game_view, update_bytes
 
 view_bytes = getattr(_views, "view_bytes", None)  # absent before views were built from parts
 REPEAT = 7
@@ -101,8 +101,8 @@ def measure(mix: list[tuple[str, dict[str, Any], int]], games: int = 24) -> dict
         parsed into place from their bytes; before those, copied in from the view messages)."""
         for p in played:
             e = p.entry
+            e.views.clear()  # each pass builds every view afresh (as the service: once per seq)
             for _seat, _before, _action, after, shown, seq in p.moves:
-                e.views.clear()
                 out = rules_pb2.SubmitActionResponse(seq=seq)
                 if view_bytes is not None:
                     out.view.MergeFromString(view_bytes(e, codec, after, seq, shown[0]))
@@ -118,11 +118,11 @@ def measure(mix: list[tuple[str, dict[str, Any], int]], games: int = 24) -> dict
         for p in played:
             e = p.entry
             seats = range(len(e.seats))
+            e.views.clear()
             for _seat, _before, _action, after, _shown, seq in p.moves:
-                e.views.clear()
                 events = e.recent[seq][1] if seq in e.recent else ()
                 for s in seats:
-                    game_update(e, codec, after, seq, s, events).SerializeToString()
+                    update_bytes(e, codec, after, seq, s, events)
 
     # the entries remember only their last positions' events: keep every one for the watch pass
     for p in played:

@@ -107,7 +107,7 @@ def _builders(
     return [
         lambda r: views.game_view(entry, codec, state, seq, r),
         lambda r: rules_pb2.GameView.FromString(views.view_bytes(entry, codec, state, seq, r)),
-        lambda r: views.game_update(entry, codec, state, seq, r, None).view,
+        lambda r: rules_pb2.GameUpdate.FromString(views.update_bytes(entry, codec, state, seq, r, None)).view,
     ]
 
 
@@ -127,7 +127,9 @@ def test_every_reader_gets_exactly_its_own_view(game: str) -> None:
             readers = _readers(entry)
             rng.shuffle(readers)
             for r in readers:
-                got = views.game_update(entry, codec, state, seq, r, events).events
+                got = rules_pb2.GameUpdate.FromString(
+                    views.update_bytes(entry, codec, state, seq, r, events)
+                ).events
                 assert list(got) == [typed.event_for_seat_to_proto(game, e, r) for e in events]
 
 
@@ -135,14 +137,13 @@ def test_every_reader_gets_exactly_its_own_view(game: str) -> None:
 def test_the_shared_part_holds_nothing_a_spectator_may_not_see(game: str) -> None:
     """``public_view`` reads the same for every seat, holds none of ``SEAT_KEYS``, and no card
     hidden from a spectator (every hand, the deck); its bytes (``public_bytes``) neither."""
-    codec = views.ActionCodec()
     for entry, seq, state in _positions(game, 3):
         module = entry.module
         public = module.public_view(state)
         assert not public.keys() & module.SEAT_KEYS
         hidden = set(module.hidden_cards(state, None))
         assert not strings_in(public) & hidden
-        shared = rules_pb2.GameView.FromString(views.public_bytes(entry, codec, state, seq, False))
+        shared = rules_pb2.GameView.FromString(views.public_bytes(entry, state, seq, False))
         assert not shared.HasField("your_seat") and not shared.legal_actions
         assert not strings_in(typed.message_to_dict(shared.view)) & hidden
         for reader in _readers(entry):

@@ -9,6 +9,7 @@ from typing import Any
 import grpc
 import pytest
 from court_client import view_dict
+from court_proto.court.rules.v1 import rules_pb2
 from court_rules import application
 
 from .helpers import count_refreshes, play_out
@@ -268,7 +269,7 @@ async def test_spectators_share_one_update_per_move_with_no_hand_and_a_seat_gets
     replicas: Any, rules: Any
 ) -> None:
     """Every spectator's stream of a game is served one update per move, built once
-    (``views.game_update``, memoised by position and seat): it carries no hand and no private
+    (``views.update_bytes``, memoised by position and seat): it carries no hand and no private
     event part; a seat's own stream gets its own update (its hand), never the spectators', and
     a spectator never gets a seat's."""
     players = ["yan", "zed"]
@@ -301,7 +302,7 @@ async def test_spectators_share_one_update_per_move_with_no_hand_and_a_seat_gets
     seats = [k for k in entry.views if k[0] == "update" and k[3] == 0]
     assert spectators and seats
     for k in spectators:
-        assert not entry.views[k].view.HasField("your_seat")
+        assert not rules_pb2.GameUpdate.FromString(entry.views[k]).view.HasField("your_seat")
 
 
 async def test_views_beside_a_watcher_read_no_log_and_still_show_every_move(

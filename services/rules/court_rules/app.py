@@ -42,7 +42,7 @@ from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import run_service, start_server
 from court_kit.settings import Settings
 from court_kit.tokens import preflight
-from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
+from court_proto.court.rules.v1 import rules_pb2
 from grpc_health.v1._async import HealthServicer
 from nats.aio.client import Client as NATS
 
@@ -52,7 +52,7 @@ from .clockdriver import ClockDriver
 from .games import GameCache
 from .projector import Projector, projector_for
 from .servertime import ServerClock
-from .servicer import RulesServicer
+from .servicer import RulesServicer, add_to_server
 from .store import GameStore, ensure_streams_ready
 from .tasks import stop_tasks
 
@@ -136,7 +136,7 @@ class RulesApp:
             server, port, health = await start_server(
                 settings,
                 [SERVICE_NAME],
-                lambda server: rules_pb2_grpc.add_RulesServiceServicer_to_server(servicer, server),
+                lambda server: add_to_server(servicer, server),
             )
         except BaseException:
             await nc.close()

@@ -205,7 +205,7 @@ class GameEntry:
         # closed (CloseGame, ``closed_reason`` saying why); either way it is then over
         self.closed_into: str | None = None
         # recent positions' views, by (seq, closed, seat), and WatchGame updates, by ("update", seq,
-        # closed, seat, snapshot): court_rules.views.game_view and game_update
+        # closed, seat, snapshot): court_rules.views.game_view and update_bytes
         self.views: dict[tuple[Any, ...], Any] = {}
         self.closed_reason = ""
         self.closed_by: tuple[str, str, int] = ("", "", 0)

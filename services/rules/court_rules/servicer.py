@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+import grpc
 from court_contract import actions as kactions
 from court_contract import typed
 from court_kit.server import current_identity
@@ -19,7 +20,7 @@ from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 
 from . import clock as kclock
 from .application import ClockRequest, Position, RulesApplication, Submitted
-from .views import game_update, game_view, result_proto, view_bytes
+from .views import game_view, result_proto, update_bytes, view_bytes
 
 
 def _seat(request: Any) -> int | None:
@@ -107,14 +108,14 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             out.next.add().MergeFromString(view_bytes(entry, self.codec, state, seq, s))
         return out
 
-    async def WatchGame(
+    async def WatchGame(  # type: ignore[override]  # GameUpdates as their bytes (add_to_server)
         self, request: rules_pb2.WatchGameRequest, context: Any
-    ) -> AsyncIterator[rules_pb2.GameUpdate]:
+    ) -> AsyncIterator[bytes]:
         after = int(request.after_seq) if request.HasField("after_seq") else None
         follow = self.app.watch(current_identity(), request.game_id, _seat(request), after)
         async with contextlib.aclosing(follow) as positions:
             async for p in positions:
-                yield game_update(p.entry, self.codec, p.state, p.seq, p.seat, p.events)
+                yield update_bytes(p.entry, self.codec, p.state, p.seq, p.seat, p.events)
 
     async def CloseGame(
         self, request: rules_pb2.CloseGameRequest, context: Any
@@ -178,3 +179,34 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
 
     async def LeaveSeat(self, request: rules_pb2.LeaveSeatRequest, context: Any) -> rules_pb2.SeatResponse:
         return await self._seat_change(request, kclock.SEAT_AWAY)
+
+
+def _as_is(update: bytes) -> bytes:
+    """WatchGame's response serializer: its updates are built serialized (``views.update_bytes``)."""
+    return update
+
+
+class _Handlers:
+    """Takes the method handlers the generated ``add_*_to_server`` registers."""
+
+    def __init__(self) -> None:
+        self.methods: dict[str, Any] = {}
+
+    def add_generic_rpc_handlers(self, handlers: Any) -> None:
+        pass
+
+    def add_registered_method_handlers(self, service: str, methods: dict[str, Any]) -> None:
+        self.methods = dict(methods)
+
+
+def add_to_server(servicer: RulesServicer, server: Any) -> None:
+    """``rules_pb2_grpc.add_RulesServiceServicer_to_server``, with WatchGame's updates sent as the
+    bytes they are built as: the same wire format (a client's stub parses a ``GameUpdate``), no
+    parse into a message and serialization again per update and stream."""
+    held = _Handlers()
+    rules_pb2_grpc.add_RulesServiceServicer_to_server(servicer, held)
+    methods = held.methods
+    methods["WatchGame"] = methods["WatchGame"]._replace(response_serializer=_as_is)
+    name = rules_pb2.DESCRIPTOR.services_by_name["RulesService"].full_name
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(name, methods),))
+    server.add_registered_method_handlers(name, methods)

@@ -99,10 +99,11 @@ def view_bytes(entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat:
 def _build_view(
     entry: GameEntry, codec: ActionCodec, state: Any, seq: int, seat: int | None, closed: bool
 ) -> bytes:
-    return public_bytes(entry, codec, state, seq, closed) + _seat_bytes(entry, codec, state, seat, closed)
+    """The view's bytes: the position's shared part, then the seat's own (``view_bytes``)."""
+    return public_bytes(entry, state, seq, closed) + _seat_bytes(entry, codec, state, seat, closed)
 
 
-def public_bytes(entry: GameEntry, codec: ActionCodec, state: Any, seq: int, closed: bool) -> bytes:
+def public_bytes(entry: GameEntry, state: Any, seq: int, closed: bool) -> bytes:
     """The part of every view of the position after ``seq`` that reads the same for every seat and
     a spectator, serialized: the game's ids and seats, ``to_act``, the engine's ``public_view``,
     options, result and clock. Nothing of any seat's own (``SEAT_KEYS``; ``your_seat``; legal
@@ -149,14 +150,17 @@ def _static_bytes(entry: GameEntry) -> bytes:
     return b
 
 
+_KEPT = ("static", "seat")  # what a game's views keep when they are dropped (_static_bytes, _seat_bytes)
+
+
 def _keep(views: dict[tuple[Any, ...], Any], key: tuple[Any, ...], value: Any) -> None:
-    """Memoise ``value`` among a game's views, which hold at most ``VIEWS_KEPT`` (then all but the
-    game's static part are dropped: the recent positions are built again when asked for)."""
+    """Memoise ``value`` among a game's views, which hold at most ``VIEWS_KEPT`` (then all are
+    dropped but the game's static part and each seat's last own part, a handful: the recent
+    positions are built again when asked for)."""
     if len(views) >= VIEWS_KEPT:
-        static = views.get(_STATIC)
+        kept = [(k, v) for k, v in views.items() if k[0] in _KEPT]
         views.clear()
-        if static is not None:
-            views[_STATIC] = static
+        views.update(kept)
     views[key] = value
 
 
@@ -173,68 +177,106 @@ def _public_keys(entry: GameEntry) -> frozenset[str]:
 
 def _seat_bytes(entry: GameEntry, codec: ActionCodec, state: Any, seat: int | None, closed: bool) -> bytes:
     """The seat's own part of its view, serialized: ``your_seat``, its ``seat_view`` and, when it
-    is to act, its legal actions (a spectator's: its ``seat_view``, often nothing)."""
+    is to act, its legal actions (a spectator's: its ``seat_view``, often nothing). The seat's last
+    ``seat_view`` and its bytes are kept (key ("seat", seat): only ever this seat's): a seat's own
+    part changes only when it moves (its hand), so another seat's move finds it equal and reuses
+    its bytes."""
     module = entry.module
     part = module.seat_view(state, seat)
-    try:
-        v = rules_pb2.GameView(
-            your_seat=seat,
-            # protobuf builds a message field from a dict (no copy); its stubs allow only the message
-            view=typed.view_part_kwargs(entry.game, part, module.SEAT_KEYS) if part else None,  # type: ignore[arg-type]
-        )
-    except (TypeError, ValueError):
-        typed.view_to_proto(entry.game, module.view(state, seat))  # the TypedError that names the field
-        raise
-    b = v.SerializeToString()
+    key = ("seat", seat)
+    last = entry.views.get(key)
+    if last is not None and last[0] == part:
+        b: bytes = last[1]
+    else:
+        try:
+            v = rules_pb2.GameView(
+                your_seat=seat,
+                # protobuf builds a message field from a dict (no copy); its stubs allow only the message
+                view=typed.view_part_kwargs(entry.game, part, module.SEAT_KEYS) if part else None,  # type: ignore[arg-type]
+            )
+        except (TypeError, ValueError):
+            typed.view_to_proto(entry.game, module.view(state, seat))  # the TypedError that names the field
+            raise
+        b = v.SerializeToString()
+        _keep(entry.views, key, (part, b))
     if seat is not None and not closed and seat in module.to_act(state):
         b += b"".join([codec.legal_bytes(entry, a, seat) for a in module.legal_actions(state, seat)])
     return b
 
 
-def game_update(
+def update_bytes(
     entry: GameEntry,
     codec: ActionCodec,
     state: Any,
     seq: int,
     seat: int | None,
     events: Sequence[Event] | None,
-) -> rules_pb2.GameUpdate:
-    """A WatchGame update: ``seat``'s view after ``seq`` and, unless a snapshot (``events`` None),
-    that record's events as ``seat`` may read them. Memoised beside the views (``GameEntry.views``,
-    key ("update", seq, closed, seat, snapshot)): every stream of one seat, and every spectator's
-    (seat None: no private part, no hand), share one update per move instead of building one
-    each; callers never change it. An event with no private part reads the same for every seat:
-    it is converted once per record and shared by every seat's update."""
+) -> bytes:
+    """A WatchGame update, serialized as the ``GameUpdate`` it is on the wire: ``seat``'s view
+    after ``seq`` (``view_bytes``) and, unless a snapshot (``events`` None), that record's events
+    as ``seat`` may read them. Sent as these bytes (``court_rules.servicer.add_to_server``: the
+    method's serializer passes bytes through), never parsed into a message and serialized again.
+    Memoised beside the views (``GameEntry.views``, key ("update", seq, closed, seat, snapshot)):
+    every stream of one seat, and every spectator's (seat None: no private part, no hand), share
+    one update per move; the seat is in the key, so one seat's update only ever reaches that
+    seat's streams. An event with no private part reads the same for every seat: it is converted
+    and serialized once per record and shared by every seat's update."""
     closed = entry.closed_at(seq)
     key = ("update", seq, closed, seat, events is None)
     views = entry.views
     u = views.get(key)
     if u is None:
-        u = rules_pb2.GameUpdate(seq=seq)
-        u.view.MergeFromString(view_bytes(entry, codec, state, seq, seat))
-        if events is not None:
-            u.events.extend(_events_for(entry, seq, seat, events))
+        view = view_bytes(entry, codec, state, seq, seat)
+        # GameUpdate: seq = 1 (varint), view = 2 and events = 3 (length-delimited)
+        u = b"".join(
+            [
+                _field(1, seq) if seq else b"",
+                _field(2, view),
+                *(_events_for(entry, seq, seat, events) if events is not None else ()),
+            ]
+        )
         _keep(views, key, u)
     return u
 
 
-def _events_for(entry: GameEntry, seq: int, seat: int | None, events: Sequence[Event]) -> list[Any]:
-    """The record's events as ``seat`` reads them: each event with no private part, or whose
-    private part is not ``seat``'s, in its public form (converted once per record, shared), the
-    seat's own events in its owner's form."""
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _field(number: int, value: int | bytes) -> bytes:
+    """One field of a message, serialized: a varint, or a length-delimited (message) field."""
+    if isinstance(value, int):
+        return _varint(number << 3) + _varint(value)
+    return _varint(number << 3 | 2) + _varint(len(value)) + value
+
+
+def _events_for(entry: GameEntry, seq: int, seat: int | None, events: Sequence[Event]) -> list[bytes]:
+    """The record's events as ``seat`` reads them, each serialized as one ``GameUpdate.events``
+    element: each event with no private part, or whose private part is not ``seat``'s, in its
+    public form (converted once per record, shared), the seat's own events in its owner's form."""
     key = ("events", seq)
     views = entry.views
     public = views.get(key)
     game = entry.game
     if public is None:
-        public = [typed.event_for_seat_to_proto(game, e, None) for e in events]
+        public = [_field(3, _event(game, e, None)) for e in events]
         _keep(views, key, public)
     if seat is None:
         return public
     return [
-        typed.event_for_seat_to_proto(game, e, seat) if e.private and e.owner == seat else p
+        _field(3, _event(game, e, seat)) if e.private and e.owner == seat else p
         for e, p in zip(events, public, strict=True)
     ]
+
+
+def _event(game: str, e: Event, seat: int | None) -> bytes:
+    b: bytes = typed.event_for_seat_to_proto(game, e, seat).SerializeToString()
+    return b
 
 
 def clock_proto(entry: GameEntry, seq: int, v: rules_pb2.GameView) -> None:
