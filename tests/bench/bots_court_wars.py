@@ -19,6 +19,8 @@ among the actions that are not attacks: a player who never attacks, who did well
 all-bot table in issue 3). Each table prints a goal line, ``ok`` when the lower end of the 95%
 interval clears 1.5 x par, ``not shown`` when only the mean does, ``MISSED`` otherwise.
 ``COURT_BENCH_ONLY=multi`` plays the multi-player tables only, ``=pairs`` the pairings only.
+On a busy machine run with ``COURT_BOT_CLOCK=cpu``: the bots' budgets then count the deciding
+thread's CPU time (``court_bots.search.CLOCK``), so a process waiting for a core keeps its search.
 """
 
 from __future__ import annotations

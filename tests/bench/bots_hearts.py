@@ -31,6 +31,9 @@ from each other. The confidence interval of the difference A - B is computed ove
   the deal in which that seat is seat 0 (same hand, same direction, nobody has passed yet); the
   chosen cards are then applied to the real state, seat 0's first, in OpenSpiel's order.
 
+``COURT_BENCH_FIRST_GROUP`` (default 0) starts the OpenSpiel part at that duplicate group, so that
+runs on separate machines or processes add up to one larger sample of different deals.
+
 Times are per decision (milliseconds of wall clock, the whole ``choose`` call or ``bot.step``,
 and the deciding thread's CPU time, which waiting for a core does not inflate); both cores run games
 in parallel (``COURT_BENCH_WORKERS``), so the machine's load shows in the wall clock. On a busy
@@ -374,7 +377,8 @@ def main() -> None:
             print("expert vs OpenSpiel IS-MCTS: skipped (pyspiel is not installed)")
             return
         groups = max(1, math.ceil(os_hands / per_group))
-        results = _run(play_openspiel, list(range(groups)), workers)
+        first = _env_int("COURT_BENCH_FIRST_GROUP", 0)
+        results = _run(play_openspiel, list(range(first, first + groups)), workers)
         _report(
             f"expert vs OpenSpiel IS-MCTS ({OS_SIMULATIONS} simulations, random rollouts)",
             ("expert", OPENSPIEL),

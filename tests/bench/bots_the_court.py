@@ -19,8 +19,10 @@ only the estimate does, ``MISSED`` otherwise.
 ``COURT_BENCH_MODES`` (comma-separated, default all five) picks the modes.
 ``COURT_BENCH_EXPERT_ITERATIONS`` = N runs the expert at a fixed effort instead (N sampled worlds
 per decision, the clock ignored): its strength then does not depend on how busy the machine is,
-which the default budget's does (a starved process gets few rollouts in 45 ms). Runs on two
+which the default budget's does (a starved process gets few rollouts in its budget). Runs on two
 processes.
+``COURT_BOT_CLOCK=cpu`` is the other way out: the budget then counts the deciding thread's CPU
+time (``court_bots.search.CLOCK``).
 """
 
 from __future__ import annotations

@@ -47,6 +47,10 @@ the inferred voids, so sampling always succeeds.
   or of the trick between them) are one move in the tree, the lowest standing for the run.
   The search stops a safety margin before the budget, with Python's cyclic garbage collector
   paused (the tree has no cycles; a full collection would cost milliseconds).
+  At the default 22 ms budget (issue 34: the p99 halved from 44.6 ms) the search gets about 17 ms:
+  450-700 iterations a move, 17.6 ms of thread CPU at p99 (``make bench ONLY=bots_hearts`` with
+  ``COURT_BOT_CLOCK=cpu``: the expert beat IS-MCTS at 2,000 simulations by 2.60 +- 1.13 points per
+  hand over 128 hands, as at 45 ms before, and at 10,000 simulations by 3.17 +- 1.16 over 96).
   ``ADAPTER`` serves the generic ``court_bots.search.ismcts`` too, on engine states.
 """
 
