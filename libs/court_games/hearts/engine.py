@@ -139,11 +139,22 @@ def points_of(mask: int) -> int:
 # (``hearts_fast``) both call these (cards as ids, hands as bitmasks)
 
 
+def _suit_mask(card: int) -> int:
+    """``_SUIT_OF_CARD[card]`` by comparisons on literals: compiled, no 52-bit int is unboxed."""
+    if card < 13:
+        return 0x1FFF
+    if card < 26:
+        return 0x1FFF << 13
+    if card < 39:
+        return 0x1FFF << 26
+    return 0x1FFF << 39
+
+
 def follow_mask(hand: int, lead: int) -> int:
     """The cards of ``hand`` that may follow the card ``lead``: its suit when the hand holds it;
     else any card, but on the hand's first trick (the one 2C leads) no point card unless nothing
     else is held."""
-    m = hand & _SUIT_OF_CARD[lead]
+    m = hand & _suit_mask(lead)
     if m:
         return m
     return (hand & SAFE or hand) if lead == TWO_CLUBS else hand
@@ -162,7 +173,7 @@ def lead_mask(hand: int, broken: bool) -> int:
 def highest_of_suit(cards: int, lead: int) -> int:
     """The card winning a trick of the cards ``cards`` (a mask) led by ``lead``: the highest of the
     led suit."""
-    return (cards & _SUIT_OF_CARD[lead]).bit_length() - 1
+    return (cards & _suit_mask(lead)).bit_length() - 1
 
 
 def winning_card(trick: Sequence[int]) -> int:
@@ -525,14 +536,34 @@ def _cards_of(m: int) -> tuple[int, ...]:
     return _T0[m & 8191] + _T1[(m >> 13) & 8191] + _T2[(m >> 26) & 8191] + _T3[m >> 39]
 
 
+class _Last:
+    """The play phase's legal mask of the last state ``legal_actions`` was asked about: ``apply``
+    on that state (a playout's next step, a service checking a move it listed) uses it again.
+    One module-level instance; ``state`` is set last, so a ``state`` seen here has its mask."""
+
+    def __init__(self) -> None:
+        self.state: State | None = None
+        self.mask = 0
+
+
+_LAST: Final = _Last()
+
+
 def _play_mask(state: State, player: int) -> int:
     """The legal-card mask of ``player``, the seat to play."""
+    if _LAST.state is state:
+        return _LAST.mask
     hands = state.hands
     trick = state.trick
     hand = _at(hands, player)
     if trick:
-        return follow_mask(hand, trick[0])
-    return lead_mask(hand, (hands[0] | hands[1] | hands[2] | hands[3]) & HEARTS != HEARTS)
+        m = follow_mask(hand, trick[0])
+    else:
+        m = lead_mask(hand, (hands[0] | hands[1] | hands[2] | hands[3]) & HEARTS != HEARTS)
+    _LAST.state = None
+    _LAST.mask = m
+    _LAST.state = state
+    return m
 
 
 def _acts(acting: tuple[int, ...], player: int) -> bool:
