@@ -590,8 +590,12 @@ def _played(
     hands: tuple[tuple[int, ...], ...],
     locked: int,
     emptied_by: int | None,
+    round_wins: tuple[int, ...] | None = None,
+    rounds: tuple[RoundRecord, ...] | None = None,
+    winner: int | None = None,
 ) -> State:
-    """``state`` after a play: the fields a play changes, the rest as they were."""
+    """``state`` after a play: the fields a play changes, the rest as they were (``round_wins``,
+    ``rounds`` and ``winner`` change when the game is won)."""
     return State(
         options=state.options,
         seed=state.seed,
@@ -604,9 +608,9 @@ def _played(
         piles=piles,
         hands=hands,
         locked=locked,
-        round_wins=state.round_wins,
-        rounds=state.rounds,
-        winner=None,
+        round_wins=state.round_wins if round_wins is None else round_wins,
+        rounds=state.rounds if rounds is None else rounds,
+        winner=winner,
         emptied_by=emptied_by,
     )
 
@@ -746,22 +750,18 @@ def _end_round(state: State, reason: str, events: list[Event] | None) -> tuple[S
             )
         )
     if champion is not None:
-        over = State(
-            options=state.options,
-            seed=state.seed,
-            decks=state.decks,
-            round_no=state.round_no,
-            starter=state.starter,
-            phase=Phase.OVER,
-            to_move=-1,
-            deck=state.deck,
-            piles=state.piles,
-            hands=state.hands,
-            locked=state.locked,
-            round_wins=round_wins,
-            rounds=rounds,
-            winner=champion,
-            emptied_by=state.emptied_by,
+        over = _played(
+            state,
+            Phase.OVER,
+            -1,
+            state.deck,
+            state.piles,
+            state.hands,
+            state.locked,
+            state.emptied_by,
+            round_wins,
+            rounds,
+            champion,
         )
         if events is not None:
             events.append(

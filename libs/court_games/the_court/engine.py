@@ -416,19 +416,9 @@ def draw_decision(mode: str, players: Sequence[Table], drawer: int) -> bool:
 
 
 class _P:
-    __slots__ = (
-        "deck",
-        "towers",
-        "moat",
-        "score",
-        "kings",
-        "qa_left",
-        "qa_total",
-        "closed",
-        "skips",
-        "finished",
-        "end",
-    )
+    """A mutable copy of a ``Player`` (the same attributes); ``freeze`` makes the new one."""
+
+    __slots__ = Player.__slots__
 
     def __init__(self, p: Player):
         self.deck = p.deck
