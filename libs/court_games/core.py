@@ -39,13 +39,15 @@ Every game's engine, ``court_games.<game>.engine``, exposes the same small inter
 
 from __future__ import annotations
 
+import _random
 import hashlib
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 from court_base import BadInput, quote
+from mypy_extensions import i64, mypyc_attr
 
 RANKS = "23456789TJQKA"
 SUITS = "CDHS"
@@ -92,10 +94,15 @@ class NotYourTurn(IllegalAction):
     """A seat acted when it was not among the seats to act."""
 
 
+@mypyc_attr(acyclic=True)
 class Record:
     """Base of the engines' states: a plain class with its own ``__init__`` and ``__slots__`` (the
     attributes, in order), immutable by convention (nothing assigns an attribute after
     ``__init__``), with a frozen dataclass's equality, hash and repr over those attributes.
+
+    Compiled, records are ``acyclic``: outside the cycle collector (no tracking on every allocation
+    and free, no traversal in collections), as an immutable record cannot be part of a reference
+    cycle. A subclass says ``@mypyc_attr(acyclic=True)`` too (mypyc checks it).
 
     Not ``@dataclass(frozen=True)``: compiled by mypyc a frozen dataclass is built through the
     generic dataclass ``__init__`` (61 % of a compiled Hearts ``apply``), a native class with its
@@ -213,8 +220,12 @@ def seeded_rng(seed: int, *salt: Any) -> random.Random:
     The salt (e.g. ``("deal", round_no)``) is hashed with SHA-256, so the
     stream is stable across processes and Python versions (no ``hash()``).
     """
+    return random.Random(_seed_of(seed, *salt))
+
+
+def _seed_of(seed: int, *salt: Any) -> int:
     material = repr((int(seed), *salt)).encode()
-    return random.Random(int.from_bytes(hashlib.sha256(material).digest()[:16], "big"))
+    return int.from_bytes(hashlib.sha256(material).digest()[:16], "big")
 
 
 def shuffle(rng: random.Random, x: list[Any]) -> None:
@@ -231,9 +242,47 @@ def shuffle(rng: random.Random, x: list[Any]) -> None:
         x[i], x[j] = x[j], x[i]
 
 
-def seeded_shuffle(cards: Sequence[str], seed: int, *salt: Any) -> tuple[str, ...]:
+_BATCH: Final = 96  # words drawn at once by ``shuffle_once``: a pack of 52 needs about 70
+
+
+def shuffle_once(rng: _random.Random, x: list[Any]) -> None:
+    """``shuffle(rng, x)`` for an ``rng`` that is used for nothing else afterwards: the same
+    permutation from the same 32-bit words, drawn ``_BATCH`` at a time (one ``getrandbits`` call
+    instead of one per card; it may draw words it does not use, so ``rng`` is left further on).
+
+    ``getrandbits(k)`` for ``k <= 32`` is the next 32-bit word of the Mersenne Twister shifted right
+    by ``32 - k``, and ``getrandbits(32 * n)`` holds the next ``n`` words, the first lowest
+    (CPython's ``_random``; tests/games/test_hearts.py checks this against ``random.shuffle``)."""
+    words = b""
+    w: i64 = 0
+    end: i64 = 0
+    i: i64 = len(x) - 1
+    k: i64 = 0  # the bit length of n = i + 1
+    while (1 << k) <= i + 1:
+        k += 1
+    while i > 0:
+        n = i + 1
+        if n < 1 << (k - 1):
+            k -= 1
+        while True:
+            if w == end:
+                words = rng.getrandbits(32 * _BATCH).to_bytes(4 * _BATCH, "little")
+                w = 0
+                end = 4 * _BATCH
+            word: i64 = words[w] | words[w + 1] << 8 | words[w + 2] << 16 | words[w + 3] << 24
+            j = word >> (32 - k)
+            w += 4
+            if j < n:
+                break
+        x[i], x[j] = x[j], x[i]
+        i -= 1
+
+
+def seeded_shuffle(cards: Sequence[Any], seed: int, *salt: Any) -> tuple[Any, ...]:
+    """``cards`` shuffled by ``seeded_rng(seed, *salt)`` as ``random.Random.shuffle`` does."""
     deck = list(cards)
-    shuffle(seeded_rng(seed, *salt), deck)
+    # the generator of seeded_rng, without random.Random's Python-level seeding around it
+    shuffle_once(_random.Random(_seed_of(seed, *salt)), deck)
     return tuple(deck)
 
 

@@ -11,6 +11,10 @@ actions per second, ours / OpenSpiel's (the target is at least 1.0, issue 34).
 
 Both forms of the engines in one run: the compiled core (mypyc, ``make setup``) in this process, then
 the same work on the ``.py`` files in a process with ``COURT_PURE=1``, side by side with the ratio.
+And the engines as they were before issue 34's one-core refactor (``BEFORE``, interpreted: ``libs/``
+of that commit from ``git archive``, run in a process of its own with it first on ``PYTHONPATH``),
+on the same work in the same alternating slices: issue 34 asks every engine for at least 3 x that
+figure, and the ratio is printed per game.
 """
 
 from __future__ import annotations
@@ -18,17 +22,22 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from court_games import _form
+# only what the engines of BEFORE also have: this module runs there too (``Before``)
 from court_games.registry import GAME_NAMES, get_game
 
 SECONDS = 3.0
 MAX_STEPS_PER_GAME = 200_000
+REPO = Path(__file__).resolve().parents[2]
+BEFORE = "336f25e"  # the last commit before issue 34's one-core refactor (tests/games/corpus.py)
+BEFORE_GOAL = 3.0  # issue 34: every engine at least 3 x its speed at BEFORE
 
 
 def playouts(
@@ -162,11 +171,11 @@ class Interpreted:
     """The same work on the ``.py`` files: a process of its own with ``COURT_PURE=1``, asked for one
     slice at a time so that both forms run in alternating slices (load affects them alike)."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "from tests.bench.engines import _serve; _serve()"],
-            cwd=Path(__file__).resolve().parents[2],
-            env={**os.environ, "COURT_PURE": "1"},
+            cwd=REPO,
+            env=env or {**os.environ, "COURT_PURE": "1"},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -184,9 +193,51 @@ class Interpreted:
         self.proc.wait(timeout=30)
 
 
+class Before(Interpreted):
+    """The same work on the engines of ``BEFORE``: its ``libs/`` extracted by ``git archive`` to a
+    temporary folder, first on ``PYTHONPATH`` of a process of its own (they were interpreted
+    Python, ``court_games/games/<game>.py``). ``Before.start()`` is None where the repository's
+    history is not there (a source archive, not a clone)."""
+
+    def __init__(self, libs: Path, tmp: str) -> None:
+        self.tmp = tmp
+        path = os.pathsep.join(p for p in (str(libs), os.environ.get("PYTHONPATH", "")) if p)
+        super().__init__({**os.environ, "PYTHONPATH": path, "COURT_PURE": "1"})
+
+    @classmethod
+    def start(cls) -> Before | None:
+        tmp = tempfile.mkdtemp(prefix="court-bench-before-")
+        try:
+            archive = subprocess.run(
+                ["git", "-C", str(REPO), "archive", BEFORE, "libs"], capture_output=True, check=True
+            ).stdout
+            subprocess.run(["tar", "-x", "-C", tmp], input=archive, capture_output=True, check=True)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            shutil.rmtree(tmp, ignore_errors=True)
+            why = (
+                exc.stderr.decode(errors="replace").strip()
+                if isinstance(exc, subprocess.CalledProcessError)
+                else exc
+            )
+            print(f"{BEFORE} engines skipped: git archive {BEFORE} failed ({why})")
+            return None
+        return cls(Path(tmp) / "libs", tmp)
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
 def _serve() -> None:
-    """The interpreted side of ``Interpreted``: one slice of playouts per line read."""
-    assert _form.FORM == "interpreted", _form.FORM
+    """The other side of ``Interpreted`` and ``Before``: one slice of playouts per line read."""
+    try:
+        from court_games import _form
+    except ImportError:  # BEFORE's engines: interpreted, no _form yet
+        pass
+    else:
+        assert _form.FORM == "interpreted", _form.FORM
     for line in sys.stdin:
         ask = json.loads(line)
         game = get_game(ask.pop("game"))
@@ -194,14 +245,18 @@ def _serve() -> None:
 
 
 def main() -> None:
+    from court_games import _form  # not at the top: BEFORE's court_games has no _form
+
     print(
         f"random playouts: legal_actions + apply(emit=False), ~{SECONDS:.0f} s per game and form, default options"
     )
     print(
         f"court_games here: {_form.FORM}"
         + ("" if _form.FORM == "compiled" else " (no compiled core: make setup)")
+        + f"; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
     other = Interpreted() if _form.FORM == "compiled" else None
+    before = Before.start()
     rounds = 6
     try:
         for name in GAME_NAMES:
@@ -212,6 +267,7 @@ def main() -> None:
                 continue
             here: list[dict[str, float]] = []
             there: list[dict[str, float]] = []
+            then: list[dict[str, float]] = []
             for r in range(rounds):
                 kw: dict[str, Any] = {
                     "seconds": SECONDS / rounds,
@@ -221,11 +277,17 @@ def main() -> None:
                 here.append(playouts(game, {}, **kw))
                 if other is not None:
                     there.append(other.playouts(name, {}, **kw))
+                if before is not None:
+                    then.append(before.playouts(name, {}, **kw))
             print(_line(f"{name} ({_form.FORM})", _merge(here)))
             if there:
                 print(_line(f"{name} (interpreted)", _merge(there)))
                 ratio = _merge(here)["actions_per_s"] / _merge(there)["actions_per_s"]
                 print(f"{'':<28} compiled/interpreted: {ratio:.2f}")
+            if then:
+                print(_line(f"{name} ({BEFORE}, interpreted)", _merge(then)))
+                ratio = _merge(here)["actions_per_s"] / _merge(then)["actions_per_s"]
+                print(f"{'':<28} {_form.FORM}/{BEFORE}: {ratio:.2f}  (target >= {BEFORE_GOAL:.0f}, issue 34)")
         try:
             get_game("hearts")
         except Exception:
@@ -247,6 +309,8 @@ def main() -> None:
     finally:
         if other is not None:
             other.close()
+        if before is not None:
+            before.close()
 
 
 if __name__ == "__main__":

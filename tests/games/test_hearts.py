@@ -164,6 +164,17 @@ def test_core_shuffle_is_random_shuffle():
             assert a.random() == b.random()  # the same draws consumed
 
 
+def test_seeded_shuffle_is_random_shuffle():
+    """``core.seeded_shuffle`` draws its words in batches (``core.shuffle_once``): still the
+    permutation of ``random.Random.shuffle`` on the same seeded generator, for decks that need less
+    than one batch and several (rejected draws included)."""
+    for seed in range(200):
+        for n in (0, 1, 2, 13, 52, 54, 108, 300):
+            expected = list(range(n))
+            core.seeded_rng(seed, "deal", n).shuffle(expected)
+            assert core.seeded_shuffle(range(n), seed, "deal", n) == tuple(expected)
+
+
 @pytest.mark.parametrize(
     ("deck", "words"),
     [

@@ -392,7 +392,9 @@ def to_state(pub: Public, hands: Sequence[int], pending: Sequence[int]) -> H.Sta
             pending[(pub.seat - off) % 4] = pub.received[1]
     if pub.phase is H.Phase.OVER:
         hands = (0, 0, 0, 0)
-    return H.State(match, pub.phase, pub.to_act, tuple(hands), pub.trick, pub.tricks, pub.won, tuple(pending))
+    return H.State(
+        match, pub.phase, pub.to_act, H.four(hands), pub.trick, pub.tricks, H.four(pub.won), H.four(pending)
+    )
 
 
 _CACHE: dict[str, Any] = {"view": None, "seat": None, "key": None, "sampler": None}

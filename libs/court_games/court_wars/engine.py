@@ -43,12 +43,12 @@ each gap, the choice and the reason):
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from operator import itemgetter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from court_base import quote
+from mypy_extensions import mypyc_attr
 
 from .. import core
 from ..core import Event, IllegalAction, InvalidAction, InvalidVector, NotYourTurn, Record
@@ -149,28 +149,49 @@ class Phase(enum.Enum):
     OVER = "over"
 
 
-@dataclass(frozen=True, slots=True)
-class Court:
-    card: str  # the court card, e.g. "JS"
-    standing: bool = True
-    guards: tuple[str, ...] = ()  # bottom first
-    joker: str | None = None  # the Joker a revived court stands on
-    # The guards' values (bottom first) and their total, worked out once when the court is made (a
-    # court is immutable): views read the total for every court on every step, the rules below read
-    # the values. Not constructor arguments, not compared, not in the repr.
-    values: tuple[int, ...] = field(init=False, repr=False, compare=False)
-    attack: int = field(init=False, repr=False, compare=False)
+# a guard's value by the code of its rank character (0: not a guard): ``_GV[ord(card[0])]``
+_GV: Final[tuple[int, ...]] = tuple(GUARD_VALUE.get(chr(i), 0) for i in range(128))
+_COURT_FIELDS: Final = ("card", "standing", "guards", "joker")
 
-    def __post_init__(self) -> None:
-        values = tuple(map(GUARD_VALUE.__getitem__, map(itemgetter(0), self.guards)))
-        object.__setattr__(self, "values", values)
-        object.__setattr__(self, "attack", sum(values))
+
+@mypyc_attr(acyclic=True)
+class Court(Record):
+    """A court: its card (e.g. ``"JS"``), whether it stands, its guards (bottom first) and the Joker
+    a revived court stands on. A ``core.Record`` over those four.
+
+    The guards' values (bottom first) and their total (``attack``) are worked out once when the
+    court is made (a court is immutable): views read the total for every court on every step, the
+    rules below read the values. Not constructor arguments, not compared, not in the repr."""
+
+    __slots__ = ("card", "standing", "guards", "joker", "values", "attack")
+
+    def __init__(
+        self, card: str, standing: bool = True, guards: tuple[str, ...] = (), joker: str | None = None
+    ) -> None:
+        self.card: Final = card
+        self.standing: Final = standing
+        self.guards: Final = guards
+        self.joker: Final = joker
+        total = 0
+        values: list[int] = []
+        for g in guards:
+            v = _GV[ord(g[0])]
+            if not v:
+                raise KeyError(g[0])
+            values.append(v)
+            total += v
+        self.values: Final = tuple(values)
+        self.attack: Final = total
+
+    def _names(self) -> tuple[str, ...]:
+        return _COURT_FIELDS
 
     @property
     def defence(self) -> int:
         return COURT_DEFENCE + self.attack
 
 
+@mypyc_attr(acyclic=True, free_list_len=1)  # a playout frees one State per step: the next reuses it
 class State(Record):
     __slots__ = (
         "options",
@@ -259,17 +280,17 @@ def fits_value(standing: bool, guards: Sequence[int], v: int, equal: bool) -> bo
     return v < top or (equal and v == top)
 
 
-def attack_options(
-    st: Sequence[Sequence[int]], up: Sequence[bool], out: Sequence[bool], p: int
-) -> list[Action]:
-    """Every attack of seat ``p``, sorted."""
-    targets = []
+def attack_options(st: list[tuple[int, ...]], up: list[bool], out: Sequence[bool], p: int) -> list[Action]:
+    """Every attack of seat ``p``, sorted (built in order: courts, spends, targets ascending, and
+    for each target ``REMOVE_COURT``, 0, before removing 1, 2, ... guards)."""
+    targets: list[int] = []  # the target courts' indices 3 * seat + court
+    defences: list[int] = []
     for t in range(len(out)):
         if t != p and not out[t]:
             for j in range(3 * t, 3 * t + 3):
                 if up[j]:
-                    tg = st[j]
-                    targets.append((t, j - 3 * t, tg, COURT_DEFENCE + sum(tg)))
+                    targets.append(j)
+                    defences.append(COURT_DEFENCE + sum(st[j]))
     opts: list[Action] = []
     for ci in range(3):
         i = 3 * p + ci
@@ -279,20 +300,23 @@ def attack_options(
         s = 0
         for k in range(1, len(g) + 1):
             s += g[-k]
-            for t, tci, tg, defence in targets:
+            for x in range(len(targets)):
+                j = targets[x]
+                tg = st[j]
+                t = j // 3
+                tci = j - 3 * t
+                if s >= defences[x]:
+                    opts.append((ATTACK, ci, k, t, tci, REMOVE_COURT))
                 acc = 0
                 for m in range(1, len(tg) + 1):
                     acc += tg[-m]
                     if acc > s:
                         break
                     opts.append((ATTACK, ci, k, t, tci, m))
-                if s >= defence:
-                    opts.append((ATTACK, ci, k, t, tci, REMOVE_COURT))
-    opts.sort()
     return opts
 
 
-def has_attack(st: Sequence[Sequence[int]], up: Sequence[bool], out: Sequence[bool], p: int) -> bool:
+def has_attack(st: list[tuple[int, ...]], up: list[bool], out: Sequence[bool], p: int) -> bool:
     """Whether ``attack_options`` is not empty (without building it)."""
     best = max((sum(st[i]) for i in range(3 * p, 3 * p + 3) if up[i]), default=0)
     if best == 0:
@@ -306,7 +330,7 @@ def has_attack(st: Sequence[Sequence[int]], up: Sequence[bool], out: Sequence[bo
     return False
 
 
-def limit_winners(st: Sequence[Sequence[int]], up: Sequence[bool], out: Sequence[bool]) -> tuple[int, ...]:
+def limit_winners(st: list[tuple[int, ...]], up: list[bool], out: Sequence[bool]) -> tuple[int, ...]:
     """The winners at the turn limit: most standing courts, then the highest total defence."""
     keys = {
         s: (
@@ -385,32 +409,19 @@ def _table(courts: Sequence[Sequence[Court]]) -> tuple[list[tuple[int, ...]], li
 
 
 class _Work:
-    __slots__ = (
-        "o",
-        "seed",
-        "phase",
-        "player",
-        "courts",
-        "draw",
-        "discard",
-        "pending",
-        "pick",
-        "turns",
-        "out",
-        "aces",
-        "winners",
-        "end",
-        "events",
-    )
+    """A mutable copy of a state for one ``apply`` (its attributes are the State's, then the
+    events); ``freeze`` makes the new state."""
+
+    __slots__ = (*State.__slots__, "on", "events")
 
     def __init__(self, s: State, emit: bool):
-        self.o = s.options
+        self.options = s.options
         self.seed = s.seed
         self.phase = s.phase
         self.player = s.player
-        self.courts = list(map(list, s.courts))
-        self.draw = list(s.draw)
-        self.discard = list(s.discard)
+        self.courts = list(s.courts)  # per seat, a tuple (``set_court`` replaces one)
+        self.draw = s.draw  # tuples: a pile is copied only when it changes
+        self.discard = s.discard
         self.pending = s.pending
         self.pick = s.pick
         self.turns = s.turns
@@ -418,17 +429,18 @@ class _Work:
         self.aces = s.aces
         self.winners = s.winners
         self.end = s.end
+        self.on = emit  # build events (the emits are guarded: nothing is built for a playout)
         self.events: list[Event] | None = [] if emit else None
 
     def freeze(self) -> State:
         return State(
-            options=self.o,
+            options=self.options,
             seed=self.seed,
             phase=self.phase,
             player=self.player,
-            courts=tuple(map(tuple, self.courts)),
-            draw=tuple(self.draw),
-            discard=tuple(self.discard),
+            courts=tuple(self.courts),
+            draw=self.draw,
+            discard=self.discard,
             pending=self.pending,
             pick=self.pick,
             turns=self.turns,
@@ -437,6 +449,12 @@ class _Work:
             winners=self.winners,
             end=self.end,
         )
+
+    def set_court(self, p: int, i: int, court: Court) -> None:
+        """Seat ``p``'s court ``i`` is now ``court``."""
+        cs = list(self.courts[p])
+        cs[i] = court
+        self.courts[p] = tuple(cs)
 
     def emit(self, type_: str, **data: Any) -> None:
         if self.events is not None:
@@ -449,16 +467,23 @@ class _Work:
         if not self.draw:
             if not self.discard:
                 return None
-            self.draw, self.discard = self.discard, []
-            self.emit("DiscardPileTurned", player=self.player, size=len(self.draw))
-        return self.draw.pop(0)
+            self.draw, self.discard = self.discard, ()
+            if self.on:
+                self.emit("DiscardPileTurned", player=self.player, size=len(self.draw))
+        card = self.draw[0]
+        self.draw = self.draw[1:]
+        return card
 
-    def put_discard(self, cards: Iterable[str], reason: str) -> None:
-        cards = list(cards)
-        self.discard.extend(cards)
-        self.emit(
-            "CardDiscarded", player=self.player, cards=cards, reason=reason, discard_size=len(self.discard)
-        )
+    def put_discard(self, cards: list[str], reason: str) -> None:
+        self.discard = self.discard + tuple(cards)
+        if self.on:
+            self.emit(
+                "CardDiscarded",
+                player=self.player,
+                cards=cards,
+                reason=reason,
+                discard_size=len(self.discard),
+            )
 
     def guard_left(self) -> bool:
         return any(c[0] in GUARD_VALUE for c in self.draw) or any(c[0] in GUARD_VALUE for c in self.discard)
@@ -467,56 +492,63 @@ class _Work:
 
     def next_setup_pick(self) -> None:
         """Run the automatic part of the picks from ``self.pick`` until one holds a guard."""
-        n = self.o.players
+        n = self.options.players
         while self.pick < SETUP_PASSES * n:
             seat = self.pick % n
             self.player = seat
             self.pick += 1
             if not self.guard_left():
-                self.emit("SetupPickLapsed", player=seat, pick=self.pick - 1)
+                if self.on:
+                    self.emit("SetupPickLapsed", player=seat, pick=self.pick - 1)
                 continue
             while True:
                 card = self.draw_card()
                 assert card is not None, "a guard is left, so a card can be drawn"
-                self.emit("SetupCardDrawn", player=seat, pick=self.pick - 1, card=card, guard=is_guard(card))
+                if self.on:
+                    self.emit(
+                        "SetupCardDrawn", player=seat, pick=self.pick - 1, card=card, guard=is_guard(card)
+                    )
                 if is_guard(card):
                     self.phase, self.pending = Phase.SETUP, card
                     return
                 self.put_discard([card], "not a guard")
         self.pending = None
         self.phase, self.player = Phase.TURN, 0
-        self.emit(
-            "SetupEnded",
-            player=0,
-            courts=[_public_courts(c) for c in self.courts],
-            draw_size=len(self.draw),
-            discard_size=len(self.discard),
-        )
+        if self.on:
+            self.emit(
+                "SetupEnded",
+                player=0,
+                courts=[_public_courts(c) for c in self.courts],
+                draw_size=len(self.draw),
+                discard_size=len(self.discard),
+            )
 
     # play -------------------------------------------------------------------------------------
 
     def place_guard(self, court: int, setup: bool) -> None:
         card, p = self.pending, self.player
         assert card is not None
-        self.courts[p][court] = with_guard(self.courts[p][court], card)
+        self.set_court(p, court, with_guard(self.courts[p][court], card))
         self.pending = None
         new = self.courts[p][court]
-        self.emit(
-            "GuardPlaced",
-            player=p,
-            card=card,
-            court=COURTS[court],
-            setup=setup,
-            attack=new.attack,
-            defence=new.defence,
-        )
+        if self.on:
+            self.emit(
+                "GuardPlaced",
+                player=p,
+                card=card,
+                court=COURTS[court],
+                setup=setup,
+                attack=new.attack,
+                defence=new.defence,
+            )
 
     def defend_draw(self) -> None:
         """Draw for the turn player and resolve the card as far as the rules do it automatically."""
         p = self.player
         card = self.draw_card()
         assert card is not None, "defend and the draw-again are only offered when a card can be drawn"
-        self.emit("CardDrawn", player=p, card=card, ace_draw=self.aces > 0)
+        if self.on:
+            self.emit("CardDrawn", player=p, card=card, ace_draw=self.aces > 0)
         r = card[0]
         if r in "JQK":
             self.put_discard([card], "court card drawn: turn over")
@@ -540,7 +572,8 @@ class _Work:
             lambda: _has_attack(self.courts, self.out, self.player),
         )
         if reason is not None:
-            self.emit("DrawAgainEnded", player=self.player, reason=reason)
+            if self.on:
+                self.emit("DrawAgainEnded", player=self.player, reason=reason)
             self.end_turn()
         else:
             self.defend_draw()
@@ -557,35 +590,41 @@ class _Work:
         joker = tgt.joker if defeated else None
         if joker:
             packet.append(joker)
-        self.discard.extend(packet)
-        self.courts[p][ci], self.courts[t][tci] = attacked(own, tgt, k, m)
-        self.emit(
-            "CourtAttacked",
-            player=p,
-            court=COURTS[ci],
-            spend=k,
-            spent=list(spent),
-            strength=sum(_value(g) for g in spent),
-            target=t,
-            target_court=COURTS[tci],
-            removed=list(removed),
-            defeated=defeated,
-            discarded=packet,
-            ace_attack=self.phase is Phase.ACE,
-            attacker_court=_public_court(self.courts[p][ci], ci),
-            target_court_after=_public_court(self.courts[t][tci], tci),
-        )
+        self.discard = self.discard + tuple(packet)
+        own_after, tgt_after = attacked(own, tgt, k, m)
+        self.set_court(p, ci, own_after)
+        self.set_court(t, tci, tgt_after)
+        if self.on:
+            self.emit(
+                "CourtAttacked",
+                player=p,
+                court=COURTS[ci],
+                spend=k,
+                spent=list(spent),
+                strength=sum(_value(g) for g in spent),
+                target=t,
+                target_court=COURTS[tci],
+                removed=list(removed),
+                defeated=defeated,
+                discarded=packet,
+                ace_attack=self.phase is Phase.ACE,
+                attacker_court=_public_court(self.courts[p][ci], ci),
+                target_court_after=_public_court(self.courts[t][tci], tci),
+            )
         if not defeated:
             return False
-        self.emit("CourtDefeated", player=t, court=COURTS[tci], card=tgt.card, by=p, joker=joker)
+        if self.on:
+            self.emit("CourtDefeated", player=t, court=COURTS[tci], card=tgt.card, by=p, joker=joker)
         if any(c.standing for c in self.courts[t]):
             return False
         self.out[t] = True
-        self.emit("PlayerOut", player=t, by=p)
+        if self.on:
+            self.emit("PlayerOut", player=t, by=p)
         alive = last_standing(self.out)
         if alive is not None:
             self.turns += 1
-            self.emit("TurnEnded", player=p, turns=self.turns)
+            if self.on:
+                self.emit("TurnEnded", player=p, turns=self.turns)
             self.finish(alive, "last_standing")
             return True
         return False
@@ -595,8 +634,9 @@ class _Work:
         self.turns += 1
         self.aces = 0
         self.pending = None
-        self.emit("TurnEnded", player=p, turns=self.turns)
-        if self.turns >= self.o.turn_limit:
+        if self.on:
+            self.emit("TurnEnded", player=p, turns=self.turns)
+        if self.turns >= self.options.turn_limit:
             self.finish(limit_winners(*_table(self.courts), self.out), "turn_limit")
             return
         self.player = next_player(self.out, p)
@@ -604,15 +644,16 @@ class _Work:
 
     def finish(self, winners: tuple[int, ...], reason: str) -> None:
         self.phase, self.winners, self.end, self.pending = Phase.OVER, winners, reason, None
-        self.emit(
-            "GameEnded",
-            player=self.player,
-            reason=reason,
-            winners=list(winners),
-            winner=winners[0] if len(winners) == 1 else None,
-            turns=self.turns,
-            standing=_standing(self.courts),
-        )
+        if self.on:
+            self.emit(
+                "GameEnded",
+                player=self.player,
+                reason=reason,
+                winners=list(winners),
+                winner=winners[0] if len(winners) == 1 else None,
+                turns=self.turns,
+                standing=_standing(self.courts),
+            )
 
 
 def _standing(courts: Sequence[Sequence[Court]]) -> list[list[str]]:
@@ -639,13 +680,12 @@ def _check_attack(s: State, p: int, a: Action) -> str | None:
     if not (0 <= ci < 3 and 0 <= tci < 3):
         return "courts are J, Q or K"
     own = s.courts[p][ci]
-    mine = ", ".join(
-        f"{COURTS[i]} ({len(c.guards)})" for i, c in enumerate(s.courts[p]) if c.standing and c.guards
-    )
-    if not own.standing:
-        return f"your {COURTS[ci]} is defeated; courts with guards to spend: {mine or 'none'}"
-    if not own.guards:
-        return f"your {COURTS[ci]} has no guards to spend; courts with guards to spend: {mine or 'none'}"
+    if not own.standing or not own.guards:
+        mine = ", ".join(
+            f"{COURTS[i]} ({len(c.guards)})" for i, c in enumerate(s.courts[p]) if c.standing and c.guards
+        )
+        why = "is defeated" if not own.standing else "has no guards to spend"
+        return f"your {COURTS[ci]} {why}; courts with guards to spend: {mine or 'none'}"
     if not 1 <= k <= len(own.guards):
         return (
             f"your {COURTS[ci]} holds {len(own.guards)} guard(s) ({' '.join(own.guards)}, bottom first): "
@@ -725,14 +765,15 @@ def start(
         end=None,
     )
     w = _Work(s0, True)
-    w.emit(
-        "GameStarted",
-        player=0,
-        players=n,
-        options=options_to_dict(options),
-        pack_size=len(draw),
-        courts=[[c.card for c in cs] for cs in courts],
-    )
+    if w.on:
+        w.emit(
+            "GameStarted",
+            player=0,
+            players=n,
+            options=options_to_dict(options),
+            pack_size=len(draw),
+            courts=[[c.card for c in cs] for cs in courts],
+        )
     w.next_setup_pick()
     return w.freeze(), tuple(w.events or ())
 
@@ -925,7 +966,8 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
         w.put_discard([card], "setup: player's choice")
         w.next_setup_pick()
     elif code == DEFEND:
-        w.emit("Defended", player=player)
+        if w.on:
+            w.emit("Defended", player=player)
         w.defend_draw()
     elif code == PLACE:
         w.place_guard(action[1], setup=False)
@@ -934,9 +976,10 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
         ci, joker = action[1], w.pending
         assert joker is not None  # legal only with a Joker in hand
         c = w.courts[player][ci]
-        w.courts[player][ci] = revived(c, joker)
+        w.set_court(player, ci, revived(c, joker))
         w.pending = None
-        w.emit("CourtRevived", player=player, court=COURTS[ci], card=c.card, joker=joker)
+        if w.on:
+            w.emit("CourtRevived", player=player, court=COURTS[ci], card=c.card, joker=joker)
         w.end_turn()
     elif code == DISCARD:
         card = w.pending
@@ -951,10 +994,12 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
             else:
                 w.end_turn()
     elif code == SKIP_ATTACK:
-        w.emit("AttackSkipped", player=player)
+        if w.on:
+            w.emit("AttackSkipped", player=player)
         w.draw_again(skipped=True)
     elif code == PASS:
-        w.emit("TurnPassed", player=player)
+        if w.on:
+            w.emit("TurnPassed", player=player)
         w.end_turn()
     return w.freeze(), tuple(w.events or ())
 

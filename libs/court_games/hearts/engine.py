@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from court_base import quote
+from mypy_extensions import mypyc_attr
 
 from .. import core
 from ..core import Event, GameError, IllegalAction, InvalidAction, InvalidOptions, InvalidVector, NotYourTurn
@@ -84,10 +85,12 @@ PASS_NAMES: Final = ("left", "across", "right", "none")
 _BIT: Final = tuple(1 << c for c in range(52))
 _SUIT_OF_CARD: Final = tuple(SUIT_MASK[c // 13] for c in range(52))
 _POINTS: Final = tuple(1 if c // 13 == HEARTS_SUIT else 13 if c == QUEEN_SPADES else 0 for c in range(52))
-_SEAT: Final = tuple((s,) for s in range(NUM_PLAYERS))
-_PASS_ACTION: Final = tuple(
-    PASS_CARD + c for c in range(52)
-)  # card id -> the action choosing it for the pass
+# tuples of one, typed of any length so that compiled code hands them on as they are (a ``tuple[int]``
+# would be unpacked to a native int and boxed again)
+_SEAT: Final[tuple[tuple[int, ...], ...]] = tuple((s,) for s in range(NUM_PLAYERS))
+_ONE: Final[tuple[tuple[int, ...], ...]] = tuple((c,) for c in range(52))
+_ALL_SEATS: Final = (0, 1, 2, 3)
+_IDS: Final = tuple(range(52))
 
 
 def _suit_table(suit: int) -> tuple[tuple[int, ...], ...]:
@@ -101,6 +104,8 @@ def _suit_table(suit: int) -> tuple[tuple[int, ...], ...]:
 
 
 _TABLES: Final = tuple(_suit_table(s) for s in range(4))
+_NOT_DIAMONDS: Final = FULL ^ SUIT_MASK[DIAMONDS]
+_NOT_HEARTS_ONLY: Final = FULL ^ SUIT_MASK[HEARTS_SUIT]
 _T0: Final = _TABLES[0]
 _T1: Final = _TABLES[1]
 _T2: Final = _TABLES[2]
@@ -134,11 +139,22 @@ def points_of(mask: int) -> int:
 # (``hearts_fast``) both call these (cards as ids, hands as bitmasks)
 
 
+def _suit_mask(card: int) -> int:
+    """``_SUIT_OF_CARD[card]`` by comparisons on literals: compiled, no 52-bit int is unboxed."""
+    if card < 13:
+        return 0x1FFF
+    if card < 26:
+        return 0x1FFF << 13
+    if card < 39:
+        return 0x1FFF << 26
+    return 0x1FFF << 39
+
+
 def follow_mask(hand: int, lead: int) -> int:
     """The cards of ``hand`` that may follow the card ``lead``: its suit when the hand holds it;
     else any card, but on the hand's first trick (the one 2C leads) no point card unless nothing
     else is held."""
-    m = hand & _SUIT_OF_CARD[lead]
+    m = hand & _suit_mask(lead)
     if m:
         return m
     return (hand & SAFE or hand) if lead == TWO_CLUBS else hand
@@ -157,7 +173,7 @@ def lead_mask(hand: int, broken: bool) -> int:
 def highest_of_suit(cards: int, lead: int) -> int:
     """The card winning a trick of the cards ``cards`` (a mask) led by ``lead``: the highest of the
     led suit."""
-    return (cards & _SUIT_OF_CARD[lead]).bit_length() - 1
+    return (cards & _suit_mask(lead)).bit_length() - 1
 
 
 def winning_card(trick: Sequence[int]) -> int:
@@ -240,27 +256,78 @@ def options_to_dict(o: Options) -> dict[str, Any]:
     return {"limit": o.limit}
 
 
-@dataclass(frozen=True, slots=True)
-class Match:
-    """What lasts across hands: everything a save point needs."""
+@mypyc_attr(acyclic=True)
+class Match(core.Record):
+    """What lasts across hands: everything a save point needs. ``hand_no``: the hand being played
+    (the last one once the game is over); ``totals``: one per seat (four); ``history``: the scored
+    points of every completed hand, one per seat; ``decks``: the vector's decks as card ids (empty:
+    shuffle every hand). A ``core.Record`` (built once per hand)."""
 
-    options: Options
-    seed: int
-    hand_no: int  # the hand being played (the last one once the game is over)
-    totals: tuple[int, ...]  # one per seat (four)
-    history: tuple[tuple[int, ...], ...]  # scored points of every completed hand, one per seat
-    decks: tuple[tuple[int, ...], ...]  # the vector's decks as card ids (empty: shuffle every hand)
+    __slots__ = ("options", "seed", "hand_no", "totals", "history", "decks")
+
+    def __init__(
+        self,
+        options: Options,
+        seed: int,
+        hand_no: int,
+        totals: tuple[int, ...],
+        history: tuple[tuple[int, ...], ...],
+        decks: tuple[tuple[int, ...], ...],
+    ) -> None:
+        self.options: Final = options
+        self.seed: Final = seed
+        self.hand_no: Final = hand_no
+        self.totals: Final = totals
+        self.history: Final = history
+        self.decks: Final = decks
 
     @property
     def pass_offset(self) -> int:
         return PASS_OFFSETS[self.hand_no % 4]
 
 
+Four = tuple[int, int, int, int]  # one mask per seat: compiled, four native ints held in the State
+
+
+def four(masks: Sequence[int]) -> Four:
+    """``masks`` (one per seat) as the ``Four`` a ``State`` holds."""
+    return (masks[0], masks[1], masks[2], masks[3])
+
+
+def _at(masks: Four, seat: int) -> int:
+    """``masks[seat]``: compiled, indexing a ``Four`` by a variable would box it as a tuple first."""
+    if seat == 0:
+        return masks[0]
+    if seat == 1:
+        return masks[1]
+    if seat == 2:
+        return masks[2]
+    return masks[3]
+
+
+def _set(masks: Four, seat: int, value: int) -> Four:
+    """``masks`` with ``masks[seat] = value``."""
+    if seat == 0:
+        return (value, masks[1], masks[2], masks[3])
+    if seat == 1:
+        return (masks[0], value, masks[2], masks[3])
+    if seat == 2:
+        return (masks[0], masks[1], value, masks[3])
+    return (masks[0], masks[1], masks[2], value)
+
+
+@mypyc_attr(
+    acyclic=True, free_list_len=1
+)  # the last freed State is reused by the next: a playout frees one per step
 class State(core.Record):
     """A position. ``acting`` is ``to_act``; ``trick`` the current trick's cards from its leader;
     ``tricks`` the completed tricks of this hand as ``(leader, cards, winner)``; ``won`` the card
     piles taken this hand; ``pending`` the cards each seat chose to pass (kept after the exchange
     as the record of the pass). A ``core.Record``: immutable by convention.
+
+    ``hands``, ``won`` and ``pending`` are ``Four``s, a fixed-length tuple type: compiled, mypyc
+    keeps them in the object as four native ints each (no int objects built per action; read from
+    Python they are ordinary tuples). Build one from a list with ``four``.
     """
 
     __slots__ = ("match", "phase", "acting", "hands", "trick", "tricks", "won", "pending")
@@ -270,11 +337,11 @@ class State(core.Record):
         match: Match,
         phase: Phase,
         acting: tuple[int, ...],
-        hands: tuple[int, ...],
+        hands: Four,
         trick: tuple[int, ...],
         tricks: tuple[tuple[int, tuple[int, ...], int], ...],
-        won: tuple[int, ...],
-        pending: tuple[int, ...],
+        won: Four,
+        pending: Four,
     ) -> None:
         self.match: Final = match
         self.phase: Final = phase
@@ -286,7 +353,7 @@ class State(core.Record):
         self.pending: Final = pending
 
 
-_ZERO4: Final = (0, 0, 0, 0)
+_ZERO4: Final[Four] = (0, 0, 0, 0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -296,17 +363,20 @@ _ZERO4: Final = (0, 0, 0, 0)
 def _deck_for(match: Match, hand_no: int) -> tuple[int, ...]:
     if hand_no < len(match.decks):
         return match.decks[hand_no]
-    ids = list(range(52))
-    core.shuffle(core.seeded_rng(match.seed, "deal", hand_no), ids)  # == seeded_shuffle(STANDARD_DECK, ...)
-    return tuple(ids)
+    return core.seeded_shuffle(_IDS, match.seed, "deal", hand_no)  # on ids: == seeded_shuffle(STANDARD_DECK)
 
 
 def _start_hand(match: Match) -> State:
     deck = _deck_for(match, match.hand_no)
-    bit = _BIT
-    hands = tuple(sum(bit[c] for c in deck[s::4]) for s in range(NUM_PLAYERS))
+    h0 = h1 = h2 = h3 = 0
+    for i in range(0, 52, 4):
+        h0 |= 1 << deck[i]
+        h1 |= 1 << deck[i + 1]
+        h2 |= 1 << deck[i + 2]
+        h3 |= 1 << deck[i + 3]
+    hands = (h0, h1, h2, h3)
     if match.pass_offset:
-        return State(match, _PASS, (0, 1, 2, 3), hands, (), (), _ZERO4, _ZERO4)
+        return State(match, _PASS, _ALL_SEATS, hands, (), (), _ZERO4, _ZERO4)
     return State(match, _PLAY, _SEAT[first_leader(hands)], hands, (), (), _ZERO4, _ZERO4)
 
 
@@ -330,7 +400,9 @@ def _game_over(totals: Sequence[int], limit: int) -> bool:
     return max(totals) >= limit
 
 
-def _over_state(match: Match, won: Any = _ZERO4, tricks: Any = (), pending: Any = _ZERO4) -> State:
+def _over_state(
+    match: Match, won: Four = _ZERO4, tricks: tuple[Any, ...] = (), pending: Four = _ZERO4
+) -> State:
     return State(match, _OVER, (), _ZERO4, (), tricks, won, pending)
 
 
@@ -454,27 +526,75 @@ def is_terminal(state: State) -> bool:
     return state.phase is _OVER
 
 
+def _cards_of(m: int) -> tuple[int, ...]:
+    """The card ids in the mask ``m``, ascending (``ids_of``, without concatenating when the cards
+    are of one suit: a follow always is)."""
+    if m < 8192:
+        return _T0[m]
+    if not m & _NOT_DIAMONDS:
+        return _T1[m >> 13]
+    if not m & _NOT_HEARTS_ONLY:
+        return _T2[m >> 26]
+    if m >> 39 << 39 == m:
+        return _T3[m >> 39]
+    return _T0[m & 8191] + _T1[(m >> 13) & 8191] + _T2[(m >> 26) & 8191] + _T3[m >> 39]
+
+
+class _Last:
+    """The play phase's legal mask of the last state ``legal_actions`` was asked about: ``apply``
+    on that state (a playout's next step, a service checking a move it listed) uses it again.
+    One module-level instance; ``state`` is set last, so a ``state`` seen here has its mask."""
+
+    def __init__(self) -> None:
+        self.state: State | None = None
+        self.mask = 0
+
+
+_LAST: Final = _Last()
+
+
+def _play_mask(state: State, player: int) -> int:
+    """The legal-card mask of ``player``, the seat to play."""
+    if _LAST.state is state:
+        return _LAST.mask
+    hands = state.hands
+    trick = state.trick
+    hand = _at(hands, player)
+    if trick:
+        m = follow_mask(hand, trick[0])
+    else:
+        m = lead_mask(hand, (hands[0] | hands[1] | hands[2] | hands[3]) & HEARTS != HEARTS)
+    _LAST.state = None
+    _LAST.mask = m
+    _LAST.state = state
+    return m
+
+
+def _acts(acting: tuple[int, ...], player: int) -> bool:
+    """``player in acting``, on native ints."""
+    for s in acting:
+        if s == player:
+            return True
+    return False
+
+
 def legal_actions(state: State, player: int | None = None) -> tuple[int, ...]:
     phase = state.phase
     acting = state.acting
     if phase is _PLAY:
-        if player is None:
-            player = acting[0]
-        elif player != acting[0]:
+        p = acting[0]
+        if player is not None and player != p:
             return ()
-        hands = state.hands
-        trick = state.trick
-        if trick:
-            m = follow_mask(hands[player], trick[0])
-        else:
-            m = lead_mask(hands[player], (hands[0] | hands[1] | hands[2] | hands[3]) & HEARTS != HEARTS)
-        return _T0[m & 8191] + _T1[(m >> 13) & 8191] + _T2[(m >> 26) & 8191] + _T3[m >> 39]
+        return _cards_of(_play_mask(state, p))
     if phase is _PASS:
         if player is None:
-            player = acting[0]
-        elif player not in acting:
+            p = acting[0]
+        elif _acts(acting, player):
+            p = player
+        else:
             return ()
-        return tuple(map(_PASS_ACTION.__getitem__, ids_of(state.hands[player])))
+        out = [PASS_CARD + c for c in _cards_of(_at(state.hands, p))]
+        return tuple(out)
     return ()
 
 
@@ -489,58 +609,52 @@ def apply(state: State, player: int, action: Any, emit: bool = True) -> tuple[St
 def _apply_play(state: State, player: int, action: Any, emit: bool) -> tuple[State, tuple[Event, ...]]:
     acting = state.acting
     if player != acting[0]:
-        if action.__class__ is int and action >= PASS_CARD:
+        if type(action) is int and action >= PASS_CARD:
             raise IllegalAction(_json_or_raw(action, player), _no_passing(state))
         raise NotYourTurn(_json_or_raw(action, player), _not_your_turn(state, player))
-    hands = state.hands
-    hand = hands[player]
-    trick = state.trick
-    # the legal mask, as legal_actions computes it
-    if trick:
-        m = follow_mask(hand, trick[0])
-    else:
-        m = lead_mask(hand, (hands[0] | hands[1] | hands[2] | hands[3]) & HEARTS != HEARTS)
-    if action.__class__ is not int or not 0 <= action < 52 or not (m >> action) & 1:
+    m = _play_mask(state, player)
+    if type(action) is not int:
         raise IllegalAction(_json_or_raw(action, player), _why_not_play(state, player, action, m))
-    bit = _BIT[action]
-    hand ^= bit
-    if player == 0:
-        hands = (hand, hands[1], hands[2], hands[3])
-    elif player == 1:
-        hands = (hands[0], hand, hands[2], hands[3])
-    elif player == 2:
-        hands = (hands[0], hands[1], hand, hands[3])
-    else:
-        hands = (hands[0], hands[1], hands[2], hand)
-    cards = trick + (action,)
-    if len(cards) < 4:
+    card: int = action
+    if not 0 <= card < 52 or not (m >> card) & 1:
+        raise IllegalAction(_json_or_raw(action, player), _why_not_play(state, player, action, m))
+    bit = 1 << card
+    hands = state.hands
+    hand = _at(hands, player) ^ bit
+    hands = _set(hands, player, hand)
+    trick = state.trick
+    cards = trick + _ONE[card]
+    if len(trick) < 3:
         new = State(
             state.match, _PLAY, _SEAT[(player + 1) & 3], hands, cards, state.tricks, state.won, state.pending
         )
         if not emit:
             return new, ()
-        return new, _play_events(state, new, player, action, None)
+        return new, _play_events(state, new, player, card, None)
     # the trick is complete
     leader = (player + 1) & 3
-    c0 = cards[0]
-    tm = _BIT[c0] | _BIT[cards[1]] | _BIT[cards[2]] | bit
-    winner = (leader + cards.index(highest_of_suit(tm, c0))) & 3
-    won = list(state.won)
-    won[winner] |= tm
+    c0 = trick[0]
+    c1 = trick[1]
+    c2 = trick[2]
+    tm = (1 << c0) | (1 << c1) | (1 << c2) | bit
+    high = highest_of_suit(tm, c0)
+    winner = (leader + (0 if high == c0 else 1 if high == c1 else 2 if high == c2 else 3)) & 3
+    won = state.won
+    won = _set(won, winner, _at(won, winner) | tm)
     done = (leader, cards, winner)
     tricks = state.tricks + (done,)
     if hand:
-        new = State(state.match, _PLAY, _SEAT[winner], hands, (), tricks, tuple(won), state.pending)
+        new = State(state.match, _PLAY, _SEAT[winner], hands, (), tricks, won, state.pending)
         if not emit:
             return new, ()
-        return new, _play_events(state, new, player, action, done)
-    new = _end_hand(state.match, tuple(won), tricks, state.pending)
+        return new, _play_events(state, new, player, card, done)
+    new = _end_hand(state.match, won, tricks, state.pending)
     if not emit:
         return new, ()
-    return new, _play_events(state, new, player, action, done)
+    return new, _play_events(state, new, player, card, done)
 
 
-def _end_hand(match: Match, won: tuple[int, ...], tricks: tuple[Any, ...], pending: tuple[int, ...]) -> State:
+def _end_hand(match: Match, won: Four, tricks: tuple[Any, ...], pending: Four) -> State:
     points = hand_scores([points_of(w) for w in won])
     totals = tuple(t + p for t, p in zip(match.totals, points, strict=True))
     history = match.history + (points,)
@@ -556,69 +670,70 @@ def _end_hand(match: Match, won: tuple[int, ...], tricks: tuple[Any, ...], pendi
 
 def _apply_pass(state: State, player: int, action: Any, emit: bool) -> tuple[State, tuple[Event, ...]]:
     acting = state.acting
-    if player not in acting:
+    if not _acts(acting, player):
         raise NotYourTurn(_json_or_raw(action, player), _not_your_turn(state, player))
-    hand = state.hands[player]
-    chosen = state.pending[player]
-    if action.__class__ is not int:
+    hand = _at(state.hands, player)
+    chosen = _at(state.pending, player)
+    if type(action) is not int:
         raise IllegalAction(_json_or_raw(action, player), f"unknown action {quote(action)}")
-    if PASS_CARD <= action < PASS_CARD + 52:
-        add = _BIT[action - PASS_CARD]
+    a: int = action
+    if PASS_CARD <= a < PASS_CARD + 52:
+        add = 1 << (a - PASS_CARD)
         if not hand & add:
             where = "it is already chosen" if chosen & add else "it is not in its hand"
             raise IllegalAction(
-                action_to_json(action, player),
-                f"seat {player} cannot pass {CARDS[action - PASS_CARD]}: {where}; "
+                action_to_json(a, player),
+                f"seat {player} cannot pass {CARDS[a - PASS_CARD]}: {where}; "
                 f"choose from {' '.join(names_of(hand))}",
             )
-    elif action & PASS_SET and action >> 53 == 0 and (action & FULL).bit_count() == PASS_SIZE:
-        cards = action & FULL
+    elif a & PASS_SET and a >> 53 == 0 and (a & FULL).bit_count() == PASS_SIZE:
+        cards = a & FULL
         if cards & chosen != chosen:
             raise IllegalAction(
-                action_to_json(action, player),
+                action_to_json(a, player),
                 f"seat {player} already chose {' '.join(names_of(chosen))} to pass: "
                 f"a pass of three cards must include them",
             )
         add = cards & ~chosen
         if add & ~hand:
             raise IllegalAction(
-                action_to_json(action, player),
+                action_to_json(a, player),
                 f"seat {player} does not hold {' '.join(names_of(add & ~hand))}; "
                 f"its hand: {' '.join(names_of(hand))}",
             )
-    elif 0 <= action < 52:
+    elif 0 <= a < 52:
         raise IllegalAction(
-            action_to_json(action, player),
-            f"seat {player} cannot play {CARDS[action]} yet: the hand starts with passing "
+            action_to_json(a, player),
+            f"seat {player} cannot play {CARDS[a]} yet: the hand starts with passing "
             f"{PASS_NAMES[state.match.hand_no % 4]}; choose "
             f"{PASS_SIZE - chosen.bit_count()} more card(s) to pass",
         )
     else:
         raise IllegalAction(_json_or_raw(action, player), f"unknown action {quote(action)}")
-    assert (chosen | add).bit_count() <= PASS_SIZE
-    hands = list(state.hands)
-    hands[player] = hand & ~add
-    pending = list(state.pending)
-    pending[player] = chosen | add
-    ready = pending[player].bit_count() == PASS_SIZE
+    mine = chosen | add
+    assert mine.bit_count() <= PASS_SIZE
+    hands = _set(state.hands, player, hand & ~add)
+    pending = _set(state.pending, player, mine)
+    ready = mine.bit_count() == PASS_SIZE
     if ready:
-        acting = tuple(s for s in acting if s != player)
+        acting = tuple([s for s in acting if s != player])
     exchanged = not acting
     if exchanged:
         off = state.match.pass_offset
-        for s in range(NUM_PLAYERS):
-            hands[(s + off) % 4] |= pending[s]
-        new = State(
-            state.match, _PLAY, _SEAT[first_leader(hands)], tuple(hands), (), (), _ZERO4, tuple(pending)
-        )
+        p0, p1, p2, p3 = pending
+        hands = _set(hands, off, _at(hands, off) | p0)
+        hands = _set(hands, (1 + off) & 3, _at(hands, (1 + off) & 3) | p1)
+        hands = _set(hands, (2 + off) & 3, _at(hands, (2 + off) & 3) | p2)
+        hands = _set(hands, (3 + off) & 3, _at(hands, (3 + off) & 3) | p3)
+        new = State(state.match, _PLAY, _SEAT[first_leader(hands)], hands, (), (), _ZERO4, pending)
     else:
-        new = State(state.match, _PASS, acting, tuple(hands), (), (), _ZERO4, tuple(pending))
+        new = State(state.match, _PASS, acting, hands, (), (), _ZERO4, pending)
     if not emit:
         return new, ()
     events = [
         Event(
             "PassCardsChosen",
-            {"seat": player, "count": add.bit_count(), "chosen": pending[player].bit_count(), "ready": ready},
+            {"seat": player, "count": add.bit_count(), "chosen": mine.bit_count(), "ready": ready},
             private={"cards": names_of(add)},
             owner=player,
         )

@@ -42,9 +42,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from court_base import quote
+from mypy_extensions import mypyc_attr
 
 from ..core import (
     GLOVE,
@@ -117,15 +118,21 @@ def options_to_dict(o: Options) -> dict[str, Any]:
     return {"players": o.players, "starter": o.starter}
 
 
-@dataclass(frozen=True, slots=True)
-class RoundRecord:
-    """A finished round: spreads (``None`` = double queen), pile counts, winners."""
+@mypyc_attr(acyclic=True)
+class RoundRecord(Record):
+    """A finished round: spreads (``None`` = double queen), pile counts, winners. A ``core.Record``."""
 
-    spreads: tuple[int | None, ...]
-    pile_counts: tuple[int, ...]
-    winners: tuple[int, ...]
+    __slots__ = ("spreads", "pile_counts", "winners")
+
+    def __init__(
+        self, spreads: tuple[int | None, ...], pile_counts: tuple[int, ...], winners: tuple[int, ...]
+    ) -> None:
+        self.spreads: Final = spreads
+        self.pile_counts: Final = pile_counts
+        self.winners: Final = winners
 
 
+@mypyc_attr(acyclic=True, free_list_len=1)  # a playout frees one State per step: the next reuses it
 class State(Record):
     """The whole position (hidden parts included; ``view`` is what a seat may see)."""
 
@@ -279,23 +286,35 @@ def deal_hidden(
     return hands, list(cards[k:])
 
 
-def _spread(piles: Sequence[tuple[int, ...]], seat: int) -> int | None:
+def _spread(piles: tuple[tuple[int, ...], ...], seat: int) -> int | None:
     v = spread_of(VALUE[_showing(piles[2 * seat])], VALUE[_showing(piles[2 * seat + 1])])
     return None if v == DOUBLE_QUEEN else v
 
 
-def _pile_count(piles: Sequence[tuple[int, ...]], seat: int) -> int:
+def _pile_count(piles: tuple[tuple[int, ...], ...], seat: int) -> int:
     left, right = piles[2 * seat], piles[2 * seat + 1]
     return len(left) + len(right) - (left[-1] == GL) - (right[-1] == GL)
 
 
-def _is_open(state_piles: Sequence[tuple[int, ...]], locked: int, index: int) -> bool:
+def _is_open(state_piles: tuple[tuple[int, ...], ...], locked: int, index: int) -> bool:
     return pile_open(state_piles[index][-1] == GL, locked, index)
 
 
-def _open_piles(piles: Sequence[tuple[int, ...]], locked: int) -> list[int]:
+def _open_piles(piles: tuple[tuple[int, ...], ...], locked: int) -> list[int]:
     return [i for i in range(len(piles)) if pile_open(piles[i][-1] == GL, locked, i)]
 
+
+def _replace(
+    piles: tuple[tuple[int, ...], ...], index: int, pile: tuple[int, ...]
+) -> tuple[tuple[int, ...], ...]:
+    """``piles`` with ``piles[index] = pile``."""
+    out = list(piles)
+    out[index] = pile
+    return tuple(out)
+
+
+# tuples of one card, typed of any length so that compiled code hands them on as they are
+_ONE: Final[tuple[tuple[int, ...], ...]] = tuple((c,) for c in range(len(CARDS)))
 
 _TARGET = tuple((i >> 1, i & 1) for i in range(2 * MAX_PLAYERS))  # pile index -> (seat, pile)
 
@@ -478,6 +497,13 @@ def is_terminal(state: State) -> bool:
     return state.phase == Phase.OVER
 
 
+# every action as a tuple object, built once: ``_ACTION[card][pile index]`` is (card, seat, pile)
+# (typed ``object``: compiled, an ``Action`` read from it would be unpacked and built again)
+_ACTION: Final[tuple[tuple[object, ...], ...]] = tuple(
+    tuple((c, i >> 1, i & 1) for i in range(2 * MAX_PLAYERS)) for c in range(len(CARDS))
+)
+
+
 def legal_actions(state: State, player: int | None = None) -> tuple[Action, ...]:
     if state.phase == Phase.OVER:
         return ()
@@ -485,8 +511,13 @@ def legal_actions(state: State, player: int | None = None) -> tuple[Action, ...]
         player = state.to_move
     if player != state.to_move:
         return ()
-    targets = [_TARGET[i] for i in _open_piles(state.piles, state.locked)]
-    return tuple([(c, t, q) for c in state.hands[player] for t, q in targets])
+    opened = _open_piles(state.piles, state.locked)
+    out: list[object] = []
+    for c in state.hands[player]:
+        row = _ACTION[c]
+        for i in opened:
+            out.append(row[i])
+    return cast(tuple[Action, ...], tuple(out))
 
 
 def action_to_json(action: Action, player: int) -> dict[str, Any]:
@@ -532,12 +563,15 @@ def _action_json_or_repr(action: Any, player: int) -> Any:
         return repr(action)
 
 
-def _check_action(state: State, player: int, action: Any) -> None:
+def _check_action(state: State, player: int, action: Any) -> Action:
+    """``action`` if seat ``player`` may play it now, else the error that says why."""
     n = state.options.players
     if not (
-        isinstance(action, tuple)
+        type(action) is tuple
         and len(action) == 3
-        and all(type(x) is int for x in action)
+        and type(action[0]) is int
+        and type(action[1]) is int
+        and type(action[2]) is int
         and 0 <= action[0] < len(CARDS)
         and action[2] in (0, 1)
         and action[1] >= 0
@@ -545,19 +579,26 @@ def _check_action(state: State, player: int, action: Any) -> None:
         raise InvalidAction(
             f"malformed {NAME} action {quote(action)}: expected (card code, target seat, pile 0/1)"
         )
-    aj = action_to_json(action, player)
+    act: Action = action
+    card, target, pile = act
     if state.phase == Phase.OVER:
-        raise IllegalAction(aj, f"the game is over (seat {state.winner} won): no more plays")
+        raise IllegalAction(
+            action_to_json(act, player), f"the game is over (seat {state.winner} won): no more plays"
+        )
     if player != state.to_move:
-        raise NotYourTurn(aj, f"it is seat {state.to_move}'s turn, not seat {player}'s")
-    card, target, pile = action
+        raise NotYourTurn(
+            action_to_json(act, player), f"it is seat {state.to_move}'s turn, not seat {player}'s"
+        )
     hand = state.hands[player]
     if card not in hand:
         raise IllegalAction(
-            aj, f"seat {player} does not hold {CARDS[card]}; their hand: {' '.join(_names(hand))}"
+            action_to_json(act, player),
+            f"seat {player} does not hold {CARDS[card]}; their hand: {' '.join(_names(hand))}",
         )
     if target >= n:
-        raise IllegalAction(aj, f"there is no seat {target}: this table has seats 0 to {n - 1}")
+        raise IllegalAction(
+            action_to_json(act, player), f"there is no seat {target}: this table has seats 0 to {n - 1}"
+        )
     index = 2 * target + pile
     if not _is_open(state.piles, state.locked, index):
         why = (
@@ -567,22 +608,55 @@ def _check_action(state: State, player: int, action: Any) -> None:
         )
         opened = ", ".join(_pile_label(i) for i in _open_piles(state.piles, state.locked))
         raise IllegalAction(
-            aj,
+            action_to_json(act, player),
             f"{CARDS[card]} cannot go on seat {target}'s {PILE_NAMES[pile]} pile: {why}; "
             f"open piles: {opened}",
         )
+    return act
+
+
+def _played(
+    state: State,
+    phase: Phase,
+    to_move: int,
+    deck: tuple[int, ...],
+    piles: tuple[tuple[int, ...], ...],
+    hands: tuple[tuple[int, ...], ...],
+    locked: int,
+    emptied_by: int | None,
+    round_wins: tuple[int, ...] | None = None,
+    rounds: tuple[RoundRecord, ...] | None = None,
+    winner: int | None = None,
+) -> State:
+    """``state`` after a play: the fields a play changes, the rest as they were (``round_wins``,
+    ``rounds`` and ``winner`` change when the game is won)."""
+    return State(
+        options=state.options,
+        seed=state.seed,
+        decks=state.decks,
+        round_no=state.round_no,
+        starter=state.starter,
+        phase=phase,
+        to_move=to_move,
+        deck=deck,
+        piles=piles,
+        hands=hands,
+        locked=locked,
+        round_wins=state.round_wins if round_wins is None else round_wins,
+        rounds=state.rounds if rounds is None else rounds,
+        winner=winner,
+        emptied_by=emptied_by,
+    )
 
 
 def apply(state: State, player: int, action: Any, emit: bool = True) -> tuple[State, tuple[Event, ...]]:
-    _check_action(state, player, action)
+    card, target, pile = _check_action(state, player, action)
     n = state.options.players
-    card, target, pile = action
     index = 2 * target + pile
-    piles = list(state.piles)
-    spread_before = _spread(piles, target) if emit else None
-    piles[index] = piles[index] + (card,)
+    spread_before = _spread(state.piles, target) if emit else None
+    piles = _replace(state.piles, index, state.piles[index] + _ONE[card])
     hands = list(state.hands)
-    hand = list(state.hands[player])
+    hand = list(hands[player])
     hand.remove(card)
     events: list[Event] = []
     spread_after = _spread(piles, target)
@@ -633,28 +707,12 @@ def apply(state: State, player: int, action: Any, emit: bool = True) -> tuple[St
                     owner=player,
                 )
             )
-        to_move = (player + 1) % n  # in the first half every hand holds cards
         if not deck:
             phase = Phase.SECOND_HALF
             emptied_by = player
             hands = [h + (GL,) for h in hands]
-        new = State(
-            options=state.options,
-            seed=state.seed,
-            decks=state.decks,
-            round_no=state.round_no,
-            starter=state.starter,
-            phase=phase,
-            to_move=to_move,
-            deck=deck,
-            piles=tuple(piles),
-            hands=tuple(hands),
-            locked=locked,
-            round_wins=state.round_wins,
-            rounds=state.rounds,
-            winner=None,
-            emptied_by=emptied_by,
-        )
+        # in the first half every hand holds cards: the next seat moves
+        new = _played(state, phase, (player + 1) % n, deck, piles, tuple(hands), locked, emptied_by)
         if emit and phase == Phase.SECOND_HALF:
             events.append(_second_half_event(new))
         return new, tuple(events)
@@ -675,24 +733,8 @@ def apply(state: State, player: int, action: Any, emit: bool = True) -> tuple[St
                 )
             )
     to_move = next_to_move(hands, player)
-    mid = State(
-        options=state.options,
-        seed=state.seed,
-        decks=state.decks,
-        round_no=state.round_no,
-        starter=state.starter,
-        phase=phase,
-        to_move=to_move,
-        deck=deck,
-        piles=tuple(piles),
-        hands=tuple(hands),
-        locked=locked,
-        round_wins=state.round_wins,
-        rounds=state.rounds,
-        winner=None,
-        emptied_by=emptied_by,
-    )
-    if to_move < 0 or not _open_piles(mid.piles, locked):
+    mid = _played(state, phase, to_move, deck, piles, tuple(hands), locked, emptied_by)
+    if to_move < 0 or not _open_piles(piles, locked):
         reason = "hands_empty" if to_move < 0 else "no_legal_play"
         return _end_round(mid, reason, events if emit else None)
     return mid, tuple(events)
@@ -742,22 +784,18 @@ def _end_round(state: State, reason: str, events: list[Event] | None) -> tuple[S
             )
         )
     if champion is not None:
-        over = State(
-            options=state.options,
-            seed=state.seed,
-            decks=state.decks,
-            round_no=state.round_no,
-            starter=state.starter,
-            phase=Phase.OVER,
-            to_move=-1,
-            deck=state.deck,
-            piles=state.piles,
-            hands=state.hands,
-            locked=state.locked,
-            round_wins=round_wins,
-            rounds=rounds,
-            winner=champion,
-            emptied_by=state.emptied_by,
+        over = _played(
+            state,
+            Phase.OVER,
+            -1,
+            state.deck,
+            state.piles,
+            state.hands,
+            state.locked,
+            state.emptied_by,
+            round_wins,
+            rounds,
+            champion,
         )
         if events is not None:
             events.append(

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from court_base import quote
+from mypy_extensions import mypyc_attr
 
 from .. import core
 from ..core import Event, IllegalAction, InvalidAction, InvalidVector, NotYourTurn, Record
@@ -168,31 +169,72 @@ class Phase(enum.Enum):
     OVER = "over"
 
 
-@dataclass(frozen=True, slots=True)
-class Pending:
-    """A drawn card waiting to be resolved: whose deck it came from, who holds it, who saw it."""
+@mypyc_attr(acyclic=True)
+class Pending(Record):
+    """A drawn card waiting to be resolved: whose deck it came from, who holds it, who saw it.
+    A ``core.Record`` (immutable by convention)."""
 
-    card: str
-    owner: int
-    holder: int
-    seen: int  # bitmask of seats (bit 8: spectators) that have seen the card
+    __slots__ = ("card", "owner", "holder", "seen")
 
-
-@dataclass(frozen=True, slots=True)
-class Player:
-    deck: tuple[str, ...]  # own deck, top first (empty in the shared variant)
-    towers: tuple[tuple[str, ...], ...]  # open towers, oldest first, bottom card first
-    moat: tuple[str, ...]  # in banking order
-    score: int
-    kings: int  # own Kings resolved (2 seals the Moat)
-    qa_left: int  # own Queens and Aces not yet resolved
-    qa_total: int
-    closed: tuple[tuple[tuple[str, ...], int], ...]  # closed/swept towers (cards, points)
-    skips: int  # shared variant: turns still to be skipped
-    finished: bool
-    end: tuple[str, int, int] | None  # (reason, tower penalty, moat penalty)
+    def __init__(
+        self,
+        card: str,
+        owner: int,
+        holder: int,
+        seen: int,  # bitmask of seats (bit 8: spectators) that have seen the card
+    ) -> None:
+        self.card: Final = card
+        self.owner: Final = owner
+        self.holder: Final = holder
+        self.seen: Final = seen
 
 
+@mypyc_attr(acyclic=True)
+class Player(Record):
+    """One player's table. A ``core.Record`` (immutable by convention)."""
+
+    __slots__ = (
+        "deck",
+        "towers",
+        "moat",
+        "score",
+        "kings",
+        "qa_left",
+        "qa_total",
+        "closed",
+        "skips",
+        "finished",
+        "end",
+    )
+
+    def __init__(
+        self,
+        deck: tuple[str, ...],  # own deck, top first (empty in the shared variant)
+        towers: tuple[tuple[str, ...], ...],  # open towers, oldest first, bottom card first
+        moat: tuple[str, ...],  # in banking order
+        score: int,
+        kings: int,  # own Kings resolved (2 seals the Moat)
+        qa_left: int,  # own Queens and Aces not yet resolved
+        qa_total: int,
+        closed: tuple[tuple[tuple[str, ...], int], ...],  # closed/swept towers (cards, points)
+        skips: int,  # shared variant: turns still to be skipped
+        finished: bool,
+        end: tuple[str, int, int] | None,  # (reason, tower penalty, moat penalty)
+    ) -> None:
+        self.deck: Final = deck
+        self.towers: Final = towers
+        self.moat: Final = moat
+        self.score: Final = score
+        self.kings: Final = kings
+        self.qa_left: Final = qa_left
+        self.qa_total: Final = qa_total
+        self.closed: Final = closed
+        self.skips: Final = skips
+        self.finished: Final = finished
+        self.end: Final = end
+
+
+@mypyc_attr(acyclic=True, free_list_len=1)  # a playout frees one State per step: the next reuses it
 class State(Record):
     __slots__ = (
         "mode",
@@ -236,6 +278,9 @@ class State(Record):
         self.pile: Final = pile
         self.qa_left: Final = qa_left
         self.qa_total: Final = qa_total
+
+
+_NO_DATA: Final[dict[str, Any]] = {}  # the data of events not built (emit=False)
 
 
 def _tower_value(t: Sequence[str]) -> int:
@@ -395,19 +440,9 @@ def draw_decision(mode: str, players: Sequence[Table], drawer: int) -> bool:
 
 
 class _P:
-    __slots__ = (
-        "deck",
-        "towers",
-        "moat",
-        "score",
-        "kings",
-        "qa_left",
-        "qa_total",
-        "closed",
-        "skips",
-        "finished",
-        "end",
-    )
+    """A mutable copy of a ``Player`` (the same attributes); ``freeze`` makes the new one."""
+
+    __slots__ = Player.__slots__
 
     def __init__(self, p: Player):
         self.deck = p.deck
@@ -454,6 +489,7 @@ class _Work:
         self.pile = s.pile
         self.qa_left = s.qa_left
         self.qa_total = s.qa_total
+        self.on = emit  # build events (the emits are guarded: nothing is built for a playout)
         self.events: list[Event] | None = [] if emit else None
 
     def freeze(self) -> State:
@@ -513,27 +549,31 @@ class _Work:
             pl = self.players[owner]
             pl.kings += 1
             if pl.kings == 2:
-                self.emit("MoatSealed", {"seat": owner, "moat_size": len(pl.moat)})
+                if self.on:
+                    self.emit("MoatSealed", {"seat": owner, "moat_size": len(pl.moat)})
 
     def resolve(self, action: Action) -> None:
         """The holder of the first pending card resolves it (place/new_tower/bank/discard)."""
         head = self.pending.pop(0)
         p, card, kind = head.holder, head.card, action[0]
         pl = self.players[p]
-        base = {"seat": p, "card_owner": head.owner}
+        base = {"seat": p, "card_owner": head.owner} if self.on else _NO_DATA
         if kind == NEW_TOWER:
             pl.towers.append((card,))
-            self.emit("TowerStarted", {**base, "card": card, "tower": len(pl.towers) - 1})
+            if self.on:
+                self.emit("TowerStarted", {**base, "card": card, "tower": len(pl.towers) - 1})
         elif kind == BANK:
             pl.moat = pl.moat + (card,)
-            self.emit("MoatBanked", {**base, "moat_size": len(pl.moat)}, {"card": card}, p)
+            if self.on:
+                self.emit("MoatBanked", {**base, "moat_size": len(pl.moat)}, {"card": card}, p)
         elif kind == DISCARD:
             to_pile = self.shared and card[0] in NUMBERS
             if to_pile:
                 self.pile = self.pile + (card,)
             else:
                 self.discards = self.discards + (card,)
-            self.emit("CardDiscarded", {**base, "card": card, "to": "pile" if to_pile else "out"})
+            if self.on:
+                self.emit("CardDiscarded", {**base, "card": card, "to": "pile" if to_pile else "out"})
         else:
             self.place(p, action[1], card, base)
         self.mark_resolved(card, head.owner)
@@ -546,9 +586,11 @@ class _Work:
         if r in NUMBERS or r == "J":
             t = t + (card,)
             pl.towers[i] = t
-            self.emit(
-                "CardPlaced", {**base, "card": card, "tower": i, "value": _tower_value(t), "frozen": r == "J"}
-            )
+            if self.on:
+                self.emit(
+                    "CardPlaced",
+                    {**base, "card": card, "tower": i, "value": _tower_value(t), "frozen": r == "J"},
+                )
             return
         del pl.towers[i]
         cards = t + (card,)
@@ -557,46 +599,49 @@ class _Work:
             points = -value
             pl.score += points
             pl.closed = pl.closed + ((cards, points),)
-            self.emit(
-                "TowerSwept",
-                {
-                    **base,
-                    "card": card,
-                    "tower": i,
-                    "cards": list(cards),
-                    "value": value,
-                    "points": points,
-                    "score": pl.score,
-                },
-            )
+            if self.on:
+                self.emit(
+                    "TowerSwept",
+                    {
+                        **base,
+                        "card": card,
+                        "tower": i,
+                        "cards": list(cards),
+                        "value": value,
+                        "points": points,
+                        "score": pl.score,
+                    },
+                )
             if pl.moat:
                 k = deploy_index(pl.moat)
                 dep = pl.moat[k]
                 pl.moat = pl.moat[:k] + pl.moat[k + 1 :]
                 pl.towers.append((dep,))
-                self.emit(
-                    "MoatDeployed",
-                    {"seat": p, "card": dep, "tower": len(pl.towers) - 1, "moat_size": len(pl.moat)},
-                )
+                if self.on:
+                    self.emit(
+                        "MoatDeployed",
+                        {"seat": p, "card": dep, "tower": len(pl.towers) - 1, "moat_size": len(pl.moat)},
+                    )
             return
         value = _tower_value(cards)
         jack = _frozen(t)
         points = closing_points(card, value, t[-1])
         pl.score += points
         pl.closed = pl.closed + ((cards, points),)
-        self.emit(
-            "TowerClosed",
-            {
-                **base,
-                "card": card,
-                "tower": i,
-                "cards": list(cards),
-                "value": value,
-                "jack": jack,
-                "points": points,
-                "score": pl.score,
-            },
-        )
+        if self.on:
+            self.emit(
+                "TowerClosed",
+                {
+                    **base,
+                    "card": card,
+                    "tower": i,
+                    "cards": list(cards),
+                    "value": value,
+                    "jack": jack,
+                    "points": points,
+                    "score": pl.score,
+                },
+            )
 
     def after_resolution(self, resolved: Pending) -> None:
         if self.shared:
@@ -624,18 +669,19 @@ class _Work:
         pl.score += tower_pen + moat_pen
         pl.finished = True
         pl.end = (reason, tower_pen, moat_pen)
-        self.emit(
-            "PlayerFinished",
-            {
-                "seat": p,
-                "reason": reason,
-                "tower_penalty": tower_pen,
-                "moat_penalty": moat_pen,
-                "moat": list(pl.moat),
-                "open_towers": [list(t) for t in pl.towers],
-                "score": pl.score,
-            },
-        )
+        if self.on:
+            self.emit(
+                "PlayerFinished",
+                {
+                    "seat": p,
+                    "reason": reason,
+                    "tower_penalty": tower_pen,
+                    "moat_penalty": moat_pen,
+                    "moat": list(pl.moat),
+                    "open_towers": [list(t) for t in pl.towers],
+                    "score": pl.score,
+                },
+            )
 
     def check_ends(self) -> None:
         for p, pl in enumerate(self.players):
@@ -652,14 +698,16 @@ class _Work:
         self.phase = Phase.OVER
         self.pending = []
         res = _result(self.mode, self.scores(), True)
-        self.emit("GameEnded", res)
+        if self.on:
+            self.emit("GameEnded", res)
 
     # ---- turns
 
     def draw_own(self, p: int, seen: int) -> Pending:
         pl = self.players[p]
         card, pl.deck = pl.deck[0], pl.deck[1:]
-        self.emit("CardDrawn", {"seat": p, "deck_size": len(pl.deck)}, {"card": card}, p)
+        if self.on:
+            self.emit("CardDrawn", {"seat": p, "deck_size": len(pl.deck)}, {"card": card}, p)
         return Pending(card, p, p, seen)
 
     def next_turn(self) -> None:
@@ -670,8 +718,10 @@ class _Work:
         if self.mode == "mutual_swap" and len(live) == 2:
             a = self.draw_own(0, 0b11)
             b = self.draw_own(1, 0b11)
-            self.emit("CardShown", {"seat": 0, "to": 1}, {"card": a.card}, 1)
-            self.emit("CardShown", {"seat": 1, "to": 0}, {"card": b.card}, 0)
+            if self.on:
+                self.emit("CardShown", {"seat": 0, "to": 1}, {"card": a.card}, 1)
+            if self.on:
+                self.emit("CardShown", {"seat": 1, "to": 0}, {"card": b.card}, 0)
             self.pending = [a, b]
             self.turn = -1  # both draw: no single drawer
             self.votes = [-1, -1]
@@ -694,18 +744,20 @@ class _Work:
         partner = 1 - head.holder
         if passes_to_partner(self.players[head.holder], self.players[partner], head.card):
             self.pending[0] = Pending(head.card, head.owner, partner, head.seen | (1 << partner))
-            self.emit(
-                "CardOffered",
-                {"seat": head.holder, "to": partner, "card_owner": head.owner, "automatic": True},
-                {"card": head.card},
-                partner,
-            )
+            if self.on:
+                self.emit(
+                    "CardOffered",
+                    {"seat": head.holder, "to": partner, "card_owner": head.owner, "automatic": True},
+                    {"card": head.card},
+                    partner,
+                )
 
     def next_shared_turn(self) -> None:
         d = 1 - self.turn
         while self.players[d].skips:
             self.players[d].skips -= 1
-            self.emit("TurnSkipped", {"seat": d, "skips_left": self.players[d].skips})
+            if self.on:
+                self.emit("TurnSkipped", {"seat": d, "skips_left": self.players[d].skips})
             d = 1 - d
         self.turn = d
         self.phase = Phase.DRAW
@@ -717,23 +769,26 @@ class _Work:
         else:
             card, self.deck = self.deck[0], self.deck[1:]
         owner = shared_owner(card, d)
-        self.emit(
-            "CardDrawn",
-            {
-                "seat": d,
-                "source": _SOURCES[source],
-                "card": card,
-                "card_owner": owner,
-                "deck_size": len(self.deck),
-                "pile_size": len(self.pile),
-            },
-        )
+        if self.on:
+            self.emit(
+                "CardDrawn",
+                {
+                    "seat": d,
+                    "source": _SOURCES[source],
+                    "card": card,
+                    "card_owner": owner,
+                    "deck_size": len(self.deck),
+                    "pile_size": len(self.pile),
+                },
+            )
         self.pending = [Pending(card, owner, owner, EVERYONE)]
         if owner != d:
             self.players[owner].skips += 1
-            self.emit(
-                "CardHandedOff", {"seat": d, "to": owner, "card": card, "skips": self.players[owner].skips}
-            )
+            if self.on:
+                self.emit(
+                    "CardHandedOff",
+                    {"seat": d, "to": owner, "card": card, "skips": self.players[owner].skips},
+                )
         self.phase = Phase.PLACE
 
 
@@ -792,10 +847,16 @@ def start(
         players = tuple(_new_player(d) for d in dks)
         s = State(mode, seed, players, Phase.DRAW, len(players) - 1, (), (), (), (), (), 0, 0)
     w = _Work(s, True)
-    w.emit(
-        "GameStarted",
-        {"mode": mode, "players": len(players), "target": TARGETS[mode], "deck_sizes": [len(d) for d in dks]},
-    )
+    if w.on:
+        w.emit(
+            "GameStarted",
+            {
+                "mode": mode,
+                "players": len(players),
+                "target": TARGETS[mode],
+                "deck_sizes": [len(d) for d in dks],
+            },
+        )
     if mode == "shared":
         if not w.deck:
             w.end_game("deck_empty")
@@ -1043,44 +1104,52 @@ def apply(state: State, player: int, action: Any, emit: bool = True) -> tuple[St
         w.shared_draw(action[1])
     elif ph is Phase.VOTE:
         w.votes[player] = action[1]
-        w.emit("SwapVoted", {"seat": player}, {"agree": bool(action[1])}, player)
+        if w.on:
+            w.emit("SwapVoted", {"seat": player}, {"agree": bool(action[1])}, player)
         if min(w.votes) >= 0:
             votes = [bool(v) for v in w.votes]
             a, b = w.pending
             if all(votes):
                 w.pending = [Pending(b.card, b.owner, 0, b.seen), Pending(a.card, a.owner, 1, a.seen)]
-                w.emit("CardsSwapped", {"seats": [0, 1], "votes": votes})
+                if w.on:
+                    w.emit("CardsSwapped", {"seats": [0, 1], "votes": votes})
             else:
-                w.emit("SwapVetoed", {"seats": [0, 1], "votes": votes})
+                if w.on:
+                    w.emit("SwapVetoed", {"seats": [0, 1], "votes": votes})
             w.votes = []
             w.enter_place()
     elif kind == OFFER:
         head = w.pending[0]
         partner = 1 - head.holder
         w.pending[0] = Pending(head.card, head.owner, head.holder, head.seen | (1 << partner))
-        w.emit(
-            "CardOffered",
-            {"seat": player, "to": partner, "card_owner": head.owner, "automatic": False},
-            {"card": head.card},
-            partner,
-        )
+        if w.on:
+            w.emit(
+                "CardOffered",
+                {"seat": player, "to": partner, "card_owner": head.owner, "automatic": False},
+                {"card": head.card},
+                partner,
+            )
         w.phase = Phase.ANSWER
     elif kind == ACCEPT:
         head = w.pending[0]
         w.pending[0] = Pending(head.card, head.owner, player, head.seen)
-        w.emit("CardAccepted", {"seat": player, "from": head.holder, "card_owner": head.owner})
+        if w.on:
+            w.emit("CardAccepted", {"seat": player, "from": head.holder, "card_owner": head.owner})
         w.phase = Phase.PLACE
     elif kind == DECLINE:
         head = w.pending[0]
-        w.emit("CardDeclined", {"seat": player, "from": head.holder, "card_owner": head.owner})
+        if w.on:
+            w.emit("CardDeclined", {"seat": player, "from": head.holder, "card_owner": head.owner})
         w.enter_place()
     elif kind == KEEP:
-        w.emit("CardKept", {"seat": player})
+        if w.on:
+            w.emit("CardKept", {"seat": player})
         w.enter_place()
     elif kind == BURN:
         head = w.pending.pop(0)
         w.discards = w.discards + (head.card,)
-        w.emit("CardBurned", {"seat": player, "card": head.card, "card_owner": head.owner})
+        if w.on:
+            w.emit("CardBurned", {"seat": player, "card": head.card, "card_owner": head.owner})
         w.mark_resolved(head.card, head.owner)
         w.after_resolution(head)
     else:  # pragma: no cover - every legal action is handled above
