@@ -543,11 +543,12 @@ def _cards_of(m: int) -> tuple[int, ...]:
 class _Last:
     """The play phase's legal mask of the last state ``legal_actions`` was asked about: ``apply``
     on that state (a playout's next step, a service checking a move it listed) uses it again.
-    One module-level instance; ``state`` is set last, so a ``state`` seen here has its mask."""
+    One module-level instance, shared by every thread (the bot service decides in a pool, the rules
+    service autoplays in a thread): the state and its mask are one tuple, stored and read in one
+    step, so a thread never pairs one state with another's mask."""
 
     def __init__(self) -> None:
-        self.state: State | None = None
-        self.mask = 0
+        self.pair: tuple[State | None, int] = (None, 0)
 
 
 _LAST: Final = _Last()
@@ -555,8 +556,9 @@ _LAST: Final = _Last()
 
 def _play_mask(state: State, player: int) -> int:
     """The legal-card mask of ``player``, the seat to play."""
-    if _LAST.state is state:
-        return _LAST.mask
+    last = _LAST.pair
+    if last[0] is state:
+        return last[1]
     hands = state.hands
     trick = state.trick
     hand = _at(hands, player)
@@ -564,9 +566,7 @@ def _play_mask(state: State, player: int) -> int:
         m = follow_mask(hand, trick[0])
     else:
         m = lead_mask(hand, (hands[0] | hands[1] | hands[2] | hands[3]) & HEARTS != HEARTS)
-    _LAST.state = None
-    _LAST.mask = m
-    _LAST.state = state
+    _LAST.pair = (state, m)
     return m
 
 
