@@ -8,7 +8,6 @@ from typing import Any
 
 import grpc
 from court_client import view_dict
-from court_proto.court.rules.v1 import rules_pb2
 
 from .helpers import play_out
 
@@ -296,5 +295,7 @@ async def test_spectators_share_one_update_per_move_with_no_hand_and_a_seat_gets
     spectators = [k for k in entry.views if k[0] == "update" and k[3] is None]
     seats = [k for k in entry.views if k[0] == "update" and k[3] == 0]
     assert spectators and seats
+    from court_proto.court.rules.v1 import rules_pb2
+
     for k in spectators:
         assert not rules_pb2.GameUpdate.FromString(entry.views[k]).view.HasField("your_seat")
