@@ -369,3 +369,4 @@ async def test_views_beside_a_watcher_read_no_log_and_still_show_every_move(
     assert (await on_a[0].get_view(gid, 0)).seq == seq, "after the reconnect the view comes from the log"
     assert reads["a"] == before + 1
     watcher.cancel()
+

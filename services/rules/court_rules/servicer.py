@@ -9,7 +9,7 @@ statuses by the server at the edge.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -20,7 +20,7 @@ from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 
 from . import clock as kclock
 from .application import ClockRequest, Position, RulesApplication, Submitted
-from .views import game_view, result_proto, update_bytes, view_bytes
+from .views import answer_bytes, game_view, result_proto, update_bytes
 
 
 def _seat(request: Any) -> int | None:
@@ -73,9 +73,9 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         out.actions.extend(self.codec.proto(p.entry, a, seat) for a in actions)
         return out
 
-    async def SubmitAction(
+    async def SubmitAction(  # type: ignore[override]  # its answer as bytes (add_to_server)
         self, request: rules_pb2.SubmitActionRequest, context: Any
-    ) -> rules_pb2.SubmitActionResponse:
+    ) -> bytes:
         done = await self.app.submit(
             current_identity(),
             request_id=request.request_id,
@@ -86,27 +86,19 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         )
         return self._submit_answer(done)
 
-    def _submit_answer(self, done: Submitted) -> rules_pb2.SubmitActionResponse:
-        """``done.full``: the move's events as its full record holds them, one for one, when at hand
-        (otherwise every event is converted): an event without a private part reads the same for
-        every seat as in the full record (no owner, no secret), so that message is reused rather
-        than converted again (make bench: about half of the answer's event conversions)."""
-        entry, seq, seat, state, events = done.entry, done.seq, done.seat, done.state, done.events
-        out = rules_pb2.SubmitActionResponse(seq=seq)
-        # the views parsed into place from their bytes (court_rules.views.view_bytes), not built as
-        # messages and copied in
-        out.view.MergeFromString(view_bytes(entry, self.codec, state, seq, seat))
-        game = entry.game
-        held: Sequence[Any] = done.full if len(done.full) == len(events) else [None] * len(events)
-        out.events.extend(
-            [
-                p if p is not None and not e.private else typed.event_for_seat_to_proto(game, e, seat)
-                for e, p in zip(events, held, strict=True)
-            ]
+    def _submit_answer(self, done: Submitted) -> bytes:
+        """The answer, serialized (``views.answer_bytes``): the acting seat's view, the move's
+        events as that seat reads them, the views of the caller's other seats now to act."""
+        return answer_bytes(
+            done.entry,
+            self.codec,
+            done.state,
+            done.seq,
+            done.seat,
+            done.events,
+            done.full,
+            done.next_seats(),
         )
-        for s in done.next_seats():
-            out.next.add().MergeFromString(view_bytes(entry, self.codec, state, seq, s))
-        return out
 
     async def WatchGame(  # type: ignore[override]  # GameUpdates as their bytes (add_to_server)
         self, request: rules_pb2.WatchGameRequest, context: Any
@@ -181,9 +173,12 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
         return await self._seat_change(request, kclock.SEAT_AWAY)
 
 
-def _as_is(update: bytes) -> bytes:
-    """WatchGame's response serializer: its updates are built serialized (``views.update_bytes``)."""
-    return update
+SENT_AS_BYTES = ("SubmitAction", "WatchGame")  # answers built serialized: views.answer_bytes, update_bytes
+
+
+def _as_is(answer: bytes) -> bytes:
+    """The response serializer of ``SENT_AS_BYTES``: their answers are built serialized."""
+    return answer
 
 
 class _Handlers:
@@ -200,13 +195,15 @@ class _Handlers:
 
 
 def add_to_server(servicer: RulesServicer, server: Any) -> None:
-    """``rules_pb2_grpc.add_RulesServiceServicer_to_server``, with WatchGame's updates sent as the
-    bytes they are built as: the same wire format (a client's stub parses a ``GameUpdate``), no
-    parse into a message and serialization again per update and stream."""
+    """``rules_pb2_grpc.add_RulesServiceServicer_to_server``, with SubmitAction's answers and
+    WatchGame's updates sent as the bytes they are built as: the same wire format (a client's stub
+    parses a ``SubmitActionResponse``, a ``GameUpdate``), no parse of views into a message and
+    serialization again per answer, update and stream."""
     held = _Handlers()
     rules_pb2_grpc.add_RulesServiceServicer_to_server(servicer, held)
     methods = held.methods
-    methods["WatchGame"] = methods["WatchGame"]._replace(response_serializer=_as_is)
+    for method in SENT_AS_BYTES:
+        methods[method] = methods[method]._replace(response_serializer=_as_is)
     name = rules_pb2.DESCRIPTOR.services_by_name["RulesService"].full_name
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(name, methods),))
     server.add_registered_method_handlers(name, methods)

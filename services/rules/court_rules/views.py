@@ -255,16 +255,50 @@ def _field(number: int, value: int | bytes) -> bytes:
     return _varint(number << 3 | 2) + _varint(len(value)) + value
 
 
-def _events_for(entry: GameEntry, seq: int, seat: int | None, events: Sequence[Event]) -> list[bytes]:
+def answer_bytes(
+    entry: GameEntry,
+    codec: ActionCodec,
+    state: Any,
+    seq: int,
+    seat: int,
+    events: Sequence[Event],
+    full: Sequence[Any],
+    next_seats: Sequence[int],
+) -> bytes:
+    """A SubmitAction answer, serialized as the ``SubmitActionResponse`` it is on the wire: the
+    acting seat's view after ``seq``, the record's events as that seat reads them (shared with
+    the WatchGame updates of the record: ``_events_for``) and the views of ``next_seats``. Sent as
+    these bytes (``court_rules.servicer.add_to_server``)."""
+    # SubmitActionResponse: seq = 1, view = 2, events = 3 (as GameUpdate's), next = 4
+    return b"".join(
+        [
+            _field(1, seq) if seq else b"",
+            _field(2, view_bytes(entry, codec, state, seq, seat)),
+            *_events_for(entry, seq, seat, events, full),
+            *[_field(4, view_bytes(entry, codec, state, seq, s)) for s in next_seats],
+        ]
+    )
+
+
+def _events_for(
+    entry: GameEntry, seq: int, seat: int | None, events: Sequence[Event], full: Sequence[Any] = ()
+) -> list[bytes]:
     """The record's events as ``seat`` reads them, each serialized as one ``GameUpdate.events``
-    element: each event with no private part, or whose private part is not ``seat``'s, in its
-    public form (converted once per record, shared), the seat's own events in its owner's form."""
+    (or ``SubmitActionResponse.events``) element: each event with no private part, or whose
+    private part is not ``seat``'s, in its public form (converted once per record, shared), the
+    seat's own events in its owner's form. ``full``: the record's events as its full record holds
+    them, one for one, when at hand: an event with no private part reads the same there (no owner,
+    no secret), so that message is serialized rather than converted again."""
     key = ("events", seq)
     views = entry.views
     public = views.get(key)
     game = entry.game
     if public is None:
-        public = [_field(3, _event(game, e, None)) for e in events]
+        held: Sequence[Any] = full if len(full) == len(events) else [None] * len(events)
+        public = [
+            _field(3, p.SerializeToString() if p is not None and not e.private else _event(game, e, None))
+            for e, p in zip(events, held, strict=True)
+        ]
         _keep(views, key, public)
     if seat is None:
         return public
