@@ -370,3 +370,38 @@ async def test_views_beside_a_watcher_read_no_log_and_still_show_every_move(
     assert reads["a"] == before + 1
     watcher.cancel()
 
+
+async def test_a_watcher_told_of_a_move_its_read_does_not_show_yet_looks_again(
+    replicas: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wake names the move's sequence number, but this replica's first read of the log does not
+    show it yet (a stream follower still catching up). The watcher reads the log again every
+    ``BEHIND_POLL`` rather than waiting for the next move or the next poll (``WATCH_POLL``, set to
+    two minutes here): the person watching sees the move within moments."""
+    monkeypatch.setattr(application, "WATCH_POLL", 120.0)
+    a = await replicas.start()
+    b = await replicas.start()
+    players = ["pia", "quin"]
+    gid = (
+        await replicas.client(a, "lobby", "service").create_game("queens_court", players, {"players": 2})
+    ).game_id
+    updates: list[Any] = []
+    watcher = asyncio.create_task(_collect(replicas.client(b, "pia"), gid, 0, None, updates))
+    await asyncio.wait_for(_until(lambda: bool(updates)), 15)
+    cache = b.application.cache
+    real = cache.refresh
+    lagging = {"reads": 1}
+
+    async def lagging_refresh(entry: Any) -> bool:
+        if lagging["reads"]:
+            lagging["reads"] -= 1
+            return False  # this read of the log does not show the move yet
+        return bool(await real(entry))
+
+    monkeypatch.setattr(cache, "refresh", lagging_refresh)
+    await _moves({i: replicas.client(a, p) for i, p in enumerate(players)}, gid, random.Random(5), 1)
+    await asyncio.wait_for(_until(lambda: len(updates) >= 2), 15)
+    assert lagging["reads"] == 0, "the first read after the wake was the lagging one"
+    assert [u.seq for u in updates] == [0, 1]
+    watcher.cancel()
+    await asyncio.gather(watcher, return_exceptions=True)

@@ -649,8 +649,6 @@ class RulesApplication:
                         # not be read (make bench, watch mode: one read per two moves otherwise)
                         if _behind(entry, hint, closing, last):
                             await self.cache.refresh(entry)
-                if hint is None:  # the poll read the log: the entry is current again (a reconnect)
-                    self.wakes.synced(subject, reconnects)
                     # told of a move our read of the log does not show yet (a stream follower
                     # still catching up, or a writer that lost its append): look again shortly,
                     # for up to one poll period, rather than only at the next poll
@@ -659,6 +657,8 @@ class RulesApplication:
                         await asyncio.sleep(BEHIND_POLL)
                         async with entry.lock:
                             await self.cache.refresh(entry)
+                if hint is None:  # the poll read the log: the entry is current again (a reconnect)
+                    self.wakes.synced(subject, reconnects)
         finally:
             await self.wakes.leave(subject, wake)
 
