@@ -18,7 +18,8 @@ class GameInfo:
     ``title``: how players call it; ``min_seats`` / ``max_seats``: the seats its option sets allow;
     ``options_message`` / ``action_message``: the full names of its options and action messages
     (``protos/court/games/v1/<name>.proto``, ``protos/court/rules/v1/actions.proto``);
-    ``event_kinds``: the types of the events its engine emits, each the oneof case
+    ``event_kinds``: the types of the events its engine emits (the engine writes each through its
+    constant in ``<game>/info.py``, where the string is written once), each the oneof case
     ``<name>_<kind in snake case>`` of ``court.games.v1.Event`` (tests/contract checks both ways).
     """
 

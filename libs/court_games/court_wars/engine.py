@@ -52,7 +52,27 @@ from mypy_extensions import mypyc_attr
 
 from .. import core
 from ..core import Event, IllegalAction, InvalidAction, InvalidVector, NotYourTurn, Record
-from .info import INFO
+from .info import (
+    ATTACK_SKIPPED,
+    CARD_DISCARDED,
+    CARD_DRAWN,
+    COURT_ATTACKED,
+    COURT_DEFEATED,
+    COURT_REVIVED,
+    DEFENDED,
+    DISCARD_PILE_TURNED,
+    DRAW_AGAIN_ENDED,
+    GAME_ENDED,
+    GAME_STARTED,
+    GUARD_PLACED,
+    INFO,
+    PLAYER_OUT,
+    SETUP_CARD_DRAWN,
+    SETUP_ENDED,
+    SETUP_PICK_LAPSED,
+    TURN_ENDED,
+    TURN_PASSED,
+)
 
 NAME = INFO.name
 
@@ -469,7 +489,7 @@ class _Work:
                 return None
             self.draw, self.discard = self.discard, ()
             if self.on:
-                self.emit("DiscardPileTurned", player=self.player, size=len(self.draw))
+                self.emit(DISCARD_PILE_TURNED, player=self.player, size=len(self.draw))
         card = self.draw[0]
         self.draw = self.draw[1:]
         return card
@@ -478,7 +498,7 @@ class _Work:
         self.discard = self.discard + tuple(cards)
         if self.on:
             self.emit(
-                "CardDiscarded",
+                CARD_DISCARDED,
                 player=self.player,
                 cards=cards,
                 reason=reason,
@@ -499,14 +519,14 @@ class _Work:
             self.pick += 1
             if not self.guard_left():
                 if self.on:
-                    self.emit("SetupPickLapsed", player=seat, pick=self.pick - 1)
+                    self.emit(SETUP_PICK_LAPSED, player=seat, pick=self.pick - 1)
                 continue
             while True:
                 card = self.draw_card()
                 assert card is not None, "a guard is left, so a card can be drawn"
                 if self.on:
                     self.emit(
-                        "SetupCardDrawn", player=seat, pick=self.pick - 1, card=card, guard=is_guard(card)
+                        SETUP_CARD_DRAWN, player=seat, pick=self.pick - 1, card=card, guard=is_guard(card)
                     )
                 if is_guard(card):
                     self.phase, self.pending = Phase.SETUP, card
@@ -516,7 +536,7 @@ class _Work:
         self.phase, self.player = Phase.TURN, 0
         if self.on:
             self.emit(
-                "SetupEnded",
+                SETUP_ENDED,
                 player=0,
                 courts=[_public_courts(c) for c in self.courts],
                 draw_size=len(self.draw),
@@ -533,7 +553,7 @@ class _Work:
         new = self.courts[p][court]
         if self.on:
             self.emit(
-                "GuardPlaced",
+                GUARD_PLACED,
                 player=p,
                 card=card,
                 court=COURTS[court],
@@ -548,7 +568,7 @@ class _Work:
         card = self.draw_card()
         assert card is not None, "defend and the draw-again are only offered when a card can be drawn"
         if self.on:
-            self.emit("CardDrawn", player=p, card=card, ace_draw=self.aces > 0)
+            self.emit(CARD_DRAWN, player=p, card=card, ace_draw=self.aces > 0)
         r = card[0]
         if r in "JQK":
             self.put_discard([card], "court card drawn: turn over")
@@ -573,7 +593,7 @@ class _Work:
         )
         if reason is not None:
             if self.on:
-                self.emit("DrawAgainEnded", player=self.player, reason=reason)
+                self.emit(DRAW_AGAIN_ENDED, player=self.player, reason=reason)
             self.end_turn()
         else:
             self.defend_draw()
@@ -596,7 +616,7 @@ class _Work:
         self.set_court(t, tci, tgt_after)
         if self.on:
             self.emit(
-                "CourtAttacked",
+                COURT_ATTACKED,
                 player=p,
                 court=COURTS[ci],
                 spend=k,
@@ -614,17 +634,17 @@ class _Work:
         if not defeated:
             return False
         if self.on:
-            self.emit("CourtDefeated", player=t, court=COURTS[tci], card=tgt.card, by=p, joker=joker)
+            self.emit(COURT_DEFEATED, player=t, court=COURTS[tci], card=tgt.card, by=p, joker=joker)
         if any(c.standing for c in self.courts[t]):
             return False
         self.out[t] = True
         if self.on:
-            self.emit("PlayerOut", player=t, by=p)
+            self.emit(PLAYER_OUT, player=t, by=p)
         alive = last_standing(self.out)
         if alive is not None:
             self.turns += 1
             if self.on:
-                self.emit("TurnEnded", player=p, turns=self.turns)
+                self.emit(TURN_ENDED, player=p, turns=self.turns)
             self.finish(alive, "last_standing")
             return True
         return False
@@ -635,7 +655,7 @@ class _Work:
         self.aces = 0
         self.pending = None
         if self.on:
-            self.emit("TurnEnded", player=p, turns=self.turns)
+            self.emit(TURN_ENDED, player=p, turns=self.turns)
         if self.turns >= self.options.turn_limit:
             self.finish(limit_winners(*_table(self.courts), self.out), "turn_limit")
             return
@@ -646,7 +666,7 @@ class _Work:
         self.phase, self.winners, self.end, self.pending = Phase.OVER, winners, reason, None
         if self.on:
             self.emit(
-                "GameEnded",
+                GAME_ENDED,
                 player=self.player,
                 reason=reason,
                 winners=list(winners),
@@ -767,7 +787,7 @@ def start(
     w = _Work(s0, True)
     if w.on:
         w.emit(
-            "GameStarted",
+            GAME_STARTED,
             player=0,
             players=n,
             options=options_to_dict(options),
@@ -967,7 +987,7 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
         w.next_setup_pick()
     elif code == DEFEND:
         if w.on:
-            w.emit("Defended", player=player)
+            w.emit(DEFENDED, player=player)
         w.defend_draw()
     elif code == PLACE:
         w.place_guard(action[1], setup=False)
@@ -979,7 +999,7 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
         w.set_court(player, ci, revived(c, joker))
         w.pending = None
         if w.on:
-            w.emit("CourtRevived", player=player, court=COURTS[ci], card=c.card, joker=joker)
+            w.emit(COURT_REVIVED, player=player, court=COURTS[ci], card=c.card, joker=joker)
         w.end_turn()
     elif code == DISCARD:
         card = w.pending
@@ -995,11 +1015,11 @@ def apply(state: State, player: int, action: Action, emit: bool = True) -> tuple
                 w.end_turn()
     elif code == SKIP_ATTACK:
         if w.on:
-            w.emit("AttackSkipped", player=player)
+            w.emit(ATTACK_SKIPPED, player=player)
         w.draw_again(skipped=True)
     elif code == PASS:
         if w.on:
-            w.emit("TurnPassed", player=player)
+            w.emit(TURN_PASSED, player=player)
         w.end_turn()
     return w.freeze(), tuple(w.events or ())
 

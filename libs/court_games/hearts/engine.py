@@ -51,7 +51,19 @@ from mypy_extensions import mypyc_attr
 
 from .. import core
 from ..core import Event, GameError, IllegalAction, InvalidAction, InvalidOptions, InvalidVector, NotYourTurn
-from .info import INFO
+from .info import (
+    CARD_PLAYED,
+    CARDS_PASSED,
+    GAME_ENDED,
+    GAME_STARTED,
+    HAND_DEALT,
+    HAND_ENDED,
+    HEARTS_BROKEN,
+    INFO,
+    PASS_CARDS_CHOSEN,
+    PLAY_STARTED,
+    TRICK_TAKEN,
+)
 
 NAME = INFO.name
 NUM_PLAYERS: Final = INFO.max_seats
@@ -732,7 +744,7 @@ def _apply_pass(state: State, player: int, action: Any, emit: bool) -> tuple[Sta
         return new, ()
     events = [
         Event(
-            "PassCardsChosen",
+            PASS_CARDS_CHOSEN,
             {"seat": player, "count": add.bit_count(), "chosen": mine.bit_count(), "ready": ready},
             private={"cards": names_of(add)},
             owner=player,
@@ -810,7 +822,7 @@ def _deal_events(state: State) -> list[Event]:
     m = state.match
     events = [
         Event(
-            "HandDealt",
+            HAND_DEALT,
             {"seat": s, "hand": m.hand_no, "pass": PASS_NAMES[m.hand_no % 4], "cards_dealt": 13},
             private={"cards": names_of(state.hands[s])},
             owner=s,
@@ -818,7 +830,7 @@ def _deal_events(state: State) -> list[Event]:
         for s in range(NUM_PLAYERS)
     ]
     if state.phase is _PLAY:
-        events.append(Event("PlayStarted", {"hand": m.hand_no, "seat": state.acting[0]}))
+        events.append(Event(PLAY_STARTED, {"hand": m.hand_no, "seat": state.acting[0]}))
     return events
 
 
@@ -826,14 +838,14 @@ def _exchange_events(state: State) -> list[Event]:
     off = state.match.pass_offset
     events = [
         Event(
-            "CardsPassed",
+            CARDS_PASSED,
             {"seat": s, "to": (s + off) % 4, "direction": PASS_NAMES[state.match.hand_no % 4]},
             private={"cards": names_of(state.pending[s])},
             owner=(s + off) % 4,
         )
         for s in range(NUM_PLAYERS)
     ]
-    events.append(Event("PlayStarted", {"hand": state.match.hand_no, "seat": state.acting[0]}))
+    events.append(Event(PLAY_STARTED, {"hand": state.match.hand_no, "seat": state.acting[0]}))
     return events
 
 
@@ -843,7 +855,7 @@ def _play_events(
     m = before.match
     events = [
         Event(
-            "CardPlayed",
+            CARD_PLAYED,
             {
                 "seat": player,
                 "card": CARDS[card],
@@ -856,13 +868,13 @@ def _play_events(
     if card // 13 == HEARTS_SUIT:
         rest = before.hands[0] | before.hands[1] | before.hands[2] | before.hands[3]
         if rest & HEARTS == HEARTS:
-            events.append(Event("HeartsBroken", {"seat": player, "card": CARDS[card], "hand": m.hand_no}))
+            events.append(Event(HEARTS_BROKEN, {"seat": player, "card": CARDS[card], "hand": m.hand_no}))
     if done is None:
         return tuple(events)
     leader, cards, winner = done
     events.append(
         Event(
-            "TrickTaken",
+            TRICK_TAKEN,
             {
                 "seat": winner,
                 "hand": m.hand_no,
@@ -880,7 +892,7 @@ def _play_events(
     shooter = taken.index(MOON) if MOON in taken else None
     events.append(
         Event(
-            "HandEnded",
+            HAND_ENDED,
             {
                 "hand": m.hand_no,
                 "taken": taken,
@@ -893,7 +905,7 @@ def _play_events(
     if after.phase is _OVER:
         events.append(
             Event(
-                "GameEnded",
+                GAME_ENDED,
                 {
                     "totals": list(after.match.totals),
                     "winners": _winners(after.match),
@@ -917,7 +929,7 @@ def initial_events(state: State) -> tuple[Event, ...]:
     m = state.match
     return (
         Event(
-            "GameStarted",
+            GAME_STARTED,
             {
                 "game": NAME,
                 "players": NUM_PLAYERS,

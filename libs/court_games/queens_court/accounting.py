@@ -27,6 +27,7 @@ from typing import Any
 from court_base import quote
 
 from ..core import seeded_rng
+from .info import CARD_PLAYED, CARDS_DRAWN, GAME_ENDED, PILE_LOCKED, ROUND_ENDED
 
 # court_games: interpreted (its functions take their callers' raw values and refuse what is not an int,
 # a bool included; mypyc's typed parameters would refuse them first, with another error)
@@ -63,7 +64,7 @@ def round_rank_points(round_ended: Mapping[str, Any], players: int) -> dict[int,
     clockwise after the round's ``starter``. A round without winners moves nothing.
     """
     n = _check_players(players)
-    if round_ended.get("type", "RoundEnded") != "RoundEnded":
+    if round_ended.get("type", ROUND_ENDED) != ROUND_ENDED:
         raise ValueError(f"round_rank_points needs a RoundEnded event, got {quote(round_ended.get('type'))}")
     winners = sorted({_seat(w, n, "a winner") for w in round_ended["winners"]})
     starter = _seat(round_ended["starter"], n, "starter")
@@ -87,7 +88,7 @@ def game_rank_points(events: Iterable[Mapping[str, Any]], players: int) -> dict[
     n = _check_players(players)
     total = dict.fromkeys(range(n), 0)
     for e in events:
-        if e.get("type") == "RoundEnded":
+        if e.get("type") == ROUND_ENDED:
             for s, d in round_rank_points(e, n).items():
                 total[s] += d
     return total
@@ -198,7 +199,7 @@ def _counts(events: Sequence[Mapping[str, Any]], n: int) -> tuple[dict[str, list
     ended: Mapping[str, Any] | None = None
     for e in events:
         t = e.get("type")
-        if t == "CardPlayed":
+        if t == CARD_PLAYED:
             p, q = e["player"], e["target"]
             if p == q and e.get("zero_by_queen"):
                 c["queen_zero_own"][p] += 1
@@ -207,15 +208,15 @@ def _counts(events: Sequence[Mapping[str, Any]], n: int) -> tuple[dict[str, list
             before, after = e.get("spread_before"), e.get("spread_after")
             if p != q and before is not None and after is not None and after - before >= 8:
                 c["raise_opponent_8"][p] += 1
-        elif t == "CardsDrawn":
+        elif t == CARDS_DRAWN:
             if e.get("count") == 2:
                 c["zero_draw_twice"][e["player"]] += 1
-        elif t == "PileLocked":
+        elif t == PILE_LOCKED:
             r = e.get("round")
             if r not in first_out_seen:
                 first_out_seen.add(r)
                 c["first_out"][e["player"]] += 1
-        elif t == "RoundEnded":
+        elif t == ROUND_ENDED:
             rounds.append(e)
             spreads, counts = e["spreads"], e["pile_counts"]
             for w in e["winners"]:
@@ -228,7 +229,7 @@ def _counts(events: Sequence[Mapping[str, Any]], n: int) -> tuple[dict[str, list
                     c["win_round_both_gloved"][w] += 1
                 if any(card[0] == "Q" for card in e["showing"][w]):
                     c["win_round_queen_showing"][w] += 1
-        elif t == "GameEnded":
+        elif t == GAME_ENDED:
             ended = e
     if ended is not None and ended.get("winner") is not None:
         w = ended["winner"]
@@ -281,7 +282,7 @@ def challenge_payouts(
     """
     n = _check_players(players)
     events = list(events)
-    if not any(e.get("type") == "GameEnded" for e in events):
+    if not any(e.get("type") == GAME_ENDED for e in events):
         return dict.fromkeys(range(n), 0)
     progress = challenge_progress(events, n, assignment)
     return {s: sum(r["points"] for r in rows if r["completed"]) for s, rows in progress.items()}

@@ -63,7 +63,18 @@ from ..core import (
     require_int,
     seeded_shuffle,
 )
-from .info import INFO
+from .info import (
+    CARD_PLAYED,
+    CARDS_DRAWN,
+    GAME_ENDED,
+    GAME_STARTED,
+    HAND_DEALT,
+    INFO,
+    PILE_LOCKED,
+    ROUND_DEALT,
+    ROUND_ENDED,
+    SECOND_HALF_STARTED,
+)
 
 NAME = INFO.name
 
@@ -412,7 +423,7 @@ def _deal_events(state: State) -> list[Event]:
     n = state.options.players
     events = [
         Event(
-            "RoundDealt",
+            ROUND_DEALT,
             {
                 "round": state.round_no,
                 "starter": state.starter,
@@ -428,7 +439,7 @@ def _deal_events(state: State) -> list[Event]:
         dealt = [c for c in state.hands[s] if c != GL]
         events.append(
             Event(
-                "HandDealt",
+                HAND_DEALT,
                 {"round": state.round_no, "player": s, "count": len(dealt)},
                 private={"cards": _names(dealt)},
                 owner=s,
@@ -441,7 +452,7 @@ def _deal_events(state: State) -> list[Event]:
 
 def _second_half_event(state: State) -> Event:
     return Event(
-        "SecondHalfStarted",
+        SECOND_HALF_STARTED,
         {
             "round": state.round_no,
             "emptied_by": state.emptied_by,
@@ -470,7 +481,7 @@ def initial_events(state: State) -> tuple[Event, ...]:
     o = state.options
     return (
         Event(
-            "GameStarted",
+            GAME_STARTED,
             {"game": NAME, "players": o.players, "starter": o.starter, "options": options_to_dict(o)},
         ),
         *_deal_events(state),
@@ -664,7 +675,7 @@ def apply(state: State, player: int, action: Any, emit: bool = True) -> tuple[St
         t_piles = (piles[2 * target], piles[2 * target + 1])
         events.append(
             Event(
-                "CardPlayed",
+                CARD_PLAYED,
                 {
                     "round": state.round_no,
                     "player": player,
@@ -695,7 +706,7 @@ def apply(state: State, player: int, action: Any, emit: bool = True) -> tuple[St
         if emit:
             events.append(
                 Event(
-                    "CardsDrawn",
+                    CARDS_DRAWN,
                     {
                         "round": state.round_no,
                         "player": player,
@@ -723,7 +734,7 @@ def apply(state: State, player: int, action: Any, emit: bool = True) -> tuple[St
         if emit:
             events.append(
                 Event(
-                    "PileLocked",
+                    PILE_LOCKED,
                     {
                         "round": state.round_no,
                         "player": player,
@@ -765,7 +776,7 @@ def _end_round(state: State, reason: str, events: list[Event] | None) -> tuple[S
     if events is not None:
         events.append(
             Event(
-                "RoundEnded",
+                ROUND_ENDED,
                 {
                     "round": state.round_no,
                     "starter": state.starter,
@@ -799,9 +810,7 @@ def _end_round(state: State, reason: str, events: list[Event] | None) -> tuple[S
         )
         if events is not None:
             events.append(
-                Event(
-                    "GameEnded", {"winner": champion, "round_wins": list(round_wins), "rounds": len(rounds)}
-                )
+                Event(GAME_ENDED, {"winner": champion, "round_wins": list(round_wins), "rounds": len(rounds)})
             )
         return over, tuple(events or ())
     nxt = _deal_round(

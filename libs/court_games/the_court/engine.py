@@ -58,7 +58,32 @@ from mypy_extensions import mypyc_attr
 
 from .. import core
 from ..core import Event, IllegalAction, InvalidAction, InvalidVector, NotYourTurn, Record
-from .info import INFO
+from .info import (
+    CARD_ACCEPTED,
+    CARD_BURNED,
+    CARD_DECLINED,
+    CARD_DISCARDED,
+    CARD_DRAWN,
+    CARD_HANDED_OFF,
+    CARD_KEPT,
+    CARD_OFFERED,
+    CARD_PLACED,
+    CARD_SHOWN,
+    CARDS_SWAPPED,
+    GAME_ENDED,
+    GAME_STARTED,
+    INFO,
+    MOAT_BANKED,
+    MOAT_DEPLOYED,
+    MOAT_SEALED,
+    PLAYER_FINISHED,
+    SWAP_VETOED,
+    SWAP_VOTED,
+    TOWER_CLOSED,
+    TOWER_STARTED,
+    TOWER_SWEPT,
+    TURN_SKIPPED,
+)
 
 NAME = INFO.name
 
@@ -550,7 +575,7 @@ class _Work:
             pl.kings += 1
             if pl.kings == 2:
                 if self.on:
-                    self.emit("MoatSealed", {"seat": owner, "moat_size": len(pl.moat)})
+                    self.emit(MOAT_SEALED, {"seat": owner, "moat_size": len(pl.moat)})
 
     def resolve(self, action: Action) -> None:
         """The holder of the first pending card resolves it (place/new_tower/bank/discard)."""
@@ -561,11 +586,11 @@ class _Work:
         if kind == NEW_TOWER:
             pl.towers.append((card,))
             if self.on:
-                self.emit("TowerStarted", {**base, "card": card, "tower": len(pl.towers) - 1})
+                self.emit(TOWER_STARTED, {**base, "card": card, "tower": len(pl.towers) - 1})
         elif kind == BANK:
             pl.moat = pl.moat + (card,)
             if self.on:
-                self.emit("MoatBanked", {**base, "moat_size": len(pl.moat)}, {"card": card}, p)
+                self.emit(MOAT_BANKED, {**base, "moat_size": len(pl.moat)}, {"card": card}, p)
         elif kind == DISCARD:
             to_pile = self.shared and card[0] in NUMBERS
             if to_pile:
@@ -573,7 +598,7 @@ class _Work:
             else:
                 self.discards = self.discards + (card,)
             if self.on:
-                self.emit("CardDiscarded", {**base, "card": card, "to": "pile" if to_pile else "out"})
+                self.emit(CARD_DISCARDED, {**base, "card": card, "to": "pile" if to_pile else "out"})
         else:
             self.place(p, action[1], card, base)
         self.mark_resolved(card, head.owner)
@@ -588,7 +613,7 @@ class _Work:
             pl.towers[i] = t
             if self.on:
                 self.emit(
-                    "CardPlaced",
+                    CARD_PLACED,
                     {**base, "card": card, "tower": i, "value": _tower_value(t), "frozen": r == "J"},
                 )
             return
@@ -601,7 +626,7 @@ class _Work:
             pl.closed = pl.closed + ((cards, points),)
             if self.on:
                 self.emit(
-                    "TowerSwept",
+                    TOWER_SWEPT,
                     {
                         **base,
                         "card": card,
@@ -619,7 +644,7 @@ class _Work:
                 pl.towers.append((dep,))
                 if self.on:
                     self.emit(
-                        "MoatDeployed",
+                        MOAT_DEPLOYED,
                         {"seat": p, "card": dep, "tower": len(pl.towers) - 1, "moat_size": len(pl.moat)},
                     )
             return
@@ -630,7 +655,7 @@ class _Work:
         pl.closed = pl.closed + ((cards, points),)
         if self.on:
             self.emit(
-                "TowerClosed",
+                TOWER_CLOSED,
                 {
                     **base,
                     "card": card,
@@ -671,7 +696,7 @@ class _Work:
         pl.end = (reason, tower_pen, moat_pen)
         if self.on:
             self.emit(
-                "PlayerFinished",
+                PLAYER_FINISHED,
                 {
                     "seat": p,
                     "reason": reason,
@@ -699,7 +724,7 @@ class _Work:
         self.pending = []
         res = _result(self.mode, self.scores(), True)
         if self.on:
-            self.emit("GameEnded", res)
+            self.emit(GAME_ENDED, res)
 
     # ---- turns
 
@@ -707,7 +732,7 @@ class _Work:
         pl = self.players[p]
         card, pl.deck = pl.deck[0], pl.deck[1:]
         if self.on:
-            self.emit("CardDrawn", {"seat": p, "deck_size": len(pl.deck)}, {"card": card}, p)
+            self.emit(CARD_DRAWN, {"seat": p, "deck_size": len(pl.deck)}, {"card": card}, p)
         return Pending(card, p, p, seen)
 
     def next_turn(self) -> None:
@@ -719,9 +744,9 @@ class _Work:
             a = self.draw_own(0, 0b11)
             b = self.draw_own(1, 0b11)
             if self.on:
-                self.emit("CardShown", {"seat": 0, "to": 1}, {"card": a.card}, 1)
+                self.emit(CARD_SHOWN, {"seat": 0, "to": 1}, {"card": a.card}, 1)
             if self.on:
-                self.emit("CardShown", {"seat": 1, "to": 0}, {"card": b.card}, 0)
+                self.emit(CARD_SHOWN, {"seat": 1, "to": 0}, {"card": b.card}, 0)
             self.pending = [a, b]
             self.turn = -1  # both draw: no single drawer
             self.votes = [-1, -1]
@@ -746,7 +771,7 @@ class _Work:
             self.pending[0] = Pending(head.card, head.owner, partner, head.seen | (1 << partner))
             if self.on:
                 self.emit(
-                    "CardOffered",
+                    CARD_OFFERED,
                     {"seat": head.holder, "to": partner, "card_owner": head.owner, "automatic": True},
                     {"card": head.card},
                     partner,
@@ -757,7 +782,7 @@ class _Work:
         while self.players[d].skips:
             self.players[d].skips -= 1
             if self.on:
-                self.emit("TurnSkipped", {"seat": d, "skips_left": self.players[d].skips})
+                self.emit(TURN_SKIPPED, {"seat": d, "skips_left": self.players[d].skips})
             d = 1 - d
         self.turn = d
         self.phase = Phase.DRAW
@@ -771,7 +796,7 @@ class _Work:
         owner = shared_owner(card, d)
         if self.on:
             self.emit(
-                "CardDrawn",
+                CARD_DRAWN,
                 {
                     "seat": d,
                     "source": _SOURCES[source],
@@ -786,7 +811,7 @@ class _Work:
             self.players[owner].skips += 1
             if self.on:
                 self.emit(
-                    "CardHandedOff",
+                    CARD_HANDED_OFF,
                     {"seat": d, "to": owner, "card": card, "skips": self.players[owner].skips},
                 )
         self.phase = Phase.PLACE
@@ -849,7 +874,7 @@ def start(
     w = _Work(s, True)
     if w.on:
         w.emit(
-            "GameStarted",
+            GAME_STARTED,
             {
                 "mode": mode,
                 "players": len(players),
@@ -1105,17 +1130,17 @@ def apply(state: State, player: int, action: Any, emit: bool = True) -> tuple[St
     elif ph is Phase.VOTE:
         w.votes[player] = action[1]
         if w.on:
-            w.emit("SwapVoted", {"seat": player}, {"agree": bool(action[1])}, player)
+            w.emit(SWAP_VOTED, {"seat": player}, {"agree": bool(action[1])}, player)
         if min(w.votes) >= 0:
             votes = [bool(v) for v in w.votes]
             a, b = w.pending
             if all(votes):
                 w.pending = [Pending(b.card, b.owner, 0, b.seen), Pending(a.card, a.owner, 1, a.seen)]
                 if w.on:
-                    w.emit("CardsSwapped", {"seats": [0, 1], "votes": votes})
+                    w.emit(CARDS_SWAPPED, {"seats": [0, 1], "votes": votes})
             else:
                 if w.on:
-                    w.emit("SwapVetoed", {"seats": [0, 1], "votes": votes})
+                    w.emit(SWAP_VETOED, {"seats": [0, 1], "votes": votes})
             w.votes = []
             w.enter_place()
     elif kind == OFFER:
@@ -1124,7 +1149,7 @@ def apply(state: State, player: int, action: Any, emit: bool = True) -> tuple[St
         w.pending[0] = Pending(head.card, head.owner, head.holder, head.seen | (1 << partner))
         if w.on:
             w.emit(
-                "CardOffered",
+                CARD_OFFERED,
                 {"seat": player, "to": partner, "card_owner": head.owner, "automatic": False},
                 {"card": head.card},
                 partner,
@@ -1134,22 +1159,22 @@ def apply(state: State, player: int, action: Any, emit: bool = True) -> tuple[St
         head = w.pending[0]
         w.pending[0] = Pending(head.card, head.owner, player, head.seen)
         if w.on:
-            w.emit("CardAccepted", {"seat": player, "from": head.holder, "card_owner": head.owner})
+            w.emit(CARD_ACCEPTED, {"seat": player, "from": head.holder, "card_owner": head.owner})
         w.phase = Phase.PLACE
     elif kind == DECLINE:
         head = w.pending[0]
         if w.on:
-            w.emit("CardDeclined", {"seat": player, "from": head.holder, "card_owner": head.owner})
+            w.emit(CARD_DECLINED, {"seat": player, "from": head.holder, "card_owner": head.owner})
         w.enter_place()
     elif kind == KEEP:
         if w.on:
-            w.emit("CardKept", {"seat": player})
+            w.emit(CARD_KEPT, {"seat": player})
         w.enter_place()
     elif kind == BURN:
         head = w.pending.pop(0)
         w.discards = w.discards + (head.card,)
         if w.on:
-            w.emit("CardBurned", {"seat": player, "card": head.card, "card_owner": head.owner})
+            w.emit(CARD_BURNED, {"seat": player, "card": head.card, "card_owner": head.owner})
         w.mark_resolved(head.card, head.owner)
         w.after_resolution(head)
     else:  # pragma: no cover - every legal action is handled above
