@@ -390,3 +390,41 @@ def test_bot_tables_of_three_and_four_end_by_elimination(players):
                 action = levels.choose(cw.NAME, cw.view(state, p), p, "heuristic", rng).action
             state, _ = cw.apply(state, p, action, emit=False)
         assert state.end == "last_standing" and state.turns < 400, (players, g, state.end, state.turns)
+
+
+def test_on_the_last_turn_the_expert_plays_for_the_turn_limits_tiebreak():
+    # seat 0 leads the tiebreak (3 courts, defence 54; seat 2: 53, seat 1: 38). Defeating seat 2's
+    # Queen with the 9 and 8 pays in material, but leaves seat 0 at 37 behind seat 1's 38; on the
+    # last turn before the limit, defending keeps the lead whatever is drawn
+    stacks = [[["9C", "8C"], ["7C"], []], [["5H", "3H"], [], []], [["9D", "8D"], ["6D"], []]]
+    last = position(stacks, options=cw.Options(players=3, turn_limit=11))  # turns=10: the last turn
+    far = position(stacks, options=cw.Options(players=3, turn_limit=500))
+    assert decide(last, "expert") == (cw.DEFEND,)
+    assert decide(far, "expert") == (cw.ATTACK, 0, 2, 2, 1, cw.REMOVE_COURT)
+
+
+@pytest.mark.parametrize("players", [3, 4])
+def test_the_models_utility_counts_the_tiebreak_only_near_the_turn_limit(players):
+    opts = {"players": players, "turn_limit": 60}
+    rng = random.Random("limit")
+    checked = near = 0
+    for state in random_positions(6, f"limit-{players}", opts):
+        if cw.is_terminal(state):
+            continue
+        m = B.Sim.of(B.parse_view(cw.view(state, state.player), state.player), rng)
+        alive = players - sum(state.out)
+        lam = m.limit_weight()
+        shares = m.limit_shares()
+        assert abs(sum(shares) - 1.0) < 1e-9
+        assert all(shares[q] == 0.0 for q in range(players) if state.out[q])
+        # the tiebreak's favourite is the engine's winner at the limit (when there is one)
+        winners = cw.limit_winners(m.st, m.up, m.out)
+        if len(winners) == 1:
+            assert max(range(players), key=shares.__getitem__) == winners[0]
+        if 60 - state.turns >= B.LIMIT_ROUNDS * alive:
+            assert lam == 0.0
+        else:
+            assert 0.0 < lam <= 1.0
+            near += 1
+        checked += 1
+    assert checked and near
