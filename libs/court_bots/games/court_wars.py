@@ -36,10 +36,7 @@ the remembered order; this module leaves the engine as it is.)
   the heuristic would (their best expected utility, their own draw included), and this player's
   utility after it; options are tried in the heuristic's order, so when the budget runs out the
   best finished one stands. It does not depend on the sampled draw order, only on the view. Setup
-  picks and Jokers are left to the rules of thumb. Near the turn limit (``LIMIT_ROUNDS`` rounds
-  before it) the model's utility blends in the limit's tiebreak (``Sim.limit_shares``: a sharp
-  softmax of standing courts, then total defence, the engine's ``limit_keys``), its weight rising
-  to 1 at the limit, so the last turns play for the win at the limit rather than for material.
+  picks and Jokers are left to the rules of thumb.
 * ``search`` (kept, not a level): Monte Carlo tree search from the view: each iteration samples a draw pile order,
   walks a tree whose decision nodes are keyed by the actions and the public outcome of each draw
   (the value of the guard drawn, an Ace, a Joker, a court card), so that placing a 10 and placing
@@ -644,27 +641,6 @@ class Sim(F.Sim):
         top = max(v[q] for q in range(n) if not out[q])
         e = [0.0 if out[q] else math.exp((v[q] - top) / w.temp) for q in range(n)]
         tot = sum(e)
-        shares = [x / tot for x in e]
-        lam = self.limit_weight()
-        if lam <= 0.0:
-            return shares
-        tb = self.limit_shares()
-        return [(1.0 - lam) * a + lam * b for a, b in zip(shares, tb, strict=True)]
-
-    def limit_weight(self) -> float:
-        """How much the turn limit's tiebreak counts: 0 until ``LIMIT_ROUNDS`` rounds (of the
-        players still in) before the limit, then rising linearly to 1 at the limit."""
-        alive = self.n - sum(self.out)
-        left = self.limit - self.turns
-        return max(0.0, 1.0 - left / (LIMIT_ROUNDS * alive))
-
-    def limit_shares(self) -> list[float]:
-        """Every player's chance to win if the game ended now at the turn limit: a sharp softmax
-        of the tiebreak (standing courts, then total defence, as ``court_wars.limit_winners``)."""
-        keys = {q: LIMIT_COURT * c + d for q, (c, d) in cw.limit_keys(self.st, self.up, self.out).items()}
-        top = max(keys.values())
-        e = [math.exp((keys[q] - top) / LIMIT_TEMP) if q in keys else 0.0 for q in range(self.n)]
-        tot = sum(e)
         return [x / tot for x in e]
 
     def playout_action(self, legal: Sequence[Action], w: Weights) -> Action:
@@ -693,9 +669,6 @@ class Sim(F.Sim):
 # the expert: MCTS with chance nodes, a few turns deep
 
 
-LIMIT_ROUNDS = 6  # rounds before the turn limit from which the utility counts its tiebreak
-LIMIT_COURT = 60  # a standing court in the tiebreak's key (more than any court's guards: courts first)
-LIMIT_TEMP = 6.0  # the tiebreak softmax's temperature (defence points)
 HORIZON = 2  # turns after the root's turn (2 players: my turn, the reply, my next turn's start)
 EXPLORATION = 0.5
 PRIOR = 0.0  # virtual visits at the root valued at the heuristic's one-ply scores

@@ -306,11 +306,9 @@ def has_attack(st: Sequence[Sequence[int]], up: Sequence[bool], out: Sequence[bo
     return False
 
 
-def limit_keys(
-    st: Sequence[Sequence[int]], up: Sequence[bool], out: Sequence[bool]
-) -> dict[int, tuple[int, int]]:
-    """The turn limit's tiebreak key of every seat still in: (standing courts, total defence)."""
-    return {
+def limit_winners(st: Sequence[Sequence[int]], up: Sequence[bool], out: Sequence[bool]) -> tuple[int, ...]:
+    """The winners at the turn limit: most standing courts, then the highest total defence."""
+    keys = {
         s: (
             sum(up[3 * s : 3 * s + 3]),
             sum(COURT_DEFENCE + sum(st[j]) for j in range(3 * s, 3 * s + 3) if up[j]),
@@ -318,11 +316,6 @@ def limit_keys(
         for s in range(len(out))
         if not out[s]
     }
-
-
-def limit_winners(st: Sequence[Sequence[int]], up: Sequence[bool], out: Sequence[bool]) -> tuple[int, ...]:
-    """The winners at the turn limit: most standing courts, then the highest total defence."""
-    keys = limit_keys(st, up, out)
     best = max(keys.values())
     return tuple(s for s, k in keys.items() if k == best)
 
