@@ -18,7 +18,8 @@ heuristic bots only and once with one of them replaced by a passive player (the 
 among the actions that are not attacks: a player who never attacks, who did well against an
 all-bot table in issue 3). Each table prints a goal line, ``ok`` when the lower end of the 95%
 interval clears 1.5 x par, ``not shown`` when only the mean does, ``MISSED`` otherwise.
-``COURT_BENCH_ONLY=multi`` plays the multi-player tables only, ``=pairs`` the pairings only.
+``COURT_BENCH_ONLY=multi`` plays the multi-player tables only, ``=pairs`` the pairings only,
+``=passive`` the tables with a passive seat only.
 On a busy machine run with ``COURT_BOT_CLOCK=cpu``: the bots' budgets then count the deciding
 thread's CPU time (``court_bots.search.CLOCK``), so a process waiting for a core keeps its search.
 """
@@ -126,9 +127,9 @@ def main() -> None:
     games_multi = int(os.environ.get("COURT_BENCH_GAMES_MULTI", str(max(6, games // 2))))
     procs = int(os.environ.get("COURT_BENCH_PROCS", "2"))
     everything: list[dict[str, Any]] = []
-    only = os.environ.get("COURT_BENCH_ONLY", "")  # "pairs" or "multi" to run one part
+    only = os.environ.get("COURT_BENCH_ONLY", "")  # "pairs", "multi" or "passive" to run one part
     with multiprocessing.get_context("spawn").Pool(procs) as pool:
-        for a, b in PAIRINGS if only != "multi" else ():
+        for a, b in PAIRINGS if only not in ("multi", "passive") else ():
             jobs = [({}, (a, b) if g % 2 == 0 else (b, a), 10_000 + g) for g in range(games)]
             res = pool.map(play, jobs, chunksize=4)
             everything += res
@@ -137,6 +138,8 @@ def main() -> None:
             first = [r["scores"][0] for r in res]
             summarize(f"{a} v {b} (2 players)", res, [(a, sa), (b, sb), ("seat 0 (either level)", first)])
         for n, passive in ((3, False), (4, False), (3, True), (4, True)) if only != "pairs" else ():
+            if only == "passive" and not passive:
+                continue
             jobs = []
             for g in range(games_multi):
                 seat = g % n
