@@ -42,13 +42,17 @@ NOT_COMPILED = frozenset({"__init__.py", "_form.py"})
 INTERPRETED = b"\n# court_games: interpreted"  # a module's own line: mypyc does not compile it
 
 
+def _candidates(package_dir: Path) -> list[Path]:
+    """The package's ``.py`` files mypyc may compile: all but ``NOT_COMPILED`` (a module marked
+    ``INTERPRETED`` is one, but telling needs its text)."""
+    return [
+        p for p in package_dir.rglob("*.py") if p.name not in NOT_COMPILED and "__pycache__" not in p.parts
+    ]
+
+
 def compiled_sources(package_dir: Path = PACKAGE_DIR) -> list[Path]:
     """The package's sources that mypyc compiles, sorted."""
-    return sorted(
-        p
-        for p in package_dir.rglob("*.py")
-        if p.name not in NOT_COMPILED and "__pycache__" not in p.parts and INTERPRETED not in p.read_bytes()
-    )
+    return sorted(p for p in _candidates(package_dir) if INTERPRETED not in p.read_bytes())
 
 
 def source_hashes(package_dir: Path = PACKAGE_DIR) -> dict[str, str]:
@@ -87,9 +91,7 @@ def stale(package_dir: Path = PACKAGE_DIR) -> list[str]:
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return [MANIFEST]
     now: dict[str, str] = {}
-    for p in package_dir.rglob("*.py"):
-        if p.name in NOT_COMPILED or "__pycache__" in p.parts:
-            continue
+    for p in _candidates(package_dir):
         rel = p.relative_to(package_dir).as_posix()
         st = p.stat()
         if rel in recorded and stats.get(rel) == [st.st_size, st.st_mtime_ns]:
