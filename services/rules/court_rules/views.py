@@ -227,16 +227,24 @@ def update_bytes(
     u = views.get(key)
     if u is None:
         view = view_bytes(entry, codec, state, seq, seat)
-        # GameUpdate: seq = 1 (varint), view = 2 and events = 3 (length-delimited)
         u = b"".join(
             [
-                _field(1, seq) if seq else b"",
-                _field(2, view),
+                _field(_UPDATE["seq"], seq) if seq else b"",
+                _field(_UPDATE["view"], view),
                 *(_events_for(entry, seq, seat, events) if events is not None else ()),
             ]
         )
         _keep(views, key, u)
     return u
+
+
+# the field numbers of the messages answered as bytes, from the protos; an update's and an answer's
+# events are one field number, so one record's serialized events serve both (_events_for)
+_UPDATE = {f.name: f.number for f in rules_pb2.GameUpdate.DESCRIPTOR.fields}
+_ANSWER = {f.name: f.number for f in rules_pb2.SubmitActionResponse.DESCRIPTOR.fields}
+_EVENTS = _UPDATE["events"]
+if _ANSWER["events"] != _EVENTS:
+    raise ImportError("GameUpdate.events and SubmitActionResponse.events must share a field number")
 
 
 def _varint(n: int) -> bytes:
@@ -269,13 +277,12 @@ def answer_bytes(
     acting seat's view after ``seq``, the record's events as that seat reads them (shared with
     the WatchGame updates of the record: ``_events_for``) and the views of ``next_seats``. Sent as
     these bytes (``court_rules.servicer.add_to_server``)."""
-    # SubmitActionResponse: seq = 1, view = 2, events = 3 (as GameUpdate's), next = 4
     return b"".join(
         [
-            _field(1, seq) if seq else b"",
-            _field(2, view_bytes(entry, codec, state, seq, seat)),
+            _field(_ANSWER["seq"], seq) if seq else b"",
+            _field(_ANSWER["view"], view_bytes(entry, codec, state, seq, seat)),
             *_events_for(entry, seq, seat, events, full),
-            *[_field(4, view_bytes(entry, codec, state, seq, s)) for s in next_seats],
+            *[_field(_ANSWER["next"], view_bytes(entry, codec, state, seq, s)) for s in next_seats],
         ]
     )
 
@@ -296,14 +303,16 @@ def _events_for(
     if public is None:
         held: Sequence[Any] = full if len(full) == len(events) else [None] * len(events)
         public = [
-            _field(3, p.SerializeToString() if p is not None and not e.private else _event(game, e, None))
+            _field(
+                _EVENTS, p.SerializeToString() if p is not None and not e.private else _event(game, e, None)
+            )
             for e, p in zip(events, held, strict=True)
         ]
         _keep(views, key, public)
     if seat is None:
         return public
     return [
-        _field(3, _event(game, e, seat)) if e.private and e.owner == seat else p
+        _field(_EVENTS, _event(game, e, seat)) if e.private and e.owner == seat else p
         for e, p in zip(events, public, strict=True)
     ]
 
