@@ -8,9 +8,11 @@ import random
 import time
 from typing import Any
 
+from court_contract import records as krec
 from court_kit import jetstream as kjs
 from court_proto.court.events.v2 import records_pb2
 from court_rules.app import RulesApp
+from court_rules.store import game_log_bytes
 
 from .conftest import settings_for
 from .helpers import play_out
@@ -54,3 +56,29 @@ async def test_a_finished_game_moves_to_the_archive_and_still_reads(replicas: An
     assert await kjs.direct_get_last(nc, "COURT_GAMES_0", f"court.games.0.{done}.*") is None
     public = await kjs.direct_get_batch(nc, "COURT_EVENTS", f"court.events.queens_court.{done}")
     assert [int(m.headers["Court-Seq"]) for m in public] == list(range(final.seq + 1))
+
+
+def test_a_game_log_written_from_serialized_records_reads_as_the_records() -> None:
+    """``game_log_bytes`` writes records the projector kept serialized (as the log holds them) into
+    the archive's ``GameLog`` as they are: it parses as the same records, in order, with the last
+    log sequence, whether each record came as bytes or as a message (lengths past one and two
+    varint bytes included)."""
+    recs = [
+        krec.closed_record(
+            "queens_court",
+            "g1",
+            i,
+            1_700_000_000_000 + i,
+            into="",
+            by="lobby",
+            request_id="r" * n,
+            reason="x" * n,
+        )
+        for i, n in enumerate((0, 1, 150, 20_000))
+    ]
+    mixed = [r.SerializeToString() if i % 2 else r for i, r in enumerate(recs)]
+    data = game_log_bytes(mixed, 987_654)
+    got = records_pb2.GameLog.FromString(data)
+    assert list(got.records) == recs and got.last_sseq == 987_654
+    assert data == records_pb2.GameLog(records=recs, last_sseq=987_654).SerializeToString()
+    assert records_pb2.GameLog.FromString(game_log_bytes([], 0)) == records_pb2.GameLog()

@@ -323,3 +323,32 @@ async def test_actions_are_stored_in_canonical_form(replicas: Any, rules: Any, t
     again = await alice.submit(gid, action("queens_court", legal), request_id="lower")
     assert again.seq == reply.seq == 1
     assert len((await admin.history(gid)).moves) == 1
+
+
+async def test_an_action_read_before_is_still_refused_in_a_game_of_another_kind(
+    replicas: Any, rules: Any, table: dict[str, Any]
+) -> None:
+    """SubmitAction reads an action it has read before (the very bytes) from its memo, not again
+    (``ActionCodec.parsed``): a Queen's Court action accepted in its game, then sent as the same
+    bytes to a Hearts game, is still refused there as another game's action (INVALID_ARGUMENT,
+    the Hearts game unchanged), and sent again as a new move in its own game once it no longer
+    fits the position, it is judged on that position (refused, the game unchanged)."""
+    gid, alice = table["gid"], table["alice"]
+    view = await alice.get_view(gid)
+    seat = view.to_act[0]
+    mover = table[PLAYERS[seat]]
+    played = (await mover.get_view(gid, seat)).legal_actions[0]
+    await mover.submit(gid, played, seat)
+    known = rules.application.codec.parsed(played.SerializeToString())
+    assert known is not None and known[0] == "queens_court", "the accepted action is in the memo"
+    hearts = (await table["lobby"].create_game("hearts", [*PLAYERS, "dave"], {"limit": 20})).game_id
+    before = view_dict(await table["admin"].get_view(hearts))
+    code, msg = await _code(table[PLAYERS[0]].submit(hearts, played, 0))
+    assert (
+        code == grpc.StatusCode.INVALID_ARGUMENT and "a queens_court action was sent to a hearts game" in msg
+    )
+    assert view_dict(await table["admin"].get_view(hearts)) == before
+    before = await _snapshot(table)
+    code, msg = await _code(mover.submit(gid, played, seat))
+    assert code in (grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.FAILED_PRECONDITION), (code, msg)
+    assert await _snapshot(table) == before

@@ -405,3 +405,30 @@ async def test_a_watcher_told_of_a_move_its_read_does_not_show_yet_looks_again(
     assert [u.seq for u in updates] == [0, 1]
     watcher.cancel()
     await asyncio.gather(watcher, return_exceptions=True)
+
+
+async def test_a_watchers_wakes_come_in_order_and_a_wait_ends_at_its_timeout() -> None:
+    """``application.Wake``, what ``Wakes`` hands each watcher: wakes put before or during a wait
+    come out in order; a wait with nothing put ends with ``TimeoutError`` (the watcher then reads
+    the log: its poll); a wait cancelled (the stream closed) leaves nothing behind, and the next
+    wait gets what is put after it."""
+    wake = application.Wake()
+    wake.put_nowait("a")
+    wake.put_nowait("b")
+    assert [await wake.get(5.0), await wake.get(5.0)] == ["a", "b"]
+    waiting = asyncio.ensure_future(wake.get(5.0))
+    await asyncio.sleep(0)  # the waiter is registered
+    wake.put_nowait("c")
+    wake.put_nowait("d")
+    assert await asyncio.wait_for(waiting, 5) == "c"
+    assert await wake.get(5.0) == "d"
+    with pytest.raises(TimeoutError):
+        await wake.get(0.01)
+    waiting = asyncio.ensure_future(wake.get(5.0))
+    await asyncio.sleep(0)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert wake._waiter is None
+    wake.put_nowait("e")
+    assert await wake.get(5.0) == "e"

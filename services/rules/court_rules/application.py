@@ -43,6 +43,7 @@ import asyncio
 import re
 import secrets
 import time
+from collections import deque
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -86,6 +87,15 @@ log = klog.get_logger("court_rules")
 MOVES = Counter("court_rules_moves_total", "Moves accepted, by game", ["game"])
 CONFLICTS = Counter("court_rules_conflicts_total", "Appends that lost a race (answered ABORTED or replayed)")
 REPLAYED = Counter("court_rules_idempotent_replays_total", "Retries answered with the first answer")
+_MOVES_OF: dict[str, Any] = {}  # MOVES' child per game (``labels`` takes a lock and builds a key per call)
+
+
+def _count_move(game: str) -> None:
+    child = _MOVES_OF.get(game)
+    if child is None:
+        child = _MOVES_OF[game] = MOVES.labels(game)
+    child.inc()
+
 
 MAX_SEED = 2**53  # seeds stay exact in JSON (records, saves, clients in other languages)
 MAX_ID = 128
@@ -256,13 +266,51 @@ class _LocalWake:
     headers: dict[str, str]
 
 
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+class Wake:
+    """One watcher's wakes, in order (what ``Wakes`` hands it). Waiting costs a future and a timer,
+    not a task (``asyncio.wait_for`` on a queue's ``get`` makes one per wait: a watcher waits once
+    per move)."""
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: deque[Any] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put_nowait(self, msg: Any) -> None:
+        self._items.append(msg)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self, timeout: float) -> Any:
+        """The next wake; ``TimeoutError`` when none came within ``timeout`` seconds."""
+        if not self._items:
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            timer = loop.call_later(timeout, _expire, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
+            if not self._items:
+                raise TimeoutError
+        return self._items.popleft()
+
+
 class Wakes:
     """One NATS subscription per watched game on this replica, fanned out to its watchers in
     process (each WatchGame stream had its own, so nats-server sent every move once per watcher)."""
 
     def __init__(self, nc: Any):
         self.nc = nc
-        self._games: dict[str, tuple[Any, set[asyncio.Queue[Any]]]] = {}
+        self._games: dict[str, tuple[Any, set[Wake]]] = {}
         self._pending: dict[str, asyncio.Future[Any]] = {}
         # per followed game: the newest record a wake announced (seq, closing)...
         self._seen: dict[str, tuple[int, bool]] = {}
@@ -312,10 +360,10 @@ class Wakes:
         was, closing = self._seen.get(subject, (-1, False))
         self._seen[subject] = (max(was, seq), closing or CLOSED_HEADER in headers)
 
-    async def join(self, subject: str) -> asyncio.Queue[Any]:
-        """A queue of the subject's messages from now on (the subscription is on the connection
-        before this returns, so it precedes any later request of this replica's)."""
-        q: asyncio.Queue[Any] = asyncio.Queue()
+    async def join(self, subject: str) -> Wake:
+        """The subject's messages from now on, for one watcher (the subscription is on the
+        connection before this returns, so it precedes any later request of this replica's)."""
+        q = Wake()
         while True:
             held = self._games.get(subject)
             if held is not None:
@@ -327,11 +375,9 @@ class Wakes:
                 continue
             fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             self._pending[subject] = fut
-            queues: set[asyncio.Queue[Any]] = {q}
+            queues: set[Wake] = {q}
 
-            async def fan_out(
-                msg: Any, queues: set[asyncio.Queue[Any]] = queues, subject: str = subject
-            ) -> None:
+            async def fan_out(msg: Any, queues: set[Wake] = queues, subject: str = subject) -> None:
                 self._saw(subject, msg)
                 for w in queues:
                     w.put_nowait(msg)
@@ -348,7 +394,7 @@ class Wakes:
             fut.set_result(None)
             return q
 
-    async def leave(self, subject: str, q: asyncio.Queue[Any]) -> None:
+    async def leave(self, subject: str, q: Wake) -> None:
         held = self._games.get(subject)
         if held is None:
             return
@@ -634,7 +680,7 @@ class RulesApplication:
                 if entry.finished:
                     return
                 try:
-                    msg = await asyncio.wait_for(wake.get(), WATCH_POLL)
+                    msg = await wake.get(WATCH_POLL)
                     headers = msg.headers or {}
                     hint = int(headers.get(SEQ_HEADER, "0"))
                     closing = CLOSED_HEADER in headers
@@ -678,17 +724,26 @@ class RulesApplication:
         rid = require_id(request_id, "request_id")
         if action is None:
             raise InvalidArgument("action is required")
-        action_json = kactions.to_json(action)
+        # an action sent before (as these very bytes) is read from the codec's memo: its game, engine
+        # action and canonical form (the errors of a new one keep their order: action, game, legality)
+        sent = action.SerializeToString()
+        known = self.codec.parsed(sent)
+        if known is None:
+            action_json = kactions.to_json(action)
         entry = await self.cache.get(game_id)
         klog.bind(game_id=entry.game_id)
-        game = kactions.game_of(action)
+        game = kactions.game_of(action) if known is None else known[0]
         if game != entry.game:
             raise InvalidArgument(f"a {game} action was sent to a {entry.game} game")
-        # stored and published in the canonical form of docs/rules/, whatever the spelling sent ("qd": "QD")
-        engine_action = entry.module.action_from_json(action_json)
-        action_json = {
-            k: v for k, v in entry.module.action_to_json(engine_action, 0).items() if k != "player"
-        }
+        if known is None:
+            # stored and published in the canonical form of docs/rules/, whatever the spelling sent ("qd": "QD")
+            engine_action = entry.module.action_from_json(action_json)
+            action_json = {
+                k: v for k, v in entry.module.action_to_json(engine_action, 0).items() if k != "player"
+            }
+            self.codec.remember_parsed(sent, game, engine_action, action_json)
+        else:
+            engine_action, action_json = known[1], known[2]
         async with entry.lock:
             for attempt in (0, 1):
                 first = entry.requests.get((ident.sub, rid))
@@ -737,7 +792,7 @@ class RulesApplication:
                 ) from None
             entry.commit(move, state, events, sseq)
             self.wakes.local(self.store.subject(entry.game_id), move.seq)
-            MOVES.labels(entry.game).inc()
+            _count_move(entry.game)
             self.faults.after_append(entry, move.seq)
             return Submitted(entry, move.seq, acting, state, events, ident, tuple(record.move.events))
 
@@ -786,7 +841,7 @@ class RulesApplication:
         entry.commit(move, state, events, sseq)
         self.wakes.local(self.store.subject(entry.game_id), move.seq)
         if not move.is_seat_record:
-            MOVES.labels(entry.game).inc()
+            _count_move(entry.game)
         self.faults.after_append(entry, move.seq)
         return move.seq
 

@@ -325,8 +325,7 @@ class Projector:
         held = self.kept.get(game_id)
         if held is not None:  # every record of the game, in order, as the log holds them
             self._forget_kept(game_id)
-            rows = [records_pb2.Record.FromString(r) for r in held[0]]
-            await self.store.archive(game, game_id, rows, held[1])
+            await self.store.archive(game, game_id, held[0], held[1])
             self.archived_from_memory += 1
             return
         records = await self.store.records(game_id)

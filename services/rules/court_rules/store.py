@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import nats.errors
@@ -41,6 +41,8 @@ from court_proto.court.events.v2 import records_pb2
 from nats.aio.client import Client as NATS
 from nats.js.api import StreamConfig
 from nats.js.errors import APIError
+
+from . import wire
 
 EVENTS_STREAM = krec.PUBLIC_STREAM
 ARCHIVE_STREAM = "COURT_GAMES_ARCHIVE"
@@ -205,10 +207,12 @@ class GameStore:
         return [Record(doc.last_sseq, rec, archived=True) for rec in doc.records]
 
     async def archive(
-        self, game: str, game_id: str, records: list[records_pb2.Record], last_sseq: int
+        self, game: str, game_id: str, records: Sequence[records_pb2.Record | bytes], last_sseq: int
     ) -> bool:
-        """Store a finished game's whole log once (the first writer wins); False when it was there."""
-        data = records_pb2.GameLog(records=records, last_sseq=last_sseq).SerializeToString()
+        """Store a finished game's whole log once (the first writer wins); False when it was there.
+        ``records``: the records, each a message or serialized (as the log holds it: written into
+        the archive as they are, not parsed and serialized again)."""
+        data = game_log_bytes(records, last_sseq)
         headers = {
             "Nats-Expected-Last-Subject-Sequence": "0",
             "Nats-Msg-Id": f"archive-{game_id}",
@@ -255,6 +259,17 @@ class GameStore:
         if m is None:
             return None
         return m.seq, int(m.headers.get(SEQ_HEADER, "0"))
+
+
+_LOG_RECORDS = records_pb2.GameLog.DESCRIPTOR.fields_by_name["records"].number
+
+
+def game_log_bytes(records: Sequence[records_pb2.Record | bytes], last_sseq: int) -> bytes:
+    """``GameLog(records=records, last_sseq=last_sseq)`` serialized, byte for byte; a record given
+    as bytes is written as it is."""
+    parts = [wire.field(_LOG_RECORDS, r if isinstance(r, bytes) else r.SerializeToString()) for r in records]
+    parts.append(records_pb2.GameLog(last_sseq=last_sseq).SerializeToString())
+    return b"".join(parts)
 
 
 async def ensure_streams_ready(store: GameStore) -> None:

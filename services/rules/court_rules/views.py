@@ -12,6 +12,7 @@ from court_games.core import Event
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2
 
 from .games import GameEntry, winners_of
+from .wire import field as _field
 
 
 class ActionCodec:
@@ -20,6 +21,7 @@ class ActionCodec:
     def __init__(self, limit: int = 200_000):
         self._memo: dict[tuple[str, Any], actions_pb2.Action] = {}
         self._legal: dict[tuple[str, Any], bytes] = {}
+        self._parsed: dict[bytes, tuple[str, Any, dict[str, Any]]] = {}
         self._limit = limit
 
     def proto(self, entry: GameEntry, action: Any, seat: int) -> actions_pb2.Action:
@@ -31,6 +33,17 @@ class ActionCodec:
                 self._memo.clear()
             self._memo[key] = msg
         return msg
+
+    def parsed(self, sent: bytes) -> tuple[str, Any, dict[str, Any]] | None:
+        """A submitted ``Action`` (its bytes) read before: its game, its engine action and its
+        canonical JSON form (``remember_parsed``; shared by every move that sends it: never
+        changed)."""
+        return self._parsed.get(sent)
+
+    def remember_parsed(self, sent: bytes, game: str, action: Any, action_json: dict[str, Any]) -> None:
+        if len(self._parsed) >= self._limit:
+            self._parsed.clear()
+        self._parsed[sent] = (game, action, action_json)
 
     def legal_bytes(self, entry: GameEntry, action: Any, seat: int) -> bytes:
         """The action as one element of ``GameView.legal_actions``, serialized (field tag, length
@@ -245,22 +258,6 @@ _ANSWER = {f.name: f.number for f in rules_pb2.SubmitActionResponse.DESCRIPTOR.f
 _EVENTS = _UPDATE["events"]
 if _ANSWER["events"] != _EVENTS:
     raise ImportError("GameUpdate.events and SubmitActionResponse.events must share a field number")
-
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _field(number: int, value: int | bytes) -> bytes:
-    """One field of a message, serialized: a varint, or a length-delimited (message) field."""
-    if isinstance(value, int):
-        return _varint(number << 3) + _varint(value)
-    return _varint(number << 3 | 2) + _varint(len(value)) + value
 
 
 def answer_bytes(
