@@ -3,7 +3,7 @@ publish (awaiting its ack, with a Nats-Msg-Id) per call, nothing else: no engine
 authentication. Run as a process, on the event loop ``COURT_EVENT_LOOP`` names (as the rules
 service does, through ``court_kit.server.run_loop``):
 
-    python -m tests.bench._ceiling NATS_URL [edge|contract|projector]   # prints its port, then serves
+    python -m tests.bench._ceiling NATS_URL [edge|contract|projector|streams]   # prints its port, then serves
 
 With ``edge`` the same handler sits behind the services' shared gRPC edge
 (``court_kit.server.EdgeInterceptor``: token verification, request id, logging context, metrics,
@@ -19,6 +19,12 @@ by ``court_kit.jetstream.Puller``, explicit acks) and republishes each message's
 a public subject with ``Nats-Msg-Id`` and ``Nats-Expected-Last-Subject-Sequence``, acknowledging it
 once stored (batches linger as the projector's do, ``COURT_PROJECTOR_LINGER``). What the messaging of the contract costs before any engine, view or redaction: an
 upper bound on the ratio any implementation of the contract on this stack can reach.
+
+``streams`` is the ceiling's handler with server streams beside it (make bench's ``streams``
+mode): ``/bench.Ceiling/Watch`` streams to its caller, for the game its request names (the
+request's first three bytes), one message of ``UPDATE`` bytes (about a WatchGame update) per call
+of that game, each call's after its publish, as the rules service's watchers get one update per
+move. What a paced server stream costs gRPC per message with no view, wake or handler work.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import itertools
 import json
 import os
 import sys
+from typing import Any
 
 import grpc
 import nats
@@ -42,6 +49,7 @@ METHOD = "/bench.Ceiling/Call"
 LOG_STREAM, PUBLIC_STREAM = "BENCH_LOG", "BENCH_PUBLIC"
 LINGER = float(os.environ.get("COURT_PROJECTOR_LINGER", "0.003"))  # the projector's default
 BATCH = 256  # the projector's default batch (COURT_PROJECTOR_BATCH)
+UPDATE = b"u" * 600  # about a WatchGame update of the service bench's mix (streams)
 
 
 async def serve(nats_url: str, variant: str = "") -> None:
@@ -57,12 +65,17 @@ async def serve(nats_url: str, variant: str = "") -> None:
     publisher = kjs.Publisher(nc)
     last: dict[bytes, tuple[int, int]] = {}  # game -> (its last log sequence, its seq)
 
+    watchers: dict[bytes, list[asyncio.Queue[bytes]]] = {}  # streams: a game's streams
+
     async def call(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         n = next(ids)
         if variant == "edge":
             current_identity()  # as every servicer method does first
         if variant != "contract":
             await js.publish(f"bench.ceiling.{n % 64}", request, headers={"Nats-Msg-Id": f"c{n}"})
+            if variant == "streams":
+                for q in watchers.get(request[:3], ()):
+                    q.put_nowait(UPDATE)
             return b"ok"
         game = request[:3]
         sseq, seq = last.get(game, (0, 0))
@@ -79,6 +92,16 @@ async def serve(nats_url: str, variant: str = "") -> None:
         last[game] = (int(json.loads(await asyncio.wait_for(fut, 5.0))["seq"]), seq + 1)
         return b"ok"
 
+    async def watch(request: bytes, context: grpc.aio.ServicerContext) -> Any:
+        q: asyncio.Queue[bytes] = asyncio.Queue()
+        mine = watchers.setdefault(request[:3], [])
+        mine.append(q)
+        try:
+            while True:
+                yield await q.get()
+        finally:
+            mine.remove(q)
+
     interceptors = (
         [EdgeInterceptor(Verifier.for_service(Settings.load("rules")))] if variant == "edge" else []
     )
@@ -86,7 +109,11 @@ async def serve(nats_url: str, variant: str = "") -> None:
     server.add_generic_rpc_handlers(
         [
             grpc.method_handlers_generic_handler(
-                "bench.Ceiling", {"Call": grpc.unary_unary_rpc_method_handler(call)}
+                "bench.Ceiling",
+                {
+                    "Call": grpc.unary_unary_rpc_method_handler(call),
+                    "Watch": grpc.unary_stream_rpc_method_handler(watch),
+                },
             )
         ]
     )

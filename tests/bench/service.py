@@ -28,6 +28,12 @@ comma-separated, default all of them):
   court-projector does and republishes each message's bytes on a public subject, exactly once and
   in order; no engine, no views, no redaction, no edge. The ratio the contract's messaging alone
   allows on this stack, and its nats-server multiple, which no code in the service can lower;
+* ``streams``: not the service: the ceiling's handler with a server stream per seat beside it
+  (tests/bench/_ceiling.py ``streams``), driven as ``contract`` (each caller a game) with as many
+  streams per game as the mix's games have seats, each getting a fixed message (about a
+  WatchGame update) per call of its game: what gRPC alone costs per streamed message, paced as
+  the ``watch`` mode's updates, with no view, wake or handler work. Printed beside the ``watch``
+  mode's cost per update;
 * ``edge``: not the service: the ceiling's handler behind the services' shared gRPC edge
   (``court_kit.server.EdgeInterceptor``), called with a bearer token and a request id as the
   clients send them: what the edge costs a call;
@@ -95,7 +101,9 @@ GAMES = int(os.environ.get("BENCH_GAMES", "64"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))
 MODES = tuple(
     m.strip()
-    for m in os.environ.get("BENCH_MODES", "bot,watch,players,noviews,viewcpu,contract,edge,fsync").split(",")
+    for m in os.environ.get(
+        "BENCH_MODES", "bot,watch,players,noviews,viewcpu,contract,streams,edge,fsync"
+    ).split(",")
     if m.strip()
 )
 LOOP = os.environ.get("COURT_EVENT_LOOP", "uvloop")
@@ -129,6 +137,7 @@ LABELS = {
     "noviews": "service with views that cost nothing (bound)",
     "viewcpu": "service (bot), views and engine steps timed inside",
     "contract": "v2 contract, no game (append + bare projector)",
+    "streams": "ceiling + a bare server stream per seat",
     "edge": "ceiling behind court_kit's EdgeInterceptor",
     "fsync": "service (bot), nats-server sync_interval: always",
 }
@@ -397,10 +406,29 @@ async def _measure_service(target: str, mode: str, rng: random.Random, span: Any
     return stats
 
 
-async def _measure_ceiling(target: str, span: Any, edge: bool = False, games: bool = False) -> Stats:
+async def _measure_ceiling(
+    target: str, span: Any, edge: bool = False, games: bool = False, streams: bool = False
+) -> Stats:
     """``games``: each concurrent caller is a game of its own (its number the payload's first three
-    bytes: the ``contract`` handler's log subject)."""
+    bytes: the ``contract`` handler's log subject); ``streams``: each game also holds a stream per
+    seat (the mix's seat counts), on connections of their own as the ``watch`` mode's watchers."""
     stats = Stats()
+    games = games or streams
+    channels = [
+        grpc.aio.insecure_channel(target, options=[("grpc.use_local_subchannel_pool", 1)])
+        for _ in range(-(-GAMES // WATCH_GAMES_PER_CONNECTION) if streams else 0)
+    ]
+
+    async def follow(i: int) -> None:
+        watch = channels[i // WATCH_GAMES_PER_CONNECTION].unary_stream("/bench.Ceiling/Watch")
+        async for _ in watch(f"{i:03d}".encode()):
+            stats.updates += 1
+
+    followers = [
+        asyncio.ensure_future(follow(i))
+        for i in range(GAMES if streams else 0)
+        for _ in range(GAME_MIX[i % len(GAME_MIX)][2])
+    ]
     token = f"Bearer {keys.token('bench-bots', 'bot')}"
 
     def metadata() -> Any:  # what court_client sends: a request id, the bearer token
@@ -422,10 +450,21 @@ async def _measure_ceiling(target: str, span: Any, edge: bool = False, games: bo
                 stats.latencies.append(time.perf_counter() - t0)
                 stats.moves += 1
 
-        async with span():
-            t0 = time.perf_counter()
-            await asyncio.gather(*(worker(i) for i in range(GAMES)))
-            stats.elapsed = time.perf_counter() - t0
+        try:
+            async with span():
+                t0 = time.perf_counter()
+                counted = stats.updates
+                await asyncio.gather(*(worker(i) for i in range(GAMES)))
+                stats.elapsed = time.perf_counter() - t0
+                stats.updates = stats.updates - counted
+        finally:
+            for f in followers:
+                f.cancel()
+            for f in followers:
+                with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
+                    await f
+            for ch in channels:
+                await ch.close()
     return stats
 
 
@@ -592,11 +631,13 @@ async def run() -> dict[str, Any]:
             return proc, f"127.0.0.1:{int(proc.stdout.readline())}"
 
         ceiling, ceiling_target = bare()
-        edge = contract = bare_projector = None
+        edge = contract = bare_projector = streams = None
         if "edge" in MODES:
             edge, edge_target = bare(
                 "edge", **keys.env("rules"), COURT_ENV="bench", COURT_LOG_LEVEL="warning"
             )
+        if "streams" in MODES:
+            streams, streams_target = bare("streams")
         if "contract" in MODES:
             contract, contract_target = bare("contract")
             bare_projector, _ = bare("projector")  # once its consumer exists
@@ -742,6 +783,12 @@ async def run() -> dict[str, Any]:
                     mode, edge.pid, lambda span: _measure_ceiling(edge_target, span, True)
                 )
                 continue
+            if mode == "streams":
+                assert streams is not None
+                services[mode] = await measured(
+                    mode, streams.pid, lambda span: _measure_ceiling(streams_target, span, streams=True)
+                )
+                continue
             if mode == "contract":
                 assert contract is not None
                 services[mode] = await measured(
@@ -865,11 +912,12 @@ def report(r: dict[str, Any]) -> list[str]:
         lines.append(
             (
                 f"      {s.moves} calls"
-                if mode in ("edge", "contract")
+                if mode in ("edge", "contract", "streams")
                 else f"      {s.moves} moves, {s.games} games, {s.rpcs / max(1, s.moves):.2f} RPCs per move"
             )
             + (f", {s.updates / max(1, s.moves):.2f} watch updates per move" if mode == "watch" else "")
-            + f"; NATS messages per {'call' if mode in ('edge', 'contract') else 'move'} (from/to): "
+            + (f", {s.updates / max(1, s.moves):.2f} stream messages per call" if mode == "streams" else "")
+            + f"; NATS messages per {'call' if mode in ('edge', 'contract', 'streams') else 'move'} (from/to): "
             + ", ".join(
                 f"{k} {i:.2f}/{o:.2f}"
                 for k, (i, o) in sorted(s.nats_msgs.items())
@@ -903,6 +951,8 @@ def report(r: dict[str, Any]) -> list[str]:
             )
             + f" ({w.updates / max(1, w.moves):.2f} views per move); moves/s {w.rate:.0f} against {b.rate:.0f}"
         )
+    if "streams" in services:
+        lines.extend(stream_lines(services, ccpu))
     if "bot" in services:
         s = services["bot"]
         verdict = []
@@ -947,6 +997,27 @@ def report(r: dict[str, Any]) -> list[str]:
         lines.extend(capacity_lines(services))
     lines.extend(goal_lines(services, rate, r.get("inproc")))
     return lines
+
+
+def stream_lines(services: dict[str, Stats], ccpu: tuple[float, ...]) -> list[str]:
+    """What a streamed message costs: bare gRPC (``streams`` over the ceiling, per message) and,
+    when the ``watch`` and ``bot`` modes ran, the service's WatchGame (per update)."""
+    st = services["streams"]
+    per = max(1, st.updates) / max(1, st.moves)  # messages per call
+    bare = [(st.cpu[i] - ccpu[i]) / per * 1e6 for i in range(2)]
+    out = [
+        f"  a bare gRPC server stream costs per message (streams mode, {per:.2f} per call): server "
+        f"{bare[0]:.0f} us, driver {bare[1]:.0f} us"
+    ]
+    w, b = services.get("watch"), services.get("bot")
+    if w is not None and b is not None and w.updates:
+        upd = w.updates / max(1, w.moves)
+        svc = [(w.cpu[i] - b.cpu[i]) / upd * 1e6 for i in range(2)]
+        out[0] += (
+            f"; the service's WatchGame per update: server {svc[0]:.0f} us, driver {svc[1]:.0f} us "
+            f"(the rest of the server's, {svc[0] - bare[0]:.0f} us: its wakes, views and handler)"
+        )
+    return out
 
 
 def goal_lines(services: dict[str, Stats], rate: float, inproc: dict[str, float] | None) -> list[str]:
