@@ -186,6 +186,15 @@ class Stats:
         return self.moves / self.elapsed if self.elapsed else 0.0
 
 
+async def _stop(streams: list[asyncio.Future[None]]) -> None:
+    """Cancel the stream readers and wait until each has ended."""
+    for w in streams:
+        w.cancel()
+    for w in streams:
+        with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
+            await w
+
+
 async def _watch(client: RulesClient, gid: str, seat: int, stats: Stats) -> None:
     async for _update in client.watch(gid, seat):
         stats.updates += 1
@@ -233,11 +242,7 @@ async def _bot_driver(
                     if s not in views:
                         views[s] = await client.get_view(gid, s)
         finally:
-            for w in watchers:
-                w.cancel()
-            for w in watchers:
-                with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
-                    await w
+            await _stop(watchers)
 
 
 async def _player_driver(
@@ -458,11 +463,7 @@ async def _measure_ceiling(
                 stats.elapsed = time.perf_counter() - t0
                 stats.updates = stats.updates - counted
         finally:
-            for f in followers:
-                f.cancel()
-            for f in followers:
-                with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
-                    await f
+            await _stop(followers)
             for ch in channels:
                 await ch.close()
     return stats
