@@ -1016,7 +1016,8 @@ def stream_lines(services: dict[str, Stats], ccpu: tuple[float, ...]) -> list[st
         svc = [(w.cpu[i] - b.cpu[i]) / upd * 1e6 for i in range(2)]
         out[0] += (
             f"; the service's WatchGame per update: server {svc[0]:.0f} us, driver {svc[1]:.0f} us "
-            f"(the rest of the server's, {svc[0] - bare[0]:.0f} us: its wakes, views and handler)"
+            f"(the server's difference, {svc[0] - bare[0]:.0f} us: the watch path's own work, the "
+            f"streams' set-up per game and the lower rate)"
         )
     return out
 
