@@ -25,7 +25,6 @@ from typing import Any
 
 import grpc
 from court_client import RulesClient
-from court_contract import typed
 from court_games.registry import GAME_NAMES
 from court_kit import logging as klog
 from court_kit.checks import quote
@@ -103,15 +102,8 @@ class BotServicer(bot_pb2_grpc.BotServiceServicer):
         deadline = None if remaining is None else time.perf_counter() + remaining - DEADLINE_MARGIN_S
         rng = position_rng(self._secret, "suggest", ident.sub, view.game_id, view.seq, seat, level)
         try:
-            choice = await self.decider.decide(
-                view.game,
-                typed.view_from_proto(view.view),
-                seat,
-                level,
-                list(view.legal_actions),
-                rng,
-                deadline=deadline,
-                purpose="suggest",
+            choice = await self.decider.decide_view(
+                view, seat, level, rng, deadline=deadline, purpose="suggest"
             )
         except TooLate:
             raise
