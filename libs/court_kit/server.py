@@ -25,9 +25,10 @@
   (``uvloop``, the default, or ``asyncio``); ``run_service`` and make bench's ceiling use it, so
   both run on the same loop.
 * The cycle collector, once a service has started (``tune_gc``): what start-up made (modules,
-  descriptors, caches) is frozen out of every later collection (``gc.freeze``), and a young
-  collection runs every COURT_GC_THRESHOLD (default 20,000) new containers instead of 700, so the
-  oldest generation, which walks every live object, runs some 30 times less often. 0 leaves
+  descriptors, caches) is frozen out of every later collection (``gc.freeze``: a full collection
+  no longer walks it, 90-130 ms a time in rules and analytics under make bench's load), and a
+  young collection runs every COURT_GC_THRESHOLD (default 5,000) new containers instead of 700
+  (docs/capacity.md: a larger one made fewer but longer pauses for no less time). 0 leaves
   Python's defaults.
 """
 
@@ -540,7 +541,7 @@ def _hard_exit_after(seconds: float, code: int) -> None:
     threading.Thread(target=watchdog, name="court-shutdown-watchdog", daemon=True).start()
 
 
-GC_THRESHOLD = 20_000  # new containers between young collections (Python's default: 700)
+GC_THRESHOLD = 5_000  # new containers between young collections (Python's default: 700)
 
 
 def tune_gc(threshold: int = GC_THRESHOLD) -> None:

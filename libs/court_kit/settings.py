@@ -48,7 +48,7 @@ the same way)::
     COURT_SHUTDOWN_GRACE   seconds in-flight calls get on SIGTERM (default 6; the process is gone
                            within this + 3 s, see court_kit.server)
     COURT_GC_THRESHOLD     new containers between young cycle collections once a service has
-                           started, with start-up's objects frozen out of them (default 20000;
+                           started, with start-up's objects frozen out of them (default 5000;
                            0: Python's 700, nothing frozen; court_kit.server.tune_gc)
     COURT_READY_INTERVAL, COURT_READY_TIMEOUT, COURT_READY_FAILURES
                            readiness checks of the required dependencies (court_kit.health)

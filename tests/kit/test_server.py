@@ -309,8 +309,8 @@ def test_tune_gc_freezes_start_up_and_raises_the_young_threshold() -> None:
         "print(gc.get_threshold()[0], gc.get_threshold()[1:] == default[1:], gc.get_freeze_count() > 0)\n"
     )
     run = [sys.executable, "-c", code]
-    assert subprocess.run([*run, "20000"], capture_output=True, text=True, check=True).stdout.split() == [
-        "20000",
+    assert subprocess.run([*run, "5000"], capture_output=True, text=True, check=True).stdout.split() == [
+        "5000",
         "True",
         "True",
     ]
