@@ -116,7 +116,7 @@ async def autopilot(host: Court, game_id: str, spectator: Spectator, level: str)
             continue
         await spectator.wait_shown(view.seq)
         try:
-            hint = await host.bot.suggest(game_id, seat, level, timeout=10)
+            hint = await host.bot.suggest(game_id, seat, level, timeout=10, view=view)
             act = hint.action
         except grpc.aio.AioRpcError as err:
             if err.code() == grpc.StatusCode.FAILED_PRECONDITION:

@@ -368,7 +368,8 @@ class Table:
     async def _hint(self, game_id: str, seat: int) -> None:
         assert self.view is not None and self.names is not None
         try:
-            s = await self.court.bot.suggest(game_id, seat, self.hint_level, timeout=10)
+            mine = self.view if self.view.HasField("your_seat") and self.view.your_seat == seat else None
+            s = await self.court.bot.suggest(game_id, seat, self.hint_level, timeout=10, view=mine)
         except grpc.aio.AioRpcError as err:
             self.say(Text(f"  No hint: {explain(err, 'bot', self.court.endpoints.bot)}", style="red"))
             return

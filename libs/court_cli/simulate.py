@@ -189,7 +189,9 @@ async def _play_one(
         if seat not in view.to_act or not view.legal_actions:
             continue
         try:
-            act = (await p.bot.suggest(game_id, seat, cfg.host_level, timeout=cfg.suggest_timeout)).action
+            act = (
+                await p.bot.suggest(game_id, seat, cfg.host_level, timeout=cfg.suggest_timeout, view=view)
+            ).action
         except grpc.aio.AioRpcError as err:
             if err.code() == grpc.StatusCode.FAILED_PRECONDITION:
                 continue  # the position moved on meanwhile; the next update asks again

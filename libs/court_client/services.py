@@ -22,6 +22,7 @@ from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 from court_proto.court.lobby.v1 import lobby_pb2_grpc
 from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 from court_proto.court.ranking.v1 import ranking_pb2_grpc
+from court_proto.court.rules.v1 import rules_pb2
 
 from .base import RETRY_READ, ServiceClient, new_request_id
 
@@ -256,9 +257,19 @@ class BotClient(ServiceClient):
         self.stub = bot_pb2_grpc.BotServiceStub(self.channel)
 
     async def suggest(
-        self, game_id: str, seat: int | None = None, level: str = "", *, timeout: float | None = None
+        self,
+        game_id: str,
+        seat: int | None = None,
+        level: str = "",
+        *,
+        timeout: float | None = None,
+        view: rules_pb2.GameView | None = None,
     ) -> bot_pb2.SuggestResponse:
+        """``view``: the caller's own view of the game as the rules service gave it (GetView,
+        WatchGame); sent along, the bot decides from it instead of reading it again."""
         req = bot_pb2.SuggestRequest(game_id=game_id, level=level)
         if seat is not None:
             req.seat = seat
+        if view is not None:
+            req.view.CopyFrom(view)
         return await self._call(self.stub.Suggest, req, RETRY_READ, timeout=timeout)

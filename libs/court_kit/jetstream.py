@@ -612,9 +612,9 @@ class Puller:
         self.outstanding += self.batch
         self.renew_at = now + self.expires
 
-    async def next_batch(self, timeout: float) -> list[Any]:
-        """The messages delivered so far (at least one; at most ``batch``), waiting at most
-        ``timeout`` s for the first: ``nats.errors.TimeoutError`` when none came."""
+    async def next_batch(self, timeout: float, limit: int | None = None) -> list[Any]:
+        """The messages delivered so far (at least one; at most ``limit``, default ``batch``),
+        waiting at most ``timeout`` s for the first: ``nats.errors.TimeoutError`` when none came."""
         loop = asyncio.get_running_loop()
         if self.outstanding <= self.batch // 2 or loop.time() >= self.renew_at:
             await self._request()
@@ -628,7 +628,7 @@ class Puller:
                 if left <= 0:
                     raise nats.errors.TimeoutError
                 self._take(await sub.next_msg(timeout=left), out)
-            self._drain(out, self.batch)
+            self._drain(out, self.batch if limit is None else limit)
             if not out and (self.outstanding <= 0 or loop.time() >= self.renew_at):
                 await self._request()  # the open request ended with nothing for us: open another
         return out

@@ -47,6 +47,9 @@ the same way)::
                            cheaper one per call; asyncio is the standard library's)
     COURT_SHUTDOWN_GRACE   seconds in-flight calls get on SIGTERM (default 6; the process is gone
                            within this + 3 s, see court_kit.server)
+    COURT_GC_THRESHOLD     new containers between young cycle collections once a service has
+                           started, with start-up's objects frozen out of them (default 5000;
+                           0: Python's 700, nothing frozen; court_kit.server.tune_gc)
     COURT_READY_INTERVAL, COURT_READY_TIMEOUT, COURT_READY_FAILURES
                            readiness checks of the required dependencies (court_kit.health)
     COURT_PROJECTOR        rules: on (default) runs the projector (court_rules.projector) inside

@@ -89,11 +89,19 @@ class BotClient:
         self.token = tok
 
     async def suggest(
-        self, game_id: str, seat: int | None = None, level: str = "", *, timeout: float | None = 10.0
+        self,
+        game_id: str,
+        seat: int | None = None,
+        level: str = "",
+        *,
+        timeout: float | None = 10.0,
+        view: rules_pb2.GameView | None = None,
     ) -> bot_pb2.SuggestResponse:
         req = bot_pb2.SuggestRequest(game_id=game_id, level=level)
         if seat is not None:
             req.seat = seat
+        if view is not None:
+            req.view.CopyFrom(view)
         md = (("authorization", f"Bearer {self.token}"),) if self.token is not None else ()
         return await self.stub.Suggest(req, metadata=md, timeout=timeout)
 

@@ -533,6 +533,58 @@ async def test_suggest_refuses_what_the_rules_service_would(stack: Stack) -> Non
     assert (await lobby.get_view(gid)).seq == 0, "asking for hints changes nothing"
 
 
+async def test_suggest_decides_from_the_view_sent_along(stack: Stack) -> None:
+    """A view sent along (``SuggestRequest.view``) is decided from as it stands, with no call to the
+    rules service: with the rules service down the caller still gets a legal hint for that view's
+    position (without a view it gets UNAVAILABLE). A view of another game, of another seat than the
+    one asked for, of a seat that is not the caller's, a spectator's, or one that cannot be played
+    from is refused with INVALID_ARGUMENT saying which, and changes nothing."""
+    bot = await stack.start_bot()
+    people = ["p0", "p1", "p2"]
+    lobby = stack.rules_client("lobby", "service")
+    gid = (await lobby.create_game("queens_court", people, {"players": 3})).game_id
+    elsewhere = (await lobby.create_game("queens_court", people, {"players": 3})).game_id
+    seat = (await lobby.get_view(gid)).to_act[0]
+    other = (seat + 1) % 3
+    me = people[seat]
+    mine = await stack.rules_client(me).get_view(gid, seat)
+    theirs = await stack.rules_client(people[other]).get_view(gid, other)
+    spectator = await stack.rules_client("watcher").get_view(gid)
+    legal = [action_json(a) for a in mine.legal_actions]
+    hint = stack.bot_client(bot, me)
+
+    async def refused(*args: Any, **kw: Any) -> str:
+        with pytest.raises(grpc.aio.AioRpcError) as info:
+            await hint.suggest(*args, **kw)
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT, info.value.details()
+        return str(info.value.details())
+
+    assert f"not of game_id '{elsewhere}'" in await refused(elsewhere, seat, view=mine)
+    assert f"seat {seat}'s, not seat {other}'s" in await refused(gid, other, view=mine)
+    assert "not yours" in await refused(gid, view=theirs)  # another player's view, had they shown it
+    assert "spectator" in await refused(gid, view=spectator)
+    unplayable = rules_pb2.GameView()
+    unplayable.CopyFrom(mine)
+    del unplayable.legal_actions[:]
+    assert "cannot be played from" in await refused(gid, seat, view=unplayable)
+    assert (await lobby.get_view(gid)).seq == 0, "asking for hints changes nothing"
+
+    # the rules service goes away: the hint comes from the view alone, the old path cannot answer
+    assert stack.rules is not None
+    await stack.rules.stop(0)
+    stack.rules = None
+    levels = list(LEVELS) if has_adapter("queens_court") else ["random"]
+    for level in [*levels, ""]:
+        reply = await hint.suggest(gid, seat, level, view=mine)
+        assert reply.seq == mine.seq
+        assert action_json(reply.action) in legal, (level, action_json(reply.action))
+    reply = await hint.suggest(gid, view=mine)  # no seat: the view's
+    assert action_json(reply.action) in legal
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await hint.suggest(gid, seat)
+    assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+
+
 async def test_suggest_keeps_to_a_short_deadline(stack: Stack) -> None:
     bot = await stack.start_bot(budgets_ms={"random": 5.0, "heuristic": 20.0, "expert": 2000.0})
     gid = (

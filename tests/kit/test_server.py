@@ -295,3 +295,27 @@ async def test_court_rules_process_serves_and_shuts_down_gracefully(tmp_path: Pa
             proc.kill()
             proc.wait()
         nats.stop()
+
+
+def test_tune_gc_freezes_start_up_and_raises_the_young_threshold() -> None:
+    """A service's cycle collector after start-up (court_kit.server.tune_gc, COURT_GC_THRESHOLD):
+    start-up's objects frozen out of every later collection, a young collection every N new
+    containers; 0 leaves Python's defaults (run in a child: the test process's collector is kept)."""
+    code = (
+        "import gc, sys\n"
+        "from court_kit.server import tune_gc\n"
+        "default = gc.get_threshold()\n"
+        "tune_gc(int(sys.argv[1]))\n"
+        "print(gc.get_threshold()[0], gc.get_threshold()[1:] == default[1:], gc.get_freeze_count() > 0)\n"
+    )
+    run = [sys.executable, "-c", code]
+    assert subprocess.run([*run, "5000"], capture_output=True, text=True, check=True).stdout.split() == [
+        "5000",
+        "True",
+        "True",
+    ]
+    assert subprocess.run([*run, "0"], capture_output=True, text=True, check=True).stdout.split() == [
+        "700",
+        "True",
+        "False",
+    ]

@@ -414,7 +414,7 @@ async function gamePage(id: string, watching: boolean): Promise<HTMLElement> {
   const returnBtn = h("button", { class: "primary", id: "return", onclick: (() => void seatCall(() => rules.returnToSeat({ gameId: id, requestId: requestId(), seat: mySeat }))) as EventListener }, "Return to my seat");
   const awayBtn = h("button", { id: "away", onclick: (() => void seatCall(() => rules.leaveSeat({ gameId: id, requestId: requestId(), seat: mySeat }))) as EventListener }, "Step away");
   const suggestBtn = h("button", { id: "suggest", onclick: (async () => {
-    const r = await attempt(() => bot.suggest({ gameId: id, seat: mySeat }));
+    const r = await attempt(() => bot.suggest({ gameId: id, seat: mySeat, view: gv })); // the view on screen: no second read
     if (!r?.action) return;
     const hinted = hintedMove(r.action, gv.legalActions);
     st.hint = actionKey(hinted);

@@ -10,7 +10,7 @@ only, default 127.0.0.1:50055), ``COURT_METRICS_LISTEN`` (default 127.0.0.1:9105
   replicas;
 * ``COURT_ANALYTICS_BATCH`` (256 records at most a batch), ``COURT_ANALYTICS_LINGER`` (0.5 s: how
   long a batch gathers records after its first, so live play's trickle is staged and acknowledged
-  in one pass; 0: one fetch a batch), ``COURT_ANALYTICS_ACK_WAIT`` (30 s), ``COURT_ANALYTICS_SWEEP`` (5 s),
+  in one pass; 0: what is delivered at once), ``COURT_ANALYTICS_ACK_WAIT`` (30 s), ``COURT_ANALYTICS_SWEEP`` (5 s),
   ``COURT_ANALYTICS_COMPACT_EVERY`` (300 s), ``COURT_ANALYTICS_SETTLE`` (600 s: how long a game
   has been done before its files are compacted), ``COURT_ANALYTICS_STALL`` (60 s, readiness);
 * ``COURT_ANALYTICS_STAGING_RETENTION`` (``7d``; seconds or 30m/12h/7d): a game none of whose

@@ -1,10 +1,11 @@
 """court-analytics' durable pull consumer: public game records into the lake, acknowledged after.
 
 One durable pull consumer (``analytics`` by default, ``COURT_ANALYTICS_DURABLE``) with explicit
-acks on the records' stream (``records.STREAM``), shared by every replica. A batch is what the
-fetches of ``linger`` seconds bring (from its first record; at most ``batch`` records): under live
-play records trickle in a few at a time, and one batch of half a second is one staging file per
-game and one pass of finishing instead of one per fetch. For each batch every record is staged
+acks on the records' stream (``records.STREAM``), shared by every replica, read with pull requests
+kept open (``court_kit.jetstream.Puller``). A batch is what is delivered in ``linger`` seconds
+(from its first record; at most ``batch`` records): under live play records trickle in a few at a
+time, and one batch of half a second is one staging file per game and one pass of finishing
+instead of one per delivery. For each batch every record is staged
 (``Lake.stage_batch``, idempotent), every game of the batch that may now be complete is finished
 (``Lake.try_finish``), and only then is the batch acknowledged (every ack sent, then one flush), so a
 crash at any point, between the writes and the acks included, leaves work that a redelivery
@@ -23,6 +24,7 @@ import os
 import time
 from typing import Any
 
+from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from nats.aio.client import Client as NATS
 from nats.errors import TimeoutError as NatsTimeout
@@ -33,7 +35,8 @@ from . import records
 from .lake import RETENTION, WROTE, Lake
 
 log = klog.get_logger("court_analytics.consumer")
-LINGER = 0.5  # seconds a batch gathers records after its first (COURT_ANALYTICS_LINGER; 0: one fetch)
+LINGER = 0.5  # seconds a batch gathers records after its first (COURT_ANALYTICS_LINGER; 0: what is there)
+PULL_EXPIRES = 5.0  # seconds an open pull request lives (renewed then: a nats-server restart forgets it)
 
 INGESTED = Counter("court_analytics_records_ingested_total", "records staged and acknowledged")
 REJECTED = Counter(
@@ -83,6 +86,7 @@ class LakeConsumer:
         self.landed = 0
         self._ended: set[str] = set()  # games whose GameEnded this process staged, not yet finished
         self._psub: Any = None
+        self._puller: kjs.Puller | None = None
         # fault injection for the crash tests: "staged:N" exits right after the N-th batch is staged
         # (before its acks), "acking:N" after half of the N-th batch's acks went out, "finished:N"
         # right after the N-th game's tables are written (before _done)
@@ -104,6 +108,7 @@ class LakeConsumer:
 
     async def _drop_subscription(self) -> None:
         psub, self._psub = self._psub, None
+        self._puller = None
         if psub is not None:
             with contextlib.suppress(Exception):
                 await psub.unsubscribe()
@@ -175,16 +180,20 @@ class LakeConsumer:
                 log.info("games closed out", **closed)
 
     async def _gather(self, stop: asyncio.Event) -> list[Any]:
-        """One batch: a fetch (waiting up to a second for the first record), then more fetches for
-        ``linger`` seconds from the first record's arrival or until ``batch`` records are in hand."""
-        msgs = list(await self._psub.fetch(self.batch, timeout=1.0))
+        """One batch: the records delivered (waiting up to a second for the first), then those
+        delivered in the ``linger`` seconds from the first one's arrival or until ``batch`` records
+        are in hand. The records come on pull requests kept open (``court_kit.jetstream.Puller``),
+        not a fetch each (a no-wait request, its status answer, then a waiting request: per batch
+        of a few records one or two requests and answers per record)."""
+        assert self._puller is not None
+        msgs = await self._puller.next_batch(1.0)
         deadline = time.monotonic() + self.linger
         while len(msgs) < self.batch and not stop.is_set():
             left = deadline - time.monotonic()
             if left < 0.01:
                 break
             try:
-                msgs += await self._psub.fetch(self.batch - len(msgs), timeout=left)
+                msgs += await self._puller.next_batch(left, self.batch - len(msgs))
             except (TimeoutError, NatsTimeout):
                 break
         return msgs
@@ -218,6 +227,7 @@ class LakeConsumer:
                             max_waiting=512,
                         ),
                     )
+                    self._puller = kjs.Puller(self._psub, self.batch, expires=PULL_EXPIRES)
                     log.info(
                         "consuming game records",
                         stream=records.STREAM,

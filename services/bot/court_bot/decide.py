@@ -44,11 +44,12 @@ import court_bots
 import grpc
 from court_bots.levels import LEVELS
 from court_contract import actions as kactions
+from court_contract import typed
 from court_games.registry import GAME_NAMES, get_game
 from court_kit import logging as klog
 from court_kit.checks import quote
 from court_kit.errors import InvalidArgument, ServiceError
-from court_proto.court.rules.v1 import actions_pb2
+from court_proto.court.rules.v1 import actions_pb2, rules_pb2
 
 from .metrics import DECISION_SECONDS, DECISIONS, ERRORS
 
@@ -246,6 +247,28 @@ class Decider:
         DECISION_SECONDS.labels(game, level).observe(choice.seconds)
         self.recent[(game, level)].append((choice.seconds, choice.cpu_seconds))
         return choice
+
+    async def decide_view(
+        self,
+        view: rules_pb2.GameView,
+        seat: int,
+        level: str,
+        rng: random.Random,
+        *,
+        deadline: float | None = None,
+        purpose: str = "turn",
+    ) -> Choice:
+        """``decide`` on a rules service's ``GameView`` of ``seat`` (its view and legal list)."""
+        return await self.decide(
+            view.game,
+            typed.view_from_proto(view.view),
+            seat,
+            level,
+            list(view.legal_actions),
+            rng,
+            deadline=deadline,
+            purpose=purpose,
+        )
 
     @staticmethod
     def _choose(

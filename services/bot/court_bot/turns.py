@@ -61,7 +61,6 @@ from typing import Any
 
 import grpc
 from court_contract import records as krec
-from court_contract import typed
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_proto.court.events.v2 import records_pb2
@@ -274,15 +273,7 @@ class TurnHandler:
             if seat not in view.to_act:  # cannot happen at the event's own seq; keep the guard
                 continue
             rng = position_rng(self._secret, turn.game_id, turn.seq, seat)
-            choice = await self.decider.decide(
-                turn.game,
-                typed.view_from_proto(view.view),
-                seat,
-                level,
-                list(view.legal_actions),
-                rng,
-                purpose="turn",
-            )
+            choice = await self.decider.decide_view(view, seat, level, rng, purpose="turn")
             rid = request_id(turn.game_id, turn.seq, seat)
             await self.faults.decided(turn, seat, choice.action)
             await self.faults.before_submit(turn, seat)

@@ -23,19 +23,20 @@ _sym_db = _symbol_database.Default()
 
 
 from court_proto.court.rules.v1 import actions_pb2 as court_dot_rules_dot_v1_dot_actions__pb2
+from court_proto.court.rules.v1 import rules_pb2 as court_dot_rules_dot_v1_dot_rules__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x63ourt/bot/v1/bot.proto\x12\x0c\x63ourt.bot.v1\x1a\x1c\x63ourt/rules/v1/actions.proto\"L\n\x0eSuggestRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\r\n\x05level\x18\x03 \x01(\tB\x07\n\x05_seat\"[\n\x0fSuggestResponse\x12&\n\x06\x61\x63tion\x18\x01 \x01(\x0b\x32\x16.court.rules.v1.Action\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\x13\n\x0b\x65xplanation\x18\x03 \x01(\t2T\n\nBotService\x12\x46\n\x07Suggest\x12\x1c.court.bot.v1.SuggestRequest\x1a\x1d.court.bot.v1.SuggestResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x63ourt/bot/v1/bot.proto\x12\x0c\x63ourt.bot.v1\x1a\x1c\x63ourt/rules/v1/actions.proto\x1a\x1a\x63ourt/rules/v1/rules.proto\"t\n\x0eSuggestRequest\x12\x0f\n\x07game_id\x18\x01 \x01(\t\x12\x11\n\x04seat\x18\x02 \x01(\x05H\x00\x88\x01\x01\x12\r\n\x05level\x18\x03 \x01(\t\x12&\n\x04view\x18\x04 \x01(\x0b\x32\x18.court.rules.v1.GameViewB\x07\n\x05_seat\"[\n\x0fSuggestResponse\x12&\n\x06\x61\x63tion\x18\x01 \x01(\x0b\x32\x16.court.rules.v1.Action\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\x13\n\x0b\x65xplanation\x18\x03 \x01(\t2T\n\nBotService\x12\x46\n\x07Suggest\x12\x1c.court.bot.v1.SuggestRequest\x1a\x1d.court.bot.v1.SuggestResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'court_proto.court.bot.v1.bot_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SUGGESTREQUEST']._serialized_start=70
-  _globals['_SUGGESTREQUEST']._serialized_end=146
-  _globals['_SUGGESTRESPONSE']._serialized_start=148
-  _globals['_SUGGESTRESPONSE']._serialized_end=239
-  _globals['_BOTSERVICE']._serialized_start=241
-  _globals['_BOTSERVICE']._serialized_end=325
+  _globals['_SUGGESTREQUEST']._serialized_start=98
+  _globals['_SUGGESTREQUEST']._serialized_end=214
+  _globals['_SUGGESTRESPONSE']._serialized_start=216
+  _globals['_SUGGESTRESPONSE']._serialized_end=307
+  _globals['_BOTSERVICE']._serialized_start=309
+  _globals['_BOTSERVICE']._serialized_end=393
 # @@protoc_insertion_point(module_scope)

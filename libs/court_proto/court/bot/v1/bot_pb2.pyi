@@ -9,6 +9,7 @@ player asking what a bot would play in their seat.
 """
 
 from court_proto.court.rules.v1 import actions_pb2 as _actions_pb2
+from court_proto.court.rules.v1 import rules_pb2 as _rules_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 import builtins as _builtins
@@ -29,6 +30,7 @@ class SuggestRequest(_message.Message):
     GAME_ID_FIELD_NUMBER: _builtins.int
     SEAT_FIELD_NUMBER: _builtins.int
     LEVEL_FIELD_NUMBER: _builtins.int
+    VIEW_FIELD_NUMBER: _builtins.int
     game_id: _builtins.str
     seat: _builtins.int
     """The caller's seat (absent: their only seat). The bot reads the view the
@@ -36,16 +38,29 @@ class SuggestRequest(_message.Message):
     """
     level: _builtins.str
     """empty: the strongest level"""
+    @_builtins.property
+    def view(self) -> _rules_pb2.GameView:
+        """The caller's own view of the game, as GetView or WatchGame gave it
+        (optional). Given, the bot decides from it and reads nothing from the rules
+        service: one call fewer, and a hint even while the rules service is away.
+        It must be of this game_id and of one of the caller's seats (seat, when
+        set, must be its your_seat), else INVALID_ARGUMENT. The bot cannot tell it
+        from a forged one; the hint is advisory and for the caller alone, so a
+        forged view misleads only its forger (the move is judged by the rules
+        service when submitted). seq in the answer is this view's.
+        """
+
     def __init__(
         self,
         *,
         game_id: _builtins.str = ...,
         seat: _builtins.int | None = ...,
         level: _builtins.str = ...,
+        view: _rules_pb2.GameView | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "seat", b"seat"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "seat", b"seat", "view", b"view"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "game_id", b"game_id", "level", b"level", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_seat", b"_seat", "game_id", b"game_id", "level", b"level", "seat", b"seat", "view", b"view"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__seat: _TypeAlias = _typing.Literal["seat"]  # noqa: Y015
     _WhichOneofArgType__seat: _TypeAlias = _typing.Literal["_seat", b"_seat"]  # noqa: Y015
