@@ -272,9 +272,16 @@ def game_log_bytes(records: Sequence[records_pb2.Record | bytes], last_sseq: int
     return b"".join(parts)
 
 
+# JetStream's "no suitable peers for placement": fewer servers have joined the cluster than the
+# streams' replicas ask for (a cluster still forming, or one down for the moment)
+NO_PEERS_FOR_PLACEMENT = 10005
+
+
 async def ensure_streams_ready(store: GameStore) -> None:
     """Create or update the streams, waiting while JetStream cannot answer yet (a cluster electing
-    its meta leader, a server still recovering its store); any other refusal is an error."""
+    its meta leader, a server still recovering its store) or has too few servers yet for the
+    streams' replicas (logged, with JetStream's reason, every 30 s while it lasts: a cluster
+    smaller than ``COURT_STREAM_REPLICAS`` stays here); any other refusal is an error."""
     waiting = klog.StateLog(klog.get_logger("court_rules"), "stream set-up", summary_every=30.0)
     while True:
         try:
@@ -286,7 +293,7 @@ async def ensure_streams_ready(store: GameStore) -> None:
             await asyncio.sleep(0.5)
             continue
         except nats.js.errors.APIError as exc:
-            if exc.code != 503:
+            if exc.code != 503 and exc.err_code != NO_PEERS_FOR_PLACEMENT:
                 raise
             waiting.failed("waiting for JetStream to create the streams", error=str(exc))
             await asyncio.sleep(0.5)
