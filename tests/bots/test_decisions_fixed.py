@@ -93,3 +93,39 @@ def test_the_bots_decide_as_recorded(game: str) -> None:
     want = json.loads(FIXTURE.read_text())[game]
     assert len(want) >= 3 * POSITIONS
     assert got == want
+
+
+@pytest.mark.parametrize(
+    "game", [g for g in GAME_NAMES if not getattr(levels.adapter_module(g), "HEURISTIC_READS_SAMPLE", True)]
+)
+def test_a_heuristic_given_the_legal_list_needs_no_sample(game: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``levels.choose`` with the seat's legal list (the bot service passes the rules service's)
+    runs a view-only heuristic without sampling the hidden cards, and decides as it does from a
+    sample wherever the heuristic draws nothing from ``rng`` (Hearts, Court Wars; Queen's Court's
+    draws what the sampling no longer consumes): the same move from the same view."""
+    module = get_game(game)
+    mod = levels.adapter_module(game)
+    rng = random.Random(f"legal-{game}")
+    compared = 0
+    for k, options in enumerate(module.TEST_OPTION_SETS):
+        state = module.new_game(module.options_from_dict(options), 8_000 + k)
+        for step in range(40):
+            if module.is_terminal(state):
+                break
+            seat = rng.choice(list(module.to_act(state)))
+            view = module.view(state, seat)
+            legal = list(module.legal_actions(state, seat))
+            sampled = levels.choose(game, view, seat, "heuristic", random.Random(step)).action
+            with monkeypatch.context() as m:
+                m.setattr(mod.ADAPTER, "determinize", _no_sampling)
+                given = levels.choose(game, view, seat, "heuristic", random.Random(step), legal=legal).action
+            assert given in legal
+            if game != "queens_court":
+                assert given == sampled, (k, step, seat)
+            compared += 1
+            state = module.apply(state, seat, rng.choice(legal), emit=False)[0]
+    assert compared >= 20
+
+
+def _no_sampling(*args: Any) -> Any:
+    raise AssertionError("the heuristic sampled hidden cards though it was given the legal list")

@@ -13,6 +13,7 @@ from court_contract import typed
 from court_proto.court.lobby.v1 import lobby_pb2 as lpb
 
 from tests.ranking.stack import Player, Stack, fails, rid
+from tests.rules.helpers import view_after
 
 pytestmark = [pytest.mark.integration]
 
@@ -66,7 +67,8 @@ async def test_a_hearts_game_resumes_at_the_start_of_its_hand(stack: Stack):
             plays_in_hand_1 += 1
         seat = rng.choice(list(view.to_act))
         mine = await clients[seat].get_view(old_id, seat)
-        view = (await clients[seat].submit(old_id, rng.choice(list(mine.legal_actions)), seat)).view
+        reply = await clients[seat].submit(old_id, rng.choice(list(mine.legal_actions)), seat)
+        view = await view_after(clients[seat], old_id, seat, reply)
         assert not view.finished
     old_view = typed.view_from_proto(view.view)
     assert old_view["hand"] == 1
@@ -96,7 +98,7 @@ async def test_a_hearts_game_resumes_at_the_start_of_its_hand(stack: Stack):
     mine = await ann.rules.get_view(new.game_id, 0)
     seat = mine.to_act[0]
     own = await clients[seat].get_view(new.game_id, seat)
-    assert (await clients[seat].submit(new.game_id, own.legal_actions[0], seat)).view.seq == 1
+    assert (await clients[seat].submit(new.game_id, own.legal_actions[0], seat)).seq == 1
 
 
 async def test_resume_refusals(stack: Stack):
@@ -124,7 +126,8 @@ async def test_resume_refusals(stack: Stack):
     while not view.finished:
         seat = rng.choice(list(view.to_act))
         mine = await clients[seat].get_view(done.game_id, seat)
-        view = (await clients[seat].submit(done.game_id, rng.choice(list(mine.legal_actions)), seat)).view
+        reply = await clients[seat].submit(done.game_id, rng.choice(list(mine.legal_actions)), seat)
+        view = await view_after(clients[seat], done.game_id, seat, reply)
     await fails(C.FAILED_PRECONDITION, resume(ann, done.game_id), "finished")
     assert [g.game_id for g in (await ann.call("ListMyGames", lpb.ListMyGamesRequest())).games] == [
         qc.game_id

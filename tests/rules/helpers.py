@@ -46,8 +46,14 @@ async def play_out(
         reply = await clients[seat].submit(game_id, act, seat)
         if on_reply is not None:
             on_reply(seat, reply)
-        view = reply.view
+        view = await view_after(clients[seat], game_id, seat, reply)
     raise AssertionError(f"game {game_id} did not end within {max_moves} moves")
+
+
+async def view_after(client: Any, game_id: str, seat: int, reply: Any) -> rules_pb2.GameView:
+    """The mover's view after its move: the answer's, or, when the answer leaves it out (the bot
+    identity's once its seat is done, docs/contract.md), read with GetView."""
+    return reply.view if reply.HasField("view") else await client.get_view(game_id, seat)
 
 
 class EventLog:

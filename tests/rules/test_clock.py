@@ -28,7 +28,7 @@ from court_rules.store import DUE_HEADER
 from tests.fixtures import keys
 
 from .conftest import Replicas, token
-from .helpers import EventLog, assert_complete, count_refreshes, first_seat_moves
+from .helpers import EventLog, assert_complete, count_refreshes, first_seat_moves, view_after
 
 pytestmark = pytest.mark.asyncio
 
@@ -319,7 +319,8 @@ async def test_only_records_with_clock_work_reach_the_clock(replicas: Replicas) 
     while not view.finished:
         seat = rng.choice(list(view.to_act))
         mine = await bots.get_view(made.game_id, seat)
-        view = (await bots.submit(made.game_id, rng.choice(list(mine.legal_actions)), seat)).view
+        reply = await bots.submit(made.game_id, rng.choice(list(mine.legal_actions)), seat)
+        view = await view_after(bots, made.game_id, seat, reply)
         moves += 1
     assert moves > 20
     bot_log = await app.store.records(made.game_id)
@@ -387,7 +388,9 @@ async def test_bot_seats_have_no_deadline_anywhere_a_player_reads(replicas: Repl
             client = ann if seat in humans else bots
             mine = await client.get_view(gid, seat)
             check(mine, f"GetView seat {seat}")
-            view = (await client.submit(gid, rng.choice(list(mine.legal_actions)), seat)).view
+            view = await view_after(
+                client, gid, seat, await client.submit(gid, rng.choice(list(mine.legal_actions)), seat)
+            )
             check(view, "SubmitAction")
             bot_turns += seat not in humans
             ann_turns += seat in humans

@@ -25,7 +25,7 @@ from court_contract import records as krec
 from court_proto.court.rules.v1 import rules_pb2
 from court_rules import projector
 
-from .helpers import EventLog
+from .helpers import EventLog, view_after
 
 C = grpc.StatusCode
 REASON = "its lobby's start was undone (cancelled by the host: wrong table); every ante is refunded"
@@ -52,6 +52,7 @@ async def test_the_lobby_closes_a_live_game_for_good(replicas: Any, rules: Any) 
     mover = replicas.client(rules, ["ann", "bob", "bot:random"][seat], "bot" if seat == 2 else "player")
     mine = await mover.get_view(gid, seat)
     first = await mover.submit(gid, mine.legal_actions[0], seat)
+    after = await view_after(mover, gid, seat, first)
     other = await replicas.start()  # holds the game in its cache, as it stood before the close
     on_other = {p: replicas.client(other, p, retries=0) for p in ("ann", "bob")}
     assert not (await on_other["ann"].get_view(gid)).finished
@@ -96,7 +97,7 @@ async def test_the_lobby_closes_a_live_game_for_good(replicas: Any, rules: Any) 
     # it refuses moves, everywhere, naming why; views say it is over
     await asyncio.wait_for(watcher, 15)  # the watch on the other replica ended
     assert [u.seq for u in watched] == [1]  # the snapshot; then the stream ended (OK), as for a resumed game
-    nxt = first.view.to_act[0] if first.view.to_act else None
+    nxt = after.to_act[0] if after.to_act else None
     assert nxt is not None
     for app in (rules, other, await replicas.start()):  # the one that closed it, a stale cache, a cold one
         sub = ["ann", "bob", "bot:random"][nxt]
@@ -163,7 +164,9 @@ async def test_close_game_refusals_change_nothing(replicas: Any, rules: Any) -> 
     while not view.finished:
         seat = view.to_act[0]
         mine = await bots.get_view(qc.game_id, seat)
-        view = (await bots.submit(qc.game_id, mine.legal_actions[0], seat)).view
+        view = await view_after(
+            bots, qc.game_id, seat, await bots.submit(qc.game_id, mine.legal_actions[0], seat)
+        )
     code, msg = await _code(lobby.close_game(qc.game_id, REASON, request_id="c9"))
     assert code == C.FAILED_PRECONDITION and "finished" in msg
     assert (await bots.get_view(qc.game_id)).result.winners  # still the game's own end

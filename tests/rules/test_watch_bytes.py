@@ -114,8 +114,10 @@ async def test_the_check_catches_an_answer_with_another_seats_view(
     (its hand, its secrets): it is not a check that cannot fail."""
     built = servicer.answer_bytes
 
-    def the_other_seats(entry: Any, codec: Any, state: Any, seq: int, seat: int, *rest: Any) -> bytes:
-        return built(entry, codec, state, seq, 1 - seat, *rest)
+    def the_other_seats(
+        entry: Any, codec: Any, state: Any, seq: int, seat: int, *rest: Any, **kw: Any
+    ) -> bytes:
+        return built(entry, codec, state, seq, 1 - seat, *rest, **kw)
 
     monkeypatch.setattr(servicer, "answer_bytes", the_other_seats)
     replies: list[tuple[int, Any]] = []
@@ -125,3 +127,33 @@ async def test_the_check_catches_an_answer_with_another_seats_view(
     except AssertionError:
         return
     raise AssertionError("a mover was answered with the other seat's view and the check passed")
+
+
+async def test_the_bot_identitys_answer_leaves_out_a_done_seats_view(replicas: Any, rules: Any) -> None:
+    """The bot identity plays only from views of seats to act (``court_bot.turns.ViewShelf``), so
+    its answer carries the mover's view only while that seat is still to act (a Hearts trick won
+    by its last card: it leads the next); otherwise the view is left out, while the events and the
+    views of its other seats to act (``next``) are there as for anyone (docs/contract.md)."""
+    seats = [f"bot:random:{i}" for i in range(4)]
+    gid = (await replicas.client(rules, "lobby", "service").create_game("hearts", seats)).game_id
+    bots = replicas.client(rules, "court-bots", "bot")
+    rng = random.Random(5)
+    kept = left_out = 0
+    for _ in range(4 + 52):  # the pass, then one hand's tricks
+        seat = (await bots.get_view(gid)).to_act[0]
+        mine = await bots.get_view(gid, seat)
+        reply = await bots.submit(gid, rng.choice(list(mine.legal_actions)), seat)
+        now = await bots.get_view(gid, seat)
+        assert now.seq == reply.seq and reply.events
+        assert reply.HasField("view") == (seat in now.to_act and not now.finished), reply.seq
+        if reply.HasField("view"):
+            assert reply.view == now
+            kept += 1
+        else:
+            left_out += 1
+        assert {v.your_seat for v in reply.next} == set(now.to_act) - {seat}
+        for v in reply.next:
+            assert v == await bots.get_view(gid, v.your_seat)
+        if now.finished:
+            break
+    assert kept and left_out  # both cases came up

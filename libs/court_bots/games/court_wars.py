@@ -975,3 +975,5 @@ class _Adapter:
 
 
 ADAPTER = _Adapter()
+# the heuristic reads the view alone: given the legal list, it needs no sample (levels.choose)
+HEURISTIC_READS_SAMPLE = False

@@ -10,6 +10,12 @@
   draws from the same set (a seat's legal moves follow from what it sees), after sampling the
   hidden cards for nothing: that sampling was most of the bot's deciding time in make bench
   ONLY=stack (0.35 ms a Hearts move).
+* ``heuristic`` in a game whose heuristic reads the view alone (Hearts, Queen's Court, Court
+  Wars: ``HEURISTIC_READS_SAMPLE = False``) gets that same legal list as engine actions
+  (``_engine_actions``) and samples no hidden cards either: the sampling was about 4 % of the
+  bot's busy time in make bench ONLY=stack (py-spy). Queen's Court's heuristic draws from the
+  position's rng what the sampling used to draw first, so its moves differ from
+  ``court_bots.choose`` without the list (``tests/bots/decisions.json`` records that path, unchanged).
 * The move is checked against those legal actions before anyone submits it. An adapter that
   proposes an illegal move is a bug: it is logged as an error and counted
   (``court_bot_errors_total{kind="illegal_decision"}``), and a uniformly random legal move is
@@ -57,6 +63,7 @@ log = klog.get_logger("court_bot.decide")
 
 STRENGTH = ("expert", "heuristic", "random")  # strongest first
 RECENT = 4096  # decision times kept per (game, level) for benchmarks and tests
+PARSED_KEPT = 4096  # legal actions' engine forms remembered per game (_engine_actions)
 # levels decided on the event loop even with a thread pool: their moves take well under a
 # millisecond (make bench ONLY=stack: heuristic 0.5-0.7 ms on average), less than the GIL's switch
 # interval (5 ms), so a deciding thread would not let the loop run meanwhile anyway and only adds
@@ -158,6 +165,7 @@ class Decider:
         self.recent: dict[tuple[str, str], deque[tuple[float, float]]] = defaultdict(
             lambda: deque(maxlen=RECENT)
         )
+        self._parsed: dict[str, dict[bytes, Any]] = defaultdict(dict)  # _engine_actions' memo
 
     def close(self) -> None:
         if self._pool is not None:
@@ -218,7 +226,8 @@ class Decider:
             )
         else:
             if self._pool is None or level in INLINE_LEVELS:
-                choice = self._choose(game, dict(view), seat, level, rng, budget, deadline)
+                engine_legal = self._engine_actions(game, mod, legal) if level == "heuristic" else None
+                choice = self._choose(game, dict(view), seat, level, rng, budget, deadline, engine_legal)
             else:
                 ctx = contextvars.copy_context()
                 loop = asyncio.get_running_loop()
@@ -270,6 +279,26 @@ class Decider:
             purpose=purpose,
         )
 
+    def _engine_actions(
+        self, game: str, mod: ModuleType, legal: Sequence[actions_pb2.Action]
+    ) -> list[Any] | None:
+        """The rules service's legal list as engine actions, for a heuristic that decides from the
+        view and that list (``court_bots.choose``'s ``legal``); ``None`` where the heuristic reads a
+        sample anyway. Each action's conversion is remembered by its bytes (a few hundred per game)."""
+        if getattr(mod, "HEURISTIC_READS_SAMPLE", True):
+            return None
+        memo = self._parsed[game]
+        out = []
+        for a in legal:
+            key = a.SerializeToString()
+            engine = memo.get(key)
+            if engine is None:
+                if len(memo) >= PARSED_KEPT:
+                    memo.clear()
+                engine = memo[key] = get_game(game).action_from_json(kactions.to_json(a))
+            out.append(engine)
+        return out
+
     @staticmethod
     def _choose(
         game: str,
@@ -279,6 +308,7 @@ class Decider:
         rng: random.Random,
         budget_ms: float,
         deadline: float | None,
+        legal: list[Any] | None = None,
     ) -> Choice:
         t0, c0 = time.perf_counter(), time.thread_time()
         if deadline is not None:
@@ -289,7 +319,7 @@ class Decider:
                     f"{budget_ms + 20:.0f} ms"
                 )
             budget_ms = min(budget_ms, left_ms)
-        decision = court_bots.choose(game, view, seat, level, rng, budget_ms)
+        decision = court_bots.choose(game, view, seat, level, rng, budget_ms, legal)
         module = get_game(game)
         action = kactions.from_json(game, module.action_to_json(decision.action, seat))
         return Choice(

@@ -514,11 +514,14 @@ class TurnConsumer:
     async def _start(self, msg: Any) -> None:
         """Hand a record to a task of its own once a slot is free (kept reserved meanwhile); a
         record taken as the replica stops is put back at once, for another replica."""
-        keepalive = self._keep_reserved(msg)
-        try:
+        if self._slots.locked():
+            keepalive = self._keep_reserved(msg)
+            try:
+                free = await self._slot()
+            finally:
+                keepalive.cancel()
+        else:  # a slot is free now: taken without waiting, so nothing to keep reserved meanwhile
             free = await self._slot()
-        finally:
-            keepalive.cancel()
         if not free:
             with contextlib.suppress(Exception):
                 self.acks.nak(msg)
@@ -555,7 +558,6 @@ class TurnConsumer:
 
     async def _process(self, msg: Any) -> None:
         klog.clear()
-        delivered = msg.metadata.num_delivered
         try:
             turn = Turn.from_record(krec.decode(msg.data))
         except Exception as exc:  # noqa: BLE001 - a malformed record can never be played
@@ -568,6 +570,7 @@ class TurnConsumer:
                 self.acks.ack(msg)
             TURNS.labels(Outcome.NOT_BOT.value).inc()
             return
+        delivered = msg.metadata.num_delivered  # its reply subject parsed for bot turns only
         keepalive = self._keep_reserved(msg)
         try:
             handled = await self.handler.handle(turn, delivered)

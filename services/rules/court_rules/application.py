@@ -160,6 +160,11 @@ class Submitted:
     caller: Identity
     full: tuple[Any, ...] = ()
 
+    def seat_to_act(self) -> bool:
+        """Whether the acting seat is still to act after this move (a simultaneous phase, a seat
+        that plays twice running)."""
+        return self.seat in self.entry.module.to_act(self.state)
+
     def next_seats(self) -> list[int]:
         """The caller's other seats to act after this move (hot-seat, a bot driving several)."""
         return [

@@ -88,7 +88,9 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
 
     def _submit_answer(self, done: Submitted) -> bytes:
         """The answer, serialized (``views.answer_bytes``): the acting seat's view, the move's
-        events as that seat reads them, the views of the caller's other seats now to act."""
+        events as that seat reads them, the views of the caller's other seats now to act. The bot
+        identity gets the acting seat's view only while that seat is still to act: it plays from
+        views of seats to act and nothing else (docs/contract.md, "The bot identity's answers")."""
         return answer_bytes(
             done.entry,
             self.codec,
@@ -98,6 +100,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             done.events,
             done.full,
             done.next_seats(),
+            with_view=done.caller.role != "bot" or done.seat_to_act(),
         )
 
     async def WatchGame(  # type: ignore[override]  # GameUpdates as their bytes (add_to_server)

@@ -269,15 +269,17 @@ def answer_bytes(
     events: Sequence[Event],
     full: Sequence[Any],
     next_seats: Sequence[int],
+    with_view: bool = True,
 ) -> bytes:
     """A SubmitAction answer, serialized as the ``SubmitActionResponse`` it is on the wire: the
-    acting seat's view after ``seq``, the record's events as that seat reads them (shared with
-    the WatchGame updates of the record: ``_events_for``) and the views of ``next_seats``. Sent as
-    these bytes (``court_rules.servicer.add_to_server``)."""
+    acting seat's view after ``seq`` (left out when not ``with_view``: the bot identity's answer
+    once its seat is done, docs/contract.md), the record's events as that seat reads them (shared
+    with the WatchGame updates of the record: ``_events_for``) and the views of ``next_seats``.
+    Sent as these bytes (``court_rules.servicer.add_to_server``)."""
     return b"".join(
         [
             _field(_ANSWER["seq"], seq) if seq else b"",
-            _field(_ANSWER["view"], view_bytes(entry, codec, state, seq, seat)),
+            _field(_ANSWER["view"], view_bytes(entry, codec, state, seq, seat)) if with_view else b"",
             *_events_for(entry, seq, seat, events, full),
             *[_field(_ANSWER["next"], view_bytes(entry, codec, state, seq, s)) for s in next_seats],
         ]
