@@ -17,11 +17,13 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import grpc
+import nats.js.errors
 import pytest
 from court_bot.app import BotApp
 from court_bot.config import BotConfig
@@ -29,6 +31,7 @@ from court_proto.court.bot.v1 import bot_pb2
 from court_proto.court.lobby.v1 import lobby_pb2
 from court_proto.court.ranking.v1 import ranking_pb2
 from court_proto.court.rules.v1 import rules_pb2
+from court_rules.projector import DURABLE as PROJECTOR
 from google.protobuf import message_factory
 from google.protobuf.descriptor import FieldDescriptor as F
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -236,6 +239,30 @@ async def state(stack: Stack) -> dict[str, int]:
     return out
 
 
+async def projected(stack: Stack, timeout: float = 30.0) -> None:
+    """Until the projector has handled every record appended so far: its durable on each game-log
+    stream holds nothing pending or unacknowledged (it acknowledges a record after publishing it).
+    An accepted call's public record is published after the call returns, so without this wait it
+    could land during the next call and be counted as that call's change."""
+    js = stack.rules.store.js
+    deadline = time.monotonic() + timeout
+    while True:
+        busy = False
+        for stream in await js.streams_info():
+            name = stream.config.name
+            if not name.startswith("COURT_GAMES_") or name == "COURT_GAMES_ARCHIVE":
+                continue
+            try:
+                info = await js.consumer_info(name, PROJECTOR)
+            except nats.js.errors.NotFoundError:
+                continue
+            busy = busy or bool(info.num_pending or info.num_ack_pending)
+        if not busy:
+            return
+        assert time.monotonic() < deadline, "the projector did not catch up with the game logs"
+        await asyncio.sleep(0.02)  # no event tells a client that a durable has caught up
+
+
 async def call(ctx: dict[str, Any], svc: Any, method: Any, request: Any, who: str) -> tuple[C, dict, dict]:
     channel = ctx["channels"][svc.full_name]
     path = f"/{svc.full_name}/{method.name}"
@@ -264,6 +291,7 @@ async def call(ctx: dict[str, Any], svc: Any, method: Any, request: Any, who: st
         code = err.code()
         if code == C.CANCELLED and method.server_streaming:
             code = C.OK
+    await projected(ctx["stack"])
     after = await state(ctx["stack"])
     ctx["state"] = after  # the next call's "before"
     return code, before, after
