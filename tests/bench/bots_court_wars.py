@@ -19,7 +19,7 @@ among the actions that are not attacks: a player who never attacks, who did well
 all-bot table in issue 3). Each table prints a goal line, ``ok`` when the lower end of the 95%
 interval clears 1.5 x par, ``not shown`` when only the mean does, ``MISSED`` otherwise.
 ``COURT_BENCH_ONLY=multi`` plays the multi-player tables only, ``=pairs`` the pairings only,
-``=passive`` the tables with a passive seat only.
+``=passive`` the tables with a passive seat only, ``=active`` the others.
 On a busy machine run with ``COURT_BOT_CLOCK=cpu``: the bots' budgets then count the deciding
 thread's CPU time (``court_bots.search.CLOCK``), so a process waiting for a core keeps its search.
 """
@@ -138,7 +138,7 @@ def main() -> None:
             first = [r["scores"][0] for r in res]
             summarize(f"{a} v {b} (2 players)", res, [(a, sa), (b, sb), ("seat 0 (either level)", first)])
         for n, passive in ((3, False), (4, False), (3, True), (4, True)) if only != "pairs" else ():
-            if only == "passive" and not passive:
+            if (only == "passive" and not passive) or (only == "active" and passive):
                 continue
             jobs = []
             for g in range(games_multi):
