@@ -20,6 +20,11 @@ all-bot table in issue 3). Each table prints a goal line, ``ok`` when the lower 
 interval clears 1.5 x par, ``not shown`` when only the mean does, ``MISSED`` otherwise.
 ``COURT_BENCH_ONLY=multi`` plays the multi-player tables only, ``=pairs`` the pairings only,
 ``=passive`` the tables with a passive seat only, ``=active`` the others.
+The expert there (court_bots.games.court_wars): the two-ply expectimax, its own utility a win
+model (``W_EXPERT_MULTI``, a conditional logit fitted on heuristic games) while the others are
+modelled with the heuristic's weights. Before it (one weight set for all, ``W_MULTI``), on these
+seeds: 3 seats 41.7%, 4 seats 29.2%, with a passive seat 31-43% / 21-31%. After: see the commit
+log of branch cw4 (bench seeds, ``COURT_BOT_CLOCK=cpu``; partial runs on a loaded machine).
 On a busy machine run with ``COURT_BOT_CLOCK=cpu``: the bots' budgets then count the deciding
 thread's CPU time (``court_bots.search.CLOCK``), so a process waiting for a core keeps its search.
 """
@@ -129,7 +134,7 @@ def main() -> None:
     everything: list[dict[str, Any]] = []
     only = os.environ.get("COURT_BENCH_ONLY", "")  # "pairs", "multi" or "passive" to run one part
     with multiprocessing.get_context("spawn").Pool(procs) as pool:
-        for a, b in PAIRINGS if only not in ("multi", "passive") else ():
+        for a, b in PAIRINGS if only not in ("multi", "passive", "active") else ():
             jobs = [({}, (a, b) if g % 2 == 0 else (b, a), 10_000 + g) for g in range(games)]
             res = pool.map(play, jobs, chunksize=4)
             everything += res

@@ -36,7 +36,9 @@ the remembered order; this module leaves the engine as it is.)
   the heuristic would (their best expected utility, their own draw included), and this player's
   utility after it; options are tried in the heuristic's order, so when the budget runs out the
   best finished one stands. It does not depend on the sampled draw order, only on the view. Setup
-  picks and Jokers are left to the rules of thumb.
+  picks and Jokers are left to the rules of thumb. At three or four seats the expert scores the
+  positions with its own utility (``W_EXPERT_MULTI``, fitted as a win model) while it still
+  models the other players' choices with the heuristic's weights (``expectimax(mine=...)``).
 * ``search`` (kept, not a level): Monte Carlo tree search from the view: each iteration samples a draw pile order,
   walks a tree whose decision nodes are keyed by the actions and the public outcome of each draw
   (the value of the guard drawn, an Ace, a Joker, a court card), so that placing a 10 and placing
