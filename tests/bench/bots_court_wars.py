@@ -22,9 +22,15 @@ interval clears 1.5 x par, ``not shown`` when only the mean does, ``MISSED`` oth
 ``=passive`` the tables with a passive seat only, ``=active`` the others.
 The expert there (court_bots.games.court_wars): the two-ply expectimax, its own utility a win
 model (``W_EXPERT_MULTI``, a conditional logit fitted on heuristic games) while the others are
-modelled with the heuristic's weights. Before it (one weight set for all, ``W_MULTI``), on these
-seeds: 3 seats 41.7%, 4 seats 29.2%, with a passive seat 31-43% / 21-31%. After: see the commit
-log of branch cw4 (bench seeds, ``COURT_BOT_CLOCK=cpu``; partial runs on a loaded machine).
+modelled with the heuristic's weights. Bench seeds, 150 games a table, ``COURT_BOT_CLOCK=cpu``
+(expert's win share, before = one weight set for all, ``W_MULTI``, from earlier runs):
+
+    table               before     after
+    3 seats             41.7%      55.3% +- 8.0%  (1.66 x par; goal 50%: not shown)
+    4 seats             29.2%      41.3% +- 7.9%  (1.65 x par; goal 37.5%: not shown)
+    3, a passive seat   31-43%     47.3% +- 8.0%  (1.42 x par: missed)
+    4, a passive seat   21-31%     37.3% +- 7.7%  (1.49 x par: missed)
+
 On a busy machine run with ``COURT_BOT_CLOCK=cpu``: the bots' budgets then count the deciding
 thread's CPU time (``court_bots.search.CLOCK``), so a process waiting for a core keeps its search.
 """
