@@ -19,7 +19,18 @@ among the actions that are not attacks: a player who never attacks, who did well
 all-bot table in issue 3). Each table prints a goal line, ``ok`` when the lower end of the 95%
 interval clears 1.5 x par, ``not shown`` when only the mean does, ``MISSED`` otherwise.
 ``COURT_BENCH_ONLY=multi`` plays the multi-player tables only, ``=pairs`` the pairings only,
-``=passive`` the tables with a passive seat only.
+``=passive`` the tables with a passive seat only, ``=active`` the others.
+The expert there (court_bots.games.court_wars): the two-ply expectimax, its own utility a win
+model (``W_EXPERT_MULTI``, a conditional logit fitted on heuristic games) while the others are
+modelled with the heuristic's weights. Bench seeds, 150 games a table, ``COURT_BOT_CLOCK=cpu``
+(expert's win share, before = one weight set for all, ``W_MULTI``, from earlier runs):
+
+    table               before     after
+    3 seats             41.7%      55.3% +- 8.0%  (1.66 x par; goal 50%: not shown)
+    4 seats             29.2%      41.3% +- 7.9%  (1.65 x par; goal 37.5%: not shown)
+    3, a passive seat   31-43%     47.3% +- 8.0%  (1.42 x par: missed)
+    4, a passive seat   21-31%     37.3% +- 7.7%  (1.49 x par: missed)
+
 On a busy machine run with ``COURT_BOT_CLOCK=cpu``: the bots' budgets then count the deciding
 thread's CPU time (``court_bots.search.CLOCK``), so a process waiting for a core keeps its search.
 """
@@ -129,7 +140,7 @@ def main() -> None:
     everything: list[dict[str, Any]] = []
     only = os.environ.get("COURT_BENCH_ONLY", "")  # "pairs", "multi" or "passive" to run one part
     with multiprocessing.get_context("spawn").Pool(procs) as pool:
-        for a, b in PAIRINGS if only not in ("multi", "passive") else ():
+        for a, b in PAIRINGS if only not in ("multi", "passive", "active") else ():
             jobs = [({}, (a, b) if g % 2 == 0 else (b, a), 10_000 + g) for g in range(games)]
             res = pool.map(play, jobs, chunksize=4)
             everything += res
@@ -138,7 +149,7 @@ def main() -> None:
             first = [r["scores"][0] for r in res]
             summarize(f"{a} v {b} (2 players)", res, [(a, sa), (b, sb), ("seat 0 (either level)", first)])
         for n, passive in ((3, False), (4, False), (3, True), (4, True)) if only != "pairs" else ():
-            if only == "passive" and not passive:
+            if (only == "passive" and not passive) or (only == "active" and passive):
                 continue
             jobs = []
             for g in range(games_multi):

@@ -368,6 +368,28 @@ def test_the_search_beats_random_play():
     assert _wins_against_random(lambda pub, rng: B.search(pub, rng, iterations=80).action) >= 5
 
 
+def test_the_experts_own_utility_leaves_the_model_of_the_others_as_it_was():
+    # at 3 seats the expert scores positions with W_EXPERT_MULTI and models the others with
+    # W_MULTI; given W_MULTI as its own utility too it decides as the single-weights expectimax,
+    # and with W_EXPERT_MULTI it decides differently somewhere in these games
+    rng = random.Random(5)
+    state = cw.new_game(cw.Options(players=3), 700)
+    checked = differ = 0
+    while not differ or checked < 8:
+        assert not cw.is_terminal(state)
+        p = state.player
+        legal = cw.legal_actions(state)
+        if len(legal) > 1 and state.phase in (cw.Phase.TURN, cw.Phase.PLACE, cw.Phase.ACE):
+            pub = B.parse_view(cw.view(state, p), p)
+            one = B.expectimax(pub, random.Random(1), weights=B.W_MULTI).action
+            assert B.expectimax(pub, random.Random(1), weights=B.W_MULTI, mine=B.W_MULTI).action == one
+            own = B.expectimax(pub, random.Random(1), weights=B.W_MULTI, mine=B.W_EXPERT_MULTI).action
+            assert own in legal
+            checked += 1
+            differ += own != one
+        state, _ = cw.apply(state, p, B.heuristic(cw.view(state, p), p, None, legal, rng), emit=False)
+
+
 def test_the_expectimax_expert_beats_random_play():
     assert _wins_against_random(lambda pub, rng: B.expectimax(pub, rng).action) >= 5
 
@@ -376,7 +398,8 @@ def test_the_expectimax_expert_beats_random_play():
 def test_bot_tables_of_three_and_four_end_by_elimination(players):
     # with the two-player weights every all-bot table ran to the 500-turn limit: nobody gave up
     # guards for a court (weights_for). Three games of heuristic bots (through the levels'
-    # entry point), then one with an expert seat (its expectimax without a deadline: deterministic)
+    # entry point), then one with an expert seat (its expectimax without a deadline: deterministic,
+    # with its own utility, W_EXPERT_MULTI, that keeps guards more than the heuristic does)
     for g in range(4):
         state = cw.new_game(cw.Options(players=players), 500 + g)
         rng = random.Random(g)
@@ -385,7 +408,7 @@ def test_bot_tables_of_three_and_four_end_by_elimination(players):
             p = state.player
             if p == expert_seat:
                 pub = B.parse_view(cw.view(state, p), p)
-                action = B.expectimax(pub, rng, weights=B.weights_for(players)).action
+                action = B.expectimax(pub, rng, weights=B.weights_for(players), mine=B.W_EXPERT_MULTI).action
             else:
                 action = levels.choose(cw.NAME, cw.view(state, p), p, "heuristic", rng).action
             state, _ = cw.apply(state, p, action, emit=False)

@@ -36,7 +36,9 @@ the remembered order; this module leaves the engine as it is.)
   the heuristic would (their best expected utility, their own draw included), and this player's
   utility after it; options are tried in the heuristic's order, so when the budget runs out the
   best finished one stands. It does not depend on the sampled draw order, only on the view. Setup
-  picks and Jokers are left to the rules of thumb.
+  picks and Jokers are left to the rules of thumb. At three or four seats the expert scores the
+  positions with its own utility (``W_EXPERT_MULTI``, fitted as a win model) while it still
+  models the other players' choices with the heuristic's weights (``expectimax(mine=...)``).
 * ``search`` (kept, not a level): Monte Carlo tree search from the view: each iteration samples a draw pile order,
   walks a tree whose decision nodes are keyed by the actions and the public outcome of each draw
   (the value of the guard drawn, an Ace, a Joker, a court card), so that placing a 10 and placing
@@ -209,6 +211,9 @@ class Weights:
     room_sqrt: float = 0.0  # times the square root of that room (capping the last open court hurts most)
     threat: float = 0.6  # the share of the mover's best kill that counts as done
     temp: float = 12.0  # the softmax temperature of the utility (material points)
+    # the weights the mover's best kill is chosen and priced by in the search model's utilities
+    # (``Sim.utilities``; None: these)
+    kill_model: Weights | None = None
 
 
 W = Weights()
@@ -218,6 +223,15 @@ W = Weights()
 # attacks: all-bot tables ran to the 500-turn limit. With these, four-bot games end by
 # elimination in about 150 turns, three-bot games in about 100 (tests/bench/bots_court_wars.py).
 W_MULTI = Weights(court=40.0, temp=25.0)
+
+
+# The expert's own utility at three or four seats (its search still models every other player with
+# W_MULTI, the heuristic's weights): the weights of a win model, a conditional logit of "who wins"
+# on each player's courts, guards, room and the mover's best kill, fitted on the positions of 300
+# heuristic-only games at 3 and 4 seats (11k positions, seeds apart from the bench's), in material
+# points: a court is worth about 10 guard points and the softmax is flat (temperature 35), so the
+# expert keeps its guards unless a defeat pays for them while the heuristics trade courts.
+W_EXPERT_MULTI = Weights(court=10.0, room=0.17, threat=0.15, temp=35.0, kill_model=W_MULTI)
 
 
 def weights_for(players: int) -> Weights:
@@ -634,7 +648,7 @@ class Sim(F.Sim):
         v = [0.0 if out[q] else self.value(q, w) for q in range(n)]
         m = self.player if mover < 0 else mover
         if w.threat and not out[m]:
-            net, t, gain, cost, _ = self.best_kill(m, w)
+            net, t, gain, cost, _ = self.best_kill(m, w if w.kill_model is None else w.kill_model)
             if net > 0:
                 v[t] -= w.threat * gain
                 v[m] -= w.threat * cost
@@ -794,12 +808,21 @@ class _Expectimax:
     reply, that player choosing as the heuristic does (the best expected utility for them, one
     ply deep, their own draw included)."""
 
-    def __init__(self, w: Weights, deadline: float, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        w: Weights,
+        deadline: float,
+        clock: Callable[[], float],
+        me: int = -1,
+        mine: Weights | None = None,
+    ) -> None:
         self.w, self.deadline, self.clock = w, deadline, clock
+        self.me, self.mine = me, w if mine is None else mine
 
     def _after_draw(self, m: Sim, k: int, aces: int) -> list[tuple[float, Sim]]:
         """The end-of-turn positions once the player to act has drawn ``k`` and chosen greedily."""
-        p, w = m.player, self.w
+        p = m.player
+        w = self.mine if p == self.me else self.w
         m.take(k)
         m.resolve_drawn(k)
         if k == K_COURT:
@@ -854,19 +877,20 @@ class _Expectimax:
     def reply_value(self, m: Sim, me: int) -> float:
         """My utility after the player to act at ``m`` (the start of a turn) replies."""
         if m.phase == S_OVER:
-            return m.utilities(self.w)[me]
+            return m.utilities(self.mine)[me]
         if self.clock() > self.deadline:
             raise _Timeout
         o = m.player
         if o == me:  # everybody else is out
-            return m.utilities(self.w)[me]
+            return m.utilities(self.mine)[me]
         best_o, mine = -1.0, 0.0
+        same = self.mine is self.w
         for _, outs in self.options(m):
             vo = vm = 0.0
             for q, s in outs:
                 u = s.utilities(self.w)
                 vo += q * u[o]
-                vm += q * u[me]
+                vm += q * (u[me] if same else s.utilities(self.mine)[me])
             if vo > best_o + 1e-12:
                 best_o, mine = vo, vm
         return mine
@@ -881,6 +905,7 @@ def expectimax(
     *,
     budget_ms: float | None = None,
     weights: Weights = W,
+    mine: Weights | None = None,
     clock: Callable[[], float] = CLOCK,
 ) -> SearchResult:
     """Two plies of expectimax at the start of a turn, after a guard is drawn, or after an Ace.
@@ -897,10 +922,10 @@ def expectimax(
     if base.phase not in (S_TURN, S_ACE, S_PLACE):
         # setup picks (the next pick's card is drawn at random) and Jokers: the rules of thumb
         return SearchResult(heuristic_action(pub, legal, weights), 0, {})
+    me = base.player
     prior = action_scores(pub, legal, weights)
     order = sorted(range(len(legal)), key=lambda i: -prior[i])
-    ex = _Expectimax(weights, deadline, clock)
-    me = base.player
+    ex = _Expectimax(weights, deadline, clock, me, mine)
     best, best_v, done = legal[order[0]], -1.0, 0
     try:
         for i in order:
@@ -945,7 +970,14 @@ def expert(
     not read). It replaced the MCTS ``search`` as the expert: over 500 two-player games against the
     heuristic (``make bench``), the MCTS won 50.2% +- 4.4%, the expectimax 60.4% +- 4.3%."""
     pub = parse_view(view, seat)
-    res = expectimax(pub, rng, budget_ms=budget_ms * BUDGET_SHARE, weights=weights_for(pub.options.players))
+    n = pub.options.players
+    res = expectimax(
+        pub,
+        rng,
+        budget_ms=budget_ms * BUDGET_SHARE,
+        weights=weights_for(n),
+        mine=W_EXPERT_MULTI if n > 2 else None,
+    )
     assert res.action in legal, (res.action, legal)
     return res.action, res.iterations
 
