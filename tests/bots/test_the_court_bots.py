@@ -153,63 +153,6 @@ def test_rollout_copy_leaves_the_original_alone():
     assert F.snapshot(sim) == before
 
 
-def test_lookahead_is_the_mean_over_every_next_card_dealt_by_the_engine():
-    """The expert's one-draw lookahead (solitaire) against the engine: for each placement, the mean
-    of ``reply_value`` over every card of the deck dealt next (each its own engine game, the deck
-    reordered), and the same whatever the order of the rest of the deck."""
-    rng = random.Random("lookahead")
-    checked = 0
-    for _seed, st in positions("solitaire", 4, rng, seed0=500):
-        if st.phase is not g.Phase.PLACE or rng.random() < 0.7:
-            continue
-        deck = st.players[0].deck
-        shuffled = list(deck)
-        rng.shuffle(shuffled)
-        sims = [F.sim_from_state(st), F.sim_from_state(_reorder(st, shuffled))]
-        for a in g.legal_actions(st, 0):
-            orders = [[deck[i], *deck[:i], *deck[i + 1 :]] for i in range(len(deck))] or [[]]
-            values = [
-                bot.reply_value(F.sim_from_state(g.apply(_reorder(st, order), 0, a, False)[0]), 0)
-                for order in orders
-            ]
-            for s in sims:
-                assert bot.lookahead(s, 0, a) == pytest.approx(sum(values) / len(values)), a
-            checked += 1
-    assert checked > 40
-
-
-def _reorder(st: g.State, deck: list[str]) -> g.State:
-    """``st`` (solitaire) with its deck in the order ``deck``, top first."""
-    p = st.players[0]
-    player = g.Player(
-        tuple(deck),
-        p.towers,
-        p.moat,
-        p.score,
-        p.kings,
-        p.qa_left,
-        p.qa_total,
-        p.closed,
-        p.skips,
-        p.finished,
-        p.end,
-    )
-    return g.State(
-        st.mode,
-        st.seed,
-        (player,),
-        st.phase,
-        st.turn,
-        st.pending,
-        st.votes,
-        st.discards,
-        st.deck,
-        st.pile,
-        st.qa_left,
-        st.qa_total,
-    )
-
-
 # --------------------------------------------------------------------------- legal play
 
 

@@ -39,11 +39,7 @@ Levels (``court_bots.levels``):
   in it and rolls the game out to the end with the heuristic on a fast mutable copy of the
   engine's rules (``Sim``, checked against the engine move for move in the tests), then scores
   the end with the mode's utility. Candidates are pruned by successive halving; the search stops
-  within the time budget. In solitaire the placements are first ordered by a one-draw
-  expectimax (``lookahead``): each placement's value is the mean, over every rank still in the
-  deck weighted by its count, of the evaluation after the best placement of that next card (the
-  simulator plays both steps, so no rule is written here; the deck order does not enter). Its
-  best placement is the prior the rollouts must beat, and the next ones are the rivals raced.
+  within the time budget.
 
 Utilities (``utility``), all in [0, 1]: solitaire, own score against 56; co-op, the combined
 score against the mode's target (Free Gift 86, Mutual Swap 81, Burn 56); both a smooth step at
@@ -354,52 +350,6 @@ def rollout(s: Sim, w: Weights = W, max_steps: int = 2000) -> Sim:
         if steps > max_steps:  # pragma: no cover - every game ends well before
             raise RuntimeError("a rollout ran away")
     return s
-
-
-def reply_value(s: Sim, seat: int, w: Weights = W) -> float:
-    """What ``seat``'s table is worth at a decision on its own card: the evaluation after its best
-    placement of the pending card (the final score once the game is over)."""
-    pl = s.players[seat]
-    if s.phase == P_OVER:
-        return float(pl.score)
-    card = s.pending[0][0]
-    ctx = _ctx(pl)
-    acts = _placements(pl, card, s.shared)
-    if not acts:
-        return evaluate(pl.towers, pl.tv, pl.moat, pl.score, ctx, w)
-    best = -math.inf
-    for a in acts:
-        v = evaluate(*placed(pl, card, a), ctx, w)
-        if v > best:
-            best = v
-    return best
-
-
-def lookahead(s: Sim, seat: int, action: tuple[int, int], w: Weights = W) -> float:
-    """Solitaire: the expected ``reply_value`` after ``action``, over the next card of the deck
-    (every rank still to come, weighted by its count: the order of the deck does not enter, so
-    the value depends on the view alone). The simulator plays the action and the draw."""
-    deck = s.players[seat].deck
-    if not deck:
-        after = s.copy()
-        after.apply(seat, action)
-        return reply_value(after, seat, w)
-    first: dict[str, int] = {}
-    count: dict[str, int] = {}
-    for i, c in enumerate(deck):
-        r = c[0]
-        if r not in first:
-            first[r] = i
-            count[r] = 0
-        count[r] += 1
-    total = 0.0
-    for r, i in first.items():
-        after = s.copy()
-        d = after.players[seat].deck
-        d[i], d[-1] = d[-1], d[i]  # a card of rank r is drawn next (``deck`` is top-last)
-        after.apply(seat, action)
-        total += count[r] * reply_value(after, seat, w)
-    return total / len(deck)
 
 
 # --------------------------------------------------------------------------- utility
@@ -734,9 +684,8 @@ def expert(
     iterations: int | None = None,
 ) -> tuple[Any, int]:
     """Determinized rollouts of every root action (common random numbers), pruned by successive
-    halving; the prior (the heuristic's choice; in solitaire the ``lookahead``'s best placement)
-    stands unless another action beats it in the rollouts by more than the noise (paired
-    differences over the same sampled worlds).
+    halving; the heuristic's own choice stands unless another action beats it in the rollouts by
+    more than the noise (paired differences over the same sampled worlds).
 
     Stops when the next sampled world would not fit in ``SEARCH_SHARE`` of ``budget_ms`` (and
     drops a world still unfinished at ``HARD_SHARE``, which only a busy machine causes), or
@@ -749,16 +698,9 @@ def expert(
     if len(cands) == 1:
         return cands[0], 0
     mode = view["mode"]
-    if mode == "solitaire" and sample.phase is game.Phase.PLACE:
-        # the one-draw lookahead orders the placements: its best is the prior, the rest race it
-        s_root = sim_from_state(sample)
-        look = {a: lookahead(s_root, seat, a) for a in cands}
-        cands = sorted(cands, key=look.__getitem__, reverse=True)[:MAX_CANDIDATES]
-        prior = cands[0]
-    else:
-        prior = heuristic(view, seat, sample, legal, rng)
-        if len(cands) > MAX_CANDIDATES and sample.phase is game.Phase.PLACE:
-            cands = _shortlist(sample, seat, cands, MAX_CANDIDATES)
+    prior = heuristic(view, seat, sample, legal, rng)
+    if len(cands) > MAX_CANDIDATES and sample.phase is game.Phase.PLACE:
+        cands = _shortlist(sample, seat, cands, MAX_CANDIDATES)
     sums = dict.fromkeys(cands, 0.0)
     dsum = dict.fromkeys(cands, 0.0)  # paired differences against the prior
     dsq = dict.fromkeys(cands, 0.0)
