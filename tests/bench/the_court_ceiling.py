@@ -11,7 +11,7 @@ score, and the share of deals where it reaches the target (56).
 bench's first deal, ``tests.bench.bots_the_court.DEAL_SEED0``). Slow: a minute of CPU or more
 a deal, and a few deals need tens of millions of positions; not part of ``make bench``.
 
-On the solitaire bench's deals (issue 34) the ceiling is 76.2% (183 of 240 deals solved reach
+On the solitaire bench's deals (issue 34) the ceiling is 76.7% (287 of 374 deals solved reach
 56); the expert wins about 65% of them (``bots_the_court``'s docstring).
 """
 
