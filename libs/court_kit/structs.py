@@ -60,9 +60,15 @@ def _value(v: struct_pb2.Value) -> Any:
 _pack_double = struct.Struct("<d").pack
 
 
+_BYTE = [bytes((i,)) for i in range(0x80)]
+
+
 def varint(n: int) -> bytes:
-    if n < 0x80:
-        return bytes((n,))
+    """A non-negative int in protobuf's varint encoding (also court_rules.wire's)."""
+    if n < 0x80:  # tags, small counts and seqs, short strings' lengths: one byte
+        return _BYTE[n]
+    if n < 0x4000:  # a view's, an event's or a record's length: two
+        return bytes((n & 0x7F | 0x80, n >> 7))
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)

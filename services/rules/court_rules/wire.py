@@ -3,20 +3,7 @@ already (``court_rules.views``: answers and updates; ``court_rules.store``: a ga
 
 from __future__ import annotations
 
-_BYTE = [bytes((i,)) for i in range(0x80)]
-
-
-def varint(n: int) -> bytes:
-    if n < 0x80:  # the tags, short games' seqs: one byte
-        return _BYTE[n]
-    if n < 0x4000:  # a view's, an event's or a record's length: two
-        return bytes((n & 0x7F | 0x80, n >> 7))
-    out = bytearray()
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+from court_kit.structs import varint
 
 
 def field(number: int, value: int | bytes) -> bytes:
