@@ -99,6 +99,20 @@ class Identity:
     def may_read_full(self) -> bool:
         return self.role in ("admin", "analytics")
 
+    def may_act_for(self, holder: str) -> bool:
+        """Whether this identity acts for a seat held by ``holder`` (a player id or
+        ``bot:<level>``): a player for its own seats, the bot identity for bot seats."""
+        if self.role == "player":
+            return holder == self.sub
+        if self.role == "bot":
+            return holder.startswith(BOT_SEAT_PREFIX)
+        return False
+
+    def may_view(self, holder: str) -> bool:
+        """Whether this identity reads the view of a seat held by ``holder``: an admin any seat's,
+        else the seats it acts for."""
+        return self.role == "admin" or self.may_act_for(holder)
+
 
 # ---------------------------------------------------------------------------------- verify
 

@@ -141,13 +141,7 @@ def given_view_checked(request: bot_pb2.SuggestRequest, ident: Identity) -> None
         raise InvalidArgument(f"the view sent along is seat {seat}'s, not seat {request.seat}'s")
     if not 0 <= seat < len(view.seats):
         raise InvalidArgument(f"the view sent along has no seat {seat} among its {len(view.seats)} seats")
-    holder = view.seats[seat]
-    mine = (
-        ident.role == "admin"
-        or (ident.role == "player" and holder == ident.sub)
-        or (ident.role == "bot" and holder.startswith("bot:"))
-    )
-    if not mine:
+    if not ident.may_view(view.seats[seat]):
         raise InvalidArgument(
             f"the view sent along is seat {seat}'s, which is not yours: send the view of your own seat"
         )

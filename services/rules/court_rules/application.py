@@ -210,15 +210,11 @@ def _behind(entry: GameEntry, hint: int | None, closing: bool, last: tuple[int, 
 
 
 def may_act(entry: GameEntry, ident: Identity, seat: int) -> bool:
-    if ident.role == "player":
-        return entry.seats[seat] == ident.sub
-    if ident.role == "bot":
-        return entry.seats[seat].startswith(BOT_PREFIX)
-    return False
+    return ident.may_act_for(entry.seats[seat])
 
 
 def _may_view(entry: GameEntry, ident: Identity, seat: int) -> bool:
-    return ident.role == "admin" or may_act(entry, ident, seat)
+    return ident.may_view(entry.seats[seat])
 
 
 def _check_seat(entry: GameEntry, seat: int) -> int:
