@@ -25,6 +25,8 @@ from court_contract import records as krec
 from court_proto.court.rules.v1 import rules_pb2
 from court_rules import projector
 
+from tests.fixtures.nats import consumer_drained
+
 from .helpers import EventLog, view_after
 
 C = grpc.StatusCode
@@ -184,13 +186,7 @@ async def _create(client: Any, gid: str) -> Any:
 
 async def _projector_idle(app: Any) -> None:
     """Until the projector has acknowledged every game-log record (so anything it publishes is out)."""
-    js = app.nc.jetstream()
-    for _ in range(500):
-        info = await js.consumer_info(krec.game_stream(0), projector.DURABLE)
-        if info.num_pending == 0 and info.num_ack_pending == 0:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError("the projector never caught up")
+    await consumer_drained(app.nc.jetstream(), krec.game_stream(0), projector.DURABLE, timeout=10)
 
 
 async def test_a_game_closed_before_it_was_created_never_starts_and_shows_nothing(

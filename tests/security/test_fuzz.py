@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from hypothesis import strategies as st
 from sqlalchemy import inspect, text
 
 from tests.fixtures import keys
+from tests.fixtures.nats import consumer_drained
 from tests.ranking.stack import Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -239,28 +239,19 @@ async def state(stack: Stack) -> dict[str, int]:
     return out
 
 
-async def projected(stack: Stack, timeout: float = 30.0) -> None:
-    """Until the projector has handled every record appended so far: its durable on each game-log
-    stream holds nothing pending or unacknowledged (it acknowledges a record after publishing it).
-    An accepted call's public record is published after the call returns, so without this wait it
-    could land during the next call and be counted as that call's change."""
+async def projected(stack: Stack) -> None:
+    """Until the projector has handled every record appended so far (its durable on each game-log
+    stream drained). An accepted call's public record is published after the call returns, so
+    without this wait it could land during the next call and be counted as that call's change."""
     js = stack.rules.store.js
-    deadline = time.monotonic() + timeout
-    while True:
-        busy = False
-        for stream in await js.streams_info():
-            name = stream.config.name
-            if not name.startswith("COURT_GAMES_") or name == "COURT_GAMES_ARCHIVE":
-                continue
-            try:
-                info = await js.consumer_info(name, PROJECTOR)
-            except nats.js.errors.NotFoundError:
-                continue
-            busy = busy or bool(info.num_pending or info.num_ack_pending)
-        if not busy:
-            return
-        assert time.monotonic() < deadline, "the projector did not catch up with the game logs"
-        await asyncio.sleep(0.02)  # no event tells a client that a durable has caught up
+    for stream in await js.streams_info():
+        name = stream.config.name
+        if not name.startswith("COURT_GAMES_") or name == "COURT_GAMES_ARCHIVE":
+            continue
+        try:
+            await consumer_drained(js, name, PROJECTOR)
+        except nats.js.errors.NotFoundError:
+            continue
 
 
 async def call(ctx: dict[str, Any], svc: Any, method: Any, request: Any, who: str) -> tuple[C, dict, dict]:
