@@ -139,6 +139,19 @@ def points_subjects() -> str:
     return f"{PUBLIC_PREFIX}*.*.{POINTS_TOKEN}"
 
 
+# A bot seat's view of the position a person's move made, pushed by the rules replica that applied
+# the move to the bot service (core NATS, no stream): ``court.botviews.<game_id>``, a serialized
+# ``court.rules.v1.GameView`` of one bot seat, exactly what GetView answers the bot identity for
+# that seat at that seq. Not a public record: only the rules identity publishes here and only the
+# bot identity subscribes (court_kit.natsauth). A cache for the bot's turn, never the turn itself:
+# one lost or late, the bot reads the view with GetView (docs/contract.md, "Bot seats' views").
+BOT_VIEWS_PREFIX = "court.botviews."
+
+
+def bot_views_subject(game_id: str) -> str:
+    return f"{BOT_VIEWS_PREFIX}{game_id}"
+
+
 def points_msg_id(game_id: str, seq: int) -> str:
     return f"{game_id}-{seq}-{POINTS_TOKEN}"
 

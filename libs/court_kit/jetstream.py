@@ -560,12 +560,24 @@ class LazyAcks:
             raise nats.errors.ConnectionClosedError
         if msg._ackd:
             raise nats.errors.MsgAlreadyAckdError(msg)
-        cmd = b"PUB %s %d\r\n%s\r\n" % (msg.reply.encode(), len(payload), payload)
+        self._put(msg.reply, payload)
+        msg._ackd = True
+
+    def publish(self, subject: str, payload: bytes) -> None:
+        """A core NATS message nobody answers or waits for (``court_rules.botviews``), on an ack's
+        terms: it leaves with the connection's next write, or ``within`` seconds later at most."""
+        nc: Any = self.nc
+        if nc.is_closed:
+            raise nats.errors.ConnectionClosedError
+        self._put(subject, payload)
+
+    def _put(self, subject: str, payload: bytes) -> None:
+        nc: Any = self.nc
+        cmd = b"PUB %s %d\r\n%s\r\n" % (subject.encode(), len(payload), payload)
         nc._pending.append(cmd)
         nc._pending_data_size += len(cmd)
         nc.stats["out_msgs"] += 1
         nc.stats["out_bytes"] += len(payload)
-        msg._ackd = True
         self.queued += 1
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self.within, self.flush)

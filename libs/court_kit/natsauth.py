@@ -14,14 +14,16 @@ rules      append to the game logs (``court.games.>``, the full records: the mov
            (purge only for the janitor, never delete); direct-get; the durables
            ``court-projector`` (any stream), ``rules-clock`` (the turn clock, on every
            COURT_GAMES_<shard>) and ``rules-janitor``; subscribe to ``court.games.>``
-           (WatchGame wake-ups)
+           (WatchGame wake-ups); publish bot seats' views (``court.botviews.>``)
 projector  the ``court-projector`` process: read the game logs through its durable
            ``court-projector``, direct-get, publish public records (``court.events.>``) and the
            archive (``court.archive.>``); create/update streams; never the game logs' subjects
 ranking    consume the public records only: its durable ``ranking`` on COURT_EVENTS, direct-get
            and stream info of COURT_EVENTS
 bot        read only the public records: its durable ``court-bot`` on COURT_EVENTS, stream info
-           of COURT_EVENTS; no direct get, nothing full-information
+           of COURT_EVENTS; no direct get, nothing full-information; subscribe to the bot
+           seats' views the rules service pushes (``court.botviews.>``: views the bot identity
+           may read with GetView anyway)
 analytics  consume only: its durable ``analytics`` and ephemeral (ordered) push consumers on
            any stream (the public records and the full game logs), direct-get, stream info
            (``court events`` uses it in dev)
@@ -48,6 +50,7 @@ from pathlib import Path
 
 GAME_LOG_SUBJECTS = ("court.games.>",)
 PUBLIC_SUBJECTS = ("court.events.>",)
+BOT_VIEWS_SUBJECTS = ("court.botviews.>",)  # court_contract.records.bot_views_subject
 PUBLIC_STREAM = "COURT_EVENTS"
 ARCHIVE_SUBJECTS = ("court.archive.>",)  # finished games' logs (court_rules.archive)
 INFO = ("$JS.API.INFO",)
@@ -100,6 +103,7 @@ PERMISSIONS: Mapping[str, Permissions] = {
             *ARCHIVE_SUBJECTS,
             "$JS.API.STREAM.PURGE.*",
             *_consumer("COURT_GAMES_ARCHIVE", "rules-janitor"),
+            *BOT_VIEWS_SUBJECTS,  # bot seats' views after a person's move (court_rules.botviews)
         ],
         subscribe=GAME_LOG_SUBJECTS,
     ),
@@ -136,6 +140,7 @@ PERMISSIONS: Mapping[str, Permissions] = {
             f"$JS.API.STREAM.INFO.{PUBLIC_STREAM}",
             *_consumer(PUBLIC_STREAM, "court-bot"),
         ],
+        subscribe=BOT_VIEWS_SUBJECTS,
     ),
     "analytics": _perm(
         "analytics",

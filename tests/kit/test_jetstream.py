@@ -217,6 +217,41 @@ async def test_lazy_acks_leave_with_the_next_write_or_within_their_bound(tmp_pat
             await other.close()
 
 
+async def test_a_lazy_publish_leaves_with_the_next_write_or_within_its_bound(tmp_path: Path) -> None:
+    """kjs.LazyAcks.publish (court_rules.botviews' pushed views): a core NATS message put on the
+    buffer like an ack: a subscriber has it only once the connection writes something else, or
+    ``within`` seconds later; in the order it was put; refused on a closed connection."""
+    nats = BinaryNats(tmp_path / "nats")
+    nats.start()
+    nc = await kjs.connect(nats.url, "pusher")
+    sub_nc = await kjs.connect(nats.url, "reader")
+    try:
+        got: asyncio.Queue[bytes] = asyncio.Queue()
+
+        async def cb(msg: Any) -> None:
+            await got.put(msg.data)
+
+        await sub_nc.subscribe("push.>", cb=cb)
+        await sub_nc.flush()
+        lazy = kjs.LazyAcks(nc, within=60.0)
+        lazy.publish("push.a", b"1")
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(got.get(), 0.2)  # waits on the buffer
+        await nc.publish("push.b", b"2")  # any write: it leaves first, with it
+        assert [await asyncio.wait_for(got.get(), 5) for _ in range(2)] == [b"1", b"2"]
+        soon = kjs.LazyAcks(nc, within=0.05)
+        soon.publish("push.c", b"3")  # nothing else written: the timer sends it
+        assert await asyncio.wait_for(got.get(), 5) == b"3"
+        await nc.close()
+        with pytest.raises(nats_errors.ConnectionClosedError):
+            soon.publish("push.d", b"4")
+    finally:
+        await sub_nc.close()
+        if not nc.is_closed:
+            await nc.close()
+        nats.stop()
+
+
 async def test_lazy_acks_lost_with_their_connection_mean_a_redelivery(tmp_path: Path) -> None:
     """The fault: the process dies (its connection closed, nothing flushed) while its acks still
     wait on the buffer. nats-server never saw them, so once the ack wait has passed it delivers

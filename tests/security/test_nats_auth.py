@@ -157,6 +157,13 @@ async def test_each_identity_is_refused_what_it_must_not_do(secured: tuple[Stack
                     "$JS.API.CONSUMER.MSG.NEXT.COURT_GAMES_0.court-projector", b"1", timeout=0.2
                 ),
             )
+            # no forged bot seat's view for the bot to decide from (only rules pushes them,
+            # court_rules.botviews), and nobody but the bot reads a bot seat's view
+            await c.refused(
+                "court.botviews.g-fake", lambda c=c: c.nc.publish("court.botviews.g-fake", b"\x10\x01")
+            )
+            if user != "bot":
+                await c.refused("court.botviews.>", lambda c=c: c.nc.subscribe("court.botviews.>"))
             # no snooping on another identity's replies, nor on game logs by core subscription
             await c.refused("_INBOX_rules.>", lambda c=c: c.nc.subscribe("_INBOX_rules.>"))
             await c.refused("court.games.>", lambda c=c: c.nc.subscribe("court.games.>"))
@@ -183,6 +190,7 @@ async def test_each_identity_is_refused_what_it_must_not_do(secured: tuple[Stack
     c = await Conn().open(url, "projector", pw["projector"])
     try:
         await c.refused("court.games.0.g-fake.log", lambda: c.nc.publish("court.games.0.g-fake.log", fake))
+        await c.refused("court.botviews.g-fake", lambda: c.nc.publish("court.botviews.g-fake", b"\x10\x01"))
         await c.refused(
             "$JS.API.STREAM.PURGE.COURT_GAMES_0",
             lambda: c.nc.request("$JS.API.STREAM.PURGE.COURT_GAMES_0", b"", timeout=0.2),

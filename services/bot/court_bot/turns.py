@@ -22,7 +22,10 @@ before acking, or an ack was lost):
   read once per turn, and not at all when the rules service handed it over already: each of the
   bot's submit answers carries the views of the position it made for every bot seat to act there
   (``SubmitActionResponse.view`` and ``next``), kept by position and seat (``ViewShelf``,
-  bounded) until that position's turn comes (a bot following a bot: one RPC per move, not two).
+  bounded) until that position's turn comes (a bot following a bot: one RPC per move, not two);
+  after a person's move the rules replica that applied it pushes the bot seats' views on
+  ``court.botviews.<game_id>`` (core NATS, every replica subscribed: ``court_rules.botviews``,
+  docs/contract.md), kept on the same shelf.
   Such a view is exactly the one a read at the turn's ``seq`` would return; when the game has
   moved on since, the submit is refused and the fresh view read then says the turn is stale;
 * the move is submitted with request id ``bot-<game_id>-<seq>-<seat>`` under the one bot
@@ -78,6 +81,7 @@ log = klog.get_logger("court_bot.turns")
 
 STREAM = krec.PUBLIC_STREAM  # the public records (protos/court/events/v2)
 TURN_SUBJECT = krec.PUBLIC_PREFIX + "*.*"  # every public record: each says who acts next
+VIEWS_SUBJECT = krec.BOT_VIEWS_PREFIX + "*"  # bot seats' views pushed after a person's move
 DURABLE = "court-bot"
 BOT_PREFIX = "bot:"
 FETCH_WAIT = 1.0  # seconds the pull loop waits for a record at a time (how soon it notices a stop)
@@ -198,10 +202,14 @@ class ViewShelf:
 
     def put(self, reply: rules_pb2.SubmitActionResponse) -> None:
         for v in (reply.view, *reply.next):
-            if v.HasField("your_seat") and not v.finished and v.your_seat in v.to_act:
-                self._views[(v.game_id, int(v.seq), int(v.your_seat))] = v
-        while len(self._views) > self.limit:
-            self._views.popitem(last=False)
+            self.put_view(v)
+
+    def put_view(self, v: rules_pb2.GameView) -> None:
+        """Keep ``v`` if its seat is to act in it (a view pushed twice is kept once)."""
+        if v.HasField("your_seat") and not v.finished and v.your_seat in v.to_act:
+            self._views[(v.game_id, int(v.seq), int(v.your_seat))] = v
+            if len(self._views) > self.limit:
+                self._views.popitem(last=False)
 
     def take(self, game_id: str, seq: int, seat: int) -> rules_pb2.GameView | None:
         v = self._views.pop((game_id, seq, seat), None)
@@ -402,6 +410,8 @@ class TurnConsumer:
         self._turns: set[asyncio.Task[None]] = set()  # the records being handled
         self._slots = asyncio.Semaphore(concurrency)
         self.attached = asyncio.Event()  # set once the consumer exists and the loop is pulling
+        self._views_sub: Any = None  # court.botviews.*: views the rules service pushes (ViewShelf)
+        self.pushed = 0  # views pushed by the rules service and kept (tests, the bench)
 
     def start(self) -> None:
         self._workers = [asyncio.create_task(self._pull(), name="court-bot-turns")]
@@ -481,6 +491,8 @@ class TurnConsumer:
         while not self._stopping.is_set():
             try:
                 if psub is None:
+                    if self._views_sub is None:  # kept across reconnects by the client
+                        self._views_sub = await self.nc.subscribe(VIEWS_SUBJECT, cb=self._view_pushed)
                     await self.ensure_consumer()
                     psub = await self.js.pull_subscribe_bind(durable=DURABLE, stream=STREAM)
                     puller = kjs.Puller(psub, self.concurrency, expires=PULL_EXPIRES)
@@ -510,6 +522,22 @@ class TurnConsumer:
         if psub is not None:
             with contextlib.suppress(Exception):
                 await psub.unsubscribe()
+        if self._views_sub is not None:
+            with contextlib.suppress(Exception):
+                await self._views_sub.unsubscribe()
+            self._views_sub = None
+
+    async def _view_pushed(self, msg: Any) -> None:
+        """A bot seat's view the rules service pushed after a person's move (``court_rules.botviews``):
+        kept for that position's turn. Only a cache: one that is malformed is dropped, and the
+        turn then reads its view."""
+        try:
+            view = rules_pb2.GameView.FromString(msg.data)
+        except Exception:  # noqa: BLE001 - the turn reads its view instead
+            ERRORS.labels("bad_view").inc()
+            return
+        self.handler.shelf.put_view(view)
+        self.pushed += 1
 
     async def _start(self, msg: Any) -> None:
         """Hand a record to a task of its own once a slot is free (kept reserved meanwhile); a

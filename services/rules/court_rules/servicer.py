@@ -20,6 +20,7 @@ from court_proto.court.rules.v1 import rules_pb2, rules_pb2_grpc
 
 from . import clock as kclock
 from .application import ClockRequest, Position, RulesApplication, Submitted
+from .botviews import BotViews
 from .views import answer_bytes, game_view, result_proto, update_bytes
 
 
@@ -31,6 +32,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
     def __init__(self, app: RulesApplication):
         self.app = app
         self.codec = app.codec
+        self.bot_views = BotViews(app.store.nc, app.codec)  # pushed after a person's move
 
     def _view(self, p: Position) -> rules_pb2.GameView:
         return game_view(p.entry, self.codec, p.state, p.seq, p.seat)
@@ -84,6 +86,7 @@ class RulesServicer(rules_pb2_grpc.RulesServiceServicer):
             seat=_seat(request),
             turn_seq=request.turn_seq if request.HasField("turn_seq") else None,
         )
+        self.bot_views.offer(done)
         return self._submit_answer(done)
 
     def _submit_answer(self, done: Submitted) -> bytes:
