@@ -70,6 +70,30 @@ def assert_each_bot_move_once(
     return bots
 
 
+async def play_seat_randomly(
+    player: Any, gid: str, seat: int, rng: random.Random, timeout: float = 120
+) -> tuple[rules_pb2.GameView, int]:
+    """Play ``seat`` with random legal moves, watching the game as a client does, to its end: the
+    final view and how many moves the seat made."""
+    mine = 0
+
+    async def play() -> rules_pb2.GameView:
+        nonlocal mine
+        async for update in player.watch(gid, seat=seat):
+            view = update.view
+            if view.finished:
+                return view
+            if seat in view.to_act and view.legal_actions:
+                try:
+                    await player.submit(gid, rng.choice(list(view.legal_actions)), seat)
+                    mine += 1
+                except grpc.aio.AioRpcError as err:  # an old update: the game moved on meanwhile
+                    assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, err.details()
+        raise AssertionError("the watch ended before the game did")
+
+    return await asyncio.wait_for(play(), timeout), mine
+
+
 def decisions(game: str, level: str) -> float:
     return (
         REGISTRY.get_sample_value("court_bot_decision_seconds_count", {"game": game, "level": level}) or 0.0
@@ -136,24 +160,7 @@ async def test_human_plays_against_bots(stack: Stack, game: str) -> None:
     alice = stack.rules_client("alice", retries=0)
     created = await alice.create_game(game, seats, options)
     gid = created.game_id
-    rng = random.Random(game)
-    mine = 0
-
-    async def play() -> rules_pb2.GameView:
-        nonlocal mine
-        async for update in alice.watch(gid, seat=0):
-            view = update.view
-            if view.finished:
-                return view
-            if 0 in view.to_act and view.legal_actions:
-                try:
-                    await alice.submit(gid, rng.choice(list(view.legal_actions)), 0)
-                    mine += 1
-                except grpc.aio.AioRpcError as err:  # an old update: the game moved on meanwhile
-                    assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, err.details()
-        raise AssertionError("the watch ended before the game did")
-
-    final = await asyncio.wait_for(play(), 120)
+    final, mine = await play_seat_randomly(alice, gid, 0, random.Random(game))
     assert final.finished
     hist = await history(stack, gid)
     bots = assert_each_bot_move_once(hist, all_bots=False)

@@ -9,7 +9,6 @@ import asyncio
 import random
 from typing import Any
 
-import grpc
 import pytest
 from court_bot.app import BotApp
 from court_bot.turns import ViewShelf
@@ -17,7 +16,7 @@ from court_bot.upstream import BOT_SUB
 from court_proto.court.rules.v1 import rules_pb2
 
 from .conftest import Stack
-from .test_bot_service import assert_each_bot_move_once, history
+from .test_bot_service import assert_each_bot_move_once, history, play_seat_randomly
 
 GAME, OPTIONS = "the_court", {"mode": "free_gift"}  # a person and a bot, taking turns
 
@@ -40,26 +39,8 @@ async def play_as_alice(stack: Stack, seed: str) -> tuple[str, rules_pb2.GameVie
     game id, its final view and how many moves alice made."""
     alice = stack.rules_client("alice", retries=0)
     created = await alice.create_game(GAME, ["alice", "bot:random"], OPTIONS)
-    gid = created.game_id
-    rng = random.Random(seed)
-    mine = 0
-
-    async def play() -> rules_pb2.GameView:
-        nonlocal mine
-        async for update in alice.watch(gid, seat=0):
-            view = update.view
-            if view.finished:
-                return view
-            if 0 in view.to_act and view.legal_actions:
-                try:
-                    await alice.submit(gid, rng.choice(list(view.legal_actions)), 0)
-                    mine += 1
-                except grpc.aio.AioRpcError as err:  # an old update: the game moved on meanwhile
-                    assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, err.details()
-        raise AssertionError("the watch ended before the game did")
-
-    final = await asyncio.wait_for(play(), 120)
-    return gid, final, mine
+    final, mine = await play_seat_randomly(alice, created.game_id, 0, random.Random(seed))
+    return created.game_id, final, mine
 
 
 async def bot_moves_once(stack: Stack, gid: str, final: rules_pb2.GameView, mine: int) -> int:
