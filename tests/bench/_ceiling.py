@@ -22,7 +22,7 @@ upper bound on the ratio any implementation of the contract on this stack can re
 
 ``streams`` is the ceiling's handler with server streams beside it (make bench's ``streams``
 mode): ``/bench.Ceiling/Watch`` streams to its caller, for the game its request names (the
-request's first three bytes), one message of ``UPDATE`` bytes (about a WatchGame update) per call
+request's first three bytes), one message of ``UPDATE`` bytes (a WatchGame update's mean size) per call
 of that game, each call's after its publish, as the rules service's watchers get one update per
 move. What a paced server stream costs gRPC per message with no view, wake or handler work.
 """
@@ -49,7 +49,10 @@ METHOD = "/bench.Ceiling/Call"
 LOG_STREAM, PUBLIC_STREAM = "BENCH_LOG", "BENCH_PUBLIC"
 LINGER = float(os.environ.get("COURT_PROJECTOR_LINGER", "0.003"))  # the projector's default
 BATCH = 256  # the projector's default batch (COURT_PROJECTOR_BATCH)
-UPDATE = b"u" * 600  # about a WatchGame update of the service bench's mix (streams)
+# the mean WatchGame update of the service bench's mix (streams), serialized: 422 bytes over the
+# updates of 24 games played as tests/bench/_viewstep.py plays them (hearts 387, queens_court 534,
+# court_wars 366, the_court 327)
+UPDATE = b"u" * 422
 
 
 async def serve(nats_url: str, variant: str = "") -> None:

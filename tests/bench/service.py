@@ -33,7 +33,9 @@ comma-separated, default all of them):
   streams per game as the mix's games have seats, each getting a fixed message (about a
   WatchGame update) per call of its game: what gRPC alone costs per streamed message, paced as
   the ``watch`` mode's updates, with no view, wake or handler work. Printed beside the ``watch``
-  mode's cost per update;
+  mode's cost per update. ``BENCH_STREAMS_RATE=N`` paces its callers to N calls/s in all (each
+  caller a call per 64/N s, staggered; default: as fast as they go): a message's cost at the
+  ``watch`` mode's own rate, since a server stream's cost per message grows as the rate falls;
 * ``edge``: not the service: the ceiling's handler behind the services' shared gRPC edge
   (``court_kit.server.EdgeInterceptor``), called with a bearer token and a request id as the
   clients send them: what the edge costs a call;
@@ -106,6 +108,7 @@ MODES = tuple(
     ).split(",")
     if m.strip()
 )
+STREAMS_RATE = float(os.environ.get("BENCH_STREAMS_RATE", "0"))  # streams mode: calls/s in all (0: unpaced)
 LOOP = os.environ.get("COURT_EVENT_LOOP", "uvloop")
 PROFILE = os.environ.get("BENCH_PROFILE", "")
 # the processes py-spy records (server, driver, projector): each sampler takes CPU from the others
@@ -447,9 +450,16 @@ async def _measure_ceiling(
             await call(payload, metadata=metadata())
         deadline = time.perf_counter() + SECONDS
 
+        every = GAMES / STREAMS_RATE if streams and STREAMS_RATE else 0.0  # s between a caller's calls
+
         async def worker(i: int) -> None:
             body = f"{i:03d}".encode() + payload[3:] if games else payload
+            due = time.perf_counter() + every * i / GAMES
             while time.perf_counter() < deadline:
+                if every:  # paced: this caller's next call is due then
+                    if (wait := due - time.perf_counter()) > 0:
+                        await asyncio.sleep(wait)
+                    due += every
                 t0 = time.perf_counter()
                 await call(body, metadata=metadata())
                 stats.latencies.append(time.perf_counter() - t0)
@@ -1007,7 +1017,9 @@ def stream_lines(services: dict[str, Stats], ccpu: tuple[float, ...]) -> list[st
     per = max(1, st.updates) / max(1, st.moves)  # messages per call
     bare = [(st.cpu[i] - ccpu[i]) / per * 1e6 for i in range(2)]
     out = [
-        f"  a bare gRPC server stream costs per message (streams mode, {per:.2f} per call): server "
+        f"  a bare gRPC server stream costs per message (streams mode, {per:.2f} per call"
+        + (f", paced to {STREAMS_RATE:.0f} calls/s" if STREAMS_RATE else "")
+        + f", {st.rate:.0f} calls/s): server "
         f"{bare[0]:.0f} us, driver {bare[1]:.0f} us"
     ]
     w, b = services.get("watch"), services.get("bot")

@@ -432,3 +432,33 @@ async def test_a_watchers_wakes_come_in_order_and_a_wait_ends_at_its_timeout() -
     assert wake._waiter is None
     wake.put_nowait("e")
     assert await wake.get(5.0) == "e"
+
+
+async def test_a_watchers_wait_ends_at_its_own_timeout_with_one_timer_kept_across_waits() -> None:
+    """``application.Wake`` keeps one timer across waits (none armed per move): a short wait after
+    a long one that a wake ended still times out at its own time, not the long one's; a long wait
+    after a short one is not ended by the short one's timer (it moves on to the long wait's end);
+    ``close`` (the watcher gone) stops the timer."""
+    loop = asyncio.get_running_loop()
+    wake = application.Wake()
+    waiting = asyncio.ensure_future(wake.get(60.0))
+    await asyncio.sleep(0)
+    wake.put_nowait("a")
+    assert await asyncio.wait_for(waiting, 5) == "a"
+    began = loop.time()
+    with pytest.raises(TimeoutError):
+        await wake.get(0.05)
+    assert 0.04 <= loop.time() - began < 5  # its own 0.05 s, not what is left of the 60 s wait's
+    waiting = asyncio.ensure_future(wake.get(0.05))
+    await asyncio.sleep(0)
+    wake.put_nowait("b")
+    assert await asyncio.wait_for(waiting, 5) == "b"
+    stale = wake._timer_at  # the 0.05 s wait's timer, still armed
+    waiting = asyncio.ensure_future(wake.get(60.0))
+    await asyncio.wait_for(_until(lambda: wake._timer_at > stale), 5)  # it fired and moved on
+    assert not waiting.done()
+    wake.put_nowait("c")
+    assert await asyncio.wait_for(waiting, 5) == "c"
+    assert wake._timer is not None
+    wake.close()
+    assert wake._timer is None

@@ -46,7 +46,7 @@ import time
 from collections import deque
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from court_contract import actions as kactions
 from court_contract import records as krec
@@ -102,6 +102,7 @@ MAX_ID = 128
 MAX_REASON = 200
 CHOSEN_GAME_ID = re.compile(r"g[0-9a-f]{24}")  # the shape of every game id (games.game_id_for)
 WATCH_POLL = 5.0  # a watcher re-reads the log this often when no notification came
+TIMER_SLACK = 0.002  # a loop's timer may fire this much before its time (uvloop: millisecond ticks)
 BEHIND_POLL = 0.1  # how soon a watcher re-reads a log that did not yet show a move it was told of
 
 
@@ -134,10 +135,10 @@ class Created:
     seat: int | None
 
 
-@dataclass(frozen=True)
-class Position:
+class Position(NamedTuple):
     """A seat's (``None``: a spectator's) position after record ``seq``; ``events``: the events of
-    that record, when the answer carries them (``None``: a snapshot)."""
+    that record, when the answer carries them (``None``: a snapshot). A named tuple: a watcher
+    makes one per update, at a quarter of a frozen dataclass's cost."""
 
     entry: GameEntry
     seq: int
@@ -262,9 +263,23 @@ def _acting_seat(entry: GameEntry, ident: Identity, requested: int | None) -> in
 
 @dataclass(frozen=True, slots=True)
 class _LocalWake:
-    """A wake for a record appended by this replica (what a watcher reads of a NATS message)."""
+    """A wake for a record appended by this replica: the record's seq and whether it closes the
+    game, as a watcher reads them of a NATS message's headers (``headers``), without the parse."""
 
-    headers: dict[str, str]
+    seq: int
+    closing: bool
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {SEQ_HEADER: str(self.seq), **({CLOSED_HEADER: "1"} if self.closing else {})}
+
+
+def _announced(msg: Any) -> tuple[int, bool]:
+    """The record a wake announces: its seq (0: none named) and whether it closes the game."""
+    if type(msg) is _LocalWake:
+        return msg.seq, msg.closing
+    headers = msg.headers or {}
+    return int(headers.get(SEQ_HEADER, "0")), CLOSED_HEADER in headers
 
 
 def _expire(waiter: asyncio.Future[None]) -> None:
@@ -273,15 +288,19 @@ def _expire(waiter: asyncio.Future[None]) -> None:
 
 
 class Wake:
-    """One watcher's wakes, in order (what ``Wakes`` hands it). Waiting costs a future and a timer,
-    not a task (``asyncio.wait_for`` on a queue's ``get`` makes one per wait: a watcher waits once
-    per move)."""
+    """One watcher's wakes, in order (what ``Wakes`` hands it). Waiting costs a future, not a task
+    (``asyncio.wait_for`` on a queue's ``get`` makes one per wait: a watcher waits once per move),
+    nor a timer per wait: one timer stays armed across waits and is moved only when it would end a
+    wait early or late (a wait still ends ``timeout`` seconds after it began; ``close`` stops it)."""
 
-    __slots__ = ("_items", "_waiter")
+    __slots__ = ("_items", "_waiter", "_until", "_timer", "_timer_at")
 
     def __init__(self) -> None:
         self._items: deque[Any] = deque()
         self._waiter: asyncio.Future[None] | None = None
+        self._until = 0.0  # when the current wait times out (loop time)
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
 
     def put_nowait(self, msg: Any) -> None:
         self._items.append(msg)
@@ -289,20 +308,45 @@ class Wake:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def _arm(self, loop: asyncio.AbstractEventLoop, at: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_at = at
+        self._timer = loop.call_at(at, self._expire)
+
+    def _expire(self) -> None:
+        """The timer: ends the wait whose time is up, or moves on to the current wait's end."""
+        self._timer = None
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return  # no wait now: the next one arms the timer again
+        loop = waiter.get_loop()
+        if loop.time() >= self._until - TIMER_SLACK:
+            waiter.set_result(None)
+        else:  # the timer of an earlier wait, which a wake ended
+            self._arm(loop, self._until)
+
     async def get(self, timeout: float) -> Any:
         """The next wake; ``TimeoutError`` when none came within ``timeout`` seconds."""
         if not self._items:
             loop = asyncio.get_running_loop()
             waiter = self._waiter = loop.create_future()
-            timer = loop.call_later(timeout, _expire, waiter)
+            until = self._until = loop.time() + timeout
+            if self._timer is None or self._timer_at > until + TIMER_SLACK:
+                self._arm(loop, until)
             try:
                 await waiter
             finally:
-                timer.cancel()
                 self._waiter = None
             if not self._items:
                 raise TimeoutError
         return self._items.popleft()
+
+    def close(self) -> None:
+        """The watcher is gone: stop the timer."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 class Wakes:
@@ -347,19 +391,18 @@ class Wakes:
         held = self._games.get(subject)
         if held is None:
             return
-        wake = _LocalWake({SEQ_HEADER: str(seq), **({CLOSED_HEADER: "1"} if closing else {})})
+        wake = _LocalWake(seq, closing)
         self._saw(subject, wake)
         for w in held[1]:
             w.put_nowait(wake)
 
     def _saw(self, subject: str, msg: Any) -> None:
-        headers = msg.headers or {}
         try:
-            seq = int(headers.get(SEQ_HEADER, "0"))
+            seq, closes = _announced(msg)
         except ValueError:
             return
         was, closing = self._seen.get(subject, (-1, False))
-        self._seen[subject] = (max(was, seq), closing or CLOSED_HEADER in headers)
+        self._seen[subject] = (max(was, seq), closing or closes)
 
     async def join(self, subject: str) -> Wake:
         """The subject's messages from now on, for one watcher (the subscription is on the
@@ -396,6 +439,7 @@ class Wakes:
             return q
 
     async def leave(self, subject: str, q: Wake) -> None:
+        q.close()
         held = self._games.get(subject)
         if held is None:
             return
@@ -673,18 +717,21 @@ class RulesApplication:
                 yield Position(entry, sent, entry.state, viewer)
             while True:
                 if sent < entry.seq:
+                    upto = entry.seq
+                    if upto == sent + 1 and upto in entry.recent:  # the one record a wake announced
+                        state, events = entry.recent[upto]
+                        yield Position(entry, upto, state, viewer, events)
+                        sent = upto
+                        continue
                     # materialised first: the entry may move on (and forget recent states) meanwhile
-                    for s, state, events in list(entry.replay(sent, entry.seq)):
+                    for s, state, events in list(entry.replay(sent, upto)):
                         yield Position(entry, s, state, viewer, tuple(events))
                         sent = s
                     continue
                 if entry.finished:
                     return
                 try:
-                    msg = await wake.get(WATCH_POLL)
-                    headers = msg.headers or {}
-                    hint = int(headers.get(SEQ_HEADER, "0"))
-                    closing = CLOSED_HEADER in headers
+                    hint, closing = _announced(await wake.get(WATCH_POLL))
                 except (TimeoutError, NatsTimeout):
                     hint, closing = None, False
                 reconnects = self.wakes._reconnects()
