@@ -82,10 +82,11 @@ def _expire(fut: asyncio.Future[bytes]) -> None:
         fut.set_exception(TimeoutError())
 
 
-async def _ack(fut: asyncio.Future[bytes], timeout: float) -> bytes:
-    """``asyncio.wait_for(fut, timeout)`` for an ack's future that only this caller awaits, at the
-    cost of one timer (``wait_for`` adds a future of its own and its callbacks, per move): the
-    future fails with ``TimeoutError`` when no ack came in time; cancelling the caller cancels it."""
+async def wait_ack(fut: asyncio.Future[bytes], timeout: float) -> bytes:
+    """``asyncio.wait_for(fut, timeout)`` for an ack's future that only this caller awaits (the
+    append's, the projector's publishes), at the cost of one timer (``wait_for`` adds a future of
+    its own and its callbacks, per move): the future fails with ``TimeoutError`` when no ack came
+    in time; cancelling the caller cancels it."""
     if fut.done():
         return fut.result()
     timer = asyncio.get_running_loop().call_later(timeout, _expire, fut)
@@ -193,7 +194,7 @@ class GameStore:
         try:
             subject = krec.log_subject(game_id, self.shards, due is not None)
             fut = await self.publisher.publish(subject, data, headers)
-            ack = await _ack(fut, self.timeout)
+            ack = await wait_ack(fut, self.timeout)
         except APIError as exc:
             if exc.err_code == kjs.ERR_WRONG_LAST_SEQUENCE:
                 raise Conflict(str(exc)) from None
