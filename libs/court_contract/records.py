@@ -313,33 +313,19 @@ if not (
     )
 
 
-def move_record_bytes(
-    game: str,
-    game_id: str,
-    seq: int,
-    t_ms: int,
-    *,
-    seat: int,
-    action: Any,
-    action_type: str,
-    by: str,
-    request_id: str,
-    events: Iterable[Event],
-    to_act: Sequence[int],
-    seats: Sequence[str],
-    finished: bool,
-    autoplay: str = "",
-    deadlines: Iterable[tuple[int, int]] = (),
-) -> tuple[bytes, list[bytes]]:
-    """``move_record(...)`` serialized, byte for byte, and its events each serialized as the record
-    holds them (full form): each event is converted and serialized once, and those bytes are both
-    the record's and the caller's (the rules service's answer reuses the public ones), not
-    serialized again from the record nor copied into it."""
-    rec = pb.Record()
-    _header(rec, game, game_id, seq, t_ms, to_act, seats, finished, deadlines)
+def move_record_bytes(game: str, rec: pb.Record, events: Iterable[Event]) -> tuple[bytes, list[bytes]]:
+    """``rec``, a ``move_record`` built without its events, serialized with ``events`` added: the
+    bytes of ``move_record(...)`` with them, byte for byte, and the events each serialized as the
+    record holds them (full form). Each event is converted and serialized once, and those bytes are
+    both the record's and the caller's (the rules service's answer reuses the public ones), not
+    serialized again from the record nor copied into it. ``rec`` loses its move."""
+    m = rec.move
+    autoplay = m.autoplay
+    m.ClearField("autoplay")
+    parts = [m.SerializeToString()]
+    rec.ClearField("move")
     events_bytes = [event_to_proto(game, e).SerializeToString() for e in events]
-    move = pb.MoveRecorded(seat=seat, action=action, action_type=action_type, by=by, request_id=request_id)
-    parts = [move.SerializeToString(), *[field(_MOVE_EVENTS, b) for b in events_bytes]]
+    parts += [field(_MOVE_EVENTS, b) for b in events_bytes]
     if autoplay:
         parts.append(field(_MOVE_AUTOPLAY, autoplay.encode()))
     return rec.SerializeToString() + field(_MOVE.number, b"".join(parts)), events_bytes

@@ -416,16 +416,22 @@ class GameEntry:
                 finished=finished,
                 deadlines=dl,
             )
+        typed = action if action is not None else kactions.from_json(self.game, move.action)
         return krec.move_record(
             self.game,
             self.game_id,
             move.seq,
             move.t,
-            **self._move_args(move, action),
+            seat=move.seat,
+            action=typed,
+            action_type=str(move.action.get("type", "")),
+            by=move.by,
+            request_id=move.rid,
             events=events,
             to_act=acting,
             seats=self.seats,
             finished=finished,
+            autoplay=move.autoplay,
             deadlines=dl,
         )
 
@@ -436,30 +442,7 @@ class GameEntry:
         for a seat record): ``court_contract.records.move_record_bytes``."""
         if move.is_seat_record:
             return self.move_record(move, state, events).SerializeToString(), []
-        finished = self.module.is_terminal(state)
-        return krec.move_record_bytes(
-            self.game,
-            self.game_id,
-            move.seq,
-            move.t,
-            **self._move_args(move, action),
-            events=events,
-            to_act=() if finished else self.module.to_act(state),
-            seats=self.seats,
-            finished=finished,
-            deadlines=move.dl or (),
-        )
-
-    def _move_args(self, move: Move, action: Any) -> dict[str, Any]:
-        """A MoveRecorded's own fields (``action``: its typed proto, when at hand)."""
-        return {
-            "seat": move.seat,
-            "action": action if action is not None else kactions.from_json(self.game, move.action),
-            "action_type": str(move.action.get("type", "")),
-            "by": move.by,
-            "request_id": move.rid,
-            "autoplay": move.autoplay,
-        }
+        return krec.move_record_bytes(self.game, self.move_record(move, state, (), action), events)
 
     def closed_record(self, into: str, by: str, rid: str, t: int, reason: str = "") -> records_pb2.Record:
         return krec.closed_record(
