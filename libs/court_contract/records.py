@@ -26,6 +26,7 @@ from typing import Any
 
 from court_games.core import Event
 from court_kit.settings import ConfigError
+from court_kit.structs import field
 from court_proto.court.events.v2 import records_pb2 as pb
 from court_proto.court.games.v1 import events_pb2 as games_pb
 
@@ -305,6 +306,42 @@ def move_record(
     for e in events:
         m.events.append(event_to_proto(game, e))
     return rec
+
+
+_MOVE = pb.Record.DESCRIPTOR.fields_by_name["move"]
+_MOVE_EVENTS = pb.MoveRecorded.DESCRIPTOR.fields_by_name["events"].number
+_MOVE_AUTOPLAY = pb.MoveRecorded.DESCRIPTOR.fields_by_name["autoplay"].number
+# move_record_bytes writes a MoveRecorded's events and autoplay after its other fields, and the move
+# after the record's other fields, in field number order as protobuf serializes a message
+if not (
+    all(f.number <= _MOVE_EVENTS or f.number == _MOVE_AUTOPLAY for f in pb.MoveRecorded.DESCRIPTOR.fields)
+    and _MOVE_AUTOPLAY > _MOVE_EVENTS
+    and all(
+        f.number <= _MOVE.number or f.containing_oneof is not None and f.containing_oneof.name == "body"
+        for f in pb.Record.DESCRIPTOR.fields
+    )
+):
+    raise ImportError(
+        "court.events.v2: MoveRecorded.events, autoplay and Record.move moved: see move_record_bytes"
+    )
+
+
+def move_record_bytes(game: str, rec: pb.Record, events: Iterable[Event]) -> tuple[bytes, list[bytes]]:
+    """``rec``, a ``move_record`` built without its events, serialized with ``events`` added: the
+    bytes of ``move_record(...)`` with them, byte for byte, and the events each serialized as the
+    record holds them (full form). Each event is converted and serialized once, and those bytes are
+    both the record's and the caller's (the rules service's answer reuses the public ones), not
+    serialized again from the record nor copied into it. ``rec`` loses its move."""
+    m = rec.move
+    autoplay = m.autoplay
+    m.ClearField("autoplay")
+    parts = [m.SerializeToString()]
+    rec.ClearField("move")
+    events_bytes = [event_to_proto(game, e).SerializeToString() for e in events]
+    parts += [field(_MOVE_EVENTS, b) for b in events_bytes]
+    if autoplay:
+        parts.append(field(_MOVE_AUTOPLAY, autoplay.encode()))
+    return rec.SerializeToString() + field(_MOVE.number, b"".join(parts)), events_bytes
 
 
 def seat_record(

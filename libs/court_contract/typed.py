@@ -399,20 +399,22 @@ def kind_of(game: str, type_: str, data: Mapping[str, Any]) -> str:
 
 
 def _from_engine(game: str, event: EngineEvent, secret: bool, owner: bool) -> Any:
+    """The event's message, its kind and secret built in place from their constructor arguments
+    (protobuf builds a message field given as a dict: no inner message built, then copied)."""
     kind = kind_of(game, event.type, event.data)
     plan = _KIND_PLANS[kind]
     try:
         kw = plan.kwargs(event.data, game)
+        # protobuf builds a message field from a dict; its stubs allow only the message
+        fields: dict[str, Any] = {kind: kw}
         if event.private:
             if plan.secret is None:
                 raise TypedError(f"{plan.name} has no secret part for {dict(event.private)!r}")
             if secret:
-                kw["secret"] = plan.secret.cls(**plan.secret.kwargs(event.private, game))
+                kw["secret"] = plan.secret.kwargs(event.private, game)
                 if owner:
-                    return Event(
-                        owner=NOBODY if event.owner is None else event.owner, **{kind: plan.cls(**kw)}
-                    )
-        return Event(**{kind: plan.cls(**kw)})
+                    return Event(owner=NOBODY if event.owner is None else event.owner, **fields)
+        return Event(**fields)
     except (TypeError, ValueError) as exc:
         if isinstance(exc, TypedError):
             raise

@@ -77,6 +77,15 @@ def varint(n: int) -> bytes:
     return bytes(out)
 
 
+def field(number: int, value: int | bytes) -> bytes:
+    """One field of a message, serialized: a varint, or a length-delimited (message) field (for
+    messages written as bytes from parts serialized already: court_rules' answers, updates and
+    archive, court_contract.records' move records)."""
+    if isinstance(value, int):
+        return varint(number << 3) + varint(value)
+    return b"".join((varint(number << 3 | 2), varint(len(value)), value))
+
+
 _TRUE, _FALSE, _NULL = b"\x20\x01", b"\x20\x00", b"\x08\x00"
 # Values and keys repeat endlessly in views and events (card names, small counts, field names):
 # their encodings are memoised, bounded so odd inputs cannot grow the tables without limit.

@@ -70,3 +70,36 @@ def test_records_round_trip_and_redact(game: str) -> None:
     assert pub0.created.seed == 0 and not pub0.created.created_by and not pub0.created.request_id
     assert list(pub0.created.seats) == seats
     assert all(not e.private for e in krec.events_of(pub0))
+
+
+@pytest.mark.parametrize("game", GAME_NAMES)
+def test_move_record_bytes_are_the_record_serialized(game: str) -> None:
+    """The bytes a move is appended as (``move_record_bytes``: the events serialized once and
+    spliced in) are ``move_record(...).SerializeToString()`` byte for byte, with and without
+    deadlines and an autoplay kind, and its event bytes are the record's events serialized."""
+    module = get_game(game)
+    options = module.TEST_OPTION_SETS[0]
+    n = module.num_players(module.new_game(module.options_from_dict(options), 1))
+    create = {"k": "c", "game": game, "options": options, "seed": 5, "seats": [f"p{i}" for i in range(n)]}
+    entry = GameEntry("gbytes", {**create, "by": "lobby", "rid": "r", "t": 1_700_000_000_000}, 1)
+    rng = random.Random(game + "bytes")
+    moves = 0
+    while not entry.finished and moves < 400:
+        seat = rng.choice(list(entry.to_act()))
+        action = rng.choice(list(module.legal_actions(entry.state, seat)))
+        aj = {k: v for k, v in module.action_to_json(action, seat).items() if k != "player"}
+        move, state, events = entry.propose(
+            seat, action, aj, "sub", f"rid-{moves}", 1_700_000_000_000 + moves
+        )
+        variants = [
+            move,
+            Move(move.seq, seat, aj, "clock", f"t-{moves}", move.t, "timeout", ((seat, 7), (0, 1 << 40))),
+        ]
+        for m in variants:
+            data, events_bytes = entry.move_record_bytes(m, state, events)
+            rec = entry.move_record(m, state, events)
+            assert data == rec.SerializeToString()
+            assert events_bytes == [e.SerializeToString() for e in rec.move.events]
+        entry.commit(move, state, events, entry.last_sseq + 1)
+        moves += 1
+    assert moves > 10

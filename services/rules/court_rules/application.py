@@ -150,8 +150,8 @@ class Position(NamedTuple):
 @dataclass(frozen=True)
 class Submitted:
     """A move applied (or its first answer replayed to a retry). ``full``: the move's events as its
-    full record holds them, one for one, when at hand (empty: a replay); ``caller``: the identity
-    whose other seats to act get their views too."""
+    full record holds them, each serialized, one for one, when at hand (empty: a replay);
+    ``caller``: the identity whose other seats to act get their views too."""
 
     entry: GameEntry
     seq: int
@@ -159,7 +159,7 @@ class Submitted:
     state: Any
     events: tuple[Event, ...]
     caller: Identity
-    full: tuple[Any, ...] = ()
+    full: tuple[bytes, ...] = ()
 
     def seat_to_act(self) -> bool:
         """Whether the acting seat is still to act after this move (a simultaneous phase, a seat
@@ -821,8 +821,9 @@ class RulesApplication:
                     if attempt == 0 and await self.cache.refresh(entry):
                         continue
                     raise
-            record = entry.move_record(move, state, events, self.codec.proto(entry, engine_action, acting))
-            data = record.SerializeToString()
+            data, full = entry.move_record_bytes(
+                move, state, events, self.codec.proto(entry, engine_action, acting)
+            )
             try:
                 sseq = await self.store.append(entry.game_id, data, move.seq, entry.last_sseq, due=move.due)
             except Conflict:
@@ -842,7 +843,7 @@ class RulesApplication:
             self.wakes.local(self.store.subject(entry.game_id), move.seq)
             _count_move(entry.game)
             self.faults.after_append(entry, move.seq)
-            return Submitted(entry, move.seq, acting, state, events, ident, tuple(record.move.events))
+            return Submitted(entry, move.seq, acting, state, events, ident, tuple(full))
 
     def _first_answer(
         self, entry: GameEntry, seq: int, ident: Identity, action_json: dict[str, Any]
@@ -879,7 +880,7 @@ class RulesApplication:
         writer was first (the entry is refreshed: the caller judges again)."""
         move, state, events = entry.propose(seat, action, action_json, by, rid, self._now_ms(), kind)
         typed_action = None if action is None else self.codec.proto(entry, action, seat)
-        data = entry.move_record(move, state, events, typed_action).SerializeToString()
+        data = entry.move_record_bytes(move, state, events, typed_action)[0]
         try:
             sseq = await self.store.append(entry.game_id, data, move.seq, entry.last_sseq, due=move.due)
         except Conflict:

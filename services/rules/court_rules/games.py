@@ -273,18 +273,30 @@ class GameEntry:
         return tuple(sorted(kclock.deadlines(self.clocks[seq][0]).items()))
 
     def _advance(self, move: Move, prev_state: Any, state: Any) -> tuple[kclock.Clock, tuple[str, ...]]:
-        prev_clock = self.clocks[move.seq - 1][0]
-        recorded = dict(move.dl) if move.dl is not None else None
+        return self._advance_at(move.seq, move.seat, move.t, move.kind, move.dl, prev_state, state)
+
+    def _advance_at(
+        self,
+        seq: int,
+        seat: int,
+        t: int,
+        kind: str,
+        dl: tuple[tuple[int, int], ...] | None,
+        prev_state: Any,
+        state: Any,
+    ) -> tuple[kclock.Clock, tuple[str, ...]]:
+        """The clock after record ``seq`` (``seat``, time ``t``, ``kind``, its recorded deadlines
+        ``dl``) and its seat notes."""
         clk, notes = kclock.advance(
             self.clock_settings,
-            prev_clock,
+            self.clocks[seq - 1][0],
             self.module.to_act(prev_state),
             self.module.to_act(state),
-            move.seq,
-            move.t,
-            move.seat,
-            move.kind,
-            recorded,
+            seq,
+            t,
+            seat,
+            kind,
+            dict(dl) if dl is not None else None,
             self.humans,
         )
         return clk, tuple(notes)
@@ -423,6 +435,15 @@ class GameEntry:
             deadlines=dl,
         )
 
+    def move_record_bytes(
+        self, move: Move, state: Any, events: Sequence[Event], action: Any = None
+    ) -> tuple[bytes, list[bytes]]:
+        """``move_record(...)`` serialized, and the record's events each serialized (full form; none
+        for a seat record): ``court_contract.records.move_record_bytes``."""
+        if move.is_seat_record:
+            return self.move_record(move, state, events).SerializeToString(), []
+        return krec.move_record_bytes(self.game, self.move_record(move, state, (), action), events)
+
     def closed_record(self, into: str, by: str, rid: str, t: int, reason: str = "") -> records_pb2.Record:
         return krec.closed_record(
             self.game, self.game_id, self.seq, t, into=into, by=by, request_id=rid, reason=reason
@@ -455,15 +476,15 @@ class GameEntry:
             state, engine = self.state, ()
         else:
             state, engine = self.module.apply(self.state, seat, action)
-        move = Move(self.seq + 1, seat, action_json, by, rid, t, kind)
-        clk = self._advance(move, self.state, state)
+        seq = self.seq + 1
+        clk = self._advance_at(seq, seat, t, kind, None, self.state, state)
         dl = tuple(sorted(kclock.deadlines(clk[0]).items())) if self.clock_settings.on else None
         due = (
             None
             if self.module.is_terminal(state)
             else kclock.next_due(clk[0], self.module.to_act(state), self.humans)
         )
-        move = Move(move.seq, seat, action_json, by, rid, t, kind, dl, due, clk)
+        move = Move(seq, seat, action_json, by, rid, t, kind, dl, due, clk)
         return move, state, self.service_events(move.seq, move, engine, state, clk)
 
     def commit(self, move: Move, state: Any, events: tuple[Event, ...], sseq: int) -> None:

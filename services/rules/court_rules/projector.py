@@ -85,7 +85,7 @@ from nats.js.errors import APIError
 from prometheus_client import Counter, Histogram
 
 from .games import is_tombstone
-from .store import EVENTS_STREAM, GameStore, Record, ensure_streams_ready
+from .store import EVENTS_STREAM, GameStore, Record, ensure_streams_ready, wait_ack
 from .tasks import stop_tasks
 
 log = klog.get_logger("court_rules.projector")
@@ -239,7 +239,7 @@ class Projector:
             fut = None
             try:
                 fut = await self.store.publisher.publish(krec.public_subject(rec.game, gid), data, headers)
-                ack = json.loads(await asyncio.wait_for(fut, self.store.timeout))
+                ack = json.loads(await wait_ack(fut, self.store.timeout))
             except APIError as exc:
                 if exc.err_code == kjs.ERR_WRONG_LAST_SEQUENCE:
                     # someone else (another projector) moved the subject on: read it again
@@ -279,7 +279,7 @@ class Projector:
             fut = await self.store.publisher.publish(
                 krec.points_subject(rec.game, rec.game_id), data, headers
             )
-            await asyncio.wait_for(fut, self.store.timeout)
+            await wait_ack(fut, self.store.timeout)
         except (APIError, TimeoutError, nats.errors.Error) as exc:
             if fut is not None:
                 self.store.publisher.forget([fut])

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -74,6 +75,35 @@ def _unavailable(what: str, exc: BaseException) -> Unavailable:
     # full), so an operator reading the client's error knows why
     why = getattr(exc, "description", None) or type(exc).__name__
     return Unavailable(f"the game store is unavailable ({what}: {why}); retry with the same request id")
+
+
+def _expire(fut: asyncio.Future[bytes]) -> None:
+    if not fut.done():
+        fut.set_exception(TimeoutError())
+
+
+async def wait_ack(fut: asyncio.Future[bytes], timeout: float) -> bytes:
+    """``asyncio.wait_for(fut, timeout)`` for an ack's future that only this caller awaits (the
+    append's, the projector's publishes), at the cost of one timer (``wait_for`` adds a future of
+    its own and its callbacks, per move): the future fails with ``TimeoutError`` when no ack came
+    in time; cancelling the caller cancels it."""
+    if fut.done():
+        return fut.result()
+    timer = asyncio.get_running_loop().call_later(timeout, _expire, fut)
+    try:
+        return await fut
+    finally:
+        timer.cancel()
+
+
+_ACK_SEQ = re.compile(rb'"seq":(\d+)')
+
+
+def ack_seq(ack: bytes) -> int:
+    """The stream sequence of a JetStream PubAck (``{"stream":...,"seq":N,...}``), read without
+    parsing the JSON (a string value cannot hold ``"seq":`` unescaped); parsed when not found."""
+    m = _ACK_SEQ.search(ack)
+    return int(m.group(1)) if m is not None else int(json.loads(ack)["seq"])
 
 
 class GameStore:
@@ -164,7 +194,7 @@ class GameStore:
         try:
             subject = krec.log_subject(game_id, self.shards, due is not None)
             fut = await self.publisher.publish(subject, data, headers)
-            ack = await asyncio.wait_for(fut, self.timeout)
+            ack = await wait_ack(fut, self.timeout)
         except APIError as exc:
             if exc.err_code == kjs.ERR_WRONG_LAST_SEQUENCE:
                 raise Conflict(str(exc)) from None
@@ -173,7 +203,7 @@ class GameStore:
             if fut is not None:
                 self.publisher.forget([fut])
             raise _unavailable("append", exc) from exc
-        return int(json.loads(ack)["seq"])
+        return ack_seq(ack)
 
     async def records(self, game_id: str, after_sseq: int = 0) -> list[Record]:
         """The game's records after stream sequence ``after_sseq``, oldest first."""

@@ -20,7 +20,7 @@ class ActionCodec:
 
     def __init__(self, limit: int = 200_000):
         self._memo: dict[tuple[str, Any], actions_pb2.Action] = {}
-        self._legal: dict[tuple[str, Any], bytes] = {}
+        self._legal: dict[str, dict[Any, bytes]] = {}  # per game: engine action -> legal_bytes
         self._parsed: dict[bytes, tuple[str, Any, dict[str, Any]]] = {}
         self._limit = limit
 
@@ -48,14 +48,26 @@ class ActionCodec:
     def legal_bytes(self, entry: GameEntry, action: Any, seat: int) -> bytes:
         """The action as one element of ``GameView.legal_actions``, serialized (field tag, length
         and message), memoised: a view's legal actions are these joined, with no copy of any."""
-        key = (entry.game, action)
-        b = self._legal.get(key)
+        memo = self._legal.get(entry.game)
+        if memo is None:
+            memo = self._legal[entry.game] = {}
+        b = memo.get(action)
         if b is None:
             b = rules_pb2.GameView(legal_actions=[self.proto(entry, action, seat)]).SerializeToString()
-            if len(self._legal) >= self._limit:
-                self._legal.clear()
-            self._legal[key] = b
+            if len(memo) >= self._limit:
+                memo.clear()
+            memo[action] = b
         return b
+
+    def legal_list_bytes(self, entry: GameEntry, actions: Sequence[Any], seat: int) -> bytes:
+        """``legal_bytes`` of each action, joined: looked up in one pass when every one is known."""
+        memo = self._legal.get(entry.game)
+        if memo is not None:
+            try:
+                return b"".join(map(memo.__getitem__, actions))
+            except KeyError:
+                pass
+        return b"".join([self.legal_bytes(entry, a, seat) for a in actions])
 
 
 def result_proto(entry: GameEntry, state: Any, into: rules_pb2.GameResult, closed: bool = False) -> None:
@@ -213,7 +225,7 @@ def _seat_bytes(entry: GameEntry, codec: ActionCodec, state: Any, seat: int | No
         b = v.SerializeToString()
         _keep(entry.views, key, (part, b))
     if seat is not None and not closed and seat in module.to_act(state):
-        b += b"".join([codec.legal_bytes(entry, a, seat) for a in module.legal_actions(state, seat)])
+        b += codec.legal_list_bytes(entry, module.legal_actions(state, seat), seat)
     return b
 
 
@@ -267,7 +279,7 @@ def answer_bytes(
     seq: int,
     seat: int,
     events: Sequence[Event],
-    full: Sequence[Any],
+    full: Sequence[bytes],
     next_seats: Sequence[int],
     with_view: bool = True,
 ) -> bytes:
@@ -287,24 +299,22 @@ def answer_bytes(
 
 
 def _events_for(
-    entry: GameEntry, seq: int, seat: int | None, events: Sequence[Event], full: Sequence[Any] = ()
+    entry: GameEntry, seq: int, seat: int | None, events: Sequence[Event], full: Sequence[bytes] = ()
 ) -> list[bytes]:
     """The record's events as ``seat`` reads them, each serialized as one ``GameUpdate.events``
     (or ``SubmitActionResponse.events``) element: each event with no private part, or whose
     private part is not ``seat``'s, in its public form (converted once per record, shared), the
     seat's own events in its owner's form. ``full``: the record's events as its full record holds
-    them, one for one, when at hand: an event with no private part reads the same there (no owner,
-    no secret), so that message is serialized rather than converted again."""
+    them, each serialized, one for one, when at hand: an event with no private part reads the
+    same there (no owner, no secret), so those bytes are used rather than converting it again."""
     key = ("events", seq)
     views = entry.views
     public = views.get(key)
     game = entry.game
     if public is None:
-        held: Sequence[Any] = full if len(full) == len(events) else [None] * len(events)
+        held: Sequence[bytes | None] = full if len(full) == len(events) else [None] * len(events)
         public = [
-            _field(
-                _EVENTS, p.SerializeToString() if p is not None and not e.private else _event(game, e, None)
-            )
+            _field(_EVENTS, p if p is not None and not e.private else _event(game, e, None))
             for e, p in zip(events, held, strict=True)
         ]
         _keep(views, key, public)

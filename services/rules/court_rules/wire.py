@@ -3,11 +3,6 @@ already (``court_rules.views``: answers and updates; ``court_rules.store``: a ga
 
 from __future__ import annotations
 
-from court_kit.structs import varint
+from court_kit.structs import field
 
-
-def field(number: int, value: int | bytes) -> bytes:
-    """One field of a message, serialized: a varint, or a length-delimited (message) field."""
-    if isinstance(value, int):
-        return varint(number << 3) + varint(value)
-    return b"".join((varint(number << 3 | 2), varint(len(value)), value))
+__all__ = ["field"]
