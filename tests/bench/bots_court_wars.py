@@ -71,22 +71,25 @@ def play(args: tuple[dict[str, Any], tuple[str, ...], int]) -> dict[str, Any]:
     state = cw.new_game(opts, seed)
     rng = random.Random(f"bench-{seed}-{'-'.join(levels)}")
     times: dict[str, list[float]] = {lv: [] for lv in set(levels)}
+    cpu: dict[str, list[float]] = {lv: [] for lv in set(levels)}  # the same, the thread's CPU ms
     while not cw.is_terminal(state):
         p = state.player
         view = cw.view(state, p)
         many = len(cw.legal_actions(state, p)) > 1
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         action = (
             _passive(view, p, rng) if levels[p] == PASSIVE else choose(GAME, view, p, levels[p], rng).action
         )
-        dt = (time.perf_counter() - t0) * 1000
+        dt, dc = (time.perf_counter() - t0) * 1000, (time.thread_time() - c0) * 1000
         if many:
             times[levels[p]].append(dt)
+            cpu[levels[p]].append(dc)
         state, _ = cw.apply(state, p, action, emit=False)
     w = state.winners
     return {
         "scores": [1.0 / len(w) if s in w else 0.0 for s in range(len(levels))],
         "times": times,
+        "cpu": cpu,
         "turns": state.turns,
         "end": state.end,
     }
@@ -121,15 +124,19 @@ def goal_line(n: int, xs: list[float]) -> None:
 def timing(all_results: list[dict[str, Any]]) -> None:
     times: dict[str, list[float]] = {}
     for r in all_results:
-        for lv, ts in r["times"].items():
-            times.setdefault(lv, []).extend(ts)
-    print("time per decision (ms, decisions with a choice):")
-    for lv in ("random", "heuristic", PASSIVE, "expert"):
+        for key, suffix in (("times", ""), ("cpu", " cpu")):
+            for lv, ts in r[key].items():
+                times.setdefault(lv + suffix, []).extend(ts)
+    print(
+        "time per decision (ms, decisions with a choice; cpu: the deciding thread's CPU time; "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores):"
+    )
+    for lv in (n for k in ("random", "heuristic", PASSIVE, "expert") for n in (k, f"{k} cpu")):
         ts = sorted(times.get(lv, []))
         if ts:
             p99 = ts[min(len(ts) - 1, int(0.99 * len(ts)))]
             print(
-                f"  {lv:<10} n={len(ts):>7}  median {statistics.median(ts):6.2f}  p99 {p99:6.2f}  max {ts[-1]:6.2f}"
+                f"  {lv:<14} n={len(ts):>7}  median {statistics.median(ts):6.2f}  p99 {p99:6.2f}  max {ts[-1]:6.2f}"
             )
 
 
