@@ -28,6 +28,7 @@ from nats.js.api import AckPolicy, DeliverPolicy
 from prometheus_client import REGISTRY
 
 from tests.fixtures.nats import free_port
+from tests.fixtures.play import play_randomly
 
 from .conftest import (
     ACK_WAIT,
@@ -74,24 +75,9 @@ async def play_seat_randomly(
     player: Any, gid: str, seat: int, rng: random.Random, timeout: float = 120
 ) -> tuple[rules_pb2.GameView, int]:
     """Play ``seat`` with random legal moves, watching the game as a client does, to its end: the
-    final view and how many moves the seat made."""
-    mine = 0
-
-    async def play() -> rules_pb2.GameView:
-        nonlocal mine
-        async for update in player.watch(gid, seat=seat):
-            view = update.view
-            if view.finished:
-                return view
-            if seat in view.to_act and view.legal_actions:
-                try:
-                    await player.submit(gid, rng.choice(list(view.legal_actions)), seat)
-                    mine += 1
-                except grpc.aio.AioRpcError as err:  # an old update: the game moved on meanwhile
-                    assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, err.details()
-        raise AssertionError("the watch ended before the game did")
-
-    return await asyncio.wait_for(play(), timeout), mine
+    final view and how many moves the seat made (``tests.fixtures.play.play_randomly``), within
+    ``timeout`` seconds."""
+    return await asyncio.wait_for(play_randomly(player, gid, seat, rng), timeout)
 
 
 def decisions(game: str, level: str) -> float:

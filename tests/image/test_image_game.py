@@ -26,6 +26,7 @@ from court_contract import typed
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.fixtures import keys
+from tests.fixtures.play import play_randomly
 from tests.ranking.qc_expect import expected_changes
 
 from .conftest import POSTGRES_PASSWORD
@@ -153,18 +154,8 @@ def deployment(
 
 async def play_seat(client: RulesClient, game_id: str, seat: int, rng: random.Random) -> Any:
     """One person at the table: watch the game, play a random legal action whenever it is their turn."""
-    async for update in client.watch(game_id, seat):
-        view = update.view
-        if view.finished:
-            return view
-        if seat in view.to_act and view.legal_actions:
-            try:
-                await client.submit(game_id, rng.choice(list(view.legal_actions)), seat)
-            except grpc.aio.AioRpcError as err:
-                # the view we acted on was overtaken by another move: the next update brings the new one
-                if err.code() not in (grpc.StatusCode.ABORTED, grpc.StatusCode.FAILED_PRECONDITION):
-                    raise
-    raise AssertionError(f"the watch of game {game_id} ended before the game did")
+    final, _moves = await play_randomly(client, game_id, seat, rng)
+    return final
 
 
 async def test_a_full_online_game_through_the_containers(deployment: Deployment):
