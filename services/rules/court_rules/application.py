@@ -282,11 +282,6 @@ def _announced(msg: Any) -> tuple[int, bool]:
     return int(headers.get(SEQ_HEADER, "0")), CLOSED_HEADER in headers
 
 
-def _expire(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
 class Wake:
     """One watcher's wakes, in order (what ``Wakes`` hands it). Waiting costs a future, not a task
     (``asyncio.wait_for`` on a queue's ``get`` makes one per wait: a watcher waits once per move),
