@@ -64,7 +64,7 @@ _BYTE = [bytes((i,)) for i in range(0x80)]
 
 
 def varint(n: int) -> bytes:
-    """A non-negative int in protobuf's varint encoding (also court_rules.wire's)."""
+    """A non-negative int in protobuf's varint encoding."""
     if n < 0x80:  # tags, small counts and seqs, short strings' lengths: one byte
         return _BYTE[n]
     if n < 0x4000:  # a view's, an event's or a record's length: two

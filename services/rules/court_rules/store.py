@@ -38,12 +38,11 @@ from court_contract import records as krec
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.errors import Unavailable
+from court_kit.structs import field
 from court_proto.court.events.v2 import records_pb2
 from nats.aio.client import Client as NATS
 from nats.js.api import StreamConfig
 from nats.js.errors import APIError
-
-from . import wire
 
 EVENTS_STREAM = krec.PUBLIC_STREAM
 ARCHIVE_STREAM = "COURT_GAMES_ARCHIVE"
@@ -297,7 +296,7 @@ _LOG_RECORDS = records_pb2.GameLog.DESCRIPTOR.fields_by_name["records"].number
 def game_log_bytes(records: Sequence[records_pb2.Record | bytes], last_sseq: int) -> bytes:
     """``GameLog(records=records, last_sseq=last_sseq)`` serialized, byte for byte; a record given
     as bytes is written as it is."""
-    parts = [wire.field(_LOG_RECORDS, r if isinstance(r, bytes) else r.SerializeToString()) for r in records]
+    parts = [field(_LOG_RECORDS, r if isinstance(r, bytes) else r.SerializeToString()) for r in records]
     parts.append(records_pb2.GameLog(last_sseq=last_sseq).SerializeToString())
     return b"".join(parts)
 

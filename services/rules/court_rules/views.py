@@ -9,10 +9,10 @@ from court_contract import actions as kactions
 from court_contract import records as krec
 from court_contract import typed
 from court_games.core import Event
+from court_kit.structs import field as _field
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2
 
 from .games import GameEntry, winners_of
-from .wire import field as _field
 
 
 class ActionCodec:
