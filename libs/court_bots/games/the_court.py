@@ -125,6 +125,16 @@ def _closures(clean: list[int], frozen: list[int], nq: int, na: int) -> int:
     Aces rescue the tallest frozen towers first, Queens then close the best remaining towers,
     and Aces left over close what is left at half.
     """
+    if not frozen:  # the common case, the same sums as below: Queens take the tallest, then Aces
+        if not clean or not (nq or na):
+            return 0
+        clean = sorted(clean, reverse=True)
+        total = 0
+        for s in clean[:nq]:
+            total += s + 10
+        for s in clean[nq : nq + na]:
+            total += (s + 1) // 2
+        return total
     total = 0
     if frozen:
         frozen = sorted(frozen, reverse=True)
@@ -190,7 +200,10 @@ def evaluate(
     frozen: list[int] = []
     ge = 0
     cge = ctx.ge
-    for t, v in zip(towers, tv, strict=True):
+    i = 0
+    for t in towers:
+        v = tv[i]
+        i += 1
         top = t[-1][0]
         if top == "J":
             frozen.append(v)
