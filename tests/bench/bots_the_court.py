@@ -25,7 +25,9 @@ one-draw expectimax over the ranks still in the deck as the rollouts' prior (64.
 deals, for the greedy rollout policy and for the expectimax (no gain on held-out deals).
 
 ``COURT_BENCH_GAMES`` (default 500) sets the deals per mode (shared: games per pairing);
-``COURT_BENCH_MODES`` (comma-separated, default all five) picks the modes.
+``COURT_BENCH_MODES`` (comma-separated, default all five) picks the modes;
+``COURT_BENCH_FIRST_DEAL`` (default 0) numbers the deals from another start, to choose between
+variants on deals other than the goal's (the goal line then says so).
 ``COURT_BENCH_EXPERT_ITERATIONS`` = N runs the expert at a fixed effort instead (N sampled worlds
 per decision, the clock ignored): its strength then does not depend on how busy the machine is,
 which the default budget's does (a starved process gets few rollouts in its budget). Runs on two
@@ -57,30 +59,40 @@ def games() -> int:
     return int(os.environ.get("COURT_BENCH_GAMES", "500"))
 
 
+def first_deal() -> int:
+    return int(os.environ.get("COURT_BENCH_FIRST_DEAL", "0"))
+
+
 def expert_iterations() -> int | None:
     v = os.environ.get("COURT_BENCH_EXPERT_ITERATIONS")
     return int(v) if v else None
 
 
-def decide(view: dict, seat: int, level: str, rng: random.Random, iterations: int | None) -> tuple[int, int]:
+def decide(
+    view: dict, seat: int, level: str, rng: random.Random, iterations: int | None
+) -> tuple[tuple[int, int], int]:
+    """The move and the sampled worlds the expert searched for it (0 for the other levels)."""
     if level != "expert" or iterations is None:
-        return levels.choose("the_court", view, seat, level, rng).action
+        d = levels.choose("the_court", view, seat, level, rng)
+        return d.action, d.iterations
     sample = bot.ADAPTER.determinize(view, seat, rng)
     legal = g.legal_actions(sample, seat)
     if len(legal) == 1:
-        return legal[0]
-    return bot.expert(view, seat, sample, legal, rng, budget_ms=1e9, iterations=iterations)[0]
+        return legal[0], 0
+    action, worlds = bot.expert(view, seat, sample, legal, rng, budget_ms=1e9, iterations=iterations)
+    return action, worlds
 
 
 def play(
     task: tuple[str, int, tuple[str, ...]],
-) -> tuple[str, int, tuple[str, ...], list[int], dict[str, list[tuple[float, float]]]]:
-    """One game: ``seat_levels[i]`` plays seat i. Returns the scores and, by level, the (wall, CPU)
-    milliseconds of every move with a choice."""
+) -> tuple[str, int, tuple[str, ...], list[int], dict[str, list[tuple[float, float]]], list[int]]:
+    """One game: ``seat_levels[i]`` plays seat i. Returns the scores, by level the (wall, CPU)
+    milliseconds of every move with a choice, and the expert's sampled worlds for each of its."""
     mode, deal, seat_levels = task
     st = g.new_game(g.Options(mode), DEAL_SEED0 + deal)
     rng = random.Random(f"bench-{mode}-{deal}-{'-'.join(seat_levels)}")
     times: dict[str, list[tuple[float, float]]] = {lv: [] for lv in seat_levels}
+    expert_worlds: list[int] = []
     iterations = expert_iterations()
     while not g.is_terminal(st):
         acting = g.to_act(st)
@@ -88,12 +100,14 @@ def play(
         level = seat_levels[p]
         view = g.view(st, p)
         t0, c0 = time.perf_counter(), time.thread_time()
-        action = decide(view, p, level, rng, iterations)
+        action, worlds = decide(view, p, level, rng, iterations)
         dt, dc = (time.perf_counter() - t0) * 1000.0, (time.thread_time() - c0) * 1000.0
         if len(g.legal_actions(st, p)) > 1:
             times[level].append((dt, dc))
+            if level == "expert":
+                expert_worlds.append(worlds)
         st = g.apply(st, p, action, False)[0]
-    return mode, deal, seat_levels, [pl.score for pl in st.players], times
+    return mode, deal, seat_levels, [pl.score for pl in st.players], times, expert_worlds
 
 
 def mean_ci(xs: list[float]) -> tuple[float, float]:
@@ -139,26 +153,30 @@ def modes() -> list[str]:
 
 def main() -> None:
     n = games()
+    first = first_deal()
     picked = modes()
     tasks: list[tuple[str, int, tuple[str, ...]]] = []
     for mode in [m for m in ("solitaire", *COOP_MODES) if m in picked]:
         seats = 1 if mode == "solitaire" else 2
-        for deal in range(n):
+        for deal in range(first, first + n):
             for level in LEVELS:
                 tasks.append((mode, deal, (level,) * seats))
     pairings = list(combinations(("expert", "heuristic", "random"), 2))
     for a, b in pairings if "shared" in picked else []:
         for i in range(n):
             deal, swap = divmod(i, 2)
+            deal += first
             tasks.append(("shared", deal, (b, a) if swap else (a, b)))
     start = time.perf_counter()
     with Pool(2) as pool:
         results = list(pool.imap_unordered(play, tasks, chunksize=4))
     elapsed = time.perf_counter() - start
     times: dict[str, list[tuple[float, float]]] = {lv: [] for lv in LEVELS}
+    worlds: list[int] = []
     by_mode: dict[str, dict[str, dict[int, int]]] = {}
     shared: dict[tuple[str, str], list[tuple[int, int]]] = {p: [] for p in pairings}
-    for mode, deal, seat_levels, scores, tms in results:
+    for mode, deal, seat_levels, scores, tms, ws in results:
+        worlds.extend(ws)
         for lv, xs in tms.items():
             times[lv].extend(xs)
         if mode == "shared":
@@ -176,7 +194,13 @@ def main() -> None:
     print(
         f"The Court bots: {n} deals per mode, {n} shared games per pairing; {effort}; "
         f"{elapsed:.0f} s on 2 processes; load {os.getloadavg()[0]:.1f}"
+        + (f"; deals from {first} (not the goal's)" if first else "")
     )
+    if worlds:
+        print(
+            f"expert sampled worlds per decision: median {quantile(worlds, 0.5):.0f} "
+            f"(p10 {quantile(worlds, 0.1):.0f}, p90 {quantile(worlds, 0.9):.0f})"
+        )
     goal_line = ""
     for mode, per in by_mode.items():
         target = g.TARGETS[mode]
@@ -194,6 +218,8 @@ def main() -> None:
             if mode == "solitaire" and lv == "expert":
                 p, lo, _ = wilson(won, len(xs))
                 verdict = "ok" if lo >= GOAL_SOLITAIRE else "not shown" if p >= GOAL_SOLITAIRE else "MISSED"
+                if first:
+                    verdict += f" (deals from {first}, not the goal's)"
                 goal_line = f"  goal: expert wins >= {GOAL_SOLITAIRE:.0%} of {len(xs)} deals: {pct(wilson(won, len(xs)))}: {verdict}"
         if mode == "solitaire" and goal_line:
             print(goal_line)
