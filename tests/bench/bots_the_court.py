@@ -29,8 +29,8 @@ of 33 sampled worlds a decision, 18 at p10 and 93 at p90): 32 worlds win 64.0% [
 the first 200 deals and 63.0% [56.1, 69.4] of 200 others (the deals of
 ``COURT_BENCH_FIRST_DEAL=10000``); 128 worlds (CPU median 37 ms, p99 74 to 85 ms a move) 67.5%
 [60.7, 73.6] and 64.5% [57.7, 70.8]:
-11 deals won and 1 lost over the 400, about +2.5 points; 512 worlds win 65 of the first 99 deals,
-where 128 win 69 and 32 win 64. So a larger budget buys 2 to 3 points and then saturates, short of
+11 deals won and 1 lost over the 400, about +2.5 points; 512 worlds win 67 of the first 102 deals,
+where 128 win 71 and 32 win 66. So a larger budget buys 2 to 3 points and then saturates, short of
 70%: the search's choices change few deals' outcomes. Also tried on the 200 other deals, each
 within the noise of the paired comparison (deals won only by the variant / only by the expert):
 the objective, today a smooth step at 56 (0.8 of a logistic of scale 4 plus a linear score term),
