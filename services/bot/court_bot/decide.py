@@ -111,10 +111,20 @@ def find_adapter(game: str) -> ModuleType | None:
     return mod
 
 
+_KEYED: dict[str, hmac.HMAC] = {}  # secret -> its HMAC-SHA256 with no message yet (position_rng)
+
+
 def position_rng(secret: str, *parts: Any) -> random.Random:
     """A ``random.Random`` determined by the position (and unpredictable without the secret)."""
     key = ":".join(str(p) for p in parts).encode()
-    return random.Random(int.from_bytes(hmac.new(secret.encode(), key, hashlib.sha256).digest()[:16], "big"))
+    keyed = _KEYED.get(secret)
+    if keyed is None:
+        keyed = _KEYED[secret] = hmac.new(secret.encode(), digestmod=hashlib.sha256)
+    # a copy of the keyed state: the bytes of hmac.new(secret, key, sha256).digest(), without
+    # OpenSSL looking the algorithm up again for each (a third of Suggest's time in make bench)
+    mac = keyed.copy()
+    mac.update(key)
+    return random.Random(int.from_bytes(mac.digest()[:16], "big"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +176,7 @@ class Decider:
             lambda: deque(maxlen=RECENT)
         )
         self._parsed: dict[str, dict[bytes, Any]] = defaultdict(dict)  # _engine_actions' memo
+        self._series: dict[tuple[str, str, str], tuple[Any, Any]] = {}  # (game, level, purpose) -> metrics
 
     def close(self) -> None:
         if self._pool is not None:
@@ -214,27 +225,25 @@ class Decider:
         budget = self.budgets_ms[level]
         mod = self.adapter(game)
         if mod is None or level == "random":  # the rules service's legal list (module docstring)
-            t0, c0 = time.perf_counter(), time.thread_time()
+            t0 = time.perf_counter()
             action = legal[rng.randrange(len(legal))]
-            choice = Choice(
-                action,
-                level,
-                game,
-                time.perf_counter() - t0,
-                via="legal_list",
-                cpu_seconds=time.thread_time() - c0,
-            )
+            # one draw: its wall time is its CPU time (a thread CPU clock is a system call)
+            seconds = time.perf_counter() - t0
+            choice = Choice(action, level, game, seconds, via="legal_list", cpu_seconds=seconds)
         else:
             if self._pool is None or level in INLINE_LEVELS:
                 engine_legal = self._engine_actions(game, mod, legal) if level == "heuristic" else None
-                choice = self._choose(game, dict(view), seat, level, rng, budget, deadline, engine_legal)
+                choice = self._choose(
+                    game, dict(view), seat, level, rng, budget, deadline, engine_legal, legal
+                )
             else:
                 ctx = contextvars.copy_context()
                 loop = asyncio.get_running_loop()
                 choice = await loop.run_in_executor(
                     self._pool, ctx.run, self._choose, game, dict(view), seat, level, rng, budget, deadline
                 )
-            if choice.action not in legal:
+            # (an entry of ``legal`` itself, as _choose answers where it can, needs no comparing)
+            if not any(a is choice.action for a in legal) and choice.action not in legal:
                 log.error(
                     "the bot proposed an illegal move; playing a random legal one instead",
                     game=game,
@@ -252,8 +261,14 @@ class Decider:
                     via="fallback",
                     cpu_seconds=choice.cpu_seconds,
                 )
-        DECISIONS.labels(game, level, purpose).inc()
-        DECISION_SECONDS.labels(game, level).observe(choice.seconds)
+        series = self._series.get((game, level, purpose))
+        if series is None:
+            series = self._series[(game, level, purpose)] = (
+                DECISIONS.labels(game, level, purpose),
+                DECISION_SECONDS.labels(game, level),
+            )
+        series[0].inc()
+        series[1].observe(choice.seconds)
         self.recent[(game, level)].append((choice.seconds, choice.cpu_seconds))
         return choice
 
@@ -267,10 +282,11 @@ class Decider:
         deadline: float | None = None,
         purpose: str = "turn",
     ) -> Choice:
-        """``decide`` on a rules service's ``GameView`` of ``seat`` (its view and legal list)."""
+        """``decide`` on a rules service's ``GameView`` of ``seat`` (its view and legal list). The
+        random level reads the legal list alone: the view is not converted for it."""
         return await self.decide(
             view.game,
-            typed.view_from_proto(view.view),
+            {} if level == "random" else typed.view_from_proto(view.view),
             seat,
             level,
             list(view.legal_actions),
@@ -309,7 +325,11 @@ class Decider:
         budget_ms: float,
         deadline: float | None,
         legal: list[Any] | None = None,
+        protos: Sequence[actions_pb2.Action] = (),
     ) -> Choice:
+        """``court_bots.choose``'s move as the rules service's action. With ``legal`` (the engine
+        forms of ``protos``, the rules service's legal list) a move that is one of them is answered
+        with its own entry there, not converted back."""
         t0, c0 = time.perf_counter(), time.thread_time()
         if deadline is not None:
             left_ms = (deadline - t0) * 1000
@@ -320,8 +340,14 @@ class Decider:
                 )
             budget_ms = min(budget_ms, left_ms)
         decision = court_bots.choose(game, view, seat, level, rng, budget_ms, legal)
-        module = get_game(game)
-        action = kactions.from_json(game, module.action_to_json(decision.action, seat))
+        found = None
+        if legal is not None and len(legal) == len(protos):
+            found = next((i for i, a in enumerate(legal) if a is decision.action), None)
+        if found is not None:
+            action = protos[found]
+        else:
+            module = get_game(game)
+            action = kactions.from_json(game, module.action_to_json(decision.action, seat))
         return Choice(
             action,
             level,

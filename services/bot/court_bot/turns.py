@@ -41,6 +41,13 @@ before acking, or an ack was lost):
   position, the same move is sent again under the same request id (the rules service applies it
   once), and if that keeps failing the turn is put back. Dropping such a turn would stall the game
   for good: nothing else brings that position's TurnStarted again.
+* what the log says is also what this replica has seen of it (``Progress``): a newer record of the
+  game delivered, the answer to its own move, a view pushed after a person's move. A turn of an
+  older position is stale at once, without a view or a submit (its game has moved on; the newer
+  position brings its own turn). And a replica takes the turns of one game one after another
+  (``OneAtATime``; other games meanwhile): two turns of one game at once (a person moving in a
+  simultaneous phase, as Hearts' passing) used to both decide, one submit being refused and
+  read a view to learn it was stale.
 
 One event plays one move: the first bot seat in ``to_act`` the service can play. In a
 simultaneous phase (Hearts passing, Mutual Swap votes) the next bot seat moves on the next event.
@@ -90,7 +97,9 @@ RECENT = 20_000  # handled turns remembered for tests and debugging
 UNAVAILABLE_DELAY = 1.0  # seconds before a turn is retried when the rules service did not answer
 BEHIND_DELAY = 0.25  # seconds before a turn is retried when the rules replica had not seen it yet
 VIEWS_KEPT = 4096  # views from submit answers kept for the turns they are for (ViewShelf)
+GAMES_KEPT = 4096  # games whose newest position a replica remembers (Progress)
 RESUBMITS = 3  # same-id resubmits of a move refused by a replica that was behind (ABORTED, ...)
+V1_ACK_TOKENS = 9  # $JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>
 
 
 class Outcome(StrEnum):
@@ -101,6 +110,20 @@ class Outcome(StrEnum):
     NOT_BOT = "not_bot"
     RETRY = "retry"
     FAILED = "failed"
+
+
+OUTCOMES = {o: TURNS.labels(o.value) for o in Outcome}  # court_bot_turns_total's series, looked up once
+
+
+def delivery_count(msg: Any) -> int:
+    """JetStream's delivery count of ``msg`` (2+: a redelivery), read from its ack subject
+    (``$JS.ACK.<stream>.<consumer>.<delivered>.…``, or with a domain and account hash before the
+    stream); nats-py's ``msg.metadata`` parses the same and builds a timestamp and three objects
+    besides (1 % of the bot's time in make bench ONLY=stack)."""
+    tokens = msg.reply.split(".")
+    if len(tokens) == V1_ACK_TOKENS:
+        return int(tokens[4])
+    return int(msg.metadata.num_delivered)
 
 
 def request_id(game_id: str, seq: int, seat: int) -> str:
@@ -173,12 +196,13 @@ class Journal:
 
     def __init__(self, limit: int = RECENT):
         self.entries: deque[Handled] = deque(maxlen=limit)
-        self._changed = asyncio.Event()
+        self._changed: asyncio.Event | None = None  # made when someone waits
 
     def add(self, h: Handled) -> None:
         self.entries.append(h)
-        self._changed.set()
-        self._changed = asyncio.Event()
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
 
     def played(self) -> list[Handled]:
         return [h for h in self.entries if h.outcome is Outcome.PLAYED]
@@ -186,6 +210,8 @@ class Journal:
     async def wait_for(self, predicate: Callable[[list[Handled]], bool], timeout: float = 15.0) -> None:
         async def loop() -> None:
             while not predicate(list(self.entries)):
+                if self._changed is None:
+                    self._changed = asyncio.Event()
                 await self._changed.wait()
 
         await asyncio.wait_for(loop(), timeout)
@@ -218,6 +244,70 @@ class ViewShelf:
         return v
 
 
+class Progress:
+    """The newest position of each game the log is known to have reached, from what this replica
+    saw: records delivered, the answers to its own moves, views pushed after a person's move (each
+    written to the log before it was sent). A turn of an older position is stale: the game moved
+    on as the log says. Bounded: the games seen least recently are forgotten (a turn of one is
+    then judged by its view, as without this)."""
+
+    def __init__(self, limit: int = GAMES_KEPT):
+        self.limit = limit
+        self._seqs: OrderedDict[str, int] = OrderedDict()
+
+    def saw(self, game_id: str, seq: int) -> None:
+        old = self._seqs.get(game_id)
+        if old is None:
+            self._seqs[game_id] = seq
+            if len(self._seqs) > self.limit:
+                self._seqs.popitem(last=False)
+        elif seq > old:
+            self._seqs[game_id] = seq
+            self._seqs.move_to_end(game_id)
+
+    def past(self, game_id: str, seq: int) -> bool:
+        """Whether the game is known to have moved past position ``seq``."""
+        return self._seqs.get(game_id, -1) > seq
+
+
+class OneAtATime:
+    """The turns of one game handled one after another (``take`` then ``give``), those of other
+    games meanwhile. Uncontended, a take is a dictionary entry: no lock, no future."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, deque[asyncio.Future[None]]] = {}  # key -> its waiters, in order
+
+    async def take(self, key: str) -> None:
+        waiting = self._held.get(key)
+        if waiting is None:
+            self._held[key] = deque()
+            return
+        turn = asyncio.get_running_loop().create_future()
+        waiting.append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self.give(key)  # handed over just as it was cancelled: on to the next
+            else:
+                with contextlib.suppress(ValueError):  # (a give may have passed over it already)
+                    waiting.remove(turn)
+            raise
+
+    def give(self, key: str) -> None:
+        """Done with ``key``: the next waiter takes it."""
+        waiting = self._held[key]
+        while waiting:
+            turn = waiting.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                return
+        del self._held[key]
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+
 class TurnHandler:
     """Plays one turn event: read the bot seat's view (or take the one a submit answer brought),
     decide, submit."""
@@ -239,6 +329,7 @@ class TurnHandler:
         self.faults = faults or Faults()
         self.replica = replica
         self.shelf = ViewShelf()
+        self.progress = Progress()
 
     async def handle(self, turn: Turn, delivered: int = 1) -> Handled:
         klog.bind(game_id=turn.game_id, seq=turn.seq, game=turn.game)
@@ -255,6 +346,8 @@ class TurnHandler:
         seats = turn.bot_seats()
         if not seats:
             return done(Outcome.NOT_BOT)
+        if self.progress.past(turn.game_id, turn.seq):  # a newer position was seen: no call needed
+            return done(Outcome.STALE)
         refused: list[str] = []
         for seat, level in seats:
             try:
@@ -318,6 +411,7 @@ class TurnHandler:
                     )
             if reply is None:
                 return done(Outcome.BEHIND, seat, level, retry_after=BEHIND_DELAY)
+            self.progress.saw(turn.game_id, int(reply.seq))
             self.shelf.put(reply)
             TURN_SECONDS.observe(time.perf_counter() - t0)
             log.debug("played", seat=seat, level=level, move=reply.seq, ms=round(choice.seconds * 1000, 2))
@@ -409,6 +503,7 @@ class TurnConsumer:
         self._workers: list[asyncio.Task[None]] = []  # the pull loop
         self._turns: set[asyncio.Task[None]] = set()  # the records being handled
         self._slots = asyncio.Semaphore(concurrency)
+        self._games = OneAtATime()  # one turn of a game at a time in this replica
         self.attached = asyncio.Event()  # set once the consumer exists and the loop is pulling
         self._views_sub: Any = None  # court.botviews.*: views the rules service pushes (ViewShelf)
         self.pushed = 0  # views pushed by the rules service and kept (tests, the bench)
@@ -506,8 +601,7 @@ class TurnConsumer:
                     msgs = await puller.next_batch(FETCH_WAIT)
                 except (TimeoutError, NatsTimeout):
                     continue
-                for msg in msgs:
-                    await self._start(msg)
+                await self._take(msgs)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - keep consuming: NATS or the stream may be coming up
@@ -536,11 +630,40 @@ class TurnConsumer:
         except Exception:  # noqa: BLE001 - the turn reads its view instead
             ERRORS.labels("bad_view").inc()
             return
+        self.handler.progress.saw(view.game_id, int(view.seq))
         self.handler.shelf.put_view(view)
         self.pushed += 1
 
-    async def _start(self, msg: Any) -> None:
-        """Hand a record to a task of its own once a slot is free (kept reserved meanwhile); a
+    async def _take(self, msgs: list[Any]) -> None:
+        """A batch of delivered records, all read first (so each turn knows of the newer records
+        beside it, ``Progress``); a record with no bot seat to act (a person's turn, the game over)
+        is acknowledged at once, with no task; one that does not decode is dropped (it can never be
+        played); each turn goes to a task of its own (``_start``)."""
+        turns: list[tuple[Any, Turn]] = []
+        bad: list[Any] = []
+        for msg in msgs:
+            try:
+                turn = Turn.from_record(krec.decode(msg.data))
+            except Exception as exc:  # noqa: BLE001 - a malformed record can never be played
+                log.error("dropping a malformed turn record", subject=msg.subject, error=str(exc))
+                ERRORS.labels("bad_event").inc()
+                bad.append(msg)
+                continue
+            self.handler.progress.saw(turn.game_id, turn.seq)
+            if turn.bot_seats():
+                turns.append((msg, turn))
+                continue
+            with contextlib.suppress(Exception):
+                self.acks.ack(msg)
+            OUTCOMES[Outcome.NOT_BOT].inc()
+        for msg in bad:
+            with contextlib.suppress(Exception):
+                await msg.term()
+        for msg, turn in turns:
+            await self._start(msg, turn)
+
+    async def _start(self, msg: Any, turn: Turn) -> None:
+        """Hand a turn to a task of its own once a slot is free (kept reserved meanwhile); a
         record taken as the replica stops is put back at once, for another replica."""
         if self._slots.locked():
             keepalive = self._keep_reserved(msg)
@@ -554,7 +677,7 @@ class TurnConsumer:
             with contextlib.suppress(Exception):
                 self.acks.nak(msg)
             return
-        task = asyncio.create_task(self._process(msg))
+        task = asyncio.create_task(self._process(msg, turn))
         self._turns.add(task)
         task.add_done_callback(self._done)
 
@@ -584,24 +707,16 @@ class TurnConsumer:
         self._turns.discard(task)
         self._slots.release()
 
-    async def _process(self, msg: Any) -> None:
+    async def _process(self, msg: Any, turn: Turn) -> None:
         klog.clear()
-        try:
-            turn = Turn.from_record(krec.decode(msg.data))
-        except Exception as exc:  # noqa: BLE001 - a malformed record can never be played
-            log.error("dropping a malformed turn record", subject=msg.subject, error=str(exc))
-            ERRORS.labels("bad_event").inc()
-            await msg.term()
-            return
-        if not turn.bot_seats():  # a person's turn, or the game is over: nothing for a bot
-            with contextlib.suppress(Exception):
-                self.acks.ack(msg)
-            TURNS.labels(Outcome.NOT_BOT.value).inc()
-            return
-        delivered = msg.metadata.num_delivered  # its reply subject parsed for bot turns only
+        delivered = delivery_count(msg)  # its reply subject parsed for bot turns only
         keepalive = self._keep_reserved(msg)
         try:
-            handled = await self.handler.handle(turn, delivered)
+            await self._games.take(turn.game_id)
+            try:
+                handled = await self.handler.handle(turn, delivered)
+            finally:
+                self._games.give(turn.game_id)
         except Exception:  # noqa: BLE001 - a bug: log it, put the turn back for a later try
             log.exception("handling a turn failed")
             ERRORS.labels("internal").inc()
@@ -622,7 +737,7 @@ class TurnConsumer:
                 self.acks.ack(msg)
         except Exception as exc:  # noqa: BLE001 - the turn comes back after ack_wait; it plays once anyway
             log.warning("could not ack a turn", error=str(exc) or type(exc).__name__)
-        TURNS.labels(handled.outcome.value).inc()
+        OUTCOMES[handled.outcome].inc()
         self.journal.add(handled)
 
     def _keep_reserved(self, msg: Any) -> Reservation:
