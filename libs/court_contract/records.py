@@ -326,6 +326,48 @@ if not (
     )
 
 
+_FLAT = frozenset((str, int, bool, float, type(None)))
+_EVENT_BYTES: dict[tuple[Any, ...], bytes] = {}
+_EVENT_BYTES_KEPT = 20_000
+
+
+def _flat(d: Mapping[str, Any] | None) -> bool:
+    """Whether ``d`` (an event's data or private part) is a dict of scalars and lists or tuples of
+    scalars (its ``repr`` then spells its whole value, and nothing else)."""
+    if d is None:
+        return True
+    if type(d) is not dict:
+        return False
+    flat = _FLAT
+    for v in d.values():
+        t = type(v)
+        if t is list or t is tuple:
+            for x in v:
+                if type(x) not in flat:
+                    return False
+        elif t not in flat:
+            return False
+    return True
+
+
+def event_bytes(game: str, e: Event) -> bytes:
+    """``event_to_proto(game, e)`` serialized (the full form a record holds), memoised by the
+    event's whole value (its type, data, private part and owner; events repeat endlessly across
+    moves and games: a turn starting at a seat, a card played) when that value is flat
+    (``_flat``); a deeper one is converted each time."""
+    if not (_flat(e.data) and _flat(e.private)):
+        b: bytes = event_to_proto(game, e).SerializeToString()
+        return b
+    key = (game, e.type, repr(e.data), repr(e.private), e.owner)
+    b = _EVENT_BYTES.get(key)  # type: ignore[assignment]
+    if b is None:
+        b = event_to_proto(game, e).SerializeToString()
+        if len(_EVENT_BYTES) >= _EVENT_BYTES_KEPT:
+            _EVENT_BYTES.clear()
+        _EVENT_BYTES[key] = b
+    return b
+
+
 def move_record_bytes(game: str, rec: pb.Record, events: Iterable[Event]) -> tuple[bytes, list[bytes]]:
     """``rec``, a ``move_record`` built without its events, serialized with ``events`` added: the
     bytes of ``move_record(...)`` with them, byte for byte, and the events each serialized as the
@@ -337,7 +379,7 @@ def move_record_bytes(game: str, rec: pb.Record, events: Iterable[Event]) -> tup
     m.ClearField("autoplay")
     parts = [m.SerializeToString()]
     rec.ClearField("move")
-    events_bytes = [event_to_proto(game, e).SerializeToString() for e in events]
+    events_bytes = [event_bytes(game, e) for e in events]
     parts += [field(_MOVE_EVENTS, b) for b in events_bytes]
     if autoplay:
         parts.append(field(_MOVE_AUTOPLAY, autoplay.encode()))
@@ -401,53 +443,60 @@ def decode(data: bytes) -> pb.Record:
 # ---------------------------------------------------------------------------- redaction
 
 
-def _public_events(src: Iterable[games_pb.Event], into: Any) -> None:
-    for p in src:
-        into.append(typed.public_event(p))
+# What a public record keeps of each message of the full one (``redact``): every field of these
+# messages is named here as public or hidden, and a field added to the protos stops the import
+# until it is placed, so nothing new reaches a public record unjudged.
+_PUBLIC_FIELDS: dict[Any, frozenset[str]] = {
+    pb.Record: frozenset(
+        "game_id game seq time visibility to_act to_act_players finished deadlines "
+        "created move closed seat_changed".split()
+    ),
+    pb.GameCreated: frozenset(("seats", "options", "resumed_from", "events", "clock", "online")),
+    pb.MoveRecorded: frozenset(("seat", "action_type", "events", "autoplay")),
+    pb.SeatChanged: frozenset(("seat", "kind", "events")),
+    pb.GameClosed: frozenset(("into", "reason")),
+}
+_HIDDEN_FIELDS: dict[Any, tuple[str, ...]] = {
+    pb.Record: (),
+    pb.GameCreated: ("seed", "save_json", "created_by", "request_id"),
+    pb.MoveRecorded: ("action", "by", "request_id"),
+    pb.SeatChanged: ("by", "request_id"),
+    pb.GameClosed: ("by", "request_id"),
+}
+for _cls, _public in _PUBLIC_FIELDS.items():
+    _names = {f.name for f in _cls.DESCRIPTOR.fields}
+    if _names != _public | set(_HIDDEN_FIELDS[_cls]) or _public & set(_HIDDEN_FIELDS[_cls]):
+        raise ImportError(
+            f"{_cls.DESCRIPTOR.full_name}: a field is neither public nor hidden in "
+            f"court_contract.records._PUBLIC_FIELDS/_HIDDEN_FIELDS: "
+            f"{sorted(_names ^ (_public | set(_HIDDEN_FIELDS[_cls])))}"
+        )
+_BODY_HIDDEN = {
+    fd.name: _HIDDEN_FIELDS[type(getattr(pb.Record(), fd.name))]
+    for fd in pb.Record.DESCRIPTOR.oneofs_by_name["body"].fields
+}
 
 
 def redact(full: pb.Record) -> pb.Record:
     """The public form of a full record: the same envelope, every hidden part removed (the
     events' private parts, the seed, a save point, the action itself, who called and with which
-    request id)."""
-    out = pb.Record(
-        game_id=full.game_id,
-        game=full.game,
-        seq=full.seq,
-        visibility=PUBLIC,
-        to_act=full.to_act,
-        to_act_players=full.to_act_players,
-        finished=full.finished,
-        deadlines=full.deadlines,
-    )
-    out.time.CopyFrom(full.time)
-    body = full.WhichOneof("body")
-    if body == "move":
-        m = full.move
-        om = out.move
-        om.seat = m.seat
-        om.action_type = m.action_type
-        om.autoplay = m.autoplay
-        _public_events(m.events, om.events)
-    elif body == "created":
-        c = full.created
-        oc = out.created
-        oc.seats.extend(c.seats)
-        oc.options.CopyFrom(c.options)
-        if c.resumed_from:
-            oc.resumed_from = c.resumed_from
-        if c.HasField("clock"):
-            oc.clock.CopyFrom(c.clock)
-        oc.online = c.online
-        _public_events(c.events, oc.events)
-    elif body == "closed":
-        out.closed.into = full.closed.into
-        out.closed.reason = full.closed.reason
-    elif body == "seat_changed":
-        sc = full.seat_changed
-        out.seat_changed.seat = sc.seat
-        out.seat_changed.kind = sc.kind
-        _public_events(sc.events, out.seat_changed.events)
+    request id; ``_HIDDEN_FIELDS``), and any field this code does not know (a newer writer's).
+    A copy of the record with those cleared (the projector's every record: a few calls into
+    protobuf, not one per field kept)."""
+    out = pb.Record()
+    out.CopyFrom(full)
+    out.DiscardUnknownFields()
+    out.visibility = PUBLIC
+    body = out.WhichOneof("body")
+    if body is not None:
+        part = getattr(out, body)
+        for name in _BODY_HIDDEN[body]:
+            part.ClearField(name)
+        if body != "closed":
+            for e in part.events:
+                p = typed.public_event(e)
+                if p is not e:
+                    e.CopyFrom(p)
     return out
 
 
