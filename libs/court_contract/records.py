@@ -326,48 +326,6 @@ if not (
     )
 
 
-_FLAT = frozenset((str, int, bool, float, type(None)))
-_EVENT_BYTES: dict[tuple[Any, ...], bytes] = {}
-_EVENT_BYTES_KEPT = 20_000
-
-
-def _flat(d: Mapping[str, Any] | None) -> bool:
-    """Whether ``d`` (an event's data or private part) is a dict of scalars and lists or tuples of
-    scalars (its ``repr`` then spells its whole value, and nothing else)."""
-    if d is None:
-        return True
-    if type(d) is not dict:
-        return False
-    flat = _FLAT
-    for v in d.values():
-        t = type(v)
-        if t is list or t is tuple:
-            for x in v:
-                if type(x) not in flat:
-                    return False
-        elif t not in flat:
-            return False
-    return True
-
-
-def event_bytes(game: str, e: Event) -> bytes:
-    """``event_to_proto(game, e)`` serialized (the full form a record holds), memoised by the
-    event's whole value (its type, data, private part and owner; events repeat endlessly across
-    moves and games: a turn starting at a seat, a card played) when that value is flat
-    (``_flat``); a deeper one is converted each time."""
-    if not (_flat(e.data) and _flat(e.private)):
-        b: bytes = event_to_proto(game, e).SerializeToString()
-        return b
-    key = (game, e.type, repr(e.data), repr(e.private), e.owner)
-    b = _EVENT_BYTES.get(key)  # type: ignore[assignment]
-    if b is None:
-        b = event_to_proto(game, e).SerializeToString()
-        if len(_EVENT_BYTES) >= _EVENT_BYTES_KEPT:
-            _EVENT_BYTES.clear()
-        _EVENT_BYTES[key] = b
-    return b
-
-
 def move_record_bytes(game: str, rec: pb.Record, events: Iterable[Event]) -> tuple[bytes, list[bytes]]:
     """``rec``, a ``move_record`` built without its events, serialized with ``events`` added: the
     bytes of ``move_record(...)`` with them, byte for byte, and the events each serialized as the
@@ -379,7 +337,7 @@ def move_record_bytes(game: str, rec: pb.Record, events: Iterable[Event]) -> tup
     m.ClearField("autoplay")
     parts = [m.SerializeToString()]
     rec.ClearField("move")
-    events_bytes = [event_bytes(game, e) for e in events]
+    events_bytes = [event_to_proto(game, e).SerializeToString() for e in events]
     parts += [field(_MOVE_EVENTS, b) for b in events_bytes]
     if autoplay:
         parts.append(field(_MOVE_AUTOPLAY, autoplay.encode()))
