@@ -401,53 +401,60 @@ def decode(data: bytes) -> pb.Record:
 # ---------------------------------------------------------------------------- redaction
 
 
-def _public_events(src: Iterable[games_pb.Event], into: Any) -> None:
-    for p in src:
-        into.append(typed.public_event(p))
+# What a public record keeps of each message of the full one (``redact``): every field of these
+# messages is named here as public or hidden, and a field added to the protos stops the import
+# until it is placed, so nothing new reaches a public record unjudged.
+_PUBLIC_FIELDS: dict[Any, frozenset[str]] = {
+    pb.Record: frozenset(
+        "game_id game seq time visibility to_act to_act_players finished deadlines "
+        "created move closed seat_changed".split()
+    ),
+    pb.GameCreated: frozenset(("seats", "options", "resumed_from", "events", "clock", "online")),
+    pb.MoveRecorded: frozenset(("seat", "action_type", "events", "autoplay")),
+    pb.SeatChanged: frozenset(("seat", "kind", "events")),
+    pb.GameClosed: frozenset(("into", "reason")),
+}
+_HIDDEN_FIELDS: dict[Any, tuple[str, ...]] = {
+    pb.Record: (),
+    pb.GameCreated: ("seed", "save_json", "created_by", "request_id"),
+    pb.MoveRecorded: ("action", "by", "request_id"),
+    pb.SeatChanged: ("by", "request_id"),
+    pb.GameClosed: ("by", "request_id"),
+}
+for _cls, _public in _PUBLIC_FIELDS.items():
+    _names = {f.name for f in _cls.DESCRIPTOR.fields}
+    if _names != _public | set(_HIDDEN_FIELDS[_cls]) or _public & set(_HIDDEN_FIELDS[_cls]):
+        raise ImportError(
+            f"{_cls.DESCRIPTOR.full_name}: a field is neither public nor hidden in "
+            f"court_contract.records._PUBLIC_FIELDS/_HIDDEN_FIELDS: "
+            f"{sorted(_names ^ (_public | set(_HIDDEN_FIELDS[_cls])))}"
+        )
+_BODY_HIDDEN = {
+    fd.name: _HIDDEN_FIELDS[type(getattr(pb.Record(), fd.name))]
+    for fd in pb.Record.DESCRIPTOR.oneofs_by_name["body"].fields
+}
 
 
 def redact(full: pb.Record) -> pb.Record:
     """The public form of a full record: the same envelope, every hidden part removed (the
     events' private parts, the seed, a save point, the action itself, who called and with which
-    request id)."""
-    out = pb.Record(
-        game_id=full.game_id,
-        game=full.game,
-        seq=full.seq,
-        visibility=PUBLIC,
-        to_act=full.to_act,
-        to_act_players=full.to_act_players,
-        finished=full.finished,
-        deadlines=full.deadlines,
-    )
-    out.time.CopyFrom(full.time)
-    body = full.WhichOneof("body")
-    if body == "move":
-        m = full.move
-        om = out.move
-        om.seat = m.seat
-        om.action_type = m.action_type
-        om.autoplay = m.autoplay
-        _public_events(m.events, om.events)
-    elif body == "created":
-        c = full.created
-        oc = out.created
-        oc.seats.extend(c.seats)
-        oc.options.CopyFrom(c.options)
-        if c.resumed_from:
-            oc.resumed_from = c.resumed_from
-        if c.HasField("clock"):
-            oc.clock.CopyFrom(c.clock)
-        oc.online = c.online
-        _public_events(c.events, oc.events)
-    elif body == "closed":
-        out.closed.into = full.closed.into
-        out.closed.reason = full.closed.reason
-    elif body == "seat_changed":
-        sc = full.seat_changed
-        out.seat_changed.seat = sc.seat
-        out.seat_changed.kind = sc.kind
-        _public_events(sc.events, out.seat_changed.events)
+    request id; ``_HIDDEN_FIELDS``), and any field this code does not know (a newer writer's).
+    A copy of the record with those cleared (the projector's every record: a few calls into
+    protobuf, not one per field kept)."""
+    out = pb.Record()
+    out.CopyFrom(full)
+    out.DiscardUnknownFields()
+    out.visibility = PUBLIC
+    body = out.WhichOneof("body")
+    if body is not None:
+        part = getattr(out, body)
+        for name in _BODY_HIDDEN[body]:
+            part.ClearField(name)
+        if body != "closed":
+            for e in part.events:
+                p = typed.public_event(e)
+                if p is not e:
+                    e.CopyFrom(p)
     return out
 
 

@@ -103,3 +103,52 @@ def test_move_record_bytes_are_the_record_serialized(game: str) -> None:
         entry.commit(move, state, events, entry.last_sseq + 1)
         moves += 1
     assert moves > 10
+
+
+def test_redact_drops_hidden_fields_and_fields_it_does_not_know() -> None:
+    """Every body's hidden fields are cleared, its public ones kept; a field this code does not
+    know (a newer writer's, on the record, in its body or in an event) never reaches the public
+    form, and the full record given is left as it was."""
+    secret = b"\xfa\x07\x05seed!"  # field 127, length-delimited: unknown to every message here
+    seat = krec.seat_record(
+        "hearts",
+        "g1",
+        4,
+        9,
+        seat=2,
+        kind="seat_away",
+        by="sub",
+        request_id="r4",
+        events=(),
+        to_act=(2,),
+        seats=["a", "b", "c", "d"],
+        finished=False,
+    )
+    seat.seat_changed.events.add().MergeFromString(secret)
+    closed = krec.closed_record("hearts", "g1", 4, 9, into="g2", by="sub", request_id="r5", reason="resumed")
+    for full, body, public in (
+        (seat, "seat_changed", {"seat": 2, "kind": "seat_away"}),
+        (closed, "closed", {"into": "g2", "reason": "resumed"}),
+    ):
+        full.MergeFromString(secret)
+        getattr(full, body).MergeFromString(secret)
+        before = full.SerializeToString()
+        out = krec.redact(full)
+        assert full.SerializeToString() == before
+        data = out.SerializeToString()
+        assert b"seed!" not in data and out.visibility == krec.PUBLIC and out.game_id == "g1" and out.seq == 4
+        part = getattr(out, body)
+        assert not part.by and not part.request_id
+        assert {k: getattr(part, k) for k in public} == public
+
+
+def test_move_equality_is_its_stored_fields() -> None:
+    """A ``Move`` (a named tuple) equals another of the same stored fields whatever their derived
+    ``due`` and ``clock`` (a replayed move has neither), and never a plain tuple of its values."""
+    move = Move(
+        3, 1, {"type": "play", "card": "QS"}, "sub", "r3", 1_700_000_000_000, "move", ((2, 9),), 12, None
+    )
+    replayed = Move(*move[:8])
+    assert move == replayed and not move != replayed and replayed.due is None
+    assert move != move._replace(rid="r4") and not move == move._replace(kind="timeout")
+    assert move != tuple(move) and tuple(move) != move and not move == tuple(move)

@@ -27,9 +27,9 @@ import hmac
 import json
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from court_contract import actions as kactions
 from court_contract import records as krec
@@ -81,8 +81,11 @@ def winners_of(result: dict[str, Any]) -> list[int]:
     return [int(one)] if isinstance(one, int) and not isinstance(one, bool) else []
 
 
-@dataclass(frozen=True, slots=True)
-class Move:
+class Move(NamedTuple):
+    """One record of the log (but the creation). A named tuple, not a frozen dataclass: as
+    immutable, built in a fifth of the time (one per move); equal when its first eight fields are
+    (``due`` and ``clock`` are derived, not stored: not compared), never equal to a plain tuple."""
+
     seq: int
     seat: int
     action: dict[str, Any]  # canonical JSON, without "player"
@@ -91,9 +94,18 @@ class Move:
     t: int  # ms since the epoch
     kind: str = kclock.MOVE  # see clock.KINDS
     dl: tuple[tuple[int, int], ...] | None = None  # (seat, deadline ms) of the seats to act after it
-    due: int | None = field(default=None, compare=False)  # when the clock has work after it (not stored)
+    due: int | None = None  # when the clock has work after it (not stored)
     # the clock after it and its seat notes, as ``propose`` computed them (``commit`` reuses them)
-    clock: tuple[kclock.Clock, tuple[str, ...]] | None = field(default=None, compare=False, repr=False)
+    clock: tuple[kclock.Clock, tuple[str, ...]] | None = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Move) and self[:8] == other[:8]
+
+    def __ne__(self, other: object) -> bool:
+        return not isinstance(other, Move) or self[:8] != other[:8]
+
+    def __hash__(self) -> int:
+        return hash(self[:8])
 
     @property
     def is_seat_record(self) -> bool:

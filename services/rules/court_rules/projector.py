@@ -198,7 +198,9 @@ class Projector:
     async def project(self, log_sseq: int, rec: records_pb2.Record, raw: bytes = b"") -> bool:
         """Make the record public (and everything before it in its game). False: it was already.
         ``raw``: the record as the log holds it (kept to archive the game; empty: not kept)."""
-        lock = self._locks.setdefault(rec.game_id, asyncio.Lock())
+        lock = self._locks.get(rec.game_id)
+        if lock is None:  # (not setdefault: a Lock built per record)
+            lock = self._locks[rec.game_id] = asyncio.Lock()
         try:
             async with lock:
                 return await self._project(log_sseq, rec, raw)
