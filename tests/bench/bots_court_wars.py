@@ -19,7 +19,8 @@ among the actions that are not attacks: a player who never attacks, who did well
 all-bot table in issue 3). Each table prints a goal line, ``ok`` when the lower end of the 95%
 interval clears 1.5 x par, ``not shown`` when only the mean does, ``MISSED`` otherwise.
 ``COURT_BENCH_ONLY=multi`` plays the multi-player tables only, ``=pairs`` the pairings only,
-``=passive`` the tables with a passive seat only, ``=active`` the others.
+``=passive`` the tables with a passive seat only, ``=active`` the others. ``COURT_BENCH_FIRST_MULTI``
+(default 0) starts those tables at that game: a slice of a longer run, seats and seeds as in it.
 The expert there (court_bots.games.court_wars): the two-ply expectimax, its own utility a win
 model (``W_EXPERT_MULTI``, a conditional logit fitted on heuristic games) while the others are
 modelled with the heuristic's weights. Bench seeds, ``COURT_BOT_CLOCK=cpu``, ``nice -n 15`` (expert's
@@ -39,7 +40,18 @@ most of them; by elimination 57.8% and 52.2%. Tried on other seeds, without a ga
 tiebreak blended into the expert's own utility over its last 10 or 30 rounds (paired endgames from
 turn 360, 38 and 47 positions: 3 seats +0.0 +- 7.3 and +1.3 +- 10.6 points, 4 seats +1.1 +- 6.2 and
 -3.2 +- 8.5), also over the last 100 rounds, and a reply model that takes the next player as passive
-half of the time (10 full games a table each: no sign of a gain).
+half of the time (10 full games a table each: no sign of a gain). Tried after (games 0-99 of the
+passive tables, same settings): that reply model again, the next player's reply valued half as the
+heuristic's and half as its best non-attack: 3 seats 51.0% against 51.0% unchanged (+0.0 +- 8.3
+points, 100 games, not paired: the games part at the first different move), 4 seats 41.0% against
+39.0% (+2.0 +- 11.4), its CPU p99 22.3 ms against 20.3; and, from turn 300 of games 0-53 continued
+both ways from the same position and draw order, the expert's own utility blended linearly into
+``W_MULTI`` over turns 300-400 (a court worth 40: the limit counts standing courts first), which lost
+6.5 +- 6.3 points at 3 seats and 3.8 +- 5.1 at 4 (54 and 53 games; 19 and 32 ended at the limit,
+the expert winning 18% and 19% of them, against 20% of 15 and 15% of 27 unchanged). A model of
+each opponent from its own past moves needs what the view does not show: it holds the table as it
+stands, not who attacked whom (a per-seat count of attacks in the view, or a bot that remembers the
+game, would allow it).
 
 On a busy machine run with ``COURT_BOT_CLOCK=cpu``: the bots' budgets then count the deciding
 thread's CPU time (``court_bots.search.CLOCK``), so a process waiting for a core keeps its search.
@@ -153,6 +165,7 @@ def timing(all_results: list[dict[str, Any]]) -> None:
 def main() -> None:
     games = int(os.environ.get("COURT_BENCH_GAMES", "500"))
     games_multi = int(os.environ.get("COURT_BENCH_GAMES_MULTI", str(max(6, games // 2))))
+    first = int(os.environ.get("COURT_BENCH_FIRST_MULTI", "0"))
     procs = int(os.environ.get("COURT_BENCH_PROCS", "2"))
     everything: list[dict[str, Any]] = []
     only = os.environ.get("COURT_BENCH_ONLY", "")  # "pairs", "multi" or "passive" to run one part
@@ -169,7 +182,7 @@ def main() -> None:
             if (only == "passive" and not passive) or (only == "active" and passive):
                 continue
             jobs = []
-            for g in range(games_multi):
+            for g in range(first, first + games_multi):
                 seat = g % n
                 # the passive player sits after the expert, then across, ...: every seat in turn
                 quiet = (seat + 1 + (g // n) % (n - 1)) % n if passive else -1
@@ -185,7 +198,7 @@ def main() -> None:
                 )
             res = pool.map(play, jobs, chunksize=2)
             everything += res
-            ex = [r["scores"][g % n] for g, r in enumerate(res)]
+            ex = [r["scores"][j[1].index("expert")] for r, j in zip(res, jobs, strict=True)]
             others = f"{n - 2} heuristic and a passive player" if passive else f"{n - 1} heuristic"
             focus = [("expert", ex)]
             if passive:
