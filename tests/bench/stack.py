@@ -17,9 +17,12 @@ the sum), and the rules service alone: a short run of ``make bench ONLY=service`
 runs its projector inside here), ``BENCH_STACK_SERVICE=0`` to skip it.
 
 The goals (issue 31): the sum at most 3 ms per move; no process above 1 ms except rules, at most
-1.5 ms; moves/s at least 5 x "today's", printed against both readings of today: the issue's own 75
-moves/s and this bench's first run (``BENCH_STACK_BASELINE``, default the run of 2026-12-05 before
-any change, docs/capacity.md); SubmitAction p99 at most 30 ms.
+1.5 ms; moves/s at least 5 x today's, the 75 moves/s the issue measured; SubmitAction p99 at most
+30 ms. Printed beside the rate for comparison, not as the goal: its multiple of this bench's first
+run (``BENCH_STACK_BASELINE``, default 165.5 moves/s: main at ``c739968``, before this issue's
+changes but after the projector's batching and the v2 records, which the issue's 24 ms and 75
+moves/s predate; that run cost 6.85 ms a move; docs/capacity.md). The issue fixes its goals in
+absolute figures (3 ms, 1 ms, 1.5 ms, 30 ms, 5 x 75 moves/s); the ok and MISSED marks follow them.
 
 Also printed, counted over the same window: the per-move message and call budget. For each
 process its NATS messages sent to and delivered by nats-server (nats-server's ``/connz``, by
@@ -288,8 +291,8 @@ def report(r: dict[str, Any]) -> list[str]:
     )
     if BASELINE:
         rate_line += (
-            f", {rate / BASELINE:.2f} x this bench's first run ({BASELINE:.1f}; goal >= {RATE_GOAL:.0f} x: "
-            f"{ok[rate >= RATE_GOAL * BASELINE]})"
+            f"; {rate / BASELINE:.2f} x this bench's first run ({BASELINE:.1f}, for comparison: the goal is"
+            f" against the issue's {ISSUE_RATE:.0f})"
         )
     lines.append(rate_line)
     lines.append(
