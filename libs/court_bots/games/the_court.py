@@ -136,13 +136,12 @@ def _closures(clean: list[int], frozen: list[int], nq: int, na: int) -> int:
             total += (s + 1) // 2
         return total
     total = 0
-    if frozen:
-        frozen = sorted(frozen, reverse=True)
-        k = min(na, len(frozen))
-        for s in frozen[:k]:
-            total += (s + 1) // 2 + s // 2
-        na -= k
-        frozen = frozen[k:]
+    frozen = sorted(frozen, reverse=True)
+    k = min(na, len(frozen))
+    for s in frozen[:k]:
+        total += (s + 1) // 2 + s // 2
+    na -= k
+    frozen = frozen[k:]
     if clean:
         clean = sorted(clean, reverse=True)
     ci = fi = 0
