@@ -9,6 +9,7 @@ from typing import Any
 import grpc
 import pytest
 from court_client import view_dict
+from court_kit.errors import Unavailable
 from court_proto.court.rules.v1 import rules_pb2
 from court_rules import application
 
@@ -369,6 +370,125 @@ async def test_views_beside_a_watcher_read_no_log_and_still_show_every_move(
     assert (await on_a[0].get_view(gid, 0)).seq == seq, "after the reconnect the view comes from the log"
     assert reads["a"] == before + 1
     watcher.cancel()
+
+
+def _count_log_reads(app: Any, gate: Any = None) -> list[str]:
+    """Every read of a game's last log record on ``app`` (``GameStore.last_sseq``), by game id;
+    ``gate(game_id)``, when given, is awaited before each read (a fault test holds a read there)."""
+    reads: list[str] = []
+    real = app.store.last_sseq
+
+    async def counting(game_id: str) -> Any:
+        reads.append(game_id)
+        if gate is not None:
+            await gate(game_id)
+        return await real(game_id)
+
+    app.store.last_sseq = counting
+    return reads
+
+
+async def test_watchers_joining_a_game_together_share_one_read_of_its_log(
+    replicas: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The streams that open on a game together (its players, as it starts) cost the replica one
+    read of the game's log between them, not one each (``RulesApplication._watched``): the first
+    reads, the others wait for that read and start from the entry it brought up to date. A watcher
+    that joins later, while the replica follows the game's wakes, reads nothing. Every stream still
+    gets its snapshot and every update, in order. The fault: nats-server restarted under the
+    replica (core NATS loses what is published while a connection is down): the next watcher to
+    join reads the log again, and sees the move made meanwhile."""
+    monkeypatch.setattr(application, "WATCH_POLL", 120.0)  # no poll of the log by the watchers
+    a = await replicas.start()
+    b = await replicas.start()
+    players = ["ada", "bo", "cy"]
+    gid = (
+        await replicas.client(b, "lobby", "service").create_game("queens_court", players, {"players": 3})
+    ).game_id
+    reads = _count_log_reads(a)
+    n = 4  # the three seats and a spectator, all at once
+    got: list[list[Any]] = [[] for _ in range(n + 2)]
+    tasks = [
+        asyncio.create_task(
+            _collect(
+                replicas.client(a, players[i] if i < 3 else "eve"), gid, i if i < 3 else None, None, got[i]
+            )
+        )
+        for i in range(n)
+    ]
+    await asyncio.wait_for(_until(lambda: all(got[i] for i in range(n))), 15)
+    assert reads == [gid], f"{n} streams opened together read the log {len(reads)} times"
+    assert a.application.unread_watches == n - 1
+    on_b = {i: replicas.client(b, p) for i, p in enumerate(players)}
+    rng = random.Random(11)
+    await _moves(on_b, gid, rng, 3)
+    await asyncio.wait_for(_until(lambda: all(len(got[i]) == 4 for i in range(n))), 15)
+    # a spectator joining later reads nothing either, and starts from the latest move
+    tasks.append(asyncio.create_task(_collect(replicas.client(a, "fay"), gid, None, None, got[n])))
+    await asyncio.wait_for(_until(lambda: bool(got[n])), 15)
+    assert got[n][0].seq == 3 and reads == [gid]
+    # the fault: a reconnect; the next watcher reads the log and sees the move made meanwhile
+    await asyncio.to_thread(replicas.nats.restart)
+    async with asyncio.timeout(30):
+        while not (a.nc.is_connected and b.nc.is_connected):
+            await asyncio.sleep(0.05)
+    for _attempt in range(100):  # JetStream may take a moment to serve the streams again
+        try:
+            await _moves(on_b, gid, rng, 1)
+            break
+        except grpc.aio.AioRpcError:
+            await asyncio.sleep(0.2)
+    tasks.append(asyncio.create_task(_collect(replicas.client(a, "gus"), gid, None, None, got[n + 1])))
+    await asyncio.wait_for(_until(lambda: bool(got[n + 1])), 15)
+    assert reads == [gid, gid], "after the reconnect a new watcher reads the log"
+    assert got[n + 1][0].seq == 4, "its snapshot shows the move made while the connection was down"
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    for i in range(n):
+        assert [u.seq for u in got[i][:4]] == [0, 1, 2, 3], "a snapshot, then every update in order"
+        assert got[i][0].view.HasField("your_seat") == (i < 3)
+
+
+async def test_a_watcher_waiting_on_a_shared_read_that_fails_reads_the_log_itself(
+    replicas: Any, rules: Any
+) -> None:
+    """The fault: the read of the log a second watcher waits for (the first watcher's) fails
+    (JetStream did not answer). The first stream ends UNAVAILABLE, as before; the second does not
+    inherit that failure: it reads the log itself and gets its snapshot."""
+    gid = (
+        await replicas.client(rules, "lobby", "service").create_game(
+            "queens_court", ["hal", "ivy"], {"players": 2}
+        )
+    ).game_id
+    held = asyncio.Event()
+    release = asyncio.Event()
+
+    async def gate(game_id: str) -> None:
+        if not held.is_set():  # the first read: held, then failed
+            held.set()
+            await release.wait()
+            raise Unavailable("the game store is unavailable (read: JetStreamUnavailable)")
+
+    reads = _count_log_reads(rules, gate)
+    first: list[Any] = []
+    second: list[Any] = []
+    t1 = asyncio.create_task(_collect(replicas.client(rules, "hal"), gid, 0, None, first))
+    await asyncio.wait_for(held.wait(), 15)
+    t2 = asyncio.create_task(_collect(replicas.client(rules, "ivy"), gid, 1, None, second))
+    subject = rules.store.subject(gid)
+    wakes = rules.application.wakes
+    await asyncio.wait_for(_until(lambda: len(wakes._games.get(subject, ((), ()))[1]) == 2), 15)
+    assert wakes.reading(subject) is not None and reads == [gid], "the second waits on the first's read"
+    release.set()
+    with pytest.raises(grpc.aio.AioRpcError) as failed:
+        await asyncio.wait_for(t1, 15)
+    assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
+    await asyncio.wait_for(_until(lambda: bool(second)), 15)
+    assert reads == [gid, gid] and second[0].seq == 0 and second[0].view.your_seat == 1
+    t2.cancel()
+    await asyncio.gather(t2, return_exceptions=True)
+    assert not first
 
 
 async def test_a_watcher_told_of_a_move_its_read_does_not_show_yet_looks_again(

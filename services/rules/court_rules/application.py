@@ -40,11 +40,12 @@ position, and a retry with the same id is cheap and safe (docs/contract.md, "Ret
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import secrets
 import time
 from collections import deque
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -288,9 +289,11 @@ class Wake:
     nor a timer per wait: one timer stays armed across waits and is moved only when it would end a
     wait early or late (a wait still ends ``timeout`` seconds after it began; ``close`` stops it)."""
 
-    __slots__ = ("_items", "_waiter", "_until", "_timer", "_timer_at")
+    __slots__ = ("_items", "_waiter", "_until", "_timer", "_timer_at", "_loop")
 
     def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None  # its watcher's (Python 3.11's
+        # get_running_loop makes a getpid system call each time: once per wait otherwise)
         self._items: deque[Any] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self._until = 0.0  # when the current wait times out (loop time)
@@ -324,7 +327,9 @@ class Wake:
     async def get(self, timeout: float) -> Any:
         """The next wake; ``TimeoutError`` when none came within ``timeout`` seconds."""
         if not self._items:
-            loop = asyncio.get_running_loop()
+            loop = self._loop
+            if loop is None:
+                loop = self._loop = asyncio.get_running_loop()
             waiter = self._waiter = loop.create_future()
             until = self._until = loop.time() + timeout
             if self._timer is None or self._timer_at > until + TIMER_SLACK:
@@ -356,6 +361,8 @@ class Wakes:
         self._seen: dict[str, tuple[int, bool]] = {}
         # ...and the connection's reconnect count when a watcher last read the log while subscribed
         self._synced: dict[str, int] = {}
+        # per followed game: a watcher's read of the log begun while subscribed, still in flight
+        self._reading: dict[str, asyncio.Future[None]] = {}
 
     def _reconnects(self) -> int:
         return int(self.nc.stats.get("reconnects", 0))
@@ -378,6 +385,24 @@ class Wakes:
             return False
         seq, closing = self._seen.get(subject, (-1, False))
         return not _behind(entry, seq, closing, None)
+
+    def reading(self, subject: str) -> asyncio.Future[None] | None:
+        """The read of ``subject``'s log a watcher began while subscribed, while it is in flight:
+        done when it ends (whether or not it succeeded)."""
+        return self._reading.get(subject)
+
+    @contextlib.contextmanager
+    def read(self, subject: str) -> Iterator[None]:
+        """Marks a watcher's read of ``subject``'s log, begun while subscribed, as in flight
+        (``reading``) for the time of the ``with``."""
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._reading[subject] = done
+        try:
+            yield
+        finally:
+            if self._reading.get(subject) is done:
+                del self._reading[subject]
+            done.set_result(None)
 
     def local(self, subject: str, seq: int, closing: bool = False) -> None:
         """A record this replica appended: its watchers are woken here, at once (the connection has
@@ -472,6 +497,7 @@ class RulesApplication:
         self._clock = clock
         self.wakes = Wakes(store.nc)
         self.unread_views = 0  # views answered without reading the log (Wakes.current; tests)
+        self.unread_watches = 0  # watches begun without reading the log (Wakes.current; tests)
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -685,6 +711,27 @@ class RulesApplication:
         klog.bind(game_id=entry.game_id)
         return entry
 
+    async def _watched(self, game_id: str, subject: str) -> GameEntry:
+        """The entry a new watcher (subscribed to ``subject`` already) starts from: ``cache.fresh``,
+        without its read of the log when this replica's watchers of the game keep the entry current
+        already (``Wakes.current``, as ``_fresh``). A read of the log another watcher began after
+        subscribing and has not finished is waited for first: the watchers that join a game
+        together (its players, as it starts) share one read."""
+        while True:
+            entry = self.cache.peek(game_id)
+            if entry is not None and self.wakes.current(subject, entry):
+                self.unread_watches += 1
+                return entry
+            pending = self.wakes.reading(subject)
+            if pending is None:
+                break
+            await asyncio.wait([pending])  # its outcome is judged again above (a failed read: ours)
+        reconnects = self.wakes._reconnects()
+        with self.wakes.read(subject):
+            entry = await self.cache.fresh(game_id)
+            self.wakes.synced(subject, reconnects)
+        return entry
+
     async def watch(
         self, ident: Identity, game_id: str, seat: int | None, after_seq: int | None
     ) -> AsyncGenerator[Position, None]:
@@ -698,9 +745,7 @@ class RulesApplication:
         subject = self.store.subject(game_id)
         wake = await self.wakes.join(subject)
         try:
-            reconnects = self.wakes._reconnects()
-            entry = await self.cache.fresh(game_id)
-            self.wakes.synced(subject, reconnects)
+            entry = await self._watched(game_id, subject)
             klog.bind(game_id=entry.game_id)
             viewer = viewer_seat(entry, ident, seat)
             if after_seq is not None:
