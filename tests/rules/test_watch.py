@@ -306,6 +306,22 @@ async def test_spectators_share_one_update_per_move_with_no_hand_and_a_seat_gets
         assert not rules_pb2.GameUpdate.FromString(entry.views[k]).view.HasField("your_seat")
 
 
+async def _after_a_nats_restart(replicas: Any, apps: Any, move: Any) -> Any:
+    """nats-server restarted under ``apps`` (core NATS loses what is published while a connection is
+    down); once they are connected again, ``move()`` (retried while JetStream is not serving the
+    streams yet): its result."""
+    await asyncio.to_thread(replicas.nats.restart)
+    async with asyncio.timeout(30):
+        while not all(app.nc.is_connected for app in apps):
+            await asyncio.sleep(0.05)
+    for _attempt in range(100):
+        try:
+            return await move()
+        except grpc.aio.AioRpcError:
+            await asyncio.sleep(0.2)
+    raise AssertionError("no move was accepted after nats-server restarted")
+
+
 async def test_views_beside_a_watcher_read_no_log_and_still_show_every_move(
     replicas: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -356,16 +372,7 @@ async def test_views_beside_a_watcher_read_no_log_and_still_show_every_move(
     assert a.application.unread_views >= 12
     assert reads["b"] >= 2 * 6, "b has no watcher: every view there reads the log"
 
-    await asyncio.to_thread(replicas.nats.restart)
-    async with asyncio.timeout(30):
-        while not (a.nc.is_connected and b.nc.is_connected):
-            await asyncio.sleep(0.05)
-    for _attempt in range(100):  # JetStream may take a moment to serve the streams again
-        try:
-            seq = await move_on_b()
-            break
-        except grpc.aio.AioRpcError:
-            await asyncio.sleep(0.2)
+    seq = await _after_a_nats_restart(replicas, (a, b), move_on_b)
     before = reads["a"]
     assert (await on_a[0].get_view(gid, 0)).seq == seq, "after the reconnect the view comes from the log"
     assert reads["a"] == before + 1
@@ -428,16 +435,7 @@ async def test_watchers_joining_a_game_together_share_one_read_of_its_log(
     await asyncio.wait_for(_until(lambda: bool(got[n])), 15)
     assert got[n][0].seq == 3 and reads == [gid]
     # the fault: a reconnect; the next watcher reads the log and sees the move made meanwhile
-    await asyncio.to_thread(replicas.nats.restart)
-    async with asyncio.timeout(30):
-        while not (a.nc.is_connected and b.nc.is_connected):
-            await asyncio.sleep(0.05)
-    for _attempt in range(100):  # JetStream may take a moment to serve the streams again
-        try:
-            await _moves(on_b, gid, rng, 1)
-            break
-        except grpc.aio.AioRpcError:
-            await asyncio.sleep(0.2)
+    await _after_a_nats_restart(replicas, (a, b), lambda: _moves(on_b, gid, rng, 1))
     tasks.append(asyncio.create_task(_collect(replicas.client(a, "gus"), gid, None, None, got[n + 1])))
     await asyncio.wait_for(_until(lambda: bool(got[n + 1])), 15)
     assert reads == [gid, gid], "after the reconnect a new watcher reads the log"
