@@ -85,7 +85,7 @@ from nats.js.errors import APIError
 from prometheus_client import Counter, Histogram
 
 from .games import is_tombstone
-from .store import EVENTS_STREAM, GameStore, Record, ensure_streams_ready, wait_ack
+from .store import EVENTS_STREAM, GameStore, Record, ack_seq, ensure_streams_ready, wait_ack
 from .tasks import stop_tasks
 
 log = klog.get_logger("court_rules.projector")
@@ -116,6 +116,12 @@ class Position:
     seq: int
     closed: bool
     log_sseq: int
+
+
+def _duplicate(ack: bytes) -> bool:
+    """Whether a PubAck says JetStream had the message already (``"duplicate":true``); parsed
+    only when the word is there (``store.ack_seq`` reads its sequence)."""
+    return b'"duplicate"' in ack and bool(json.loads(ack).get("duplicate"))
 
 
 def _follows(pos: Position | None, rec: records_pb2.Record) -> bool:
@@ -241,7 +247,7 @@ class Projector:
             fut = None
             try:
                 fut = await self.store.publisher.publish(krec.public_subject(rec.game, gid), data, headers)
-                ack = json.loads(await wait_ack(fut, self.store.timeout))
+                ack = await wait_ack(fut, self.store.timeout)
             except APIError as exc:
                 if exc.err_code == kjs.ERR_WRONG_LAST_SEQUENCE:
                     # someone else (another projector) moved the subject on: read it again
@@ -254,9 +260,9 @@ class Projector:
                     self.store.publisher.forget([fut])
                 self.positions.pop(gid, None)  # it may or may not be stored: read it back next time
                 raise Unavailable(f"publishing {gid}-{rec.seq}: {type(exc).__name__}") from exc
-            self._remember(gid, Position(int(ack["seq"]), int(rec.seq), closed, log_sseq))
+            self._remember(gid, Position(ack_seq(ack), int(rec.seq), closed, log_sseq))
             self._keep(gid, pos is None, raw, log_sseq)
-            if not ack.get("duplicate"):
+            if not _duplicate(ack):
                 PROJECTED.inc()
                 self.projected += 1
                 LAG.observe(max(0.0, time.time() - krec.time_ms(rec) / 1000))
@@ -440,7 +446,7 @@ class Projector:
         for m, rec in items:
             while rec is not None:
                 try:
-                    await self.project(m.metadata.sequence.stream, rec, m.data)
+                    await self.project(kjs.stream_seq(m), rec, m.data)
                     break
                 except Unavailable as exc:
                     if stop.is_set():
