@@ -348,3 +348,52 @@ async def test_a_game_seen_whole_is_archived_from_memory_and_one_seen_in_part_fr
     finally:
         await second.close()
         await second.server.stop(None)  # type: ignore[attr-defined]
+
+
+async def test_several_games_in_a_batch_are_published_in_rounds_and_a_refused_one_judged_again(
+    replicas: Any,
+) -> None:
+    """A batch holding several games' records (``Projector._games``): each game's records public
+    once and in order, most published in rounds (each game's next record at once, then the acks)
+    rather than a task per game. The fault: a game's position in memory is stale (another projector
+    moved its public subject on), so its round's publish is refused (wrong last sequence); that
+    record is judged again on the full path (the position read back) and made public, once, and
+    the other games' records of the batch are unaffected."""
+    rules = await replicas.start(projector=False)
+    players = ["ida", "jon"]
+    lobby = replicas.client(rules, "lobby", "service")
+    gids = [(await lobby.create_game("queens_court", players, {"players": 2})).game_id for _ in range(3)]
+    rng = random.Random(5)
+    seqs = {g: await _moves(replicas, rules, g, players, 4, rng) for g in gids}
+    projector = Projector(rules.store, durable="rounds")
+    psub = await projector._attach(0)
+    stop = asyncio.Event()
+
+    async def project_all(n: int) -> None:
+        msgs = await psub.fetch(n, timeout=5)
+        assert len(msgs) == n
+        await projector._batch(msgs, stop)
+
+    async def public_of(g: str) -> list[tuple[int, str]]:
+        return await _public(rules.nc, "queens_court", g)
+
+    await project_all(sum(s + 1 for s in seqs.values()))
+    for g in gids:
+        assert await public_of(g) == [(i, f"{g}-{i}") for i in range(seqs[g] + 1)]
+    total = sum(s + 1 for s in seqs.values())
+    assert projector.pipelined == total - 3, "every record but each game's first (its position unknown)"
+    stale = gids[1]
+    more = {g: await _moves(replicas, rules, g, players, 2, rng) for g in gids}
+    pos = projector.positions[stale]
+    projector.positions[stale] = Position(pos.pub_sseq - 1, pos.seq, pos.closed, pos.log_sseq)
+    before = projector.pipelined
+    added = sum(more[g] - seqs[g] for g in gids)
+    await project_all(added)
+    for g in gids:
+        assert await public_of(g) == [(i, f"{g}-{i}") for i in range(more[g] + 1)], "once, in order"
+    assert projector.pipelined - before == added - 1, "all but the refused one, judged again"
+    assert projector.positions[stale].pub_sseq > pos.pub_sseq, "its position read back"
+    async with asyncio.timeout(5):  # every message acknowledged (acks leave lazily: within 20 ms)
+        while (await rules.store.js.consumer_info(krec.game_stream(0), "rounds")).num_ack_pending:
+            await asyncio.sleep(0.02)
+    await psub.unsubscribe()
