@@ -397,3 +397,54 @@ async def test_several_games_in_a_batch_are_published_in_rounds_and_a_refused_on
         while (await rules.store.js.consumer_info(krec.game_stream(0), "rounds")).num_ack_pending:
             await asyncio.sleep(0.02)
     await psub.unsubscribe()
+
+
+async def test_a_round_s_publish_that_fails_or_whose_ack_is_lost_is_projected_once_after_all(
+    replicas: Any,
+) -> None:
+    """The faults of ``Projector._games``' rounds at the NATS boundary: one game's publish fails
+    at once (the connection refused it: nothing sent), another game's ack never comes (its public
+    record was stored; the ack lost, as with a slow or restarting nats-server). Each is judged
+    again on the full path: the first published then, the second found public already (its
+    position read back); every record public once, in order, every message acknowledged."""
+    import nats.errors
+
+    rules = await replicas.start(projector=False)
+    players = ["kim", "lev"]
+    lobby = replicas.client(rules, "lobby", "service")
+    gids = [(await lobby.create_game("queens_court", players, {"players": 2})).game_id for _ in range(3)]
+    rng = random.Random(8)
+    seqs = {g: await _moves(replicas, rules, g, players, 2, rng) for g in gids}
+    store = rules.store
+    store.timeout = 0.5  # the lost ack's wait
+    projector = Projector(store, durable="faults")
+    psub = await projector._attach(0)
+    stop = asyncio.Event()
+    await projector._batch(await psub.fetch(sum(s + 1 for s in seqs.values()), timeout=5), stop)
+    more = {g: await _moves(replicas, rules, g, players, 1, rng) for g in gids}
+    refused, lost = gids[0], gids[1]
+    real = store.publisher.publish
+    faults = {refused: 1, lost: 1}
+
+    async def publish(subject: str, data: bytes, headers: Any = None) -> Any:
+        gid = subject.rsplit(".", 1)[1]
+        if faults.get(gid):
+            faults[gid] -= 1
+            if gid == refused:
+                raise nats.errors.ConnectionClosedError
+            await real(subject, data, headers)  # stored; its ack never reaches the projector
+            return asyncio.get_running_loop().create_future()
+        return await real(subject, data, headers)
+
+    store.publisher.publish = publish  # type: ignore[method-assign]
+    before = projector.pipelined
+    await projector._batch(await psub.fetch(sum(more[g] - seqs[g] for g in gids), timeout=5), stop)
+    assert faults == {refused: 0, lost: 0}
+    assert projector.pipelined - before == 1, "only the third game's went through in the round"
+    for g in gids:
+        public = await _public(rules.nc, "queens_court", g)
+        assert public == [(i, f"{g}-{i}") for i in range(more[g] + 1)], "once, in order"
+    async with asyncio.timeout(5):
+        while (await store.js.consumer_info(krec.game_stream(0), "faults")).num_ack_pending:
+            await asyncio.sleep(0.02)
+    await psub.unsubscribe()

@@ -550,14 +550,16 @@ class Projector:
         log_sseq = kjs.stream_seq(m)
         if pos.log_sseq >= log_sseq:
             return None  # public already (a redelivery): _project's path says so
+        closed, data, headers = _public_message(rec, pos, log_sseq)
         lock = self._locks[gid] = asyncio.Lock()
         await lock.acquire()  # (a new lock: taken at once)
-        closed, data, headers = _public_message(rec, pos, log_sseq)
         try:
             fut = await self.store.publisher.publish(krec.public_subject(rec.game, gid), data, headers)
-        except Exception:  # noqa: BLE001 - not sent: _one's path retries it and says why
+        except BaseException as exc:
             self._unlock(gid, lock)
-            return None
+            if not isinstance(exc, Exception):
+                raise  # cancelled
+            return None  # not sent: _one's path retries it and says why
         return _Sent(m, rec, log_sseq, closed, fut, lock)
 
     async def _finish(self, s: _Sent, stop: asyncio.Event) -> bool:
