@@ -460,8 +460,8 @@ async def send_publish(
     """``nc.publish(subject, data, reply, headers)``: the same checks, errors and bytes on the wire
     (``tests/kit/test_jetstream.py`` compares them), the command built in one formatting step.
     nats-py's own encoding of a header block (a regex match per name, ``str.translate`` per value)
-    cost more than the rest of the publish: about 8 us of the rules service's append and of each of
-    the projector's public records (make bench ONLY=service)."""
+    cost more than the rest of the publish: with the append's three headers 5.8 to 9.2 us against
+    3.2 to 3.7 in process (the rules service's append, each of the projector's public records)."""
     c: Any = nc
     if not subject or _SUBJECT_INVALID.search(subject) or _SUBJECT_INVALID.search(reply):
         raise nats.errors.BadSubjectError

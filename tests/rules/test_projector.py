@@ -350,6 +350,16 @@ async def test_a_game_seen_whole_is_archived_from_memory_and_one_seen_in_part_fr
         await second.server.stop(None)  # type: ignore[attr-defined]
 
 
+async def _three_games(replicas: Any, seed: int) -> tuple[Any, list[str], list[str], random.Random]:
+    """A rules replica with no projector of its own and three new queens_court games: (the replica,
+    the players, the game ids, a seeded random source for their moves)."""
+    rules = await replicas.start(projector=False)
+    players = ["ida", "jon"]
+    lobby = replicas.client(rules, "lobby", "service")
+    gids = [(await lobby.create_game("queens_court", players, {"players": 2})).game_id for _ in range(3)]
+    return rules, players, gids, random.Random(seed)
+
+
 async def test_several_games_in_a_batch_are_published_in_rounds_and_a_refused_one_judged_again(
     replicas: Any,
 ) -> None:
@@ -359,11 +369,7 @@ async def test_several_games_in_a_batch_are_published_in_rounds_and_a_refused_on
     moved its public subject on), so its round's publish is refused (wrong last sequence); that
     record is judged again on the full path (the position read back) and made public, once, and
     the other games' records of the batch are unaffected."""
-    rules = await replicas.start(projector=False)
-    players = ["ida", "jon"]
-    lobby = replicas.client(rules, "lobby", "service")
-    gids = [(await lobby.create_game("queens_court", players, {"players": 2})).game_id for _ in range(3)]
-    rng = random.Random(5)
+    rules, players, gids, rng = await _three_games(replicas, 5)
     seqs = {g: await _moves(replicas, rules, g, players, 4, rng) for g in gids}
     projector = Projector(rules.store, durable="rounds")
     psub = await projector._attach(0)
@@ -409,11 +415,7 @@ async def test_a_round_s_publish_that_fails_or_whose_ack_is_lost_is_projected_on
     position read back); every record public once, in order, every message acknowledged."""
     import nats.errors
 
-    rules = await replicas.start(projector=False)
-    players = ["kim", "lev"]
-    lobby = replicas.client(rules, "lobby", "service")
-    gids = [(await lobby.create_game("queens_court", players, {"players": 2})).game_id for _ in range(3)]
-    rng = random.Random(8)
+    rules, players, gids, rng = await _three_games(replicas, 8)
     seqs = {g: await _moves(replicas, rules, g, players, 2, rng) for g in gids}
     store = rules.store
     store.timeout = 0.5  # the lost ack's wait
