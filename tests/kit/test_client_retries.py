@@ -111,3 +111,29 @@ async def test_the_lobby_keeps_a_backend_s_code_and_only_calls_transient_transie
         assert unavailable.code == C.UNAVAILABLE and late.code == C.UNAVAILABLE
     finally:
         await server.stop(None)
+
+
+def test_request_ids_are_unique_and_a_forked_child_draws_its_own() -> None:
+    """court_client's request ids: 32 hex digits, never repeated in a process, and a forked child
+    (a worker pool, a pre-forked server) does not repeat its parent's: it draws its own prefix."""
+    import os
+
+    from court_client.base import new_request_id
+
+    ids = [new_request_id() for _ in range(10_000)]
+    assert len(set(ids)) == len(ids)
+    assert all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its next ids, to the parent
+        try:
+            os.write(write, " ".join(new_request_id() for _ in range(100)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        child = f.read().split()
+    os.waitpid(pid, 0)
+    mine = [new_request_id() for _ in range(100)]
+    assert len(child) == 100 and not set(child) & set(mine + ids)
+    assert {c[:24] for c in child} != {m[:24] for m in mine}, "the child's prefix is its own"

@@ -314,3 +314,64 @@ async def test_puller_counts_no_request_a_killed_server_forgot(tmp_path: Path) -
         got = await puller.next_batch(10)
         assert [m.data for m in got] == [b"a"]
         assert puller.outstanding == 7, "the new request alone is open, less the message it brought"
+
+
+async def test_send_publish_puts_the_bytes_nats_py_would_and_checks_alike(tmp_path: Path) -> None:
+    """kjs.send_publish (the Publisher's publish): the very command nats-py's ``publish`` puts on
+    the connection's buffer, headers included (names and values stripped, an empty name left out,
+    line breaks in a value sent as spaces), and the same errors for what nats-py refuses; a
+    subscriber reads the same message either way."""
+    nats = BinaryNats(tmp_path / "nats")
+    nats.start()
+    nc = await kjs.connect(nats.url, "t")
+    try:
+        cases: list[tuple[str, bytes, str, dict[str, str] | None]] = [
+            ("t.a", b"data", "_INBOX.x.1", {"Nats-Msg-Id": "g1-2", "Court-Seq": "2"}),
+            ("t.b", b"", "", None),
+            ("t.c", b"x" * 300, "r.1", {" Spaced ": " v ", "": "dropped", "Line": "a\r\nb"}),
+            ("t.d", b"y", "r.2", {}),
+        ]
+        sub = await nc.subscribe("t.*")
+        for subject, data, reply, headers in cases:
+            before = len(nc._pending)
+            await nc.publish(subject, data, reply=reply, headers=headers)
+            theirs = nc._pending[before:]
+            before = len(nc._pending)
+            await kjs.send_publish(nc, subject, data, reply, headers)
+            assert nc._pending[before:] == theirs, f"the same bytes for {subject}"
+            a, b = await sub.next_msg(5), await sub.next_msg(5)
+            assert (a.subject, a.reply, a.data, a.headers) == (b.subject, b.reply, b.data, b.headers)
+            if subject == "t.c":
+                assert b.headers == {"Spaced": "v", "Line": "a  b"}
+        for bad_subject in ("t. x", "t.\r\nPUB x 1", ""):
+            with pytest.raises(nats_errors.BadSubjectError):
+                await kjs.send_publish(nc, bad_subject, b"", "r", None)
+        with pytest.raises(nats_errors.BadSubjectError):
+            await kjs.send_publish(nc, "t.a", b"", "r 1", None)
+        with pytest.raises(nats_errors.BadHeaderError):
+            await kjs.send_publish(nc, "t.a", b"", "r", {"No:colons": "v"})
+        with pytest.raises(nats_errors.MaxPayloadError):
+            await kjs.send_publish(nc, "t.a", b"x" * (nc.max_payload + 1), "r", None)
+    finally:
+        await nc.close()
+        nats.stop()
+    with pytest.raises(nats_errors.ConnectionClosedError):
+        await kjs.send_publish(nc, "t.a", b"", "r", None)
+
+
+def test_stream_seq_reads_the_reply_as_nats_py_metadata_does() -> None:
+    """kjs.stream_seq: the stream sequence nats-py's ``msg.metadata`` reads, from either form of
+    JetStream's ack subject, and the same error for a message that has none."""
+    from nats.aio.msg import Msg
+
+    replies = [
+        "$JS.ACK.COURT_GAMES_0.court-projector.1.12345.12000.1733425000123456789.17",
+        "$JS.ACK.hub.ACCHASH.COURT_GAMES_0.court-projector.2.777.700.1733425000123456789.0.rnd",
+        "$JS.ACK._.ACCHASH.S.c.1.9.8.1733425000123456789.3",  # the 11-token form (no random token)
+    ]
+    for reply in replies:
+        m = Msg(None, subject="court.games.0.g.m", reply=reply)  # type: ignore[arg-type]
+        assert kjs.stream_seq(m) == m.metadata.sequence.stream
+    for reply in ("", "_INBOX.abc.1", "$JS.ACK.too.short"):
+        with pytest.raises(nats_errors.NotJSMessageError):
+            kjs.stream_seq(Msg(None, subject="x", reply=reply))  # type: ignore[arg-type]

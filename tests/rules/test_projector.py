@@ -348,3 +348,105 @@ async def test_a_game_seen_whole_is_archived_from_memory_and_one_seen_in_part_fr
     finally:
         await second.close()
         await second.server.stop(None)  # type: ignore[attr-defined]
+
+
+async def _three_games(replicas: Any, seed: int) -> tuple[Any, list[str], list[str], random.Random]:
+    """A rules replica with no projector of its own and three new queens_court games: (the replica,
+    the players, the game ids, a seeded random source for their moves)."""
+    rules = await replicas.start(projector=False)
+    players = ["ida", "jon"]
+    lobby = replicas.client(rules, "lobby", "service")
+    gids = [(await lobby.create_game("queens_court", players, {"players": 2})).game_id for _ in range(3)]
+    return rules, players, gids, random.Random(seed)
+
+
+async def test_several_games_in_a_batch_are_published_in_rounds_and_a_refused_one_judged_again(
+    replicas: Any,
+) -> None:
+    """A batch holding several games' records (``Projector._games``): each game's records public
+    once and in order, most published in rounds (each game's next record at once, then the acks)
+    rather than a task per game. The fault: a game's position in memory is stale (another projector
+    moved its public subject on), so its round's publish is refused (wrong last sequence); that
+    record is judged again on the full path (the position read back) and made public, once, and
+    the other games' records of the batch are unaffected."""
+    rules, players, gids, rng = await _three_games(replicas, 5)
+    seqs = {g: await _moves(replicas, rules, g, players, 4, rng) for g in gids}
+    projector = Projector(rules.store, durable="rounds")
+    psub = await projector._attach(0)
+    stop = asyncio.Event()
+
+    async def project_all(n: int) -> None:
+        msgs = await psub.fetch(n, timeout=5)
+        assert len(msgs) == n
+        await projector._batch(msgs, stop)
+
+    async def public_of(g: str) -> list[tuple[int, str]]:
+        return await _public(rules.nc, "queens_court", g)
+
+    await project_all(sum(s + 1 for s in seqs.values()))
+    for g in gids:
+        assert await public_of(g) == [(i, f"{g}-{i}") for i in range(seqs[g] + 1)]
+    total = sum(s + 1 for s in seqs.values())
+    assert projector.pipelined == total - 3, "every record but each game's first (its position unknown)"
+    stale = gids[1]
+    more = {g: await _moves(replicas, rules, g, players, 2, rng) for g in gids}
+    pos = projector.positions[stale]
+    projector.positions[stale] = Position(pos.pub_sseq - 1, pos.seq, pos.closed, pos.log_sseq)
+    before = projector.pipelined
+    added = sum(more[g] - seqs[g] for g in gids)
+    await project_all(added)
+    for g in gids:
+        assert await public_of(g) == [(i, f"{g}-{i}") for i in range(more[g] + 1)], "once, in order"
+    assert projector.pipelined - before == added - 1, "all but the refused one, judged again"
+    assert projector.positions[stale].pub_sseq > pos.pub_sseq, "its position read back"
+    async with asyncio.timeout(5):  # every message acknowledged (acks leave lazily: within 20 ms)
+        while (await rules.store.js.consumer_info(krec.game_stream(0), "rounds")).num_ack_pending:
+            await asyncio.sleep(0.02)
+    await psub.unsubscribe()
+
+
+async def test_a_round_s_publish_that_fails_or_whose_ack_is_lost_is_projected_once_after_all(
+    replicas: Any,
+) -> None:
+    """The faults of ``Projector._games``' rounds at the NATS boundary: one game's publish fails
+    at once (the connection refused it: nothing sent), another game's ack never comes (its public
+    record was stored; the ack lost, as with a slow or restarting nats-server). Each is judged
+    again on the full path: the first published then, the second found public already (its
+    position read back); every record public once, in order, every message acknowledged."""
+    import nats.errors
+
+    rules, players, gids, rng = await _three_games(replicas, 8)
+    seqs = {g: await _moves(replicas, rules, g, players, 2, rng) for g in gids}
+    store = rules.store
+    store.timeout = 0.5  # the lost ack's wait
+    projector = Projector(store, durable="faults")
+    psub = await projector._attach(0)
+    stop = asyncio.Event()
+    await projector._batch(await psub.fetch(sum(s + 1 for s in seqs.values()), timeout=5), stop)
+    more = {g: await _moves(replicas, rules, g, players, 1, rng) for g in gids}
+    refused, lost = gids[0], gids[1]
+    real = store.publisher.publish
+    faults = {refused: 1, lost: 1}
+
+    async def publish(subject: str, data: bytes, headers: Any = None) -> Any:
+        gid = subject.rsplit(".", 1)[1]
+        if faults.get(gid):
+            faults[gid] -= 1
+            if gid == refused:
+                raise nats.errors.ConnectionClosedError
+            await real(subject, data, headers)  # stored; its ack never reaches the projector
+            return asyncio.get_running_loop().create_future()
+        return await real(subject, data, headers)
+
+    store.publisher.publish = publish  # type: ignore[method-assign]
+    before = projector.pipelined
+    await projector._batch(await psub.fetch(sum(more[g] - seqs[g] for g in gids), timeout=5), stop)
+    assert faults == {refused: 0, lost: 0}
+    assert projector.pipelined - before == 1, "only the third game's went through in the round"
+    for g in gids:
+        public = await _public(rules.nc, "queens_court", g)
+        assert public == [(i, f"{g}-{i}") for i in range(more[g] + 1)], "once, in order"
+    async with asyncio.timeout(5):
+        while (await store.js.consumer_info(krec.game_stream(0), "faults")).num_ack_pending:
+            await asyncio.sleep(0.02)
+    await psub.unsubscribe()

@@ -61,7 +61,7 @@ import functools
 import json
 import sys
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,7 +85,7 @@ from nats.js.errors import APIError
 from prometheus_client import Counter, Histogram
 
 from .games import is_tombstone
-from .store import EVENTS_STREAM, GameStore, Record, ensure_streams_ready, wait_ack
+from .store import EVENTS_STREAM, GameStore, Record, ack_seq, ensure_streams_ready, wait_ack
 from .tasks import stop_tasks
 
 log = klog.get_logger("court_rules.projector")
@@ -116,6 +116,42 @@ class Position:
     seq: int
     closed: bool
     log_sseq: int
+
+
+def _public_message(
+    rec: records_pb2.Record, pos: Position | None, log_sseq: int
+) -> tuple[bool, bytes, dict[str, str]]:
+    """The record's public message: whether it closes the game, its bytes (``redact``) and its
+    headers (module docstring), ``pos`` being the game's last public record."""
+    closed = rec.WhichOneof("body") == "closed"
+    headers = {
+        krec.MSG_ID_HEADER: krec.msg_id(rec.game_id, rec.seq, closed),
+        "Nats-Expected-Last-Subject-Sequence": str(pos.pub_sseq if pos else 0),
+        krec.SEQ_HEADER: str(rec.seq),
+        krec.LOG_SEQ_HEADER: str(log_sseq),
+    }
+    if closed:
+        headers[krec.CLOSED_HEADER] = "1"
+    return closed, krec.redact(rec).SerializeToString(), headers
+
+
+@dataclass(slots=True)
+class _Sent:
+    """A record of ``Projector._games``' round whose public form is on its way: the log message,
+    its record, its log sequence, whether it closes the game, the ack's future and the game's lock."""
+
+    msg: Any
+    rec: records_pb2.Record
+    log_sseq: int
+    closed: bool
+    fut: asyncio.Future[bytes]
+    lock: asyncio.Lock
+
+
+def _duplicate(ack: bytes) -> bool:
+    """Whether a PubAck says JetStream had the message already (``"duplicate":true``); parsed
+    only when the word is there (``store.ack_seq`` reads its sequence)."""
+    return b'"duplicate"' in ack and bool(json.loads(ack).get("duplicate"))
 
 
 def _follows(pos: Position | None, rec: records_pb2.Record) -> bool:
@@ -156,6 +192,7 @@ class Projector:
         self.archived_from_memory = 0  # (tests)
         self._locks: dict[str, asyncio.Lock] = {}
         self.projected = 0  # public records this projector stored (tests, observability)
+        self.pipelined = 0  # of which published in a round of several games' (``_games``; tests)
         self.progress = asyncio.Event()  # set after every batch (tests wait on it)
         self.attached = asyncio.Event()  # every shard's consumer exists and is being pulled
 
@@ -228,20 +265,11 @@ class Projector:
             if not _follows(pos, rec):
                 await self._fill(rec.game, gid, pos, log_sseq)
                 continue
-            closed = rec.WhichOneof("body") == "closed"
-            headers = {
-                krec.MSG_ID_HEADER: krec.msg_id(gid, rec.seq, closed),
-                "Nats-Expected-Last-Subject-Sequence": str(pos.pub_sseq if pos else 0),
-                krec.SEQ_HEADER: str(rec.seq),
-                krec.LOG_SEQ_HEADER: str(log_sseq),
-            }
-            if closed:
-                headers[krec.CLOSED_HEADER] = "1"
-            data = krec.redact(rec).SerializeToString()
+            closed, data, headers = _public_message(rec, pos, log_sseq)
             fut = None
             try:
                 fut = await self.store.publisher.publish(krec.public_subject(rec.game, gid), data, headers)
-                ack = json.loads(await wait_ack(fut, self.store.timeout))
+                ack = await wait_ack(fut, self.store.timeout)
             except APIError as exc:
                 if exc.err_code == kjs.ERR_WRONG_LAST_SEQUENCE:
                     # someone else (another projector) moved the subject on: read it again
@@ -254,17 +282,24 @@ class Projector:
                     self.store.publisher.forget([fut])
                 self.positions.pop(gid, None)  # it may or may not be stored: read it back next time
                 raise Unavailable(f"publishing {gid}-{rec.seq}: {type(exc).__name__}") from exc
-            self._remember(gid, Position(int(ack["seq"]), int(rec.seq), closed, log_sseq))
-            self._keep(gid, pos is None, raw, log_sseq)
-            if not ack.get("duplicate"):
-                PROJECTED.inc()
-                self.projected += 1
-                LAG.observe(max(0.0, time.time() - krec.time_ms(rec) / 1000))
+            self._stored(rec, ack, closed, log_sseq, pos is None, raw)
             if krec.moves_points(rec):
                 await self._points(rec, data)
             if rec.finished:
                 await self._archive(rec.game, gid)
             return True
+
+    def _stored(
+        self, rec: records_pb2.Record, ack: bytes, closed: bool, log_sseq: int, created: bool, raw: bytes
+    ) -> None:
+        """A record's public form is stored (its PubAck ``ack``): the game's position moves on."""
+        gid = rec.game_id
+        self._remember(gid, Position(ack_seq(ack), int(rec.seq), closed, log_sseq))
+        self._keep(gid, created, raw, log_sseq)
+        if not _duplicate(ack):
+            PROJECTED.inc()
+            self.projected += 1
+            LAG.observe(max(0.0, time.time() - krec.time_ms(rec) / 1000))
 
     async def _points(self, rec: records_pb2.Record, data: bytes) -> None:
         """The record's copy on its game's points subject (``court_contract.records.points_subject``),
@@ -433,29 +468,124 @@ class Projector:
         if len(games) == 1:  # the usual batch at low rates: no task per game (make bench: 14% of the CPU)
             await self._game(next(iter(games.values())), stop)
         else:
-            await asyncio.gather(*(self._game(items, stop) for items in games.values()))
+            await self._games(list(games.values()), stop)
 
     async def _game(self, items: list[tuple[Any, records_pb2.Record | None]], stop: asyncio.Event) -> None:
-        delay = 0.05
         for m, rec in items:
-            while rec is not None:
-                try:
-                    await self.project(m.metadata.sequence.stream, rec, m.data)
-                    break
-                except Unavailable as exc:
-                    if stop.is_set():
-                        return  # unacknowledged: delivered again, here or to another projector
-                    log.warning(
-                        "projecting a record failed; retrying",
-                        game_id=rec.game_id,
-                        seq=rec.seq,
-                        error=str(exc),
-                    )
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), delay)
-                    delay = min(delay * 2, 2.0)
-            with contextlib.suppress(Exception):  # a lost ack: redelivered, found public, acked again
-                self.acks.ack(m)
+            if not await self._one(m, rec, stop):
+                return  # stopping: the rest unacknowledged, delivered again
+
+    async def _one(self, m: Any, rec: records_pb2.Record | None, stop: asyncio.Event) -> bool:
+        """Project one log message's record (retried until it is public), then acknowledge it.
+        False: stopping first (the message is left unacknowledged, to be delivered again)."""
+        delay = 0.05
+        while rec is not None:
+            try:
+                await self.project(kjs.stream_seq(m), rec, m.data)
+                break
+            except Unavailable as exc:
+                if stop.is_set():
+                    return False  # unacknowledged: delivered again, here or to another projector
+                log.warning(
+                    "projecting a record failed; retrying",
+                    game_id=rec.game_id,
+                    seq=rec.seq,
+                    error=str(exc),
+                )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), delay)
+                delay = min(delay * 2, 2.0)
+        with contextlib.suppress(Exception):  # a lost ack: redelivered, found public, acked again
+            self.acks.ack(m)
+        return True
+
+    async def _games(
+        self, games: list[list[tuple[Any, records_pb2.Record | None]]], stop: asyncio.Event
+    ) -> None:
+        """Several games' records side by side, each game's in order, without a task per game (a
+        task and ``gather``'s bookkeeping cost about 11 us a record in process): in rounds, each
+        game's next record that needs nothing but its publish (its game's position in memory, the
+        record right after it, no points, not the last) is published at once (``_send``), then the
+        round's acks are taken in turn; any other record (a game's first here, a gap, points, an
+        archive, a publish that failed) takes ``_one``'s path, those of a round side by side."""
+        queues = [deque(items) for items in games]
+        while queues:
+            sent: list[_Sent] = []
+            other: list[tuple[Any, records_pb2.Record | None]] = []
+            try:
+                for q in queues:
+                    m, rec = q.popleft()
+                    s = await self._send(m, rec) if rec is not None else None
+                    if s is None:
+                        other.append((m, rec))
+                    else:
+                        sent.append(s)
+                for s in sent:
+                    if not await self._finish(s, stop):
+                        return
+            finally:
+                for s in sent:
+                    self._unlock(s.rec.game_id, s.lock)
+            if len(other) == 1:
+                if not await self._one(*other[0], stop):
+                    return
+            elif other and not all(await asyncio.gather(*(self._one(m, r, stop) for m, r in other))):
+                return
+            queues = [q for q in queues if q]
+
+    async def _send(self, m: Any, rec: records_pb2.Record) -> _Sent | None:
+        """Publish the record's public form when that is all it needs (``_games``), under its game's
+        lock (taken here, held until ``_games`` is done with the round); None: ``_one``'s path."""
+        gid = rec.game_id
+        pos = self.positions.get(gid)
+        if (
+            pos is None
+            or gid in self._locks
+            or rec.finished
+            or not _follows(pos, rec)
+            or krec.moves_points(rec)
+            or is_tombstone(rec)
+        ):
+            return None
+        log_sseq = kjs.stream_seq(m)
+        if pos.log_sseq >= log_sseq:
+            return None  # public already (a redelivery): _project's path says so
+        closed, data, headers = _public_message(rec, pos, log_sseq)
+        lock = self._locks[gid] = asyncio.Lock()
+        await lock.acquire()  # (a new lock: taken at once)
+        try:
+            fut = await self.store.publisher.publish(krec.public_subject(rec.game, gid), data, headers)
+        except BaseException as exc:
+            self._unlock(gid, lock)
+            if not isinstance(exc, Exception):
+                raise  # cancelled
+            return None  # not sent: _one's path retries it and says why
+        return _Sent(m, rec, log_sseq, closed, fut, lock)
+
+    async def _finish(self, s: _Sent, stop: asyncio.Event) -> bool:
+        """Take the ack of a record ``_send`` published; one that failed (another projector moved
+        the game on, a timeout) is judged again on ``_one``'s path. False: stopping."""
+        gid = s.rec.game_id
+        try:
+            ack = await wait_ack(s.fut, self.store.timeout)
+        except Exception:  # noqa: BLE001 - APIError, TimeoutError, a closed connection
+            self.store.publisher.forget([s.fut])
+            self.positions.pop(gid, None)  # stored or not, or moved on elsewhere: read it back
+            self._forget_kept(gid)
+            self._unlock(gid, s.lock)
+            return await self._one(s.msg, s.rec, stop)
+        self._stored(s.rec, ack, s.closed, s.log_sseq, False, s.msg.data)
+        self.pipelined += 1
+        self._unlock(gid, s.lock)
+        with contextlib.suppress(Exception):  # a lost ack: redelivered, found public, acked again
+            self.acks.ack(s.msg)
+        return True
+
+    def _unlock(self, game_id: str, lock: asyncio.Lock) -> None:
+        if lock.locked():
+            lock.release()
+            if self._locks.get(game_id) is lock:
+                del self._locks[game_id]
 
 
 # ---------------------------------------------------------------------- court-projector

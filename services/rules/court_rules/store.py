@@ -88,7 +88,7 @@ async def wait_ack(fut: asyncio.Future[bytes], timeout: float) -> bytes:
     in time; cancelling the caller cancels it."""
     if fut.done():
         return fut.result()
-    timer = asyncio.get_running_loop().call_later(timeout, _expire, fut)
+    timer = fut.get_loop().call_later(timeout, _expire, fut)  # (its loop: no getpid, as get_running_loop)
     try:
         return await fut
     finally:
