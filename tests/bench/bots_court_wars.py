@@ -20,7 +20,8 @@ all-bot table in issue 3). Each table prints a goal line, ``ok`` when the lower 
 interval clears 1.5 x par, ``not shown`` when only the mean does, ``MISSED`` otherwise.
 ``COURT_BENCH_ONLY=multi`` plays the multi-player tables only, ``=pairs`` the pairings only,
 ``=passive`` the tables with a passive seat only, ``=active`` the others. ``COURT_BENCH_FIRST_MULTI``
-(default 0) starts those tables at that game: a slice of a longer run, seats and seeds as in it.
+(default 0) starts those tables at that game: a slice of a longer run, seats and seeds as in it;
+``COURT_BENCH_SEATS=3`` (or ``4``; default ``3,4``) plays the tables of that many seats only.
 The expert there (court_bots.games.court_wars): the two-ply expectimax, its own utility a win
 model (``W_EXPERT_MULTI``, a conditional logit fitted on heuristic games) while the others are
 modelled with the heuristic's weights. Bench seeds, ``COURT_BOT_CLOCK=cpu``, ``nice -n 15`` (expert's
@@ -169,6 +170,7 @@ def main() -> None:
     procs = int(os.environ.get("COURT_BENCH_PROCS", "2"))
     everything: list[dict[str, Any]] = []
     only = os.environ.get("COURT_BENCH_ONLY", "")  # "pairs", "multi" or "passive" to run one part
+    seats = [int(x) for x in os.environ.get("COURT_BENCH_SEATS", "3,4").split(",")]
     with multiprocessing.get_context("spawn").Pool(procs) as pool:
         for a, b in PAIRINGS if only not in ("multi", "passive", "active") else ():
             jobs = [({}, (a, b) if g % 2 == 0 else (b, a), 10_000 + g) for g in range(games)]
@@ -176,10 +178,10 @@ def main() -> None:
             everything += res
             sa = [r["scores"][g % 2] for g, r in enumerate(res)]
             sb = [r["scores"][1 - g % 2] for g, r in enumerate(res)]
-            first = [r["scores"][0] for r in res]
-            summarize(f"{a} v {b} (2 players)", res, [(a, sa), (b, sb), ("seat 0 (either level)", first)])
+            seat0 = [r["scores"][0] for r in res]  # not ``first``: the tables below start there
+            summarize(f"{a} v {b} (2 players)", res, [(a, sa), (b, sb), ("seat 0 (either level)", seat0)])
         for n, passive in ((3, False), (4, False), (3, True), (4, True)) if only != "pairs" else ():
-            if (only == "passive" and not passive) or (only == "active" and passive):
+            if (only == "passive" and not passive) or (only == "active" and passive) or n not in seats:
                 continue
             jobs = []
             for g in range(first, first + games_multi):
