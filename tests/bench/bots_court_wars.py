@@ -20,7 +20,8 @@ all-bot table in issue 3). Each table prints a goal line, ``ok`` when the lower 
 interval clears 1.5 x par, ``not shown`` when only the mean does, ``MISSED`` otherwise.
 ``COURT_BENCH_ONLY=multi`` plays the multi-player tables only, ``=pairs`` the pairings only,
 ``=passive`` the tables with a passive seat only, ``=active`` the others. ``COURT_BENCH_FIRST_MULTI``
-(default 0) starts those tables at that game: a slice of a longer run, seats and seeds as in it.
+(default 0) starts those tables at that game: a slice of a longer run, seats and seeds as in it;
+``COURT_BENCH_SEATS=3`` (or ``4``; default ``3,4``) plays the tables of that many seats only.
 The expert there (court_bots.games.court_wars): the two-ply expectimax, its own utility a win
 model (``W_EXPERT_MULTI``, a conditional logit fitted on heuristic games) while the others are
 modelled with the heuristic's weights. Bench seeds, ``COURT_BOT_CLOCK=cpu``, ``nice -n 15`` (expert's
@@ -49,9 +50,38 @@ both ways from the same position and draw order, the expert's own utility blende
 ``W_MULTI`` over turns 300-400 (a court worth 40: the limit counts standing courts first), which lost
 6.5 +- 6.3 points at 3 seats and 3.8 +- 5.1 at 4 (54 and 53 games; 19 and 32 ended at the limit,
 the expert winning 18% and 19% of them, against 20% of 15 and 15% of 27 unchanged). A model of
-each opponent from its own past moves needs what the view does not show: it holds the table as it
-stands, not who attacked whom (a per-seat count of attacks in the view, or a bot that remembers the
-game, would allow it).
+each opponent from its own past moves needed what the view did not show (who attacked): hence
+the next step.
+
+2026-12-05, each opponent modelled from the table (issue 34): the view now shows each seat's
+count of the attacks it has made (``players[].attacks``: every attack is made in front of the
+table), and at 3-4 seats the expert models a seat with no attack once every seat has had
+``QUIET_AFTER`` (20) turns as one that never attacks (``quiet_seats``: its reply is its best
+Defend, no kill of its is credited). First the upper bound, on other seeds (games 2000+ of the
+3-seat passive table, ``COURT_BOT_CLOCK=cpu``, ``nice -n 15``, paired by seed): the expert told
+the passive seat by name 81.0% against 55.6% unchanged (+25.4 +- 13.9 points, 63 games); then the
+count as shipped, 87.5% against 55.0% (+32.5 +- 16.1, 40 games). The bench's seeds, the passive
+tables (load average 3-15 on 2 cores, the same settings):
+
+    table               before (above)   games 0-149      games 150-838    all 839 games
+    3, a passive seat   47.8% +- 3.4%    81.3% +- 6.2%    81.6% +- 2.9%    81.5% +- 2.6% (2.45 x par: ok)
+    4, a passive seat   37.1% +- 3.3%    67.3% +- 7.5%    67.1% +- 3.5%    67.1% +- 3.2% (2.68 x par: ok)
+
+The passive seat now wins 2.7% and 1.9% (3 seats, games 0-149 and 150-838) and 6.7% and 6.4%
+(4 seats). At the turn limit (74 of the 839 games at 3 seats, 222 at 4) the expert wins 41.9% and
+31.5% (before, games 150-838: 25.0% and 15.2%), by elimination 85.4% and 79.9%. The expert's
+thread CPU per decision over games 150-838 of both tables: median 5.7 ms, p99 19.5 ms, 171 of
+206k decisions above 22 ms (games 0-149: p99 19.3 ms and 20.3 ms).
+The tables without a passive seat are unchanged: there every heuristic seat attacks early (in
+heuristic-only 3-4 seat games all 280 seats of 80 attacked within 17 of their turns), and in 24
+expert games against heuristics only (3 and 4 seats, seeds beside the bench's) the expert never
+found a quiet seat in any of its 2,056 decisions, so it decided as before (with no quiet seat its
+search is the same code path). Games 0-149 of the bench's active tables, rerun with a log of the
+quiet seats: none in any of the 300 games; the expert won 51.3% +- 8.0% at 3 seats and 43.3% +-
+7.9% at 4 (the same games before: 55.3% and 41.3%; its search stops on a CPU budget, so a rerun
+does not replay the same games move for move), expert CPU p99 18.9 and 20.1 ms. Not tried, for
+lack of time: refitting ``W_EXPERT_MULTI`` on tables with a passive seat (a first fit on 16
+heuristic games of those tables weighs a court far above its guards: the limit counts courts first).
 
 On a busy machine run with ``COURT_BOT_CLOCK=cpu``: the bots' budgets then count the deciding
 thread's CPU time (``court_bots.search.CLOCK``), so a process waiting for a core keeps its search.
@@ -169,6 +199,7 @@ def main() -> None:
     procs = int(os.environ.get("COURT_BENCH_PROCS", "2"))
     everything: list[dict[str, Any]] = []
     only = os.environ.get("COURT_BENCH_ONLY", "")  # "pairs", "multi" or "passive" to run one part
+    seats = [int(x) for x in os.environ.get("COURT_BENCH_SEATS", "3,4").split(",")]
     with multiprocessing.get_context("spawn").Pool(procs) as pool:
         for a, b in PAIRINGS if only not in ("multi", "passive", "active") else ():
             jobs = [({}, (a, b) if g % 2 == 0 else (b, a), 10_000 + g) for g in range(games)]
@@ -176,10 +207,10 @@ def main() -> None:
             everything += res
             sa = [r["scores"][g % 2] for g, r in enumerate(res)]
             sb = [r["scores"][1 - g % 2] for g, r in enumerate(res)]
-            first = [r["scores"][0] for r in res]
-            summarize(f"{a} v {b} (2 players)", res, [(a, sa), (b, sb), ("seat 0 (either level)", first)])
+            seat0 = [r["scores"][0] for r in res]  # not ``first``: the tables below start there
+            summarize(f"{a} v {b} (2 players)", res, [(a, sa), (b, sb), ("seat 0 (either level)", seat0)])
         for n, passive in ((3, False), (4, False), (3, True), (4, True)) if only != "pairs" else ():
-            if (only == "passive" and not passive) or (only == "active" and passive):
+            if (only == "passive" and not passive) or (only == "active" and passive) or n not in seats:
                 continue
             jobs = []
             for g in range(first, first + games_multi):

@@ -7,7 +7,9 @@ Strength and decision times are measured by tests/bench/bots_court_wars.py.
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
+import time
 from collections import Counter
 from collections.abc import Callable
 
@@ -388,6 +390,61 @@ def test_the_experts_own_utility_leaves_the_model_of_the_others_as_it_was():
             checked += 1
             differ += own != one
         state, _ = cw.apply(state, p, B.heuristic(cw.view(state, p), p, None, legal, rng), emit=False)
+
+
+def _quiet_table(players: int, quiet: int, seed: int):
+    """The views of a game of heuristic bots in which seat ``quiet`` never attacks (it chooses as
+    the heuristic among the other actions), one per turn start, with the state."""
+    rng = random.Random(seed)
+    state = cw.new_game(cw.Options(players=players), seed)
+    while not cw.is_terminal(state):
+        p = state.player
+        legal = cw.legal_actions(state)
+        if state.phase is cw.Phase.TURN:
+            yield state
+        if p == quiet:
+            legal = tuple(a for a in legal if a[0] != cw.ATTACK) or legal
+        state, _ = cw.apply(state, p, B.heuristic(cw.view(state, p), p, None, legal, rng), emit=False)
+
+
+@pytest.mark.parametrize("players", [3, 4])
+def test_the_expert_takes_a_seat_that_has_not_attacked_for_quiet(players):
+    # the view's per-seat count of attacks: a seat that has made none once every seat has had
+    # QUIET_AFTER turns is modelled as never attacking; the heuristic seats have attacked by then
+    quiet, seen = 1, 0
+    for state in _quiet_table(players, quiet, 41 + players):
+        me = state.player
+        pub = B.parse_view(cw.view(state, me), me)
+        got = B.quiet_seats(pub)
+        if state.turns < B.QUIET_AFTER * players:
+            assert got == frozenset()
+        else:
+            seen += 1
+            assert got == (frozenset({quiet}) if me != quiet and not state.out[quiet] else frozenset())
+    assert seen > 10
+    two = next(_quiet_table(2, 1, 3))
+    assert B.quiet_seats(B.parse_view(cw.view(two, 0), 0)) == frozenset()  # 2 seats: never
+
+
+def test_a_quiet_seats_reply_is_modelled_without_its_attacks():
+    # a turn start where the player to act could attack: modelled as quiet, its options are its
+    # Defend only, and no kill of theirs is credited in the utilities when they are to move
+    for state in _quiet_table(3, -1, 8):
+        p = state.player
+        if any(a[0] == cw.ATTACK for a in cw.legal_actions(state)) and (cw.DEFEND,) in cw.legal_actions(
+            state
+        ):
+            break
+    else:
+        raise AssertionError("no turn start with an attack in that game")
+    m = B.Sim.of(B.parse_view(cw.view(state, p), p), random.Random(1))
+    ex = B._Expectimax(B.W_MULTI, math.inf, time.perf_counter, me=(p + 1) % 3)
+    calm = B._Expectimax(B.W_MULTI, math.inf, time.perf_counter, me=(p + 1) % 3, quiet=frozenset({p}))
+    assert any(a[0] == cw.ATTACK for a, _ in ex.options(m))
+    assert [a for a, _ in calm.options(m)] == [(cw.DEFEND,)]
+    if m.best_kill(p, B.W_MULTI)[0] > 0:
+        assert m.utilities(B.W_MULTI, -1, frozenset({p})) != m.utilities(B.W_MULTI)
+    assert m.utilities(B.W_MULTI, -1, frozenset({(p + 1) % 3})) == m.utilities(B.W_MULTI)
 
 
 def test_the_expectimax_expert_beats_random_play():

@@ -41,9 +41,22 @@ def _feed(h: Any, obj: Any) -> None:
     h.update(b"\n")
 
 
+# Per-seat view keys added after the recording, by design (each with its own test): left out of
+# the digest, so that the recorded games still pin everything the old engines said.
+SEAT_KEYS_ADDED = {"court_wars": ("attacks",)}  # issue 34: the attacks each seat has made
+
+
+def _as_recorded(name: str, view: dict[str, Any]) -> dict[str, Any]:
+    added = SEAT_KEYS_ADDED.get(name)
+    if not added:
+        return view
+    seats = [{k: v for k, v in p.items() if k not in added} for p in view["players"]]
+    return {**view, "players": seats}
+
+
 def _views(h: Any, mod: Any, state: Any) -> None:
     for seat in [*range(mod.num_players(state)), None]:
-        _feed(h, mod.view(state, seat))
+        _feed(h, _as_recorded(mod.NAME, mod.view(state, seat)))
 
 
 def play(name: str, options: dict[str, Any], seed: int, moves: list[list[int]] | None) -> dict[str, Any]:

@@ -704,3 +704,24 @@ def test_views_hide_the_draw_pile_and_cards_are_conserved(options, seed, pick):
             assert v["draw_size"] == len(s.draw)
     for p, a in actions:
         assert cw.action_from_json(json.loads(json.dumps(cw.action_to_json(a, p)))) == a
+
+
+@FAST
+@given(options=option_sets, seed=st.integers(0, 2**40), pick=st.integers(0, 2**32))
+def test_each_seats_attack_count_is_the_attacks_every_seat_saw_it_make(options, seed, pick):
+    # the view's per-seat "attacks" (issue 34) counts the attacks that seat has made: every one is
+    # a CourtAttacked event every seat and the spectator are shown in full, so nothing hidden is added
+    history, actions, events = playout(options, seed, random.Random(pick), 300)
+    n = cw.num_players(history[0])
+    shown = [0] * n
+    for e in events:
+        if e.type == cw.COURT_ATTACKED:
+            assert all(e.for_seat(seat) == e.for_seat(None) for seat in range(n))
+            shown[e.data["player"]] += 1
+    made = [0] * n
+    for i, (p, a) in enumerate(actions):
+        made[p] += a[0] == cw.ATTACK
+        views = [cw.view(history[i + 1], seat) for seat in [None, *range(n)]]
+        assert all([q["attacks"] for q in v["players"]] == made for v in views)
+    assert made == shown
+    assert history[0].attacks == (0,) * n

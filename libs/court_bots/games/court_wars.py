@@ -1,8 +1,8 @@
 """Court Wars bots: determinization, attack arithmetic, and a short-horizon MCTS with chance nodes.
 
-What a seat sees (``court_wars.view``): the whole table. Courts and guard stacks, who is out, the
-pending drawn card, the whole discard pile (bottom first) and the draw pile's size. The draw pile's
-order is the only secret, and it is hidden from every seat alike. Its composition is known: the
+What a seat sees (``court_wars.view``): the whole table. Courts and guard stacks, who is out, how
+many attacks each seat has made, the pending drawn card, the whole discard pile (bottom first) and
+the draw pile's size. The draw pile's order is the only secret, and it is hidden from every seat alike. Its composition is known: the
 pack (the 52 or 54 cards without the seated courts) minus every card in sight.
 
 How far the determinization goes: as far as the view does. A sample deals the unseen cards into
@@ -38,7 +38,10 @@ the remembered order; this module leaves the engine as it is.)
   best finished one stands. It does not depend on the sampled draw order, only on the view. Setup
   picks and Jokers are left to the rules of thumb. At three or four seats the expert scores the
   positions with its own utility (``W_EXPERT_MULTI``, fitted as a win model) while it still
-  models the other players' choices with the heuristic's weights (``expectimax(mine=...)``).
+  models the other players' choices with the heuristic's weights (``expectimax(mine=...)``). There
+  a seat that has made no attack once every seat has had ``QUIET_AFTER`` turns (the view's count)
+  is modelled as one that never attacks (``quiet_seats``, ``expectimax(quiet=...)``): its reply is
+  its best Defend, and no kill of its is credited when it is next to move.
 * ``search`` (kept, not a level): Monte Carlo tree search from the view: each iteration samples a draw pile order,
   walks a tree whose decision nodes are keyed by the actions and the public outcome of each draw
   (the value of the guard drawn, an Ace, a Joker, a court card), so that placing a 10 and placing
@@ -122,6 +125,7 @@ class Public:
     end: str | None
     draw_size: int
     unseen: tuple[str, ...]  # the draw pile's cards, in pack order (their order is the secret)
+    attacks: tuple[int, ...]  # per seat, the attacks it has made (the view's ``players[].attacks``)
 
     def state(self, draw: Sequence[str], seed: int = 0) -> State:
         return State(
@@ -139,6 +143,7 @@ class Public:
             aces=self.aces,
             winners=self.winners,
             end=self.end,
+            attacks=self.attacks,
         )
 
 
@@ -184,6 +189,7 @@ def parse_view(view: Mapping[str, Any], seat: int) -> Public:
         end=view["end"],
         draw_size=view["draw_size"],
         unseen=unseen,
+        attacks=tuple(int(p["attacks"]) for p in view["players"]),
     )
 
 
@@ -637,9 +643,9 @@ class Sim(F.Sim):
                     best = (gain - cost, t, gain, cost, (ATTACK, ci, k, t, tci, REMOVE_COURT))
         return best
 
-    def utilities(self, w: Weights, mover: int = -1) -> list[float]:
+    def utilities(self, w: Weights, mover: int = -1, quiet: frozenset[int] = frozenset()) -> list[float]:
         """Every player's share (``evaluate``), crediting the best kill of ``mover`` (default: the
-        player to act)."""
+        player to act) unless the mover is one of the ``quiet`` seats (modelled as never attacking)."""
         n = self.n
         if self.phase == S_OVER:
             share = 1.0 / len(self.winners)
@@ -647,7 +653,7 @@ class Sim(F.Sim):
         out = self.out
         v = [0.0 if out[q] else self.value(q, w) for q in range(n)]
         m = self.player if mover < 0 else mover
-        if w.threat and not out[m]:
+        if w.threat and not out[m] and m not in quiet:
             net, t, gain, cost, _ = self.best_kill(m, w if w.kill_model is None else w.kill_model)
             if net > 0:
                 v[t] -= w.threat * gain
@@ -687,6 +693,10 @@ HORIZON = 2  # turns after the root's turn (2 players: my turn, the reply, my ne
 EXPLORATION = 0.5
 PRIOR = 0.0  # virtual visits at the root valued at the heuristic's one-ply scores
 BUDGET_SHARE = 0.8  # of the budget: the rest covers the caller's parse and sample, and jitter
+# At three or four seats the expert models a seat that has made no attack in its first
+# QUIET_AFTER turns as one that never attacks (the view's per-seat count of attacks): in
+# heuristic-only 3-4 seat tables every seat attacked within 17 of its turns (280 seats, 80 games)
+QUIET_AFTER = 20
 
 
 class _Node:
@@ -815,14 +825,17 @@ class _Expectimax:
         clock: Callable[[], float],
         me: int = -1,
         mine: Weights | None = None,
+        quiet: frozenset[int] = frozenset(),
     ) -> None:
         self.w, self.deadline, self.clock = w, deadline, clock
         self.me, self.mine = me, w if mine is None else mine
+        self.quiet = quiet  # seats modelled as never attacking (no attack, no threat credited)
 
     def _after_draw(self, m: Sim, k: int, aces: int) -> list[tuple[float, Sim]]:
         """The end-of-turn positions once the player to act has drawn ``k`` and chosen greedily."""
         p = m.player
         w = self.mine if p == self.me else self.w
+        quiet = self.quiet
         m.take(k)
         m.resolve_drawn(k)
         if k == K_COURT:
@@ -835,19 +848,19 @@ class _Expectimax:
             for a in m.legal():
                 c = m.copy()
                 c.step(a)
-                u = c.utilities(w)[p]
+                u = c.utilities(w, -1, quiet)[p]
                 if u > best_u + 1e-12:
                     best, best_u = c, u
             assert best is not None
             return [(1.0, best)]
         # an Ace: the best attack (or none), then the draw again
         nxt = next_player(m.out, p)
-        best, best_u = m, m.utilities(w, nxt)[p]
-        for a in m.attacks(p):
+        best, best_u = m, m.utilities(w, nxt, quiet)[p]
+        for a in m.attacks(p) if p not in quiet else ():
             c = m.copy()
             if c.attack(a):
                 return [(1.0, c)]  # the game is won
-            u = c.utilities(w, next_player(c.out, p))[p]
+            u = c.utilities(w, next_player(c.out, p), quiet)[p]
             if u > best_u + 1e-12:
                 best, best_u = c, u
         if aces >= 1 or (not best.draw and not best.disc):
@@ -865,7 +878,11 @@ class _Expectimax:
     def options(self, m: Sim) -> list[tuple[Action, list[tuple[float, Sim]]]]:
         """Every option of the player at the start of their turn, with its end-of-turn positions."""
         res: list[tuple[Action, list[tuple[float, Sim]]]] = []
-        for a in m.legal():
+        legal = m.legal()
+        calm = m.player in self.quiet and (DEFEND,) in legal
+        for a in legal:
+            if calm and a[0] == ATTACK:
+                continue  # a quiet seat defends
             if a[0] == DEFEND:
                 res.append((a, self._draw(m)))
             else:
@@ -876,21 +893,22 @@ class _Expectimax:
 
     def reply_value(self, m: Sim, me: int) -> float:
         """My utility after the player to act at ``m`` (the start of a turn) replies."""
+        quiet = self.quiet
         if m.phase == S_OVER:
-            return m.utilities(self.mine)[me]
+            return m.utilities(self.mine, -1, quiet)[me]
         if self.clock() > self.deadline:
             raise _Timeout
         o = m.player
         if o == me:  # everybody else is out
-            return m.utilities(self.mine)[me]
+            return m.utilities(self.mine, -1, quiet)[me]
         best_o, mine = -1.0, 0.0
         same = self.mine is self.w
         for _, outs in self.options(m):
             vo = vm = 0.0
             for q, s in outs:
-                u = s.utilities(self.w)
+                u = s.utilities(self.w, -1, quiet)
                 vo += q * u[o]
-                vm += q * (u[me] if same else s.utilities(self.mine)[me])
+                vm += q * (u[me] if same else s.utilities(self.mine, -1, quiet)[me])
             if vo > best_o + 1e-12:
                 best_o, mine = vo, vm
         return mine
@@ -906,12 +924,15 @@ def expectimax(
     budget_ms: float | None = None,
     weights: Weights = W,
     mine: Weights | None = None,
+    quiet: frozenset[int] = frozenset(),
     clock: Callable[[], float] = CLOCK,
 ) -> SearchResult:
     """Two plies of expectimax at the start of a turn, after a guard is drawn, or after an Ace.
 
     The root's actions are tried in the order of the heuristic's scores, so that when time runs
-    out the best of those finished stands (at worst the heuristic's own choice).
+    out the best of those finished stands (at worst the heuristic's own choice). The ``quiet``
+    seats are modelled as never attacking: their reply is their best Defend (or Ace's draw without
+    an attack), and no kill of theirs is credited when they are the next to move.
     """
     start = clock()
     deadline = start + budget_ms / 1000.0 if budget_ms is not None else math.inf
@@ -925,7 +946,7 @@ def expectimax(
     me = base.player
     prior = action_scores(pub, legal, weights)
     order = sorted(range(len(legal)), key=lambda i: -prior[i])
-    ex = _Expectimax(weights, deadline, clock, me, mine)
+    ex = _Expectimax(weights, deadline, clock, me, mine, quiet)
     best, best_v, done = legal[order[0]], -1.0, 0
     try:
         for i in order:
@@ -950,6 +971,15 @@ def expectimax(
     except _Timeout:
         pass
     return SearchResult(best, done, {a: 1 if a == best else 0 for a in legal})
+
+
+def quiet_seats(pub: Public) -> frozenset[int]:
+    """The other seats the expert models as never attacking, at three or four seats: those that
+    have made no attack (the view's count) once every seat has had ``QUIET_AFTER`` turns."""
+    n = pub.options.players
+    if n <= 2 or pub.turns < QUIET_AFTER * n:
+        return frozenset()
+    return frozenset(q for q in range(n) if q != pub.seat and not pub.out[q] and pub.attacks[q] == 0)
 
 
 def _stepped(m: Sim, a: Action) -> Sim:
@@ -977,6 +1007,7 @@ def expert(
         budget_ms=budget_ms * BUDGET_SHARE,
         weights=weights_for(n),
         mine=W_EXPERT_MULTI if n > 2 else None,
+        quiet=quiet_seats(pub),
     )
     assert res.action in legal, (res.action, legal)
     return res.action, res.iterations

@@ -228,6 +228,7 @@ class State(Record):
         "aces",
         "winners",
         "end",
+        "attacks",
     )
 
     def __init__(
@@ -246,6 +247,7 @@ class State(Record):
         aces: int,  # Aces drawn in the current turn
         winners: tuple[int, ...],
         end: str | None,  # "last_standing" | "turn_limit" once over
+        attacks: tuple[int, ...],  # per seat, the attacks it has made (every one is played face up)
     ) -> None:
         self.options: Final = options
         self.seed: Final = seed
@@ -261,6 +263,7 @@ class State(Record):
         self.aces: Final = aces
         self.winners: Final = winners
         self.end: Final = end
+        self.attacks: Final = attacks
 
 
 def is_guard(card: str) -> bool:
@@ -449,6 +452,7 @@ class _Work:
         self.aces = s.aces
         self.winners = s.winners
         self.end = s.end
+        self.attacks = list(s.attacks)
         self.on = emit  # build events (the emits are guarded: nothing is built for a playout)
         self.events: list[Event] | None = [] if emit else None
 
@@ -468,6 +472,7 @@ class _Work:
             aces=self.aces,
             winners=self.winners,
             end=self.end,
+            attacks=tuple(self.attacks),
         )
 
     def set_court(self, p: int, i: int, court: Court) -> None:
@@ -614,6 +619,7 @@ class _Work:
         own_after, tgt_after = attacked(own, tgt, k, m)
         self.set_court(p, ci, own_after)
         self.set_court(t, tci, tgt_after)
+        self.attacks[p] += 1
         if self.on:
             self.emit(
                 COURT_ATTACKED,
@@ -783,6 +789,7 @@ def start(
         aces=0,
         winners=(),
         end=None,
+        attacks=(0,) * n,
     )
     w = _Work(s0, True)
     if w.on:
@@ -1117,9 +1124,10 @@ def _public_courts(cs: Sequence[Court]) -> list[dict[str, Any]]:
     return [_public_court(c, i) for i, c in enumerate(cs)]
 
 
-def _public_seat(s: int, out: bool, cs: Sequence[Court]) -> dict[str, Any]:
+def _public_seat(s: int, out: bool, cs: Sequence[Court], attacks: int) -> dict[str, Any]:
     """One seat's part of the view. Each standing court's attack is summed once, the seat's total
-    defence taken from the court dicts (views are built on every step of every game)."""
+    defence taken from the court dicts (views are built on every step of every game). ``attacks``:
+    how many attacks the seat has made, each of them played in front of the table."""
     courts = _public_courts(cs)
     return {
         "seat": s,
@@ -1127,6 +1135,7 @@ def _public_seat(s: int, out: bool, cs: Sequence[Court]) -> dict[str, Any]:
         "courts": courts,
         "standing": sum(c.standing for c in cs),
         "total_defence": sum(d["defence"] for d in courts),
+        "attacks": attacks,
     }
 
 
@@ -1156,7 +1165,7 @@ def public_view(state: State) -> dict[str, Any]:
         "discard": list(state.discard),
         "discard_top": state.discard[-1] if state.discard else None,
         "discard_size": len(state.discard),
-        "players": [_public_seat(s, state.out[s], state.courts[s]) for s in range(n)],
+        "players": [_public_seat(s, state.out[s], state.courts[s], state.attacks[s]) for s in range(n)],
         "winners": list(state.winners),
         "end": state.end,
     }

@@ -782,11 +782,14 @@ class CourtWarsSeat(_message.Message):
     COURTS_FIELD_NUMBER: _builtins.int
     STANDING_FIELD_NUMBER: _builtins.int
     TOTAL_DEFENCE_FIELD_NUMBER: _builtins.int
+    ATTACKS_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     out: _builtins.bool
     standing: _builtins.int
     """courts standing"""
     total_defence: _builtins.int
+    attacks: _builtins.int
+    """attacks this seat has made so far (each one played in front of the table)"""
     @_builtins.property
     def courts(self) -> _containers.RepeatedCompositeFieldContainer[Global___CourtWarsCourt]: ...
     def __init__(
@@ -797,10 +800,11 @@ class CourtWarsSeat(_message.Message):
         courts: _abc.Iterable[Global___CourtWarsCourt] | None = ...,
         standing: _builtins.int = ...,
         total_defence: _builtins.int = ...,
+        attacks: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["courts", b"courts", "out", b"out", "seat", b"seat", "standing", b"standing", "total_defence", b"total_defence"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attacks", b"attacks", "courts", b"courts", "out", b"out", "seat", b"seat", "standing", b"standing", "total_defence", b"total_defence"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
