@@ -359,9 +359,10 @@ async def test_send_publish_puts_the_bytes_nats_py_would_and_checks_alike(tmp_pa
         await kjs.send_publish(nc, "t.a", b"", "r", None)
 
 
-def test_stream_seq_reads_the_reply_as_nats_py_metadata_does() -> None:
-    """kjs.stream_seq: the stream sequence nats-py's ``msg.metadata`` reads, from either form of
-    JetStream's ack subject, and the same error for a message that has none."""
+def test_stream_seq_and_delivery_count_read_the_reply_as_nats_py_metadata_does() -> None:
+    """kjs.stream_seq and kjs.delivery_count: the stream sequence and delivery count nats-py's
+    ``msg.metadata`` reads, from either form of JetStream's ack subject, and the same error for a
+    message that has none."""
     from nats.aio.msg import Msg
 
     replies = [
@@ -372,6 +373,8 @@ def test_stream_seq_reads_the_reply_as_nats_py_metadata_does() -> None:
     for reply in replies:
         m = Msg(None, subject="court.games.0.g.m", reply=reply)  # type: ignore[arg-type]
         assert kjs.stream_seq(m) == m.metadata.sequence.stream
+        assert kjs.delivery_count(m) == m.metadata.num_delivered
     for reply in ("", "_INBOX.abc.1", "$JS.ACK.too.short"):
-        with pytest.raises(nats_errors.NotJSMessageError):
-            kjs.stream_seq(Msg(None, subject="x", reply=reply))  # type: ignore[arg-type]
+        for read in (kjs.stream_seq, kjs.delivery_count):
+            with pytest.raises(nats_errors.NotJSMessageError):
+                read(Msg(None, subject="x", reply=reply))  # type: ignore[arg-type]

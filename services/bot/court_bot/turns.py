@@ -99,7 +99,6 @@ BEHIND_DELAY = 0.25  # seconds before a turn is retried when the rules replica h
 VIEWS_KEPT = 4096  # views from submit answers kept for the turns they are for (ViewShelf)
 GAMES_KEPT = 4096  # games whose newest position a replica remembers (Progress)
 RESUBMITS = 3  # same-id resubmits of a move refused by a replica that was behind (ABORTED, ...)
-V1_ACK_TOKENS = 9  # $JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>
 
 
 class Outcome(StrEnum):
@@ -113,17 +112,6 @@ class Outcome(StrEnum):
 
 
 OUTCOMES = {o: TURNS.labels(o.value) for o in Outcome}  # court_bot_turns_total's series, looked up once
-
-
-def delivery_count(msg: Any) -> int:
-    """JetStream's delivery count of ``msg`` (2+: a redelivery), read from its ack subject
-    (``$JS.ACK.<stream>.<consumer>.<delivered>.…``, or with a domain and account hash before the
-    stream); nats-py's ``msg.metadata`` parses the same and builds a timestamp and three objects
-    besides (1 % of the bot's time in make bench ONLY=stack)."""
-    tokens = msg.reply.split(".")
-    if len(tokens) == V1_ACK_TOKENS:
-        return int(tokens[4])
-    return int(msg.metadata.num_delivered)
 
 
 def request_id(game_id: str, seq: int, seat: int) -> str:
@@ -709,7 +697,7 @@ class TurnConsumer:
 
     async def _process(self, msg: Any, turn: Turn) -> None:
         klog.clear()
-        delivered = delivery_count(msg)  # its reply subject parsed for bot turns only
+        delivered = kjs.delivery_count(msg)  # its reply subject parsed for bot turns only
         keepalive = self._keep_reserved(msg)
         try:
             await self._games.take(turn.game_id)
