@@ -26,7 +26,7 @@ from typing import Any
 
 from court_games.core import Event
 from court_kit.settings import ConfigError
-from court_kit.structs import field
+from court_kit.structs import field, varint
 from court_proto.court.events.v2 import records_pb2 as pb
 from court_proto.court.games.v1 import events_pb2 as games_pb
 
@@ -308,40 +308,107 @@ def move_record(
     return rec
 
 
-_MOVE = pb.Record.DESCRIPTOR.fields_by_name["move"]
-_MOVE_EVENTS = pb.MoveRecorded.DESCRIPTOR.fields_by_name["events"].number
-_MOVE_AUTOPLAY = pb.MoveRecorded.DESCRIPTOR.fields_by_name["autoplay"].number
-# move_record_bytes writes a MoveRecorded's events and autoplay after its other fields, and the move
-# after the record's other fields, in field number order as protobuf serializes a message
-if not (
-    all(f.number <= _MOVE_EVENTS or f.number == _MOVE_AUTOPLAY for f in pb.MoveRecorded.DESCRIPTOR.fields)
-    and _MOVE_AUTOPLAY > _MOVE_EVENTS
-    and all(
-        f.number <= _MOVE.number or f.containing_oneof is not None and f.containing_oneof.name == "body"
-        for f in pb.Record.DESCRIPTOR.fields
-    )
+# move_record_bytes writes a record's fields, and its MoveRecorded's, as protobuf serializes them:
+# in field number order, a scalar left out at its default, the time, the move and its action always
+# (set, even when empty), ``to_act`` packed. These are the numbers it writes (any other field is
+# never set on a move record, so never serialized): a change to them stops the import.
+_NUMBERS: dict[Any, dict[str, int]] = {
+    pb.Record.DESCRIPTOR: dict(
+        game_id=1,
+        game=2,
+        seq=3,
+        time=4,
+        visibility=5,
+        to_act=6,
+        to_act_players=7,
+        finished=8,
+        deadlines=9,
+        move=11,
+    ),
+    pb.MoveRecorded.DESCRIPTOR: dict(
+        seat=1, action=2, action_type=3, by=4, request_id=5, events=6, autoplay=7
+    ),
+    games_pb.SeatDeadline.DESCRIPTOR: dict(seat=1, deadline_ms=2),
+}
+if any(
+    name not in d.fields_by_name or d.fields_by_name[name].number != number
+    for d, numbers in _NUMBERS.items()
+    for name, number in numbers.items()
 ):
-    raise ImportError(
-        "court.events.v2: MoveRecorded.events, autoplay and Record.move moved: see move_record_bytes"
+    raise ImportError("court.events.v2: a field of Record or MoveRecorded moved: see move_record_bytes")
+_FULL = field(5, FULL)
+_FINISHED = field(8, 1)
+_BYTE = [bytes((i,)) for i in range(0x80)]
+
+
+def _length(n: int) -> bytes:
+    return _BYTE[n] if n < 0x80 else varint(n)
+
+
+def record_head(game: str, game_id: str) -> bytes:
+    """A record's first fields (``game_id``, ``game``), serialized: the same in every record of a
+    game (``move_record_bytes``)."""
+    return (field(1, game_id.encode()) if game_id else b"") + (field(2, game.encode()) if game else b"")
+
+
+def acting_bytes(to_act: Sequence[int], seats: Sequence[str]) -> bytes:
+    """A record's ``to_act`` and ``to_act_players`` (the seats to act and who holds them),
+    serialized (``move_record_bytes``)."""
+    if not to_act:
+        return b""
+    return field(6, b"".join([varint(i) for i in to_act])) + b"".join(
+        [field(7, seats[i].encode()) for i in to_act]
     )
 
 
-def move_record_bytes(game: str, rec: pb.Record, events: Iterable[Event]) -> tuple[bytes, list[bytes]]:
-    """``rec``, a ``move_record`` built without its events, serialized with ``events`` added: the
-    bytes of ``move_record(...)`` with them, byte for byte, and the events each serialized as the
-    record holds them (full form). Each event is converted and serialized once, and those bytes are
-    both the record's and the caller's (the rules service's answer reuses the public ones), not
-    serialized again from the record nor copied into it. ``rec`` loses its move."""
-    m = rec.move
-    autoplay = m.autoplay
-    m.ClearField("autoplay")
-    parts = [m.SerializeToString()]
-    rec.ClearField("move")
-    events_bytes = [event_to_proto(game, e).SerializeToString() for e in events]
-    parts += [field(_MOVE_EVENTS, b) for b in events_bytes]
+def move_record_bytes(
+    head: bytes,
+    seq: int,
+    t_ms: int,
+    acting: bytes,
+    finished: bool,
+    *,
+    seat: int,
+    action: bytes,
+    action_type: str,
+    by: str,
+    request_id: str,
+    events: Sequence[bytes],
+    autoplay: str = "",
+    deadlines: Iterable[tuple[int, int]] = (),
+) -> bytes:
+    """``move_record(...).SerializeToString()``, byte for byte, written from its parts: ``head``
+    (``record_head``), ``acting`` (``acting_bytes`` of the seats to act), ``action`` (the typed
+    ``court.rules.v1.Action``, serialized) and ``events`` (the record's events, each serialized in
+    its full form: ``event_to_proto(game, e).SerializeToString()``). Building the record through
+    protobuf and serializing it cost a move about three times as much (tests/rules/test_encoding.py
+    checks the bytes against it)."""
+    seconds, ms = divmod(t_ms, 1000)
+    if seconds < 0 or seq < 0:
+        raise ValueError(f"a record's seq and time are not negative: seq {seq}, time {t_ms} ms")
+    # the move (MoveRecorded): seat 1, action 2, action_type 3, by 4, request_id 5, events 6, autoplay 7
+    move = [b"\x08" + varint(seat) if seat else b"", b"\x12", _length(len(action)), action]
+    for number, text in ((b"\x1a", action_type), (b"\x22", by), (b"\x2a", request_id)):
+        if text:
+            raw = text.encode()
+            move += (number, _length(len(raw)), raw)
+    for e in events:
+        move += (b"\x32", _length(len(e)), e)
     if autoplay:
-        parts.append(field(_MOVE_AUTOPLAY, autoplay.encode()))
-    return rec.SerializeToString() + field(_MOVE.number, b"".join(parts)), events_bytes
+        raw = autoplay.encode()
+        move += (b"\x3a", _length(len(raw)), raw)
+    body = b"".join(move)
+    # the time (Timestamp: seconds 1, nanos 2), always set
+    stamp = (b"\x08" + varint(seconds) if seconds else b"") + (
+        b"\x10" + varint(ms * 1_000_000) if ms else b""
+    )
+    out = [head, b"\x18" + varint(seq) if seq else b"", b"\x22", _BYTE[len(stamp)], stamp, _FULL, acting]
+    if finished:
+        out.append(_FINISHED)
+    for s, d in deadlines:
+        out.append(field(9, games_pb.SeatDeadline(seat=s, deadline_ms=d).SerializeToString()))
+    out += (b"\x5a", _length(len(body)), body)
+    return b"".join(out)
 
 
 def seat_record(

@@ -94,6 +94,9 @@ def test_move_record_bytes_are_the_record_serialized(game: str) -> None:
         variants = [
             move,
             Move(move.seq, seat, aj, "clock", f"t-{moves}", move.t, "timeout", ((seat, 7), (0, 1 << 40))),
+            # long strings (lengths of two bytes), a whole second, the epoch itself, no caller
+            Move(move.seq, seat, aj, "s" * 300, "r" * 128, 1_700_000_000_000, "away", ((seat, 0),)),
+            Move(move.seq, seat, aj, "", "", 0),
         ]
         for m in variants:
             data, events_bytes = entry.move_record_bytes(m, state, events)

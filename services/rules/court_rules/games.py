@@ -227,8 +227,14 @@ class GameEntry:
         self.requests: dict[tuple[str, str], int] = {(self.created_by, self.created_rid): 0}
         self.lock = asyncio.Lock()
         self.recent: OrderedDict[int, tuple[Any, tuple[Event, ...]]] = OrderedDict()
+        # written once per game (move_record_bytes): the records' head, their seats to act per set
+        # of seats, the TurnStarted event per set of seats (service_events) and its record bytes
+        # (by the event's id: each is kept alive in _turns)
+        self.head = krec.record_head(self.game, game_id)
+        self._acting: dict[tuple[int, ...], bytes] = {}
+        self._turns: dict[tuple[int, ...], Event] = {}
+        self._known: dict[int, bytes] = {}
         self._remember(0, self.state, self.service_events(0, None, opening))
-        self.changed = asyncio.Event()
 
     def _start(self) -> tuple[Any, tuple[Event, ...]]:
         if self.save is not None:
@@ -368,16 +374,28 @@ class GameEntry:
                 result = self.module.result(state)
                 out.append(Event("GameEnded", {"result": result, "winners": winners_of(result)}))
         else:
-            acting = list(self.module.to_act(state))
-            turn: dict[str, Any] = {"to_act": acting, "players": [self.seats[i] for i in acting]}
-            dls = kclock.deadlines(clk) if self.clock_settings.on else {}
-            if dls:
-                turn["deadlines"] = [{"seat": i, "deadline_ms": dls[i]} for i in acting if i in dls]
-            away = [i for i, x in enumerate(clk) if x.away]
-            if away:
-                turn["away"] = away
-            out.append(Event("TurnStarted", turn))
+            acting = tuple(self.module.to_act(state))
+            dls = kclock.deadlines(clk) if self.clock_settings.on else None
+            away = [i for i, x in enumerate(clk) if x.away_since is not None]
+            if dls or away:
+                turn: dict[str, Any] = {"to_act": list(acting), "players": [self.seats[i] for i in acting]}
+                if dls:
+                    turn["deadlines"] = [{"seat": i, "deadline_ms": dls[i]} for i in acting if i in dls]
+                if away:
+                    turn["away"] = away
+                out.append(Event("TurnStarted", turn))
+            else:
+                out.append(self._turns.get(acting) or self._turn_started(acting))
         return tuple(out)
+
+    def _turn_started(self, acting: tuple[int, ...]) -> Event:
+        """The ``TurnStarted`` of a position whose seats ``acting`` are to act with no deadline and
+        no seat away: one event per set of seats for the whole game, its record bytes converted
+        once (``move_record_bytes`` reads them from ``_known``)."""
+        e = Event("TurnStarted", {"to_act": list(acting), "players": [self.seats[i] for i in acting]})
+        self._known[id(e)] = krec.event_to_proto(self.game, e).SerializeToString()
+        self._turns[acting] = e
+        return e
 
     # ---------------------------------------------------------------- records
 
@@ -451,10 +469,38 @@ class GameEntry:
         self, move: Move, state: Any, events: Sequence[Event], action: Any = None
     ) -> tuple[bytes, list[bytes]]:
         """``move_record(...)`` serialized, and the record's events each serialized (full form; none
-        for a seat record): ``court_contract.records.move_record_bytes``."""
+        for a seat record): ``court_contract.records.move_record_bytes``, the record's head and
+        its seats to act written once per game and position kind, a ``TurnStarted`` of
+        ``service_events``'s memo converted once."""
         if move.is_seat_record:
             return self.move_record(move, state, events).SerializeToString(), []
-        return krec.move_record_bytes(self.game, self.move_record(move, state, (), action), events)
+        finished = self.module.is_terminal(state)
+        acting = b""
+        if not finished:
+            to_act = tuple(self.module.to_act(state))
+            acting = self._acting.get(to_act)  # type: ignore[assignment]
+            if acting is None:
+                acting = self._acting[to_act] = krec.acting_bytes(to_act, self.seats)
+        game = self.game
+        known = self._known
+        events_bytes = [known.get(id(e)) or krec.event_to_proto(game, e).SerializeToString() for e in events]
+        typed_action = action if action is not None else kactions.from_json(game, move.action)
+        data = krec.move_record_bytes(
+            self.head,
+            move.seq,
+            move.t,
+            acting,
+            finished,
+            seat=move.seat,
+            action=typed_action.SerializeToString(),
+            action_type=str(move.action.get("type", "")),
+            by=move.by,
+            request_id=move.rid,
+            events=events_bytes,
+            autoplay=move.autoplay,
+            deadlines=move.dl or (),
+        )
+        return data, events_bytes
 
     def closed_record(self, into: str, by: str, rid: str, t: int, reason: str = "") -> records_pb2.Record:
         return krec.closed_record(
@@ -510,8 +556,6 @@ class GameEntry:
         self.moves.append(move)
         self.requests[(move.by, move.rid)] = move.seq
         self._remember(move.seq, state, events)
-        self.changed.set()
-        self.changed = asyncio.Event()
 
     def apply_record(self, rec: Record, *, emit: bool = True) -> None:
         """Apply a record another replica wrote (``ValueError`` when it does not follow on)."""
@@ -554,8 +598,6 @@ class GameEntry:
         self.requests[(move.by, move.rid)] = move.seq
         if emit:
             self._remember(move.seq, state, events)
-        self.changed.set()
-        self.changed = asyncio.Event()
 
     def close(self, into: str, sseq: int, by: tuple[str, str, int] = ("", "", 0), reason: str = "") -> None:
         """The game was resumed as game ``into``, or (``into`` empty) closed for ``reason`` (its
@@ -565,8 +607,6 @@ class GameEntry:
         self.closed_reason = reason
         self.closed_by = by
         self.last_sseq = sseq
-        self.changed.set()
-        self.changed = asyncio.Event()
 
     def _remember(self, seq: int, state: Any, events: tuple[Event, ...]) -> None:
         self.recent[seq] = (state, events)

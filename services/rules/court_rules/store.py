@@ -50,6 +50,7 @@ ARCHIVE_PREFIX = "court.archive."
 EVENTS_PREFIX = krec.PUBLIC_PREFIX
 DUPLICATE_WINDOW = 120.0  # seconds JetStream de-duplicates Nats-Msg-Id (the default)
 
+SUBJECTS_KEPT = 50_000  # games whose subjects GameStore keeps (_subjects_of)
 SEQ_HEADER = krec.SEQ_HEADER
 CLOSED_HEADER = krec.CLOSED_HEADER
 DUE_HEADER = "Court-Due"  # the turn clock has work in the position after this record from then (ms)
@@ -118,10 +119,25 @@ class GameStore:
         self.publisher = kjs.Publisher(nc)
         self.replicas = replicas
         self.timeout = timeout
+        # per game: its log's filter and the subjects of its records without and with clock work
+        # (each move names two of them: a crc32 and two formattings saved), bounded
+        self._subjects: dict[str, tuple[str, str, str]] = {}
+
+    def _subjects_of(self, game_id: str) -> tuple[str, str, str]:
+        names = self._subjects.get(game_id)
+        if names is None:
+            if len(self._subjects) >= SUBJECTS_KEPT:
+                self._subjects.clear()
+            names = self._subjects[game_id] = (
+                krec.log_filter(game_id, self.shards),
+                krec.log_subject(game_id, self.shards, False),
+                krec.log_subject(game_id, self.shards, True),
+            )
+        return names
 
     def subject(self, game_id: str) -> str:
         """The game's whole log (a filter: ``court.games.<shard>.<game_id>.*``)."""
-        return krec.log_filter(game_id, self.shards)
+        return self._subjects_of(game_id)[0]
 
     def stream_of(self, game_id: str) -> str:
         return krec.game_stream(krec.shard_of(game_id, self.shards))
@@ -179,10 +195,11 @@ class GameStore:
         """Append one serialized full record; returns its stream sequence. ``Conflict`` when
         someone else was first. ``due``: when the turn clock has work in the position after it
         (header ``Court-Due``, ms since the epoch; ``court_rules.clockdriver``)."""
+        log, subject, due_subject = self._subjects_of(game_id)
         headers = {
             "Nats-Expected-Last-Subject-Sequence": str(expected_sseq),
             # the check covers the whole log, both of its subjects (court_contract.records.log_subject)
-            EXPECTED_SUBJECT_HEADER: self.subject(game_id),
+            EXPECTED_SUBJECT_HEADER: log,
             SEQ_HEADER: str(seq),
         }
         if closing:
@@ -191,8 +208,7 @@ class GameStore:
             headers[DUE_HEADER] = str(due)
         fut = None
         try:
-            subject = krec.log_subject(game_id, self.shards, due is not None)
-            fut = await self.publisher.publish(subject, data, headers)
+            fut = await self.publisher.publish(subject if due is None else due_subject, data, headers)
             ack = await wait_ack(fut, self.timeout)
         except APIError as exc:
             if exc.err_code == kjs.ERR_WRONG_LAST_SEQUENCE:
