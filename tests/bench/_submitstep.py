@@ -39,7 +39,7 @@ from court_rules.views import view_bytes
 
 from tests.bench._viewstep import Played, play
 
-REPEAT = 7
+REPEAT = int(os.environ.get("BENCH_REPEAT", "7"))
 BOT = Identity("bot", "bot", 2**40)
 
 

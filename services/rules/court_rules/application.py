@@ -68,7 +68,8 @@ from court_kit.errors import (
 from court_kit.tokens import Identity
 from court_proto.court.rules.v1 import actions_pb2
 from nats.errors import TimeoutError as NatsTimeout
-from prometheus_client import Counter
+from prometheus_client import REGISTRY, Counter
+from prometheus_client.core import CounterMetricFamily
 
 from . import clock as kclock
 from .games import (
@@ -85,17 +86,28 @@ from .views import ActionCodec
 
 log = klog.get_logger("court_rules")
 
-MOVES = Counter("court_rules_moves_total", "Moves accepted, by game", ["game"])
 CONFLICTS = Counter("court_rules_conflicts_total", "Appends that lost a race (answered ABORTED or replayed)")
 REPLAYED = Counter("court_rules_idempotent_replays_total", "Retries answered with the first answer")
-_MOVES_OF: dict[str, Any] = {}  # MOVES' child per game (``labels`` takes a lock and builds a key per call)
+_MOVES_OF: dict[str, int] = {}  # court_rules_moves_total per game (_Moves)
+
+
+class _Moves:
+    """``court_rules_moves_total{game}``, moves accepted by game: a counter read from ``_MOVES_OF``
+    when scraped (a Counter's child takes a lock per move; these counts change on the event loop
+    alone, and a scrape reads a dict whose values are ints)."""
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily("court_rules_moves", "Moves accepted, by game", labels=["game"])
+        for game, n in list(_MOVES_OF.items()):
+            family.add_metric([game], n)
+        yield family
+
+
+REGISTRY.register(_Moves())
 
 
 def _count_move(game: str) -> None:
-    child = _MOVES_OF.get(game)
-    if child is None:
-        child = _MOVES_OF[game] = MOVES.labels(game)
-    child.inc()
+    _MOVES_OF[game] = _MOVES_OF.get(game, 0) + 1
 
 
 MAX_SEED = 2**53  # seeds stay exact in JSON (records, saves, clients in other languages)
@@ -818,7 +830,7 @@ class RulesApplication:
         known = self.codec.parsed(sent)
         if known is None:
             action_json = kactions.to_json(action)
-        entry = await self.cache.get(game_id)
+        entry = self.cache.cached(game_id) or await self.cache.get(game_id)
         klog.bind(game_id=entry.game_id)
         game = kactions.game_of(action) if known is None else known[0]
         if game != entry.game:

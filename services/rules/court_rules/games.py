@@ -317,7 +317,7 @@ class GameEntry:
             dict(dl) if dl is not None else None,
             self.humans,
         )
-        return clk, tuple(notes)
+        return clk, tuple(notes) if notes else ()
 
     def _apply_move(self, state: Any, move: Move, emit: bool) -> tuple[Any, tuple[Event, ...]]:
         if move.is_seat_record:
@@ -672,6 +672,15 @@ class GameCache:
         self._tombs[tomb.game_id] = tomb
         while len(self._tombs) > self.capacity:
             self._tombs.popitem(last=False)
+
+    def cached(self, game_id: str) -> GameEntry | None:
+        """The cached entry (``get`` without a coroutine, for a game this replica holds), or None:
+        not cached, or a tombstone (``get`` then loads it, or raises)."""
+        entry = self._entries.get(game_id)
+        if entry is None or game_id in self._tombs:
+            return None
+        self._entries.move_to_end(game_id)
+        return entry
 
     async def get(self, game_id: str) -> GameEntry:
         """The cached entry, or the game loaded from its log (``NotFound`` when it has none,
