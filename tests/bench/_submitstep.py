@@ -6,8 +6,8 @@ Games of the service bench's mix (``GAME_MIX``) are played at random on ``GameEn
 driver sends it (the bot identity, the acting seat named, the typed action of the seat's view),
 through ``RulesServicer.SubmitAction`` of a real ``RulesApplication`` and ``GameStore`` whose NATS
 connection is a stand-in: the append's ``HPUB`` is built and queued as on a real connection
-(``court_kit.jetstream.send_publish``) and its ack is the one nats-server sends, already there
-when the append waits for it. Per move, the CPU of
+(``court_kit.jetstream.send_publish``) and its ack is the one nats-server sends, arriving in the
+event loop's next turn. Per move, the CPU of
 
 * ``handler``: the whole ``SubmitAction`` (the application's submit, the record, the append, the
   answer with its views);
@@ -86,7 +86,8 @@ class _Acked:
         self.sseq += 1
         token = next(reversed(self.publisher._futures))
         self.publisher._futures.pop(token)
-        fut.set_result(b'{"stream":"COURT_GAMES_0","seq":%d}' % self.sseq)
+        # the ack arrives in the loop's next turn, as nats-py's reader hands it over (the append waits)
+        fut.get_loop().call_soon(fut.set_result, b'{"stream":"COURT_GAMES_0","seq":%d}' % self.sseq)
         if len(self.conn._pending) > 256:
             self.conn._pending.clear()
             self.conn._pending_data_size = 0

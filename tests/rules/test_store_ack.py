@@ -1,4 +1,4 @@
-"""The append's wait for its JetStream ack (court_rules.store.wait_ack, ack_seq): the ack's bytes when
+"""The append's wait for its JetStream ack (court_rules.store.wait_ack, AckDeadlines, ack_seq): the ack's bytes when
 it comes, TimeoutError when it does not come in time, the caller's cancellation reaching the
 future; the stream sequence read from a PubAck as JSON would read it."""
 
@@ -8,7 +8,7 @@ import asyncio
 import json
 
 import pytest
-from court_rules.store import ack_seq, wait_ack
+from court_rules.store import TIMER_SLACK, AckDeadlines, ack_seq, wait_ack
 
 
 @pytest.mark.parametrize(
@@ -53,3 +53,83 @@ async def test_cancelling_the_caller_cancels_the_wait() -> None:
     with pytest.raises(asyncio.CancelledError):
         await waiting
     assert fut.cancelled()
+
+
+# AckDeadlines: the appends' waits, one timer for all
+
+
+async def test_waits_sharing_one_timer_get_their_acks_or_time_out_each_at_its_own_time() -> None:
+    """Five waits begun at least 10 ms apart with a 0.1 s timeout: the acked ones return their acks, the
+    others fail with TimeoutError (their futures too), none before its own time is up (less the
+    loop's timer slack) and each in the order it began; one timer serves them all."""
+    loop = asyncio.get_running_loop()
+    acks = AckDeadlines()
+    futs: list[asyncio.Future[bytes]] = [loop.create_future() for _ in range(5)]
+    began: list[float] = []
+    ended: dict[int, float] = {}
+
+    async def wait(i: int) -> bytes:
+        began.append(loop.time())
+        try:
+            return await acks.wait(futs[i], 0.1)
+        finally:
+            ended[i] = loop.time()
+
+    tasks = []
+    for i in range(5):
+        tasks.append(asyncio.ensure_future(wait(i)))
+        await asyncio.sleep(0)  # the wait begins
+        if i in (1, 3):
+            futs[i].set_result(b"ack %d" % i)
+        await asyncio.sleep(0.01)  # the next one begins later: a later deadline
+    results = await asyncio.gather(*tasks, return_exceptions=True)
+    assert results[1] == b"ack 1" and results[3] == b"ack 3"
+    for i in (0, 2, 4):
+        assert isinstance(results[i], TimeoutError) and isinstance(futs[i].exception(), TimeoutError)
+        assert ended[i] - began[i] >= 0.1 - TIMER_SLACK - 0.001
+    assert ended[0] <= ended[2] <= ended[4]
+
+
+async def test_a_cancelled_wait_cancels_its_future_and_the_timer_still_serves_the_others() -> None:
+    loop = asyncio.get_running_loop()
+    acks = AckDeadlines()
+    first: asyncio.Future[bytes] = loop.create_future()
+    second: asyncio.Future[bytes] = loop.create_future()
+    waiting = asyncio.ensure_future(acks.wait(first, 0.05))
+    await asyncio.sleep(0)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert first.cancelled()
+    with pytest.raises(TimeoutError):
+        await acks.wait(second, 0.05)
+    assert isinstance(second.exception(), TimeoutError)
+
+
+async def test_a_shorter_timeout_than_an_earlier_wait_s_still_ends_in_time() -> None:
+    """A wait whose time is up before that of one begun earlier (the store's timeout lowered
+    meanwhile, as tests do) still ends at its own time, not the earlier one's."""
+    loop = asyncio.get_running_loop()
+    acks = AckDeadlines()
+    long: asyncio.Future[bytes] = loop.create_future()
+    short: asyncio.Future[bytes] = loop.create_future()
+    waiting = asyncio.ensure_future(acks.wait(long, 5.0))
+    await asyncio.sleep(0)
+    t0 = loop.time()
+    with pytest.raises(TimeoutError):
+        await acks.wait(short, 0.05)
+    assert loop.time() - t0 < 1.0
+    long.set_result(b"ack")
+    assert await waiting == b"ack"
+
+
+async def test_a_failed_or_present_ack_is_answered_at_once() -> None:
+    loop = asyncio.get_running_loop()
+    acks = AckDeadlines()
+    failed: asyncio.Future[bytes] = loop.create_future()
+    failed.set_exception(ValueError("refused"))
+    with pytest.raises(ValueError, match="refused"):
+        await acks.wait(failed, 5.0)
+    there: asyncio.Future[bytes] = loop.create_future()
+    there.set_result(b"ack")
+    assert await acks.wait(there, 5.0) == b"ack"

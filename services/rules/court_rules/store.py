@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -77,6 +78,9 @@ def _unavailable(what: str, exc: BaseException) -> Unavailable:
     return Unavailable(f"the game store is unavailable ({what}: {why}); retry with the same request id")
 
 
+TIMER_SLACK = 0.002  # a loop's timer may fire this much before its time (uvloop: millisecond ticks)
+
+
 def _expire(fut: asyncio.Future[bytes]) -> None:
     if not fut.done():
         fut.set_exception(TimeoutError())
@@ -94,6 +98,50 @@ async def wait_ack(fut: asyncio.Future[bytes], timeout: float) -> bytes:
         return await fut
     finally:
         timer.cancel()
+
+
+class AckDeadlines:
+    """``wait_ack`` for many acks that share a timeout (the appends'), with one timer for all of
+    them instead of one per wait (a timer set and cancelled per move costs 1.6 us in uvloop):
+    waits that share a timeout end in the order they began, so the timer is set for the oldest
+    wait still open, and when it fires it fails every future whose time is up (``TimeoutError``),
+    forgets the ones that are done, and is set again for the next. A wait's own end (the ack, a
+    failure, the caller's cancellation reaching the future) needs no timer work at all. A wait
+    that would end before one begun earlier (its timeout was shortened meanwhile) gets a timer of
+    its own (``wait_ack``)."""
+
+    def __init__(self) -> None:
+        self._waits: deque[tuple[float, asyncio.Future[bytes]]] = deque()
+        self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def wait(self, fut: asyncio.Future[bytes], timeout: float) -> bytes:
+        if fut.done():
+            return fut.result()
+        loop = fut.get_loop()  # (its loop: no getpid, as get_running_loop)
+        if loop is not self._loop:  # another loop's waits (a store outliving its loop) are over
+            self._loop, self._waits, self._timer = loop, deque(), None
+        waits = self._waits
+        while waits and waits[0][1].done():  # the acks that came: the oldest first, most of the time
+            waits.popleft()
+        at = loop.time() + timeout
+        if waits and at < waits[-1][0]:
+            return await wait_ack(fut, timeout)
+        waits.append((at, fut))
+        if self._timer is None:
+            self._timer = loop.call_at(waits[0][0], self._expire, loop)
+        return await fut
+
+    def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        if loop is not self._loop:
+            return
+        self._timer = None
+        waits = self._waits
+        now = loop.time() + TIMER_SLACK
+        while waits and (waits[0][1].done() or waits[0][0] <= now):
+            _expire(waits.popleft()[1])
+        if waits:
+            self._timer = loop.call_at(waits[0][0], self._expire, loop)
 
 
 _ACK_SEQ = re.compile(rb'"seq":(\d+)')
@@ -119,6 +167,7 @@ class GameStore:
         self.publisher = kjs.Publisher(nc)
         self.replicas = replicas
         self.timeout = timeout
+        self.acks = AckDeadlines()  # the appends' acks
         # per game: its log's filter and the subjects of its records without and with clock work
         # (each move names two of them: a crc32 and two formattings saved), bounded
         self._subjects: dict[str, tuple[str, str, str]] = {}
@@ -209,7 +258,7 @@ class GameStore:
         fut = None
         try:
             fut = await self.publisher.publish(subject if due is None else due_subject, data, headers)
-            ack = await wait_ack(fut, self.timeout)
+            ack = await self.acks.wait(fut, self.timeout)
         except APIError as exc:
             if exc.err_code == kjs.ERR_WRONG_LAST_SEQUENCE:
                 raise Conflict(str(exc)) from None
