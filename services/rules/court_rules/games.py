@@ -347,8 +347,9 @@ class GameEntry:
         state = self.state if state is None else state
         clk, notes = self.clocks[seq] if clock is None else clock
         out: list[Event] = []
+        seat_record = move is not None and move.is_seat_record
         if move is not None:
-            if move.is_seat_record:
+            if seat_record:
                 for note in notes:
                     out.append(Event(note, {"seat": move.seat, "player": self.seats[move.seat]}))
             else:
@@ -367,7 +368,7 @@ class GameEntry:
                 if "SeatReturned" in notes:
                     out.append(Event("SeatReturned", {"seat": move.seat, "player": self.seats[move.seat]}))
         out.extend(engine)
-        if move is not None and not move.is_seat_record and "SeatAway" in notes:
+        if notes and move is not None and not seat_record and "SeatAway" in notes:
             out.append(Event("SeatAway", {"seat": move.seat, "player": self.seats[move.seat]}))
         if self.module.is_terminal(state):
             if not any(e.type == "GameEnded" for e in engine):
@@ -483,7 +484,7 @@ class GameEntry:
                 acting = self._acting[to_act] = krec.acting_bytes(to_act, self.seats)
         game = self.game
         known = self._known
-        events_bytes = [known.get(id(e)) or krec.event_to_proto(game, e).SerializeToString() for e in events]
+        events_bytes = [known.get(id(e)) or typed.event_to_proto(game, e).SerializeToString() for e in events]
         typed_action = action if action is not None else kactions.from_json(game, move.action)
         data = krec.move_record_bytes(
             self.head,
