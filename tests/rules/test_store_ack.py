@@ -8,7 +8,8 @@ import asyncio
 import json
 
 import pytest
-from court_rules.store import TIMER_SLACK, AckDeadlines, ack_seq, wait_ack
+from court_kit.errors import Unavailable
+from court_rules.store import TIMER_SLACK, AckDeadlines, GameStore, ack_seq, wait_ack
 
 
 @pytest.mark.parametrize(
@@ -133,3 +134,42 @@ async def test_a_failed_or_present_ack_is_answered_at_once() -> None:
     there: asyncio.Future[bytes] = loop.create_future()
     there.set_result(b"ack")
     assert await acks.wait(there, 5.0) == b"ack"
+
+
+class _NoAcks:
+    """A publisher whose messages leave but whose acks never come back (a slow or restarting
+    nats-server), recording the futures the store gives up on."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.forgotten: list[asyncio.Future[bytes]] = []
+
+    async def publish(self, subject: str, data: bytes, headers: dict[str, str]) -> asyncio.Future[bytes]:
+        self.sent.append(subject)
+        return asyncio.get_running_loop().create_future()
+
+    def forget(self, futures: list[asyncio.Future[bytes]]) -> None:
+        self.forgotten += futures
+
+
+class _Conn:
+    def jetstream(self, timeout: float) -> None:
+        return None
+
+
+async def test_an_append_whose_ack_never_comes_is_unavailable_in_time_and_so_is_the_next() -> None:
+    """What a player sees when the log's ack is lost: UNAVAILABLE within the store's timeout,
+    saying to retry with the same request id (the move is judged again then: the idempotency by
+    request id and the expected sequence make the retry safe); the store stops waiting for that
+    ack, and the next append times out in time as well (the shared timer is set again)."""
+    store = GameStore(_Conn())  # type: ignore[arg-type]
+    store.publisher = publisher = _NoAcks()  # type: ignore[assignment]
+    store.timeout = 0.05
+    loop = asyncio.get_running_loop()
+    for seq in (1, 2):
+        t0 = loop.time()
+        with pytest.raises(Unavailable, match="retry with the same request id"):
+            await store.append("g1", b"record", seq, seq - 1)
+        assert 0.05 - TIMER_SLACK - 0.001 <= loop.time() - t0 < 2.0
+    assert len(publisher.sent) == 2 and len(publisher.forgotten) == 2
+    assert all(isinstance(f.exception(), TimeoutError) for f in publisher.forgotten)
