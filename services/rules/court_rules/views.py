@@ -297,13 +297,10 @@ def update_bytes(
     u = views.get(key)
     if u is None:
         view = view_bytes(entry, codec, state, seq, seat)
-        u = b"".join(
-            [
-                _field(_UPDATE["seq"], seq) if seq else b"",
-                _field(_UPDATE["view"], view),
-                *(_events_for(entry, seq, seat, events) if events is not None else ()),
-            ]
-        )
+        parts = [_UPDATE_SEQ + _varint(seq) if seq else b"", _UPDATE_VIEW + _varint(len(view)), view]
+        if events:
+            parts += _events_for(entry, seq, seat, events)
+        u = b"".join(parts)
         _keep(views, key, u)
     return u
 
@@ -313,6 +310,8 @@ def update_bytes(
 _UPDATE = {f.name: f.number for f in rules_pb2.GameUpdate.DESCRIPTOR.fields}
 _ANSWER = {f.name: f.number for f in rules_pb2.SubmitActionResponse.DESCRIPTOR.fields}
 _EVENTS = _UPDATE["events"]
+_UPDATE_SEQ = _varint(_UPDATE["seq"] << 3)
+_UPDATE_VIEW = _varint(_UPDATE["view"] << 3 | 2)
 if _ANSWER["events"] != _EVENTS:
     raise ImportError("GameUpdate.events and SubmitActionResponse.events must share a field number")
 
