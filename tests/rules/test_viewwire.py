@@ -132,7 +132,7 @@ def _check_all(
 def _forget_built(entry: GameEntry) -> None:
     """Drop the positions' built views, keep what a game keeps across positions (the static part,
     each seat's last part, the last parts field by field)."""
-    for k in [k for k in entry.views if k[0] not in ("static", "seat", "wire")]:
+    for k in [k for k in entry.views if k[0] != "kept"]:
         del entry.views[k]
 
 

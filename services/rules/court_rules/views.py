@@ -145,9 +145,10 @@ def public_bytes(entry: GameEntry, state: Any, seq: int, closed: bool) -> bytes:
         module = entry.module
         acting = () if closed else module.to_act(state)
         finished = closed or module.is_terminal(state)
-        last = views.get(_WIRE_PUBLIC)
+        kept = _kept(views)
+        last = kept.get(_WIRE_PUBLIC)
         if last is None:
-            last = views[_WIRE_PUBLIC] = viewwire.new_last(_public_keys(entry))
+            last = kept[_WIRE_PUBLIC] = viewwire.new_last(_public_keys(entry))
         parts = [
             _static_bytes(entry),
             _SEQ + _varint(seq) if seq else b"",
@@ -208,31 +209,38 @@ _STATIC = ("static",)
 def _static_bytes(entry: GameEntry) -> bytes:
     """The part of every view of the game that no move changes, serialized: its ids, seats,
     options and clock settings (kept when the game's views are dropped: ``_keep``)."""
-    b = entry.views.get(_STATIC)
+    kept = _kept(entry.views)
+    b = kept.get(_STATIC)
     if b is None:
         v = rules_pb2.GameView(game=entry.game, game_id=entry.game_id, seats=entry.seats)
         v.options.MergeFromString(entry.options_bytes)
         if entry.clock_record is not None:
             v.clock.CopyFrom(krec.clock_to_proto(entry.clock_record))
-        b = entry.views[_STATIC] = v.SerializeToString()
+        b = kept[_STATIC] = v.SerializeToString()
     return b
 
 
-_KEPT = (
-    "static",
-    "seat",
-    "wire",
-)  # what a game's views keep when they are dropped (_static_bytes, _seat_bytes, the wire parts' last fields)
+_KEPT = ("kept",)  # what a game's views keep when they are dropped (_kept)
+
+
+def _kept(views: dict[tuple[Any, ...], Any]) -> dict[tuple[Any, ...], Any]:
+    """What a game's views keep across positions, in one dict of their own (a handful of items,
+    so dropping the rest is one ``clear``): the static part (``_static_bytes``), each seat's
+    last own part (``_seat_bytes``) and each part's last fields (``viewwire.view_part``)."""
+    kept: dict[tuple[Any, ...], Any] | None = views.get(_KEPT)
+    if kept is None:
+        kept = views[_KEPT] = {}
+    return kept
 
 
 def _keep(views: dict[tuple[Any, ...], Any], key: tuple[Any, ...], value: Any) -> None:
     """Memoise ``value`` among a game's views, which hold at most ``VIEWS_KEPT`` (then all are
-    dropped but the game's static part and each seat's last own part, a handful: the recent
-    positions are built again when asked for)."""
+    dropped but what ``_kept`` holds: the recent positions are built again when asked for)."""
     if len(views) >= VIEWS_KEPT:
-        kept = [(k, v) for k, v in views.items() if k[0] in _KEPT]
+        kept = views.get(_KEPT)
         views.clear()
-        views.update(kept)
+        if kept is not None:
+            views[_KEPT] = kept
     views[key] = value
 
 
@@ -256,19 +264,19 @@ def _seat_bytes(entry: GameEntry, codec: ActionCodec, state: Any, seat: int | No
     module = entry.module
     part = module.seat_view(state, seat)
     key = ("seat", seat)
-    views = entry.views
-    last = views.get(key)
+    kept = _kept(entry.views)
+    last = kept.get(key)
     if last is not None and last[0] == part:
         b: bytes = last[1]
     else:
         b = _YOUR_SEAT + _varint(seat) if seat is not None else b""
         if part:
             wire_key = ("wire", seat)
-            fields = views.get(wire_key)
+            fields = kept.get(wire_key)
             if fields is None:
-                fields = views[wire_key] = viewwire.new_last(module.SEAT_KEYS)
+                fields = kept[wire_key] = viewwire.new_last(module.SEAT_KEYS)
             b += _view_field(entry, part, module.SEAT_KEYS, fields, state, seat)
-        _keep(views, key, (part, b))
+        kept[key] = (part, b)
     if seat is not None and not closed and seat in module.to_act(state):
         b += codec.legal_list_bytes(entry, module.legal_actions(state, seat), seat)
     return b
