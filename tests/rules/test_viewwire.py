@@ -229,3 +229,23 @@ def test_a_missing_key_is_left_to_the_converter() -> None:
         viewwire.view_part("hearts", part, keys, viewwire.new_last(keys))
     with pytest.raises(typed.TypedError, match="limit"):
         typed.view_to_proto("hearts", part)
+
+
+def test_a_message_it_cannot_write_is_always_the_converters(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A view message viewwire has no code for (a field type it does not write, a ``secret``)
+    leaves every part of it to the converter, the first time and every later one."""
+    part, keys = _hearts_public()
+    keys = keys - {"history"}  # a part plan no other test compiled
+    del part["history"]
+
+    def cannot(*args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("a field type it does not write")
+
+    monkeypatch.setattr(viewwire, "_compile", cannot)
+    entry = _entry("hearts", 1, False)
+    want = views_pb2.View(**typed.view_part_kwargs("hearts", part, keys))
+    for _ in range(2):
+        with pytest.raises(viewwire.Unsupported):
+            viewwire.view_part("hearts", part, keys, viewwire.new_last(keys))
+        b = views._view_field(entry, part, keys, viewwire.new_last(keys), entry.state, None)
+        assert rules_pb2.GameView.FromString(b).view == want

@@ -95,7 +95,11 @@ def _message_encoder(desc: Any, only: frozenset[str] | None = None, diff: bool =
         # a message that holds itself, however deep, calls this until it is compiled (none does today)
         _ENCODERS[key] = lambda *args: _ENCODERS[key](*args)
         fields = [fd for fd in desc.fields if only is None or fd.name in only]
-        enc = _ENCODERS[key] = _compile(desc, fields, diff=diff)
+        try:
+            enc = _ENCODERS[key] = _compile(desc, fields, diff=diff)
+        except BaseException:
+            del _ENCODERS[key]
+            raise
     return enc
 
 
@@ -278,8 +282,10 @@ def view_part(game: str, part: Mapping[str, Any], keys: frozenset[str], last: li
     """``part`` of ``game``'s view (the fields named ``keys``, as ``typed.view_part_kwargs``) as
     the bytes of a ``court.games.v1.View`` holding it. ``last``: the part's fields' last values
     and bytes (``new_last``), kept by the caller from one position to the next: a field whose
-    value equals its last one's (most of them, move to move) is not written again. ``Unsupported``:
-    take the converter's path."""
+    value equals its last one's (``==``: most of them, move to move) is not written again, its
+    last bytes are (they encode an equal value; an engine does not change a field's type from one
+    position to the next, so 1 and True, which compare equal, do not meet in one field).
+    ``Unsupported``: take the converter's path."""
     enc = _PARTS.get((game, keys))
     if enc is None:
         number = _VIEW_CASES.get(game)
@@ -289,8 +295,8 @@ def view_part(game: str, part: Mapping[str, Any], keys: frozenset[str], last: li
             enc = _message_encoder(
                 views_pb2.View.DESCRIPTOR.fields_by_name[game].message_type, keys, diff=True
             )
-        except NotImplementedError as exc:
-            raise Unsupported from exc
+        except NotImplementedError:
+            enc = _unsupported  # a message this module does not write: the converter's, always
         _PARTS[(game, keys)] = enc
         _TAGS[game] = _tag(number, 2)
     try:
@@ -301,6 +307,12 @@ def view_part(game: str, part: Mapping[str, Any], keys: frozenset[str], last: li
 
 
 _PARTS: dict[tuple[str, frozenset[str]], Any] = {}
+
+
+def _unsupported(*args: Any) -> bytes:
+    raise Unsupported
+
+
 _TAGS: dict[str, bytes] = {}
 
 
