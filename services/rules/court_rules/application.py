@@ -786,8 +786,10 @@ class RulesApplication:
                     hint, closing = _announced(await wake.get(WATCH_POLL))
                 except (TimeoutError, NatsTimeout):
                     hint, closing = None, False
-                reconnects = self.wakes._reconnects()
-                last = await self.store.last_sseq(entry.game_id) if hint is None else None
+                last = None
+                if hint is None:  # a poll: the log's last record, the reconnect count first
+                    reconnects = self.wakes._reconnects()
+                    last = await self.store.last_sseq(entry.game_id)
                 if _behind(entry, hint, closing, last):
                     async with entry.lock:
                         # the wake can come before the append's own ack: a move submitted to this

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from court_contract import actions as kactions
@@ -10,8 +10,12 @@ from court_contract import records as krec
 from court_contract import typed
 from court_games.core import Event
 from court_kit.structs import field as _field
+from court_kit.structs import varint as _varint
+from court_proto.court.games.v1 import views_pb2 as games_views_pb2
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2
 
+from . import clock as kclock
+from . import viewwire
 from .games import GameEntry, winners_of
 
 
@@ -132,7 +136,8 @@ def public_bytes(entry: GameEntry, state: Any, seq: int, closed: bool) -> bytes:
     """The part of every view of the position after ``seq`` that reads the same for every seat and
     a spectator, serialized: the game's ids and seats, ``to_act``, the engine's ``public_view``,
     options, result and clock. Nothing of any seat's own (``SEAT_KEYS``; ``your_seat``; legal
-    actions): that is ``_seat_bytes``."""
+    actions): that is ``_seat_bytes``. Written as wire bytes field by field (the view's part by
+    ``viewwire``, which reuses the bytes of the fields equal to the game's last public part's)."""
     key = ("public", seq, closed)
     views = entry.views
     b = views.get(key)
@@ -140,52 +145,102 @@ def public_bytes(entry: GameEntry, state: Any, seq: int, closed: bool) -> bytes:
         module = entry.module
         acting = () if closed else module.to_act(state)
         finished = closed or module.is_terminal(state)
-        part = module.public_view(state)
-        try:
-            # the typed view built in place (typed.view_part_kwargs), not built and then copied in
-            v = rules_pb2.GameView(
-                seq=seq,
-                to_act=acting,
-                finished=finished,
-                # protobuf builds a message field from a dict (no copy); its stubs allow only the message
-                view=typed.view_part_kwargs(entry.game, part, _public_keys(entry)),  # type: ignore[arg-type]
-            )
-        except (TypeError, ValueError):
-            typed.view_to_proto(entry.game, module.view(state, None))  # the TypedError that names the field
-            raise
+        kept = _kept(views)
+        last = kept.get(_WIRE_PUBLIC)
+        if last is None:
+            last = kept[_WIRE_PUBLIC] = viewwire.new_last(_public_keys(entry))
+        parts = [
+            _static_bytes(entry),
+            _SEQ + _varint(seq) if seq else b"",
+            _packed(_TO_ACT, acting) if acting else b"",
+            _FINISHED if finished else b"",
+            _view_field(entry, module.public_view(state), _public_keys(entry), last, state, None),
+        ]
         if finished:
-            result_proto(entry, state, v.result, closed)
-        clock_proto(entry, seq, v)
-        b = _static_bytes(entry) + v.SerializeToString()
+            r = rules_pb2.GameView()
+            result_proto(entry, state, r.result, closed)
+            parts.append(r.SerializeToString())
+        parts.append(_clock_bytes(entry, seq, finished))
+        b = b"".join(parts)
         _keep(views, key, b)
     return b
+
+
+# the GameView fields written as bytes here, from the proto's descriptor
+_GV = {f.name: f.number for f in rules_pb2.GameView.DESCRIPTOR.fields}
+_SEQ = _varint(_GV["seq"] << 3)
+_TO_ACT = _varint(_GV["to_act"] << 3 | 2)
+_FINISHED = _varint(_GV["finished"] << 3) + b"\x01"
+_YOUR_SEAT = _varint(_GV["your_seat"] << 3)
+_VIEW = _varint(_GV["view"] << 3 | 2)
+_WIRE_PUBLIC = ("wire", "public")  # the game's last public part, field by field (viewwire.view_part)
+
+
+def _packed(tag: bytes, values: Sequence[int]) -> bytes:
+    """A packed repeated field of small non-negative ints (seats)."""
+    p = b"".join([_varint(x) for x in values])
+    return tag + _varint(len(p)) + p
+
+
+def _view_field(
+    entry: GameEntry,
+    part: Mapping[str, Any],
+    keys: frozenset[str],
+    last: list[Any],
+    state: Any,
+    seat: int | None,
+) -> bytes:
+    """``GameView.view`` holding ``part`` of the view (``viewwire.view_part``; a part it does not
+    write, through the typed converter, which names the field of a value that does not fit)."""
+    try:
+        b = viewwire.view_part(entry.game, part, keys, last)
+    except viewwire.Unsupported:
+        try:
+            b = games_views_pb2.View(**typed.view_part_kwargs(entry.game, part, keys)).SerializeToString()
+        except (TypeError, ValueError):
+            typed.view_to_proto(entry.game, entry.module.view(state, seat))  # the TypedError naming the field
+            raise
+    return _VIEW + _varint(len(b)) + b
 
 
 _STATIC = ("static",)
 
 
 def _static_bytes(entry: GameEntry) -> bytes:
-    """The part of every view of the game that no move changes, serialized: its ids, seats and
-    options (kept when the game's views are dropped: ``_keep``)."""
-    b = entry.views.get(_STATIC)
+    """The part of every view of the game that no move changes, serialized: its ids, seats,
+    options and clock settings (kept when the game's views are dropped: ``_keep``)."""
+    kept = _kept(entry.views)
+    b = kept.get(_STATIC)
     if b is None:
         v = rules_pb2.GameView(game=entry.game, game_id=entry.game_id, seats=entry.seats)
         v.options.MergeFromString(entry.options_bytes)
-        b = entry.views[_STATIC] = v.SerializeToString()
+        if entry.clock_record is not None:
+            v.clock.CopyFrom(krec.clock_to_proto(entry.clock_record))
+        b = kept[_STATIC] = v.SerializeToString()
     return b
 
 
-_KEPT = ("static", "seat")  # what a game's views keep when they are dropped (_static_bytes, _seat_bytes)
+_KEPT = ("kept",)  # what a game's views keep when they are dropped (_kept)
+
+
+def _kept(views: dict[tuple[Any, ...], Any]) -> dict[tuple[Any, ...], Any]:
+    """What a game's views keep across positions, in one dict of their own (a handful of items,
+    so dropping the rest is one ``clear``): the static part (``_static_bytes``), each seat's
+    last own part (``_seat_bytes``) and each part's last fields (``viewwire.view_part``)."""
+    kept: dict[tuple[Any, ...], Any] | None = views.get(_KEPT)
+    if kept is None:
+        kept = views[_KEPT] = {}
+    return kept
 
 
 def _keep(views: dict[tuple[Any, ...], Any], key: tuple[Any, ...], value: Any) -> None:
     """Memoise ``value`` among a game's views, which hold at most ``VIEWS_KEPT`` (then all are
-    dropped but the game's static part and each seat's last own part, a handful: the recent
-    positions are built again when asked for)."""
+    dropped but what ``_kept`` holds: the recent positions are built again when asked for)."""
     if len(views) >= VIEWS_KEPT:
-        kept = [(k, v) for k, v in views.items() if k[0] in _KEPT]
+        kept = views.get(_KEPT)
         views.clear()
-        views.update(kept)
+        if kept is not None:
+            views[_KEPT] = kept
     views[key] = value
 
 
@@ -209,21 +264,19 @@ def _seat_bytes(entry: GameEntry, codec: ActionCodec, state: Any, seat: int | No
     module = entry.module
     part = module.seat_view(state, seat)
     key = ("seat", seat)
-    last = entry.views.get(key)
+    kept = _kept(entry.views)
+    last = kept.get(key)
     if last is not None and last[0] == part:
         b: bytes = last[1]
     else:
-        try:
-            v = rules_pb2.GameView(
-                your_seat=seat,
-                # protobuf builds a message field from a dict (no copy); its stubs allow only the message
-                view=typed.view_part_kwargs(entry.game, part, module.SEAT_KEYS) if part else None,  # type: ignore[arg-type]
-            )
-        except (TypeError, ValueError):
-            typed.view_to_proto(entry.game, module.view(state, seat))  # the TypedError that names the field
-            raise
-        b = v.SerializeToString()
-        _keep(entry.views, key, (part, b))
+        b = _YOUR_SEAT + _varint(seat) if seat is not None else b""
+        if part:
+            wire_key = ("wire", seat)
+            fields = kept.get(wire_key)
+            if fields is None:
+                fields = kept[wire_key] = viewwire.new_last(module.SEAT_KEYS)
+            b += _view_field(entry, part, module.SEAT_KEYS, fields, state, seat)
+        kept[key] = (part, b)
     if seat is not None and not closed and seat in module.to_act(state):
         b += codec.legal_list_bytes(entry, module.legal_actions(state, seat), seat)
     return b
@@ -252,13 +305,10 @@ def update_bytes(
     u = views.get(key)
     if u is None:
         view = view_bytes(entry, codec, state, seq, seat)
-        u = b"".join(
-            [
-                _field(_UPDATE["seq"], seq) if seq else b"",
-                _field(_UPDATE["view"], view),
-                *(_events_for(entry, seq, seat, events) if events is not None else ()),
-            ]
-        )
+        parts = [_UPDATE_SEQ + _varint(seq) if seq else b"", _UPDATE_VIEW + _varint(len(view)), view]
+        if events:
+            parts += _events_for(entry, seq, seat, events)
+        u = b"".join(parts)
         _keep(views, key, u)
     return u
 
@@ -268,6 +318,8 @@ def update_bytes(
 _UPDATE = {f.name: f.number for f in rules_pb2.GameUpdate.DESCRIPTOR.fields}
 _ANSWER = {f.name: f.number for f in rules_pb2.SubmitActionResponse.DESCRIPTOR.fields}
 _EVENTS = _UPDATE["events"]
+_UPDATE_SEQ = _varint(_UPDATE["seq"] << 3)
+_UPDATE_VIEW = _varint(_UPDATE["view"] << 3 | 2)
 if _ANSWER["events"] != _EVENTS:
     raise ImportError("GameUpdate.events and SubmitActionResponse.events must share a field number")
 
@@ -331,22 +383,71 @@ def _event(game: str, e: Event, seat: int | None) -> bytes:
     return b
 
 
-def clock_proto(entry: GameEntry, seq: int, v: rules_pb2.GameView) -> None:
-    """The turn clock as of ``seq``: settings, and every seat's deadline, bank and away mark."""
-    if entry.clock_record is not None:
-        v.clock.CopyFrom(krec.clock_to_proto(entry.clock_record))
+# SeatClock's and Timestamp's fields, written as bytes (_clock_bytes)
+_SC = {f.name: f.number for f in rules_pb2.SeatClock.DESCRIPTOR.fields}
+_SEAT_CLOCKS = _varint(_GV["seat_clocks"] << 3 | 2)
+_ABANDON_AT = _varint(_GV["abandon_at"] << 3 | 2)
+_SC_DEADLINE = _varint(_SC["deadline"] << 3 | 2)
+_SC_AWAY_SINCE = _varint(_SC["away_since"] << 3 | 2)
+_SC_SEAT = _varint(_SC["seat"] << 3)
+_SC_BANK = _varint(_SC["bank_ms"] << 3)
+_SC_AWAY = _varint(_SC["away"] << 3) + b"\x01"
+_SC_TIMEOUTS = _varint(_SC["timeouts_in_row"] << 3)
+_SC_TURN_SEQ = _varint(_SC["turn_seq"] << 3)
+_SEAT_CLOCK_MEMO: dict[tuple[int, kclock.SeatState, bool], bytes] = {}
+_MEMO_LIMIT = 20_000
+
+
+def _int64(n: int) -> bytes:
+    return _varint(n if n >= 0 else n + (1 << 64))
+
+
+def _timestamp(ms: int) -> bytes:
+    """A ``google.protobuf.Timestamp`` of ``ms`` since the epoch (as ``FromMilliseconds``)."""
+    seconds, nanos = ms // 1000, ms % 1000 * 1_000_000
+    return (b"\x08" + _int64(seconds) if seconds else b"") + (b"\x10" + _varint(nanos) if nanos else b"")
+
+
+def _message_field(tag: bytes, body: bytes) -> bytes:
+    return tag + _varint(len(body)) + body
+
+
+def _seat_clock(i: int, s: kclock.SeatState, over: bool) -> bytes:
+    """One ``GameView.seat_clocks`` element, tag and length included: the seat's deadline and
+    turn (while the game goes on), bank, away mark and timeouts. Memoised: most seats' clocks
+    stay as they were from one move to the next."""
+    key = (i, s, over)
+    b = _SEAT_CLOCK_MEMO.get(key)
+    if b is None:
+        body = b"".join(
+            [
+                _SC_SEAT + _varint(i) if i else b"",
+                _message_field(_SC_DEADLINE, _timestamp(s.deadline))
+                if s.deadline is not None and not over
+                else b"",
+                _SC_BANK + _int64(s.bank_ms) if s.bank_ms else b"",
+                _SC_AWAY if s.away else b"",
+                _message_field(_SC_AWAY_SINCE, _timestamp(s.away_since)) if s.away_since is not None else b"",
+                _SC_TIMEOUTS + _int64(s.timeouts) if s.timeouts else b"",
+                _SC_TURN_SEQ + _varint(s.turn_seq) if s.turn_seq > 0 and not over else b"",
+            ]
+        )
+        b = _message_field(_SEAT_CLOCKS, body)
+        if len(_SEAT_CLOCK_MEMO) >= _MEMO_LIMIT:
+            _SEAT_CLOCK_MEMO.clear()
+        _SEAT_CLOCK_MEMO[key] = b
+    return b
+
+
+def _clock_bytes(entry: GameEntry, seq: int, over: bool) -> bytes:
+    """The turn clock as of ``seq`` (its settings are in ``_static_bytes``): every seat's deadline,
+    bank and away mark, and when the lobby abandons a game every person left."""
     if seq >= len(entry.clocks):
-        return
-    over = v.finished
+        return b""
     clk = entry.clock_at(seq)
     cs = entry.clock_settings
+    out = [_seat_clock(i, s, over) for i, s in enumerate(clk)]
     if not over and cs.abandon_ms > 0 and entry.humans and all(clk[h].away for h in entry.humans):
-        v.abandon_at.FromMilliseconds(max(clk[h].away_since or 0 for h in entry.humans) + cs.abandon_ms)
-    for i, s in enumerate(clk):
-        c = v.seat_clocks.add(seat=i, bank_ms=s.bank_ms, away=s.away, timeouts_in_row=s.timeouts)
-        if s.deadline is not None and not over:
-            c.deadline.FromMilliseconds(s.deadline)
-        if s.turn_seq >= 0 and not over:
-            c.turn_seq = s.turn_seq
-        if s.away_since is not None:
-            c.away_since.FromMilliseconds(s.away_since)
+        at = max(clk[h].away_since or 0 for h in entry.humans) + cs.abandon_ms
+        out.append(_message_field(_ABANDON_AT, _timestamp(at)))
+    return b"".join(out)
