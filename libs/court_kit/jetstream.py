@@ -783,3 +783,118 @@ class Puller:
             return
         self.outstanding -= 1
         out.append(msg)
+
+
+class OneShotPuller:
+    """A pull consumer read one batch per request, each asking for what the consumer holds when it
+    arrives: ``no_wait`` with ``expires``, JetStream's one-shot request (nats-server 2.9 on) is held
+    until a message is there, then delivers what is pending, at most ``batch``, and ends (with a
+    404 or 408 status when it delivered fewer). ``Puller``'s requests stay open, so nats-server writes each message to the reader
+    as it is appended and the reader's event loop wakes and reads once per message, however busy
+    the stream; here the messages appended while the reader works on a batch (and during a
+    ``delay`` it takes before asking again: the projector's linger) wait in the stream and come
+    in one write, read at once. A reader that keeps up with a quiet stream is not held up: its
+    request waits in nats-server and the next message is delivered as soon as it is stored.
+
+    A request is sent only when none is open; one that no status ended within ``expires`` (and a
+    little more) is taken for forgotten (a nats-server restart forgets open requests without a
+    word) and another is sent. A request ended with nothing delivered (another reader's request
+    holds what is pending: 408 "Requests Pending"; a 409 such as too many waiting requests) makes
+    the next wait a little first (doubling up to 1 s), so readers sharing a consumer never spin;
+    no consumer to ask (503, no responders) or a consumer deleted under the request raises
+    ``JetStreamUnavailable``: the caller attaches again.
+
+    ``psub`` is nats-py's ``PullSubscription`` (its subject and inbox are read from it)."""
+
+    GRACE = 1.0  # s past a request's expiry before it is taken for forgotten
+
+    def __init__(self, psub: Any, batch: int, *, expires: float = 5.0):
+        self.psub = psub
+        self.batch = batch
+        self.expires = expires
+        self.requests = 0  # requests sent (tests)
+        self.waited = float("inf")  # s from the last request to its first message (inf: none yet)
+        self._open_until = 0.0  # (loop time) when the open request is taken for forgotten; 0: none
+        self._asked = 0.0  # (loop time) when the open request was sent
+        self._delivered = 0  # messages the open request has delivered
+        self._pause = 0.0  # the last wait after a request that brought nothing (doubles)
+        self._not_before = 0.0  # (loop time) no request before then (after one that brought nothing)
+        self._failed: JetStreamUnavailable | None = None  # raised once what came before it is taken
+        self._body = json.dumps(
+            {"batch": batch, "no_wait": True, "expires": int(expires * 1_000_000_000)}
+        ).encode()
+
+    async def next_batch(self, timeout: float, *, delay: float = 0.0) -> list[Any]:
+        """The next batch: at least one message, at most ``batch``, those delivered so far. When no
+        request is open one is sent, ``delay`` s from now (what is appended meanwhile joins the
+        batch). ``nats.errors.TimeoutError`` when none came within ``timeout`` s of the call (a
+        request may stay open: the next call waits on it)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        out: list[Any] = []
+        queue = self.psub._sub._pending_queue
+        while True:
+            if not queue.empty():
+                self._drain(queue, out, loop)
+            if out:
+                return out
+            if self._failed is not None:
+                failed, self._failed = self._failed, None
+                raise failed
+            now = loop.time()
+            if now >= deadline:
+                raise nats.errors.TimeoutError
+            if now >= self._open_until:  # none open (or a forgotten one): ask, when it is time
+                at = max(now + delay, self._not_before)
+                delay = 0.0
+                if at > now:
+                    await asyncio.sleep(min(at, deadline) - now)
+                    continue  # (a forgotten request's late messages are taken first)
+                await self._request(loop)
+                continue
+            try:
+                async with asyncio.timeout(min(deadline, self._open_until) - now):
+                    msg = await queue.get()
+            except TimeoutError:
+                continue
+            self.psub._sub._pending_size -= len(msg.data)
+            self._take(msg, out, loop)
+
+    async def _request(self, loop: asyncio.AbstractEventLoop) -> None:
+        await self.psub._nc.publish(self.psub._nms, self._body, self.psub._deliver)
+        self.requests += 1
+        self._asked = loop.time()
+        self._open_until = self._asked + self.expires + self.GRACE
+        self._delivered = 0
+
+    def _drain(self, queue: Any, out: list[Any], loop: asyncio.AbstractEventLoop) -> None:
+        """Move what is already delivered into ``out`` (at most ``batch``), taking any status."""
+        sub = self.psub._sub
+        while len(out) < self.batch and not queue.empty():
+            msg = queue.get_nowait()
+            sub._pending_size -= len(msg.data)
+            self._take(msg, out, loop)
+
+    def _take(self, msg: Any, out: list[Any], loop: asyncio.AbstractEventLoop) -> None:
+        status = JetStreamContext.is_status_msg(msg)
+        if not status:
+            if not self._delivered:
+                self.waited = loop.time() - self._asked
+            self._delivered += 1
+            if self._delivered >= self.batch:
+                self._open_until = 0.0  # its whole batch delivered: it has ended (with no status)
+            self._pause = 0.0
+            out.append(msg)
+            return
+        if status == "100":  # a heartbeat (none asked)
+            return
+        description = (msg.headers or {}).get("Description", "")
+        self._open_until = 0.0  # the request has ended
+        if status == "503" or (status == "409" and "deleted" in description.lower()):
+            self._failed = JetStreamUnavailable(
+                f"pull request on {self.psub._nms} answered {status} {description}".rstrip()
+            )
+        elif not self._delivered and loop.time() - self._asked < self.expires:
+            # ended at once with nothing (another reader's request holds what is pending; a 409)
+            self._pause = min(max(self._pause * 2, 0.01), 1.0)
+            self._not_before = loop.time() + self._pause
