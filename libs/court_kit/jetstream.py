@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import re
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -804,7 +805,13 @@ class OneShotPuller:
     no consumer to ask (503, no responders) or a consumer deleted under the request raises
     ``JetStreamUnavailable``: the caller attaches again.
 
-    ``psub`` is nats-py's ``PullSubscription`` (its subject and inbox are read from it)."""
+    Messages are handed over as nats-py's read loop parses them (as ``Publisher``'s acks are),
+    not through the subscription's queue: no queue operations per message and no running-loop
+    lookup (a ``getpid`` call each on Python 3.11) per batch. What one request brings is bounded
+    by ``batch``, so nothing piles up unread.
+
+    ``psub`` is nats-py's ``PullSubscription`` (its subject and inbox are read from it; its
+    messages go to this reader alone from then on)."""
 
     GRACE = 1.0  # s past a request's expiry before it is taken for forgotten
 
@@ -823,19 +830,30 @@ class OneShotPuller:
         self._body = json.dumps(
             {"batch": batch, "no_wait": True, "expires": int(expires * 1_000_000_000)}
         ).encode()
+        self._arrived: deque[Any] = deque()  # messages handed over, not yet taken
+        self._waiter: asyncio.Future[None] | None = None  # set when a message arrives
+        self._loop: asyncio.AbstractEventLoop | None = None
+        psub._sub._future = _Deliver(self._deliver)
+
+    def _deliver(self, msg: Any) -> None:
+        self._arrived.append(msg)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def next_batch(self, timeout: float, *, delay: float = 0.0) -> list[Any]:
         """The next batch: at least one message, at most ``batch``, those delivered so far. When no
         request is open one is sent, ``delay`` s from now (what is appended meanwhile joins the
         batch). ``nats.errors.TimeoutError`` when none came within ``timeout`` s of the call (a
         request may stay open: the next call waits on it)."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         out: list[Any] = []
-        queue = self.psub._sub._pending_queue
         while True:
-            if not queue.empty():
-                self._drain(queue, out, loop)
+            while self._arrived and len(out) < self.batch:
+                self._take(self._arrived.popleft(), out, loop)
             if out:
                 return out
             if self._failed is not None:
@@ -848,32 +866,29 @@ class OneShotPuller:
                 at = max(now + delay, self._not_before)
                 delay = 0.0
                 if at > now:
-                    await asyncio.sleep(min(at, deadline) - now)
+                    await self._wait(loop, min(at, deadline) - now, woken=False)
                     continue  # (a forgotten request's late messages are taken first)
-                await self._request(loop)
+                await self.psub._nc.publish(self.psub._nms, self._body, self.psub._deliver)
+                self.requests += 1
+                self._asked = loop.time()
+                self._open_until = self._asked + self.expires + self.GRACE
+                self._delivered = 0
                 continue
-            try:
-                async with asyncio.timeout(min(deadline, self._open_until) - now):
-                    msg = await queue.get()
-            except TimeoutError:
-                continue
-            self.psub._sub._pending_size -= len(msg.data)
-            self._take(msg, out, loop)
+            await self._wait(loop, min(deadline, self._open_until) - now, woken=True)
 
-    async def _request(self, loop: asyncio.AbstractEventLoop) -> None:
-        await self.psub._nc.publish(self.psub._nms, self._body, self.psub._deliver)
-        self.requests += 1
-        self._asked = loop.time()
-        self._open_until = self._asked + self.expires + self.GRACE
-        self._delivered = 0
-
-    def _drain(self, queue: Any, out: list[Any], loop: asyncio.AbstractEventLoop) -> None:
-        """Move what is already delivered into ``out`` (at most ``batch``), taking any status."""
-        sub = self.psub._sub
-        while len(out) < self.batch and not queue.empty():
-            msg = queue.get_nowait()
-            sub._pending_size -= len(msg.data)
-            self._take(msg, out, loop)
+    async def _wait(self, loop: asyncio.AbstractEventLoop, seconds: float, *, woken: bool) -> None:
+        """``seconds`` s, or less when ``woken`` and a message arrives (a future and a timer of the
+        loop's own making: no running-loop lookup)."""
+        fut: asyncio.Future[None] = loop.create_future()
+        timer = loop.call_later(seconds, _resolve, fut)
+        if woken:
+            self._waiter = fut
+        try:
+            await fut
+        finally:
+            timer.cancel()
+            if self._waiter is fut:
+                self._waiter = None
 
     def _take(self, msg: Any, out: list[Any], loop: asyncio.AbstractEventLoop) -> None:
         status = JetStreamContext.is_status_msg(msg)
@@ -898,3 +913,8 @@ class OneShotPuller:
             # ended at once with nothing (another reader's request holds what is pending; a 409)
             self._pause = min(max(self._pause * 2, 0.01), 1.0)
             self._not_before = loop.time() + self._pause
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
