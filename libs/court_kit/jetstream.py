@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import re
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -783,3 +784,137 @@ class Puller:
             return
         self.outstanding -= 1
         out.append(msg)
+
+
+class OneShotPuller:
+    """A pull consumer read one batch per request, each asking for what the consumer holds when it
+    arrives: ``no_wait`` with ``expires``, JetStream's one-shot request (nats-server 2.9 on) is held
+    until a message is there, then delivers what is pending, at most ``batch``, and ends (with a
+    404 or 408 status when it delivered fewer). ``Puller``'s requests stay open, so nats-server writes each message to the reader
+    as it is appended and the reader's event loop wakes and reads once per message, however busy
+    the stream; here the messages appended while the reader works on a batch (and during a
+    ``delay`` it takes before asking again: the projector's linger) wait in the stream and come
+    in one write, read at once. A reader that keeps up with a quiet stream is not held up: its
+    request waits in nats-server and the next message is delivered as soon as it is stored.
+
+    A request is sent only when none is open; one that no status ended within ``expires`` (and a
+    little more) is taken for forgotten (a nats-server restart forgets open requests without a
+    word) and another is sent. A request ended with nothing delivered (another reader's request
+    holds what is pending: 408 "Requests Pending"; a 409 such as too many waiting requests) makes
+    the next wait a little first (doubling up to 1 s), so readers sharing a consumer never spin;
+    no consumer to ask (503, no responders) or a consumer deleted under the request raises
+    ``JetStreamUnavailable``: the caller attaches again.
+
+    Messages are handed over as nats-py's read loop parses them (as ``Publisher``'s acks are),
+    not through the subscription's queue: no queue operations per message and no running-loop
+    lookup (a ``getpid`` call each on Python 3.11) per batch. What one request brings is bounded
+    by ``batch``, so nothing piles up unread.
+
+    ``psub`` is nats-py's ``PullSubscription`` (its subject and inbox are read from it; its
+    messages go to this reader alone from then on)."""
+
+    GRACE = 1.0  # s past a request's expiry before it is taken for forgotten
+
+    def __init__(self, psub: Any, batch: int, *, expires: float = 5.0):
+        self.psub = psub
+        self.batch = batch
+        self.expires = expires
+        self.requests = 0  # requests sent (tests)
+        self.waited = float("inf")  # s from the last request to its first message (inf: none yet)
+        self._open_until = 0.0  # (loop time) when the open request is taken for forgotten; 0: none
+        self._asked = 0.0  # (loop time) when the open request was sent
+        self._delivered = 0  # messages the open request has delivered
+        self._pause = 0.0  # the last wait after a request that brought nothing (doubles)
+        self._not_before = 0.0  # (loop time) no request before then (after one that brought nothing)
+        self._failed: JetStreamUnavailable | None = None  # raised once what came before it is taken
+        self._body = json.dumps(
+            {"batch": batch, "no_wait": True, "expires": int(expires * 1_000_000_000)}
+        ).encode()
+        self._arrived: deque[Any] = deque()  # messages handed over, not yet taken
+        self._waiter: asyncio.Future[None] | None = None  # set when a message arrives
+        self._loop: asyncio.AbstractEventLoop | None = None
+        psub._sub._future = _Deliver(self._deliver)
+
+    def _deliver(self, msg: Any) -> None:
+        self._arrived.append(msg)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def next_batch(self, timeout: float, *, delay: float = 0.0) -> list[Any]:
+        """The next batch: at least one message, at most ``batch``, those delivered so far. When no
+        request is open one is sent, ``delay`` s from now (what is appended meanwhile joins the
+        batch). ``nats.errors.TimeoutError`` when none came within ``timeout`` s of the call (a
+        request may stay open: the next call waits on it)."""
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        out: list[Any] = []
+        while True:
+            while self._arrived and len(out) < self.batch:
+                self._take(self._arrived.popleft(), out, loop)
+            if out:
+                return out
+            if self._failed is not None:
+                failed, self._failed = self._failed, None
+                raise failed
+            now = loop.time()
+            if now >= deadline:
+                raise nats.errors.TimeoutError
+            if now >= self._open_until:  # none open (or a forgotten one): ask, when it is time
+                at = max(now + delay, self._not_before)
+                delay = 0.0
+                if at > now:
+                    await self._wait(loop, min(at, deadline) - now, woken=False)
+                    continue  # (a forgotten request's late messages are taken first)
+                await self.psub._nc.publish(self.psub._nms, self._body, self.psub._deliver)
+                self.requests += 1
+                self._asked = loop.time()
+                self._open_until = self._asked + self.expires + self.GRACE
+                self._delivered = 0
+                continue
+            await self._wait(loop, min(deadline, self._open_until) - now, woken=True)
+
+    async def _wait(self, loop: asyncio.AbstractEventLoop, seconds: float, *, woken: bool) -> None:
+        """``seconds`` s, or less when ``woken`` and a message arrives (a future and a timer of the
+        loop's own making: no running-loop lookup)."""
+        fut: asyncio.Future[None] = loop.create_future()
+        timer = loop.call_later(seconds, _resolve, fut)
+        if woken:
+            self._waiter = fut
+        try:
+            await fut
+        finally:
+            timer.cancel()
+            if self._waiter is fut:
+                self._waiter = None
+
+    def _take(self, msg: Any, out: list[Any], loop: asyncio.AbstractEventLoop) -> None:
+        status = JetStreamContext.is_status_msg(msg)
+        if not status:
+            if not self._delivered:
+                self.waited = loop.time() - self._asked
+            self._delivered += 1
+            if self._delivered >= self.batch:
+                self._open_until = 0.0  # its whole batch delivered: it has ended (with no status)
+            self._pause = 0.0
+            out.append(msg)
+            return
+        if status == "100":  # a heartbeat (none asked)
+            return
+        description = (msg.headers or {}).get("Description", "")
+        self._open_until = 0.0  # the request has ended
+        if status == "503" or (status == "409" and "deleted" in description.lower()):
+            self._failed = JetStreamUnavailable(
+                f"pull request on {self.psub._nms} answered {status} {description}".rstrip()
+            )
+        elif not self._delivered and loop.time() - self._asked < self.expires:
+            # ended at once with nothing (another reader's request holds what is pending; a 409)
+            self._pause = min(max(self._pause * 2, 0.01), 1.0)
+            self._not_before = loop.time() + self._pause
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)

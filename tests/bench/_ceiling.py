@@ -15,9 +15,9 @@ shows what the edge costs a call.
 service appends a record (``court_kit.jetstream.Publisher``, ``Nats-Expected-Last-Subject-Sequence``
 on the game's log, a seq header; the game is the request's first three bytes) and answers ``ok``;
 the ``projector`` process follows that log as court-projector does (a durable pull consumer read
-by ``court_kit.jetstream.Puller``, explicit acks) and republishes each message's bytes unchanged on
+by ``court_kit.jetstream.OneShotPuller``, explicit acks) and republishes each message's bytes unchanged on
 a public subject with ``Nats-Msg-Id`` and ``Nats-Expected-Last-Subject-Sequence``, acknowledging it
-once stored (batches linger as the projector's do, ``COURT_PROJECTOR_LINGER``). What the messaging of the contract costs before any engine, view or redaction: an
+once stored (while busy, each request waits ``COURT_PROJECTOR_LINGER`` as the projector's do). What the messaging of the contract costs before any engine, view or redaction: an
 upper bound on the ratio any implementation of the contract on this stack can reach.
 
 ``streams`` is the ceiling's handler with server streams beside it (make bench's ``streams``
@@ -139,7 +139,7 @@ async def project(nc: nats.NATS, js: nats.js.JetStreamContext) -> None:
             max_waiting=512,
         ),
     )
-    puller = kjs.Puller(psub, BATCH)
+    puller = kjs.OneShotPuller(psub, BATCH)
     publisher = kjs.Publisher(nc)
     last: dict[str, int] = {}  # public subject -> its last stream sequence
     print(0, flush=True)
@@ -159,16 +159,12 @@ async def project(nc: nats.NATS, js: nats.js.JetStreamContext) -> None:
             last[subject] = int(json.loads(await asyncio.wait_for(fut, 5.0))["seq"])
             await m.ack()
 
-    loop = asyncio.get_running_loop()
     while True:
-        asked = loop.time()
+        busy = puller.waited < LINGER  # as court_rules.projector.Projector._next
         try:
-            msgs = await puller.next_batch(1.0)
+            msgs = await puller.next_batch(1.0, delay=LINGER if busy else 0.0)
         except (TimeoutError, nats.errors.TimeoutError):
             continue
-        if loop.time() - asked < LINGER:  # as court_rules.projector.Projector._next
-            await asyncio.sleep(LINGER)
-            msgs.extend(puller.ready(BATCH - len(msgs)))
         games: dict[str, list[nats.aio.msg.Msg]] = {}
         for m in msgs:
             games.setdefault(m.subject, []).append(m)

@@ -287,6 +287,36 @@ async def test_lazy_acks_lost_with_their_connection_mean_a_redelivery(tmp_path: 
         nats.stop()
 
 
+async def _until(check: Any, what: str, timeout: float = 10.0) -> None:
+    """Wait until ``check()`` is true (at most ``timeout`` s: then fail, naming ``what``)."""
+    try:
+        async with asyncio.timeout(timeout):
+            while not check():
+                await asyncio.sleep(0.005)
+    except TimeoutError:
+        raise AssertionError(f"timed out waiting for {what}") from None
+
+
+async def _restart(nats: BinaryNats, nc: Any) -> None:
+    """nats-server killed (no word to anyone) and started again on its port and store; returns
+    once the connection is back."""
+    await asyncio.to_thread(nats.kill)
+    await asyncio.to_thread(nats.start)
+    await _until(lambda: nc.is_connected, "the connection back", 20)
+
+
+async def _publish_once_back(nc: Any, subject: str, data: bytes) -> None:
+    """Publish to JetStream as soon as it answers again after a restart."""
+    js = nc.jetstream()
+    for _attempt in range(100):
+        try:
+            await js.publish(subject, data, timeout=1)
+            return
+        except Exception:  # noqa: BLE001 - JetStream may take a moment to come back
+            await asyncio.sleep(0.1)
+    raise AssertionError("JetStream did not come back")
+
+
 async def test_puller_counts_no_request_a_killed_server_forgot(tmp_path: Path) -> None:
     """nats-server killed (no word to anyone) while a request of the Puller's is open, then
     started again: once that request's expiry has passed, the Puller's next request counts only
@@ -298,22 +328,102 @@ async def test_puller_counts_no_request_a_killed_server_forgot(tmp_path: Path) -
         with pytest.raises(TimeoutError):
             await puller.next_batch(0.1)  # a request for 8 is open, nothing delivered
         assert puller.outstanding == 8
-        await asyncio.to_thread(nats.kill)
-        await asyncio.to_thread(nats.start)  # same port, same store
-        async with asyncio.timeout(20):
-            while not nc.is_connected:
-                await asyncio.sleep(0.05)
+        await _restart(nats, nc)
         await asyncio.sleep(0.6)  # past the forgotten request's expiry
-        js = nc.jetstream()
-        for _attempt in range(100):
-            try:
-                await js.publish("k.a", b"a", timeout=1)
-                break
-            except Exception:  # noqa: BLE001 - JetStream may take a moment to come back
-                await asyncio.sleep(0.1)
+        await _publish_once_back(nc, "k.a", b"a")
         got = await puller.next_batch(10)
         assert [m.data for m in got] == [b"a"]
         assert puller.outstanding == 7, "the new request alone is open, less the message it brought"
+
+
+async def test_one_shot_puller_brings_what_is_pending_in_one_request_and_waits_for_a_quiet_stream(
+    tmp_path: Path,
+) -> None:
+    """kjs.OneShotPuller: messages appended while no request is open wait in the stream and come
+    in one batch, on one request (nats-server ends it with a 408 once they are delivered); on a
+    quiet stream the request waits in nats-server and the next message comes as soon as it is
+    appended; ``delay`` holds the next request back, so what is appended meanwhile joins its
+    batch. Every message once, in order."""
+    async with _pulled(tmp_path, "O", AckPolicy.EXPLICIT) as (_, nc, psub):
+        js = nc.jetstream()
+        puller = kjs.OneShotPuller(psub, 64, expires=5.0)
+        for i in range(5):
+            await js.publish(f"o.{i}", str(i).encode())
+        got = await puller.next_batch(5.0)
+        assert [m.data for m in got] == [b"0", b"1", b"2", b"3", b"4"]
+        assert puller.requests == 1, "what was pending came on one request"
+        assert puller.waited < 5.0
+        waiting = asyncio.create_task(puller.next_batch(5.0))
+        await _until(lambda: puller.requests == 2, "the next request (the last one ended)")
+        assert not waiting.done(), "nothing pending: the request waits in nats-server"
+        await js.publish("o.5", b"5")
+        got += await asyncio.wait_for(waiting, 5.0)
+        assert [m.data for m in got[5:]] == [b"5"] and puller.requests == 2
+        later = asyncio.create_task(puller.next_batch(5.0, delay=0.5))
+        for i in range(6, 9):  # appended during the delay: no request open, they wait
+            await js.publish(f"o.{i}", str(i).encode())
+        got += await asyncio.wait_for(later, 5.0)
+        assert [m.data for m in got[6:]] == [b"6", b"7", b"8"] and puller.requests == 3
+        for i in range(9, 19):  # more pending than a batch: a request ends with its batch (no status)
+            await js.publish(f"o.{i}", str(i).encode())
+        small = kjs.OneShotPuller(psub, 4, expires=5.0)
+        for size in (4, 4, 2):
+            batch = await small.next_batch(1.0)
+            assert len(batch) == size
+            got += batch
+        assert [m.data for m in got[9:]] == [str(i).encode() for i in range(9, 19)]
+        assert small.requests == 3, "a request that delivered its whole batch is over: the next asks at once"
+        for m in got:
+            await m.ack()
+        async with asyncio.timeout(5):
+            while (info := await js.consumer_info("O", "d")).num_ack_pending or info.num_pending:
+                await asyncio.sleep(0.02)
+        assert info.delivered.stream_seq == 19 and info.num_redelivered == 0, "each once"
+
+
+async def test_one_shot_puller_asks_again_after_a_server_restart_forgot_its_request(tmp_path: Path) -> None:
+    """nats-server killed while a request of the OneShotPuller's waits (the restarted server
+    forgets it without a word): once the request's expiry and grace have passed it is taken for
+    forgotten and another is sent, which brings what was appended after the restart."""
+    async with _pulled(tmp_path, "F", AckPolicy.EXPLICIT) as (nats, nc, psub):
+        puller = kjs.OneShotPuller(psub, 8, expires=0.5)
+        puller.GRACE = 0.2
+        with pytest.raises(nats_errors.TimeoutError):
+            await puller.next_batch(0.1)  # a request waits, nothing delivered
+        assert puller.requests == 1
+        await _restart(nats, nc)
+        await _publish_once_back(nc, "f.a", b"a")
+        got = await puller.next_batch(10)
+        assert [m.data for m in got] == [b"a"]
+        assert puller.requests == 2, "one more request, once the first was taken for forgotten"
+
+
+async def test_one_shot_puller_raises_for_a_deleted_consumer_and_never_spins(tmp_path: Path) -> None:
+    """The consumer deleted under a waiting request (409 Consumer Deleted) and asked again (no
+    consumer: 503, no responders): each raises ``JetStreamUnavailable``, so the reader attaches
+    again. A request refused at once with nothing (here: too many waiting requests, 409) makes
+    the next wait first, doubling: a reader never spins on nats-server."""
+    async with _pulled(tmp_path, "X", AckPolicy.EXPLICIT) as (_, nc, psub):
+        js = nc.jetstream()
+        crowded = await js.pull_subscribe(
+            "x.>", durable="one", stream="X", config=ConsumerConfig(max_waiting=1)
+        )
+        first = kjs.OneShotPuller(crowded, 8, expires=5.0)
+        second = kjs.OneShotPuller(await js.pull_subscribe("x.>", durable="one", stream="X"), 8)
+        with pytest.raises(nats_errors.TimeoutError):
+            await first.next_batch(0.1)  # its request holds the one waiting place
+        with pytest.raises(nats_errors.TimeoutError):
+            await second.next_batch(0.5)  # refused each time (409), waiting 10, 20, 40, ... ms
+        assert 2 <= second.requests <= 7, f"{second.requests} requests in 0.5 s"
+        puller = kjs.OneShotPuller(psub, 8, expires=5.0)
+        with pytest.raises(nats_errors.TimeoutError):
+            await puller.next_batch(0.1)
+        await js.delete_consumer("X", "d")
+        with pytest.raises(kjs.JetStreamUnavailable, match="409"):
+            await puller.next_batch(5.0)
+        with pytest.raises(kjs.JetStreamUnavailable, match="503"):
+            await puller.next_batch(5.0)
+        assert puller.requests == 2
 
 
 async def test_send_publish_puts_the_bytes_nats_py_would_and_checks_alike(tmp_path: Path) -> None:

@@ -264,39 +264,68 @@ async def test_a_projector_dying_with_a_record_in_hand_loses_nothing_while_anoth
 
 
 class _Puller:
-    """A stand-in for ``court_kit.jetstream.Puller``: ``next_batch`` answers ``first`` after
-    ``wait`` s; ``ready`` hands out ``behind``, the messages that arrived meanwhile."""
+    """A stand-in for ``court_kit.jetstream.OneShotPuller``: ``waited`` is how long the last
+    request's first record took to come; ``next_batch`` records the delay it is given."""
 
-    def __init__(self, wait: float, first: list[str], behind: list[str]):
-        self.wait, self.first, self.behind = wait, first, behind
-        self.readies = 0
+    def __init__(self, waited: float):
+        self.waited = waited
+        self.delays: list[float] = []
 
-    async def next_batch(self, timeout: float) -> list[str]:
-        await asyncio.sleep(self.wait)
-        return list(self.first)
-
-    def ready(self, limit: int) -> list[str]:
-        self.readies += 1
-        out, self.behind = self.behind[:limit], self.behind[limit:]
-        return out
+    async def next_batch(self, timeout: float, *, delay: float = 0.0) -> list[str]:
+        self.delays.append(delay)
+        return ["a"]
 
 
-async def test_a_busy_log_s_records_join_one_batch_and_a_quiet_log_is_not_held_up() -> None:
-    """A record there as soon as the projector asks (a busy log) waits ``linger`` for the ones
-    right behind it, so one batch's publishes and acks share a write; a record that came after a
-    wait longer than ``linger`` (a quiet log) is projected at once, alone; linger 0 never waits;
-    a batch never grows past its size."""
-    busy = _Puller(0.0, ["a"], ["b", "c"])
-    projector = Projector(None, linger=0.05, batch=4)  # type: ignore[arg-type]  # _next needs no store
-    assert await projector._next(busy) == ["a", "b", "c"]
-    quiet = _Puller(0.3, ["a"], ["b"])
-    assert await projector._next(quiet) == ["a"]
-    assert quiet.readies == 0, "a quiet log's record is not held back"
-    full = _Puller(0.0, ["a"], ["b", "c", "d", "e", "f"])
-    assert await projector._next(full) == ["a", "b", "c", "d"], "at most a batch"
-    never = _Puller(0.0, ["a"], ["b"])
-    assert await Projector(None, linger=0)._next(never) == ["a"]  # type: ignore[arg-type]
-    assert never.readies == 0
+async def test_a_busy_log_s_next_request_waits_linger_and_a_quiet_log_s_goes_at_once() -> None:
+    """While the log is busy (the last request's first record was there within ``linger`` s of
+    asking) the next request waits ``linger``, so the records appended meanwhile join its batch
+    (one write for them all: tests/kit/test_jetstream.py); after a quiet spell (the record came
+    later than that) or before any record, it goes at once, so the next record is projected as
+    soon as it is stored; linger 0 never waits."""
+    projector = Projector(None, linger=0.05)  # type: ignore[arg-type]  # _next needs no store
+    for waited, delay in ((0.001, 0.05), (0.3, 0.0), (float("inf"), 0.0)):
+        puller = _Puller(waited)
+        assert await projector._next(puller) == ["a"]  # type: ignore[arg-type]
+        assert puller.delays == [delay], f"waited {waited}"
+    never = _Puller(0.0)
+    await Projector(None, linger=0)._next(never)  # type: ignore[arg-type]
+    assert never.delays == [0.0]
+
+
+async def test_the_durable_deleted_under_a_running_projector_is_made_again_and_nothing_lost(
+    replicas: Any,
+) -> None:
+    """An operator deletes the projector's durable while the projector waits on it (its pull
+    request is answered 409 "Consumer Deleted"; the next finds no consumer: 503). The projector
+    attaches again, which makes the durable afresh from the log's start: every record already
+    public is recognised and skipped, the moves made meanwhile are projected. A reader of the
+    public stream sees every record once, in order, and no game stalls."""
+    rules = await replicas.start(projector=False)
+    players = ["kai", "lee"]
+    gid = (
+        await replicas.client(rules, "lobby", "service").create_game("queens_court", players, {"players": 2})
+    ).game_id
+    app = await ProjectorApp.start(projector_settings(replicas.nats.url))
+    rng = random.Random(9)
+    try:
+        first = await _moves(replicas, rules, gid, players, 2, rng)
+        async with EventLog(replicas.nats.url, "queens_court", gid) as public:
+            await public.wait_until(lambda recs: bool(recs) and recs[-1].seq == first, what="2 moves public")
+        skipped = app.projector.projected
+        await rules.store.js.delete_consumer(rules.store.stream_of(gid), DURABLE)
+        last = await _moves(replicas, rules, gid, players, 3, rng)
+        async with EventLog(replicas.nats.url, "queens_court", gid) as public:
+            await public.wait_until(
+                lambda recs: bool(recs) and recs[-1].seq == last, what="the later moves public"
+            )
+            assert_complete(public.events, last)
+            assert public.raw_ids == [f"{gid}-{s}" for s in range(last + 1)], "once, in order"
+        assert app.projector.projected - skipped == last - first, "only the new records published"
+        info = await rules.store.js.consumer_info(rules.store.stream_of(gid), DURABLE)
+        assert info.config.ack_policy == AckPolicy.EXPLICIT, "made again as before"
+    finally:
+        await app.close()
+        await app.server.stop(None)  # type: ignore[attr-defined]
 
 
 async def _archived(nc: Any, gid: str, timeout: float = 30.0) -> Any:

@@ -2,9 +2,10 @@
 
 It follows every game-log stream (``COURT_GAMES_<shard>``) with one durable pull consumer per
 stream (``court-projector``, explicit acks: every message acknowledged once its record is public;
-read with pull requests kept open, ``court_kit.jetstream.Puller``, not a fetch per batch; while
-the log is busy a batch waits ``COURT_PROJECTOR_LINGER`` s, default 0.003, for the records right
-behind its first, see ``Projector._next``), and for
+read one batch per pull request, ``court_kit.jetstream.OneShotPuller``: each request brings what
+the log holds when it arrives, in one write; while the log is busy the next request waits
+``COURT_PROJECTOR_LINGER`` s, default 0.003, after a batch is done, so the records appended
+meanwhile join it, see ``Projector._next``), and for
 each full record publishes its public form (``court_contract.records.redact``) on
 ``court.events.<game>.<game_id>`` (stream ``COURT_EVENTS``) with
 
@@ -407,14 +408,14 @@ class Projector:
     async def _follow(self, shard: int, stop: asyncio.Event, attached: asyncio.Event) -> None:
         stream = krec.game_stream(shard)
         psub: Any = None
-        puller: kjs.Puller | None = None
+        puller: kjs.OneShotPuller | None = None
         trouble = klog.StateLog(log, f"projector {stream}")
         try:
             while not stop.is_set():
                 try:
                     if psub is None:
                         psub = await self._attach(shard)
-                        puller = kjs.Puller(psub, self.batch)
+                        puller = kjs.OneShotPuller(psub, self.batch)
                         attached.set()
                         trouble.ok("projector following again", stream=stream)
                     assert puller is not None
@@ -440,18 +441,16 @@ class Projector:
                 with contextlib.suppress(Exception):
                     await psub.unsubscribe()
 
-    async def _next(self, puller: Any) -> list[Any]:
-        """The next batch; when the log is busy (a message came within ``linger`` s of asking) the
-        ones arriving in the next ``linger`` s join it: one batch's publishes and acks then reach
-        nats-server in one write instead of one each (make bench, bot mode: projector CPU per move
-        27-41 % lower, nats-server's 15-37 %, at 3 ms more lag at p50). A quiet log is not held up."""
-        loop = asyncio.get_running_loop()
-        asked = loop.time()
-        msgs: list[Any] = await puller.next_batch(1.0)
-        if self.linger and len(msgs) < self.batch and loop.time() - asked < self.linger:
-            await asyncio.sleep(self.linger)
-            msgs.extend(puller.ready(self.batch - len(msgs)))
-        return msgs
+    async def _next(self, puller: kjs.OneShotPuller) -> list[Any]:
+        """The next batch. Each request (``court_kit.jetstream.OneShotPuller``) brings what the log
+        holds for this projector when it arrives, in one write; while the log is busy (the last
+        request's first record was there within ``linger`` s of asking) the next request goes
+        ``linger`` s after the last batch is done, so the records appended meanwhile join it: a
+        batch's deliveries, publishes, PubAcks and acks cross the socket in a write or two each
+        instead of one per record. A quiet log is not held up: its request waits in nats-server and
+        the next record is delivered, and projected, as soon as it is stored."""
+        busy = self.linger and puller.waited < self.linger
+        return await puller.next_batch(1.0, delay=self.linger if busy else 0.0)
 
     async def _batch(self, msgs: Sequence[Any], stop: asyncio.Event) -> None:
         """Project a batch: the games side by side, each game's records in order; every message
