@@ -144,11 +144,14 @@ def client_channel(
 def create_server(
     address: str,
     *,
+    edge: EdgeInterceptor | None = None,
     interceptors: Sequence[Any] = (),
     options: Iterable[tuple[str, Any]] = (),
     settings: Settings | None = None,
 ) -> tuple[grpc.aio.Server, int]:
-    """A grpc.aio server on ``address``. With ``settings``: its TLS, message size and stream limits."""
+    """A grpc.aio server on ``address``. With ``settings``: its TLS, message size and stream limits.
+    With ``edge``: every servicer added to it afterwards is served behind that edge
+    (``EdgeInterceptor.install``)."""
     max_message = settings.max_message_bytes if settings is not None else MAX_MESSAGE
     max_streams = settings.max_streams if settings is not None else MAX_STREAMS
     server = grpc.aio.server(
@@ -164,6 +167,8 @@ def create_server(
         ],
     )
     _generic_handlers_only(server)
+    if edge is not None:
+        edge.install(server)
     creds = server_credentials(settings) if settings is not None else None
     try:
         if creds is not None:
@@ -254,10 +259,11 @@ async def start_server(
     projector and analytics, has none), its servicers added by ``add_servicers(server)``, then
     health and reflection (``add_health_and_reflection``: COURT_REFLECTION, COURT_HEALTH_LISTEN).
     Returns the server, its port and the health servicer."""
-    interceptors = (
-        [EdgeInterceptor(Verifier.for_service(settings), public_methods=public_methods)] if edge else []
+    server, port = create_server(
+        settings.listen,
+        settings=settings,
+        edge=EdgeInterceptor(Verifier.for_service(settings), public_methods=public_methods) if edge else None,
     )
-    server, port = create_server(settings.listen, settings=settings, interceptors=interceptors)
     add_servicers(server)
     health = await add_health_and_reflection(
         server,
@@ -333,35 +339,50 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc
         self._public = frozenset(public_methods)
         self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
+    def install(self, server: grpc.aio.Server) -> None:
+        """Serve every handler added to ``server`` from now on behind the edge, with no interceptor:
+        each generic handler added is served through ``_BehindEdge``, which answers grpc's lookup of
+        a call's handler with the edge-wrapped one (``handler``), in the same synchronous lookup."""
+        add = server.add_generic_rpc_handlers
+
+        def add_behind_edge(handlers: Sequence[grpc.GenericRpcHandler]) -> None:
+            add(tuple(_BehindEdge(self, h) for h in handlers))
+
+        server.add_generic_rpc_handlers = add_behind_edge
+
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
         details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
-        handler = await continuation(details)
-        method = details.method
+        return self.handler(details.method, await continuation(details))
+
+    def handler(self, method: str, handler: grpc.RpcMethodHandler | None) -> grpc.RpcMethodHandler | None:
+        """``handler`` (the servicer's, for ``method``) behind the edge: wrapped once, then kept."""
         known = self._wrapped.get(method)
         if known is not None and known[0] is handler:
             return known[1]
-        if handler is None or method.startswith(OPEN_PREFIXES):
-            return handler
+        if handler is None:
+            return None
+        wrapped = handler if method.startswith(OPEN_PREFIXES) else self._wrap(method, handler)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
+
+    def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         public = method in self._public
         if handler.unary_unary is not None:
-            wrapped = grpc.unary_unary_rpc_method_handler(
+            return grpc.unary_unary_rpc_method_handler(
                 self._unary(handler.unary_unary, method, public),
                 request_deserializer=_lenient(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
-        elif handler.unary_stream is not None:
-            wrapped = grpc.unary_stream_rpc_method_handler(
+        if handler.unary_stream is not None:
+            return grpc.unary_stream_rpc_method_handler(
                 self._stream(handler.unary_stream, method, public),
                 request_deserializer=_lenient(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
-        else:
-            return handler  # client- and bidi-streaming calls: none of ours yet
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
+        return handler  # client- and bidi-streaming calls: none of ours yet
 
     def _enter(self, context: grpc.aio.ServicerContext, method: str, public: bool) -> None:
         token, rid = _metadata(context.invocation_metadata())
@@ -438,6 +459,18 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc
                 stats.codes[code] = stats.codes.get(code, 0) + 1  # a stream's lifetime is no handling time
 
         return behavior
+
+
+class _BehindEdge(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no types
+    """A generic handler added to a server with the edge installed: its handlers, edge-wrapped."""
+
+    __slots__ = ("_edge", "_inner")
+
+    def __init__(self, edge: EdgeInterceptor, inner: grpc.GenericRpcHandler):
+        self._edge, self._inner = edge, inner
+
+    def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        return self._edge.handler(details.method, self._inner.service(details))
 
 
 def _status_name(exc: Exception) -> str:

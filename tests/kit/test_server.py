@@ -44,6 +44,9 @@ RAISES: dict[str, BaseException] = {
 
 
 class Probe(rules_pb2_grpc.RulesServiceServicer):
+    def __init__(self) -> None:
+        self.stream_ended = asyncio.Event()  # a WatchGame of g-forever ended
+
     async def GetView(self, request: Any, context: Any) -> rules_pb2.GameView:
         if request.game_id in RAISES:
             raise RAISES[request.game_id]
@@ -57,21 +60,43 @@ class Probe(rules_pb2_grpc.RulesServiceServicer):
             )
         return rules_pb2.GameView(game_id=request.game_id, seats=[ident.sub, ident.role])
 
+    async def GetHistory(self, request: Any, context: Any) -> rules_pb2.GetHistoryResponse:
+        """A public method (``PUBLIC``): says who called, or ``anonymous``."""
+        try:
+            who = current_identity().sub
+        except errors.Unauthenticated:
+            who = "anonymous"
+        return rules_pb2.GetHistoryResponse(game_id=request.game_id, created_by=who)
+
     async def WatchGame(self, request: Any, context: Any) -> Any:
         yield rules_pb2.GameUpdate(seq=1)
+        if request.game_id == "g-forever":
+            try:
+                await asyncio.Event().wait()  # until the caller cancels
+            finally:
+                self.stream_ended.set()
         raise RAISES[request.game_id]
 
 
-@pytest.fixture
-async def probe_server() -> Any:
-    server, port = create_server(
-        "127.0.0.1:0", interceptors=[EdgeInterceptor(Verifier(keys.KEY_SET, "court-rules"))]
-    )
-    rules_pb2_grpc.add_RulesServiceServicer_to_server(Probe(), server)
+PUBLIC = "/court.rules.v1.RulesService/GetHistory"
+
+
+@pytest.fixture(params=["installed", "interceptor"])
+async def probe_server(request: Any) -> Any:
+    """A server with the edge in front of ``Probe``, in either form: installed at registration (as
+    ``start_server`` serves every service) or as a grpc.aio server interceptor; the tests that use
+    it state what a caller sees, the same in both."""
+    edge = EdgeInterceptor(Verifier(keys.KEY_SET, "court-rules"), public_methods=[PUBLIC])
+    if request.param == "installed":
+        server, port = create_server("127.0.0.1:0", edge=edge)
+    else:
+        server, port = create_server("127.0.0.1:0", interceptors=[edge])
+    probe = Probe()
+    rules_pb2_grpc.add_RulesServiceServicer_to_server(probe, server)
     health = await add_health_and_reflection(server, ["court.rules.v1.RulesService"])
     await server.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-    yield {"port": port, "channel": channel, "health": health}
+    yield {"port": port, "channel": channel, "health": health, "probe": probe}
     await channel.close()
     await server.stop(0)
 
@@ -178,15 +203,58 @@ async def test_calls_are_counted_by_method_and_code(probe_server: Any) -> None:
 
 
 async def test_missing_or_bad_tokens_are_unauthenticated(probe_server: Any) -> None:
+    """A caller without a good token gets UNAUTHENTICATED and a message saying what to fix; the
+    handler never runs (nothing is counted for it but the refusal)."""
     stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
-    for md in [
-        (),
-        (("authorization", "Bearer nope"),),
-        (("authorization", issue_token(Signer.generate("court-lobby"), "a", "player")),),
+    for md, details in [
+        ((), "missing bearer token: send metadata 'authorization: Bearer <token>'"),
+        ((("authorization", "Bearer nope"),), "malformed token: expected a signed JWT"),
+        (
+            (("authorization", issue_token(Signer.generate("court-lobby"), "a", "player")),),
+            "token key id is unknown",
+        ),
     ]:
         with pytest.raises(grpc.aio.AioRpcError) as info:
             await stub.GetView(rules_pb2.GetViewRequest(game_id="g-fine"), metadata=md)
-        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED and info.value.details()
+        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert info.value.details().startswith(details), info.value.details()
+
+
+async def test_a_public_method_serves_a_caller_without_a_token_but_checks_one_it_is_sent(
+    probe_server: Any,
+) -> None:
+    """``public_methods``: no token, the handler runs for an anonymous caller; a good token, for that
+    caller; a bad token is still UNAUTHENTICATED (a public method is no way around verification)."""
+    stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
+    req = rules_pb2.GetHistoryRequest(game_id="g-1")
+    assert (await stub.GetHistory(req)).created_by == "anonymous"
+    assert (await stub.GetHistory(req, metadata=(("x-request-id", "r1"),))).created_by == "anonymous"
+    assert (await stub.GetHistory(req, metadata=_md("carol"))).created_by == "carol"
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await stub.GetHistory(req, metadata=(("authorization", "Bearer nope"),))
+    assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert info.value.details() == "malformed token: expected a signed JWT"
+
+
+async def test_a_caller_cancelling_a_stream_ends_the_handler_and_is_counted_cancelled(
+    probe_server: Any,
+) -> None:
+    """The caller cancels a server stream after its first message: it sees CANCELLED, the handler's
+    generator is closed (its ``finally`` runs), and the stream is counted CANCELLED with none left
+    in flight."""
+    stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
+    stats = GRPC.method("/court.rules.v1.RulesService/WatchGame")
+    cancelled = stats.codes.get("CANCELLED", 0)
+    call = stub.WatchGame(rules_pb2.WatchGameRequest(game_id="g-forever"), metadata=_md())
+    assert (await call.read()).seq == 1
+    assert call.cancel()
+    assert await call.code() == grpc.StatusCode.CANCELLED
+    await asyncio.wait_for(probe_server["probe"].stream_ended.wait(), 5)
+    for _ in range(500):  # counted as the handler unwinds, just after its finally
+        if stats.codes.get("CANCELLED", 0) > cancelled:
+            break
+        await asyncio.sleep(0.01)
+    assert stats.codes.get("CANCELLED", 0) == cancelled + 1 and stats.in_flight == 0
 
 
 async def test_health_and_reflection_need_no_token(probe_server: Any) -> None:
