@@ -1,7 +1,7 @@
 """gRPC server bootstrap shared by every service.
 
-* ``create_server(address, interceptors=...) -> (server, port)``: a grpc.aio
-  server bound to ``address`` (port 0 picks a free one, so tests bind 0).
+* ``create_server(address, edge=...) -> (server, port)``: a grpc.aio server bound to ``address``
+  (port 0 picks a free one, so tests bind 0), its servicers served behind ``edge``.
 * ``await add_health_and_reflection(server, names) -> HealthServicer``: the gRPC
   health protocol (every name, "" and ``liveness`` SERVING; ``court_kit.health`` says which name
   is readiness and which liveness) and server reflection.
@@ -10,7 +10,9 @@
 * ``EdgeInterceptor``: per call, verifies the bearer token, binds the request
   id to the log context, exposes the caller via ``current_identity()``,
   records metrics, and maps domain errors to status codes
-  (``court_kit.errors.status_for``): the one edge where that happens.
+  (``court_kit.errors.status_for``): the one edge where that happens. Installed on the server
+  (``install``: each handler wrapped once, served with no interceptor per call), or usable as a
+  grpc.aio server interceptor.
 * ``serve_until_signalled``: on SIGTERM/SIGINT health goes NOT_SERVING, the
   server stops with a grace period, then the cleanups run (``nc.drain()``).
 * ``run_service``: every service's console script (``court-rules`` and the rest). Its signal
@@ -65,6 +67,10 @@ T = TypeVar("T")
 
 _IDENTITY: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("court_identity", default=None)
 _REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("court_request_id", default="")
+# the metadata grpc looked a call's handler up with, and the task it did so in (_BehindEdge.service)
+_LOOKED_UP: contextvars.ContextVar[tuple[object, Any] | None] = contextvars.ContextVar(
+    "court_edge_looked_up", default=None
+)
 
 OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 MAX_MESSAGE = 8 * 1024 * 1024
@@ -332,6 +338,15 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc
     when it is added to the server): per call the edge reads the metadata, verifies the token
     (``Verifier`` caches verified tokens), sets the logging context once and counts the call in
     plain per-method counters (``court_kit.metrics.GRPC``).
+
+    ``install(server)`` (what ``create_server(edge=...)`` and ``start_server`` do) serves the
+    wrapped handlers straight from grpc's handler lookup, which is synchronous; as a server
+    interceptor (``interceptors=[...]``) grpc.aio runs a chain of coroutines per call to reach the
+    same handler. Installed, the edge also reads the call's metadata as grpc's lookup was given it
+    (``_BehindEdge``), not a second copy out of grpc's core (``invocation_metadata()`` builds
+    it anew on each read). Server instructions per call (callgrind, sequential calls, a bare
+    handler): no edge 341k, interceptor 383k, installed 367k: the edge's own cost down from 42k
+    to 26k, of which the metadata copy was 13k and the coroutine chain 3k.
     """
 
     def __init__(self, verifier: Verifier, *, public_methods: Iterable[str] = ()):
@@ -385,7 +400,12 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc
         return handler  # client- and bidi-streaming calls: none of ours yet
 
     def _enter(self, context: grpc.aio.ServicerContext, method: str, public: bool) -> None:
-        token, rid = _metadata(context.invocation_metadata())
+        looked_up = _LOOKED_UP.get()
+        if looked_up is not None and looked_up[0] is asyncio.current_task():
+            metadata = looked_up[1]  # this call's, as grpc found its handler in this very task
+        else:
+            metadata = context.invocation_metadata()  # a second copy out of grpc's core
+        token, rid = _metadata(metadata)
         rid = rid or uuid.uuid4().hex
         _REQUEST_ID.set(rid)
         if public and not token:
@@ -469,7 +489,10 @@ class _BehindEdge(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships n
     def __init__(self, edge: EdgeInterceptor, inner: grpc.GenericRpcHandler):
         self._edge, self._inner = edge, inner
 
+    # grpc calls ``service`` in the call's own task, right before it runs the handler there: the
+    # metadata kept here, with that task, is this call's (``_enter`` takes it only in that task)
     def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        _LOOKED_UP.set((asyncio.current_task(), details.invocation_metadata))
         return self._edge.handler(details.method, self._inner.service(details))
 
 

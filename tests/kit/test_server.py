@@ -167,6 +167,30 @@ async def test_each_call_logs_with_its_own_request_id_caller_and_nothing_of_earl
     )
 
 
+async def test_concurrent_calls_of_different_callers_each_see_their_own_caller_and_request_id(
+    probe_server: Any,
+) -> None:
+    """Many calls in flight at once, from two callers on two connections: each handler sees the
+    caller and request id its own call sent (the edge reads a call's metadata where grpc looked its
+    handler up, in the call's own task: never another call's)."""
+    target, own = f"127.0.0.1:{probe_server['port']}", [("grpc.use_local_subchannel_pool", 1)]
+    async with (
+        grpc.aio.insecure_channel(target, options=own) as ch_a,
+        grpc.aio.insecure_channel(target, options=own) as ch_b,
+    ):
+        stubs = [rules_pb2_grpc.RulesServiceStub(ch) for ch in (ch_a, ch_b)]
+        who = [("alice", "player"), ("bob", "bot")]
+        tokens = [keys.token(*w) for w in who]
+
+        async def one(i: int) -> None:
+            md = (("authorization", f"Bearer {tokens[i % 2]}"), ("x-request-id", f"req-{i}"))
+            reply = await stubs[i % 2].GetView(rules_pb2.GetViewRequest(game_id=f"g-log-{i}"), metadata=md)
+            seen = dict(x.split("=", 1) for x in reply.seats)
+            assert (seen["request_id"], seen["sub"], seen["role"]) == (f"req-{i}", *who[i % 2])
+
+        await asyncio.gather(*(one(i) for i in range(160)))  # 80 a connection (at most 100 streams)
+
+
 async def test_calls_are_counted_by_method_and_code(probe_server: Any) -> None:
     """court_grpc_requests_total by code, the handling-time histogram, and in-flight back to 0."""
     stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
