@@ -67,8 +67,10 @@ T = TypeVar("T")
 
 _IDENTITY: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("court_identity", default=None)
 _REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("court_request_id", default="")
-# the metadata grpc looked a call's handler up with, and the task it did so in (_BehindEdge.service)
-_LOOKED_UP: contextvars.ContextVar[tuple[object, Any] | None] = contextvars.ContextVar(
+# the metadata grpc looked a call's handler up with, and the id of the task it did so in
+# (_BehindEdge.service; the id, not the task: the task's own context holding the task would make a
+# reference cycle of every call's task, left for the cycle collector)
+_LOOKED_UP: contextvars.ContextVar[tuple[int, Any] | None] = contextvars.ContextVar(
     "court_edge_looked_up", default=None
 )
 
@@ -401,7 +403,7 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc
 
     def _enter(self, context: grpc.aio.ServicerContext, method: str, public: bool) -> None:
         looked_up = _LOOKED_UP.get()
-        if looked_up is not None and looked_up[0] is asyncio.current_task():
+        if looked_up is not None and looked_up[0] == id(asyncio.current_task()):
             metadata = looked_up[1]  # this call's, as grpc found its handler in this very task
         else:
             metadata = context.invocation_metadata()  # a second copy out of grpc's core
@@ -492,7 +494,7 @@ class _BehindEdge(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships n
     # grpc calls ``service`` in the call's own task, right before it runs the handler there: the
     # metadata kept here, with that task, is this call's (``_enter`` takes it only in that task)
     def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
-        _LOOKED_UP.set((asyncio.current_task(), details.invocation_metadata))
+        _LOOKED_UP.set((id(asyncio.current_task()), details.invocation_metadata))
         return self._edge.handler(details.method, self._inner.service(details))
 
 
