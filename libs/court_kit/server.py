@@ -11,8 +11,7 @@
   id to the log context, exposes the caller via ``current_identity()``,
   records metrics, and maps domain errors to status codes
   (``court_kit.errors.status_for``): the one edge where that happens. Installed on the server
-  (``install``: each handler wrapped once, served with no interceptor per call), or usable as a
-  grpc.aio server interceptor.
+  (``install``): each handler wrapped once and served as grpc looks it up, with no interceptor.
 * ``serve_until_signalled``: on SIGTERM/SIGINT health goes NOT_SERVING, the
   server stops with a grace period, then the cleanups run (``nc.drain()``).
 * ``run_service``: every service's console script (``court-rules`` and the rest). Its signal
@@ -330,7 +329,7 @@ def _metadata(metadata: Iterable[tuple[str, str]] | None) -> tuple[str, str]:
     return token, rid
 
 
-class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
+class EdgeInterceptor:
     """Auth, request ids, logging context, metrics and error mapping for every call.
 
     ``public_methods`` (full names such as ``/court.lobby.v1.LobbyService/Login``)
@@ -341,14 +340,15 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc
     (``Verifier`` caches verified tokens), sets the logging context once and counts the call in
     plain per-method counters (``court_kit.metrics.GRPC``).
 
-    ``install(server)`` (what ``create_server(edge=...)`` and ``start_server`` do) serves the
-    wrapped handlers straight from grpc's handler lookup, which is synchronous; as a server
-    interceptor (``interceptors=[...]``) grpc.aio runs a chain of coroutines per call to reach the
-    same handler. Installed, the edge also reads the call's metadata as grpc's lookup was given it
-    (``_BehindEdge``), not a second copy out of grpc's core (``invocation_metadata()`` builds
-    it anew on each read). Server instructions per call (callgrind, sequential calls, a bare
-    handler): no edge 341k, interceptor 383k, installed 367k: the edge's own cost down from 42k
-    to 26k, of which the metadata copy was 13k and the coroutine chain 3k.
+    It is installed on a server (``install``, which ``create_server(edge=...)`` and
+    ``start_server`` call), not passed to it as an interceptor: grpc serves the wrapped handlers
+    straight from its handler lookup, which is synchronous, where a grpc.aio server interceptor
+    costs a chain of coroutines per call to reach the same handler; and the edge reads the call's
+    metadata as grpc's lookup was given it (``_BehindEdge``), not a second copy out of grpc's
+    core (``invocation_metadata()`` builds one anew on each read). Server instructions per call
+    (callgrind, sequential calls, a bare handler): no edge 341k, the edge as an interceptor 383k,
+    installed 367k: the edge's own cost down from 42k to 26k, of which the metadata copy was 13k
+    and the coroutine chain 3k.
     """
 
     def __init__(self, verifier: Verifier, *, public_methods: Iterable[str] = ()):
@@ -366,13 +366,6 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc
             add(tuple(_BehindEdge(self, h) for h in handlers))
 
         server.add_generic_rpc_handlers = add_behind_edge
-
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        return self.handler(details.method, await continuation(details))
 
     def handler(self, method: str, handler: grpc.RpcMethodHandler | None) -> grpc.RpcMethodHandler | None:
         """``handler`` (the servicer's, for ``method``) behind the edge: wrapped once, then kept."""

@@ -81,16 +81,12 @@ class Probe(rules_pb2_grpc.RulesServiceServicer):
 PUBLIC = "/court.rules.v1.RulesService/GetHistory"
 
 
-@pytest.fixture(params=["installed", "interceptor"])
-async def probe_server(request: Any) -> Any:
-    """A server with the edge in front of ``Probe``, in either form: installed at registration (as
-    ``start_server`` serves every service) or as a grpc.aio server interceptor; the tests that use
-    it state what a caller sees, the same in both."""
-    edge = EdgeInterceptor(Verifier(keys.KEY_SET, "court-rules"), public_methods=[PUBLIC])
-    if request.param == "installed":
-        server, port = create_server("127.0.0.1:0", edge=edge)
-    else:
-        server, port = create_server("127.0.0.1:0", interceptors=[edge])
+@pytest.fixture
+async def probe_server() -> Any:
+    """``Probe`` behind the edge, installed as ``start_server`` installs it for every service."""
+    server, port = create_server(
+        "127.0.0.1:0", edge=EdgeInterceptor(Verifier(keys.KEY_SET, "court-rules"), public_methods=[PUBLIC])
+    )
     probe = Probe()
     rules_pb2_grpc.add_RulesServiceServicer_to_server(probe, server)
     health = await add_health_and_reflection(server, ["court.rules.v1.RulesService"])
