@@ -407,3 +407,33 @@ def test_tune_gc_freezes_start_up_and_raises_the_young_threshold() -> None:
         "True",
         "False",
     ]
+
+
+async def test_the_edge_reads_metadata_looked_up_in_another_task_never() -> None:
+    """The edge takes a call's metadata from grpc's handler lookup only in the task that lookup ran
+    in; a task that inherited it (one the handler started, say) reads its own call's metadata from
+    the context instead, and verifies that caller."""
+    from court_kit import server as ks
+
+    edge = EdgeInterceptor(Verifier(keys.KEY_SET, "court-rules"))
+
+    class Context:
+        def __init__(self, md: tuple[tuple[str, str], ...]) -> None:
+            self.md = md
+
+        def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+            return self.md
+
+    alice, bob = (
+        _md("alice"),
+        (("authorization", f"Bearer {keys.token('bob', 'bot')}"), ("x-request-id", "b")),
+    )
+
+    async def child() -> tuple[str, str]:
+        edge._enter(Context(bob), "/court.rules.v1.RulesService/GetView", False)
+        return current_identity().sub, ks.current_request_id()
+
+    ks._LOOKED_UP.set((id(asyncio.current_task()), alice))  # as _BehindEdge.service sets it
+    edge._enter(Context(bob), "/court.rules.v1.RulesService/GetView", False)
+    assert (current_identity().sub, ks.current_request_id()) == ("alice", "req-42"), "this task's lookup"
+    assert await asyncio.create_task(child()) == ("bob", "b"), "inherited, not its own: the context's"
