@@ -1,7 +1,7 @@
 """gRPC server bootstrap shared by every service.
 
-* ``create_server(address, interceptors=...) -> (server, port)``: a grpc.aio
-  server bound to ``address`` (port 0 picks a free one, so tests bind 0).
+* ``create_server(address, edge=...) -> (server, port)``: a grpc.aio server bound to ``address``
+  (port 0 picks a free one, so tests bind 0), its servicers served behind ``edge``.
 * ``await add_health_and_reflection(server, names) -> HealthServicer``: the gRPC
   health protocol (every name, "" and ``liveness`` SERVING; ``court_kit.health`` says which name
   is readiness and which liveness) and server reflection.
@@ -10,7 +10,8 @@
 * ``EdgeInterceptor``: per call, verifies the bearer token, binds the request
   id to the log context, exposes the caller via ``current_identity()``,
   records metrics, and maps domain errors to status codes
-  (``court_kit.errors.status_for``): the one edge where that happens.
+  (``court_kit.errors.status_for``): the one edge where that happens. Installed on the server
+  (``install``): each handler wrapped once and served as grpc looks it up, with no interceptor.
 * ``serve_until_signalled``: on SIGTERM/SIGINT health goes NOT_SERVING, the
   server stops with a grace period, then the cleanups run (``nc.drain()``).
 * ``run_service``: every service's console script (``court-rules`` and the rest). Its signal
@@ -65,6 +66,12 @@ T = TypeVar("T")
 
 _IDENTITY: contextvars.ContextVar[Identity | None] = contextvars.ContextVar("court_identity", default=None)
 _REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("court_request_id", default="")
+# the metadata grpc looked a call's handler up with, and the id of the task it did so in
+# (_BehindEdge.service; the id, not the task: the task's own context holding the task would make a
+# reference cycle of every call's task, left for the cycle collector)
+_LOOKED_UP: contextvars.ContextVar[tuple[int, Any] | None] = contextvars.ContextVar(
+    "court_edge_looked_up", default=None
+)
 
 OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 MAX_MESSAGE = 8 * 1024 * 1024
@@ -144,11 +151,14 @@ def client_channel(
 def create_server(
     address: str,
     *,
+    edge: EdgeInterceptor | None = None,
     interceptors: Sequence[Any] = (),
     options: Iterable[tuple[str, Any]] = (),
     settings: Settings | None = None,
 ) -> tuple[grpc.aio.Server, int]:
-    """A grpc.aio server on ``address``. With ``settings``: its TLS, message size and stream limits."""
+    """A grpc.aio server on ``address``. With ``settings``: its TLS, message size and stream limits.
+    With ``edge``: every servicer added to it afterwards is served behind that edge
+    (``EdgeInterceptor.install``)."""
     max_message = settings.max_message_bytes if settings is not None else MAX_MESSAGE
     max_streams = settings.max_streams if settings is not None else MAX_STREAMS
     server = grpc.aio.server(
@@ -164,6 +174,8 @@ def create_server(
         ],
     )
     _generic_handlers_only(server)
+    if edge is not None:
+        edge.install(server)
     creds = server_credentials(settings) if settings is not None else None
     try:
         if creds is not None:
@@ -254,10 +266,11 @@ async def start_server(
     projector and analytics, has none), its servicers added by ``add_servicers(server)``, then
     health and reflection (``add_health_and_reflection``: COURT_REFLECTION, COURT_HEALTH_LISTEN).
     Returns the server, its port and the health servicer."""
-    interceptors = (
-        [EdgeInterceptor(Verifier.for_service(settings), public_methods=public_methods)] if edge else []
+    server, port = create_server(
+        settings.listen,
+        settings=settings,
+        edge=EdgeInterceptor(Verifier.for_service(settings), public_methods=public_methods) if edge else None,
     )
-    server, port = create_server(settings.listen, settings=settings, interceptors=interceptors)
     add_servicers(server)
     health = await add_health_and_reflection(
         server,
@@ -316,7 +329,7 @@ def _metadata(metadata: Iterable[tuple[str, str]] | None) -> tuple[str, str]:
     return token, rid
 
 
-class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc ships no types
+class EdgeInterceptor:
     """Auth, request ids, logging context, metrics and error mapping for every call.
 
     ``public_methods`` (full names such as ``/court.lobby.v1.LobbyService/Login``)
@@ -326,6 +339,16 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc
     when it is added to the server): per call the edge reads the metadata, verifies the token
     (``Verifier`` caches verified tokens), sets the logging context once and counts the call in
     plain per-method counters (``court_kit.metrics.GRPC``).
+
+    It is installed on a server (``install``, which ``create_server(edge=...)`` and
+    ``start_server`` call), not passed to it as an interceptor: grpc serves the wrapped handlers
+    straight from its handler lookup, which is synchronous, where a grpc.aio server interceptor
+    costs a chain of coroutines per call to reach the same handler; and the edge reads the call's
+    metadata as grpc's lookup was given it (``_BehindEdge``), not a second copy out of grpc's
+    core (``invocation_metadata()`` builds one anew on each read). Server instructions per call
+    (callgrind, sequential calls, a bare handler): no edge 341k, the edge as an interceptor 383k,
+    installed 367k: the edge's own cost down from 42k to 26k, of which the metadata copy was 13k
+    and the coroutine chain 3k.
     """
 
     def __init__(self, verifier: Verifier, *, public_methods: Iterable[str] = ()):
@@ -333,38 +356,51 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc
         self._public = frozenset(public_methods)
         self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler:
-        handler = await continuation(details)
-        method = details.method
+    def install(self, server: grpc.aio.Server) -> None:
+        """Serve every handler added to ``server`` from now on behind the edge, with no interceptor:
+        each generic handler added is served through ``_BehindEdge``, which answers grpc's lookup of
+        a call's handler with the edge-wrapped one (``handler``), in the same synchronous lookup."""
+        add = server.add_generic_rpc_handlers
+
+        def add_behind_edge(handlers: Sequence[grpc.GenericRpcHandler]) -> None:
+            add(tuple(_BehindEdge(self, h) for h in handlers))
+
+        server.add_generic_rpc_handlers = add_behind_edge
+
+    def handler(self, method: str, handler: grpc.RpcMethodHandler | None) -> grpc.RpcMethodHandler | None:
+        """``handler`` (the servicer's, for ``method``) behind the edge: wrapped once, then kept."""
         known = self._wrapped.get(method)
         if known is not None and known[0] is handler:
             return known[1]
-        if handler is None or method.startswith(OPEN_PREFIXES):
-            return handler
+        if handler is None:
+            return None
+        wrapped = handler if method.startswith(OPEN_PREFIXES) else self._wrap(method, handler)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
+
+    def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         public = method in self._public
         if handler.unary_unary is not None:
-            wrapped = grpc.unary_unary_rpc_method_handler(
+            return grpc.unary_unary_rpc_method_handler(
                 self._unary(handler.unary_unary, method, public),
                 request_deserializer=_lenient(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
-        elif handler.unary_stream is not None:
-            wrapped = grpc.unary_stream_rpc_method_handler(
+        if handler.unary_stream is not None:
+            return grpc.unary_stream_rpc_method_handler(
                 self._stream(handler.unary_stream, method, public),
                 request_deserializer=_lenient(handler.request_deserializer),
                 response_serializer=handler.response_serializer,
             )
-        else:
-            return handler  # client- and bidi-streaming calls: none of ours yet
-        self._wrapped[method] = (handler, wrapped)
-        return wrapped
+        return handler  # client- and bidi-streaming calls: none of ours yet
 
     def _enter(self, context: grpc.aio.ServicerContext, method: str, public: bool) -> None:
-        token, rid = _metadata(context.invocation_metadata())
+        looked_up = _LOOKED_UP.get()
+        if looked_up is not None and looked_up[0] == id(asyncio.current_task()):
+            metadata = looked_up[1]  # this call's, as grpc found its handler in this very task
+        else:
+            metadata = context.invocation_metadata()  # a second copy out of grpc's core
+        token, rid = _metadata(metadata)
         rid = rid or uuid.uuid4().hex
         _REQUEST_ID.set(rid)
         if public and not token:
@@ -438,6 +474,21 @@ class EdgeInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]  # grpc
                 stats.codes[code] = stats.codes.get(code, 0) + 1  # a stream's lifetime is no handling time
 
         return behavior
+
+
+class _BehindEdge(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no types
+    """A generic handler added to a server with the edge installed: its handlers, edge-wrapped."""
+
+    __slots__ = ("_edge", "_inner")
+
+    def __init__(self, edge: EdgeInterceptor, inner: grpc.GenericRpcHandler):
+        self._edge, self._inner = edge, inner
+
+    # grpc calls ``service`` in the call's own task, right before it runs the handler there: the
+    # metadata kept here, with that task, is this call's (``_enter`` takes it only in that task)
+    def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+        _LOOKED_UP.set((id(asyncio.current_task()), details.invocation_metadata))
+        return self._edge.handler(details.method, self._inner.service(details))
 
 
 def _status_name(exc: Exception) -> str:

@@ -7,8 +7,9 @@ service does, through ``court_kit.server.run_loop``):
 
 With ``edge`` the same handler sits behind the services' shared gRPC edge
 (``court_kit.server.EdgeInterceptor``: token verification, request id, logging context, metrics,
-error mapping), configured from the COURT_ environment as the rules service's, so make bench
-shows what the edge costs a call.
+error mapping), configured from the COURT_ environment as the rules service's and installed on the
+server as every service's is (``EdgeInterceptor.install``, no interceptor), so make bench shows
+what the edge costs a call.
 
 ``contract`` and ``projector`` are the events-v2 contract with no game in it (make bench's
 ``contract`` mode): the handler appends the request's bytes to a per-game log subject as the rules
@@ -105,10 +106,9 @@ async def serve(nats_url: str, variant: str = "") -> None:
         finally:
             mine.remove(q)
 
-    interceptors = (
-        [EdgeInterceptor(Verifier.for_service(Settings.load("rules")))] if variant == "edge" else []
-    )
-    server = grpc.aio.server(interceptors=interceptors)
+    server = grpc.aio.server()
+    if variant == "edge":  # installed as create_server installs it for every service
+        EdgeInterceptor(Verifier.for_service(Settings.load("rules"))).install(server)
     server.add_generic_rpc_handlers(
         [
             grpc.method_handlers_generic_handler(

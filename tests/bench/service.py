@@ -79,7 +79,6 @@ import sys
 import tempfile
 import time
 import urllib.request
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,6 +87,7 @@ from typing import Any
 import grpc
 import nats.errors
 from court_client import RulesClient
+from court_client.base import ServiceClient
 from court_contract import records as krec
 from court_kit.server import run_loop
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -437,12 +437,9 @@ async def _measure_ceiling(
         for i in range(GAMES if streams else 0)
         for _ in range(GAME_MIX[i % len(GAME_MIX)][2])
     ]
-    token = f"Bearer {keys.token('bench-bots', 'bot')}"
-
-    def metadata() -> Any:  # what court_client sends: a request id, the bearer token
-        return (("x-request-id", uuid.uuid4().hex), ("authorization", token)) if edge else None
-
     async with grpc.aio.insecure_channel(target) as ch:
+        # what court_client sends, as it sends it: a request id, the bearer token
+        metadata = ServiceClient(ch, keys.token("bench-bots", "bot")).metadata if edge else lambda: None
         call = ch.unary_unary("/bench.Ceiling/Call")
         payload = b"x" * 120  # about a SubmitActionRequest
         deadline = time.perf_counter() + 1.0

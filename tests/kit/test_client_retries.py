@@ -137,3 +137,51 @@ def test_request_ids_are_unique_and_a_forked_child_draws_its_own() -> None:
     mine = [new_request_id() for _ in range(100)]
     assert len(child) == 100 and not set(child) & set(mine + ids)
     assert {c[:24] for c in child} != {m[:24] for m in mine}, "the child's prefix is its own"
+
+
+async def test_every_call_sends_its_request_id_then_the_bearer_token_of_the_moment() -> None:
+    """The wire contract of court_client's metadata: ``x-request-id`` (the request's id on a
+    mutating call) then ``authorization: Bearer <token>``, exactly those pairs and in that order; a
+    token set later is sent from the next call on, and a client without a token sends none."""
+    seen: list[list[tuple[str, str]]] = []
+
+    class Recorder(ranking_pb2_grpc.RankingServiceServicer):
+        async def RegisterGame(self, request, context):
+            ours = [
+                (k, v) for k, v in context.invocation_metadata() if k in ("x-request-id", "authorization")
+            ]
+            seen.append([*ours, ("request_id", request.request_id)])
+            return rpb.RegisterGameResponse(created=True)
+
+    server, addr = await _serve(Recorder())
+    try:
+        async with RankingClient(addr, "t1") as client:
+            await _register(client, client.stub, "rid-1")
+            client.token = "t2"
+            await _register(client, client.stub, "rid-2")
+            client.token = None
+            await _register(client, client.stub)
+        assert seen[0] == [("x-request-id", "rid-1"), ("authorization", "Bearer t1"), ("request_id", "rid-1")]
+        assert seen[1] == [("x-request-id", "rid-2"), ("authorization", "Bearer t2"), ("request_id", "rid-2")]
+        (key, rid), (_, field) = seen[2]
+        assert key == "x-request-id" and rid == field and len(rid) == 32, "no token: no authorization"
+    finally:
+        await server.stop(None)
+
+
+def test_call_metadata_is_a_grpc_metadata_throughout() -> None:
+    """``ServiceClient.metadata`` is a ``grpc.aio.Metadata`` (what grpc.aio iterates per call); read
+    or changed by key, as a client interceptor would, it behaves as one built from the same pairs."""
+    from court_client.base import CallMetadata
+
+    pairs = (("x-request-id", "r1"), ("authorization", "Bearer t"))
+    md = CallMetadata(*pairs)
+    assert isinstance(md, grpc.aio.Metadata) and tuple(md) == pairs and len(md) == 2 and md
+    assert md == grpc.aio.Metadata(*pairs) and md["authorization"] == "Bearer t"
+    md.add("x-extra", "1")
+    md["x-request-id"] = "r2"
+    assert tuple(md) == (("x-request-id", "r2"), ("authorization", "Bearer t"), ("x-extra", "1"))
+    assert len(md) == 3 and "x-extra" in md
+    client = ServiceClient.__new__(ServiceClient)
+    client.token = "tok"
+    assert tuple(client.metadata("r3")) == (("x-request-id", "r3"), ("authorization", "Bearer tok"))

@@ -44,6 +44,9 @@ RAISES: dict[str, BaseException] = {
 
 
 class Probe(rules_pb2_grpc.RulesServiceServicer):
+    def __init__(self) -> None:
+        self.stream_ended = asyncio.Event()  # a WatchGame of g-forever ended
+
     async def GetView(self, request: Any, context: Any) -> rules_pb2.GameView:
         if request.game_id in RAISES:
             raise RAISES[request.game_id]
@@ -57,21 +60,39 @@ class Probe(rules_pb2_grpc.RulesServiceServicer):
             )
         return rules_pb2.GameView(game_id=request.game_id, seats=[ident.sub, ident.role])
 
+    async def GetHistory(self, request: Any, context: Any) -> rules_pb2.GetHistoryResponse:
+        """A public method (``PUBLIC``): says who called, or ``anonymous``."""
+        try:
+            who = current_identity().sub
+        except errors.Unauthenticated:
+            who = "anonymous"
+        return rules_pb2.GetHistoryResponse(game_id=request.game_id, created_by=who)
+
     async def WatchGame(self, request: Any, context: Any) -> Any:
         yield rules_pb2.GameUpdate(seq=1)
+        if request.game_id == "g-forever":
+            try:
+                await asyncio.Event().wait()  # until the caller cancels
+            finally:
+                self.stream_ended.set()
         raise RAISES[request.game_id]
+
+
+PUBLIC = "/court.rules.v1.RulesService/GetHistory"
 
 
 @pytest.fixture
 async def probe_server() -> Any:
+    """``Probe`` behind the edge, installed as ``start_server`` installs it for every service."""
     server, port = create_server(
-        "127.0.0.1:0", interceptors=[EdgeInterceptor(Verifier(keys.KEY_SET, "court-rules"))]
+        "127.0.0.1:0", edge=EdgeInterceptor(Verifier(keys.KEY_SET, "court-rules"), public_methods=[PUBLIC])
     )
-    rules_pb2_grpc.add_RulesServiceServicer_to_server(Probe(), server)
+    probe = Probe()
+    rules_pb2_grpc.add_RulesServiceServicer_to_server(probe, server)
     health = await add_health_and_reflection(server, ["court.rules.v1.RulesService"])
     await server.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
-    yield {"port": port, "channel": channel, "health": health}
+    yield {"port": port, "channel": channel, "health": health, "probe": probe}
     await channel.close()
     await server.stop(0)
 
@@ -142,6 +163,30 @@ async def test_each_call_logs_with_its_own_request_id_caller_and_nothing_of_earl
     )
 
 
+async def test_concurrent_calls_of_different_callers_each_see_their_own_caller_and_request_id(
+    probe_server: Any,
+) -> None:
+    """Many calls in flight at once, from two callers on two connections: each handler sees the
+    caller and request id its own call sent (the edge reads a call's metadata where grpc looked its
+    handler up, in the call's own task: never another call's)."""
+    target, own = f"127.0.0.1:{probe_server['port']}", [("grpc.use_local_subchannel_pool", 1)]
+    async with (
+        grpc.aio.insecure_channel(target, options=own) as ch_a,
+        grpc.aio.insecure_channel(target, options=own) as ch_b,
+    ):
+        stubs = [rules_pb2_grpc.RulesServiceStub(ch) for ch in (ch_a, ch_b)]
+        who = [("alice", "player"), ("bob", "bot")]
+        tokens = [keys.token(*w) for w in who]
+
+        async def one(i: int) -> None:
+            md = (("authorization", f"Bearer {tokens[i % 2]}"), ("x-request-id", f"req-{i}"))
+            reply = await stubs[i % 2].GetView(rules_pb2.GetViewRequest(game_id=f"g-log-{i}"), metadata=md)
+            seen = dict(x.split("=", 1) for x in reply.seats)
+            assert (seen["request_id"], seen["sub"], seen["role"]) == (f"req-{i}", *who[i % 2])
+
+        await asyncio.gather(*(one(i) for i in range(160)))  # 80 a connection (at most 100 streams)
+
+
 async def test_calls_are_counted_by_method_and_code(probe_server: Any) -> None:
     """court_grpc_requests_total by code, the handling-time histogram, and in-flight back to 0."""
     stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
@@ -178,15 +223,58 @@ async def test_calls_are_counted_by_method_and_code(probe_server: Any) -> None:
 
 
 async def test_missing_or_bad_tokens_are_unauthenticated(probe_server: Any) -> None:
+    """A caller without a good token gets UNAUTHENTICATED and a message saying what to fix; the
+    handler never runs (nothing is counted for it but the refusal)."""
     stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
-    for md in [
-        (),
-        (("authorization", "Bearer nope"),),
-        (("authorization", issue_token(Signer.generate("court-lobby"), "a", "player")),),
+    for md, details in [
+        ((), "missing bearer token: send metadata 'authorization: Bearer <token>'"),
+        ((("authorization", "Bearer nope"),), "malformed token: expected a signed JWT"),
+        (
+            (("authorization", issue_token(Signer.generate("court-lobby"), "a", "player")),),
+            "token key id is unknown",
+        ),
     ]:
         with pytest.raises(grpc.aio.AioRpcError) as info:
             await stub.GetView(rules_pb2.GetViewRequest(game_id="g-fine"), metadata=md)
-        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED and info.value.details()
+        assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert info.value.details().startswith(details), info.value.details()
+
+
+async def test_a_public_method_serves_a_caller_without_a_token_but_checks_one_it_is_sent(
+    probe_server: Any,
+) -> None:
+    """``public_methods``: no token, the handler runs for an anonymous caller; a good token, for that
+    caller; a bad token is still UNAUTHENTICATED (a public method is no way around verification)."""
+    stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
+    req = rules_pb2.GetHistoryRequest(game_id="g-1")
+    assert (await stub.GetHistory(req)).created_by == "anonymous"
+    assert (await stub.GetHistory(req, metadata=(("x-request-id", "r1"),))).created_by == "anonymous"
+    assert (await stub.GetHistory(req, metadata=_md("carol"))).created_by == "carol"
+    with pytest.raises(grpc.aio.AioRpcError) as info:
+        await stub.GetHistory(req, metadata=(("authorization", "Bearer nope"),))
+    assert info.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert info.value.details() == "malformed token: expected a signed JWT"
+
+
+async def test_a_caller_cancelling_a_stream_ends_the_handler_and_is_counted_cancelled(
+    probe_server: Any,
+) -> None:
+    """The caller cancels a server stream after its first message: it sees CANCELLED, the handler's
+    generator is closed (its ``finally`` runs), and the stream is counted CANCELLED with none left
+    in flight."""
+    stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
+    stats = GRPC.method("/court.rules.v1.RulesService/WatchGame")
+    cancelled = stats.codes.get("CANCELLED", 0)
+    call = stub.WatchGame(rules_pb2.WatchGameRequest(game_id="g-forever"), metadata=_md())
+    assert (await call.read()).seq == 1
+    assert call.cancel()
+    assert await call.code() == grpc.StatusCode.CANCELLED
+    await asyncio.wait_for(probe_server["probe"].stream_ended.wait(), 5)
+    for _ in range(500):  # counted as the handler unwinds, just after its finally
+        if stats.codes.get("CANCELLED", 0) > cancelled:
+            break
+        await asyncio.sleep(0.01)
+    assert stats.codes.get("CANCELLED", 0) == cancelled + 1 and stats.in_flight == 0
 
 
 async def test_health_and_reflection_need_no_token(probe_server: Any) -> None:
@@ -319,3 +407,33 @@ def test_tune_gc_freezes_start_up_and_raises_the_young_threshold() -> None:
         "True",
         "False",
     ]
+
+
+async def test_the_edge_reads_metadata_looked_up_in_another_task_never() -> None:
+    """The edge takes a call's metadata from grpc's handler lookup only in the task that lookup ran
+    in; a task that inherited it (one the handler started, say) reads its own call's metadata from
+    the context instead, and verifies that caller."""
+    from court_kit import server as ks
+
+    edge = EdgeInterceptor(Verifier(keys.KEY_SET, "court-rules"))
+
+    class Context:
+        def __init__(self, md: tuple[tuple[str, str], ...]) -> None:
+            self.md = md
+
+        def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+            return self.md
+
+    alice, bob = (
+        _md("alice"),
+        (("authorization", f"Bearer {keys.token('bob', 'bot')}"), ("x-request-id", "b")),
+    )
+
+    async def child() -> tuple[str, str]:
+        edge._enter(Context(bob), "/court.rules.v1.RulesService/GetView", False)
+        return current_identity().sub, ks.current_request_id()
+
+    ks._LOOKED_UP.set((id(asyncio.current_task()), alice))  # as _BehindEdge.service sets it
+    edge._enter(Context(bob), "/court.rules.v1.RulesService/GetView", False)
+    assert (current_identity().sub, ks.current_request_id()) == ("alice", "req-42"), "this task's lookup"
+    assert await asyncio.create_task(child()) == ("bob", "b"), "inherited, not its own: the context's"
