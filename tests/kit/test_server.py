@@ -419,10 +419,10 @@ async def test_the_edge_reads_metadata_looked_up_in_another_task_never() -> None
 
     class Context:
         def __init__(self, md: tuple[tuple[str, str], ...]) -> None:
-            self.md = md
+            self.metadata = md
 
         def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
-            return self.md
+            return self.metadata
 
     alice, bob = (
         _md("alice"),
