@@ -26,7 +26,7 @@ from typing import Any
 
 from court_games.core import Event
 from court_kit.settings import ConfigError
-from court_kit.structs import field, varint
+from court_kit.structs import field, timestamp_bytes, varint
 from court_proto.court.events.v2 import records_pb2 as pb
 from court_proto.court.games.v1 import events_pb2 as games_pb
 
@@ -338,11 +338,6 @@ if any(
     raise ImportError("court.events.v2: a field of Record or MoveRecorded moved: see move_record_bytes")
 _FULL = field(5, FULL)
 _FINISHED = field(8, 1)
-_BYTE = [bytes((i,)) for i in range(0x80)]
-
-
-def _length(n: int) -> bytes:
-    return _BYTE[n] if n < 0x80 else varint(n)
 
 
 def record_head(game: str, game_id: str) -> bytes:
@@ -383,31 +378,28 @@ def move_record_bytes(
     its full form: ``event_to_proto(game, e).SerializeToString()``). Building the record through
     protobuf and serializing it cost a move about three times as much (tests/rules/test_encoding.py
     checks the bytes against it)."""
-    seconds, ms = divmod(t_ms, 1000)
-    if seconds < 0 or seq < 0:
+    if t_ms < 0 or seq < 0:
         raise ValueError(f"a record's seq and time are not negative: seq {seq}, time {t_ms} ms")
     # the move (MoveRecorded): seat 1, action 2, action_type 3, by 4, request_id 5, events 6, autoplay 7
-    move = [b"\x08" + varint(seat) if seat else b"", b"\x12", _length(len(action)), action]
+    move = [b"\x08" + varint(seat) if seat else b"", b"\x12", varint(len(action)), action]
     for number, text in ((b"\x1a", action_type), (b"\x22", by), (b"\x2a", request_id)):
         if text:
             raw = text.encode()
-            move += (number, _length(len(raw)), raw)
+            move += (number, varint(len(raw)), raw)
     for e in events:
-        move += (b"\x32", _length(len(e)), e)
+        move += (b"\x32", varint(len(e)), e)
     if autoplay:
         raw = autoplay.encode()
-        move += (b"\x3a", _length(len(raw)), raw)
+        move += (b"\x3a", varint(len(raw)), raw)
     body = b"".join(move)
     # the time (Timestamp: seconds 1, nanos 2), always set
-    stamp = (b"\x08" + varint(seconds) if seconds else b"") + (
-        b"\x10" + varint(ms * 1_000_000) if ms else b""
-    )
-    out = [head, b"\x18" + varint(seq) if seq else b"", b"\x22", _BYTE[len(stamp)], stamp, _FULL, acting]
+    stamp = timestamp_bytes(t_ms)
+    out = [head, b"\x18" + varint(seq) if seq else b"", b"\x22", varint(len(stamp)), stamp, _FULL, acting]
     if finished:
         out.append(_FINISHED)
     for s, d in deadlines:
         out.append(field(9, games_pb.SeatDeadline(seat=s, deadline_ms=d).SerializeToString()))
-    out += (b"\x5a", _length(len(body)), body)
+    out += (b"\x5a", varint(len(body)), body)
     return b"".join(out)
 
 

@@ -60,7 +60,9 @@ def _value(v: struct_pb2.Value) -> Any:
 _pack_double = struct.Struct("<d").pack
 
 
-_BYTE = [bytes((i,)) for i in range(0x80)]
+# the one-byte varints (0 to 127), for writers that inline ``varint``'s first case
+SMALL_VARINTS = [bytes((i,)) for i in range(0x80)]
+_BYTE = SMALL_VARINTS
 
 
 def varint(n: int) -> bytes:
@@ -75,6 +77,18 @@ def varint(n: int) -> bytes:
         n >>= 7
     out.append(n)
     return bytes(out)
+
+
+def int64_varint(n: int) -> bytes:
+    """An int64 (or int32) field's value, negative ones in ten bytes as protobuf writes them."""
+    return varint(n if n >= 0 else n + (1 << 64))
+
+
+def timestamp_bytes(ms: int) -> bytes:
+    """A ``google.protobuf.Timestamp`` of ``ms`` milliseconds since the epoch, serialized (as
+    ``Timestamp.FromMilliseconds`` then ``SerializeToString``: fields at zero left out)."""
+    seconds, nanos = ms // 1000, ms % 1000 * 1_000_000
+    return (b"\x08" + int64_varint(seconds) if seconds else b"") + (b"\x10" + varint(nanos) if nanos else b"")
 
 
 def field(number: int, value: int | bytes) -> bytes:

@@ -10,6 +10,8 @@ from court_contract import records as krec
 from court_contract import typed
 from court_games.core import Event
 from court_kit.structs import field as _field
+from court_kit.structs import int64_varint as _int64_varint
+from court_kit.structs import timestamp_bytes as _timestamp_bytes
 from court_kit.structs import varint as _varint
 from court_proto.court.games.v1 import views_pb2 as games_views_pb2
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2
@@ -200,7 +202,7 @@ def _view_field(
         except (TypeError, ValueError):
             typed.view_to_proto(entry.game, entry.module.view(state, seat))  # the TypedError naming the field
             raise
-    return _VIEW + _varint(len(b)) + b
+    return _message_field(_VIEW, b)
 
 
 _STATIC = ("static",)
@@ -398,16 +400,6 @@ _SEAT_CLOCK_MEMO: dict[tuple[int, kclock.SeatState, bool], bytes] = {}
 _MEMO_LIMIT = 20_000
 
 
-def _int64(n: int) -> bytes:
-    return _varint(n if n >= 0 else n + (1 << 64))
-
-
-def _timestamp(ms: int) -> bytes:
-    """A ``google.protobuf.Timestamp`` of ``ms`` since the epoch (as ``FromMilliseconds``)."""
-    seconds, nanos = ms // 1000, ms % 1000 * 1_000_000
-    return (b"\x08" + _int64(seconds) if seconds else b"") + (b"\x10" + _varint(nanos) if nanos else b"")
-
-
 def _message_field(tag: bytes, body: bytes) -> bytes:
     return tag + _varint(len(body)) + body
 
@@ -422,13 +414,15 @@ def _seat_clock(i: int, s: kclock.SeatState, over: bool) -> bytes:
         body = b"".join(
             [
                 _SC_SEAT + _varint(i) if i else b"",
-                _message_field(_SC_DEADLINE, _timestamp(s.deadline))
+                _message_field(_SC_DEADLINE, _timestamp_bytes(s.deadline))
                 if s.deadline is not None and not over
                 else b"",
-                _SC_BANK + _int64(s.bank_ms) if s.bank_ms else b"",
+                _SC_BANK + _int64_varint(s.bank_ms) if s.bank_ms else b"",
                 _SC_AWAY if s.away else b"",
-                _message_field(_SC_AWAY_SINCE, _timestamp(s.away_since)) if s.away_since is not None else b"",
-                _SC_TIMEOUTS + _int64(s.timeouts) if s.timeouts else b"",
+                _message_field(_SC_AWAY_SINCE, _timestamp_bytes(s.away_since))
+                if s.away_since is not None
+                else b"",
+                _SC_TIMEOUTS + _int64_varint(s.timeouts) if s.timeouts else b"",
                 _SC_TURN_SEQ + _varint(s.turn_seq) if s.turn_seq > 0 and not over else b"",
             ]
         )
@@ -449,5 +443,5 @@ def _clock_bytes(entry: GameEntry, seq: int, over: bool) -> bytes:
     out = [_seat_clock(i, s, over) for i, s in enumerate(clk)]
     if not over and cs.abandon_ms > 0 and entry.humans and all(clk[h].away for h in entry.humans):
         at = max(clk[h].away_since or 0 for h in entry.humans) + cs.abandon_ms
-        out.append(_message_field(_ABANDON_AT, _timestamp(at)))
+        out.append(_message_field(_ABANDON_AT, _timestamp_bytes(at)))
     return b"".join(out)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from court_contract import typed
-from court_kit.structs import varint
+from court_kit.structs import SMALL_VARINTS, int64_varint, varint
 from court_proto.court.games.v1 import common_pb2, views_pb2
 from google.protobuf.descriptor import FieldDescriptor
 
@@ -35,7 +35,7 @@ class Unsupported(Exception):
     """A value this encoder does not write (the converter's path takes it, or names the error)."""
 
 
-_BYTE = [bytes((i,)) for i in range(0x80)]
+_BYTE = SMALL_VARINTS
 _MEMO_LIMIT = 4096  # encodings kept per string field (card names, phases: a few dozen in practice)
 
 
@@ -45,11 +45,7 @@ def _int32(v: Any) -> bytes:
         raise Unsupported
     if 0 <= v < 0x80:
         return _BYTE[v]
-    return varint(v if v >= 0 else v + (1 << 64))
-
-
-def _len(n: int) -> bytes:
-    return _BYTE[n] if n < 0x80 else varint(n)
+    return int64_varint(v)
 
 
 def _bool(v: Any) -> bytes:
@@ -65,7 +61,7 @@ def _string(memo: dict[str, bytes], tag: bytes, v: Any, keep_empty: bool) -> byt
     if v.__class__ is not str:
         raise Unsupported
     raw = v.encode()
-    b = tag + _len(len(raw)) + raw if raw or keep_empty else b""
+    b = tag + varint(len(raw)) + raw if raw or keep_empty else b""
     if len(memo) >= _MEMO_LIMIT:
         memo.clear()
     memo[v] = b
@@ -122,7 +118,7 @@ def _value_encoder(desc: Any) -> Encoder:
         def per_game(v: Any, game: str) -> bytes:
             tag, enc = cases[game]
             b: bytes = enc(v, game)
-            return tag + _len(len(b)) + b
+            return tag + varint(len(b)) + b
 
         return per_game
     enc = _message_encoder(desc)
@@ -141,16 +137,16 @@ def _value_lines(i: int, fd: Any, env: dict[str, Any]) -> list[str]:
             return [
                 "for x in _seq(v):",
                 f"    b = E{i}(x, game)",
-                f"    out.append(T{i} + _len(len(b)) + b)",
+                f"    out.append(T{i} + varint(len(b)) + b)",
             ]
-        return [f"b = E{i}(v, game)", f"out.append(T{i} + _len(len(b)) + b)"]
+        return [f"b = E{i}(v, game)", f"out.append(T{i} + varint(len(b)) + b)"]
     if ftype == FieldDescriptor.TYPE_INT32:
         if repeated:  # packed, as protobuf writes proto3's repeated scalars
             env[f"T{i}"] = _tag(fd.number, 2)
             return [
                 "if _seq(v):",
                 "    p = b''.join([_B[x] if x.__class__ is int and 0 <= x < 128 else _int32(x) for x in v])",
-                f"    out.append(T{i} + _len(len(p)) + p)",
+                f"    out.append(T{i} + varint(len(p)) + p)",
             ]
         env[f"T{i}"] = _tag(fd.number, 0)
         if presence:
@@ -167,7 +163,7 @@ def _value_lines(i: int, fd: Any, env: dict[str, Any]) -> list[str]:
             return [
                 "if _seq(v):",
                 "    p = b''.join([_bool(x) for x in v])",
-                f"    out.append(T{i} + _len(len(p)) + p)",
+                f"    out.append(T{i} + varint(len(p)) + p)",
             ]
         env[f"T{i}"] = _tag(fd.number, 0) + b"\x01"
         env[f"F{i}"] = _tag(fd.number, 0) + b"\x00"
@@ -194,7 +190,7 @@ def _compile(desc: Any, fields: list[Any], wrapper: str = "", diff: bool = False
         "Unsupported": Unsupported,
         "_B": _BYTE,
         "_int32": _int32,
-        "_len": _len,
+        "varint": varint,
         "_bool": _bool,
         "_string": _string,
         "_seq": _seq,
@@ -236,7 +232,7 @@ def _compile(desc: Any, fields: list[Any], wrapper: str = "", diff: bool = False
                 "            es.append(pe[j])",
                 "        else:",
                 f"            b = E{i}(x, game)",
-                f"            es.append((x, T{i} + _len(len(b)) + b))",
+                f"            es.append((x, T{i} + varint(len(b)) + b))",
                 "    b = b''.join([e[1] for e in es])",
                 "    out.append(b)",
                 f"    last[{i}] = (v, b, es)",
@@ -303,7 +299,7 @@ def view_part(game: str, part: Mapping[str, Any], keys: frozenset[str], last: li
         b: bytes = enc(part, game, last)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise Unsupported from exc
-    return _TAGS[game] + _len(len(b)) + b
+    return _TAGS[game] + varint(len(b)) + b
 
 
 _PARTS: dict[tuple[str, frozenset[str]], Any] = {}
