@@ -758,12 +758,6 @@ class Puller:
                 await self._request()  # the open request ended with nothing for us: open another
         return out
 
-    def ready(self, limit: int) -> list[Any]:
-        """The messages already delivered, at most ``limit``, without waiting."""
-        out: list[Any] = []
-        self._drain(out, limit)
-        return out
-
     def _drain(self, out: list[Any], limit: int) -> None:
         """Move what is already delivered into ``out``, until it holds ``limit`` messages."""
         sub = self.psub._sub

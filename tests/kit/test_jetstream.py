@@ -95,13 +95,15 @@ async def _pulled(tmp_path: Path, stream: str, ack: AckPolicy) -> AsyncIterator[
         nats.stop()
 
 
-async def test_puller_ready_takes_what_arrived_without_waiting(tmp_path: Path) -> None:
-    """kjs.Puller.ready: the messages already delivered, at most ``limit``, in order, and none
-    when none has arrived (it never waits; the projector's linger is built on it)."""
+async def test_puller_takes_what_arrived_up_to_its_limit(tmp_path: Path) -> None:
+    """kjs.Puller.next_batch with a ``limit`` (the analytics consumer's): the messages already
+    delivered, at most ``limit``, in order, without a new request while the open one may still
+    deliver."""
     async with _pulled(tmp_path, "R", AckPolicy.EXPLICIT) as (_, nc, psub):
         js = nc.jetstream()
         puller = kjs.Puller(psub, 64, expires=5.0)
-        assert puller.ready(10) == [], "nothing delivered yet"
+        with pytest.raises(nats_errors.TimeoutError):
+            await puller.next_batch(0.05)  # nothing delivered yet
         await js.publish("r.a", b"0")
         first = await puller.next_batch(5.0)
         assert [m.data for m in first] == [b"0"]
@@ -110,9 +112,8 @@ async def test_puller_ready_takes_what_arrived_without_waiting(tmp_path: Path) -
         async with asyncio.timeout(10):
             while psub._sub._pending_queue.qsize() < 3:
                 await asyncio.sleep(0.01)
-        assert [m.data for m in puller.ready(2)] == [b"1", b"2"]
-        assert [m.data for m in puller.ready(5)] == [b"3"]
-        assert puller.ready(5) == []
+        assert [m.data for m in await puller.next_batch(5.0, 2)] == [b"1", b"2"]
+        assert [m.data for m in await puller.next_batch(5.0, 5)] == [b"3"]
         assert puller.outstanding == 64 - 4, "each message taken counts against the open request"
 
 
