@@ -689,9 +689,8 @@ class GameCache:
         tomb = self._tombs.get(game_id)
         if tomb is not None:
             raise ClosedBeforeCreated(tomb)
-        entry = self._entries.get(game_id)
+        entry = self.cached(game_id)
         if entry is not None:
-            self._entries.move_to_end(game_id)
             return entry
         pending = self._loading.get(game_id)
         if pending is not None:
