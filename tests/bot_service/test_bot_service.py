@@ -43,6 +43,7 @@ from .conftest import (
 )
 
 GAME_IDS = [g[0] for g in GAMES]
+SHARED_ACK_WAIT = 30.0  # s: well past any stall of a loaded machine (test_two_replicas_share_the_work...)
 
 
 async def history(stack: Stack, game_id: str) -> rules_pb2.GetHistoryResponse:
@@ -160,8 +161,14 @@ async def test_human_plays_against_bots(stack: Stack, game: str) -> None:
 
 @pytest.mark.slow
 async def test_two_replicas_share_the_work_and_play_each_turn_once(stack: Stack) -> None:
-    a = await stack.start_bot("a", concurrency=2)
-    b = await stack.start_bot("b", concurrency=2)
+    # No replica dies here, so no turn is due to be delivered twice: the consumer's ack wait is
+    # long. With the tests' ACK_WAIT (1 s) a loaded machine that runs nothing of this process for
+    # a second (seen: 1.1 s with no CPU time taken, the stack's one event loop stopped) makes
+    # JetStream redeliver a turn still in a replica's hands (its in-progress acks could not go
+    # out) and two handlers play it: the rules service applies the move once (one request id), but
+    # both journals say played. The redelivery paths have their own tests.
+    a = await stack.start_bot("a", concurrency=2, ack_wait=SHARED_ACK_WAIT)
+    b = await stack.start_bot("b", concurrency=2, ack_wait=SHARED_ACK_WAIT)
     lobby = stack.rules_client("lobby", "service")
     gids = []
     for i in range(4):
