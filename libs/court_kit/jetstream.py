@@ -716,6 +716,12 @@ class Puller:
     outstanding ones have arrived, when a request ended (408 / 409 status) or when the newest
     request has expired (a nats-server restart forgets open requests without a word).
 
+    As ``OneShotPuller``: no consumer to ask (503, no responders) or the consumer deleted under
+    an open request (409 Consumer Deleted) raises ``JetStreamUnavailable`` (the caller attaches
+    again, re-creating the consumer), and a request ended at once with nothing delivered (a 409
+    such as too many waiting requests) makes the next request wait a little first (doubling up
+    to 1 s), so a reader never spins on nats-server.
+
     ``psub`` is nats-py's ``PullSubscription`` (its subject and inbox are read from it)."""
 
     def __init__(self, psub: Any, batch: int, *, expires: float = 5.0):
@@ -724,6 +730,11 @@ class Puller:
         self.expires = expires
         self.outstanding = 0  # messages the open requests may still deliver
         self.renew_at = 0.0  # (monotonic) when the newest request has expired
+        self.requests = 0  # requests sent (tests)
+        self._since_ask = 0  # messages delivered since the newest request was sent
+        self._pause = 0.0  # the last wait after a request that ended with nothing (doubles)
+        self._not_before = 0.0  # (loop time) no request before then (after one that ended with nothing)
+        self._failed: JetStreamUnavailable | None = None  # raised once what came before it is taken
 
     async def _request(self) -> None:
         body = json.dumps({"batch": self.batch, "expires": int(self.expires * 1_000_000_000)}).encode()
@@ -734,28 +745,44 @@ class Puller:
             # without a word, and a request that delivered its whole batch ends without one)
             self.outstanding = 0
         await self.psub._nc.publish(self.psub._nms, body, self.psub._deliver)
+        self.requests += 1
+        self._since_ask = 0
         self.outstanding += self.batch
         self.renew_at = now + self.expires
 
     async def next_batch(self, timeout: float, limit: int | None = None) -> list[Any]:
         """The messages delivered so far (at least one; at most ``limit``, default ``batch``),
-        waiting at most ``timeout`` s for the first: ``nats.errors.TimeoutError`` when none came."""
+        waiting at most ``timeout`` s for the first: ``nats.errors.TimeoutError`` when none came;
+        ``JetStreamUnavailable`` when the consumer is gone (after the messages delivered before)."""
         loop = asyncio.get_running_loop()
-        if self.outstanding <= self.batch // 2 or loop.time() >= self.renew_at:
+        if self._failed is not None and self.psub._sub._pending_queue.empty():
+            failed, self._failed = self._failed, None
+            raise failed
+        now = loop.time()
+        if (self.outstanding <= self.batch // 2 or now >= self.renew_at) and now >= self._not_before:
             await self._request()
         sub = self.psub._sub
         out: list[Any] = []
-        deadline = loop.time() + timeout
+        deadline = now + timeout
         queue = sub._pending_queue
+        limit = self.batch if limit is None else limit
         while not out:
             if queue.empty():  # (next_msg makes a task and a timer: only when there is a wait)
-                left = deadline - loop.time()
+                if self._failed is not None:
+                    failed, self._failed = self._failed, None
+                    raise failed
+                now = loop.time()
+                left = deadline - now
                 if left <= 0:
                     raise nats.errors.TimeoutError
+                if self.outstanding <= 0 or now >= self.renew_at:  # no request open for us
+                    if now < self._not_before:  # the last one ended at once with nothing: wait first
+                        await asyncio.sleep(min(self._not_before - now, left))
+                    else:
+                        await self._request()
+                    continue
                 self._take(await sub.next_msg(timeout=left), out)
-            self._drain(out, self.batch if limit is None else limit)
-            if not out and (self.outstanding <= 0 or loop.time() >= self.renew_at):
-                await self._request()  # the open request ended with nothing for us: open another
+            self._drain(out, limit)
         return out
 
     def _drain(self, out: list[Any], limit: int) -> None:
@@ -769,15 +796,29 @@ class Puller:
 
     def _take(self, msg: Any, out: list[Any]) -> None:
         status = JetStreamContext.is_status_msg(msg)
-        if status:
-            # 408 (request expired), 409 (consumer changes, limits reached), 100 (heartbeats: none
-            # asked): an ended request delivers nothing more; count none open (a spare request at
-            # worst, itself bounded by its expiry)
-            if status != "100":
-                self.outstanding = 0
+        if not status:
+            self.outstanding -= 1
+            self._since_ask += 1
+            self._pause = 0.0
+            out.append(msg)
             return
-        self.outstanding -= 1
-        out.append(msg)
+        if status == "100":  # a heartbeat (none asked)
+            return
+        # 408 (request expired), 409 (consumer changes, limits reached), 503 (no consumer): an
+        # ended request delivers nothing more; count none open (a spare request at worst, itself
+        # bounded by its expiry)
+        self.outstanding = 0
+        description = (msg.headers or {}).get("Description", "")
+        if status == "503" or (status == "409" and "deleted" in description.lower()):
+            self._failed = JetStreamUnavailable(
+                f"pull request on {self.psub._nms} answered {status} {description}".rstrip()
+            )
+        elif status != "408" and not self._since_ask:
+            # ended with nothing since the newest request (a 409 such as too many waiting
+            # requests): the next request waits a little, doubling, so a reader never spins
+            loop = asyncio.get_running_loop()
+            self._pause = min(max(self._pause * 2, 0.01), 1.0)
+            self._not_before = loop.time() + self._pause
 
 
 class OneShotPuller:

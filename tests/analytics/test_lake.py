@@ -30,7 +30,7 @@ import pytest
 from court_analytics.lake import Lake
 from court_proto.court.events.v2 import records_pb2
 from nats.aio.client import Client as NATS
-from nats.js.api import StorageType, StreamConfig
+from nats.js.api import DeliverPolicy, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
 from tests.fixtures.nats import BinaryNats
@@ -510,6 +510,56 @@ def test_records_published_after_a_nats_restart_land_once(nats: BinaryNats, cons
     consumers.stop_all()
     assert proc.returncode == 0, consumers.log_of(proc)
     check_exactly_once(consumers.lake, before + after, first | later)
+
+
+async def _delete_consumer(url: str, durable: str) -> None:
+    nc = NATS()
+    await nc.connect(url)
+    try:
+        await nc.jetstream().delete_consumer("COURT_EVENTS", durable)
+    finally:
+        await nc.close()
+
+
+async def _consumer_start(url: str, durable: str) -> tuple[Any, int]:
+    nc = NATS()
+    await nc.connect(url)
+    try:
+        info = await nc.jetstream().consumer_info("COURT_EVENTS", durable)
+    finally:
+        await nc.close()
+    return info.config.deliver_policy, info.config.opt_start_seq or 0
+
+
+def test_the_durable_deleted_under_a_running_consumer(nats: BinaryNats, consumers: Consumers) -> None:
+    """The durable deleted under a running consumer (by hand, a restore): its open pull request
+    ends (409 Consumer Deleted), it attaches again and creates the durable from the ack floor its
+    sweep read, not from the stream's start. What an analyst sees: the games published after land,
+    every record once, the ones before not read again. Before, the consumer asked the missing
+    durable again and again (thousands of requests a second) and nothing landed any more."""
+    first = {f"g{i:04d}": 5 + i for i in range(3)}
+    later = {f"g{i:04d}": 4 + i for i in range(3, 6)}
+    before = interleave([game_records(g, n) for g, n in first.items()])
+    after = interleave([game_records(g, n) for g, n in later.items()])
+    proc = consumers.start()
+    asyncio.run(publish(nats.url, before))
+    wait_done(consumers.lake, len(first), consumers=consumers)
+    deadline = time.monotonic() + WAIT
+    while asyncio.run(consumer_left(nats.url, "analytics")) != 0:
+        assert time.monotonic() < deadline, consumers.log_of(proc)
+        time.sleep(0.1)  # the durable offers no event to wait on
+    time.sleep(3.0)  # a few sweeps (one between batches; an idle batch waits 1 s): the floor read
+    asyncio.run(_delete_consumer(nats.url, "analytics"))
+    asyncio.run(publish(nats.url, after))
+    wait_done(consumers.lake, len(first) + len(later), consumers=consumers)
+    policy, start = asyncio.run(_consumer_start(nats.url, "analytics"))
+    consumers.stop_all()
+    assert proc.returncode == 0, consumers.log_of(proc)
+    check_exactly_once(consumers.lake, before + after, first | later)
+    assert (policy, start) == (DeliverPolicy.BY_START_SEQUENCE, len(before) + 1), "where it left off"
+    log = (consumers.tmp / "analytics-0.log").read_text(errors="replace")
+    assert "creating it again where it left off" in log
+    assert log.count("record consumer waiting") <= 3, "attached again at once, without spinning"
 
 
 def test_building_a_game_s_tables_looks_for_no_missing_module() -> None:

@@ -43,6 +43,7 @@ from .conftest import (
 )
 
 GAME_IDS = [g[0] for g in GAMES]
+SHARED_ACK_WAIT = 30.0  # s: well past any stall of a loaded machine (test_two_replicas_share_the_work...)
 
 
 async def history(stack: Stack, game_id: str) -> rules_pb2.GetHistoryResponse:
@@ -160,8 +161,14 @@ async def test_human_plays_against_bots(stack: Stack, game: str) -> None:
 
 @pytest.mark.slow
 async def test_two_replicas_share_the_work_and_play_each_turn_once(stack: Stack) -> None:
-    a = await stack.start_bot("a", concurrency=2)
-    b = await stack.start_bot("b", concurrency=2)
+    # No replica dies here, so no turn is due to be delivered twice: the consumer's ack wait is
+    # long. With the tests' ACK_WAIT (1 s) a loaded machine that runs nothing of this process for
+    # a second (seen: 1.1 s with no CPU time taken, the stack's one event loop stopped) makes
+    # JetStream redeliver a turn still in a replica's hands (its in-progress acks could not go
+    # out) and two handlers play it: the rules service applies the move once (one request id), but
+    # both journals say played. The redelivery paths have their own tests.
+    a = await stack.start_bot("a", concurrency=2, ack_wait=SHARED_ACK_WAIT)
+    b = await stack.start_bot("b", concurrency=2, ack_wait=SHARED_ACK_WAIT)
     lobby = stack.rules_client("lobby", "service")
     gids = []
     for i in range(4):
@@ -227,6 +234,50 @@ async def test_nats_restart_mid_game(stack: Stack) -> None:
     assert final.finished
     assert len(assert_each_bot_move_once(await history(stack, gid), all_bots=True)) == final.seq
     assert max(h.seq for h in bot.journal.played() if h.game_id == gid) >= reached.seq
+    # what the players see: the game goes on after the restart, each position played once (a turn
+    # whose ack the restart lost comes again and is found stale, not played a second time)
+    await bot.journal.wait_for(
+        lambda hs: sum(h.game_id == gid and h.outcome is Outcome.PLAYED for h in hs) >= final.seq
+    )
+    assert sorted(h.seq for h in bot.journal.played() if h.game_id == gid) == list(range(final.seq))
+
+
+def consumer_errors() -> float:
+    return REGISTRY.get_sample_value("court_bot_errors_total", {"kind": "consumer"}) or 0.0
+
+
+async def test_consumer_deleted_under_a_running_replica(stack: Stack) -> None:
+    """The shared consumer deleted mid-game (by hand, a restore): the replica's open pull request
+    ends (409 Consumer Deleted), it attaches again and re-creates ``court-bot`` from the ack floor
+    it read last, not from the stream's start or COURT_BOT_CATCHUP back. What a player sees: the
+    bots pause about a second and play the game to its end, each move once; the records delivered
+    again are found stale, none played twice. Before, the replica asked the missing consumer again
+    and again (thousands of requests a second) and the game stopped for good."""
+    bot = await stack.start_bot()
+    consumer = bot.consumer
+    consumer.floor_every = 0.2  # (5 s in service) the floor read often: the game is short
+    lobby = stack.rules_client("lobby", "service")
+    gid = (await lobby.create_game("queens_court", [qc("expert")] * 4, {"players": 4})).game_id
+    reached = await wait_seq(lobby, gid, 8)
+    assert not reached.finished
+    await bot.journal.wait_for(lambda _: consumer.floor > 0)
+    js = consumer.js
+    errors = consumer_errors()
+    await js.delete_consumer(STREAM, DURABLE)
+    last = (await js.stream_info(STREAM)).state.last_seq
+    assert not (await lobby.get_view(gid)).finished, "deleted mid-game"
+    final = await wait_finished(lobby, gid, timeout=90)
+    assert final.finished
+    assert len(assert_each_bot_move_once(await history(stack, gid), all_bots=True)) == final.seq
+    await bot.journal.wait_for(
+        lambda hs: sum(h.game_id == gid and h.outcome is Outcome.PLAYED for h in hs) >= final.seq
+    )
+    played = [h.seq for h in bot.journal.played() if h.game_id == gid]
+    assert sorted(played) == list(range(final.seq)), "each position played once, none twice"
+    info = await js.consumer_info(STREAM, DURABLE)
+    assert info.config.deliver_policy == DeliverPolicy.BY_START_SEQUENCE
+    assert 1 < info.config.opt_start_seq <= last + 1, "re-created where it left off"
+    assert 1 <= consumer_errors() - errors <= 3, "attached again at once, without spinning"
 
 
 async def test_sigterm_stops_court_bot_gracefully(stack: Stack) -> None:

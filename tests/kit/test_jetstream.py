@@ -337,6 +337,43 @@ async def test_puller_counts_no_request_a_killed_server_forgot(tmp_path: Path) -
         assert puller.outstanding == 7, "the new request alone is open, less the message it brought"
 
 
+async def test_puller_raises_for_a_deleted_consumer_and_never_spins(tmp_path: Path) -> None:
+    """kjs.Puller (the bot service's and the analytics consumer's reader): the consumer deleted
+    under its open request (409 Consumer Deleted), then asked again (no consumer: 503, no
+    responders): each raises ``JetStreamUnavailable``, so the reader attaches again (and
+    re-creates the consumer). Before, it took either status as "that request ended" and asked
+    again at once, round after round, and its caller only ever saw a timeout. A request refused
+    at once with nothing (here: too many waiting requests, 409) makes the next wait first,
+    doubling up to 1 s: a reader never spins on nats-server."""
+    async with _pulled(tmp_path, "Y", AckPolicy.EXPLICIT) as (_, nc, psub):
+        js = nc.jetstream()
+        crowded = await js.pull_subscribe(
+            "y.>", durable="one", stream="Y", config=ConsumerConfig(max_waiting=1)
+        )
+        first = kjs.Puller(crowded, 8, expires=5.0)
+        second = kjs.Puller(await js.pull_subscribe("y.>", durable="one", stream="Y"), 8)
+        with pytest.raises(nats_errors.TimeoutError):
+            await first.next_batch(0.1)  # its request holds the one waiting place
+        with pytest.raises(nats_errors.TimeoutError):
+            await second.next_batch(0.5)  # refused each time (409), waiting 10, 20, 40, ... ms
+        assert 2 <= second.requests <= 7, f"{second.requests} requests in 0.5 s"
+        with pytest.raises(nats_errors.TimeoutError):
+            await second.next_batch(0.1)  # the next call waits out the pause too: no request at once
+        assert second.requests <= 8
+        puller = kjs.Puller(psub, 8, expires=5.0)
+        with pytest.raises(nats_errors.TimeoutError):
+            await puller.next_batch(0.1)
+        await js.delete_consumer("Y", "d")
+        with pytest.raises(kjs.JetStreamUnavailable, match="409"):
+            await puller.next_batch(5.0)
+        with pytest.raises(kjs.JetStreamUnavailable, match="503"):
+            await puller.next_batch(5.0)
+        assert puller.requests == 2
+        await js.publish("y.a", b"a")  # a message for the crowded consumer: delivered as before
+        got = await first.next_batch(5.0)
+        assert [m.data for m in got] == [b"a"]
+
+
 async def _collect(puller: kjs.OneShotPuller, n: int) -> list[Any]:
     """``n`` messages from ``puller``: what one request brings is handed over as nats-py's read loop
     parses it, so a write of several messages read in two turns comes as two batches."""

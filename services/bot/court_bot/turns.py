@@ -14,6 +14,14 @@ keeps a turn it is working on reserved with in-progress acks. A replica that die
 stops extending it, so after ``ack_wait`` JetStream redelivers it to another replica. This is the
 JetStream form of a NATS queue group, with the durability a plain queue group lacks.
 
+**The consumer deleted under the replicas** (by hand, a restore): their open pull requests end
+with 409 Consumer Deleted, the next with 503 (``court_kit.jetstream.Puller`` raises for either);
+each replica attaches again a second later and the first re-creates ``court-bot`` where the old
+one left off: from its ack floor as last read (``FLOOR_EVERY``; every record after it delivered
+again, those already played found stale as below), or, when no floor was read yet, as when first
+created (COURT_BOT_CATCHUP back). What a player sees: the bots pause about a second, then play
+on, each move once.
+
 **A turn plays at most once**, even when delivered twice (a replica died after submitting but
 before acking, or an ack was lost):
 
@@ -93,6 +101,8 @@ DURABLE = "court-bot"
 BOT_PREFIX = "bot:"
 FETCH_WAIT = 1.0  # seconds the pull loop waits for a record at a time (how soon it notices a stop)
 PULL_EXPIRES = 5.0  # seconds an open pull request lives (a nats-server restart forgets it: renewed then)
+FLOOR_EVERY = 5.0  # seconds between reads of the consumer's ack floor (where a re-created one starts)
+FLOOR_TIMEOUT = 1.0  # seconds a read of the floor may take (the pull loop waits for it)
 RECENT = 20_000  # handled turns remembered for tests and debugging
 UNAVAILABLE_DELAY = 1.0  # seconds before a turn is retried when the rules service did not answer
 BEHIND_DELAY = 0.25  # seconds before a turn is retried when the rules replica had not seen it yet
@@ -495,6 +505,9 @@ class TurnConsumer:
         self.attached = asyncio.Event()  # set once the consumer exists and the loop is pulling
         self._views_sub: Any = None  # court.botviews.*: views the rules service pushes (ViewShelf)
         self.pushed = 0  # views pushed by the rules service and kept (tests, the bench)
+        self.floor_every = FLOOR_EVERY
+        self.floor = 0  # the consumer's ack floor (a stream sequence) as last read; 0: none read
+        self._floor_at = 0.0  # (loop time) when the floor is read next
 
     def start(self) -> None:
         self._workers = [asyncio.create_task(self._pull(), name="court-bot-turns")]
@@ -535,6 +548,7 @@ class TurnConsumer:
         except NotFoundError:
             info = None
         if info is not None:
+            self._saw_floor(info)
             if (
                 info.config.ack_wait is None
                 or abs(info.config.ack_wait - self.ack_wait) > 1e-3
@@ -547,6 +561,18 @@ class TurnConsumer:
                 )
                 log.info("updated the shared turn consumer", ack_wait=self.ack_wait)
             return
+        if self.floor and self.floor > (await self.js.stream_info(STREAM)).state.last_seq:
+            self.floor = 0  # the stream was made anew (its sequences start over): as when first created
+        if self.floor:  # it was there and is gone (deleted under us): on from where it left off
+            start: dict[str, Any] = {
+                "deliver_policy": DeliverPolicy.BY_START_SEQUENCE,
+                "opt_start_seq": self.floor + 1,
+            }
+        else:
+            start = {
+                "deliver_policy": DeliverPolicy.BY_START_TIME,
+                "opt_start_time": datetime.now(UTC) - timedelta(seconds=self.catchup),
+            }
         config = ConsumerConfig(
             durable_name=DURABLE,
             name=DURABLE,
@@ -554,18 +580,38 @@ class TurnConsumer:
             ack_policy=AckPolicy.EXPLICIT,
             ack_wait=self.ack_wait,
             max_deliver=-1,
-            deliver_policy=DeliverPolicy.BY_START_TIME,
-            opt_start_time=datetime.now(UTC) - timedelta(seconds=self.catchup),
+            **start,
             max_ack_pending=20_000,
             max_waiting=4096,
             description="Court bot service: every public record (the turns), one replica each",
         )
         try:
             await self.js.add_consumer(STREAM, config)
-            log.info("created the shared turn consumer", durable=DURABLE, ack_wait=self.ack_wait)
+            if self.floor:
+                log.warning(
+                    "the shared turn consumer was gone: re-created where it left off",
+                    durable=DURABLE,
+                    start_seq=self.floor + 1,
+                )
+            else:
+                log.info("created the shared turn consumer", durable=DURABLE, ack_wait=self.ack_wait)
         except Exception:
             # another replica may have created it a moment ago (with its own start time)
             await self.js.consumer_info(STREAM, DURABLE)
+
+    async def _read_floor(self) -> None:
+        """Where a consumer re-created after a deletion would start; NotFoundError: it is gone (the
+        pull loop attaches again). A read that times out (JetStream restarting) is tried next time."""
+        self._floor_at = asyncio.get_running_loop().time() + self.floor_every
+        try:
+            info = await self.js.consumer_info(STREAM, DURABLE, timeout=FLOOR_TIMEOUT)
+        except (TimeoutError, NatsTimeout):
+            return
+        self._saw_floor(info)
+
+    def _saw_floor(self, info: Any) -> None:
+        if info.ack_floor is not None and info.ack_floor.stream_seq:
+            self.floor = int(info.ack_floor.stream_seq)
 
     async def _pull(self) -> None:
         psub = None
@@ -582,6 +628,8 @@ class TurnConsumer:
                     self.attached.set()
                     trouble.ok("turn consumer attached again")
                 assert puller is not None
+                if asyncio.get_running_loop().time() >= self._floor_at:
+                    await self._read_floor()
                 if not await self._slot():  # a free slot before taking more records
                     break
                 self._slots.release()
