@@ -10,8 +10,8 @@ import grpc
 import pytest
 from court_client import view_dict
 from court_kit.errors import Unavailable
-from court_proto.court.rules.v1 import rules_pb2
 from court_kit.tokens import Identity
+from court_proto.court.rules.v1 import rules_pb2
 from court_rules import application, games
 from court_rules.views import update_bytes
 
