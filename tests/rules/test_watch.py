@@ -10,8 +10,10 @@ import grpc
 import pytest
 from court_client import view_dict
 from court_kit.errors import Unavailable
+from court_kit.tokens import Identity
 from court_proto.court.rules.v1 import rules_pb2
-from court_rules import application
+from court_rules import application, games
+from court_rules.views import update_bytes
 
 from .helpers import count_refreshes, play_out
 
@@ -580,3 +582,53 @@ async def test_a_watchers_wait_ends_at_its_own_timeout_with_one_timer_kept_acros
     assert wake._timer is not None
     wake.close()
     assert wake._timer is None
+
+
+async def test_a_watcher_that_falls_behind_gets_every_update_once_in_order_and_only_its_seats(
+    replicas: Any, rules: Any
+) -> None:
+    """A watcher whose stream is not read while moves land (a slow client: its handler waits on the
+    write) falls behind its game's entry: when it reads again it catches up, from the entry's recent
+    positions while it is at most ``games.RECENT`` records behind and by replaying the game's moves
+    beyond that, and gets every update once, in order, each exactly the update a watcher of the
+    same seat that kept up got (its own seat's view and events: no other seat's hand)."""
+    players = ["ria", "sol"]
+    created = await replicas.client(rules, "lobby", "service").create_game(
+        "queens_court", players, {"players": 2}
+    )
+    gid = created.game_id
+    clients = {i: replicas.client(rules, p) for i, p in enumerate(players)}
+    app = rules.application
+    codec = app.codec
+    live: list[Any] = []
+    task = asyncio.create_task(_collect(clients[0], gid, 0, None, live))
+    await asyncio.wait_for(_until(lambda: bool(live)), 15)
+    ident = Identity(sub=players[0], role="player", exp=2**40)
+    lagging = app.watch(ident, gid, 0, None)
+    got: list[bytes] = []
+
+    async def take(n: int) -> None:
+        for _ in range(n):
+            p = await asyncio.wait_for(lagging.__anext__(), 15)
+            got.append(update_bytes(p.entry, codec, p.state, p.seq, p.seat, p.events))
+
+    await take(1)  # the snapshot
+    rng = random.Random(11)
+    behind = {"recent": 3, "replayed": games.RECENT + 4}
+    for lag in behind.values():
+        await _moves(clients, gid, rng, lag)  # not read meanwhile: the watcher lags `lag` records
+        assert app.cache.peek(gid).seq == len(got) - 1 + lag
+        await take(lag)
+    final = await play_out(clients, gid, rng)
+    await take(final.seq + 1 - len(got))
+    with pytest.raises(StopAsyncIteration):  # the game is over: the stream ends
+        await asyncio.wait_for(lagging.__anext__(), 15)
+    await asyncio.wait_for(task, 15)
+    updates = [rules_pb2.GameUpdate.FromString(b) for b in got]
+    assert [u.seq for u in updates] == list(range(final.seq + 1)), "every update once, in order"
+    assert sum(behind.values()) + 1 < final.seq, final.seq
+    assert updates == live, "the same updates as the watcher that kept up"
+    for u in updates:
+        assert u.view.HasField("your_seat") and u.view.your_seat == 0, "seat 0's view, no other seat's"
+        assert all(not e.HasField("owner") for e in u.events), "events in their public or own form"
+    # (test_leaks.py checks a seat's updates against the engine's hidden cards, for watchers that keep up)
