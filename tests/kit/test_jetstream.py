@@ -499,3 +499,43 @@ def test_stream_seq_and_delivery_count_read_the_reply_as_nats_py_metadata_does()
         for read in (kjs.stream_seq, kjs.delivery_count):
             with pytest.raises(nats_errors.NotJSMessageError):
                 read(Msg(None, subject="x", reply=reply))  # type: ignore[arg-type]
+
+
+def test_parse_header_lines_reads_every_line_as_nats_py_does() -> None:
+    """kjs.parse_header_lines (set on every connection kjs.connect makes): the names and values
+    nats-py's own ``_parse_header_lines`` reads, for every ASCII character in a name and a value,
+    and for the lines it skips (no colon, a non-ASCII name, whitespace inside a name)."""
+    from nats.aio.client import Client
+
+    theirs = Client._parse_header_lines
+    blocks = [
+        b"Nats-Expected-Last-Subject-Sequence: 12\r\nNats-Expected-Last-Subject: court.games.0.g.*\r\n"
+        b"Court-Seq: 3\r\n\r\n",
+        b"A:b\r\nC:\tpadded \t \r\n D :e\r\nno colon\r\n\r\n:empty name\r\nX: a:b: c\r\n",
+        b"Caf\xc3\xa9: v\r\nK: caf\xc3\xa9\r\nBad: \xff\xfe\r\nDup: 1\r\nDup: 2\r\n\r\n",
+        b"",
+        b"\r\n\r\n",
+    ]
+    for c in range(128):
+        ch = bytes([c])
+        blocks.append(b"N" + ch + b"ame: v" + ch + b"x\r\n")
+        blocks.append(ch + b"Name: " + ch + b"\r\n")
+    for raw in blocks:
+        assert kjs.parse_header_lines(raw) == theirs(raw), raw
+
+
+async def test_a_connection_reads_headers_with_parse_header_lines(tmp_path: Path) -> None:
+    """A connection kjs.connect makes parses a message's headers with kjs.parse_header_lines, and
+    a subscriber reads them as sent."""
+    nats = BinaryNats(tmp_path / "nats")
+    nats.start()
+    nc = await kjs.connect(nats.url, "t")
+    try:
+        assert nc._parse_header_lines is kjs.parse_header_lines
+        sub = await nc.subscribe("h.x")
+        await nc.publish("h.x", b"d", headers={"Court-Seq": "7", "Nats-Msg-Id": "g-7"})
+        msg = await sub.next_msg(5)
+        assert msg.headers == {"Court-Seq": "7", "Nats-Msg-Id": "g-7"}
+    finally:
+        await nc.close()
+        nats.stop()
