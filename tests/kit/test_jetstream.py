@@ -539,3 +539,39 @@ async def test_a_connection_reads_headers_with_parse_header_lines(tmp_path: Path
     finally:
         await nc.close()
         nats.stop()
+
+
+async def test_a_publish_sent_now_is_written_at_once_and_kept_while_disconnected(tmp_path: Path) -> None:
+    """kjs.send_publish(now=True) (the rules service's append): the connection's buffer, a lazy
+    publish queued before it first, is on the socket when the call returns, without waking
+    nats-py's flusher; a subscriber gets both, in order. While the connection is down the publish
+    stays in the buffer (as without ``now``) and leaves once it is back."""
+    nats = BinaryNats(tmp_path / "nats")
+    nats.start()
+    nc = await kjs.connect(nats.url, "t")
+    try:
+        sub = await nc.subscribe("n.*")
+        await nc.flush()
+        kjs.LazyAcks(nc).publish("n.lazy", b"first")  # waits on the buffer for the next write
+        await kjs.send_publish(nc, "n.now", b"second", "", {"Court-Seq": "2"}, now=True)
+        assert nc._pending == [] and nc._pending_data_size == 0, "written before the call returned"
+        assert nc._flush_queue is not None and nc._flush_queue.empty(), "the flusher was not woken"
+        a, b = await sub.next_msg(5), await sub.next_msg(5)
+        assert (a.subject, a.data) == ("n.lazy", b"first")
+        assert (b.subject, b.data, b.headers) == ("n.now", b"second", {"Court-Seq": "2"})
+
+        await asyncio.to_thread(nats.stop)
+        async with asyncio.timeout(10):
+            while nc.is_connected:
+                await asyncio.sleep(0.02)
+        await kjs.send_publish(nc, "n.now", b"third", "", None, now=True)
+        assert nc._pending and nc._pending[-1].endswith(b"third\r\n"), "kept for the reconnect"
+        await asyncio.to_thread(nats.start)
+        async with asyncio.timeout(20):
+            while not nc.is_connected:
+                await asyncio.sleep(0.05)
+        c = await sub.next_msg(10)
+        assert (c.subject, c.data) == ("n.now", b"third")
+    finally:
+        await nc.close()
+        nats.stop()
