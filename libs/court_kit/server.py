@@ -355,6 +355,21 @@ class EdgeInterceptor:
         self._verifier = verifier
         self._public = frozenset(public_methods)
         self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None  # the server's (``_task_id``)
+
+    def _task_id(self) -> int:
+        """``id(asyncio.current_task())``, the running loop looked up once, not per call: Python
+        3.11's ``get_running_loop`` makes a ``getpid`` system call each time, and the edge asks for
+        the current task twice a call (``_BehindEdge.service``, ``_enter``). Asked of the loop kept
+        from the last lookup; no current task there (none, or that loop is not the one running
+        now) means a lookup, which keeps the running loop for the next calls."""
+        loop = self._loop
+        if loop is not None:
+            task = asyncio.current_task(loop)
+            if task is not None:
+                return id(task)
+        loop = self._loop = asyncio.get_running_loop()
+        return id(asyncio.current_task(loop))
 
     def install(self, server: grpc.aio.Server) -> None:
         """Serve every handler added to ``server`` from now on behind the edge, with no interceptor:
@@ -396,7 +411,7 @@ class EdgeInterceptor:
 
     def _enter(self, context: grpc.aio.ServicerContext, method: str, public: bool) -> None:
         looked_up = _LOOKED_UP.get()
-        if looked_up is not None and looked_up[0] == id(asyncio.current_task()):
+        if looked_up is not None and looked_up[0] == self._task_id():
             metadata = looked_up[1]  # this call's, as grpc found its handler in this very task
         else:
             metadata = context.invocation_metadata()  # a second copy out of grpc's core
@@ -487,7 +502,7 @@ class _BehindEdge(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships n
     # grpc calls ``service`` in the call's own task, right before it runs the handler there: the
     # metadata kept here, with that task, is this call's (``_enter`` takes it only in that task)
     def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
-        _LOOKED_UP.set((id(asyncio.current_task()), details.invocation_metadata))
+        _LOOKED_UP.set((self._edge._task_id(), details.invocation_metadata))
         return self._edge.handler(details.method, self._inner.service(details))
 
 

@@ -81,8 +81,10 @@ class _Acked:
         self.conn = conn
         self.sseq = 1000
 
-    async def publish(self, subject: str, data: bytes, headers: dict[str, str]) -> asyncio.Future[bytes]:
-        fut = await self.publisher.publish(subject, data, headers)
+    async def publish(
+        self, subject: str, data: bytes, headers: dict[str, str], *, now: bool = False
+    ) -> asyncio.Future[bytes]:
+        fut = await self.publisher.publish(subject, data, headers, now=now)
         self.sseq += 1
         token = next(reversed(self.publisher._futures))
         self.publisher._futures.pop(token)

@@ -536,3 +536,79 @@ def test_stream_seq_and_delivery_count_read_the_reply_as_nats_py_metadata_does()
         for read in (kjs.stream_seq, kjs.delivery_count):
             with pytest.raises(nats_errors.NotJSMessageError):
                 read(Msg(None, subject="x", reply=reply))  # type: ignore[arg-type]
+
+
+def test_parse_header_lines_reads_every_line_as_nats_py_does() -> None:
+    """kjs.parse_header_lines (set on every connection kjs.connect makes): the names and values
+    nats-py's own ``_parse_header_lines`` reads, for every ASCII character in a name and a value,
+    and for the lines it skips (no colon, a non-ASCII name, whitespace inside a name)."""
+    from nats.aio.client import Client
+
+    theirs = Client._parse_header_lines
+    blocks = [
+        b"Nats-Expected-Last-Subject-Sequence: 12\r\nNats-Expected-Last-Subject: court.games.0.g.*\r\n"
+        b"Court-Seq: 3\r\n\r\n",
+        b"A:b\r\nC:\tpadded \t \r\n D :e\r\nno colon\r\n\r\n:empty name\r\nX: a:b: c\r\n",
+        b"Caf\xc3\xa9: v\r\nK: caf\xc3\xa9\r\nBad: \xff\xfe\r\nDup: 1\r\nDup: 2\r\n\r\n",
+        b"",
+        b"\r\n\r\n",
+    ]
+    for c in range(128):
+        ch = bytes([c])
+        blocks.append(b"N" + ch + b"ame: v" + ch + b"x\r\n")
+        blocks.append(ch + b"Name: " + ch + b"\r\n")
+    for raw in blocks:
+        assert kjs.parse_header_lines(raw) == theirs(raw), raw
+
+
+async def test_a_connection_reads_headers_with_parse_header_lines(tmp_path: Path) -> None:
+    """A connection kjs.connect makes parses a message's headers with kjs.parse_header_lines, and
+    a subscriber reads them as sent."""
+    nats = BinaryNats(tmp_path / "nats")
+    nats.start()
+    nc = await kjs.connect(nats.url, "t")
+    try:
+        assert nc._parse_header_lines is kjs.parse_header_lines
+        sub = await nc.subscribe("h.x")
+        await nc.publish("h.x", b"d", headers={"Court-Seq": "7", "Nats-Msg-Id": "g-7"})
+        msg = await sub.next_msg(5)
+        assert msg.headers == {"Court-Seq": "7", "Nats-Msg-Id": "g-7"}
+    finally:
+        await nc.close()
+        nats.stop()
+
+
+async def test_a_publish_sent_now_is_written_at_once_and_kept_while_disconnected(tmp_path: Path) -> None:
+    """kjs.send_publish(now=True) (the rules service's append): the connection's buffer, a lazy
+    publish queued before it first, is on the socket when the call returns, without waking
+    nats-py's flusher; a subscriber gets both, in order. While the connection is down the publish
+    stays in the buffer (as without ``now``) and leaves once it is back."""
+    nats = BinaryNats(tmp_path / "nats")
+    nats.start()
+    nc = await kjs.connect(nats.url, "t")
+    try:
+        sub = await nc.subscribe("n.*")
+        await nc.flush()
+        kjs.LazyAcks(nc).publish("n.lazy", b"first")  # waits on the buffer for the next write
+        await kjs.send_publish(nc, "n.now", b"second", "", {"Court-Seq": "2"}, now=True)
+        assert nc._pending == [] and nc._pending_data_size == 0, "written before the call returned"
+        assert nc._flush_queue is not None and nc._flush_queue.empty(), "the flusher was not woken"
+        a, b = await sub.next_msg(5), await sub.next_msg(5)
+        assert (a.subject, a.data) == ("n.lazy", b"first")
+        assert (b.subject, b.data, b.headers) == ("n.now", b"second", {"Court-Seq": "2"})
+
+        await asyncio.to_thread(nats.stop)
+        async with asyncio.timeout(10):
+            while nc.is_connected:
+                await asyncio.sleep(0.02)
+        await kjs.send_publish(nc, "n.now", b"third", "", None, now=True)
+        assert nc._pending and nc._pending[-1].endswith(b"third\r\n"), "kept for the reconnect"
+        await asyncio.to_thread(nats.start)
+        async with asyncio.timeout(20):
+            while not nc.is_connected:
+                await asyncio.sleep(0.05)
+        c = await sub.next_msg(10)
+        assert (c.subject, c.data) == ("n.now", b"third")
+    finally:
+        await nc.close()
+        nats.stop()

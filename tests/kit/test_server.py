@@ -437,3 +437,28 @@ async def test_the_edge_reads_metadata_looked_up_in_another_task_never() -> None
     edge._enter(Context(bob), "/court.rules.v1.RulesService/GetView", False)
     assert (current_identity().sub, ks.current_request_id()) == ("alice", "req-42"), "this task's lookup"
     assert await asyncio.create_task(child()) == ("bob", "b"), "inherited, not its own: the context's"
+
+
+async def test_the_edge_looks_up_the_running_loop_once_not_per_call(
+    probe_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The edge asks for a call's task twice (grpc's handler lookup, then the handler's start) and
+    looks the running loop up once for all calls (Python 3.11: a ``getpid`` system call per
+    lookup), while each call still sees its own caller (the concurrent test above checks that)."""
+    import sys
+
+    real = asyncio.current_task
+    lookups: list[bool] = []  # per current_task call from court_kit.server: was the loop given
+
+    def counting(loop: Any = None) -> Any:
+        if sys._getframe(1).f_code.co_filename.endswith("court_kit/server.py"):
+            lookups.append(loop is not None)
+        return real(loop)
+
+    monkeypatch.setattr(asyncio, "current_task", counting)
+    stub = rules_pb2_grpc.RulesServiceStub(probe_server["channel"])
+    for i in range(20):
+        reply = await stub.GetView(rules_pb2.GetViewRequest(game_id=f"g-{i}"), metadata=_md())
+        assert list(reply.seats) == ["alice", "player"]
+    assert len(lookups) >= 40, "the edge asks for each call's task twice"
+    assert lookups.count(False) <= 1, "the running loop looked up once, then kept"

@@ -144,7 +144,9 @@ class _NoAcks:
         self.sent: list[str] = []
         self.forgotten: list[asyncio.Future[bytes]] = []
 
-    async def publish(self, subject: str, data: bytes, headers: dict[str, str]) -> asyncio.Future[bytes]:
+    async def publish(
+        self, subject: str, data: bytes, headers: dict[str, str], *, now: bool = False
+    ) -> asyncio.Future[bytes]:
         self.sent.append(subject)
         return asyncio.get_running_loop().create_future()
 

@@ -257,7 +257,11 @@ class GameStore:
             headers[DUE_HEADER] = str(due)
         fut = None
         try:
-            fut = await self.publisher.publish(subject if due is None else due_subject, data, headers)
+            # written at once (``now``): one append per call, which no other publish of the loop's
+            # turn joins (a write each either way), so nats-py's flusher task is not woken for it
+            fut = await self.publisher.publish(
+                subject if due is None else due_subject, data, headers, now=True
+            )
             ack = await self.acks.wait(fut, self.timeout)
         except APIError as exc:
             if exc.err_code == kjs.ERR_WRONG_LAST_SEQUENCE:
