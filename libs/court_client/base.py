@@ -81,6 +81,52 @@ class CallMetadata(grpc.aio.Metadata):  # type: ignore[misc]  # grpc ships no ty
         return len(self._pairs) if self._pairs is not None else super().__len__()
 
 
+class PlainMethods:
+    """A channel as a generated stub asks it for its methods, answered with gRPC's plain
+    multicallables: a stub from grpcio-tools asks for each method as a registered one
+    (``_registered_method=True``), and grpc.aio's registered calls cost the caller more, not
+    less: about 12,000 more instructions a call (callgrind, grpcio 1.85, a unary call with the
+    two metadata pairs and a deadline: 243k against 231k). The method's path, serializers and
+    the wire are the same. ``stub(Stub, channel)`` builds a stub over it."""
+
+    def __init__(self, channel: grpc.aio.Channel):
+        self.channel = channel
+
+    def unary_unary(
+        self, method: str, request_serializer: Any = None, response_deserializer: Any = None, **_: Any
+    ) -> Any:
+        return self.channel.unary_unary(
+            method, request_serializer=request_serializer, response_deserializer=response_deserializer
+        )
+
+    def unary_stream(
+        self, method: str, request_serializer: Any = None, response_deserializer: Any = None, **_: Any
+    ) -> Any:
+        return self.channel.unary_stream(
+            method, request_serializer=request_serializer, response_deserializer=response_deserializer
+        )
+
+    def stream_unary(
+        self, method: str, request_serializer: Any = None, response_deserializer: Any = None, **_: Any
+    ) -> Any:
+        return self.channel.stream_unary(
+            method, request_serializer=request_serializer, response_deserializer=response_deserializer
+        )
+
+    def stream_stream(
+        self, method: str, request_serializer: Any = None, response_deserializer: Any = None, **_: Any
+    ) -> Any:
+        return self.channel.stream_stream(
+            method, request_serializer=request_serializer, response_deserializer=response_deserializer
+        )
+
+
+def stub(stub_class: Callable[[Any], T], channel: grpc.aio.Channel) -> T:
+    """A generated stub (``rules_pb2_grpc.RulesServiceStub``...) whose methods are plain
+    multicallables of ``channel`` (``PlainMethods``): what every Court client calls through."""
+    return stub_class(PlainMethods(channel))
+
+
 class ServiceClient:
     """A channel, a bearer token and the retry policy every Court client shares."""
 

@@ -25,7 +25,7 @@ from court_contract import typed
 from court_proto.court.games.v1 import events_pb2
 from court_proto.court.rules.v1 import actions_pb2, rules_pb2, rules_pb2_grpc
 
-from .base import RETRY_MUTATING, RETRY_READ, ServiceClient, new_request_id
+from .base import RETRY_MUTATING, RETRY_READ, ServiceClient, new_request_id, stub
 
 # the rules service answers ABORTED to the loser of a race on one game: retry with the same id
 RETRY_MOVE = RETRY_MUTATING | {grpc.StatusCode.ABORTED}
@@ -87,7 +87,7 @@ class RulesClient(ServiceClient):
         super().__init__(
             target, token, retries=retries, backoff=backoff, max_backoff=max_backoff, timeout=timeout
         )
-        self.stub = rules_pb2_grpc.RulesServiceStub(self.channel)
+        self.stub = stub(rules_pb2_grpc.RulesServiceStub, self.channel)
 
     async def __aenter__(self) -> RulesClient:
         return self

@@ -24,7 +24,7 @@ from court_proto.court.ranking.v1 import ranking_pb2 as rpb
 from court_proto.court.ranking.v1 import ranking_pb2_grpc
 from court_proto.court.rules.v1 import rules_pb2
 
-from .base import RETRY_READ, ServiceClient, new_request_id
+from .base import RETRY_READ, ServiceClient, new_request_id, stub
 
 
 def _options(game: str, options: Mapping[str, Any] | None) -> Any:
@@ -39,7 +39,7 @@ class LobbyClient(ServiceClient):
 
     def __init__(self, target: str | grpc.aio.Channel, token: str | None = None, **kwargs: Any):
         super().__init__(target, token, **kwargs)
-        self.stub = lobby_pb2_grpc.LobbyServiceStub(self.channel)
+        self.stub = stub(lobby_pb2_grpc.LobbyServiceStub, self.channel)
 
     # accounts (no token needed for the first four)
     async def create_account(self, name: str, password: str) -> lpb.AuthResponse:
@@ -203,7 +203,7 @@ class RankingClient(ServiceClient):
 
     def __init__(self, target: str | grpc.aio.Channel, token: str | None = None, **kwargs: Any):
         super().__init__(target, token, **kwargs)
-        self.stub = ranking_pb2_grpc.RankingServiceStub(self.channel)
+        self.stub = stub(ranking_pb2_grpc.RankingServiceStub, self.channel)
 
     async def balance(self, player_id: str = "") -> rpb.Balance:
         return await self._read(self.stub.GetBalance, rpb.GetBalanceRequest(player_id=player_id))
@@ -254,7 +254,7 @@ class BotClient(ServiceClient):
 
     def __init__(self, target: str | grpc.aio.Channel, token: str | None = None, **kwargs: Any):
         super().__init__(target, token, **kwargs)
-        self.stub = bot_pb2_grpc.BotServiceStub(self.channel)
+        self.stub = stub(bot_pb2_grpc.BotServiceStub, self.channel)
 
     async def suggest(
         self,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from court_client.base import new_request_id
+from court_client.rules import RETRY_MOVE, RETRY_READ
 from court_proto.court.rules.v1 import rules_pb2
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
@@ -76,8 +78,6 @@ class SlimRules:
     calls = 0  # every instance's calls, retries included (make bench prints RPCs per move)
 
     def __init__(self, client: Any):
-        from court_client.rules import RETRY_MOVE, RETRY_READ
-
         self.client = client
         self._retry_move, self._retry_read = RETRY_MOVE, RETRY_READ
         ch = client.channel
@@ -94,8 +94,6 @@ class SlimRules:
         )
 
     async def submit(self, game_id: str, act: Any, seat: int) -> Any:
-        from court_client.base import new_request_id
-
         SlimRules.calls += 1
         rid = new_request_id()
         req = rules_pb2.SubmitActionRequest(game_id=game_id, request_id=rid, action=act, seat=seat)
