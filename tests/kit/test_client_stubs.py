@@ -108,3 +108,29 @@ async def test_plain_methods_passes_no_registration_to_a_real_channel():
         # grpc.aio's handle of a registered method, 0 for a plain multicallable
         assert generated._registered_call_handle != 0
         assert plain._registered_call_handle == 0
+
+
+def test_the_lobby_s_ranking_stub_asks_for_plain_methods(monkeypatch):
+    """The lobby's own call to ranking (``court_lobby.clients.Backends``) goes through the same plain
+    multicallables as court_client's clients: same paths and serializers, no registered method."""
+    from types import SimpleNamespace
+
+    from court_kit.keys import Signer
+    from court_lobby import clients as lobby_clients
+
+    channels: list[Recording] = []
+
+    def recording_channel(addr: str, settings: Any) -> Recording:
+        channels.append(Recording())
+        return channels[-1]
+
+    monkeypatch.setattr(lobby_clients, "client_channel", recording_channel)
+    settings: Any = SimpleNamespace(rules_addr="rules:50051", ranking_addr="ranking:50053")  # what it reads
+    backends = lobby_clients.Backends(settings, Signer.generate("court-lobby"))
+    generated = Recording()
+    ranking_pb2_grpc.RankingServiceStub(generated)
+    ranking_channel = channels[1]
+    assert backends.ranking.RegisterGame == ("unary_unary", "/court.ranking.v1.RankingService/RegisterGame")
+    assert [(k, m) for k, m, _ in ranking_channel.asked] == [(k, m) for k, m, _ in generated.asked]
+    assert all("_registered_method" not in kw for _, _, kw in ranking_channel.asked)
+    assert all(kw.get("_registered_method") for _, _, kw in generated.asked)

@@ -8,7 +8,7 @@ from typing import Any
 
 import grpc
 from court_client import RulesClient
-from court_client.base import TRANSIENT, ServiceClient
+from court_client.base import TRANSIENT, ServiceClient, stub
 from court_kit import errors as kerr
 from court_kit.keys import Signer, issue_token
 from court_kit.server import client_channel
@@ -52,7 +52,8 @@ class ServiceToken:
 
 
 class Backends:
-    """Rules (through court_client's RulesClient) and ranking (the generated stub)."""
+    """Rules (through court_client's RulesClient) and ranking (the generated stub over plain
+    multicallables, ``court_client.base.stub``, as every Court client calls)."""
 
     def __init__(self, settings: Settings, signer: Signer):
         self.token = ServiceToken(signer)
@@ -61,7 +62,7 @@ class Backends:
         self._ranking_channel = client_channel(settings.ranking_addr, settings)
         # retried on UNAVAILABLE and DEADLINE_EXCEEDED only, always with the request's own id
         self._ranking_client = ServiceClient(self._ranking_channel, retries=4, timeout=CALL_TIMEOUT)
-        self.ranking = ranking_pb2_grpc.RankingServiceStub(self._ranking_channel)
+        self.ranking = stub(ranking_pb2_grpc.RankingServiceStub, self._ranking_channel)
 
     async def close(self) -> None:
         await self.rules.close()
