@@ -492,15 +492,27 @@ def test_a_consumer_killed_between_a_batch_s_writes_and_its_acks_lands_every_rec
     check_exactly_once(consumers.lake, published, moves)
 
 
+def _two_rounds() -> tuple[
+    dict[str, int],
+    dict[str, int],
+    list[tuple[str, bytes, dict[str, str]]],
+    list[tuple[str, bytes, dict[str, str]]],
+]:
+    """Three games (with their record counts) published before a fault and three after, and
+    each round's records interleaved across its games: (first, later, before, after)."""
+    first = {f"g{i:04d}": 5 + i for i in range(3)}
+    later = {f"g{i:04d}": 4 + i for i in range(3, 6)}
+    before = interleave([game_records(g, n) for g, n in first.items()])
+    after = interleave([game_records(g, n) for g, n in later.items()])
+    return first, later, before, after
+
+
 def test_records_published_after_a_nats_restart_land_once(nats: BinaryNats, consumers: Consumers) -> None:
     """The consumer reads on pull requests it keeps open (court_kit.jetstream.Puller). nats-server
     restarting forgets them without a word; the records published after the restart still land,
     each once, well within the open request's life plus the consumer's reconnect (what an analyst
     sees: the lake goes on filling, late by seconds at most, with nothing missing or doubled)."""
-    first = {f"g{i:04d}": 5 + i for i in range(3)}
-    later = {f"g{i:04d}": 4 + i for i in range(3, 6)}
-    before = interleave([game_records(g, n) for g, n in first.items()])
-    after = interleave([game_records(g, n) for g, n in later.items()])
+    first, later, before, after = _two_rounds()
     proc = consumers.start()
     asyncio.run(publish(nats.url, before))
     wait_done(consumers.lake, len(first), consumers=consumers)
@@ -537,10 +549,7 @@ def test_the_durable_deleted_under_a_running_consumer(nats: BinaryNats, consumer
     sweep read, not from the stream's start. What an analyst sees: the games published after land,
     every record once, the ones before not read again. Before, the consumer asked the missing
     durable again and again (thousands of requests a second) and nothing landed any more."""
-    first = {f"g{i:04d}": 5 + i for i in range(3)}
-    later = {f"g{i:04d}": 4 + i for i in range(3, 6)}
-    before = interleave([game_records(g, n) for g, n in first.items()])
-    after = interleave([game_records(g, n) for g, n in later.items()])
+    first, later, before, after = _two_rounds()
     proc = consumers.start()
     asyncio.run(publish(nats.url, before))
     wait_done(consumers.lake, len(first), consumers=consumers)

@@ -337,6 +337,25 @@ async def test_puller_counts_no_request_a_killed_server_forgot(tmp_path: Path) -
         assert puller.outstanding == 7, "the new request alone is open, less the message it brought"
 
 
+async def _refused_pulls_back_off(js: Any, puller_class: Any, stream: str) -> tuple[Any, Any]:
+    """Two readers of ``puller_class`` on a durable of ``stream`` with one waiting place: the
+    first's request holds it, so the second's are refused at once (409, too many waiting
+    requests), and it asks again only after a pause doubling from 10 ms (2 to 7 requests in
+    0.5 s), never at once round after round. Returns the two readers (first, refused)."""
+    subject = f"{stream.lower()}.>"
+    crowded = await js.pull_subscribe(
+        subject, durable="one", stream=stream, config=ConsumerConfig(max_waiting=1)
+    )
+    first = puller_class(crowded, 8, expires=5.0)
+    second = puller_class(await js.pull_subscribe(subject, durable="one", stream=stream), 8)
+    with pytest.raises(nats_errors.TimeoutError):
+        await first.next_batch(0.1)  # its request holds the one waiting place
+    with pytest.raises(nats_errors.TimeoutError):
+        await second.next_batch(0.5)  # refused each time (409), waiting 10, 20, 40, ... ms
+    assert 2 <= second.requests <= 7, f"{second.requests} requests in 0.5 s"
+    return first, second
+
+
 async def test_puller_raises_for_a_deleted_consumer_and_never_spins(tmp_path: Path) -> None:
     """kjs.Puller (the bot service's and the analytics consumer's reader): the consumer deleted
     under its open request (409 Consumer Deleted), then asked again (no consumer: 503, no
@@ -347,16 +366,7 @@ async def test_puller_raises_for_a_deleted_consumer_and_never_spins(tmp_path: Pa
     doubling up to 1 s: a reader never spins on nats-server."""
     async with _pulled(tmp_path, "Y", AckPolicy.EXPLICIT) as (_, nc, psub):
         js = nc.jetstream()
-        crowded = await js.pull_subscribe(
-            "y.>", durable="one", stream="Y", config=ConsumerConfig(max_waiting=1)
-        )
-        first = kjs.Puller(crowded, 8, expires=5.0)
-        second = kjs.Puller(await js.pull_subscribe("y.>", durable="one", stream="Y"), 8)
-        with pytest.raises(nats_errors.TimeoutError):
-            await first.next_batch(0.1)  # its request holds the one waiting place
-        with pytest.raises(nats_errors.TimeoutError):
-            await second.next_batch(0.5)  # refused each time (409), waiting 10, 20, 40, ... ms
-        assert 2 <= second.requests <= 7, f"{second.requests} requests in 0.5 s"
+        first, second = await _refused_pulls_back_off(js, kjs.Puller, "Y")
         with pytest.raises(nats_errors.TimeoutError):
             await second.next_batch(0.1)  # the next call waits out the pause too: no request at once
         assert second.requests <= 8
@@ -453,16 +463,7 @@ async def test_one_shot_puller_raises_for_a_deleted_consumer_and_never_spins(tmp
     the next wait first, doubling: a reader never spins on nats-server."""
     async with _pulled(tmp_path, "X", AckPolicy.EXPLICIT) as (_, nc, psub):
         js = nc.jetstream()
-        crowded = await js.pull_subscribe(
-            "x.>", durable="one", stream="X", config=ConsumerConfig(max_waiting=1)
-        )
-        first = kjs.OneShotPuller(crowded, 8, expires=5.0)
-        second = kjs.OneShotPuller(await js.pull_subscribe("x.>", durable="one", stream="X"), 8)
-        with pytest.raises(nats_errors.TimeoutError):
-            await first.next_batch(0.1)  # its request holds the one waiting place
-        with pytest.raises(nats_errors.TimeoutError):
-            await second.next_batch(0.5)  # refused each time (409), waiting 10, 20, 40, ... ms
-        assert 2 <= second.requests <= 7, f"{second.requests} requests in 0.5 s"
+        first, second = await _refused_pulls_back_off(js, kjs.OneShotPuller, "X")
         puller = kjs.OneShotPuller(psub, 8, expires=5.0)
         with pytest.raises(nats_errors.TimeoutError):
             await puller.next_batch(0.1)
