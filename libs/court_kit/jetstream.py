@@ -768,7 +768,41 @@ def delivery_count(msg: Any) -> int:
     return _ack_field(msg, Msg.Ack.NumDelivered)
 
 
-class Puller:
+class _PullReader:
+    """What ``Puller`` and ``OneShotPuller`` share: a pull consumer's reader, and what it does with
+    a status that ends one of its requests (``_ended``): no consumer to ask (503, no responders) or
+    the consumer deleted under the request (409 Consumer Deleted) is kept as
+    ``JetStreamUnavailable``, raised (``_raise_failed``) once the messages delivered before it are
+    taken, so the caller attaches again; a request that ended at once with nothing delivered makes
+    the next one wait first, 10 ms doubling up to 1 s, so a reader never spins on nats-server."""
+
+    def __init__(self, psub: Any, batch: int, expires: float):
+        self.psub = psub
+        self.batch = batch
+        self.expires = expires
+        self.requests = 0  # requests sent (tests)
+        self._pause = 0.0  # the last wait after a request that ended with nothing (doubles)
+        self._not_before = 0.0  # (loop time) no request before then (after one that ended with nothing)
+        self._failed: JetStreamUnavailable | None = None  # raised once what came before it is taken
+
+    def _ended(self, status: str, msg: Any, *, empty: bool) -> None:
+        """A request ended with ``status`` (not 100, a heartbeat); ``empty``: at once, with nothing."""
+        description = (msg.headers or {}).get("Description", "")
+        if status == "503" or (status == "409" and "deleted" in description.lower()):
+            self._failed = JetStreamUnavailable(
+                f"pull request on {self.psub._nms} answered {status} {description}".rstrip()
+            )
+        elif empty:
+            self._pause = min(max(self._pause * 2, 0.01), 1.0)
+            self._not_before = asyncio.get_running_loop().time() + self._pause
+
+    def _raise_failed(self) -> None:
+        failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
+
+
+class Puller(_PullReader):
     """A pull consumer read with pull requests kept open, as nats.go's ``Consume`` does, instead of
     ``fetch`` per batch. ``fetch`` costs each call a no-wait request, a "no messages" status back
     and, when nothing was there, a second, lingering request: at a few messages per batch that is
@@ -787,16 +821,10 @@ class Puller:
     ``psub`` is nats-py's ``PullSubscription`` (its subject and inbox are read from it)."""
 
     def __init__(self, psub: Any, batch: int, *, expires: float = 5.0):
-        self.psub = psub
-        self.batch = batch
-        self.expires = expires
+        super().__init__(psub, batch, expires)
         self.outstanding = 0  # messages the open requests may still deliver
         self.renew_at = 0.0  # (monotonic) when the newest request has expired
-        self.requests = 0  # requests sent (tests)
         self._since_ask = 0  # messages delivered since the newest request was sent
-        self._pause = 0.0  # the last wait after a request that ended with nothing (doubles)
-        self._not_before = 0.0  # (loop time) no request before then (after one that ended with nothing)
-        self._failed: JetStreamUnavailable | None = None  # raised once what came before it is taken
 
     async def _request(self) -> None:
         body = json.dumps({"batch": self.batch, "expires": int(self.expires * 1_000_000_000)}).encode()
@@ -818,8 +846,7 @@ class Puller:
         ``JetStreamUnavailable`` when the consumer is gone (after the messages delivered before)."""
         loop = asyncio.get_running_loop()
         if self._failed is not None and self.psub._sub._pending_queue.empty():
-            failed, self._failed = self._failed, None
-            raise failed
+            self._raise_failed()
         now = loop.time()
         if (self.outstanding <= self.batch // 2 or now >= self.renew_at) and now >= self._not_before:
             await self._request()
@@ -830,9 +857,7 @@ class Puller:
         limit = self.batch if limit is None else limit
         while not out:
             if queue.empty():  # (next_msg makes a task and a timer: only when there is a wait)
-                if self._failed is not None:
-                    failed, self._failed = self._failed, None
-                    raise failed
+                self._raise_failed()
                 now = loop.time()
                 left = deadline - now
                 if left <= 0:
@@ -870,20 +895,12 @@ class Puller:
         # ended request delivers nothing more; count none open (a spare request at worst, itself
         # bounded by its expiry)
         self.outstanding = 0
-        description = (msg.headers or {}).get("Description", "")
-        if status == "503" or (status == "409" and "deleted" in description.lower()):
-            self._failed = JetStreamUnavailable(
-                f"pull request on {self.psub._nms} answered {status} {description}".rstrip()
-            )
-        elif status != "408" and not self._since_ask:
-            # ended with nothing since the newest request (a 409 such as too many waiting
-            # requests): the next request waits a little, doubling, so a reader never spins
-            loop = asyncio.get_running_loop()
-            self._pause = min(max(self._pause * 2, 0.01), 1.0)
-            self._not_before = loop.time() + self._pause
+        # ended with nothing since the newest request (a 409 such as too many waiting requests;
+        # not 408, an expired request): the next request waits a little, doubling
+        self._ended(status, msg, empty=status != "408" and not self._since_ask)
 
 
-class OneShotPuller:
+class OneShotPuller(_PullReader):
     """A pull consumer read one batch per request, each asking for what the consumer holds when it
     arrives: ``no_wait`` with ``expires``, JetStream's one-shot request (nats-server 2.9 on) is held
     until a message is there, then delivers what is pending, at most ``batch``, and ends (with a
@@ -913,17 +930,11 @@ class OneShotPuller:
     GRACE = 1.0  # s past a request's expiry before it is taken for forgotten
 
     def __init__(self, psub: Any, batch: int, *, expires: float = 5.0):
-        self.psub = psub
-        self.batch = batch
-        self.expires = expires
-        self.requests = 0  # requests sent (tests)
+        super().__init__(psub, batch, expires)
         self.waited = float("inf")  # s from the last request to its first message (inf: none yet)
         self._open_until = 0.0  # (loop time) when the open request is taken for forgotten; 0: none
         self._asked = 0.0  # (loop time) when the open request was sent
         self._delivered = 0  # messages the open request has delivered
-        self._pause = 0.0  # the last wait after a request that brought nothing (doubles)
-        self._not_before = 0.0  # (loop time) no request before then (after one that brought nothing)
-        self._failed: JetStreamUnavailable | None = None  # raised once what came before it is taken
         self._body = json.dumps(
             {"batch": batch, "no_wait": True, "expires": int(expires * 1_000_000_000)}
         ).encode()
@@ -953,9 +964,7 @@ class OneShotPuller:
                 self._take(self._arrived.popleft(), out, loop)
             if out:
                 return out
-            if self._failed is not None:
-                failed, self._failed = self._failed, None
-                raise failed
+            self._raise_failed()
             now = loop.time()
             if now >= deadline:
                 raise nats.errors.TimeoutError
@@ -1000,16 +1009,9 @@ class OneShotPuller:
             return
         if status == "100":  # a heartbeat (none asked)
             return
-        description = (msg.headers or {}).get("Description", "")
         self._open_until = 0.0  # the request has ended
-        if status == "503" or (status == "409" and "deleted" in description.lower()):
-            self._failed = JetStreamUnavailable(
-                f"pull request on {self.psub._nms} answered {status} {description}".rstrip()
-            )
-        elif not self._delivered and loop.time() - self._asked < self.expires:
-            # ended at once with nothing (another reader's request holds what is pending; a 409)
-            self._pause = min(max(self._pause * 2, 0.01), 1.0)
-            self._not_before = loop.time() + self._pause
+        # ended at once with nothing (another reader's request holds what is pending; a 409)
+        self._ended(status, msg, empty=not self._delivered and loop.time() - self._asked < self.expires)
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:
