@@ -32,6 +32,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import (
+    DeliverPolicy,
     DiscardPolicy,
     KeyValueConfig,
     RetentionPolicy,
@@ -766,6 +767,24 @@ def delivery_count(msg: Any) -> int:
     """JetStream's delivery count of ``msg`` (2+: a redelivery), ``msg.metadata.num_delivered``
     (1 % of the bot service's time in make bench ONLY=stack, read through ``metadata``)."""
     return _ack_field(msg, Msg.Ack.NumDelivered)
+
+
+def ack_floor(info: Any, floor: int = 0) -> int:
+    """A consumer's ack floor from its ``ConsumerInfo`` (the stream sequence up to which every
+    message is acknowledged), or ``floor`` when it has none yet: where a reader keeps the point a
+    consumer deleted under it is created again from (``resume_after``)."""
+    acked = info.ack_floor
+    return int(acked.stream_seq) if acked is not None and acked.stream_seq else floor
+
+
+async def resume_after(js: Any, stream: str, floor: int) -> dict[str, Any] | None:
+    """The start (``ConsumerConfig`` fields) of a durable created again after it was deleted under
+    its readers, on from ``floor``, its ack floor as last read (``ack_floor``): every message after
+    it delivered again. None when there is no floor (0) or ``stream`` was made anew since (its
+    sequences started over: its last one is below the floor): then as when first created."""
+    if not floor or floor > (await js.stream_info(stream)).state.last_seq:
+        return None
+    return {"deliver_policy": DeliverPolicy.BY_START_SEQUENCE, "opt_start_seq": floor + 1}
 
 
 class _PullReader:

@@ -217,15 +217,16 @@ class LakeConsumer:
                 gone = False  # there: bound to as it is
             except NotFoundError:
                 gone = True
-            if gone and self.floor > (await self.js.stream_info(records.STREAM)).state.last_seq:
-                self.floor = 0  # the stream was made anew (its sequences start over): from its start
-            if gone and self.floor:
+            resume = await kjs.resume_after(self.js, records.STREAM, self.floor) if gone else None
+            if resume is not None:
                 log.warning(
                     "the durable consumer was gone: creating it again where it left off",
                     durable=self.durable,
                     start_seq=self.floor + 1,
                 )
-                start = {"deliver_policy": DeliverPolicy.BY_START_SEQUENCE, "opt_start_seq": self.floor + 1}
+                start = resume
+            elif gone:
+                self.floor = 0  # the stream was made anew (its sequences start over): from its start
         return ConsumerConfig(
             ack_policy=AckPolicy.EXPLICIT,
             ack_wait=self.ack_wait,
@@ -248,8 +249,7 @@ class LakeConsumer:
                             info = await self._psub.consumer_info()
                             LAG.set(info.num_pending + info.num_ack_pending)
                             self._undelivered = info.num_pending
-                            if info.ack_floor is not None and info.ack_floor.stream_seq:
-                                self.floor = int(info.ack_floor.stream_seq)
+                            self.floor = kjs.ack_floor(info, self.floor)
                     await asyncio.to_thread(self._sweep)
                     next_sweep = time.monotonic() + self.sweep_every
                 if self._psub is None:

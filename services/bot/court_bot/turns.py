@@ -561,14 +561,11 @@ class TurnConsumer:
                 )
                 log.info("updated the shared turn consumer", ack_wait=self.ack_wait)
             return
-        if self.floor and self.floor > (await self.js.stream_info(STREAM)).state.last_seq:
-            self.floor = 0  # the stream was made anew (its sequences start over): as when first created
-        if self.floor:  # it was there and is gone (deleted under us): on from where it left off
-            start: dict[str, Any] = {
-                "deliver_policy": DeliverPolicy.BY_START_SEQUENCE,
-                "opt_start_seq": self.floor + 1,
-            }
-        else:
+        # it was there and is gone (deleted under us): on from where it left off, unless the stream
+        # was made anew; else as when first created
+        start = await kjs.resume_after(self.js, STREAM, self.floor)
+        if start is None:
+            self.floor = 0
             start = {
                 "deliver_policy": DeliverPolicy.BY_START_TIME,
                 "opt_start_time": datetime.now(UTC) - timedelta(seconds=self.catchup),
@@ -610,8 +607,7 @@ class TurnConsumer:
         self._saw_floor(info)
 
     def _saw_floor(self, info: Any) -> None:
-        if info.ack_floor is not None and info.ack_floor.stream_seq:
-            self.floor = int(info.ack_floor.stream_seq)
+        self.floor = kjs.ack_floor(info, self.floor)
 
     async def _pull(self) -> None:
         psub = None
