@@ -81,6 +81,25 @@ class CallMetadata(grpc.aio.Metadata):  # type: ignore[misc]  # grpc ships no ty
         return len(self._pairs) if self._pairs is not None else super().__len__()
 
 
+def _plain(kind: str) -> Callable[..., Any]:
+    """``PlainMethods``' method ``kind`` (``unary_unary``...): the channel's multicallable of that
+    kind with the stub's path and serializers, and nothing else it was asked (``_registered_method``)."""
+
+    def method(
+        self: PlainMethods,
+        method: str,
+        request_serializer: Any = None,
+        response_deserializer: Any = None,
+        **_: Any,
+    ) -> Any:
+        return getattr(self.channel, kind)(
+            method, request_serializer=request_serializer, response_deserializer=response_deserializer
+        )
+
+    method.__name__ = kind
+    return method
+
+
 class PlainMethods:
     """A channel as a generated stub asks it for its methods, answered with gRPC's plain
     multicallables: a stub from grpcio-tools asks for each method as a registered one
@@ -92,33 +111,10 @@ class PlainMethods:
     def __init__(self, channel: grpc.aio.Channel):
         self.channel = channel
 
-    def unary_unary(
-        self, method: str, request_serializer: Any = None, response_deserializer: Any = None, **_: Any
-    ) -> Any:
-        return self.channel.unary_unary(
-            method, request_serializer=request_serializer, response_deserializer=response_deserializer
-        )
-
-    def unary_stream(
-        self, method: str, request_serializer: Any = None, response_deserializer: Any = None, **_: Any
-    ) -> Any:
-        return self.channel.unary_stream(
-            method, request_serializer=request_serializer, response_deserializer=response_deserializer
-        )
-
-    def stream_unary(
-        self, method: str, request_serializer: Any = None, response_deserializer: Any = None, **_: Any
-    ) -> Any:
-        return self.channel.stream_unary(
-            method, request_serializer=request_serializer, response_deserializer=response_deserializer
-        )
-
-    def stream_stream(
-        self, method: str, request_serializer: Any = None, response_deserializer: Any = None, **_: Any
-    ) -> Any:
-        return self.channel.stream_stream(
-            method, request_serializer=request_serializer, response_deserializer=response_deserializer
-        )
+    unary_unary = _plain("unary_unary")
+    unary_stream = _plain("unary_stream")
+    stream_unary = _plain("stream_unary")
+    stream_stream = _plain("stream_stream")
 
 
 def stub(stub_class: Callable[[Any], T], channel: grpc.aio.Channel) -> T:
