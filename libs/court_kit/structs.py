@@ -62,13 +62,12 @@ _pack_double = struct.Struct("<d").pack
 
 # the one-byte varints (0 to 127), for writers that inline ``varint``'s first case
 SMALL_VARINTS = [bytes((i,)) for i in range(0x80)]
-_BYTE = SMALL_VARINTS
 
 
 def varint(n: int) -> bytes:
     """A non-negative int in protobuf's varint encoding."""
     if n < 0x80:  # tags, small counts and seqs, short strings' lengths: one byte
-        return _BYTE[n]
+        return SMALL_VARINTS[n]
     if n < 0x4000:  # a view's, an event's or a record's length: two
         return bytes((n & 0x7F | 0x80, n >> 7))
     out = bytearray()

@@ -35,7 +35,6 @@ class Unsupported(Exception):
     """A value this encoder does not write (the converter's path takes it, or names the error)."""
 
 
-_BYTE = SMALL_VARINTS
 _MEMO_LIMIT = 4096  # encodings kept per string field (card names, phases: a few dozen in practice)
 
 
@@ -44,7 +43,7 @@ def _int32(v: Any) -> bytes:
     if v.__class__ is not int or not -0x80000000 <= v <= 0x7FFFFFFF:
         raise Unsupported
     if 0 <= v < 0x80:
-        return _BYTE[v]
+        return SMALL_VARINTS[v]
     return int64_varint(v)
 
 
@@ -188,7 +187,7 @@ def _compile(desc: Any, fields: list[Any], wrapper: str = "", diff: bool = False
     have, none it has no field for, no null where the field takes none."""
     env: dict[str, Any] = {
         "Unsupported": Unsupported,
-        "_B": _BYTE,
+        "_B": SMALL_VARINTS,
         "_int32": _int32,
         "varint": varint,
         "_bool": _bool,
