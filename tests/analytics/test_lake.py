@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from nats.aio.client import Client as NATS
 from nats.js.api import DeliverPolicy, StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
-from tests.fixtures.nats import BinaryNats
+from tests.fixtures.nats import BinaryNats, free_port
 
 ANALYTICS = str(Path(sys.executable).parent / "court-analytics")
 GAMES = 24
@@ -524,6 +525,19 @@ def test_records_published_after_a_nats_restart_land_once(nats: BinaryNats, cons
     check_exactly_once(consumers.lake, before + after, first | later)
 
 
+def _metric(port: int, name: str) -> float | None:
+    """A gauge's value on a court-analytics process's metrics port (None before it serves one)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
 async def _delete_consumer(url: str, durable: str) -> None:
     nc = NATS()
     await nc.connect(url)
@@ -550,14 +564,14 @@ def test_the_durable_deleted_under_a_running_consumer(nats: BinaryNats, consumer
     every record once, the ones before not read again. Before, the consumer asked the missing
     durable again and again (thousands of requests a second) and nothing landed any more."""
     first, later, before, after = _two_rounds()
-    proc = consumers.start()
+    metrics = free_port()
+    proc = consumers.start(extra={"COURT_METRICS_LISTEN": f"127.0.0.1:{metrics}"})
     asyncio.run(publish(nats.url, before))
     wait_done(consumers.lake, len(first), consumers=consumers)
     deadline = time.monotonic() + WAIT
-    while asyncio.run(consumer_left(nats.url, "analytics")) != 0:
+    while _metric(metrics, "court_analytics_ack_floor") != len(before):  # every record acked, and read
         assert time.monotonic() < deadline, consumers.log_of(proc)
-        time.sleep(0.1)  # the durable offers no event to wait on
-    time.sleep(3.0)  # a few sweeps (one between batches; an idle batch waits 1 s): the floor read
+        time.sleep(0.1)
     asyncio.run(_delete_consumer(nats.url, "analytics"))
     asyncio.run(publish(nats.url, after))
     wait_done(consumers.lake, len(first) + len(later), consumers=consumers)

@@ -55,6 +55,11 @@ STAGED_GAMES = Gauge("court_analytics_staged_games", "games with staged records 
 LAG = Gauge(
     "court_analytics_lag_records", "records in the stream not yet acknowledged by the durable consumer"
 )
+ACK_FLOOR = Gauge(
+    "court_analytics_ack_floor",
+    "the durable consumer's ack floor (a stream sequence) as the last sweep read it: where the durable"
+    " is created again from if it is deleted",
+)
 FINISH_FAILED = Counter(
     "court_analytics_finish_failures_total", "attempts to land a game that failed (retried)"
 )
@@ -250,6 +255,7 @@ class LakeConsumer:
                             LAG.set(info.num_pending + info.num_ack_pending)
                             self._undelivered = info.num_pending
                             self.floor = kjs.ack_floor(info, self.floor)
+                            ACK_FLOOR.set(self.floor)
                     await asyncio.to_thread(self._sweep)
                     next_sweep = time.monotonic() + self.sweep_every
                 if self._psub is None:
