@@ -59,13 +59,18 @@ async def test_cancelling_the_caller_cancels_the_wait() -> None:
 # AckDeadlines: the appends' waits, one timer for all
 
 
+def _waits(n: int) -> tuple[AckDeadlines, list[asyncio.Future[bytes]]]:
+    """A fresh shared timer and ``n`` ack futures of the running loop, none answered yet."""
+    loop = asyncio.get_running_loop()
+    return AckDeadlines(), [loop.create_future() for _ in range(n)]
+
+
 async def test_waits_sharing_one_timer_get_their_acks_or_time_out_each_at_its_own_time() -> None:
     """Five waits begun at least 10 ms apart with a 0.1 s timeout: the acked ones return their acks, the
     others fail with TimeoutError (their futures too), none before its own time is up (less the
     loop's timer slack) and each in the order it began; one timer serves them all."""
     loop = asyncio.get_running_loop()
-    acks = AckDeadlines()
-    futs: list[asyncio.Future[bytes]] = [loop.create_future() for _ in range(5)]
+    acks, futs = _waits(5)
     began: list[float] = []
     ended: dict[int, float] = {}
 
@@ -92,10 +97,7 @@ async def test_waits_sharing_one_timer_get_their_acks_or_time_out_each_at_its_ow
 
 
 async def test_a_cancelled_wait_cancels_its_future_and_the_timer_still_serves_the_others() -> None:
-    loop = asyncio.get_running_loop()
-    acks = AckDeadlines()
-    first: asyncio.Future[bytes] = loop.create_future()
-    second: asyncio.Future[bytes] = loop.create_future()
+    acks, (first, second) = _waits(2)
     waiting = asyncio.ensure_future(acks.wait(first, 0.05))
     await asyncio.sleep(0)
     waiting.cancel()
@@ -111,9 +113,7 @@ async def test_a_shorter_timeout_than_an_earlier_wait_s_still_ends_in_time() -> 
     """A wait whose time is up before that of one begun earlier (the store's timeout lowered
     meanwhile, as tests do) still ends at its own time, not the earlier one's."""
     loop = asyncio.get_running_loop()
-    acks = AckDeadlines()
-    long: asyncio.Future[bytes] = loop.create_future()
-    short: asyncio.Future[bytes] = loop.create_future()
+    acks, (long, short) = _waits(2)
     waiting = asyncio.ensure_future(acks.wait(long, 5.0))
     await asyncio.sleep(0)
     t0 = loop.time()
@@ -125,13 +125,10 @@ async def test_a_shorter_timeout_than_an_earlier_wait_s_still_ends_in_time() -> 
 
 
 async def test_a_failed_or_present_ack_is_answered_at_once() -> None:
-    loop = asyncio.get_running_loop()
-    acks = AckDeadlines()
-    failed: asyncio.Future[bytes] = loop.create_future()
+    acks, (failed, there) = _waits(2)
     failed.set_exception(ValueError("refused"))
     with pytest.raises(ValueError, match="refused"):
         await acks.wait(failed, 5.0)
-    there: asyncio.Future[bytes] = loop.create_future()
     there.set_result(b"ack")
     assert await acks.wait(there, 5.0) == b"ack"
 
