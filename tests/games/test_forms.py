@@ -9,6 +9,7 @@ decisions) interpreted: ``make test`` runs everything else once, compiled.
 from __future__ import annotations
 
 import importlib.machinery
+import importlib.util
 import json
 import os
 import shutil
@@ -187,6 +188,30 @@ def test_an_edit_of_a_module_compiled_with_the_core_makes_the_build_stale(tmp_pa
     assert _form.stale(copy) == []  # with them, as built
     extra.write_text(extra.read_text() + "\n# edited after the build\n")
     assert _form.stale(copy) == [f"../{rel}"]
+
+
+def test_clean_removes_the_build_of_the_modules_compiled_with_the_core(tmp_path):
+    """``compile_core.py --clean`` (and ``COURT_COMPILE=0``) leaves no extension module of an
+    ``ALSO_COMPILED`` module behind, which would otherwise still load; its source stays."""
+    spec = importlib.util.spec_from_file_location("compile_core", REPO / "scripts" / "compile_core.py")
+    assert spec is not None and spec.loader is not None
+    compile_core = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compile_core)
+    package_dir = tmp_path / _form.PACKAGE
+    package_dir.mkdir()
+    (package_dir / _form.MANIFEST).write_text("{}")
+    rel = Path(_form.ALSO_COMPILED[0])
+    source = tmp_path / rel
+    source.parent.mkdir(parents=True)
+    source.write_text("")
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    built = [source.with_name(source.stem + suffix), package_dir / f"core{suffix}"]
+    other = source.with_name(f"another{suffix}")  # not compiled with the core: not the build's
+    for f in (*built, other):
+        f.write_bytes(b"")
+    compile_core.clean(package_dir, _form)
+    assert not any(f.exists() for f in built) and not (package_dir / _form.MANIFEST).exists()
+    assert source.is_file() and other.is_file()
 
 
 # The interpreted rerun: tests/games (engines, vectors, the OpenSpiel differential) but the long random
