@@ -25,13 +25,15 @@ $(STAMP): pyproject.toml uv.lock
 	@touch $@
 
 # The compiled core: court_games compiled by mypyc beside its .py files (scripts/compile_core.py, which
-# derives the modules from the package), again when one of them changes; a compile error fails setup.
+# derives the modules from the package; with it the bots' inner loop that court_games._form.ALSO_COMPILED
+# names), again when one of them changes; a compile error fails setup.
 # COURT_COMPILE=0 make setup compiles nothing (and removes a build): the .py files run. COURT_PURE=1
 # runs them anyway. docs/development.md.
 CORE := libs/court_games/_core__mypyc.json
 setup: $(CORE)
 
-$(CORE): $(STAMP) scripts/compile_core.py $(shell find libs/court_games -name '*.py' -not -path '*/__pycache__/*')
+$(CORE): $(STAMP) scripts/compile_core.py $(shell find libs/court_games -name '*.py' -not -path '*/__pycache__/*') \
+		libs/court_bots/games/the_court_policy.py
 	$(BIN)/python scripts/compile_core.py
 
 # The web client (web/, docs/web-client.md): npm ci when its lock changed, then the typed clients

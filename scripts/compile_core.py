@@ -5,8 +5,9 @@
     COURT_COMPILE=0 make setup                          the same: no compile (no C compiler here)
 
 What is compiled is derived, not listed: ``court_games._form.compiled_sources`` (every ``.py``
-file of the package but its ``__init__.py`` files and ``_form.py``), so a module added, moved or
-removed is compiled or dropped on the next run. All of them go into one shared library (calls
+file of the package but its ``__init__.py`` files and ``_form.py``, and the bots' inner loops that
+``_form.ALSO_COMPILED`` names, e.g. ``court_bots/games/the_court_policy.py``), so a module added,
+moved or removed is compiled or dropped on the next run. All of them go into one shared library (calls
 between them stay native); each module gets an extension module beside its ``.py`` file, and
 ``_core__mypyc.json`` records the hash of every source compiled (``_form`` runs the ``.py`` files
 when one differs). The image builds the same way (deploy/Dockerfile). Needs a C compiler and the
@@ -48,8 +49,16 @@ def _form_module(package_dir: Path) -> ModuleType:
 
 
 def clean(package_dir: Path, form: ModuleType) -> list[Path]:
-    """Remove every extension module and the manifest from the package."""
-    gone = [*package_dir.rglob("*.so"), *package_dir.rglob("*.pyd"), package_dir / form.MANIFEST]
+    """Remove every extension module and the manifest from the package (and the ``ALSO_COMPILED``
+    modules' extension modules beside their sources)."""
+    also = [
+        ext
+        for rel in form.ALSO_COMPILED
+        for src in [package_dir.parent / rel]
+        for ext in src.parent.glob(src.stem + ".*")
+        if ext.suffix in (".so", ".pyd")
+    ]
+    gone = [*package_dir.rglob("*.so"), *package_dir.rglob("*.pyd"), *also, package_dir / form.MANIFEST]
     for p in gone:
         p.unlink(missing_ok=True)
     return gone

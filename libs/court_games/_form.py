@@ -18,7 +18,11 @@ run instead:
 ``compiled_sources`` derives what is compiled: every ``.py`` file of the package but the
 ``__init__.py`` files (a package's ``__init__`` stays interpreted: mypyc sets a compiled package's
 ``__path__`` wrongly), this module, which picks the form before any other is imported, and a module
-with a line ``# court_games: interpreted (why)``, which mypyc would not compile to the same behaviour.
+with a line ``# court_games: interpreted (why)``, which mypyc would not compile to the same behaviour;
+and the few modules of other packages named in ``ALSO_COMPILED`` (a bot's inner loop over the
+core's simulator: calls into the core stay native). Those run in the same form as the core, and
+their sources count for the stale check where they are present beside the package (a copy of
+the package alone runs without them).
 """
 
 from __future__ import annotations
@@ -40,6 +44,19 @@ SHARED_LIB = "_core__mypyc"  # mypyc's group library: the package's modules, com
 MANIFEST = SHARED_LIB + ".json"
 NOT_COMPILED = frozenset({"__init__.py", "_form.py"})
 INTERPRETED = b"\n# court_games: interpreted"  # a module's own line: mypyc does not compile it
+# modules of other packages compiled with the core, as paths from the folder holding the package
+ALSO_COMPILED = ("court_bots/games/the_court_policy.py",)
+ALSO_COMPILED_MODULES = frozenset(p.removesuffix(".py").replace("/", ".") for p in ALSO_COMPILED)
+
+
+def _also(package_dir: Path) -> list[Path]:
+    """The ``ALSO_COMPILED`` sources present beside ``package_dir``."""
+    return [p for p in (package_dir.parent / rel for rel in ALSO_COMPILED) if p.is_file()]
+
+
+def _key(p: Path, package_dir: Path) -> str:
+    """A source's name in the manifest: its path from the package (``../`` for ``ALSO_COMPILED``)."""
+    return Path(os.path.relpath(p, package_dir)).as_posix()
 
 
 def _candidates(package_dir: Path) -> list[Path]:
@@ -47,7 +64,7 @@ def _candidates(package_dir: Path) -> list[Path]:
     ``INTERPRETED`` is one, but telling needs its text)."""
     return [
         p for p in package_dir.rglob("*.py") if p.name not in NOT_COMPILED and "__pycache__" not in p.parts
-    ]
+    ] + _also(package_dir)
 
 
 def compiled_sources(package_dir: Path = PACKAGE_DIR) -> list[Path]:
@@ -58,7 +75,7 @@ def compiled_sources(package_dir: Path = PACKAGE_DIR) -> list[Path]:
 def source_hashes(package_dir: Path = PACKAGE_DIR) -> dict[str, str]:
     """``{path relative to the package: sha256 of the file}`` of every compiled source."""
     return {
-        p.relative_to(package_dir).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        _key(p, package_dir): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in compiled_sources(package_dir)
     }
 
@@ -74,7 +91,7 @@ def source_stats(package_dir: Path = PACKAGE_DIR) -> dict[str, list[int]]:
     stats = {}
     for p in compiled_sources(package_dir):
         st = p.stat()
-        stats[p.relative_to(package_dir).as_posix()] = [st.st_size, st.st_mtime_ns]
+        stats[_key(p, package_dir)] = [st.st_size, st.st_mtime_ns]
     return stats
 
 
@@ -83,6 +100,7 @@ def stale(package_dir: Path = PACKAGE_DIR) -> list[str]:
 
     A file whose size and modification time are the ones the build recorded is the file it compiled
     and is not read; any other ``.py`` file of the package is read, and hashed if mypyc compiles it.
+    An ``ALSO_COMPILED`` source absent beside the package is no difference (nothing can load it).
     """
     try:
         manifest = json.loads((package_dir / MANIFEST).read_text())
@@ -92,7 +110,7 @@ def stale(package_dir: Path = PACKAGE_DIR) -> list[str]:
         return [MANIFEST]
     now: dict[str, str] = {}
     for p in _candidates(package_dir):
-        rel = p.relative_to(package_dir).as_posix()
+        rel = _key(p, package_dir)
         st = p.stat()
         if rel in recorded and stats.get(rel) == [st.st_size, st.st_mtime_ns]:
             now[rel] = recorded[rel]
@@ -100,18 +118,22 @@ def stale(package_dir: Path = PACKAGE_DIR) -> list[str]:
         data = p.read_bytes()
         if INTERPRETED not in data:
             now[rel] = hashlib.sha256(data).hexdigest()
-    return sorted(p for p in recorded.keys() | now.keys() if recorded.get(p) != now.get(p))
+    absent = {rel for rel in recorded if rel.startswith("../") and not (package_dir / rel).is_file()}
+    return sorted(
+        p for p in recorded.keys() | now.keys() if recorded.get(p) != now.get(p) and p not in absent
+    )
 
 
 class SourcesOnly(importlib.abc.MetaPathFinder):
-    """Finds the package's submodules among ``.py`` files only, never an extension module."""
+    """Finds the package's submodules (and ``ALSO_COMPILED``) among ``.py`` files only, never an
+    extension module."""
 
     _LOADERS = (importlib.machinery.SourceFileLoader, importlib.machinery.SOURCE_SUFFIXES)
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if path is None or not fullname.startswith(PACKAGE + "."):
+        if path is None or not (fullname.startswith(PACKAGE + ".") or fullname in ALSO_COMPILED_MODULES):
             return None
         for entry in path:
             spec = importlib.machinery.FileFinder(entry, self._LOADERS).find_spec(fullname, target)

@@ -18,6 +18,16 @@ only the estimate does, ``MISSED`` otherwise. At 500 deals ``ok`` needs about 74
 How far that is (measured with ``COURT_BOT_CLOCK=cpu``, 500 deals, load 12 to 18): the expert wins
 65.4% [61.1, 69.4] (mean score 60.9; CPU p99 13.4 ms a move), the heuristic 61.8% [57.5, 66.0];
 again on 2026-12-05 (load 7.3): 65.0% [60.7, 69.1] (mean score 60.9; CPU p99 13.3 ms).
+With the rollout policy compiled (2026-12-06, ``court_bots.games.the_court_policy`` built by mypyc
+with the core: 3.7 to 3.9 times the rollouts per CPU second, the same choices), the budget
+searches a median of 116 to 130 sampled worlds a decision (p10 about 75, p90 about 300) where the
+interpreted policy searched 46 to 50 at the same load (about 4), for no gain beyond the noise: in
+three pairs on the goal deals (main first, load 3.8 to 4.5) main won 65.6%, 64.8% and 65.0%, the
+compiled expert 66.0%, 66.4% and 65.4% (CPU p99 13.3 ms a move in every run); in the last pair
+the compiled expert won 8 deals main lost and lost 6 main won (mean score difference +0.03).
+On the deals of ``COURT_BENCH_FIRST_DEAL=10000`` neither a larger search share (``SEARCH_SHARE``
+0.8: 165 worlds, CPU p99 17.7 ms; 65.2% against 65.4%, 6 deals won only by it, 7 only by 0.6) nor
+more placements searched (``MAX_CANDIDATES`` 5: 65.2%, 5 / 6) plays better, so both stay.
 A player who sees the deck order (``tests/bench/the_court_ceiling.py``, an exact search; analysis
 only) wins 76.7% [72.2, 80.7] of 374 of these deals: the goal asks for play within about 3 points
 of perfect information. Tried and measured, none moves the expert by more than the noise: a
@@ -25,8 +35,9 @@ one-draw expectimax over the ranks still in the deck as the rollouts' prior (64.
 [60.5, 68.9] on the same deals); the heuristic's ``Weights`` retuned by a local search on other
 deals, for the greedy rollout policy and for the expectimax (no gain on held-out deals).
 
-Strength against effort (``COURT_BENCH_EXPERT_ITERATIONS``; the default budget searches a median
-of 33 sampled worlds a decision, 18 at p10 and 93 at p90): 32 worlds win 64.0% [57.1, 70.3] of
+Strength against effort (``COURT_BENCH_EXPERT_ITERATIONS``; the default budget searched a median
+of 33 sampled worlds a decision, 18 at p10 and 93 at p90, at load 7 to 18 with the policy
+interpreted; see above for the compiled policy): 32 worlds win 64.0% [57.1, 70.3] of
 the first 200 deals and 63.0% [56.1, 69.4] of 200 others (the deals of
 ``COURT_BENCH_FIRST_DEAL=10000``); 128 worlds (CPU median 37 ms, p99 74 to 85 ms a move) 67.5%
 [60.7, 73.6] and 64.5% [57.7, 70.8]:
@@ -68,7 +79,10 @@ Python) and the rollouts already see to the end. The two routes, rollouts to the
 two-draw average over a learned value, win the same share of deals (65 to 66% of the goal's),
 and the rollouts saturate near 67% at 128 to 512 worlds; the best estimate of what a player
 without sight of the deck reaches is about 68%, so 70% (74% for ``ok`` at 500 deals) asks for
-more than the hidden order seems to allow, against 76.7% for a player who sees it.
+more than the hidden order seems to allow, against 76.7% for a player who sees it. With the
+policy compiled, what a sampled world costs besides its rollouts is mostly the determinization
+(interpreted; under cProfile 0.20 s of the expert's 0.68 s against 0.39 s of rollouts), the next
+lever on effort, though effort has stopped buying strength.
 
 ``COURT_BENCH_GAMES`` (default 500) sets the deals per mode (shared: games per pairing);
 ``COURT_BENCH_MODES`` (comma-separated, default all five) picks the modes;

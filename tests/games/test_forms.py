@@ -9,6 +9,7 @@ decisions) interpreted: ``make test`` runs everything else once, compiled.
 from __future__ import annotations
 
 import importlib.machinery
+import importlib.util
 import json
 import os
 import shutil
@@ -22,7 +23,7 @@ from court_games import _form
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Imports every module of the package, then plays seeded random games on every engine with events,
+# Imports every module of the package (and those compiled with it), then plays seeded random games on every engine with events,
 # views and results, and prints which file each module came from and a digest of everything played.
 PROBE = r"""
 import hashlib, importlib, json, random, sys
@@ -36,6 +37,10 @@ for p in sorted(_form.PACKAGE_DIR.rglob("*.py")):
     parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
     name = ".".join((_form.PACKAGE, *parts))
     files[name] = importlib.import_module(name).__file__
+for rel in _form.ALSO_COMPILED:  # the bots' modules compiled with the core, where present beside it
+    if (_form.PACKAGE_DIR.parent / rel).is_file():
+        name = rel.removesuffix(".py").replace("/", ".")
+        files[name] = importlib.import_module(name).__file__
 digest = hashlib.sha256()
 for name in GAME_NAMES:
     game = get_game(name)
@@ -76,6 +81,8 @@ def is_extension(path: str) -> bool:
 
 
 def module_name(path: Path, package_dir: Path = _form.PACKAGE_DIR) -> str:
+    if not path.is_relative_to(package_dir):  # one of _form.ALSO_COMPILED, beside the package
+        return ".".join(path.relative_to(package_dir.parent).with_suffix("").parts)
     parts = path.relative_to(package_dir).with_suffix("").parts
     return ".".join((_form.PACKAGE, *(parts[:-1] if parts[-1] == "__init__" else parts)))
 
@@ -165,6 +172,46 @@ def test_the_stale_check_reads_only_sources_whose_size_or_time_changed(tmp_path)
     del data["stats"]
     manifest.write_text(json.dumps(data))
     assert _form.stale(copy) == [rel]
+
+
+def test_an_edit_of_a_module_compiled_with_the_core_makes_the_build_stale(tmp_path):
+    """The bots' modules compiled with the core (``ALSO_COMPILED``) are sources of the build too; a
+    copy of the package without them has nothing of theirs to load, and is not stale for that."""
+    require_build()
+    copy = tmp_path / _form.PACKAGE
+    shutil.copytree(_form.PACKAGE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    assert _form.stale(copy) == []  # without them
+    rel = _form.ALSO_COMPILED[0]
+    extra = tmp_path / rel
+    extra.parent.mkdir(parents=True)
+    shutil.copy2(_form.PACKAGE_DIR.parent / rel, extra)
+    assert _form.stale(copy) == []  # with them, as built
+    extra.write_text(extra.read_text() + "\n# edited after the build\n")
+    assert _form.stale(copy) == [f"../{rel}"]
+
+
+def test_clean_removes_the_build_of_the_modules_compiled_with_the_core(tmp_path):
+    """``compile_core.py --clean`` (and ``COURT_COMPILE=0``) leaves no extension module of an
+    ``ALSO_COMPILED`` module behind, which would otherwise still load; its source stays."""
+    spec = importlib.util.spec_from_file_location("compile_core", REPO / "scripts" / "compile_core.py")
+    assert spec is not None and spec.loader is not None
+    compile_core = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compile_core)
+    package_dir = tmp_path / _form.PACKAGE
+    package_dir.mkdir()
+    (package_dir / _form.MANIFEST).write_text("{}")
+    rel = Path(_form.ALSO_COMPILED[0])
+    source = tmp_path / rel
+    source.parent.mkdir(parents=True)
+    source.write_text("")
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    built = [source.with_name(source.stem + suffix), package_dir / f"core{suffix}"]
+    other = source.with_name(f"another{suffix}")  # not compiled with the core: not the build's
+    for f in (*built, other):
+        f.write_bytes(b"")
+    compile_core.clean(package_dir, _form)
+    assert not any(f.exists() for f in built) and not (package_dir / _form.MANIFEST).exists()
+    assert source.is_file() and other.is_file()
 
 
 # The interpreted rerun: tests/games (engines, vectors, the OpenSpiel differential) but the long random
