@@ -26,7 +26,9 @@ with ``COURT_BOT_CLOCK=cpu`` for figures that do not depend on the load), so the
 deals won by the search only, by the expert only.
 
 ``python -m tests.bench.the_court_deep --method uct --sims 2000 --deals 0:100 --procs 2``
-prints one line per deal and the totals with Wilson 95% intervals.
+prints one line per deal and the totals with Wilson 95% intervals. What it measured on the
+goal's deals (no gain over the expert at up to 8,000 simulations, about 1 s of CPU a decision) is
+in ``bots_the_court``'s docstring.
 """
 
 from __future__ import annotations
