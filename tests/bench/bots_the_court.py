@@ -63,7 +63,7 @@ positions the one-draw lookahead plays (a round of policy iteration: held-out lo
 62 / 55 on 2,000 deals), and greedy placement by the value alone (57.7%, below the heuristic).
 
 A deeper search on the true game (2026-12-06; ``tests/bench/the_court_deep.py``, analysis only,
-CPU clock, load 2 to 6). Solitaire hides only the deck's order, so it is a Markov decision process
+CPU clock, load 2 to 8). Solitaire hides only the deck's order, so it is a Markov decision process
 whose chance node is a uniform card of the remaining multiset; every method above improves one
 step over a fixed base policy. UCT on that process (chance nodes keyed by the drawn rank, the deck
 shuffled afresh in every simulation so the true order is never seen, the heuristic's 3 best
