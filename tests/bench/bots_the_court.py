@@ -73,13 +73,38 @@ positions the one-draw lookahead plays (a round of policy iteration: held-out lo
 0.3636), 17 more features (squares, products with the clock: log loss 0.374; the one-draw player
 62 / 55 on 2,000 deals), and greedy placement by the value alone (57.7%, below the heuristic).
 
-What is left: the two-draw lookahead gains 3 points over one draw as a player on its own, so a
-third draw is the next lever, but it costs about 13 times as much (far over the 22 ms budget in
-Python) and the rollouts already see to the end. The two routes, rollouts to the end and an exact
-two-draw average over a learned value, win the same share of deals (65 to 66% of the goal's),
-and the rollouts saturate near 67% at 128 to 512 worlds; the best estimate of what a player
-without sight of the deck reaches is about 68%, so 70% (74% for ``ok`` at 500 deals) asks for
-more than the hidden order seems to allow, against 76.7% for a player who sees it. With the
+A deeper search on the true game (2026-12-06; ``tests/bench/the_court_deep.py``, analysis only,
+CPU clock, load 2 to 8). Solitaire hides only the deck's order, so it is a Markov decision process
+whose chance node is a uniform card of the remaining multiset; every method above improves one
+step over a fixed base policy. UCT on that process (chance nodes keyed by the drawn rank, the deck
+shuffled afresh in every simulation so the true order is never seen, the heuristic's 3 best
+placements at inner nodes, heuristic playouts, the expert's utility), against the shipped expert
+playing the same deals in the same run (deals won only by UCT / only by the expert): at 3,000
+simulations a decision (CPU median 355 ms) it wins 67.0% [57.3, 75.4] of the first 100 goal deals,
+the expert 66.0% [56.3, 74.5] (3 / 2; mean score 61.0 against 61.6); at 8,000 (CPU median 930 ms,
+p90 1.1 s) 65.0% [55.3, 73.6] against 66.0% (1 / 2; 61.5 against 61.8), and 8,000 against 3,000
+on the same deals 0 / 2. At 8,000 the tree holds a node for each (placement, drawn rank) path
+to 2 draws below the decision (570 to 730 of them, tens of visits each) and most of its nodes 3
+and 4 draws below (a few visits each), where the expert plays the heuristic from the next draw on. At 20,000 (CPU median 2.1 s) on the
+first 30 deals: 18 won against the expert's 19 (0 / 1), the same 18 as at 8,000 (0 / 0), and a
+second run of 15 of them won the same ones.
+Nested rollouts one level above the expert (each candidate played to the end in 16 shuffled decks by
+a player choosing every placement by 6 heuristic rollouts of its 3 best) did worse: 16 of the first
+28 deals against the expert's 17 (mean score 57.5 against 61.9; stopped there). The wins are the
+same deals whichever way is played: of the 100, 64 are won by UCT at both efforts and the expert,
+31 by none of them, and the expert's two runs agree on all 100. Where UCT (3,000) leaves the
+heuristic's choice (2.7 of 19 decisions a deal) the changes go both ways (a number card to a new
+tower instead of a tower 77 times, the reverse 61, another tower 42, another Jack tower 39, the
+Moat 18, an Ace, Queen or King elsewhere 36) and change the outcome of 5 deals in 100, in both
+directions.
+
+What is left: nothing found without sight of the deck plays better than the expert's 65 to 67%.
+Rollouts saturate near 67% at 128 to 512 worlds, an exact two-draw average over a learned value
+wins 66%, and a search 3 to 4 draws deep on the true process (UCT, 8,000 simulations and
+about 1 s of CPU a decision, 40 times the budget; 20,000 on 30 deals) wins the same deals the expert wins. So the
+best estimate of what a player without sight of the deck reaches is 66 to 68%, and 70% (74% for
+``ok`` at 500 deals) asks for more than the hidden order allows, against 76.7% for a player who
+sees it. With the
 policy compiled, what a sampled world costs besides its rollouts is mostly the determinization
 (interpreted; under cProfile 0.20 s of the expert's 0.68 s against 0.39 s of rollouts), the next
 lever on effort, though effort has stopped buying strength.
