@@ -38,6 +38,7 @@ import math
 import random
 import sys
 import time
+from collections.abc import Callable
 from multiprocessing import Pool
 from typing import Any
 
@@ -147,42 +148,43 @@ def uct(root: F.Sim, sims: int, rng: random.Random, c: float, width: int) -> tup
 # --------------------------------------------------------------------------- nested rollouts
 
 
-def one_step(s: F.Sim, inner: int, width: int, rng: random.Random) -> tuple[int, int]:
-    """The expert's rule without its clock: the best of ``width`` candidates over ``inner``
-    shuffled decks rolled out by the heuristic (common random numbers; ties to the heuristic)."""
+def _best_of(
+    s: F.Sim, width: int, decks: int, finish: Callable[[F.Sim], object], rng: random.Random
+) -> tuple[int, int]:
+    """The best of the heuristic's ``width`` best candidates over ``decks`` shuffles of the
+    remaining cards, each candidate played to the end by ``finish`` (common random numbers; ties to
+    the heuristic's order)."""
     acts = s.legal(0)
     if len(acts) == 1:
         return acts[0]
     acts = ranked(s, acts)[:width]
     sums = [0.0] * len(acts)
-    for _ in range(inner):
+    for _ in range(decks):
         base = s.copy()
         rng.shuffle(base.players[0].deck)
         for i, a in enumerate(acts):
             t = base.copy()
             t.apply(0, a)
-            bot.rollout(t)
+            finish(t)
             sums[i] += utility(t.players[0].score)
     return acts[max(range(len(acts)), key=lambda i: (sums[i], -i))]
+
+
+def one_step(s: F.Sim, inner: int, width: int, rng: random.Random) -> tuple[int, int]:
+    """The expert's rule without its clock: the best of ``width`` candidates over ``inner``
+    shuffled decks rolled out by the heuristic."""
+    return _best_of(s, width, inner, bot.rollout, rng)
 
 
 def nested(root: F.Sim, outer: int, inner: int, width: int, rng: random.Random) -> tuple[int, int]:
-    root = hide_order(root)
-    acts = root.legal(0)
-    if len(acts) == 1:
-        return acts[0]
-    acts = ranked(root, acts)[:width]
-    sums = [0.0] * len(acts)
-    for _ in range(outer):
-        base = root.copy()
-        rng.shuffle(base.players[0].deck)
-        for i, a in enumerate(acts):
-            t = base.copy()
-            t.apply(0, a)
-            while t.phase != F.P_OVER:
-                t.apply(0, one_step(t, inner, width, rng))
-            sums[i] += utility(t.players[0].score)
-    return acts[max(range(len(acts)), key=lambda i: (sums[i], -i))]
+    """One level above ``one_step``: each candidate played to the end in ``outer`` shuffled decks
+    by a player choosing every placement by ``one_step``."""
+
+    def finish(t: F.Sim) -> None:
+        while t.phase != F.P_OVER:
+            t.apply(0, one_step(t, inner, width, rng))
+
+    return _best_of(hide_order(root), width, outer, finish, rng)
 
 
 # --------------------------------------------------------------------------- the runs
