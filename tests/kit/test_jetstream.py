@@ -356,6 +356,21 @@ async def _refused_pulls_back_off(js: Any, puller_class: Any, stream: str) -> tu
     return first, second
 
 
+async def _raises_once_deleted(js: Any, puller_class: Any, psub: Any, stream: str) -> None:
+    """A reader of ``puller_class`` on ``psub`` (the durable ``d`` of ``stream``) with its request
+    open: the durable deleted under it, the request ends with 409 Consumer Deleted and the next
+    with 503 (no consumer), each raised as ``JetStreamUnavailable``, two requests in all."""
+    puller = puller_class(psub, 8, expires=5.0)
+    with pytest.raises(nats_errors.TimeoutError):
+        await puller.next_batch(0.1)
+    await js.delete_consumer(stream, "d")
+    with pytest.raises(kjs.JetStreamUnavailable, match="409"):
+        await puller.next_batch(5.0)
+    with pytest.raises(kjs.JetStreamUnavailable, match="503"):
+        await puller.next_batch(5.0)
+    assert puller.requests == 2
+
+
 async def test_puller_raises_for_a_deleted_consumer_and_never_spins(tmp_path: Path) -> None:
     """kjs.Puller (the bot service's and the analytics consumer's reader): the consumer deleted
     under its open request (409 Consumer Deleted), then asked again (no consumer: 503, no
@@ -370,15 +385,7 @@ async def test_puller_raises_for_a_deleted_consumer_and_never_spins(tmp_path: Pa
         with pytest.raises(nats_errors.TimeoutError):
             await second.next_batch(0.1)  # the next call waits out the pause too: no request at once
         assert second.requests <= 8
-        puller = kjs.Puller(psub, 8, expires=5.0)
-        with pytest.raises(nats_errors.TimeoutError):
-            await puller.next_batch(0.1)
-        await js.delete_consumer("Y", "d")
-        with pytest.raises(kjs.JetStreamUnavailable, match="409"):
-            await puller.next_batch(5.0)
-        with pytest.raises(kjs.JetStreamUnavailable, match="503"):
-            await puller.next_batch(5.0)
-        assert puller.requests == 2
+        await _raises_once_deleted(js, kjs.Puller, psub, "Y")
         await js.publish("y.a", b"a")  # a message for the crowded consumer: delivered as before
         got = await first.next_batch(5.0)
         assert [m.data for m in got] == [b"a"]
@@ -464,15 +471,7 @@ async def test_one_shot_puller_raises_for_a_deleted_consumer_and_never_spins(tmp
     async with _pulled(tmp_path, "X", AckPolicy.EXPLICIT) as (_, nc, psub):
         js = nc.jetstream()
         first, second = await _refused_pulls_back_off(js, kjs.OneShotPuller, "X")
-        puller = kjs.OneShotPuller(psub, 8, expires=5.0)
-        with pytest.raises(nats_errors.TimeoutError):
-            await puller.next_batch(0.1)
-        await js.delete_consumer("X", "d")
-        with pytest.raises(kjs.JetStreamUnavailable, match="409"):
-            await puller.next_batch(5.0)
-        with pytest.raises(kjs.JetStreamUnavailable, match="503"):
-            await puller.next_batch(5.0)
-        assert puller.requests == 2
+        await _raises_once_deleted(js, kjs.OneShotPuller, psub, "X")
 
 
 async def test_send_publish_puts_the_bytes_nats_py_would_and_checks_alike(tmp_path: Path) -> None:
