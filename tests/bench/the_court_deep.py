@@ -55,19 +55,6 @@ def utility(score: int) -> float:
     return bot.utility_of_scores("solitaire", [score], 0)
 
 
-def ranked(s: F.Sim, acts: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """``acts`` best first by the heuristic's evaluation of the table after each."""
-    pl = s.players[0]
-    card = s.pending[0][0]
-    ctx = bot._ctx(pl)
-
-    def value(a: tuple[int, int]) -> float:
-        towers, tv, moat, score = F.placed(pl, card, a)
-        return bot.evaluate(towers, tv, moat, score, ctx)
-
-    return sorted(acts, key=value, reverse=True)
-
-
 def hide_order(s: F.Sim) -> F.Sim:
     """``s`` with its deck in a fixed order: only the composition is left to the search."""
     s = s.copy()
@@ -94,7 +81,7 @@ class Node:
 def _node(s: F.Sim, width: int | None) -> Node:
     acts = s.legal(0)
     if len(acts) > 1:
-        acts = ranked(s, acts)
+        acts = bot.by_evaluation(s, 0, acts)
         if width is not None:
             acts = acts[:width]
     return Node(acts)
@@ -157,7 +144,7 @@ def _best_of(
     acts = s.legal(0)
     if len(acts) == 1:
         return acts[0]
-    acts = ranked(s, acts)[:width]
+    acts = bot.by_evaluation(s, 0, acts)[:width]
     sums = [0.0] * len(acts)
     for _ in range(decks):
         base = s.copy()

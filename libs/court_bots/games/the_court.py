@@ -58,7 +58,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from court_games.the_court import engine as game
-from court_games.the_court.fast import NUMBERS, placed, sim_from_state
+from court_games.the_court.fast import NUMBERS, Sim, placed, sim_from_state
 
 from court_bots.games.the_court_policy import _ctx, choose, evaluate, rollout, swap_gain
 from court_bots.search import CLOCK
@@ -468,7 +468,12 @@ def expert(
 
 def _shortlist(sample: game.State, seat: int, cands: list[Any], k: int) -> list[Any]:
     """The ``k`` placements the evaluation likes best (the heuristic's choice first)."""
-    s = sim_from_state(sample)
+    return by_evaluation(sim_from_state(sample), seat, cands)[:k]
+
+
+def by_evaluation(s: Sim, seat: int, cands: Sequence[Any]) -> list[Any]:
+    """``seat``'s placements ``cands`` of the card it is to place in ``s``, best first by the
+    heuristic's evaluation of the table after each (ties in their order)."""
     pl = s.players[seat]
     card = s.pending[0][0]
     ctx = _ctx(pl)
@@ -477,7 +482,7 @@ def _shortlist(sample: game.State, seat: int, cands: list[Any], k: int) -> list[
         towers, tv, moat, score = placed(pl, card, a)
         return evaluate(towers, tv, moat, score, ctx)
 
-    return sorted(cands, key=value, reverse=True)[:k]
+    return sorted(cands, key=value, reverse=True)
 
 
 MAX_CANDIDATES = 3  # placements searched (the evaluation's best ones)
