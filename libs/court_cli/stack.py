@@ -37,10 +37,12 @@ turns the metrics endpoints off.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import fcntl
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -107,10 +109,59 @@ class StackError(Exception):
     """The stack could not start; the message says what failed and where its log is."""
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    try:
+        lo, hi = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(lo), int(hi)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+_GIVEN: collections.deque[int] = collections.deque(maxlen=512)  # ports unused_ports handed out lately
+
+
+def unused_ports(count: int) -> list[int]:
+    """``count`` distinct free loopback ports outside the kernel's ephemeral range.
+
+    A port from that range (``bind(0)``) is free only until the server binds it: in between it can
+    become the local end of any outgoing connection on the machine (another test's gRPC or NATS
+    client, a browser), and the server then fails with "Address already in use". Ports below (or
+    above) the range are only ever taken on purpose. Each chosen port stays bound until all are
+    chosen, so no two are the same, nor the same as one this process was given lately (a caller
+    may ask one at a time and bind them all later)."""
+    lo, hi = _ephemeral_range()
+    span = range(max(1024, lo - 12_000), lo) if lo - 1024 >= 2_000 else range(hi + 1, 65_536)
+    rng = random.SystemRandom()
+    held: list[socket.socket] = []
+    try:
+        for _ in range(count * 200):
+            if len(held) == count:
+                break
+            port = rng.choice(span)
+            if port in _GIVEN:
+                continue
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                s.close()
+                continue
+            held.append(s)
+        while len(held) < count:  # a crowded machine: any free port
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            held.append(s)
+        ports = [int(s.getsockname()[1]) for s in held]
+        _GIVEN.extend(ports)
+        return ports
+    finally:
+        for s in held:
+            s.close()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """One free loopback port outside the ephemeral range (see ``unused_ports``)."""
+    return unused_ports(1)[0]
 
 
 def _port_of(address: str, what: str) -> int:
@@ -157,7 +208,8 @@ class StackConfig:
         env = os.environ if environ is None else environ
         state = Path(state_dir or env.get("COURT_STATE_DIR", ".state")).absolute()
         if free_ports:
-            ports = {name: free_port() for name in (*SERVICES, "nats")}
+            names = (*SERVICES, "nats")
+            ports = dict(zip(names, unused_ports(len(names)), strict=True))
             metrics = {name: "" for name in SERVICES}
         else:
             ports = {

@@ -13,7 +13,7 @@ from concurrent import futures
 from pathlib import Path
 
 import grpc
-from court_cli.stack import LocalStack, StackConfig
+from court_cli.stack import SERVICES, LocalStack, StackConfig, free_port
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 
@@ -91,3 +91,20 @@ def test_a_killed_launcher_leaves_no_child_behind(tmp_path: Path) -> None:
     else:
         os.kill(child_pid, signal.SIGKILL)
         raise AssertionError("the child outlived its killed launcher by 30 s")
+
+
+def test_free_ports_are_distinct_and_outside_the_ephemeral_range(tmp_path: Path) -> None:
+    """``--free-ports`` (and every test's stack) picks ports an outgoing connection cannot take.
+
+    CI, stop 44: the launcher picked ranking's port with ``bind(0)``, from the kernel's ephemeral
+    range; before court-ranking bound it, another test's client connection had it as its local end,
+    and the stack failed with "Address already in use". Here: a stack's ports are distinct and none
+    lies in the range outgoing connections draw from, nor do 200 ports asked one at a time repeat."""
+    lo, hi = (int(p) for p in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    config = StackConfig.from_env({}, free_ports=True, state_dir=tmp_path)
+    ports = list(config.ports.values())
+    assert len(set(ports)) == len(ports) == len(SERVICES) + 1
+    singles = [free_port() for _ in range(200)]
+    assert len(set(singles)) == 200
+    inside = [p for p in [*ports, *singles] if lo <= p <= hi]
+    assert inside == [], f"ports from the ephemeral range {lo}-{hi}: {inside}"

