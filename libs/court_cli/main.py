@@ -1233,6 +1233,8 @@ def _banner(out: Console, config: StackConfig) -> None:
 async def _up(
     stack: LocalStack, out: Console, fancy: bool, *, demo: bool, demo_games: int, pace: float, level: str
 ) -> int:
+    from court_kit.loops import rest
+
     from .demo import run_demo
 
     stop = asyncio.Event()
@@ -1257,8 +1259,7 @@ async def _up(
                     )
                 stop.set()
                 return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 0.5)
+            await rest(stop, 0.5)
 
     async def show() -> None:
         if not demo:

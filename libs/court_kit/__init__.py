@@ -10,6 +10,7 @@
 * ``jetstream``: connect (reconnecting forever), ensure streams/KV, direct get
 * ``structs``: Structs to and from JSON
 * ``checks``: client input in error messages, page tokens
+* ``loops``: what background loops share (``rest``: a pause a stop cuts short)
 
 Plumbing only: the games' typed wire forms (views, records, actions) are ``court_contract``'s,
 which sits above this package and the engines; nothing here imports either.

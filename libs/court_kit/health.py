@@ -22,7 +22,6 @@ readiness; the lobby answers UNAVAILABLE for calls that need them).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -31,6 +30,7 @@ from grpc_health.v1 import health_pb2
 from grpc_health.v1._async import HealthServicer
 
 from . import logging as klog
+from .loops import rest
 
 log = klog.get_logger("court_kit.health")
 
@@ -175,5 +175,4 @@ class Readiness:
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             await self.check_once()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.interval)
+            await rest(stop, self.interval)

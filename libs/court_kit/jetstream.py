@@ -370,6 +370,15 @@ def _stored(msg: Any) -> StoredMsg:
     )
 
 
+async def unsubscribe_quietly(sub: Any) -> None:
+    """Unsubscribe ``sub`` (``None``: nothing to do) and let no error out: the connection may be
+    gone already. A pull subscription's pending request would otherwise hold up the connection's
+    drain at shutdown; after a failure the loop subscribes afresh."""
+    if sub is not None:
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()
+
+
 class JetStreamUnavailable(Exception):
     """JetStream did not answer in time (server down, leader election); retry later."""
 
@@ -661,12 +670,8 @@ class Publisher:
         return [r for r in done if not isinstance(r, BaseException)]
 
     async def close(self) -> None:
-        if self._sub is not None:
-            try:
-                await self._sub.unsubscribe()
-            except Exception:  # noqa: BLE001 - the connection may be gone
-                pass
-            self._sub = None
+        await unsubscribe_quietly(self._sub)
+        self._sub = None
         self.forget(list(self._futures.values()))
 
 

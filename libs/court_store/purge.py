@@ -10,10 +10,10 @@ database restarting) is logged once per change of state and retried at the next 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 
 from court_kit import logging as klog
+from court_kit.loops import rest
 
 log = klog.get_logger("court_store.purge")
 
@@ -51,9 +51,7 @@ class PurgeTask:
     async def run(self, stop: asyncio.Event) -> None:
         wait = self.first_after
         while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), wait)
-            if stop.is_set():
+            if await rest(stop, wait):
                 return
             await self.run_once()
             wait = self.interval

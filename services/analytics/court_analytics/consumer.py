@@ -33,6 +33,7 @@ from typing import Any
 
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
+from court_kit.loops import rest
 from nats.aio.client import Client as NATS
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -123,9 +124,7 @@ class LakeConsumer:
     async def _drop_subscription(self) -> None:
         psub, self._psub = self._psub, None
         self._puller = None
-        if psub is not None:
-            with contextlib.suppress(Exception):
-                await psub.unsubscribe()
+        await kjs.unsubscribe_quietly(psub)
 
     def _handle_batch(self, msgs: list[Any]) -> None:
         """Stage every record, finish what may be complete: the part done before acknowledging."""
@@ -299,5 +298,4 @@ class LakeConsumer:
                 self.failing = str(exc) or type(exc).__name__
                 log.warning("record consumer waiting", error=self.failing)
                 await self._drop_subscription()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), 1.0)
+                await rest(stop, 1.0)

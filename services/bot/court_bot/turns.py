@@ -81,6 +81,7 @@ import grpc
 from court_contract import records as krec
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
+from court_kit.loops import rest
 from court_proto.court.events.v2 import records_pb2
 from court_proto.court.rules.v1 import rules_pb2
 from nats.aio.client import Client as NATS
@@ -639,19 +640,12 @@ class TurnConsumer:
             except Exception as exc:  # noqa: BLE001 - keep consuming: NATS or the stream may be coming up
                 trouble.failed("turn consumer not ready", error=str(exc) or type(exc).__name__)
                 ERRORS.labels("consumer").inc()
-                if psub is not None:
-                    with contextlib.suppress(Exception):
-                        await psub.unsubscribe()
+                await kjs.unsubscribe_quietly(psub)
                 psub = None
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), 1.0)
-        if psub is not None:
-            with contextlib.suppress(Exception):
-                await psub.unsubscribe()
-        if self._views_sub is not None:
-            with contextlib.suppress(Exception):
-                await self._views_sub.unsubscribe()
-            self._views_sub = None
+                await rest(self._stopping, 1.0)
+        await kjs.unsubscribe_quietly(psub)
+        await kjs.unsubscribe_quietly(self._views_sub)
+        self._views_sub = None
 
     async def _view_pushed(self, msg: Any) -> None:
         """A bot seat's view the rules service pushed after a person's move (``court_rules.botviews``):

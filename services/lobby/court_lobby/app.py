@@ -35,6 +35,7 @@ import court_store
 import grpc
 from court_kit import logging as klog
 from court_kit.health import Check, database_check
+from court_kit.loops import rest
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import run_service, start_server
 from court_kit.settings import Settings
@@ -152,9 +153,7 @@ class LobbyApp:
         """Until stopped: finish the abandons a backend was away for (every person asked), and
         abandon games every person of which has been away for the abandon time."""
         while not self._stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), every)
-            if self._stop.is_set():
+            if await rest(self._stop, every):
                 return
             try:
                 await application.finish_abandons()

@@ -47,6 +47,7 @@ from typing import Any, TypeVar
 import grpc
 from court_kit import errors as kerr
 from court_kit import logging as klog
+from court_kit.loops import rest
 
 from .clients import Backends, is_transient
 from .store import CANCELLING, COMPENSATING, STARTING, LobbyInfo, LobbyStore
@@ -279,5 +280,4 @@ class Starter:
                 await self.sweep()
             except Exception as exc:  # noqa: BLE001 - the database away for a moment: next round
                 log.warning("start sweep failed", error=str(exc)[:200] or type(exc).__name__)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.sweep_every)
+            await rest(stop, self.sweep_every)

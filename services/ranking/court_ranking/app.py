@@ -29,6 +29,7 @@ import grpc
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.health import Check, database_check, nats_check
+from court_kit.loops import rest
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import run_service, start_server
 from court_kit.settings import Settings
@@ -148,8 +149,7 @@ class RankingApp:
                 await self.sweep(lease)
             except Exception as exc:  # noqa: BLE001 - NATS or the database away for a moment
                 log.warning("settle sweep failed", error=str(exc)[:200] or type(exc).__name__)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), every)
+            await rest(self._stop, every)
 
     async def _stop_background(self) -> None:
         self._stop.set()

@@ -30,13 +30,13 @@ published before the move had no copy on it).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from court_contract import records as krec
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
+from court_kit.loops import rest
 from court_proto.court.events.v2 import records_pb2
 from nats.aio.client import Client as NATS
 from nats.errors import TimeoutError as NatsTimeout
@@ -179,9 +179,7 @@ class EventConsumer:
         try:
             await self._loop(stop)
         finally:
-            if self._psub is not None:  # a pending pull would otherwise hold up the connection's drain
-                with contextlib.suppress(Exception):
-                    await self._psub.unsubscribe()
+            await kjs.unsubscribe_quietly(self._psub)  # a pending pull would hold up the drain
 
     async def _loop(self, stop: asyncio.Event) -> None:
         psub = None
@@ -216,7 +214,4 @@ class EventConsumer:
             except Exception as exc:  # noqa: BLE001 - NATS restarting, the stream not created yet
                 trouble.failed("event consumer waiting", error=str(exc) or type(exc).__name__)
                 psub = None
-                try:
-                    await asyncio.wait_for(stop.wait(), 1.0)
-                except TimeoutError:
-                    pass
+                await rest(stop, 1.0)

@@ -55,6 +55,7 @@ from court_contract import typed
 from court_games.core import Event, IllegalAction
 from court_games.registry import get_game
 from court_kit import clock as kitclock
+from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.checks import quote
 from court_kit.errors import (
@@ -480,10 +481,7 @@ class Wakes:
             del self._games[subject]
             self._seen.pop(subject, None)
             self._synced.pop(subject, None)
-            try:
-                await held[0].unsubscribe()
-            except Exception:  # noqa: BLE001 - the connection may be gone already
-                pass
+            await kjs.unsubscribe_quietly(held[0])
 
     def __len__(self) -> int:
         return len(self._games)

@@ -14,11 +14,12 @@ limits drop them. A message not yet due is put back with a delay of the time it 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from typing import Any
 
+from court_kit import jetstream as kjs
 from court_kit import logging as klog
+from court_kit.loops import rest
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from prometheus_client import Counter
 
@@ -58,8 +59,8 @@ async def run_janitor(store: GameStore, stop: asyncio.Event, *, retention: float
                     age = time.time() - m.metadata.timestamp.timestamp()
                     if age < retention:
                         wait = retention - age
-                        for rest in msgs[i:]:
-                            await rest.nak(delay=max(0.05, wait))
+                        for later in msgs[i:]:
+                            await later.nak(delay=max(0.05, wait))
                         break
                     gid = m.subject[len(ARCHIVE_PREFIX) :]
                     await store.purge_hot(gid)
@@ -67,19 +68,13 @@ async def run_janitor(store: GameStore, stop: asyncio.Event, *, retention: float
                     await m.ack()
                 trouble.ok("janitor running again")
                 if wait:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), min(wait, 30.0))
+                    await rest(stop, min(wait, 30.0))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - NATS restarting: try again
                 trouble.failed("janitor pass failed", error=str(exc) or type(exc).__name__)
-                if psub is not None:
-                    with contextlib.suppress(Exception):
-                        await psub.unsubscribe()
+                await kjs.unsubscribe_quietly(psub)
                 psub = None
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), 1.0)
+                await rest(stop, 1.0)
     finally:
-        if psub is not None:
-            with contextlib.suppress(Exception):
-                await psub.unsubscribe()
+        await kjs.unsubscribe_quietly(psub)

@@ -49,6 +49,7 @@ from court_contract import records as krec
 from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.errors import Unavailable
+from court_kit.loops import rest
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from prometheus_client import Counter, Histogram
 
@@ -163,16 +164,11 @@ class ClockDriver:
                     raise
                 except Exception as exc:  # noqa: BLE001 - keep going: NATS may be restarting
                     trouble.failed("turn clock pass failed", error=str(exc) or type(exc).__name__)
-                    if psub is not None:
-                        with contextlib.suppress(Exception):
-                            await psub.unsubscribe()
-                        psub = None
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), 1.0)
+                    await kjs.unsubscribe_quietly(psub)
+                    psub = None
+                    await rest(stop, 1.0)
         finally:
-            if psub is not None:
-                with contextlib.suppress(Exception):
-                    await psub.unsubscribe()
+            await kjs.unsubscribe_quietly(psub)
 
     async def _dispatch(self, msg: Any) -> None:
         raw = (msg.headers or {}).get(DUE_HEADER)

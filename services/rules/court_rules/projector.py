@@ -75,6 +75,7 @@ from court_kit import jetstream as kjs
 from court_kit import logging as klog
 from court_kit.errors import Unavailable
 from court_kit.health import Check, nats_check
+from court_kit.loops import rest
 from court_kit.metrics import MetricsServer, start_metrics_server
 from court_kit.server import run_service, start_server
 from court_kit.settings import Settings
@@ -430,16 +431,11 @@ class Projector:
                     raise
                 except Exception as exc:  # noqa: BLE001 - NATS restarting, a stream not there yet
                     trouble.failed("projector waiting", stream=stream, error=str(exc) or type(exc).__name__)
-                    if psub is not None:
-                        with contextlib.suppress(Exception):
-                            await psub.unsubscribe()
+                    await kjs.unsubscribe_quietly(psub)
                     psub = None
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), 1.0)
+                    await rest(stop, 1.0)
         finally:
-            if psub is not None:
-                with contextlib.suppress(Exception):
-                    await psub.unsubscribe()
+            await kjs.unsubscribe_quietly(psub)
 
     async def _next(self, puller: kjs.OneShotPuller) -> list[Any]:
         """The next batch. Each request (``court_kit.jetstream.OneShotPuller``) brings what the log
@@ -491,8 +487,7 @@ class Projector:
                     seq=rec.seq,
                     error=str(exc),
                 )
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), delay)
+                await rest(stop, delay)
                 delay = min(delay * 2, 2.0)
         with contextlib.suppress(Exception):  # a lost ack: redelivered, found public, acked again
             self.acks.ack(m)

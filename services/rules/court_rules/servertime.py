@@ -23,7 +23,6 @@ timestamps and ``max_age`` already assume: a new stream leader brings its clock 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from collections import deque
@@ -32,6 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from court_kit import logging as klog
+from court_kit.loops import rest
 
 log = klog.get_logger("court_rules.servertime")
 
@@ -127,8 +127,7 @@ class ServerClock:
         """Sample every ``interval`` seconds until ``stop``; a failed sample keeps the offset."""
         trouble = klog.StateLog(log, f"server time from {self.stream}")
         while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.interval)
+            if await rest(stop, self.interval):
                 return
             try:
                 await self.sample()
