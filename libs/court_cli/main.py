@@ -1362,13 +1362,23 @@ def stack_up(
         pass
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the shutdown short
-        out.print(Text("Stopping…", style="bold"))
+        _say_while_stopping(out, Text("Stopping…", style="bold"))
         codes = stack.stop()
-        out.print(
-            Text("Stopped: " + ", ".join(f"{name} ({code})" for name, code in codes.items()), style="bold")
+        _say_while_stopping(
+            out,
+            Text("Stopped: " + ", ".join(f"{name} ({code})" for name, code in codes.items()), style="bold"),
         )
         signal.signal(signal.SIGINT, signal.default_int_handler)
     raise typer.Exit(status)
+
+
+def _say_while_stopping(out: Console, text: Text) -> None:
+    """Print ``text`` if anyone still reads the output. ``make run | tee log`` and Ctrl-C: the same
+    SIGINT ends tee, and rich answers the broken pipe with SystemExit (having pointed stdout at
+    /dev/null); raised here it would end the launcher before the stack is stopped, and every
+    child would get its death signal at once, nats-server with the services."""
+    with contextlib.suppress(SystemExit, OSError):
+        out.print(text)
 
 
 def _check_level_or_exit(level: str) -> str:

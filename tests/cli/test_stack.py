@@ -176,3 +176,51 @@ def test_make_run_plays_a_bot_game_stops_on_ctrl_c_and_finds_it_again(tmp_path: 
             if p.poll() is None:
                 p.kill()
                 p.wait(30)
+
+
+@pytest.mark.timeout(600)
+def test_ctrl_c_with_the_output_pipe_gone_still_stops_the_services_before_nats(tmp_path: Path) -> None:
+    """``make run | tee run.log``, then Ctrl-C: the terminal's SIGINT ends tee too, so the launcher's
+    "Stopping…" goes to a pipe nobody reads. The launcher used to die there (rich's broken-pipe
+    exit) before it stopped anything; every child then got its death signal at once, nats-server
+    went first, and the services lost NATS in the middle of their own shutdown (court-bot hung
+    until its 9 s watchdog). Now it stops the stack in order (services, then NATS) and exits 0."""
+    env = stack_env(tmp_path)
+    state = tmp_path / "state"
+    read_end, write_end = os.pipe()
+    errors = tmp_path / "launcher.err"
+    with open(errors, "wb") as err:
+        proc = subprocess.Popen(
+            [COURT, "stack", "up", "--no-demo"],
+            env=env,
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            stdout=write_end,
+            stderr=err,
+        )
+    os.close(write_end)
+    try:
+        seen = b""
+        with os.fdopen(read_end, "rb", buffering=0) as reader:
+            while b"Ctrl-C stops everything" not in seen:
+                chunk = reader.read(4096)
+                assert chunk, seen.decode(errors="replace")[-3000:]
+                seen += chunk
+            pids = running_pids(state)
+        # the reader is gone (tee, ended by the same Ctrl-C); now the launcher's SIGINT
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(120) == 0, errors.read_text()[-3000:]
+        assert "Traceback" not in errors.read_text(), errors.read_text()[-3000:]
+        left = [p for p in pids if alive(p)]
+        assert not left, f"still running after Ctrl-C: {left}"
+        for name in SERVICES:
+            log = (state / "logs" / f"{name}.log").read_text()
+            shutdown = log[log.rindex('"event": "shutting down"') :]
+            assert '"event": "stopped"' in shutdown, (name, shutdown[-2000:])
+            # NATS was still there while the service shut down: no connection cut under it
+            assert "unexpected EOF" not in shutdown, (name, shutdown[-2000:])
+            assert "took longer than" not in shutdown, (name, shutdown[-2000:])
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
