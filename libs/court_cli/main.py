@@ -1324,17 +1324,22 @@ def stack_up(
     def terminate(_sig: int, _frame: Any) -> None:
         raise KeyboardInterrupt
 
+    # SIGTERM, and Ctrl-C even when started with SIGINT ignored (a non-interactive shell's background
+    # job, as CI runs the tests): both stop the stack from the first line on. A SIGINT ignored until
+    # _up's own handler was in place used to be lost, and the launcher ran on
     previous = signal.signal(signal.SIGTERM, terminate)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from .stack import SERVICES
 
-    out.print(
-        Text(
-            f"Starting Court: nats-server and the {', '.join(SERVICES[:-1])} and {SERVICES[-1]} services "
-            f"(state in {shown_path(config.state_dir)}/)…",
-            style="bold",
-        )
-    )
+    status = 0
     try:
+        out.print(
+            Text(
+                f"Starting Court: nats-server and the {', '.join(SERVICES[:-1])} and {SERVICES[-1]} services "
+                f"(state in {shown_path(config.state_dir)}/)…",
+                style="bold",
+            )
+        )
         stack.start()
     except StackError as exc:
         out.print(Text(f"court stack: {exc}", style="bold red"))
@@ -1342,11 +1347,8 @@ def stack_up(
     except KeyboardInterrupt:
         out.print("interrupted; everything stopped")
         raise typer.Exit(130) from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    _banner(out, config)
-    status = 0
     try:
+        _banner(out, config)
         status = asyncio.run(
             _up(
                 stack,
@@ -1361,7 +1363,9 @@ def stack_up(
     except KeyboardInterrupt:
         pass
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the shutdown short
+        # a second Ctrl-C (or a SIGTERM) must not cut the shutdown short
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         _say_while_stopping(out, Text("Stopping…", style="bold"))
         codes = stack.stop()
         _say_while_stopping(
@@ -1369,6 +1373,7 @@ def stack_up(
             Text("Stopped: " + ", ".join(f"{name} ({code})" for name, code in codes.items()), style="bold"),
         )
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, previous)
     raise typer.Exit(status)
 
 

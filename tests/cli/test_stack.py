@@ -224,3 +224,43 @@ def test_ctrl_c_with_the_output_pipe_gone_still_stops_the_services_before_nats(t
         if proc.poll() is None:
             proc.kill()
             proc.wait(30)
+
+
+def _processes_in(folder: Path) -> list[int]:
+    """The processes whose working folder is ``folder`` (the launcher runs every child there)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if Path(os.readlink(proc / "cwd")) == folder:
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return [p for p in found if alive(p)]
+
+
+@pytest.mark.timeout(600)
+def test_ctrl_c_while_starting_stops_everything_even_when_started_with_sigint_ignored(tmp_path: Path) -> None:
+    """A non-interactive shell starts background jobs with SIGINT ignored (CI ran the tests so), and
+    the launcher inherits that. It used to take SIGINT only once its event loop's handler was in
+    place: a Ctrl-C (or ``kill -INT``) before that, while the stack was starting or as the banner
+    said "Ctrl-C stops everything", was lost, and the launcher ran on (CI, this stop: 120 s with
+    no answer). Now SIGINT during the start stops what started and exits 130."""
+    env = stack_env(tmp_path)
+    state = tmp_path / "state"
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited by the launcher, as in CI
+    try:
+        proc, out = launch(env, tmp_path, pace=0.05)
+    finally:
+        signal.signal(signal.SIGINT, before)
+    try:
+        out.wait_for(r"^Starting Court: ", STACK_TIMEOUT)  # printed as the start begins (it takes seconds)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(120) == 130, out.text[-3000:]
+        out.wait_for(r"^interrupted; everything stopped$", 10)
+        assert "Traceback" not in out.text, out.text[-3000:]
+        assert _processes_in(state) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
